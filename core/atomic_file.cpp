@@ -1,0 +1,78 @@
+#include "core/atomic_file.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "core/error.hpp"
+
+namespace fb {
+namespace {
+
+std::string errno_text() { return std::strerror(errno); }
+
+}  // namespace
+
+void sync_directory(const std::filesystem::path& dir) {
+  const int fd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY);
+  if (fd < 0) throw runtime_error("cannot open directory " + dir.string() + ": " + errno_text());
+  ::fsync(fd);
+  ::close(fd);
+}
+
+void write_file_atomic(const std::filesystem::path& path, std::span<const std::byte> data) {
+  const auto dir = path.has_parent_path() ? path.parent_path() : std::filesystem::path(".");
+  std::string tmp = (dir / ("." + path.filename().string() + ".tmpXXXXXX")).string();
+  const int fd = ::mkstemp(tmp.data());
+  if (fd < 0) throw runtime_error("cannot create a temporary file in " + dir.string() + ": " + errno_text());
+  const auto fail = [&](const std::string& what) {
+    const std::string text = errno_text();
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    throw runtime_error(what + " " + path.string() + ": " + text);
+  };
+  std::size_t done = 0;
+  while (done < data.size()) {
+    const ssize_t n = ::write(fd, data.data() + done, data.size() - done);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      fail("cannot write");
+    }
+    done += static_cast<std::size_t>(n);
+  }
+  if (::fchmod(fd, 0644) != 0) fail("cannot set permissions of");
+  if (::fsync(fd) != 0) fail("cannot fsync");
+  if (::close(fd) != 0) {
+    ::unlink(tmp.c_str());
+    throw runtime_error("cannot close " + path.string() + ": " + errno_text());
+  }
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    const std::string text = errno_text();
+    ::unlink(tmp.c_str());
+    throw runtime_error("cannot rename a temporary file to " + path.string() + ": " + text);
+  }
+  sync_directory(dir);
+}
+
+void write_file_atomic(const std::filesystem::path& path, std::string_view text) {
+  write_file_atomic(path, std::as_bytes(std::span<const char>(text.data(), text.size())));
+}
+
+std::string read_text_file(const std::filesystem::path& path) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) throw input_error("file not found: " + path.string());
+  if (std::filesystem::is_directory(path, ec)) throw input_error("expected a file, found a directory: " + path.string());
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw input_error("cannot read " + path.string());
+  std::ostringstream out;
+  out << in.rdbuf();
+  return out.str();
+}
+
+}  // namespace fb

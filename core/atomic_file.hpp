@@ -1,0 +1,18 @@
+#pragma once
+// Durable, all-or-nothing file writes: write a temporary file beside the target, fsync it, rename it over
+// the target, fsync the directory. A crash at any point leaves either the old file or the new one.
+#include <cstddef>
+#include <filesystem>
+#include <span>
+#include <string_view>
+
+namespace fb {
+
+void write_file_atomic(const std::filesystem::path& path, std::span<const std::byte> data);
+void write_file_atomic(const std::filesystem::path& path, std::string_view text);
+// fsync of a directory, so a rename inside it is durable.
+void sync_directory(const std::filesystem::path& dir);
+// Whole file as text; throws an input Error naming the path when it cannot be read.
+std::string read_text_file(const std::filesystem::path& path);
+
+}  // namespace fb

@@ -1,0 +1,51 @@
+#include "core/config_paths.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "core/error.hpp"
+
+#ifndef FB_SOURCE_CONFIG_DIR
+#define FB_SOURCE_CONFIG_DIR "configs"
+#endif
+
+namespace fb {
+
+std::filesystem::path config_dir() {
+  if (const char* env = std::getenv("FACTORYBENCH_CONFIG_DIR"); env && *env) return env;
+  std::error_code ec;
+  const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    const auto installed = exe.parent_path().parent_path() / "share" / "factorybench" / "configs";
+    if (std::filesystem::is_directory(installed, ec)) return installed;
+  }
+  return FB_SOURCE_CONFIG_DIR;
+}
+
+std::filesystem::path resolve_config(std::string_view category, std::string_view name_or_path) {
+  const std::filesystem::path given(name_or_path);
+  std::error_code ec;
+  const bool looks_like_path = given.has_parent_path() || given.extension() == ".json";
+  if (looks_like_path) {
+    if (std::filesystem::is_regular_file(given, ec)) return given;
+    throw input_error(std::string(category) + " file not found: " + given.string());
+  }
+  const auto dir = config_dir() / category;
+  const auto candidate = dir / (std::string(name_or_path) + ".json");
+  if (std::filesystem::is_regular_file(candidate, ec)) return candidate;
+  std::vector<std::string> names;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec))
+    if (entry.path().extension() == ".json") names.push_back(entry.path().stem().string());
+  std::sort(names.begin(), names.end());
+  std::string list;
+  for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
+  throw input_error("unknown " + std::string(category) + " '" + std::string(name_or_path) + "'" +
+                    (list.empty() ? std::string(" (no presets found in ") + dir.string() + ")"
+                                  : " (available: " + list + ")"));
+}
+
+}  // namespace fb

@@ -1,0 +1,75 @@
+#include "core/hardware_table.hpp"
+
+#include <algorithm>
+#include <filesystem>
+
+#include <nlohmann/json.hpp>
+
+#include "core/atomic_file.hpp"
+#include "core/config_paths.hpp"
+#include "core/error.hpp"
+
+namespace fb {
+namespace {
+
+HardwarePeaks parse_entry(const nlohmann::json& j, const std::string& file) {
+  const auto where = [&](const std::string& key) { return file + ": " + key; };
+  HardwarePeaks hw;
+  hw.file = file;
+  try {
+    hw.name = j.at("name").get<std::string>();
+    hw.match = j.at("match").get<std::vector<std::string>>();
+    for (const auto& [k, v] : j.at("peak_tflops").items()) hw.peak_tflops[k] = v.get<double>();
+    if (j.contains("mamf_tflops"))
+      for (const auto& [k, v] : j.at("mamf_tflops").items()) hw.mamf_tflops[k] = v.get<double>();
+    hw.hbm_tbps = j.value("hbm_tbps", 0.0);
+    hw.source = j.value("source", std::string());
+  } catch (const nlohmann::json::exception& e) {
+    throw input_error(where("invalid hardware entry") + ": " + e.what());
+  }
+  return hw;
+}
+
+}  // namespace
+
+std::vector<HardwarePeaks> load_hardware_table() {
+  std::vector<HardwarePeaks> out;
+  const auto dir = config_dir() / "hardware";
+  std::error_code ec;
+  std::vector<std::filesystem::path> files;
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec))
+    if (e.path().extension() == ".json") files.push_back(e.path());
+  std::sort(files.begin(), files.end());
+  for (const auto& f : files) {
+    nlohmann::json j;
+    try {
+      j = nlohmann::json::parse(read_text_file(f));
+    } catch (const nlohmann::json::parse_error& e) {
+      throw input_error(f.string() + ": malformed JSON: " + e.what());
+    }
+    out.push_back(parse_entry(j, f.string()));
+  }
+  return out;
+}
+
+std::optional<HardwarePeaks> find_hardware(const std::vector<HardwarePeaks>& table, const std::string& device_name) {
+  const HardwarePeaks* best = nullptr;
+  std::size_t best_len = 0;
+  for (const auto& hw : table)
+    for (const auto& m : hw.match)
+      if (!m.empty() && device_name.find(m) != std::string::npos && m.size() > best_len) {
+        best = &hw;
+        best_len = m.size();
+      }
+  if (!best) return std::nullopt;
+  return *best;
+}
+
+std::optional<double> peak_for(const HardwarePeaks& hw, const std::string& dtype) {
+  auto it = hw.peak_tflops.find(dtype);
+  if (it == hw.peak_tflops.end() && dtype.rfind("fp8", 0) == 0) it = hw.peak_tflops.find("fp8");
+  if (it == hw.peak_tflops.end()) return std::nullopt;
+  return it->second;
+}
+
+}  // namespace fb

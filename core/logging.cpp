@@ -1,0 +1,59 @@
+#include "core/logging.hpp"
+
+#include <cstdio>
+#include <mutex>
+
+#include "core/error.hpp"
+
+namespace fb::log {
+namespace {
+
+struct State {
+  int rank = 0;
+  Level level = Level::info;
+  bool quiet = false;
+  std::mutex mutex;
+};
+State& state() {
+  static State s;
+  return s;
+}
+
+}  // namespace
+
+Level parse_level(std::string_view text) {
+  if (text == "error") return Level::error;
+  if (text == "warn" || text == "warning") return Level::warn;
+  if (text == "info") return Level::info;
+  if (text == "debug") return Level::debug;
+  throw usage_error("invalid --log-level '" + std::string(text) + "' (expected error, warn, info or debug)");
+}
+
+void configure(int rank, Level level, bool quiet) {
+  auto& s = state();
+  s.rank = rank;
+  s.level = level;
+  s.quiet = quiet;
+}
+
+bool enabled(Level level) {
+  const auto& s = state();
+  if (s.quiet && level > Level::error) return false;
+  if (level > s.level) return false;
+  // Errors and debug output come from every rank; the rest from rank 0 only.
+  return s.rank == 0 || level == Level::error || s.level == Level::debug;
+}
+
+void write(Level level, std::string_view message) {
+  static constexpr const char* kNames[] = {"error", "warning", "info", "debug"};
+  auto& s = state();
+  std::lock_guard lock(s.mutex);
+  if (level == Level::info && s.rank == 0)
+    std::fprintf(stderr, "%.*s\n", static_cast<int>(message.size()), message.data());
+  else
+    std::fprintf(stderr, "[rank %d] %s: %.*s\n", s.rank, kNames[static_cast<int>(level)],
+                 static_cast<int>(message.size()), message.data());
+  std::fflush(stderr);
+}
+
+}  // namespace fb::log

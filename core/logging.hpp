@@ -1,0 +1,35 @@
+#pragma once
+// Diagnostics on stderr. Rank 0 speaks by default; --log-level debug lets every rank speak (prefixed).
+// Human results go to stdout through the commands, never through here.
+#include <string>
+#include <string_view>
+
+#include <fmt/format.h>
+
+namespace fb::log {
+
+enum class Level { error = 0, warn = 1, info = 2, debug = 3 };
+
+Level parse_level(std::string_view text);  // error|warn|info|debug; usage Error otherwise
+void configure(int rank, Level level, bool quiet);
+bool enabled(Level level);
+void write(Level level, std::string_view message);
+
+template <typename... Args>
+void error(fmt::format_string<Args...> f, Args&&... args) {
+  if (enabled(Level::error)) write(Level::error, fmt::format(f, std::forward<Args>(args)...));
+}
+template <typename... Args>
+void warn(fmt::format_string<Args...> f, Args&&... args) {
+  if (enabled(Level::warn)) write(Level::warn, fmt::format(f, std::forward<Args>(args)...));
+}
+template <typename... Args>
+void info(fmt::format_string<Args...> f, Args&&... args) {
+  if (enabled(Level::info)) write(Level::info, fmt::format(f, std::forward<Args>(args)...));
+}
+template <typename... Args>
+void debug(fmt::format_string<Args...> f, Args&&... args) {
+  if (enabled(Level::debug)) write(Level::debug, fmt::format(f, std::forward<Args>(args)...));
+}
+
+}  // namespace fb::log

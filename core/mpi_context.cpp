@@ -1,0 +1,99 @@
+#include "core/mpi_context.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <functional>
+
+#include "core/error.hpp"
+#include "core/mpi_check.hpp"
+
+namespace fb {
+
+std::string mpi_error_text(int code) {
+  char text[MPI_MAX_ERROR_STRING];
+  int len = 0;
+  if (MPI_Error_string(code, text, &len) != MPI_SUCCESS) return "MPI error " + std::to_string(code);
+  return std::string(text, static_cast<std::size_t>(len));
+}
+
+MpiContext::MpiContext(int* argc, char*** argv) {
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  if (!initialized) {
+    int provided = 0;
+    // Helper threads (watchdog, telemetry, async checkpoints) never call MPI: FUNNELED is enough.
+    FB_CHECK_MPI(MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided));
+    owns_init_ = true;
+  }
+  // Errors come back as codes and become exceptions, rather than aborting inside MPI.
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  FB_CHECK_MPI(MPI_Comm_rank(MPI_COMM_WORLD, &rank_));
+  FB_CHECK_MPI(MPI_Comm_size(MPI_COMM_WORLD, &size_));
+  FB_CHECK_MPI(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &node_comm_));
+  FB_CHECK_MPI(MPI_Comm_rank(node_comm_, &local_rank_));
+  FB_CHECK_MPI(MPI_Comm_size(node_comm_, &local_size_));
+
+  char name[256] = {};
+  ::gethostname(name, sizeof(name) - 1);
+  hostname_ = name;
+  std::vector<char> all(static_cast<std::size_t>(size_) * sizeof(name));
+  FB_CHECK_MPI(MPI_Allgather(name, sizeof(name), MPI_CHAR, all.data(), sizeof(name), MPI_CHAR, MPI_COMM_WORLD));
+  hostnames_.reserve(static_cast<std::size_t>(size_));
+  for (int r = 0; r < size_; ++r) hostnames_.emplace_back(all.data() + static_cast<std::size_t>(r) * sizeof(name));
+}
+
+MpiContext::~MpiContext() {
+  if (node_comm_ != MPI_COMM_NULL) MPI_Comm_free(&node_comm_);
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (owns_init_ && !finalized) MPI_Finalize();
+}
+
+std::vector<std::string> MpiContext::unique_hosts() const {
+  std::vector<std::string> out;
+  for (const auto& h : hostnames_)
+    if (std::find(out.begin(), out.end(), h) == out.end()) out.push_back(h);
+  return out;
+}
+
+void MpiContext::barrier() const { FB_CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD)); }
+
+bool MpiContext::all_true(bool ok) const {
+  int local = ok ? 1 : 0, global = 0;
+  FB_CHECK_MPI(MPI_Allreduce(&local, &global, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD));
+  return global != 0;
+}
+
+void MpiContext::require_same_arguments(std::span<const std::string> args) const {
+  // FNV-1a over the arguments with separators; min and max over the ranks differ iff some rank differs.
+  std::uint64_t hash = 1469598103934665603ull;
+  for (const auto& a : args) {
+    for (unsigned char c : a) hash = (hash ^ c) * 1099511628211ull;
+    hash = (hash ^ 0xFFu) * 1099511628211ull;
+  }
+  std::uint64_t lo = 0, hi = 0;
+  FB_CHECK_MPI(MPI_Allreduce(&hash, &lo, 1, MPI_UINT64_T, MPI_MIN, MPI_COMM_WORLD));
+  FB_CHECK_MPI(MPI_Allreduce(&hash, &hi, 1, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD));
+  if (lo != hi)
+    throw usage_error("the ranks were started with different arguments; every rank must run the same command");
+}
+
+int launcher_rank() {
+  for (const char* var : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID"}) {
+    if (const char* v = std::getenv(var)) return std::atoi(v);
+  }
+  return 0;
+}
+
+std::string mpi_library_version() {
+  char text[MPI_MAX_LIBRARY_VERSION_STRING];
+  int len = 0;
+  MPI_Get_library_version(text, &len);
+  std::string s(text, static_cast<std::size_t>(len));
+  if (const auto nl = s.find_first_of(",\n"); nl != std::string::npos) s.resize(nl);
+  return s;
+}
+
+}  // namespace fb

@@ -1,0 +1,55 @@
+#pragma once
+// The MPI runtime: init/finalize (RAII), world and node-local ranks, host names. Works without mpirun as a
+// world of one process (MPI singleton init).
+#include <mpi.h>
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace fb {
+
+class MpiContext {
+ public:
+  MpiContext(int* argc, char*** argv);
+  ~MpiContext();
+  MpiContext(const MpiContext&) = delete;
+  MpiContext& operator=(const MpiContext&) = delete;
+
+  MPI_Comm world() const { return MPI_COMM_WORLD; }
+  MPI_Comm node() const { return node_comm_; }
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  int local_rank() const { return local_rank_; }
+  int local_size() const { return local_size_; }
+  bool is_root() const { return rank_ == 0; }
+  const std::string& hostname() const { return hostname_; }
+  // Host name of every rank, index = world rank.
+  const std::vector<std::string>& hostnames() const { return hostnames_; }
+  // Distinct host names in order of first appearance.
+  std::vector<std::string> unique_hosts() const;
+
+  void barrier() const;
+  // Stops with a usage Error on every rank when the ranks were not started with identical arguments, which
+  // would otherwise deadlock in mismatched collectives.
+  void require_same_arguments(std::span<const std::string> args) const;
+  // True on every rank when `ok` is true on every rank (logical AND), so all ranks take the same branch.
+  bool all_true(bool ok) const;
+
+ private:
+  int rank_ = 0, size_ = 1, local_rank_ = 0, local_size_ = 1;
+  bool owns_init_ = false;
+  MPI_Comm node_comm_ = MPI_COMM_NULL;
+  std::string hostname_;
+  std::vector<std::string> hostnames_;
+};
+
+// The rank the launcher assigned (Open MPI, PMIx, Slurm, MPICH), read from the environment before MPI is
+// initialised, so usage errors are printed once. 0 when not launched by one.
+int launcher_rank();
+
+// "Open MPI v4.1.4, ..." first line of MPI_Get_library_version (needs no initialised MPI).
+std::string mpi_library_version();
+
+}  // namespace fb

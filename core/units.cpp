@@ -1,0 +1,104 @@
+#include "core/units.hpp"
+
+#include <cctype>
+#include <charconv>
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "core/error.hpp"
+
+namespace fb {
+namespace {
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+// Splits "12.5ms" into 12.5 and "ms"; false when there is no leading number.
+bool split_number(std::string_view text, double& number, std::string& suffix) {
+  std::size_t i = 0;
+  while (i < text.size() && (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.')) ++i;
+  if (i == 0) return false;
+  const auto* begin = text.data();
+  auto [end, ec] = std::from_chars(begin, begin + i, number);
+  if (ec != std::errc() || end != begin + i) return false;
+  suffix = lower(text.substr(i));
+  return true;
+}
+
+}  // namespace
+
+std::uint64_t parse_size(std::string_view text, std::string_view what) {
+  const auto bad = [&](std::string_view why) {
+    return usage_error(fmt::format("invalid {} '{}': {}", what, text, why));
+  };
+  if (text.empty()) throw bad("expected a number such as 8, 64K, 1M or 8G");
+  if (text.front() == '-') throw bad("must not be negative");
+  double number = 0;
+  std::string suffix;
+  if (!split_number(text, number, suffix)) throw bad("expected a number such as 8, 64K, 1M or 8G");
+  if (!suffix.empty() && suffix.back() == 'b') suffix.pop_back();
+  if (!suffix.empty() && suffix.back() == 'i') suffix.pop_back();
+  double scale = 1;
+  if (suffix.empty()) scale = 1;
+  else if (suffix == "k") scale = 1024.0;
+  else if (suffix == "m") scale = 1024.0 * 1024;
+  else if (suffix == "g") scale = 1024.0 * 1024 * 1024;
+  else if (suffix == "t") scale = 1024.0 * 1024 * 1024 * 1024;
+  else throw bad("unknown unit (use K, M, G or T)");
+  const double bytes = number * scale;
+  if (bytes != std::floor(bytes)) throw bad("not a whole number of bytes");
+  if (bytes > 9.0e18) throw bad("too large");
+  return static_cast<std::uint64_t>(bytes);
+}
+
+double parse_duration(std::string_view text, std::string_view what) {
+  const auto bad = [&](std::string_view why) {
+    return usage_error(fmt::format("invalid {} '{}': {}", what, text, why));
+  };
+  if (text.empty()) throw bad("expected a duration such as 500ms, 90s, 15m or 2h");
+  if (text.front() == '-') throw bad("must not be negative");
+  double number = 0;
+  std::string suffix;
+  if (!split_number(text, number, suffix)) throw bad("expected a duration such as 500ms, 90s, 15m or 2h");
+  double scale = 1;
+  if (suffix.empty() || suffix == "s") scale = 1;
+  else if (suffix == "ns") scale = 1e-9;
+  else if (suffix == "us") scale = 1e-6;
+  else if (suffix == "ms") scale = 1e-3;
+  else if (suffix == "m" || suffix == "min") scale = 60;
+  else if (suffix == "h") scale = 3600;
+  else if (suffix == "d") scale = 86400;
+  else throw bad("unknown unit (use ms, s, m, h or d)");
+  const double seconds = number * scale;
+  if (!std::isfinite(seconds)) throw bad("not a finite duration");
+  return seconds;
+}
+
+std::string format_bytes(std::uint64_t bytes) {
+  static constexpr const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+  double value = static_cast<double>(bytes);
+  int unit = 0;
+  while (value >= 1024.0 && unit < 5) {
+    value /= 1024.0;
+    ++unit;
+  }
+  if (unit == 0) return fmt::format("{} B", bytes);
+  if (value == std::floor(value)) return fmt::format("{:.0f} {}", value, kUnits[unit]);
+  return fmt::format("{:.3g} {}", value, kUnits[unit]);
+}
+
+std::string format_duration(double seconds) {
+  if (seconds < 1e-3) return fmt::format("{:.3g} us", seconds * 1e6);
+  if (seconds < 1.0) return fmt::format("{:.3g} ms", seconds * 1e3);
+  if (seconds < 120.0) return fmt::format("{:.3g} s", seconds);
+  if (seconds < 7200.0) return fmt::format("{:.1f} min", seconds / 60);
+  return fmt::format("{:.2f} h", seconds / 3600);
+}
+
+}  // namespace fb

@@ -1,0 +1,21 @@
+#pragma once
+// Sizes and durations as users type them: "64K", "1M", "8G", "1Gi"; "500ms", "90s", "15m", "2h".
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace fb {
+
+// Binary multiples as nccl-tests reads them: K = 1024, M = 1024², G = 1024³, T = 1024⁴ (Ki/Mi/Gi/Ti and a
+// trailing B are accepted too). `what` names the option in the error message.
+std::uint64_t parse_size(std::string_view text, std::string_view what = "size");
+
+// Seconds. Suffixes ns, us, ms, s, m, h, d; a bare number is seconds. Negative values are rejected.
+double parse_duration(std::string_view text, std::string_view what = "duration");
+
+// "8 B", "64 KiB", "1.5 GiB".
+std::string format_bytes(std::uint64_t bytes);
+// "750 us", "1.25 s", "2h 05m".
+std::string format_duration(double seconds);
+
+}  // namespace fb

@@ -1,0 +1,172 @@
+#include "reports/report_json.hpp"
+
+#include <cmath>
+
+#include "core/atomic_file.hpp"
+#include "core/error.hpp"
+
+namespace fb::reports {
+namespace {
+
+using nlohmann::json;
+
+// JSON has no NaN or infinity: a non-finite figure is written as null.
+json number(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
+
+json stats_json(const SampleStats& s) {
+  return json{{"min", number(s.min)},       {"median", number(s.median)}, {"max", number(s.max)},
+              {"mean", number(s.mean)},     {"p99", number(s.p99)},       {"stddev", number(s.stddev)},
+              {"n", s.n}};
+}
+
+json result_json(const Result& r) {
+  json metrics = json::object();
+  for (const auto& [name, m] : r.metrics) {
+    json mj{{"value", number(m.value)}, {"unit", m.unit}, {"better", to_string(m.better)}};
+    if (m.stats) mj["stats"] = stats_json(*m.stats);
+    metrics[name] = std::move(mj);
+  }
+  json per_rank = json::object();
+  for (const auto& [name, values] : r.per_rank) {
+    json arr = json::array();
+    for (double v : values) arr.push_back(number(v));
+    per_rank[name] = std::move(arr);
+  }
+  json j{{"benchmark", r.benchmark}, {"name", r.name},     {"params", r.params},
+         {"metrics", metrics},       {"per_rank", per_rank}, {"status", to_string(r.status)},
+         {"error", r.error ? json(*r.error) : json(nullptr)}};
+  if (!r.extra.empty()) j["extra"] = r.extra;
+  return j;
+}
+
+// Reading: a cursor that knows its JSON path so every error names where it happened.
+struct Cursor {
+  const json& j;
+  std::string path;
+  const std::string& source;
+
+  [[noreturn]] void fail(const std::string& what) const { throw input_error(source + ": " + path + ": " + what); }
+  Cursor at(const std::string& key) const {
+    if (!j.is_object()) fail("expected an object");
+    if (!j.contains(key)) fail("missing required field \"" + key + "\"");
+    return {j.at(key), path + "." + key, source};
+  }
+  Cursor at(std::size_t i) const { return {j.at(i), path + "[" + std::to_string(i) + "]", source}; }
+  std::string str() const {
+    if (!j.is_string()) fail("expected a string");
+    return j.get<std::string>();
+  }
+  double num() const {
+    if (j.is_null()) return std::nan("");
+    if (!j.is_number()) fail("expected a number");
+    return j.get<double>();
+  }
+  const json& object() const {
+    if (!j.is_object()) fail("expected an object");
+    return j;
+  }
+  const json& array() const {
+    if (!j.is_array()) fail("expected an array");
+    return j;
+  }
+};
+
+SampleStats read_stats(const Cursor& c) {
+  c.object();
+  SampleStats s;
+  s.min = c.at("min").num();
+  s.median = c.at("median").num();
+  s.max = c.at("max").num();
+  if (c.j.contains("mean")) s.mean = c.at("mean").num();
+  if (c.j.contains("p99")) s.p99 = c.at("p99").num();
+  if (c.j.contains("stddev")) s.stddev = c.at("stddev").num();
+  const Cursor n = c.at("n");
+  if (!n.j.is_number_unsigned() && !n.j.is_number_integer()) n.fail("expected a non-negative integer");
+  s.n = n.j.get<std::size_t>();
+  return s;
+}
+
+Result read_result(const Cursor& c) {
+  c.object();
+  Result r;
+  r.benchmark = c.at("benchmark").str();
+  r.name = c.at("name").str();
+  if (c.j.contains("params")) r.params = c.at("params").object();
+  const Cursor metrics = c.at("metrics");
+  for (const auto& [name, value] : metrics.object().items()) {
+    const Cursor m{value, metrics.path + "." + name, c.source};
+    m.object();
+    Metric metric;
+    metric.value = m.at("value").num();
+    metric.unit = m.at("unit").str();
+    try {
+      metric.better = parse_better(m.at("better").str());
+    } catch (const Error& e) {
+      m.at("better").fail(e.what());
+    }
+    if (m.j.contains("stats")) metric.stats = read_stats(m.at("stats"));
+    r.metrics.emplace_back(name, std::move(metric));
+  }
+  if (c.j.contains("per_rank")) {
+    const Cursor pr = c.at("per_rank");
+    for (const auto& [name, arr] : pr.object().items()) {
+      const Cursor a{arr, pr.path + "." + name, c.source};
+      std::vector<double> values;
+      for (std::size_t i = 0; i < a.array().size(); ++i) values.push_back(a.at(i).num());
+      r.per_rank.emplace_back(name, std::move(values));
+    }
+  }
+  try {
+    r.status = parse_status(c.at("status").str());
+  } catch (const Error& e) {
+    if (std::string(e.what()).find(c.source) == 0) throw;
+    c.at("status").fail(e.what());
+  }
+  if (c.j.contains("error") && !c.j.at("error").is_null()) r.error = c.at("error").str();
+  if (c.j.contains("extra")) r.extra = c.at("extra").object();
+  return r;
+}
+
+}  // namespace
+
+nlohmann::json to_json(const Report& report) {
+  json results = json::array();
+  for (const auto& r : report.results) results.push_back(result_json(r));
+  return json{{"schema", report.schema}, {"tool", report.tool},       {"run", report.run},
+              {"system", report.system}, {"results", results},        {"events", report.events},
+              {"summary", report.summary}};
+}
+
+Report report_from_json(const nlohmann::json& j, const std::string& source) {
+  const Cursor root{j, "$", source};
+  root.object();
+  Report report;
+  report.schema = root.at("schema").str();
+  if (report.schema.rfind("factorybench.report/", 0) != 0)
+    root.at("schema").fail("not a factorybench report (schema \"" + report.schema + "\")");
+  if (j.contains("tool")) report.tool = root.at("tool").object();
+  if (j.contains("run")) report.run = root.at("run").object();
+  if (j.contains("system")) report.system = root.at("system").object();
+  const Cursor results = root.at("results");
+  for (std::size_t i = 0; i < results.array().size(); ++i) report.results.push_back(read_result(results.at(i)));
+  if (j.contains("events")) report.events = root.at("events").array();
+  if (j.contains("summary")) report.summary = root.at("summary").object();
+  return report;
+}
+
+void write_report(const std::filesystem::path& path, const Report& report) {
+  write_file_atomic(path, to_json(report).dump(2) + "\n");
+}
+
+Report read_report(const std::filesystem::path& path) {
+  const std::string text = read_text_file(path);
+  json j;
+  try {
+    j = json::parse(text);
+  } catch (const json::parse_error& e) {
+    throw input_error(path.string() + ": malformed JSON at byte " + std::to_string(e.byte));
+  }
+  return report_from_json(j, path.string());
+}
+
+}  // namespace fb::reports

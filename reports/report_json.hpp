@@ -1,0 +1,20 @@
+#pragma once
+// The report as JSON: write (atomically) and read back, with errors that name the file and the JSON path.
+#include <filesystem>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "reports/report.hpp"
+
+namespace fb::reports {
+
+nlohmann::json to_json(const Report& report);
+// Throws an input Error "SOURCE: $.results[3].metrics.tflops.value: expected a number" on bad content.
+Report report_from_json(const nlohmann::json& j, const std::string& source);
+
+// Pretty JSON, temporary file + fsync + rename: a reader never sees half a report.
+void write_report(const std::filesystem::path& path, const Report& report);
+Report read_report(const std::filesystem::path& path);
+
+}  // namespace fb::reports

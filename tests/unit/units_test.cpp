@@ -1,0 +1,56 @@
+#include "core/units.hpp"
+
+#include <gtest/gtest.h>
+
+#include "core/error.hpp"
+
+namespace fb {
+namespace {
+
+TEST(ParseSize, AcceptsBinarySuffixesAsNcclTestsDoes) {
+  EXPECT_EQ(parse_size("8"), 8u);
+  EXPECT_EQ(parse_size("64K"), 65536u);
+  EXPECT_EQ(parse_size("1M"), 1048576u);
+  EXPECT_EQ(parse_size("8G"), 8ull << 30);
+  EXPECT_EQ(parse_size("1Gi"), 1ull << 30);
+  EXPECT_EQ(parse_size("1GiB"), 1ull << 30);
+  EXPECT_EQ(parse_size("2t"), 2ull << 40);
+  EXPECT_EQ(parse_size("1.5K"), 1536u);
+}
+
+TEST(ParseSize, RejectsBadInputNamingTheOption) {
+  for (const char* bad : {"", "-5", "abc", "12X", "0.3", "1e99G"}) {
+    try {
+      parse_size(bad, "-b");
+      ADD_FAILURE() << "accepted '" << bad << "'";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::usage);
+      EXPECT_NE(std::string(e.what()).find("-b"), std::string::npos) << e.what();
+    }
+  }
+}
+
+TEST(ParseDuration, AcceptsCommonUnits) {
+  EXPECT_DOUBLE_EQ(parse_duration("500ms"), 0.5);
+  EXPECT_DOUBLE_EQ(parse_duration("90s"), 90);
+  EXPECT_DOUBLE_EQ(parse_duration("90"), 90);
+  EXPECT_DOUBLE_EQ(parse_duration("15m"), 900);
+  EXPECT_DOUBLE_EQ(parse_duration("2h"), 7200);
+  EXPECT_DOUBLE_EQ(parse_duration("1d"), 86400);
+  EXPECT_DOUBLE_EQ(parse_duration("250us"), 250e-6);
+}
+
+TEST(ParseDuration, RejectsBadInput) {
+  for (const char* bad : {"", "-1s", "fast", "10 parsecs", "5y"}) {
+    EXPECT_THROW(parse_duration(bad, "--hang-timeout"), Error) << bad;
+  }
+}
+
+TEST(FormatBytes, UsesBinaryUnits) {
+  EXPECT_EQ(format_bytes(8), "8 B");
+  EXPECT_EQ(format_bytes(65536), "64 KiB");
+  EXPECT_EQ(format_bytes(3ull << 29), "1.5 GiB");
+}
+
+}  // namespace
+}  // namespace fb

@@ -1,0 +1,90 @@
+// factorybench: one binary, one subcommand per file. Only this file turns errors into exit codes:
+// 0 success, 1 a benchmark failed its check or gate, 2 usage or input error, 3 runtime failure.
+#include <mpi.h>
+
+#include <cstdio>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "core/error.hpp"
+#include "core/logging.hpp"
+#include "core/mpi_context.hpp"
+#include "tools/commands.hpp"
+#include "workloads/run_environment.hpp"
+
+namespace {
+
+void print_error(const std::string& message) {
+  std::fprintf(stderr, "factorybench: error: %s\n", message.c_str());
+  std::fflush(stderr);
+}
+
+bool mpi_running_with_peers() {
+  int initialized = 0, finalized = 0, size = 1;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  if (!initialized || finalized) return false;
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  return size > 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace fb::tools;
+  CLI::App app{"factorybench: benchmark and validation toolkit for GPU training clusters.\n"
+               "Measures GEMM and collective throughput, transformer training steps (MFU), and goodput under\n"
+               "injected faults; writes versioned JSON reports and gates CI on them.",
+               "factorybench"};
+  app.set_version_flag("--version", fb::workloads::version_line());
+  app.require_subcommand(1);
+  app.fallthrough();  // global options may follow the subcommand
+
+  GlobalOptions global;
+  app.add_option("--backend", global.backend, "Device backend: auto (cuda when a GPU is visible), cuda or host")
+      ->check(CLI::IsMember({"auto", "cuda", "host"}));
+  app.add_option("-o,--output", global.output, "Write the JSON report to this file (rank 0, atomically)");
+  app.add_option("--seed", global.seed, "Seed for all random data and random fault plans");
+  app.add_flag("-q,--quiet", global.quiet, "Print errors only");
+  app.add_option("--log-level", global.log_level, "error, warn, info or debug (debug: every rank logs)")
+      ->check(CLI::IsMember({"error", "warn", "info", "debug"}));
+
+  std::vector<Command> commands;
+  commands.push_back(add_info_command(app));
+
+  const bool root = fb::launcher_rank() == 0;
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    if (e.get_exit_code() == 0) {  // --help, --version
+      if (root) app.exit(e);
+      return 0;
+    }
+    if (root) print_error(e.what());
+    return 2;
+  }
+
+  std::vector<std::string> args(argv + 1, argv + argc);
+  int rc = 0;
+  try {
+    fb::log::configure(fb::launcher_rank(), fb::log::parse_level(global.log_level), global.quiet);
+    Session session(&argc, &argv, global, args);
+    for (const auto& command : commands)
+      if (command.app->parsed()) rc = command.action(session);
+  } catch (const fb::Error& e) {
+    const bool runtime = e.kind() == fb::ErrorKind::runtime;
+    // Usage and input errors are found alike on every rank (same arguments, same files): rank 0 reports.
+    // A runtime failure may be one rank's alone: it reports, and the job is aborted so no rank hangs.
+    if (runtime || root) print_error(e.what());
+    if (runtime && mpi_running_with_peers()) MPI_Abort(MPI_COMM_WORLD, 3);
+    return fb::exit_code_for(e.kind());
+  } catch (const std::exception& e) {
+    print_error(std::string("internal error: ") + e.what());
+    if (mpi_running_with_peers()) MPI_Abort(MPI_COMM_WORLD, 3);
+    return 3;
+  }
+  return rc;
+}

@@ -1,0 +1,57 @@
+#pragma once
+// What every subcommand gets: the global options, MPI and the backend (created on first use, so commands
+// that need neither start instantly), and the one place a report is finished and written.
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/backend.hpp"
+#include "core/mpi_context.hpp"
+#include "reports/report.hpp"
+#include "workloads/device_peak.hpp"
+
+namespace fb::tools {
+
+struct GlobalOptions {
+  std::string backend = "auto";
+  std::string output;  // JSON report path; empty = none
+  std::uint64_t seed = 42;
+  bool quiet = false;
+  std::string log_level = "info";
+};
+
+class Session {
+ public:
+  Session(int* argc, char*** argv, GlobalOptions options, std::vector<std::string> args);
+  ~Session();
+
+  const GlobalOptions& options() const { return options_; }
+  const std::vector<std::string>& args() const { return args_; }
+  std::string command_line() const;
+
+  // Initialises MPI on first use and checks that every rank got the same arguments.
+  MpiContext& mpi();
+  Backend& backend();
+  const workloads::DevicePeak& peak();
+  bool is_root();  // rank 0 (or the launcher's rank 0 before MPI is up)
+
+  // A report with tool/run/system filled (collective when MPI is up).
+  reports::Report begin_report(bool with_device = true);
+  // Stamps finished_at, writes --output atomically on rank 0. Returns 1 when a result failed, else 0.
+  int finish(reports::Report& report);
+
+ private:
+  int* argc_;
+  char*** argv_;
+  GlobalOptions options_;
+  std::vector<std::string> args_;
+  std::unique_ptr<MpiContext> mpi_;
+  std::unique_ptr<Backend> backend_;
+  std::unique_ptr<workloads::DevicePeak> peak_;
+};
+
+using CommandAction = std::function<int(Session&)>;
+
+}  // namespace fb::tools

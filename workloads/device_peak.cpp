@@ -1,0 +1,57 @@
+#include "workloads/device_peak.hpp"
+
+#include <fmt/format.h>
+
+#include "core/hardware_table.hpp"
+#include "core/mpi_check.hpp"
+#include "core/system_info.hpp"
+#include "kernels/host/fma_peak.hpp"
+
+namespace fb::workloads {
+
+std::optional<double> DevicePeak::for_dtype(const std::string& dtype) const {
+  auto it = tflops.find(dtype);
+  if (it == tflops.end() && dtype.rfind("fp8", 0) == 0) it = tflops.find("fp8");
+  if (it == tflops.end()) return std::nullopt;
+  return it->second;
+}
+
+DevicePeak resolve_device_peak(const MpiContext& mpi, const Backend& backend) {
+  DevicePeak peak;
+  if (backend.kind() == BackendKind::cuda) {
+    const auto table = load_hardware_table();
+    const auto device = backend.device();
+    if (const auto hw = find_hardware(table, device.name)) {
+      peak.tflops = hw->peak_tflops;
+      peak.mamf_tflops = hw->mamf_tflops;
+      peak.source = fmt::format("hardware table: {} ({}), dense peaks", hw->name, hw->file);
+    } else {
+      peak.source = fmt::format("no hardware table entry matches '{}'; MFU is not reported", device.name);
+    }
+    return peak;
+  }
+  // One measurement per node, so ranks sharing cores do not slow each other's measurement.
+  double per_core[2] = {0, 0};
+  const char* isa = "";
+  if (mpi.local_rank() == 0) {
+    const auto p = kernels::measure_core_peak();
+    per_core[0] = p.fp32_gflops;
+    per_core[1] = p.fp64_gflops;
+    isa = p.isa;
+  }
+  FB_CHECK_MPI(MPI_Bcast(per_core, 2, MPI_DOUBLE, 0, mpi.node()));
+  const HostInfo host = read_host_info();
+  // This rank's share of the node's cores (fractional when ranks outnumber cores).
+  const double cores = static_cast<double>(host.cpu_cores_online) / static_cast<double>(mpi.local_size());
+  peak.measured = true;
+  peak.tflops["fp32"] = per_core[0] * cores / 1e3;
+  peak.tflops["fp64"] = per_core[1] * cores / 1e3;
+  // bf16 on this host runs as fp32 arithmetic on rounded inputs (no bf16 instructions): same ceiling.
+  peak.tflops["bf16"] = peak.tflops["fp32"];
+  peak.source = fmt::format(
+      "measured: FMA peak of one core{} ({:.1f} GFLOP/s fp32, {:.1f} fp64) x {:.2f} cores per rank",
+      mpi.local_rank() == 0 ? fmt::format(" ({})", isa) : std::string(), per_core[0], per_core[1], cores);
+  return peak;
+}
+
+}  // namespace fb::workloads

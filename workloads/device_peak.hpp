@@ -1,0 +1,24 @@
+#pragma once
+// The peak a result's MFU is measured against: the hardware table's dense peak for a known GPU, or the
+// measured FMA peak of this rank's share of the CPU, labelled "measured".
+#include <map>
+#include <optional>
+#include <string>
+
+#include "core/backend.hpp"
+#include "core/mpi_context.hpp"
+
+namespace fb::workloads {
+
+struct DevicePeak {
+  std::map<std::string, double> tflops;  // by dtype name
+  std::map<std::string, double> mamf_tflops;
+  std::string source;                    // "hardware table: H200 SXM (configs/hardware/h200-sxm.json)" or "measured ..."
+  bool measured = false;
+  std::optional<double> for_dtype(const std::string& dtype) const;
+};
+
+// Collective over the node communicator on the host backend (local rank 0 measures, the node shares it).
+DevicePeak resolve_device_peak(const MpiContext& mpi, const Backend& backend);
+
+}  // namespace fb::workloads

@@ -1,0 +1,125 @@
+#include "workloads/run_environment.hpp"
+
+#include <chrono>
+#include <ctime>
+#include <random>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "core/build_info.hpp"
+#include "core/gather.hpp"
+#include "core/library_versions.hpp"
+#include "core/system_info.hpp"
+#include "kernels/host/openblas_info.hpp"
+
+namespace fb::workloads {
+
+using nlohmann::json;
+
+std::string utc_timestamp() {
+  const auto now = std::chrono::system_clock::now();
+  const std::time_t t = std::chrono::system_clock::to_time_t(now);
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000;
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%S", &tm);
+  return fmt::format("{}.{:03d}Z", buf, static_cast<int>(ms));
+}
+
+std::string version_line() {
+  const auto v = library_versions();
+  std::string cuda = build::kCuda ? fmt::format("cuda {}, cublasLt {}, nccl {}", v.cuda_runtime, v.cublaslt, v.nccl)
+                                  : std::string("cuda: off");
+  return fmt::format("factorybench {} ({}; {}; {})", build::kVersion, cuda, v.mpi_short, kernels::openblas_version());
+}
+
+namespace {
+
+json device_json(const DeviceInfo& d) {
+  json j{{"kind", d.kind}, {"name", d.name}, {"index", d.index}, {"multiprocessors", d.multiprocessors},
+         {"memory_bytes", d.memory_bytes}};
+  if (!d.compute_capability.empty()) j["compute_capability"] = d.compute_capability;
+  if (d.clock_mhz) j["clock_mhz"] = d.clock_mhz;
+  if (d.memory_clock_mhz) j["memory_clock_mhz"] = d.memory_clock_mhz;
+  if (!d.uuid.empty()) j["uuid"] = d.uuid;
+  if (!d.pci_bus_id.empty()) j["pci_bus_id"] = d.pci_bus_id;
+  return j;
+}
+
+std::string new_run_id() {
+  std::random_device rd;
+  return fmt::format("{}-{:08x}", utc_timestamp().substr(0, 19), rd());
+}
+
+}  // namespace
+
+reports::Report begin_report(const MpiContext* mpi, const Backend* backend, const std::string& command_line,
+                             const DevicePeak* peak) {
+  reports::Report report;
+  const auto versions = library_versions();
+  report.tool = json{{"name", "factorybench"},
+                     {"version", build::kVersion},
+                     {"git_commit", build::kGitCommit},
+                     {"features", version_line()}};
+  const HostInfo host = read_host_info();
+  const int world = mpi ? mpi->size() : 1;
+  json hosts = json::array();
+  if (mpi)
+    for (const auto& h : mpi->unique_hosts()) hosts.push_back(h);
+  else
+    hosts.push_back(host.hostname);
+  std::string run_id = new_run_id();
+  if (mpi) {  // one id for the whole job: rank 0's
+    char buf[64] = {};
+    run_id.copy(buf, sizeof(buf) - 1);
+    MPI_Bcast(buf, sizeof(buf), MPI_CHAR, 0, mpi->world());
+    run_id = buf;
+  }
+  report.run = json{{"id", run_id},
+                    {"command", command_line},
+                    {"started_at", utc_timestamp()},
+                    {"finished_at", ""},
+                    {"world_size", world},
+                    {"hosts", hosts},
+                    {"backend", backend ? std::string(to_string(backend->kind())) : std::string("none")}};
+  json system{{"cpu", {{"model", host.cpu_model}, {"cores", host.cpu_cores_online}, {"max_mhz", host.cpu_max_mhz}}},
+              {"memory_bytes", host.memory_bytes},
+              {"os", host.os},
+              {"kernel", host.kernel},
+              {"mpi", versions.mpi},
+              {"openblas", kernels::openblas_version()}};
+  if (build::kCuda) {
+    system["cuda"] = versions.cuda_runtime;
+    system["driver"] = versions.cuda_driver;
+    system["cublas"] = versions.cublaslt;
+    system["nccl"] = versions.nccl;
+  }
+  if (backend) {
+    json mine{{"host", host.hostname}, {"device", device_json(backend->device())}};
+    if (mpi) {
+      mine["rank"] = mpi->rank();
+      mine["local_rank"] = mpi->local_rank();
+      const auto all = gather_to_root(mpi->world(), mine.dump());
+      json ranks = json::array();
+      for (const auto& s : all) ranks.push_back(json::parse(s));
+      system["ranks"] = ranks;
+    } else {
+      mine["rank"] = 0;
+      mine["local_rank"] = 0;
+      system["ranks"] = json::array({mine});
+    }
+  }
+  if (peak) {
+    json values = json::object();
+    for (const auto& [k, v] : peak->tflops) values[k] = v;
+    system["peak_tflops"] = json{{"source", peak->source}, {"measured", peak->measured}, {"values", values}};
+  }
+  report.system = std::move(system);
+  return report;
+}
+
+void finish_report(reports::Report& report) { report.run["finished_at"] = utc_timestamp(); }
+
+}  // namespace fb::workloads
