@@ -42,7 +42,10 @@ std::filesystem::path resolve_config(std::string_view category, std::string_view
     if (entry.path().extension() == ".json") names.push_back(entry.path().stem().string());
   std::sort(names.begin(), names.end());
   std::string list;
-  for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
+  for (const auto& n : names) {
+    if (!list.empty()) list += ", ";
+    list += n;
+  }
   throw input_error("unknown " + std::string(category) + " '" + std::string(name_or_path) + "'" +
                     (list.empty() ? std::string(" (no presets found in ") + dir.string() + ")"
                                   : " (available: " + list + ")"));

@@ -47,7 +47,10 @@ DType parse_dtype(std::string_view text) {
   for (const auto& alias : kAliases)
     if (alias.alias == text) return alias.type;
   std::string valid;
-  for (const auto& info : kTable) valid += (valid.empty() ? "" : ", ") + std::string(info.name);
+  for (const auto& info : kTable) {
+    if (!valid.empty()) valid += ", ";
+    valid += info.name;
+  }
   throw usage_error("unknown dtype '" + std::string(text) + "' (expected one of " + valid + ")");
 }
 

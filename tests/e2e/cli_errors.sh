@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Bad command lines: exit 2, exactly one clear line on stderr, no report written.
+. "$(dirname "$0")/../lib.sh"
+cd "$T"
+
+expect_error unknown_subcommand 2 "frobnicate" fb frobnicate
+expect_error no_subcommand 2 "subcommand" fb
+expect_error unknown_option 2 "--bogus" fb info --bogus -o "$T/r1.json"
+expect_error bad_backend 2 "--backend" fb info --backend tpu -o "$T/r2.json"
+expect_error bad_log_level 2 "--log-level" fb info --log-level loud -o "$T/r3.json"
+expect_error bad_seed 2 "--seed" fb info --seed banana -o "$T/r4.json"
+# This machine has no GPU (CI): asking for cuda fails with the driver's reason, not a crash.
+if ! command -v nvidia-smi >/dev/null || ! nvidia-smi -L >/dev/null 2>&1; then
+  expect_error cuda_without_gpu 2 "--backend cuda: " fb info --backend cuda -o "$T/r5.json"
+fi
+for f in r1 r2 r3 r4 r5; do [ ! -e "$T/$f.json" ] || fail "a report was written despite the error ($f)"; done
+
+# --help and --version succeed and say what the tool is.
+run_capture help fb --help
+[ "$RC" -eq 0 ] && grep -q "info" "$T/help.out" && ok "--help lists subcommands" || fail "--help"
+run_capture version fb --version
+[ "$RC" -eq 0 ] && grep -qE '^factorybench [0-9]+\.[0-9]+\.[0-9]+ \(.*(cuda [0-9]|cuda: off).*Open MPI.*OpenBLAS' "$T/version.out" \
+  && ok "--version: $(cat "$T/version.out")" || fail "--version: $(cat "$T/version.out")"
+finish

@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# `info` as a user runs it: human summary, --json, and a report that validates against the schema.
+. "$(dirname "$0")/../lib.sh"
+cd "$T"
+
+run_capture human fb info --backend host
+[ "$RC" -eq 0 ] || die "info exited $RC: $(cat "$T/human.err")"
+grep -q "^rank 0 " "$T/human.out" && grep -q "TFLOP/s" "$T/human.out" && ok "human summary" || fail "human summary: $(cat "$T/human.out")"
+
+run_capture json fb info --json --backend host -o "$T/info.json"
+[ "$RC" -eq 0 ] || die "info --json exited $RC"
+validate "$T/info.json"
+"$PY" -c "import json,sys; json.load(open(sys.argv[1]))" "$T/json.out" && ok "--json prints JSON" || fail "--json output is not JSON"
+assert_json "$T/info.json" "d['run']['world_size'] == 1 and d['run']['backend'] == 'host'" "run block"
+assert_json "$T/info.json" "d['system']['peak_tflops']['measured'] is True and d['system']['peak_tflops']['values']['fp32'] > 0" "measured CPU peak"
+assert_json "$T/info.json" "d['results'][0]['metrics']['peak_fp32_tflops']['better'] == 'higher'" "peak metric"
+assert_json "$T/info.json" "d['tool']['version'].count('.') == 2 and d['tool']['git_commit'] != ''" "tool block"
+finish

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# `mpirun -np 3 factorybench info`: one report covering all three ranks, written by rank 0 only.
+. "$(dirname "$0")/../lib.sh"
+cd "$T"
+
+run_capture info3 fb_mpirun 3 info --json --backend host --output "$T/info.json"
+[ "$RC" -eq 0 ] || die "mpirun -np 3 info exited $RC: $(cat "$T/info3.err")"
+validate "$T/info.json"
+assert_json "$T/info.json" "d['run']['world_size'] == 3" "world_size 3"
+assert_json "$T/info.json" "[r['rank'] for r in d['system']['ranks']] == [0, 1, 2]" "three rank entries"
+assert_json "$T/info.json" "len(d['run']['hosts']) == 1" "one host"
+# Only rank 0 prints the report: the JSON on stdout appears once.
+[ "$(grep -c '"schema"' "$T/info3.out")" -eq 1 ] && ok "rank 0 prints once" || fail "report printed $(grep -c '"schema"' "$T/info3.out") times"
+
+# Ranks started with different arguments stop with a clear error instead of deadlocking.
+run_capture mismatch timeout 60 mpirun --oversubscribe -np 1 "$FACTORYBENCH" info --backend host : -np 1 "$FACTORYBENCH" info --backend host --json
+[ "$RC" -ne 0 ] && [ "$RC" -ne 124 ] && grep -q "different arguments" "$T/mismatch.err" \
+  && ok "argument mismatch detected (exit $RC)" || fail "argument mismatch: exit $RC, $(cat "$T/mismatch.err")"
+finish

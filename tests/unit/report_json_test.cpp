@@ -1,0 +1,99 @@
+#include "reports/report_json.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+
+#include "core/error.hpp"
+
+namespace fb::reports {
+namespace {
+
+Report sample_report() {
+  Report r;
+  r.tool = {{"name", "factorybench"}, {"version", "0.1.0"}, {"git_commit", "abc"}};
+  r.run = {{"id", "x"}, {"world_size", 2}};
+  Result res;
+  res.benchmark = "collective";
+  res.name = "allreduce/fp32/1048576";
+  res.params = {{"op", "allreduce"}, {"bytes", 1048576}};
+  const std::vector<double> samples{3.0, 1.0, 2.0, 4.0};
+  res.set_metric("time_us", metric_from_samples(samples, "us", Better::lower));
+  res.set_metric("busbw_gbps", {12.5, "GB/s", Better::higher, std::nullopt});
+  res.set_per_rank("time_us", {1.0, 2.0});
+  r.results.push_back(res);
+  Result failed;
+  failed.benchmark = "gemm";
+  failed.name = "fp32/256x256x256";
+  failed.fail("wrong result: 3 of 64 sampled elements outside tolerance");
+  r.results.push_back(failed);
+  r.summary = {{"note", "x"}};
+  return r;
+}
+
+TEST(ReportJson, RoundTripKeepsEverything) {
+  const Report original = sample_report();
+  const Report back = report_from_json(to_json(original), "test");
+  EXPECT_EQ(to_json(back), to_json(original));
+  ASSERT_EQ(back.results.size(), 2u);
+  const Metric* t = back.results[0].metric("time_us");
+  ASSERT_NE(t, nullptr);
+  EXPECT_DOUBLE_EQ(t->value, 2.5);  // median of 1,2,3,4
+  ASSERT_TRUE(t->stats.has_value());
+  EXPECT_EQ(t->stats->n, 4u);
+  EXPECT_DOUBLE_EQ(t->stats->p99, 4.0);
+  EXPECT_EQ(back.results[1].status, Status::failed);
+  EXPECT_TRUE(back.any_failed());
+}
+
+TEST(ReportJson, NonFiniteValuesBecomeNull) {
+  Report r = sample_report();
+  r.results[0].set_metric("busbw_gbps", {std::nan(""), "GB/s", Better::higher, std::nullopt});
+  const auto j = to_json(r);
+  EXPECT_TRUE(j["results"][0]["metrics"]["busbw_gbps"]["value"].is_null());
+}
+
+TEST(ReportJson, ErrorsNameTheJsonPath) {
+  auto j = to_json(sample_report());
+  j["results"][0]["metrics"]["busbw_gbps"]["value"] = "fast";
+  try {
+    report_from_json(j, "run.json");
+    FAIL() << "accepted a string metric value";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::input);
+    EXPECT_NE(std::string(e.what()).find("run.json: $.results[0].metrics.busbw_gbps.value: expected a number"),
+              std::string::npos)
+        << e.what();
+  }
+  auto k = to_json(sample_report());
+  k["results"][1].erase("status");
+  EXPECT_THROW(report_from_json(k, "x"), Error);
+  auto s = to_json(sample_report());
+  s["schema"] = "something/else";
+  EXPECT_THROW(report_from_json(s, "x"), Error);
+}
+
+TEST(ReportJson, WriteIsAtomicAndReadable) {
+  const auto dir = std::filesystem::temp_directory_path() / "fb_report_json_test";
+  std::filesystem::create_directories(dir);
+  const auto path = dir / "r.json";
+  write_report(path, sample_report());
+  EXPECT_EQ(to_json(read_report(path)), to_json(sample_report()));
+  for (const auto& e : std::filesystem::directory_iterator(dir))  // no temporary file left behind
+    EXPECT_EQ(e.path().filename(), "r.json");
+  std::filesystem::remove_all(dir);
+}
+
+TEST(ReportJson, MissingAndMalformedFilesAreInputErrors) {
+  try {
+    read_report("/nonexistent/report.json");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::input);
+    EXPECT_NE(std::string(e.what()).find("/nonexistent/report.json"), std::string::npos);
+  }
+}
+
+}  // namespace
+}  // namespace fb::reports
