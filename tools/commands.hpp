@@ -1,6 +1,8 @@
 #pragma once
 // One function per subcommand, each in its own <name>_command.cpp: it declares the subcommand's options on
 // `app` and returns it with what runs when it is chosen. main.cpp lists them.
+#include <vector>
+
 #include <CLI/CLI.hpp>
 
 #include "tools/session.hpp"
@@ -11,6 +13,11 @@ struct Command {
   CLI::App* app;         // the subcommand
   CommandAction action;  // runs when it was chosen
 };
+
+// The global options (--backend, --output, --seed, --quiet, --log-level) and every subcommand, in
+// tools/command_table.cpp.
+void add_global_options(CLI::App& app, GlobalOptions& global);
+std::vector<Command> add_all_commands(CLI::App& app);
 
 Command add_info_command(CLI::App& app);
 

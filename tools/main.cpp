@@ -44,16 +44,9 @@ int main(int argc, char** argv) {
   app.fallthrough();  // global options may follow the subcommand
 
   GlobalOptions global;
-  app.add_option("--backend", global.backend, "Device backend: auto (cuda when a GPU is visible), cuda or host")
-      ->check(CLI::IsMember({"auto", "cuda", "host"}));
-  app.add_option("-o,--output", global.output, "Write the JSON report to this file (rank 0, atomically)");
-  app.add_option("--seed", global.seed, "Seed for all random data and random fault plans");
-  app.add_flag("-q,--quiet", global.quiet, "Print errors only");
-  app.add_option("--log-level", global.log_level, "error, warn, info or debug (debug: every rank logs)")
-      ->check(CLI::IsMember({"error", "warn", "info", "debug"}));
-
-  std::vector<Command> commands;
-  commands.push_back(add_info_command(app));
+  add_global_options(app, global);
+  // The subcommands are listed in tools/command_table.cpp.
+  const std::vector<Command> commands = add_all_commands(app);
 
   const bool root = fb::launcher_rank() == 0;
   // CLI11 would call an unknown word "extra arguments"; name it as what the user meant.

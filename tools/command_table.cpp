@@ -1,0 +1,23 @@
+// The list of subcommands and the global options, shared by main and by `suite` (which parses each step
+// with the same table). To add a subcommand: declare add_X_command in commands.hpp and list it here.
+#include "tools/commands.hpp"
+
+namespace fb::tools {
+
+void add_global_options(CLI::App& app, GlobalOptions& global) {
+  app.add_option("--backend", global.backend, "Device backend: auto (cuda when a GPU is visible), cuda or host")
+      ->check(CLI::IsMember({"auto", "cuda", "host"}));
+  app.add_option("-o,--output", global.output, "Write the JSON report to this file (rank 0, atomically)");
+  app.add_option("--seed", global.seed, "Seed for all random data and random fault plans");
+  app.add_flag("-q,--quiet", global.quiet, "Print errors only");
+  app.add_option("--log-level", global.log_level, "error, warn, info or debug (debug: every rank logs)")
+      ->check(CLI::IsMember({"error", "warn", "info", "debug"}));
+}
+
+std::vector<Command> add_all_commands(CLI::App& app) {
+  std::vector<Command> commands;
+  commands.push_back(add_info_command(app));
+  return commands;
+}
+
+}  // namespace fb::tools
