@@ -20,7 +20,9 @@ constexpr std::array<ReduceOpInfo, 4> kReduceOps{{
 
 }  // namespace
 
-std::span<const ReduceOpInfo> all_reduce_ops() { return kReduceOps; }
+std::span<const ReduceOpInfo> all_reduce_ops() {
+  return kReduceOps;
+}
 
 std::string_view to_string(ReduceOp op) {
   for (const auto& info : kReduceOps)

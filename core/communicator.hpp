@@ -67,7 +67,8 @@ class Communicator {
   virtual void allgather(const void* send, void* recv, std::size_t send_count, DType type) = 0;
   // send holds size·recv_count elements; rank r gets block r of the element-wise reduction.
   // In-place: recv == send + rank·recv_count.
-  virtual void reduce_scatter(const void* send, void* recv, std::size_t recv_count, DType type, ReduceOp op) = 0;
+  virtual void reduce_scatter(const void* send, void* recv, std::size_t recv_count, DType type,
+                              ReduceOp op) = 0;
   // send and recv hold size·count elements; block j of send goes to rank j, block i of recv came from rank i.
   virtual void alltoall(const void* send, void* recv, std::size_t count, DType type) = 0;
   // Per-peer counts and displacements (elements), each span of length size().

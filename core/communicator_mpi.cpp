@@ -33,10 +33,14 @@ bool is_small_float(DType type) {
 
 int small_float_index(DType type) {
   switch (type) {
-    case DType::fp16: return 0;
-    case DType::bf16: return 1;
-    case DType::fp8_e4m3: return 2;
-    default: return 3;  // fp8_e5m2
+    case DType::fp16:
+      return 0;
+    case DType::bf16:
+      return 1;
+    case DType::fp8_e4m3:
+      return 2;
+    default:
+      return 3;  // fp8_e5m2
   }
 }
 
@@ -84,12 +88,17 @@ class MpiTypes {
 
   MPI_Datatype datatype(DType type) const {
     switch (type) {
-      case DType::fp64: return MPI_DOUBLE;
+      case DType::fp64:
+        return MPI_DOUBLE;
       case DType::fp32:
-      case DType::tf32: return MPI_FLOAT;
-      case DType::int32: return MPI_INT32_T;
-      case DType::int8: return MPI_INT8_T;
-      default: return types_[static_cast<std::size_t>(small_float_index(type))];
+      case DType::tf32:
+        return MPI_FLOAT;
+      case DType::int32:
+        return MPI_INT32_T;
+      case DType::int8:
+        return MPI_INT8_T;
+      default:
+        return types_[static_cast<std::size_t>(small_float_index(type))];
     }
   }
   MPI_Op op(DType type, ReduceOp op) const {
@@ -120,7 +129,8 @@ void divide_in_place(void* data, std::size_t count, DType type, int divisor) {
 
 class MpiRequest final : public CollectiveRequest {
  public:
-  MpiRequest(MPI_Request request, std::function<void()> after) : request_(request), after_(std::move(after)) {}
+  MpiRequest(MPI_Request request, std::function<void()> after)
+      : request_(request), after_(std::move(after)) {}
   ~MpiRequest() override {
     if (request_ != MPI_REQUEST_NULL && !mpi_finalized()) MPI_Wait(&request_, MPI_STATUS_IGNORE);
   }
@@ -161,13 +171,15 @@ class MpiCommunicator final : public Communicator {
 
   void allgather(const void* send, void* recv, std::size_t send_count, DType type) override {
     const auto elem = dtype_bytes(type);
-    const bool in_place = send == static_cast<char*>(recv) + static_cast<std::size_t>(rank_) * send_count * elem;
+    const bool in_place =
+        send == static_cast<char*>(recv) + static_cast<std::size_t>(rank_) * send_count * elem;
     const int n = mpi_count(send_count, "allgather");
     const MPI_Datatype dt = types_->datatype(type);
     FB_CHECK_MPI(MPI_Allgather(in_place ? MPI_IN_PLACE : send, n, dt, recv, n, dt, comm_));
   }
 
-  void reduce_scatter(const void* send, void* recv, std::size_t recv_count, DType type, ReduceOp op) override {
+  void reduce_scatter(const void* send, void* recv, std::size_t recv_count, DType type,
+                      ReduceOp op) override {
     const void* in = prepare_reduce_scatter(send, recv, recv_count, type);
     FB_CHECK_MPI(MPI_Reduce_scatter_block(in, in == MPI_IN_PLACE ? const_cast<void*>(send) : recv,
                                           mpi_count(recv_count, "reduce_scatter"), types_->datatype(type),
@@ -181,12 +193,15 @@ class MpiCommunicator final : public Communicator {
     FB_CHECK_MPI(MPI_Alltoall(send == recv ? MPI_IN_PLACE : send, n, dt, recv, n, dt, comm_));
   }
 
-  void alltoallv(const void* send, std::span<const std::size_t> send_counts, std::span<const std::size_t> send_displs,
-                 void* recv, std::span<const std::size_t> recv_counts, std::span<const std::size_t> recv_displs,
+  void alltoallv(const void* send, std::span<const std::size_t> send_counts,
+                 std::span<const std::size_t> send_displs, void* recv,
+                 std::span<const std::size_t> recv_counts, std::span<const std::size_t> recv_displs,
                  DType type) override {
     const auto n = static_cast<std::size_t>(size_);
-    if (send_counts.size() != n || send_displs.size() != n || recv_counts.size() != n || recv_displs.size() != n)
-      throw runtime_error("alltoallv: counts and displacements need one entry per rank (" + std::to_string(n) + ")");
+    if (send_counts.size() != n || send_displs.size() != n || recv_counts.size() != n ||
+        recv_displs.size() != n)
+      throw runtime_error("alltoallv: counts and displacements need one entry per rank (" +
+                          std::to_string(n) + ")");
     std::vector<int> sc(n), sd(n), rc(n), rd(n);
     for (std::size_t i = 0; i < n; ++i) {
       sc[i] = mpi_count(send_counts[i], "alltoallv send count");
@@ -210,19 +225,22 @@ class MpiCommunicator final : public Communicator {
 
   void reduce(const void* send, void* recv, std::size_t count, DType type, ReduceOp op, int root) override {
     const void* in = (rank_ == root && send == recv) ? MPI_IN_PLACE : send;
-    FB_CHECK_MPI(MPI_Reduce(in, recv, mpi_count(count, "reduce"), types_->datatype(type), types_->op(type, op), root,
-                            comm_));
+    FB_CHECK_MPI(MPI_Reduce(in, recv, mpi_count(count, "reduce"), types_->datatype(type),
+                            types_->op(type, op), root, comm_));
     if (op == ReduceOp::avg && rank_ == root) divide_in_place(recv, count, type, size_);
   }
 
-  void sendrecv(const void* send, int peer_send, void* recv, int peer_recv, std::size_t count, DType type) override {
+  void sendrecv(const void* send, int peer_send, void* recv, int peer_recv, std::size_t count,
+                DType type) override {
     const int n = mpi_count(count, "sendrecv");
     const MPI_Datatype dt = types_->datatype(type);
     constexpr int kTag = 0x5eed;
     if (send == recv) {
-      FB_CHECK_MPI(MPI_Sendrecv_replace(recv, n, dt, peer_send, kTag, peer_recv, kTag, comm_, MPI_STATUS_IGNORE));
+      FB_CHECK_MPI(
+          MPI_Sendrecv_replace(recv, n, dt, peer_send, kTag, peer_recv, kTag, comm_, MPI_STATUS_IGNORE));
     } else {
-      FB_CHECK_MPI(MPI_Sendrecv(send, n, dt, peer_send, kTag, recv, n, dt, peer_recv, kTag, comm_, MPI_STATUS_IGNORE));
+      FB_CHECK_MPI(
+          MPI_Sendrecv(send, n, dt, peer_send, kTag, recv, n, dt, peer_recv, kTag, comm_, MPI_STATUS_IGNORE));
     }
   }
 
@@ -236,18 +254,20 @@ class MpiCommunicator final : public Communicator {
     return std::make_unique<MpiCommunicator>(sub, backend_, types_);
   }
 
-  std::unique_ptr<CollectiveRequest> start_allreduce(const void* send, void* recv, std::size_t count, DType type,
-                                                     ReduceOp op) override {
+  std::unique_ptr<CollectiveRequest> start_allreduce(const void* send, void* recv, std::size_t count,
+                                                     DType type, ReduceOp op) override {
     MPI_Request request = MPI_REQUEST_NULL;
     FB_CHECK_MPI(MPI_Iallreduce(send == recv ? MPI_IN_PLACE : send, recv, mpi_count(count, "allreduce"),
                                 types_->datatype(type), types_->op(type, op), comm_, &request));
     std::function<void()> after;
-    if (op == ReduceOp::avg) after = [recv, count, type, n = size_] { divide_in_place(recv, count, type, n); };
+    if (op == ReduceOp::avg)
+      after = [recv, count, type, n = size_] { divide_in_place(recv, count, type, n); };
     return std::make_unique<MpiRequest>(request, std::move(after));
   }
 
-  std::unique_ptr<CollectiveRequest> start_reduce_scatter(const void* send, void* recv, std::size_t recv_count,
-                                                          DType type, ReduceOp op) override {
+  std::unique_ptr<CollectiveRequest> start_reduce_scatter(const void* send, void* recv,
+                                                          std::size_t recv_count, DType type,
+                                                          ReduceOp op) override {
     const void* in = prepare_reduce_scatter(send, recv, recv_count, type);
     MPI_Request request = MPI_REQUEST_NULL;
     FB_CHECK_MPI(MPI_Ireduce_scatter_block(in, in == MPI_IN_PLACE ? const_cast<void*>(send) : recv,

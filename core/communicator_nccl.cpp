@@ -28,18 +28,27 @@ constexpr bool kNcclHasFp8 = false;
 
 ncclDataType_t nccl_type(DType type) {
   switch (type) {
-    case DType::fp64: return ncclFloat64;
+    case DType::fp64:
+      return ncclFloat64;
     case DType::fp32:
-    case DType::tf32: return ncclFloat32;
-    case DType::fp16: return ncclFloat16;
-    case DType::bf16: return ncclBfloat16;
-    case DType::int32: return ncclInt32;
-    case DType::int8: return ncclInt8;
+    case DType::tf32:
+      return ncclFloat32;
+    case DType::fp16:
+      return ncclFloat16;
+    case DType::bf16:
+      return ncclBfloat16;
+    case DType::int32:
+      return ncclInt32;
+    case DType::int8:
+      return ncclInt8;
 #if defined(NCCL_VERSION_CODE) && NCCL_VERSION_CODE >= NCCL_VERSION(2, 24, 0)
-    case DType::fp8_e4m3: return ncclFloat8e4m3;
-    case DType::fp8_e5m2: return ncclFloat8e5m2;
+    case DType::fp8_e4m3:
+      return ncclFloat8e4m3;
+    case DType::fp8_e5m2:
+      return ncclFloat8e5m2;
 #endif
-    default: break;
+    default:
+      break;
   }
   throw unsupported_error("NCCL " + std::to_string(NCCL_MAJOR) + "." + std::to_string(NCCL_MINOR) +
                           " has no datatype for " + std::string(to_string(type)));
@@ -47,10 +56,14 @@ ncclDataType_t nccl_type(DType type) {
 
 ncclRedOp_t nccl_op(ReduceOp op) {
   switch (op) {
-    case ReduceOp::sum: return ncclSum;
-    case ReduceOp::max: return ncclMax;
-    case ReduceOp::min: return ncclMin;
-    case ReduceOp::avg: return ncclAvg;
+    case ReduceOp::sum:
+      return ncclSum;
+    case ReduceOp::max:
+      return ncclMax;
+    case ReduceOp::min:
+      return ncclMin;
+    case ReduceOp::avg:
+      return ncclAvg;
   }
   return ncclSum;
 }
@@ -122,7 +135,8 @@ class NcclCommunicator final : public Communicator {
   void allgather(const void* send, void* recv, std::size_t send_count, DType type) override {
     FB_CHECK_NCCL(ncclAllGather(send, recv, send_count, nccl_type(type), comm_, stream_));
   }
-  void reduce_scatter(const void* send, void* recv, std::size_t recv_count, DType type, ReduceOp op) override {
+  void reduce_scatter(const void* send, void* recv, std::size_t recv_count, DType type,
+                      ReduceOp op) override {
     FB_CHECK_NCCL(ncclReduceScatter(send, recv, recv_count, nccl_type(type), nccl_op(op), comm_, stream_));
   }
 
@@ -139,12 +153,15 @@ class NcclCommunicator final : public Communicator {
     FB_CHECK_NCCL(ncclGroupEnd());
   }
 
-  void alltoallv(const void* send, std::span<const std::size_t> send_counts, std::span<const std::size_t> send_displs,
-                 void* recv, std::span<const std::size_t> recv_counts, std::span<const std::size_t> recv_displs,
+  void alltoallv(const void* send, std::span<const std::size_t> send_counts,
+                 std::span<const std::size_t> send_displs, void* recv,
+                 std::span<const std::size_t> recv_counts, std::span<const std::size_t> recv_displs,
                  DType type) override {
     const auto n = static_cast<std::size_t>(size_);
-    if (send_counts.size() != n || send_displs.size() != n || recv_counts.size() != n || recv_displs.size() != n)
-      throw runtime_error("alltoallv: counts and displacements need one entry per rank (" + std::to_string(n) + ")");
+    if (send_counts.size() != n || send_displs.size() != n || recv_counts.size() != n ||
+        recv_displs.size() != n)
+      throw runtime_error("alltoallv: counts and displacements need one entry per rank (" +
+                          std::to_string(n) + ")");
     const void* src = send;
     if (send == recv) {
       // As MPI_IN_PLACE: what goes to rank j is read from the receive layout.
@@ -159,9 +176,11 @@ class NcclCommunicator final : public Communicator {
     for (std::size_t j = 0; j < n; ++j) {
       const int peer = static_cast<int>(j);
       if (send_counts[j] > 0)
-        FB_CHECK_NCCL(ncclSend(bytes_at(src, send_displs[j], type), send_counts[j], dt, peer, comm_, stream_));
+        FB_CHECK_NCCL(
+            ncclSend(bytes_at(src, send_displs[j], type), send_counts[j], dt, peer, comm_, stream_));
       if (recv_counts[j] > 0)
-        FB_CHECK_NCCL(ncclRecv(bytes_at(recv, recv_displs[j], type), recv_counts[j], dt, peer, comm_, stream_));
+        FB_CHECK_NCCL(
+            ncclRecv(bytes_at(recv, recv_displs[j], type), recv_counts[j], dt, peer, comm_, stream_));
     }
     FB_CHECK_NCCL(ncclGroupEnd());
   }
@@ -172,7 +191,8 @@ class NcclCommunicator final : public Communicator {
   void reduce(const void* send, void* recv, std::size_t count, DType type, ReduceOp op, int root) override {
     FB_CHECK_NCCL(ncclReduce(send, recv, count, nccl_type(type), nccl_op(op), root, comm_, stream_));
   }
-  void sendrecv(const void* send, int peer_send, void* recv, int peer_recv, std::size_t count, DType type) override {
+  void sendrecv(const void* send, int peer_send, void* recv, int peer_recv, std::size_t count,
+                DType type) override {
     const void* src = send == recv ? stage(recv, count, type) : send;
     const ncclDataType_t dt = nccl_type(type);
     FB_CHECK_NCCL(ncclGroupStart());
@@ -184,7 +204,8 @@ class NcclCommunicator final : public Communicator {
   // NCCL has no barrier: a one-element allreduce that the host waits for.
   void barrier() override {
     if (barrier_buffer_.bytes() == 0) barrier_buffer_ = backend_.allocate(sizeof(int));
-    FB_CHECK_NCCL(ncclAllReduce(barrier_buffer_.data(), barrier_buffer_.data(), 1, ncclInt32, ncclSum, comm_, stream_));
+    FB_CHECK_NCCL(
+        ncclAllReduce(barrier_buffer_.data(), barrier_buffer_.data(), 1, ncclInt32, ncclSum, comm_, stream_));
     FB_CHECK_CUDA(cudaStreamSynchronize(stream_));
   }
   void synchronize() override {
@@ -199,14 +220,15 @@ class NcclCommunicator final : public Communicator {
     return std::make_unique<NcclCommunicator>(sub, backend_);
   }
 
-  std::unique_ptr<CollectiveRequest> start_allreduce(const void* send, void* recv, std::size_t count, DType type,
-                                                     ReduceOp op) override {
+  std::unique_ptr<CollectiveRequest> start_allreduce(const void* send, void* recv, std::size_t count,
+                                                     DType type, ReduceOp op) override {
     cudaStream_t side = side_stream();
     FB_CHECK_NCCL(ncclAllReduce(send, recv, count, nccl_type(type), nccl_op(op), comm_, side));
     return finish_side();
   }
-  std::unique_ptr<CollectiveRequest> start_reduce_scatter(const void* send, void* recv, std::size_t recv_count,
-                                                          DType type, ReduceOp op) override {
+  std::unique_ptr<CollectiveRequest> start_reduce_scatter(const void* send, void* recv,
+                                                          std::size_t recv_count, DType type,
+                                                          ReduceOp op) override {
     cudaStream_t side = side_stream();
     FB_CHECK_NCCL(ncclReduceScatter(send, recv, recv_count, nccl_type(type), nccl_op(op), comm_, side));
     return finish_side();

@@ -34,6 +34,8 @@ MpiContext::MpiContext(int* argc, char*** argv) {
   FB_CHECK_MPI(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &node_comm_));
   FB_CHECK_MPI(MPI_Comm_rank(node_comm_, &local_rank_));
   FB_CHECK_MPI(MPI_Comm_size(node_comm_, &local_size_));
+  // Under srun, SLURM_LOCALID is the index Slurm's GPU binding (--gpus-per-task, --gpu-bind) uses.
+  if (const int slurm_local = slurm_task_local_id(rank_); all_true(slurm_local >= 0)) local_rank_ = slurm_local;
 
   char name[256] = {};
   ::gethostname(name, sizeof(name) - 1);
@@ -78,6 +80,13 @@ void MpiContext::require_same_arguments(std::span<const std::string> args) const
   FB_CHECK_MPI(MPI_Allreduce(&hash, &hi, 1, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD));
   if (lo != hi)
     throw usage_error("the ranks were started with different arguments; every rank must run the same command");
+}
+
+int slurm_task_local_id(int mpi_rank) {
+  const char* procid = std::getenv("SLURM_PROCID");
+  const char* localid = std::getenv("SLURM_LOCALID");
+  if (!procid || !localid || std::atoi(procid) != mpi_rank) return -1;
+  return std::atoi(localid);
 }
 
 int launcher_rank() {

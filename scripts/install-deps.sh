@@ -9,7 +9,7 @@ PACKAGES=(
   libopenblas-dev
   libcli11-dev nlohmann-json3-dev libfmt-dev libxxhash-dev
   libgtest-dev libbenchmark-dev
-  python3 python3-jsonschema libxml2-utils
+  python3 python3-jsonschema libxml2-utils chromium
 )
 
 missing=()

@@ -12,11 +12,26 @@ void add_global_options(CLI::App& app, GlobalOptions& global) {
   app.add_flag("-q,--quiet", global.quiet, "Print errors only");
   app.add_option("--log-level", global.log_level, "error, warn, info or debug (debug: every rank logs)")
       ->check(CLI::IsMember({"error", "warn", "info", "debug"}));
+  app.add_option("--telemetry", global.telemetry,
+                 "GPU (NVML) and host telemetry during the run: off, summary (per result) or full (plus the time "
+                 "series); see docs/health.md")
+      ->check(CLI::IsMember({"off", "summary", "full"}));
+  app.add_option("--telemetry-interval", global.telemetry_interval, "Telemetry sampling period (100ms, 1s)");
 }
 
 std::vector<Command> add_all_commands(CLI::App& app) {
   std::vector<Command> commands;
   commands.push_back(add_info_command(app));
+  commands.push_back(add_simulate_command(app));
+  commands.push_back(add_compare_command(app));
+  commands.push_back(add_report_command(app));
+  commands.push_back(add_import_command(app));
+  commands.push_back(add_collective_command(app));
+  commands.push_back(add_gemm_command(app));
+  commands.push_back(add_suite_command(app));
+  commands.push_back(add_train_command(app));
+  commands.push_back(add_health_command(app));
+  commands.push_back(add_resilience_command(app));
   return commands;
 }
 

@@ -20,5 +20,15 @@ void add_global_options(CLI::App& app, GlobalOptions& global);
 std::vector<Command> add_all_commands(CLI::App& app);
 
 Command add_info_command(CLI::App& app);
+Command add_simulate_command(CLI::App& app);
+Command add_compare_command(CLI::App& app);
+Command add_report_command(CLI::App& app);
+Command add_import_command(CLI::App& app);
+Command add_collective_command(CLI::App& app);
+Command add_gemm_command(CLI::App& app);
+Command add_suite_command(CLI::App& app);
+Command add_train_command(CLI::App& app);
+Command add_health_command(CLI::App& app);
+Command add_resilience_command(CLI::App& app);
 
 }  // namespace fb::tools

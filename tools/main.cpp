@@ -3,6 +3,7 @@
 #include <mpi.h>
 
 #include <cstdio>
+#include <memory>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -75,12 +76,15 @@ int main(int argc, char** argv) {
   }
 
   std::vector<std::string> args(argv + 1, argv + argc);
+  // The session (and with it MPI) outlives the error handling: the message is printed and, for a runtime
+  // failure, the job aborted while MPI is still up, so no rank exits before the error is seen.
+  std::unique_ptr<Session> session;
   int rc = 0;
   try {
     fb::log::configure(fb::launcher_rank(), fb::log::parse_level(global.log_level), global.quiet);
-    Session session(&argc, &argv, global, args);
+    session = std::make_unique<Session>(&argc, &argv, global, args);
     for (const auto& command : commands)
-      if (command.app->parsed()) rc = command.action(session);
+      if (command.app->parsed()) rc = command.action(*session);
   } catch (const fb::Error& e) {
     const bool runtime = e.kind() == fb::ErrorKind::runtime;
     // Usage and input errors are found alike on every rank (same arguments, same files): rank 0 reports.

@@ -1,15 +1,24 @@
 #include "tools/session.hpp"
 
+#include "core/error.hpp"
 #include "core/logging.hpp"
+#include "core/units.hpp"
 #include "reports/report_json.hpp"
 #include "workloads/run_environment.hpp"
+#include "workloads/telemetry_report.hpp"
 
 namespace fb::tools {
 
 Session::Session(int* argc, char*** argv, GlobalOptions options, std::vector<std::string> args)
-    : argc_(argc), argv_(argv), options_(std::move(options)), args_(std::move(args)) {}
+    : argc_(argc), argv_(argv), options_(std::move(options)), args_(std::move(args)) {
+  telemetry_options_.mode = parse_telemetry_mode(options_.telemetry);
+  telemetry_options_.interval_s = parse_duration(options_.telemetry_interval, "--telemetry-interval");
+  if (telemetry_options_.interval_s < 1e-3)
+    throw usage_error("invalid --telemetry-interval '" + options_.telemetry_interval + "': must be at least 1ms");
+}
 
 Session::~Session() {
+  telemetry_.reset();  // the sampler reads the device: stop it first
   backend_.reset();  // device memory and streams go before MPI finalises
 }
 
@@ -36,6 +45,10 @@ Backend& Session::backend() {
   if (!backend_) {
     auto& m = mpi();
     backend_ = make_backend(parse_backend_choice(options_.backend), m.local_rank(), m.local_size());
+    if (telemetry_options_.mode != TelemetryMode::off) {
+      telemetry_ = make_telemetry_sampler(telemetry_options_, backend_->device());
+      telemetry_from_s_ = 0;
+    }
   }
   return *backend_;
 }
@@ -52,8 +65,36 @@ reports::Report Session::begin_report(bool with_device) {
   return workloads::begin_report(&mpi(), &backend(), command_line(), &peak());
 }
 
+void Session::collect_into(reports::Report* sink, std::string step) {
+  sink_ = sink;
+  sink_step_ = std::move(step);
+}
+
 int Session::finish(reports::Report& report) {
+  if (telemetry_ && mpi_) {  // collective, like finish itself: every rank has a sampler or none does
+    const double to_s = telemetry_->mark();
+    workloads::attach_telemetry(report, workloads::gather_telemetry(*mpi_, *telemetry_, telemetry_from_s_, to_s));
+    telemetry_from_s_ = to_s;  // a suite's next step summarises its own window
+  }
   workloads::finish_report(report);
+  if (sink_) {
+    for (auto& r : report.results) {
+      r.extra["suite_step"] = sink_step_;
+      // A result's identity is benchmark + name: keep it unique when two steps measure the same thing.
+      for (const auto& existing : sink_->results)
+        if (existing.benchmark == r.benchmark && existing.name == r.name) {
+          r.name = sink_step_ + "/" + r.name;
+          break;
+        }
+      sink_->results.push_back(std::move(r));
+    }
+    for (auto& e : report.events) sink_->events.push_back(std::move(e));
+    if (!report.summary.empty()) sink_->summary["steps"][sink_step_] = report.summary;
+    if (sink_->system.empty() || (!sink_->system.contains("ranks") && report.system.contains("ranks")))
+      sink_->system = report.system;
+    if (report.run.value("backend", "none") != "none") sink_->run["backend"] = report.run["backend"];
+    return report.any_failed() ? 1 : 0;
+  }
   if (!options_.output.empty() && is_root()) {
     reports::write_report(options_.output, report);
     log::info("report written to {}", options_.output);

@@ -9,6 +9,7 @@
 
 #include "core/backend.hpp"
 #include "core/mpi_context.hpp"
+#include "core/telemetry_sampler.hpp"
 #include "reports/report.hpp"
 #include "workloads/device_peak.hpp"
 
@@ -20,6 +21,8 @@ struct GlobalOptions {
   std::uint64_t seed = 42;
   bool quiet = false;
   std::string log_level = "info";
+  std::string telemetry = "summary";         // off | summary | full (docs/health.md)
+  std::string telemetry_interval = "100ms";  // sampling period
 };
 
 class Session {
@@ -36,11 +39,18 @@ class Session {
   Backend& backend();
   const workloads::DevicePeak& peak();
   bool is_root();  // rank 0 (or the launcher's rank 0 before MPI is up)
+  // The telemetry sampler, started with the backend; nullptr before that or under --telemetry off.
+  // Workloads mark their own windows with it (workloads/telemetry_report.hpp).
+  TelemetrySampler* telemetry() { return telemetry_.get(); }
 
   // A report with tool/run/system filled (collective when MPI is up).
   reports::Report begin_report(bool with_device = true);
   // Stamps finished_at, writes --output atomically on rank 0. Returns 1 when a result failed, else 0.
+  // In suite mode the results, events and summary go into the suite's report instead.
   int finish(reports::Report& report);
+
+  // Suite mode: finish() merges each step's report into `sink` under `step` (nullptr ends it).
+  void collect_into(reports::Report* sink, std::string step);
 
  private:
   int* argc_;
@@ -50,6 +60,11 @@ class Session {
   std::unique_ptr<MpiContext> mpi_;
   std::unique_ptr<Backend> backend_;
   std::unique_ptr<workloads::DevicePeak> peak_;
+  TelemetryOptions telemetry_options_;
+  std::unique_ptr<TelemetrySampler> telemetry_;
+  double telemetry_from_s_ = 0;  // start of the window the next finish() summarises
+  reports::Report* sink_ = nullptr;
+  std::string sink_step_;
 };
 
 using CommandAction = std::function<int(Session&)>;

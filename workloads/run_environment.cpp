@@ -1,8 +1,12 @@
 #include "workloads/run_environment.hpp"
 
+#include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <ctime>
+#include <optional>
 #include <random>
+#include <vector>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -53,6 +57,64 @@ std::string new_run_id() {
   return fmt::format("{}-{:08x}", utc_timestamp().substr(0, 19), rd());
 }
 
+const char* env_or_null(const char* name) {
+  const char* v = std::getenv(name);
+  return v && *v ? v : nullptr;
+}
+
+// run.slurm: where Slurm placed the job (absent outside Slurm). Collective: local_ids holds every rank's
+// SLURM_LOCALID (index = world rank; all -1 unless every rank is an srun task: mpirun inside an allocation).
+std::optional<json> slurm_json(const MpiContext* mpi) {
+  const char* job = env_or_null("SLURM_JOB_ID");
+  if (!job) job = env_or_null("SLURM_JOBID");
+  const double local_id = slurm_task_local_id(mpi ? mpi->rank() : 0);
+  std::vector<double> local_ids{local_id};
+  if (mpi) local_ids = gather_to_root(mpi->world(), local_id);
+  const int present = job ? 1 : 0;
+  int any = present;
+  if (mpi) MPI_Allreduce(&present, &any, 1, MPI_INT, MPI_LOR, mpi->world());
+  if (!any || (mpi && !mpi->is_root())) return std::nullopt;
+  json s{{"job_id", job ? job : ""}};
+  // Field -> the variables that carry it, first found wins (srun sets the STEP_ ones, sbatch the JOB_ ones).
+  struct Field {
+    const char* name;
+    std::vector<const char*> vars;
+    bool integer;
+  };
+  const Field fields[] = {
+      {"step_id", {"SLURM_STEP_ID", "SLURM_STEPID"}, false},
+      {"nodelist", {"SLURM_JOB_NODELIST", "SLURM_NODELIST"}, false},
+      {"step_nodelist", {"SLURM_STEP_NODELIST"}, false},
+      {"num_nodes", {"SLURM_JOB_NUM_NODES", "SLURM_NNODES"}, true},
+      {"ntasks", {"SLURM_STEP_NUM_TASKS", "SLURM_NTASKS"}, true},
+      {"cluster", {"SLURM_CLUSTER_NAME"}, false},
+      {"partition", {"SLURM_JOB_PARTITION"}, false},
+      {"job_name", {"SLURM_JOB_NAME"}, false},
+      {"restart_count", {"SLURM_RESTART_COUNT"}, true},
+      {"array_job_id", {"SLURM_ARRAY_JOB_ID"}, false},
+      {"array_task_id", {"SLURM_ARRAY_TASK_ID"}, false},
+  };
+  for (const auto& f : fields) {
+    for (const char* var : f.vars) {
+      const char* v = env_or_null(var);
+      if (!v) continue;
+      char* end = nullptr;
+      const long n = std::strtol(v, &end, 10);
+      if (!f.integer)
+        s[f.name] = v;
+      else if (*end == '\0')
+        s[f.name] = n;
+      break;
+    }
+  }
+  // The same rule as MpiContext's local rank: SLURM_LOCALID counts only when every rank is an srun task.
+  const bool all_tasks = std::none_of(local_ids.begin(), local_ids.end(), [](double id) { return id < 0; });
+  json ids = json::array();
+  for (double id : local_ids) ids.push_back(all_tasks ? static_cast<int>(id) : -1);
+  s["local_ids"] = ids;
+  return s;
+}
+
 }  // namespace
 
 reports::Report begin_report(const MpiContext* mpi, const Backend* backend, const std::string& command_line,
@@ -84,6 +146,7 @@ reports::Report begin_report(const MpiContext* mpi, const Backend* backend, cons
                     {"world_size", world},
                     {"hosts", hosts},
                     {"backend", backend ? std::string(to_string(backend->kind())) : std::string("none")}};
+  if (auto slurm = slurm_json(mpi)) report.run["slurm"] = std::move(*slurm);
   json system{{"cpu", {{"model", host.cpu_model}, {"cores", host.cpu_cores_online}, {"max_mhz", host.cpu_max_mhz}}},
               {"memory_bytes", host.memory_bytes},
               {"os", host.os},

@@ -1,0 +1,456 @@
+// CUDA twins of kernels/host/train_kernels_host.cpp (same algorithms; the host versions are the reference in
+// tests/gpu/moe_kernels_cuda_test.cpp). Compute in fp32; storage fp32 or bf16.
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <cmath>
+#include <string>
+
+#include "core/cuda_check.hpp"
+#include "core/error.hpp"
+#include "kernels/cuda/train_kernels_cuda.hpp"
+
+namespace fb::kernels {
+namespace {
+
+__device__ __forceinline__ float ld(const float* p, long long i) {
+  return p[i];
+}
+__device__ __forceinline__ float ld(const __nv_bfloat16* p, long long i) {
+  return __bfloat162float(p[i]);
+}
+__device__ __forceinline__ void st(float* p, long long i, float v) {
+  p[i] = v;
+}
+__device__ __forceinline__ void st(__nv_bfloat16* p, long long i, float v) {
+  p[i] = __float2bfloat16(v);
+}
+
+constexpr int kThreads = 256;
+
+unsigned blocks_for(long long n) {
+  const long long b = (n + kThreads - 1) / kThreads;
+  return static_cast<unsigned>(b < 1 ? 1 : (b > 65535LL * 16 ? 65535LL * 16 : b));
+}
+
+// Block-wide sum / max (kThreads threads).
+__device__ float block_reduce(float v, bool is_max) {
+  __shared__ float shared[32];
+  for (int o = 16; o > 0; o /= 2) {
+    const float other = __shfl_xor_sync(0xffffffffu, v, o);
+    v = is_max ? fmaxf(v, other) : v + other;
+  }
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  if (lane == 0) shared[warp] = v;
+  __syncthreads();
+  if (warp == 0) {
+    v = lane < (blockDim.x + 31) / 32 ? shared[lane] : (is_max ? -INFINITY : 0.0f);
+    for (int o = 16; o > 0; o /= 2) {
+      const float other = __shfl_xor_sync(0xffffffffu, v, o);
+      v = is_max ? fmaxf(v, other) : v + other;
+    }
+    if (lane == 0) shared[0] = v;
+  }
+  __syncthreads();
+  const float result = shared[0];
+  __syncthreads();
+  return result;
+}
+
+template <typename T>
+__global__ void route_topk_kernel(const T* logits, long long tokens, long long experts, long long k,
+                                  const float* bias, int* idx, float* weight) {
+  const long long t = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x;
+  if (t >= tokens) return;
+  float mx = -INFINITY;
+  for (long long e = 0; e < experts; ++e)
+    mx = fmaxf(mx, ld(logits, t * experts + e) + (bias ? bias[e] : 0.0f));
+  float sum = 0;
+  for (long long e = 0; e < experts; ++e)
+    sum += expf(ld(logits, t * experts + e) + (bias ? bias[e] : 0.0f) - mx);
+  float selected = 0;
+  for (long long j = 0; j < k; ++j) {
+    long long best = -1;
+    float best_p = 0;
+    for (long long e = 0; e < experts; ++e) {
+      bool taken = false;
+      for (long long i = 0; i < j; ++i) taken = taken || idx[t * k + i] == e;
+      const float p = expf(ld(logits, t * experts + e) + (bias ? bias[e] : 0.0f) - mx) / sum;
+      if (!taken && (best < 0 || p > best_p)) {
+        best = e;
+        best_p = p;
+      }
+    }
+    idx[t * k + j] = static_cast<int>(best);
+    weight[t * k + j] = best_p;
+    selected += best_p;
+  }
+  for (long long j = 0; j < k; ++j) weight[t * k + j] /= selected;
+}
+
+template <typename T>
+__global__ void topk_softmax_backward_kernel(const int* idx, const float* w, const float* dw,
+                                             long long tokens, long long experts, long long k, T* d_logits) {
+  const long long t = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x;
+  if (t >= tokens) return;
+  for (long long e = 0; e < experts; ++e) st(d_logits, t * experts + e, 0.0f);
+  float dot = 0;
+  for (long long j = 0; j < k; ++j) dot += w[t * k + j] * dw[t * k + j];
+  for (long long j = 0; j < k; ++j)
+    st(d_logits, t * experts + idx[t * k + j], w[t * k + j] * (dw[t * k + j] - dot));
+}
+
+// Stable counting sort in one block: thread e counts and places the slots of expert e in slot order.
+__global__ void permutation_kernel(const int* idx, long long slots, long long experts, long long* counts,
+                                   int* row_of_slot) {
+  extern __shared__ long long offsets[];
+  for (long long e = threadIdx.x; e < experts; e += blockDim.x) {
+    long long c = 0;
+    for (long long s = 0; s < slots; ++s) c += idx[s] == e ? 1 : 0;
+    counts[e] = c;
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    long long o = 0;
+    for (long long e = 0; e < experts; ++e) {
+      offsets[e] = o;
+      o += counts[e];
+    }
+  }
+  __syncthreads();
+  for (long long e = threadIdx.x; e < experts; e += blockDim.x) {
+    long long pos = offsets[e];
+    for (long long s = 0; s < slots; ++s)
+      if (idx[s] == e) row_of_slot[s] = static_cast<int>(pos++);
+  }
+}
+
+template <typename T>
+__global__ void permute_kernel(const T* x, long long k, long long width, const int* row_of_slot,
+                               const float* w, T* out) {
+  const long long slot = blockIdx.x;
+  const long long t = slot / k, row = row_of_slot[slot];
+  const float scale = w ? w[slot] : 1.0f;
+  for (long long c = threadIdx.x; c < width; c += blockDim.x)
+    st(out, row * width + c, scale * ld(x, t * width + c));
+}
+
+template <typename T>
+__global__ void unpermute_kernel(const T* in, long long k, long long width, const int* row_of_slot,
+                                 const float* w, T* y, bool accumulate) {
+  const long long t = blockIdx.x;
+  for (long long c = threadIdx.x; c < width; c += blockDim.x) {
+    float acc = accumulate ? ld(y, t * width + c) : 0.0f;
+    for (long long j = 0; j < k; ++j)
+      acc += (w ? w[t * k + j] : 1.0f) * ld(in, static_cast<long long>(row_of_slot[t * k + j]) * width + c);
+    st(y, t * width + c, acc);
+  }
+}
+
+template <typename T>
+__global__ void routing_weight_grad_kernel(const T* dy, const T* in, long long k, long long width,
+                                           const int* row_of_slot, float* dw) {
+  const long long slot = blockIdx.x, t = slot / k, row = row_of_slot[slot];
+  float dot = 0;
+  for (long long c = threadIdx.x; c < width; c += blockDim.x)
+    dot += ld(dy, t * width + c) * ld(in, row * width + c);
+  dot = block_reduce(dot, false);
+  if (threadIdx.x == 0) dw[slot] = dot;
+}
+
+// One block per (strip, query column).
+template <typename T>
+__global__ void causal_softmax_kernel(T* scores, long long keys, long long queries, long long first_query,
+                                      long long batch_stride, float scale) {
+  const long long q = blockIdx.x % queries, b = blockIdx.x / queries;
+  T* col = scores + b * batch_stride + q * keys;
+  const long long visible = min(keys, first_query + q + 1);
+  float mx = -INFINITY;
+  for (long long i = threadIdx.x; i < visible; i += blockDim.x) mx = fmaxf(mx, scale * ld(col, i));
+  mx = block_reduce(mx, true);
+  float sum = 0;
+  for (long long i = threadIdx.x; i < visible; i += blockDim.x) sum += expf(scale * ld(col, i) - mx);
+  sum = block_reduce(sum, false);
+  for (long long i = threadIdx.x; i < keys; i += blockDim.x)
+    st(col, i, i < visible ? expf(scale * ld(col, i) - mx) / sum : 0.0f);
+}
+
+template <typename T>
+__global__ void softmax_backward_kernel(const T* probs, T* d, long long keys, long long queries,
+                                        long long batch_stride, float scale) {
+  const long long q = blockIdx.x % queries, b = blockIdx.x / queries;
+  const T* p = probs + b * batch_stride + q * keys;
+  T* g = d + b * batch_stride + q * keys;
+  float dot = 0;
+  for (long long i = threadIdx.x; i < keys; i += blockDim.x) dot += ld(p, i) * ld(g, i);
+  dot = block_reduce(dot, false);
+  for (long long i = threadIdx.x; i < keys; i += blockDim.x) st(g, i, scale * ld(p, i) * (ld(g, i) - dot));
+}
+
+constexpr float kGeluC = 0.7978845608f;
+
+template <typename T>
+__global__ void activation_forward_kernel(bool swiglu, const T* up, long long f, long long n, T* out) {
+  for (long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; i < f * n;
+       i += static_cast<long long>(gridDim.x) * blockDim.x) {
+    const long long c = i / f, r = i % f;
+    if (swiglu) {
+      const float a = ld(up, c * 2 * f + r), b = ld(up, c * 2 * f + f + r);
+      st(out, i, a / (1.0f + expf(-a)) * b);
+    } else {
+      const float x = ld(up, i);
+      st(out, i, 0.5f * x * (1.0f + tanhf(kGeluC * (x + 0.044715f * x * x * x))));
+    }
+  }
+}
+
+template <typename T>
+__global__ void activation_backward_kernel(bool swiglu, const T* up, const T* d_out, long long f, long long n,
+                                           T* d_up) {
+  for (long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; i < f * n;
+       i += static_cast<long long>(gridDim.x) * blockDim.x) {
+    const long long c = i / f, r = i % f;
+    const float dy = ld(d_out, i);
+    if (swiglu) {
+      const float a = ld(up, c * 2 * f + r), b = ld(up, c * 2 * f + f + r);
+      const float sig = 1.0f / (1.0f + expf(-a));
+      st(d_up, c * 2 * f + r, dy * b * sig * (1.0f + a * (1.0f - sig)));
+      st(d_up, c * 2 * f + f + r, dy * a * sig);
+    } else {
+      const float x = ld(up, i);
+      const float t = tanhf(kGeluC * (x + 0.044715f * x * x * x));
+      st(d_up, i,
+         dy * (0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * kGeluC * (1.0f + 3.0f * 0.044715f * x * x)));
+    }
+  }
+}
+
+template <typename T>
+__global__ void scale_kernel(T* y, long long n, float alpha) {
+  for (long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<long long>(gridDim.x) * blockDim.x)
+    st(y, i, alpha == 0.0f ? 0.0f : alpha * ld(y, i));
+}
+
+template <typename T>
+__global__ void add_kernel(T* y, const T* x, long long n) {
+  for (long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<long long>(gridDim.x) * blockDim.x)
+    st(y, i, ld(y, i) + ld(x, i));
+}
+
+template <typename T>
+__global__ void adam_kernel(T* param, const T* grad, float* master, float* m, float* v, long long n, float lr,
+                            float b1, float b2, float eps, float wd, float c1, float c2, float grad_scale) {
+  for (long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<long long>(gridDim.x) * blockDim.x) {
+    const float g = ld(grad, i) * grad_scale;
+    m[i] = b1 * m[i] + (1.0f - b1) * g;
+    v[i] = b2 * v[i] + (1.0f - b2) * g * g;
+    master[i] -= lr * ((m[i] / c1) / (sqrtf(v[i] / c2) + eps) + wd * master[i]);
+    st(param, i, master[i]);
+  }
+}
+
+template <typename T>
+__global__ void sum_squares_kernel(const T* x, long long n, double* out) {
+  float s = 0;
+  for (long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<long long>(gridDim.x) * blockDim.x) {
+    const float v = ld(x, i);
+    s += v * v;
+  }
+  s = block_reduce(s, false);
+  if (threadIdx.x == 0) atomicAdd(out, static_cast<double>(s));
+}
+
+template <typename T>
+__global__ void convert_kernel(const float* src, T* dst, long long n) {
+  for (long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<long long>(gridDim.x) * blockDim.x)
+    st(dst, i, src[i]);
+}
+
+template <typename F>
+void dispatch(DType type, F&& f) {
+  if (type == DType::fp32)
+    f(static_cast<float*>(nullptr));
+  else if (type == DType::bf16)
+    f(static_cast<__nv_bfloat16*>(nullptr));
+  else
+    throw unsupported_error("train kernels support fp32 and bf16 activations, not " +
+                            std::string(to_string(type)));
+}
+
+#define FB_ELEM_T std::remove_pointer_t<decltype(tag)>
+
+class CudaTrainKernels final : public TrainKernels {
+ public:
+  explicit CudaTrainKernels(Backend& backend) : stream_(static_cast<cudaStream_t>(backend.native_stream())) {
+    FB_CHECK_CUDA(cudaMalloc(&scalar_, sizeof(double)));
+  }
+  ~CudaTrainKernels() override { cudaFree(scalar_); }
+
+  void route_topk(const void* logits, DType type, std::int64_t tokens, std::int64_t experts, std::int64_t k,
+                  const float* bias, std::int32_t* idx, float* w) override {
+    dispatch(type, [&](auto* tag) {
+      route_topk_kernel<<<blocks_for(tokens), kThreads, 0, stream_>>>(static_cast<const FB_ELEM_T*>(logits),
+                                                                      tokens, experts, k, bias, idx, w);
+    });
+    check();
+  }
+  void topk_softmax_backward(const std::int32_t* idx, const float* w, const float* dw, std::int64_t tokens,
+                             std::int64_t experts, std::int64_t k, void* d_logits, DType type) override {
+    dispatch(type, [&](auto* tag) {
+      topk_softmax_backward_kernel<<<blocks_for(tokens), kThreads, 0, stream_>>>(
+          idx, w, dw, tokens, experts, k, static_cast<FB_ELEM_T*>(d_logits));
+    });
+    check();
+  }
+  void build_permutation(const std::int32_t* idx, std::int64_t slots, std::int64_t experts,
+                         std::int64_t* counts, std::int32_t* row_of_slot,
+                         std::int64_t* host_counts) override {
+    permutation_kernel<<<1, 1024, static_cast<std::size_t>(experts) * sizeof(long long), stream_>>>(
+        idx, slots, experts, reinterpret_cast<long long*>(counts), row_of_slot);
+    check();
+    FB_CHECK_CUDA(cudaMemcpyAsync(host_counts, counts, static_cast<std::size_t>(experts) * 8,
+                                  cudaMemcpyDeviceToHost, stream_));
+    FB_CHECK_CUDA(cudaStreamSynchronize(stream_));
+  }
+  void permute(const void* x, DType type, std::int64_t tokens, std::int64_t k, std::int64_t width,
+               const std::int32_t* row_of_slot, const float* w, void* out) override {
+    if (tokens * k == 0) return;
+    dispatch(type, [&](auto* tag) {
+      permute_kernel<<<static_cast<unsigned>(tokens * k), kThreads, 0, stream_>>>(
+          static_cast<const FB_ELEM_T*>(x), k, width, row_of_slot, w, static_cast<FB_ELEM_T*>(out));
+    });
+    check();
+  }
+  void unpermute(const void* in, DType type, std::int64_t tokens, std::int64_t k, std::int64_t width,
+                 const std::int32_t* row_of_slot, const float* w, void* y, bool accumulate) override {
+    if (tokens == 0) return;
+    dispatch(type, [&](auto* tag) {
+      unpermute_kernel<<<static_cast<unsigned>(tokens), kThreads, 0, stream_>>>(
+          static_cast<const FB_ELEM_T*>(in), k, width, row_of_slot, w, static_cast<FB_ELEM_T*>(y),
+          accumulate);
+    });
+    check();
+  }
+  void routing_weight_grad(const void* dy, const void* in, DType type, std::int64_t tokens, std::int64_t k,
+                           std::int64_t width, const std::int32_t* row_of_slot, float* dw) override {
+    if (tokens * k == 0) return;
+    dispatch(type, [&](auto* tag) {
+      routing_weight_grad_kernel<<<static_cast<unsigned>(tokens * k), kThreads, 0, stream_>>>(
+          static_cast<const FB_ELEM_T*>(dy), static_cast<const FB_ELEM_T*>(in), k, width, row_of_slot, dw);
+    });
+    check();
+  }
+  void causal_softmax(void* scores, DType type, std::int64_t keys, std::int64_t queries,
+                      std::int64_t first_query, std::int64_t batch, std::int64_t batch_stride,
+                      float scale) override {
+    dispatch(type, [&](auto* tag) {
+      causal_softmax_kernel<<<static_cast<unsigned>(queries * batch), kThreads, 0, stream_>>>(
+          static_cast<FB_ELEM_T*>(scores), keys, queries, first_query, batch_stride, scale);
+    });
+    check();
+  }
+  void softmax_backward(const void* probs, void* d, DType type, std::int64_t keys, std::int64_t queries,
+                        std::int64_t batch, std::int64_t batch_stride, float scale) override {
+    dispatch(type, [&](auto* tag) {
+      softmax_backward_kernel<<<static_cast<unsigned>(queries * batch), kThreads, 0, stream_>>>(
+          static_cast<const FB_ELEM_T*>(probs), static_cast<FB_ELEM_T*>(d), keys, queries, batch_stride,
+          scale);
+    });
+    check();
+  }
+  void activation_forward(bool swiglu, const void* up, DType type, std::int64_t f, std::int64_t n,
+                          void* out) override {
+    if (f * n == 0) return;
+    dispatch(type, [&](auto* tag) {
+      activation_forward_kernel<<<blocks_for(f * n), kThreads, 0, stream_>>>(
+          swiglu, static_cast<const FB_ELEM_T*>(up), f, n, static_cast<FB_ELEM_T*>(out));
+    });
+    check();
+  }
+  void activation_backward(bool swiglu, const void* up, const void* d_out, DType type, std::int64_t f,
+                           std::int64_t n, void* d_up) override {
+    if (f * n == 0) return;
+    dispatch(type, [&](auto* tag) {
+      activation_backward_kernel<<<blocks_for(f * n), kThreads, 0, stream_>>>(
+          swiglu, static_cast<const FB_ELEM_T*>(up), static_cast<const FB_ELEM_T*>(d_out), f, n,
+          static_cast<FB_ELEM_T*>(d_up));
+    });
+    check();
+  }
+  void scale(void* y, DType type, std::int64_t count, float alpha) override {
+    if (count == 0) return;
+    dispatch(type, [&](auto* tag) {
+      scale_kernel<<<blocks_for(count), kThreads, 0, stream_>>>(static_cast<FB_ELEM_T*>(y), count, alpha);
+    });
+    check();
+  }
+  void add(void* y, const void* x, DType type, std::int64_t count) override {
+    if (count == 0) return;
+    dispatch(type, [&](auto* tag) {
+      add_kernel<<<blocks_for(count), kThreads, 0, stream_>>>(static_cast<FB_ELEM_T*>(y),
+                                                              static_cast<const FB_ELEM_T*>(x), count);
+    });
+    check();
+  }
+  void copy_row_blocks(const void* src, void* dst, DType type, std::int64_t width, std::int64_t blocks,
+                       const std::int64_t* src_row, const std::int64_t* dst_row,
+                       const std::int64_t* rows) override {
+    const std::size_t row_bytes = dtype_bytes(type) * static_cast<std::size_t>(width);
+    for (std::int64_t b = 0; b < blocks; ++b)
+      if (rows[b] > 0)
+        FB_CHECK_CUDA(cudaMemcpyAsync(static_cast<char*>(dst) + dst_row[b] * row_bytes,
+                                      static_cast<const char*>(src) + src_row[b] * row_bytes,
+                                      row_bytes * static_cast<std::size_t>(rows[b]), cudaMemcpyDeviceToDevice,
+                                      stream_));
+  }
+  void adam_update(void* param, const void* grad, DType type, float* master, float* m, float* v,
+                   std::int64_t count, const AdamParams& p) override {
+    if (count == 0) return;
+    const float c1 = 1.0f - std::pow(p.beta1, static_cast<float>(p.step));
+    const float c2 = 1.0f - std::pow(p.beta2, static_cast<float>(p.step));
+    dispatch(type, [&](auto* tag) {
+      adam_kernel<<<blocks_for(count), kThreads, 0, stream_>>>(
+          static_cast<FB_ELEM_T*>(param), static_cast<const FB_ELEM_T*>(grad), master, m, v, count, p.lr,
+          p.beta1, p.beta2, p.eps, p.weight_decay, c1, c2, p.grad_scale);
+    });
+    check();
+  }
+  double sum_squares(const void* x, DType type, std::int64_t count) override {
+    FB_CHECK_CUDA(cudaMemsetAsync(scalar_, 0, sizeof(double), stream_));
+    if (count > 0)
+      dispatch(type, [&](auto* tag) {
+        sum_squares_kernel<<<blocks_for(count), kThreads, 0, stream_>>>(static_cast<const FB_ELEM_T*>(x),
+                                                                        count, scalar_);
+      });
+    check();
+    double out = 0;
+    FB_CHECK_CUDA(cudaMemcpyAsync(&out, scalar_, sizeof(double), cudaMemcpyDeviceToHost, stream_));
+    FB_CHECK_CUDA(cudaStreamSynchronize(stream_));
+    return out;
+  }
+  void convert_from_fp32(const float* src, void* dst, DType type, std::int64_t count) override {
+    if (count == 0) return;
+    dispatch(type, [&](auto* tag) {
+      convert_kernel<<<blocks_for(count), kThreads, 0, stream_>>>(src, static_cast<FB_ELEM_T*>(dst), count);
+    });
+    check();
+  }
+
+ private:
+  static void check() { FB_CHECK_CUDA(cudaGetLastError()); }
+  cudaStream_t stream_;
+  double* scalar_ = nullptr;
+};
+
+}  // namespace
+
+std::unique_ptr<TrainKernels> make_cuda_train_kernels(Backend& backend) {
+  return std::make_unique<CudaTrainKernels>(backend);
+}
+
+}  // namespace fb::kernels

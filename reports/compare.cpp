@@ -1,0 +1,366 @@
+#include "reports/compare.hpp"
+
+#include <cmath>
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+#include "core/error.hpp"
+
+namespace fb::reports {
+namespace {
+
+using nlohmann::json;
+
+constexpr std::string_view kVerdictNames[kVerdictCount] = {"SAME", "BETTER",  "WORSE", "AMBIGUOUS",
+                                                           "INFO", "MISSING", "NEW"};
+
+// "5%", "2.5%", "0.1%".
+std::string percent(double fraction) {
+  return fmt::format("{:.3g}%", fraction * 100.0);
+}
+
+// Spread of the samples behind a metric, in its unit; nullopt without at least two samples.
+std::optional<double> sigma_of(const Metric& m) {
+  if (!m.stats || m.stats->n < 2) return std::nullopt;
+  if (std::isfinite(m.stats->stddev) && m.stats->stddev > 0) return m.stats->stddev;
+  if (std::isfinite(m.stats->max) && std::isfinite(m.stats->min)) return (m.stats->max - m.stats->min) / 4.0;
+  return std::nullopt;
+}
+
+std::string result_key(const Result& r) {
+  return r.benchmark + '\x1f' + r.name;
+}
+
+// Metric lookup by name that stays fast for results with many metrics.
+class MetricIndex {
+ public:
+  explicit MetricIndex(const Result& r) : r_(r) {
+    if (r.metrics.size() > 16)
+      for (std::size_t i = 0; i < r.metrics.size(); ++i) map_.emplace(r.metrics[i].first, i);
+  }
+  const Metric* find(const std::string& name) const {
+    if (map_.empty()) return r_.metric(name);
+    const auto it = map_.find(name);
+    return it == map_.end() ? nullptr : &r_.metrics[it->second].second;
+  }
+
+ private:
+  const Result& r_;
+  std::unordered_map<std::string, std::size_t> map_;
+};
+
+std::string json_text(const json& j, const char* key) {
+  if (!j.is_object() || !j.contains(key)) return {};
+  const json& v = j.at(key);
+  return v.is_string() ? v.get<std::string>() : v.dump();
+}
+
+std::string first_device(const Report& r) {
+  const json& ranks = r.system.is_object() ? r.system.value("ranks", json::array()) : json::array();
+  if (ranks.is_array() && !ranks.empty() && ranks[0].is_object() && ranks[0].contains("device") &&
+      ranks[0]["device"].is_object())
+    return json_text(ranks[0]["device"], "name");
+  return json_text(r.system, "device");
+}
+
+void apply_bounds(MetricComparison& row, const EffectiveRule& rule) {
+  row.min = rule.min;
+  row.max = rule.max;
+  if (!row.candidate || (!rule.min && !rule.max)) return;
+  const double c = *row.candidate;
+  auto append = [&](const std::string& s) { row.reason = row.reason.empty() ? s : row.reason + "; " + s; };
+  if (rule.min && !(c >= *rule.min)) {
+    row.verdict = Verdict::worse;
+    row.reason = fmt::format("{} below floor {}", format_value(c), format_value(*rule.min));
+  } else if (rule.max && !(c <= *rule.max)) {
+    row.verdict = Verdict::worse;
+    row.reason = fmt::format("{} above ceiling {}", format_value(c), format_value(*rule.max));
+  } else if (rule.min && rule.max) {
+    append(fmt::format("within [{}, {}]", format_value(*rule.min), format_value(*rule.max)));
+  } else if (rule.min) {
+    append(fmt::format("meets floor >= {}", format_value(*rule.min)));
+  } else {
+    append(fmt::format("meets ceiling <= {}", format_value(*rule.max)));
+  }
+}
+
+}  // namespace
+
+std::string_view to_string(Verdict v) {
+  return kVerdictNames[static_cast<std::size_t>(v)];
+}
+
+std::string format_value(double v) {
+  if (!std::isfinite(v)) return "null";
+  if (v == std::floor(v) && std::fabs(v) < 1e15) return fmt::format("{:.0f}", v);
+  if (std::fabs(v) >= 1000) return fmt::format("{:.1f}", v);
+  return fmt::format("{:.4g}", v);
+}
+
+std::string format_change(double change) {
+  if (!std::isfinite(change)) return change > 0 ? "+inf" : "-inf";
+  return fmt::format("{:+.1f}%", change * 100.0);
+}
+
+std::string format_ratio(double ratio) {
+  return std::isfinite(ratio) ? fmt::format("{:.3f}", ratio) : "-";
+}
+
+std::array<std::size_t, kVerdictCount> Comparison::counts() const {
+  std::array<std::size_t, kVerdictCount> c{};
+  for (const auto& r : rows) ++c[static_cast<std::size_t>(r.verdict)];
+  return c;
+}
+
+std::size_t Comparison::failures() const {
+  std::size_t n = 0;
+  for (const auto& r : rows) n += r.fails ? 1 : 0;
+  return n;
+}
+
+std::string Comparison::summary_line() const {
+  const auto c = counts();
+  std::string s = fmt::format("{} metric{} compared:", rows.size(), rows.size() == 1 ? "" : "s");
+  bool any = false;
+  for (std::size_t i = 0; i < kVerdictCount; ++i) {
+    if (!c[i]) continue;
+    s += fmt::format("{} {} {}", any ? "," : "", c[i], kVerdictNames[i]);
+    any = true;
+  }
+  if (!any) s += " none";
+  return s;
+}
+
+MetricVerdict judge_metric(const Metric& baseline, const Metric& candidate, const EffectiveRule& rule,
+                           double noise_sigmas, double max_noise) {
+  MetricVerdict v;
+  const double b = baseline.value, c = candidate.value;
+  const bool directed = baseline.better != Better::none;
+  if (!std::isfinite(c) || !std::isfinite(b)) {
+    if (!directed) {
+      v.verdict = Verdict::info;
+    } else if (std::isfinite(b)) {
+      v.verdict = Verdict::worse;  // a measurement that produced no number is a regression
+    } else {
+      v.verdict = Verdict::ambiguous;
+    }
+    v.reason = std::isfinite(b) ? "candidate value is null" : "baseline value is null";
+    return v;
+  }
+  if (b == 0) {
+    if (c == 0) {
+      v.change = 0.0;
+    } else {
+      v.change = c > 0 ? INFINITY : -INFINITY;
+    }
+  } else {
+    v.change = (c - b) / std::fabs(b);
+  }
+  const double change = *v.change;
+  if (const auto sb = sigma_of(baseline), sc = sigma_of(candidate); sb && sc && b != 0)
+    v.noise = noise_sigmas * std::sqrt(*sb * *sb + *sc * *sc) / std::fabs(b);
+
+  if (!directed) {
+    v.verdict = Verdict::info;
+    v.reason = "no direction (better = none)";
+    return v;
+  }
+  if (std::fabs(change) <= rule.tolerance) {
+    v.verdict = Verdict::same;
+    v.reason = "within ±" + percent(rule.tolerance) + " tolerance";
+    return v;
+  }
+  if (v.noise && std::fabs(change) <= *v.noise) {
+    if (*v.noise <= max_noise) {
+      v.verdict = Verdict::same;
+      v.reason = "within noise ±" + percent(*v.noise);
+    } else {
+      v.verdict = Verdict::ambiguous;
+      v.reason =
+          fmt::format("{} beyond ±{} tolerance but within noise ±{} (over max_noise {})",
+                      format_change(change), percent(rule.tolerance), percent(*v.noise), percent(max_noise));
+    }
+    return v;
+  }
+  const bool improved = (baseline.better == Better::higher) == (change > 0);
+  v.verdict = improved ? Verdict::better : Verdict::worse;
+  v.reason = b == 0 ? std::string("baseline is 0")
+                    : fmt::format("{} beyond ±{} tolerance", format_change(change), percent(rule.tolerance));
+  if (v.noise) v.reason += " and noise ±" + percent(*v.noise);
+  return v;
+}
+
+CompareSide describe_side(const Report& report, const std::string& source) {
+  CompareSide side;
+  side.source = source;
+  if (report.summary.is_object() && report.summary.value("kind", "") == "reference") {
+    side.reference = true;
+    side.label = "published reference: " + report.summary.value("title", std::string("(untitled)"));
+    return side;
+  }
+  std::vector<std::string> parts;
+  if (const auto id = json_text(report.run, "id"); !id.empty()) parts.push_back("run " + id);
+  if (const auto backend = json_text(report.run, "backend"); !backend.empty())
+    parts.push_back(backend + " backend");
+  if (report.run.is_object() && report.run.contains("world_size") && report.run["world_size"].is_number()) {
+    const int n = report.run["world_size"].get<int>();
+    parts.push_back(fmt::format("{} rank{}", n, n == 1 ? "" : "s"));
+  }
+  if (const auto dev = first_device(report); !dev.empty()) parts.push_back(dev);
+  for (const auto& p : parts) side.label += (side.label.empty() ? "" : ", ") + p;
+  return side;
+}
+
+Comparison compare_reports(const Report& baseline, const Report& candidate, const CompareRules& rules,
+                           const std::string& baseline_source, const std::string& candidate_source) {
+  Comparison out;
+  out.baseline = describe_side(baseline, baseline_source);
+  out.candidate = describe_side(candidate, candidate_source);
+  out.tolerance = rules.tolerance;
+  out.fail_on_missing = rules.fail_on_missing;
+
+  // Differences that make a comparison questionable but not meaningless.
+  if (baseline.schema != candidate.schema)
+    out.warnings.push_back(
+        fmt::format("schema versions differ: baseline {}, candidate {}", baseline.schema, candidate.schema));
+  const auto differ = [&](const char* what, const std::string& b, const std::string& c) {
+    if (!b.empty() && !c.empty() && b != c)
+      out.warnings.push_back(fmt::format("{} differ: baseline {}, candidate {}", what, b, c));
+  };
+  differ("backends", json_text(baseline.run, "backend"), json_text(candidate.run, "backend"));
+  differ("world sizes", json_text(baseline.run, "world_size"), json_text(candidate.run, "world_size"));
+  differ("devices", first_device(baseline), first_device(candidate));
+
+  std::unordered_map<std::string, std::size_t> cand_index;
+  cand_index.reserve(candidate.results.size());
+  for (std::size_t i = 0; i < candidate.results.size(); ++i) {
+    if (!cand_index.emplace(result_key(candidate.results[i]), i).second)
+      out.warnings.push_back(fmt::format("candidate has result {}/{} twice; the first is compared",
+                                         candidate.results[i].benchmark, candidate.results[i].name));
+  }
+  std::vector<bool> matched(candidate.results.size(), false);
+  std::size_t matched_count = 0;
+
+  const auto base_row = [](const Result& r, const std::string& metric) {
+    MetricComparison row;
+    row.benchmark = r.benchmark;
+    row.result = r.name;
+    row.metric = metric;
+    return row;
+  };
+  const auto status_row = [&](const Result& r, Verdict verdict, std::string reason) {
+    MetricComparison row = base_row(r, "status");
+    row.verdict = verdict;
+    row.reason = std::move(reason);
+    out.rows.push_back(std::move(row));
+  };
+  const auto only_on_one_side = [&](const Result& r, const std::string& name, const Metric& m,
+                                    Verdict verdict, std::string reason) {
+    const EffectiveRule rule = rules.resolve(r.benchmark, r.name, name);
+    if (rule.ignore) return;
+    MetricComparison row = base_row(r, name);
+    row.unit = m.unit;
+    row.better = m.better;
+    row.tolerance = rule.tolerance;
+    row.verdict = verdict;
+    row.reason = std::move(reason);
+    (verdict == Verdict::missing ? row.baseline : row.candidate) = m.value;
+    if (verdict == Verdict::added) apply_bounds(row, rule);
+    out.rows.push_back(std::move(row));
+  };
+
+  for (std::size_t bi = 0; bi < baseline.results.size(); ++bi) {
+    const Result& br = baseline.results[bi];
+    const auto it = cand_index.find(result_key(br));
+    if (it == cand_index.end()) {
+      for (const auto& [name, m] : br.metrics)
+        only_on_one_side(br, name, m, Verdict::missing, "result not in candidate");
+      if (br.metrics.empty()) status_row(br, Verdict::missing, "result not in candidate");
+      continue;
+    }
+    const std::size_t ci = it->second;
+    const Result& cr = candidate.results[ci];
+    if (!matched[ci]) ++matched_count;
+    matched[ci] = true;
+
+    if (cr.status == Status::skipped) {
+      const std::string why = "skipped in candidate" + (cr.error ? ": " + *cr.error : std::string());
+      for (const auto& [name, m] : br.metrics) only_on_one_side(br, name, m, Verdict::missing, why);
+      continue;
+    }
+    if (cr.status == Status::failed && br.status == Status::failed)
+      status_row(cr, Verdict::info,
+                 "failed in baseline and candidate (not a regression; the run's own exit status says so)");
+    else if (cr.status == Status::failed)
+      status_row(cr, Verdict::worse, "failed in candidate" + (cr.error ? ": " + *cr.error : std::string()));
+    else if (br.status == Status::failed)
+      status_row(cr, Verdict::better, "failed in baseline, ok in candidate");
+
+    const MetricIndex cand_metrics(cr);
+    for (const auto& [name, bm] : br.metrics) {
+      const Metric* cm = cand_metrics.find(name);
+      if (!cm) {
+        if (cr.status != Status::failed)
+          only_on_one_side(br, name, bm, Verdict::missing, "metric not in candidate");
+        continue;
+      }
+      const EffectiveRule rule = rules.resolve(br.benchmark, br.name, name);
+      if (rule.ignore) continue;
+      const std::string where = fmt::format("{}: $.results[{}].metrics.{}", candidate_source, ci, name);
+      if (cm->unit != bm.unit)
+        throw input_error(
+            fmt::format("{}.unit: \"{}\" but the baseline ({}) has \"{}\": the reports are incompatible",
+                        where, cm->unit, baseline_source, bm.unit));
+      if (cm->better != bm.better)
+        throw input_error(
+            fmt::format("{}.better: \"{}\" but the baseline ({}) has \"{}\": the reports are incompatible",
+                        where, to_string(cm->better), baseline_source, to_string(bm.better)));
+      MetricComparison row = base_row(br, name);
+      row.unit = bm.unit;
+      row.better = bm.better;
+      row.baseline = bm.value;
+      row.candidate = cm->value;
+      row.tolerance = rule.tolerance;
+      if (std::isfinite(bm.value) && std::isfinite(cm->value) && bm.value != 0)
+        row.ratio = cm->value / bm.value;
+      const MetricVerdict v = judge_metric(bm, *cm, rule, rules.noise_sigmas, rules.max_noise);
+      row.verdict = v.verdict;
+      row.change = v.change;
+      row.noise = v.noise;
+      row.reason = v.reason;
+      apply_bounds(row, rule);
+      out.rows.push_back(std::move(row));
+    }
+    const MetricIndex base_metrics(br);
+    for (const auto& [name, cm] : cr.metrics)
+      if (!base_metrics.find(name)) only_on_one_side(cr, name, cm, Verdict::added, "metric not in baseline");
+  }
+
+  if (matched_count == 0 && !baseline.results.empty() && !candidate.results.empty())
+    throw input_error(
+        fmt::format("cannot compare {} with {}: no result in common (results match by benchmark + name; "
+                    "baseline has {}/{}, "
+                    "candidate has {}/{})",
+                    baseline_source, candidate_source, baseline.results[0].benchmark,
+                    baseline.results[0].name, candidate.results[0].benchmark, candidate.results[0].name));
+  if (baseline.results.empty() || candidate.results.empty())
+    throw input_error(fmt::format("cannot compare {} with {}: {} has no results", baseline_source,
+                                  candidate_source,
+                                  baseline.results.empty() ? baseline_source : candidate_source));
+
+  for (std::size_t ci = 0; ci < candidate.results.size(); ++ci) {
+    if (matched[ci]) continue;
+    const Result& cr = candidate.results[ci];
+    if (cr.status == Status::failed)
+      status_row(cr, Verdict::worse, "failed in candidate" + (cr.error ? ": " + *cr.error : std::string()));
+    for (const auto& [name, m] : cr.metrics)
+      only_on_one_side(cr, name, m, Verdict::added, "result not in baseline");
+  }
+
+  for (auto& row : out.rows)
+    row.fails = row.verdict == Verdict::worse || (row.verdict == Verdict::missing && rules.fail_on_missing);
+  return out;
+}
+
+}  // namespace fb::reports

@@ -1,0 +1,520 @@
+// Reports as one self-contained HTML page: inline CSS and inline SVG charts, no scripts, no network.
+// Charts (each a <figure class="chart"> holding exactly one <svg>):
+//   busbw vs message size per collective (log x)        results "collective" with params.bytes, busbw_gbps
+//   GEMM TFLOP/s per shape with peak and MAMF lines     results "gemm" with tflops; system.peak_tflops
+//   training-step breakdown as stacked bars             results "train" with extra.breakdown {category: s}
+//   resilience timeline as a Gantt strip                summary.timeline, or derived from report.events
+//   per-rank heat strips that make a straggler visible  results' per_rank arrays
+// Then one table per benchmark (a trend table when several reports are given).
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "reports/compare.hpp"
+#include "reports/report_printers.hpp"
+#include "reports/report_view.hpp"
+#include "reports/svg_chart.hpp"
+#include "reports/text_format.hpp"
+#include "reports/timeline.hpp"
+
+namespace fb::reports {
+namespace {
+
+using nlohmann::json;
+
+struct Figure {
+  std::string id;
+  std::string caption;
+  std::string svg;
+};
+
+std::string first_segment(const std::string& name) {
+  return name.substr(0, name.find('/'));
+}
+
+std::optional<double> number_at(const json& j, const std::string& key) {
+  if (j.is_object() && j.contains(key) && j[key].is_number()) return j[key].get<double>();
+  return std::nullopt;
+}
+
+std::string string_at(const json& j, const std::string& key) {
+  return j.is_object() && j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : std::string();
+}
+
+std::string slug(const std::string& s) {
+  std::string out;
+  for (const char ch : s) out += std::isalnum(static_cast<unsigned char>(ch)) ? ch : '-';
+  return out;
+}
+
+// Keeps first-appearance order of keys.
+template <typename T>
+struct Ordered {
+  std::vector<std::string> order;
+  std::map<std::string, T> items;
+  T& operator[](const std::string& key) {
+    auto [it, fresh] = items.try_emplace(key);
+    if (fresh) order.push_back(key);
+    return it->second;
+  }
+};
+
+std::vector<Figure> collective_figures(const std::vector<NamedReport>& reports) {
+  Ordered<Ordered<std::vector<svg::Point>>> groups;  // op → series → points
+  for (std::size_t i = 0; i < reports.size(); ++i) {
+    for (const auto& r : reports[i].report.results) {
+      if (r.benchmark != "collective" || r.status != Status::ok) continue;
+      const auto bytes = number_at(r.params, "bytes");
+      const Metric* bus = r.metric("busbw_gbps");
+      if (!bytes || !(*bytes > 0) || !bus || !std::isfinite(bus->value)) continue;
+      std::string series = string_at(r.params, "dtype");
+      if (series.empty()) series = "busbw";
+      if (r.name.ends_with("/inplace") || (r.params.contains("inplace") && r.params["inplace"] == true))
+        series += " in-place";
+      if (const auto g = number_at(r.params, "group")) series += fmt::format(" group {}", *g);
+      if (reports.size() > 1) series = run_label(reports, i) + " · " + series;
+      groups[first_segment(r.name)][series].push_back({*bytes, bus->value});
+    }
+  }
+  std::vector<Figure> out;
+  for (const auto& op : groups.order) {
+    svg::LineChart chart;
+    chart.title = op + ": bus bandwidth vs message size";
+    chart.x_label = "message size (bytes, log scale)";
+    chart.y_label = "busbw (GB/s)";
+    chart.x_axis = svg::XAxis::log2_bytes;
+    const auto& series = groups.items.at(op);
+    std::size_t points = 0;
+    for (const auto& name : series.order) {
+      chart.series.push_back({name, series.items.at(name)});
+      points += series.items.at(name).size();
+    }
+    out.push_back({"busbw-" + slug(op),
+                   fmt::format("{}: busbw (nccl-tests definition) per message size, {} point{}", op, points,
+                               points == 1 ? "" : "s"),
+                   svg::render(chart)});
+  }
+  return out;
+}
+
+// system.peak_tflops.<key>[dtype] of the first report that has it.
+std::optional<double> system_peak(const std::vector<NamedReport>& reports, const char* key,
+                                  const std::string& dtype) {
+  for (const auto& nr : reports) {
+    const json& p =
+        nr.report.system.is_object() ? nr.report.system.value("peak_tflops", json::object()) : json();
+    if (p.is_object() && p.contains(key) && p[key].is_object())
+      if (auto v = number_at(p[key], dtype)) return v;
+  }
+  return std::nullopt;
+}
+
+std::vector<Figure> gemm_figures(const std::vector<NamedReport>& reports) {
+  constexpr std::size_t kMaxShapes = 40;
+  struct Group {
+    Ordered<int> shapes;                                           // shape label → (unused)
+    std::map<std::pair<std::size_t, std::string>, double> values;  // (report, shape) → TFLOP/s
+    std::optional<double> params_peak, params_mamf;
+  };
+  Ordered<Group> groups;  // dtype → shapes
+  for (std::size_t i = 0; i < reports.size(); ++i) {
+    for (const auto& r : reports[i].report.results) {
+      if (r.benchmark != "gemm" || r.status != Status::ok) continue;
+      const Metric* tf = r.metric("tflops");
+      if (!tf || !std::isfinite(tf->value)) continue;
+      std::string dtype = string_at(r.params, "dtype");
+      if (dtype.empty()) dtype = first_segment(r.name);
+      std::string shape = r.name.starts_with(dtype + "/") ? r.name.substr(dtype.size() + 1) : r.name;
+      Group& g = groups[dtype];
+      if (g.shapes.order.size() >= kMaxShapes && !g.shapes.items.count(shape)) continue;
+      g.shapes[shape];
+      g.values[{i, shape}] = tf->value;
+      if (!g.params_peak) g.params_peak = number_at(r.params, "peak_tflops");
+      if (!g.params_mamf) g.params_mamf = number_at(r.params, "mamf_tflops");
+    }
+  }
+  std::vector<Figure> out;
+  for (const auto& dtype : groups.order) {
+    const Group& g = groups.items.at(dtype);
+    svg::BarChart chart;
+    chart.title = fmt::format("GEMM {}: TFLOP/s per shape (M×N×K)", dtype);
+    chart.y_label = "TFLOP/s";
+    chart.categories = g.shapes.order;
+    for (std::size_t i = 0; i < reports.size(); ++i) {
+      std::vector<double> vals;
+      bool any = false;
+      for (const auto& shape : g.shapes.order) {
+        const auto it = g.values.find({i, shape});
+        vals.push_back(it == g.values.end() ? std::nan("") : it->second);
+        any = any || it != g.values.end();
+      }
+      if (!any) continue;
+      chart.series_names.push_back(run_label(reports, i));
+      chart.values.push_back(std::move(vals));
+    }
+    auto peak = system_peak(reports, "values", dtype);
+    if (!peak) peak = g.params_peak;
+    auto mamf = system_peak(reports, "mamf", dtype);
+    if (!mamf) mamf = system_peak(reports, "mamf_tflops", dtype);
+    if (!mamf) mamf = g.params_mamf;
+    if (peak) chart.ref_lines.push_back({"peak", *peak});
+    if (mamf) chart.ref_lines.push_back({"MAMF", *mamf});
+    std::string caption = fmt::format("GEMM {}: median TFLOP/s (2·M·N·K per second) per shape", dtype);
+    if (peak) caption += fmt::format("; dense peak {} TFLOP/s", format_value(*peak));
+    if (mamf) caption += fmt::format("; MAMF (best achievable matmul) {} TFLOP/s", format_value(*mamf));
+    if (!peak && !mamf) caption += "; no peak or MAMF for this dtype in the report";
+    out.push_back({"gemm-" + slug(dtype), caption, svg::render(chart)});
+  }
+  return out;
+}
+
+std::vector<Figure> train_figures(const std::vector<NamedReport>& reports) {
+  svg::StackedBarChart chart;
+  chart.title = "Training step: where the time goes";
+  chart.y_label = "seconds per step";
+  Ordered<int> segments;
+  std::vector<std::map<std::string, double>> bars;
+  for (std::size_t i = 0; i < reports.size(); ++i) {
+    for (const auto& r : reports[i].report.results) {
+      if (r.benchmark != "train" || !r.extra.is_object() || !r.extra.contains("breakdown") ||
+          !r.extra["breakdown"].is_object())
+        continue;
+      std::map<std::string, double> bar;
+      for (const auto& [cat, v] : r.extra["breakdown"].items()) {
+        if (!v.is_number()) continue;
+        segments[cat];
+        bar[cat] = v.get<double>();
+      }
+      if (bar.empty()) continue;
+      std::string label = first_segment(r.name);
+      if (reports.size() > 1) label = run_label(reports, i) + ": " + label;
+      chart.categories.push_back(label);
+      bars.push_back(std::move(bar));
+    }
+  }
+  if (bars.empty()) return {};
+  // Segments in the training step's own order (compute at the bottom, exposed communication above), then
+  // any other categories in order of appearance.
+  static const char* const kStepOrder[] = {"gemm",
+                                           "attention",
+                                           "moe_dispatch_combine",
+                                           "elementwise",
+                                           "exposed_tp_comm",
+                                           "exposed_ep_comm",
+                                           "exposed_dp_comm",
+                                           "optimizer",
+                                           "pipeline_bubble"};
+  for (const char* cat : kStepOrder)
+    if (segments.items.count(cat)) chart.segment_names.push_back(cat);
+  for (const auto& cat : segments.order)
+    if (std::find(chart.segment_names.begin(), chart.segment_names.end(), cat) == chart.segment_names.end())
+      chart.segment_names.push_back(cat);
+  for (const auto& seg : chart.segment_names) {
+    std::vector<double> vals;
+    for (const auto& bar : bars) vals.push_back(bar.count(seg) ? bar.at(seg) : 0.0);
+    chart.values.push_back(std::move(vals));
+  }
+  return {{"train-breakdown",
+           fmt::format("Median seconds per training step by category (result.extra.breakdown), {} run{}",
+                       bars.size(), bars.size() == 1 ? "" : "s"),
+           svg::render(chart)}};
+}
+
+std::optional<double> goodput_of(const Report& report) {
+  for (const auto& r : report.results) {
+    if (r.benchmark != "resilience") continue;
+    if (const Metric* m = r.metric("goodput_pct")) return m->value / 100;
+    if (const Metric* m = r.metric("goodput")) return m->value;
+  }
+  return std::nullopt;
+}
+
+std::vector<Figure> resilience_figures(const std::vector<NamedReport>& reports) {
+  svg::GanttChart chart;
+  chart.title = "Resilience timeline: where the wall time went";
+  chart.categories = timeline_categories();
+  std::string notes;
+  for (std::size_t i = 0; i < reports.size(); ++i) {
+    const Timeline tl = report_timeline(reports[i].report);
+    if (tl.spans.empty()) continue;
+    chart.lanes.push_back({run_label(reports, i), tl.spans, tl.markers});
+    if (const auto g = goodput_of(reports[i].report))
+      notes +=
+          fmt::format("{}{}: goodput {:.1f}%", notes.empty() ? "" : "; ", run_label(reports, i), *g * 100);
+  }
+  if (chart.lanes.empty()) return {};
+  std::string caption =
+      "Gantt strip of the job's wall time by category (goodput ledger categories); ▼ marks faults "
+      "injected and failures detected";
+  if (!notes.empty()) caption += ". " + notes;
+  return {{"resilience-timeline", caption, svg::render(chart)}};
+}
+
+// Direction of a per-rank series: from the result's metric of the same name, else from the name's unit.
+Better per_rank_direction(const Result& r, const std::string& key) {
+  if (const Metric* m = r.metric(key); m && m->better != Better::none) return m->better;
+  const auto ends = [&](std::string_view s) { return key.ends_with(s); };
+  if (ends("_us") || ends("_ms") || ends("_s") || key.starts_with("time")) return Better::lower;
+  if (ends("gbps") || ends("tflops") || ends("per_s") || ends("_per_s_per_gpu")) return Better::higher;
+  return Better::none;
+}
+
+std::vector<Figure> rank_figures(const std::vector<NamedReport>& reports) {
+  constexpr double kThreshold = 0.05;
+  constexpr std::size_t kMaxRows = 24, kMaxKeysPerReport = 3;
+  std::vector<Figure> out;
+  for (std::size_t i = 0; i < reports.size(); ++i) {
+    Ordered<std::vector<std::pair<svg::HeatRow, double>>> by_key;  // key → rows with their worst slowness
+    for (const auto& r : reports[i].report.results) {
+      for (const auto& [key, values] : r.per_rank) {
+        if (values.size() < 2) continue;
+        const Better dir = per_rank_direction(r, key);
+        if (dir == Better::none) continue;
+        std::vector<double> finite;
+        for (const double v : values)
+          if (std::isfinite(v) && v > 0) finite.push_back(v);
+        if (finite.size() < 2) continue;
+        std::sort(finite.begin(), finite.end());
+        const std::size_t n = finite.size();
+        const double median = n % 2 ? finite[n / 2] : (finite[n / 2 - 1] + finite[n / 2]) / 2;
+        svg::HeatRow row{r.name, {}};
+        double worst = 0;
+        for (const double v : values) {
+          const double s = !(std::isfinite(v) && v > 0) ? std::nan("")
+                           : dir == Better::lower       ? v / median
+                                                        : median / v;
+          row.slowness.push_back(s);
+          if (std::isfinite(s)) worst = std::max(worst, s);
+        }
+        by_key[key].push_back({std::move(row), worst});
+      }
+    }
+    for (std::size_t k = 0; k < by_key.order.size() && k < kMaxKeysPerReport; ++k) {
+      const std::string& key = by_key.order[k];
+      auto rows = by_key.items.at(key);
+      if (rows.size() > kMaxRows) {  // keep the most skewed rows, in report order
+        std::vector<double> worst;
+        for (const auto& [row, w] : rows) worst.push_back(w);
+        std::nth_element(worst.begin(), worst.begin() + (kMaxRows - 1), worst.end(), std::greater<>());
+        const double cut = worst[kMaxRows - 1];
+        std::vector<std::pair<svg::HeatRow, double>> kept;
+        for (auto& p : rows)
+          if (p.second >= cut && kept.size() < kMaxRows) kept.push_back(std::move(p));
+        rows = std::move(kept);
+      }
+      svg::RankHeatStrip chart;
+      chart.title = fmt::format("Per-rank {} — {}", key, run_label(reports, i));
+      chart.threshold = kThreshold;
+      std::map<std::size_t, std::pair<std::size_t, double>> slow;  // rank → (rows beyond threshold, worst)
+      for (auto& [row, w] : rows) {
+        for (std::size_t rank = 0; rank < row.slowness.size(); ++rank) {
+          const double s = row.slowness[rank];
+          if (std::isfinite(s) && s > 1 + kThreshold) {
+            auto& e = slow[rank];
+            ++e.first;
+            e.second = std::max(e.second, s);
+          }
+        }
+        chart.rows.push_back(std::move(row));
+      }
+      std::string verdict;
+      for (const auto& [rank, e] : slow)
+        if (e.first * 2 >= chart.rows.size())
+          verdict += fmt::format(
+              "{}rank {} is more than {:.0f}% slower than the median in {} of {} rows (worst {:+.1f}%)",
+              verdict.empty() ? "" : "; ", rank, kThreshold * 100, e.first, chart.rows.size(),
+              (e.second - 1) * 100);
+      if (verdict.empty())
+        verdict =
+            fmt::format("no rank is more than {:.0f}% slower than the median in most rows", kThreshold * 100);
+      out.push_back({fmt::format("ranks-{}-{}", i + 1, slug(key)),
+                     fmt::format("Per-rank {} relative to each row's median ({} row{}): {}", key,
+                                 chart.rows.size(), chart.rows.size() == 1 ? "" : "s", verdict),
+                     svg::render(chart)});
+    }
+  }
+  return out;
+}
+
+constexpr const char* kCss =
+    R"(:root{--ink:#1f2933;--muted:#616e7c;--line:#e4e7eb;--bg:#f5f7fa;--card:#fff;--ok:#2b8a3e;--bad:#c92a2a;--skip:#868e96}
+*{box-sizing:border-box}
+body{margin:0;font:14px/1.5 system-ui,-apple-system,"Segoe UI",Roboto,"DejaVu Sans",Helvetica,Arial,sans-serif;color:var(--ink);background:var(--bg)}
+header{background:#1f2933;color:#fff;padding:22px 36px 20px}
+header h1{margin:0;font-size:22px;font-weight:600;letter-spacing:.2px}
+header p{margin:4px 0 0;color:#cbd2d9;font-size:13px}
+main{max-width:1560px;margin:0 auto;padding:24px 36px 40px}
+section{margin-bottom:30px}
+h2{font-size:17px;margin:0 0 12px;font-weight:600}
+h2 .count{color:var(--muted);font-weight:400;font-size:13px;margin-left:8px}
+.cards{display:grid;grid-template-columns:repeat(auto-fill,minmax(300px,1fr));gap:12px}
+.card{background:var(--card);border:1px solid var(--line);border-radius:8px;padding:14px 16px}
+.card h3{margin:0 0 6px;font-size:14px;font-weight:600;word-break:break-all}
+.card .stats{display:flex;gap:18px;margin:6px 0 8px}
+.card .stat .v{font-size:22px;font-weight:600;line-height:1.1}
+.card .stat .k{color:var(--muted);font-size:11px;text-transform:uppercase;letter-spacing:.6px}
+.card .stat.bad .v{color:var(--bad)}
+.card dl{display:grid;grid-template-columns:auto 1fr;gap:2px 10px;margin:0;font-size:12.5px}
+.card dt{color:var(--muted)}
+.card dd{margin:0;word-break:break-word}
+.charts{display:grid;grid-template-columns:repeat(auto-fill,minmax(620px,1fr));gap:16px}
+figure.chart{margin:0;background:var(--card);border:1px solid var(--line);border-radius:8px;padding:10px 10px 4px}
+figure.chart svg{display:block;width:100%;height:auto}
+figcaption{color:var(--muted);font-size:12.5px;padding:6px 8px 6px}
+.table-wrap{overflow-x:auto;border:1px solid var(--line);border-radius:8px;background:var(--card)}
+table{border-collapse:collapse;width:100%;font-size:13px}
+th,td{padding:6px 12px;border-bottom:1px solid var(--line);text-align:left;white-space:nowrap}
+th{background:#f0f2f5;font-weight:600;color:#3e4c59;position:sticky;top:0}
+td.num,th.num{text-align:right;font-variant-numeric:tabular-nums}
+tbody tr:nth-child(even) td{background:#fafbfc}
+tbody tr:last-child td{border-bottom:none}
+td.err{white-space:normal;color:var(--bad);font-size:12px}
+.pill{display:inline-block;padding:1px 9px;border-radius:10px;font-size:12px;font-weight:600}
+.pill.ok{background:#e6f4ea;color:var(--ok)}.pill.failed{background:#fdecea;color:var(--bad)}.pill.skipped{background:#f1f3f5;color:var(--skip)}
+.up{color:var(--ok)}.down{color:var(--bad)}
+code{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,"DejaVu Sans Mono",monospace;font-size:12px;background:#f0f2f5;padding:1px 5px;border-radius:4px}
+footer{color:var(--muted);font-size:12px;margin-top:28px;border-top:1px solid var(--line);padding-top:12px})";
+
+std::string esc(const std::string& s) {
+  return xml_escape(s);
+}
+
+std::string run_cards(const std::vector<NamedReport>& reports) {
+  std::string out = "<div class=\"cards\">\n";
+  for (std::size_t i = 0; i < reports.size(); ++i) {
+    const Report& rep = reports[i].report;
+    const RunFacts f = run_facts(rep);
+    std::size_t ok = 0, failed = 0, skipped = 0;
+    for (const auto& r : rep.results) {
+      ok += r.status == Status::ok ? 1 : 0;
+      failed += r.status == Status::failed ? 1 : 0;
+      skipped += r.status == Status::skipped ? 1 : 0;
+    }
+    out += fmt::format("<div class=\"card\"><h3>{}</h3>\n<div class=\"stats\">", esc(run_label(reports, i)));
+    out += fmt::format("<div class=\"stat\"><div class=\"v\">{}</div><div class=\"k\">results</div></div>",
+                       rep.results.size());
+    out += fmt::format("<div class=\"stat\"><div class=\"v\">{}</div><div class=\"k\">ok</div></div>", ok);
+    out += fmt::format("<div class=\"stat{}\"><div class=\"v\">{}</div><div class=\"k\">failed</div></div>",
+                       failed ? " bad" : "", failed);
+    if (skipped)
+      out += fmt::format("<div class=\"stat\"><div class=\"v\">{}</div><div class=\"k\">skipped</div></div>",
+                         skipped);
+    out += "</div>\n<dl>";
+    const auto item = [&](const char* k, const std::string& v) {
+      if (!v.empty()) out += fmt::format("<dt>{}</dt><dd>{}</dd>", k, v);
+    };
+    if (f.reference) item("reference", esc(f.title));
+    item("run", esc(f.id));
+    if (!f.command.empty()) item("command", "<code>" + esc(f.command) + "</code>");
+    item("backend", esc(f.backend));
+    if (f.world_size)
+      item("ranks", fmt::format("{}{}", *f.world_size, f.hosts.empty() ? "" : " on " + esc(f.hosts)));
+    item("device", esc(f.device));
+    item("peak", esc(f.peak_source));
+    item("started", esc(f.started_at));
+    item("version", esc(f.version));
+    out += "</dl></div>\n";
+  }
+  return out + "</div>\n";
+}
+
+std::string status_pill(const Result& r) {
+  return fmt::format("<span class=\"pill {0}\">{0}</span>", to_string(r.status));
+}
+
+std::string single_table(const std::vector<NamedReport>& reports, const std::string& bench) {
+  const auto columns = metric_columns(reports, bench);
+  std::string out = "<div class=\"table-wrap\"><table>\n<thead><tr><th>result</th><th>status</th>";
+  for (const auto& c : columns) out += fmt::format("<th class=\"num\">{}</th>", esc(c));
+  out += "</tr></thead>\n<tbody>\n";
+  for (const Result* r : results_of(reports[0].report, bench)) {
+    out += fmt::format("<tr><td>{}</td><td>{}</td>", esc(r->name), status_pill(*r));
+    for (const auto& c : columns) {
+      const Metric* m = r->metric(c);
+      out +=
+          fmt::format("<td class=\"num\"{}>{}</td>",
+                      m ? fmt::format(" title=\"{} {}\"", esc(value_cell(*m)), esc(m->unit)) : std::string(),
+                      m ? esc(value_cell(*m)) : "–");
+    }
+    out += "</tr>\n";
+    if (r->error)
+      out += fmt::format("<tr><td></td><td class=\"err\" colspan=\"{}\">{}</td></tr>\n", columns.size() + 1,
+                         esc(*r->error));
+  }
+  return out + "</tbody></table></div>\n";
+}
+
+std::string trend_table(const std::vector<NamedReport>& reports, const std::string& bench) {
+  std::string out = "<div class=\"table-wrap\"><table>\n<thead><tr><th>result</th><th>metric</th>";
+  for (std::size_t i = 0; i < reports.size(); ++i)
+    out += fmt::format("<th class=\"num\">{}</th>", esc(run_label(reports, i)));
+  out += "<th class=\"num\">change</th></tr></thead>\n<tbody>\n";
+  for (const auto& row : trend_rows(reports, bench)) {
+    out += fmt::format("<tr><td>{}</td><td>{}</td>", esc(row.result), esc(row.metric));
+    for (const auto& v : row.values)
+      out += fmt::format("<td class=\"num\">{}</td>", v ? esc(format_value(*v)) : "–");
+    const auto& a = row.values.front();
+    const auto& b = row.values.back();
+    if (a && b && std::isfinite(*a) && std::isfinite(*b) && *a != 0) {
+      const double change = (*b - *a) / std::fabs(*a);
+      const bool good =
+          row.better == Better::none || change == 0 ? true : (row.better == Better::higher) == (change > 0);
+      const char* cls = row.better == Better::none || std::fabs(change) < 0.005 ? "" : good ? "up" : "down";
+      out += fmt::format("<td class=\"num {}\">{}</td>", cls, format_change(change));
+    } else {
+      out += "<td class=\"num\">–</td>";
+    }
+    out += "</tr>\n";
+  }
+  return out + "</tbody></table></div>\n";
+}
+
+}  // namespace
+
+std::string render_html(const std::vector<NamedReport>& reports) {
+  std::vector<Figure> figures;
+  for (auto&& group : {collective_figures(reports), gemm_figures(reports), train_figures(reports),
+                       resilience_figures(reports), rank_figures(reports)})
+    for (auto& f : group) figures.push_back(f);
+
+  std::size_t results = 0;
+  for (const auto& nr : reports) results += nr.report.results.size();
+  std::string title = reports.size() == 1 ? "factorybench report — " + run_label(reports, 0)
+                                          : fmt::format("factorybench report — {} runs", reports.size());
+  std::string out = "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n";
+  out += "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n";
+  out += fmt::format("<title>{}</title>\n<style>\n{}\n</style>\n</head>\n<body>\n", esc(title), kCss);
+  out += fmt::format("<header><h1>{}</h1><p>{} report{} · {} result{} · {} chart{}</p></header>\n<main>\n",
+                     esc(title), reports.size(), reports.size() == 1 ? "" : "s", results,
+                     results == 1 ? "" : "s", figures.size(), figures.size() == 1 ? "" : "s");
+  out += "<section id=\"runs\"><h2>Runs</h2>\n" + run_cards(reports) + "</section>\n";
+  if (!figures.empty()) {
+    out += "<section id=\"charts\"><h2>Charts</h2>\n<div class=\"charts\">\n";
+    for (const auto& f : figures)
+      out += fmt::format("<figure class=\"chart\" id=\"{}\">\n{}<figcaption>{}</figcaption>\n</figure>\n",
+                         esc(f.id), f.svg, esc(f.caption));
+    out += "</div>\n</section>\n";
+  }
+  for (const auto& bench : benchmark_order(reports)) {
+    std::size_t n = 0;
+    for (const auto& nr : reports) n += results_of(nr.report, bench).size();
+    out += fmt::format("<section id=\"results-{}\"><h2>{}<span class=\"count\">{} result{}</span></h2>\n",
+                       esc(slug(bench)), esc(bench), n, n == 1 ? "" : "s");
+    out += reports.size() == 1 ? single_table(reports, bench) : trend_table(reports, bench);
+    out += "</section>\n";
+  }
+  const RunFacts f = run_facts(reports.front().report);
+  out += fmt::format(
+      "<footer>Rendered by factorybench{} from schema {} report{}. Self-contained: no scripts, no network; "
+      "charts are "
+      "inline SVG.</footer>\n",
+      f.version.empty() ? "" : " " + esc(f.version), esc(reports.front().report.schema),
+      reports.size() == 1 ? "" : "s");
+  out += "</main>\n</body>\n</html>\n";
+  return out;
+}
+
+}  // namespace fb::reports

@@ -1,0 +1,117 @@
+// Reports as GitHub-flavoured Markdown. One report: per benchmark a table with one row per result and one
+// column per metric. Several reports: per benchmark a trend table with one row per (result, metric) and one
+// column per report, plus the change from the first report to the last.
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "core/error.hpp"
+#include "reports/compare.hpp"
+#include "reports/report_printers.hpp"
+#include "reports/report_view.hpp"
+#include "reports/text_format.hpp"
+
+namespace fb::reports {
+namespace {
+
+std::string runs_table(const std::vector<NamedReport>& reports) {
+  std::string out =
+      "| run | id | command | backend | ranks | device | started |\n|---|---|---|---|---:|---|---|\n";
+  for (std::size_t i = 0; i < reports.size(); ++i) {
+    const RunFacts f = run_facts(reports[i].report);
+    out += fmt::format("| {} | {} | {} | {} | {} | {} | {} |\n", md_cell(run_label(reports, i)),
+                       md_cell(f.reference ? "reference: " + f.title : f.id),
+                       f.command.empty() ? std::string() : fmt::format("`{}`", md_cell(f.command)),
+                       md_cell(f.backend), f.world_size ? std::to_string(*f.world_size) : "",
+                       md_cell(f.device), md_cell(f.started_at));
+  }
+  return out;
+}
+
+std::string single_table(const Report& report, const std::vector<NamedReport>& all,
+                         const std::string& bench) {
+  const auto columns = metric_columns(all, bench);
+  std::string out = "| result | status |";
+  std::string rule = "|---|---|";
+  for (const auto& c : columns) {
+    out += fmt::format(" {} |", md_cell(c));
+    rule += "---:|";
+  }
+  out += "\n" + rule + "\n";
+  for (const Result* r : results_of(report, bench)) {
+    std::string status(to_string(r->status));
+    if (r->error) status += fmt::format(": {}", *r->error);
+    out += fmt::format("| {} | {} |", md_cell(r->name), md_cell(status));
+    for (const auto& c : columns) {
+      const Metric* m = r->metric(c);
+      out += fmt::format(" {} |", m ? value_cell(*m) : std::string("–"));
+    }
+    out += "\n";
+  }
+  return out;
+}
+
+std::string trend_table(const std::vector<NamedReport>& reports, const std::string& bench) {
+  std::string out = "| result | metric |";
+  std::string rule = "|---|---|";
+  for (std::size_t i = 0; i < reports.size(); ++i) {
+    out += fmt::format(" {} |", md_cell(run_label(reports, i)));
+    rule += "---:|";
+  }
+  out += " change |\n" + rule + "---:|\n";
+  for (const auto& row : trend_rows(reports, bench)) {
+    out += fmt::format("| {} | {} |", md_cell(row.result), md_cell(row.metric));
+    for (const auto& v : row.values) out += fmt::format(" {} |", v ? format_value(*v) : std::string("–"));
+    const auto& first = row.values.front();
+    const auto& last = row.values.back();
+    std::string change = "–";
+    if (first && last && std::isfinite(*first) && std::isfinite(*last) && *first != 0)
+      change = format_change((*last - *first) / std::fabs(*first));
+    out += fmt::format(" {} |\n", change);
+  }
+  return out;
+}
+
+}  // namespace
+
+ReportFormat parse_report_format(std::string_view text) {
+  if (text == "md" || text == "markdown") return ReportFormat::markdown;
+  if (text == "html") return ReportFormat::html;
+  if (text == "junit") return ReportFormat::junit;
+  if (text == "prometheus") return ReportFormat::prometheus;
+  throw usage_error("invalid --format '" + std::string(text) + "': expected md, html, junit or prometheus");
+}
+
+std::string render_report(const std::vector<NamedReport>& reports, ReportFormat format) {
+  switch (format) {
+    case ReportFormat::markdown:
+      return render_markdown(reports);
+    case ReportFormat::html:
+      return render_html(reports);
+    case ReportFormat::junit:
+      return render_junit(reports);
+    case ReportFormat::prometheus:
+      return render_prometheus(reports);
+  }
+  return render_markdown(reports);
+}
+
+std::string render_markdown(const std::vector<NamedReport>& reports) {
+  std::string out = "# factorybench report\n\n";
+  out += runs_table(reports);
+  const bool single = reports.size() == 1;
+  for (const auto& bench : benchmark_order(reports)) {
+    std::size_t n = 0, failed = 0;
+    for (const auto& nr : reports)
+      for (const Result* r : results_of(nr.report, bench)) {
+        ++n;
+        failed += r->status == Status::failed ? 1 : 0;
+      }
+    out += fmt::format("\n## {}\n\n{} result{}{}\n\n", md_cell(bench), n, n == 1 ? "" : "s",
+                       failed ? fmt::format(", **{} failed**", failed) : std::string());
+    out += single ? single_table(reports[0].report, reports, bench) : trend_table(reports, bench);
+  }
+  return out;
+}
+
+}  // namespace fb::reports

@@ -1,0 +1,132 @@
+// Reports in the Prometheus text exposition format (version 0.0.4), for node_exporter's textfile collector:
+//
+//   # HELP factorybench_busbw_gbps factorybench busbw_gbps (GB/s, higher is better)
+//   # TYPE factorybench_busbw_gbps gauge
+//   factorybench_busbw_gbps{benchmark="collective",result="allreduce/bf16/1048576",op="allreduce",dtype="bf16",size="1048576"}
+//   123.4
+//
+// One family per metric name (every sample of a family together, HELP and TYPE once, before its samples);
+// labels: benchmark, result, a fixed set of identifying params (op, dtype, size, m, n, k, model, tp, dp, ep,
+// pp), and `run` when several reports are rendered. Per-rank values become factorybench_rank_<name>{…,rank}
+// and each result's status factorybench_result_ok (1 ok, 0 failed; skipped results are left out).
+#include <cmath>
+#include <map>
+#include <unordered_set>
+
+#include <fmt/format.h>
+
+#include "reports/report_printers.hpp"
+#include "reports/report_view.hpp"
+
+namespace fb::reports {
+namespace {
+
+using nlohmann::json;
+
+// [a-zA-Z_:][a-zA-Z0-9_:]*
+std::string metric_name(const std::string& s) {
+  std::string out;
+  for (const char ch : s) out += std::isalnum(static_cast<unsigned char>(ch)) || ch == '_' ? ch : '_';
+  return out;
+}
+
+std::string label_value(const std::string& s) {
+  std::string out;
+  for (const char ch : s) {
+    if (ch == '\\')
+      out += "\\\\";
+    else if (ch == '"')
+      out += "\\\"";
+    else if (ch == '\n')
+      out += "\\n";
+    else
+      out += ch;
+  }
+  return out;
+}
+
+std::string help_text(const std::string& s) {
+  std::string out;
+  for (const char ch : s) {
+    if (ch == '\\')
+      out += "\\\\";
+    else if (ch == '\n')
+      out += "\\n";
+    else
+      out += ch;
+  }
+  return out;
+}
+
+std::string sample_value(double v) {
+  if (std::isnan(v)) return "NaN";
+  if (std::isinf(v)) return v > 0 ? "+Inf" : "-Inf";
+  return fmt::format("{}", v);
+}
+
+std::string param_text(const json& v) {
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_number_integer() || v.is_number_unsigned()) return v.dump();
+  if (v.is_number_float()) return fmt::format("{}", v.get<double>());
+  if (v.is_boolean()) return v.get<bool>() ? "true" : "false";
+  return {};
+}
+
+struct Family {
+  std::string help;
+  std::vector<std::string> samples;
+  std::unordered_set<std::string> label_sets;  // a series appears once
+};
+
+}  // namespace
+
+std::string render_prometheus(const std::vector<NamedReport>& reports) {
+  // (param key, label name): identifying params only, so label sets stay small and stable.
+  static const std::pair<const char*, const char*> kParamLabels[] = {
+      {"op", "op"},       {"dtype", "dtype"}, {"bytes", "size"}, {"m", "m"},   {"n", "n"},  {"k", "k"},
+      {"model", "model"}, {"tp", "tp"},       {"dp", "dp"},      {"ep", "ep"}, {"pp", "pp"}};
+  std::vector<std::string> order;
+  std::map<std::string, Family> families;
+  const auto add = [&](const std::string& name, const std::string& help, const std::string& labels,
+                       double v) {
+    auto [it, fresh] = families.try_emplace(name);
+    if (fresh) {
+      order.push_back(name);
+      it->second.help = help;
+    }
+    if (!it->second.label_sets.insert(labels).second) return;  // duplicate series: keep the first
+    it->second.samples.push_back(fmt::format("{}{{{}}} {}", name, labels, sample_value(v)));
+  };
+  for (std::size_t i = 0; i < reports.size(); ++i) {
+    for (const auto& r : reports[i].report.results) {
+      std::string labels =
+          fmt::format("benchmark=\"{}\",result=\"{}\"", label_value(r.benchmark), label_value(r.name));
+      for (const auto& [key, label] : kParamLabels)
+        if (r.params.is_object() && r.params.contains(key))
+          if (const std::string v = param_text(r.params[key]); !v.empty())
+            labels += fmt::format(",{}=\"{}\"", label, label_value(v));
+      if (reports.size() > 1) labels += fmt::format(",run=\"{}\"", label_value(run_label(reports, i)));
+      if (r.status != Status::skipped)
+        add("factorybench_result_ok", "factorybench result status (1 ok, 0 failed)", labels,
+            r.status == Status::ok ? 1 : 0);
+      for (const auto& [name, m] : r.metrics)
+        add("factorybench_" + metric_name(name),
+            fmt::format("factorybench {} ({}, {} is better)", name, m.unit.empty() ? "no unit" : m.unit,
+                        m.better == Better::none ? "neither" : std::string(to_string(m.better))),
+            labels, m.value);
+      for (const auto& [name, values] : r.per_rank)
+        for (std::size_t rank = 0; rank < values.size(); ++rank)
+          add("factorybench_rank_" + metric_name(name), fmt::format("factorybench per-rank {}", name),
+              labels + fmt::format(",rank=\"{}\"", rank), values[rank]);
+    }
+  }
+  std::string out;
+  for (const auto& name : order) {
+    const Family& f = families.at(name);
+    out += fmt::format("# HELP {} {}\n# TYPE {} gauge\n", name, help_text(f.help), name);
+    for (const auto& s : f.samples) out += s + "\n";
+  }
+  return out;
+}
+
+}  // namespace fb::reports

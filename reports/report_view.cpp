@@ -1,0 +1,123 @@
+#include "reports/report_view.hpp"
+
+#include <filesystem>
+#include <unordered_map>
+#include <unordered_set>
+
+#include <fmt/format.h>
+
+#include "reports/compare.hpp"
+
+namespace fb::reports {
+namespace {
+
+using nlohmann::json;
+
+std::string text_of(const json& j, const char* key) {
+  if (!j.is_object() || !j.contains(key) || j.at(key).is_null()) return {};
+  const json& v = j.at(key);
+  return v.is_string() ? v.get<std::string>() : v.dump();
+}
+
+std::string stem(const std::string& source) {
+  std::string name = std::filesystem::path(source).filename().string();
+  if (name.size() > 5 && name.ends_with(".json")) name.resize(name.size() - 5);
+  return name.empty() ? source : name;
+}
+
+}  // namespace
+
+std::string run_label(const std::vector<NamedReport>& reports, std::size_t i) {
+  const std::string mine = stem(reports[i].source);
+  std::size_t same = 0;
+  for (const auto& r : reports) same += stem(r.source) == mine ? 1 : 0;
+  return same > 1 ? fmt::format("#{} {}", i + 1, mine) : mine;
+}
+
+RunFacts run_facts(const Report& report) {
+  RunFacts f;
+  const json& run = report.run;
+  f.id = text_of(run, "id");
+  f.command = text_of(run, "command");
+  f.backend = text_of(run, "backend");
+  f.started_at = text_of(run, "started_at");
+  f.finished_at = text_of(run, "finished_at");
+  if (run.is_object() && run.contains("world_size") && run["world_size"].is_number_integer())
+    f.world_size = run["world_size"].get<int>();
+  if (run.is_object() && run.contains("hosts") && run["hosts"].is_array()) {
+    for (const auto& h : run["hosts"])
+      if (h.is_string()) f.hosts += (f.hosts.empty() ? "" : ", ") + h.get<std::string>();
+  }
+  f.version = text_of(report.tool, "version");
+  const json& sys = report.system;
+  if (sys.is_object() && sys.contains("ranks") && sys["ranks"].is_array() && !sys["ranks"].empty() &&
+      sys["ranks"][0].is_object() && sys["ranks"][0].contains("device"))
+    f.device = text_of(sys["ranks"][0]["device"], "name");
+  if (f.device.empty()) f.device = text_of(sys, "description");
+  if (sys.is_object() && sys.contains("peak_tflops") && sys["peak_tflops"].is_object())
+    f.peak_source = text_of(sys["peak_tflops"], "source");
+  if (report.summary.is_object() && report.summary.value("kind", "") == "reference") {
+    f.reference = true;
+    f.title = text_of(report.summary, "title");
+  }
+  return f;
+}
+
+std::vector<std::string> benchmark_order(const std::vector<NamedReport>& reports) {
+  std::vector<std::string> order;
+  std::unordered_set<std::string> seen;
+  for (const auto& nr : reports)
+    for (const auto& r : nr.report.results)
+      if (seen.insert(r.benchmark).second) order.push_back(r.benchmark);
+  return order;
+}
+
+std::vector<std::string> metric_columns(const std::vector<NamedReport>& reports,
+                                        const std::string& benchmark) {
+  std::vector<std::string> order;
+  std::unordered_set<std::string> seen;
+  for (const auto& nr : reports)
+    for (const auto& r : nr.report.results)
+      if (r.benchmark == benchmark)
+        for (const auto& [name, m] : r.metrics)
+          if (seen.insert(name).second) order.push_back(name);
+  return order;
+}
+
+std::string value_cell(const Metric& m) {
+  return format_value(m.value);
+}
+
+std::vector<const Result*> results_of(const Report& report, const std::string& benchmark) {
+  std::vector<const Result*> out;
+  for (const auto& r : report.results)
+    if (r.benchmark == benchmark) out.push_back(&r);
+  return out;
+}
+
+std::vector<TrendRow> trend_rows(const std::vector<NamedReport>& reports, const std::string& benchmark) {
+  std::vector<TrendRow> rows;
+  std::unordered_map<std::string, std::size_t> index;
+  for (std::size_t i = 0; i < reports.size(); ++i) {
+    for (const auto& r : reports[i].report.results) {
+      if (r.benchmark != benchmark) continue;
+      for (const auto& [name, m] : r.metrics) {
+        const std::string key = r.name + '\x1f' + name;
+        auto [it, fresh] = index.emplace(key, rows.size());
+        if (fresh) {
+          TrendRow row;
+          row.result = r.name;
+          row.metric = name;
+          row.unit = m.unit;
+          row.better = m.better;
+          row.values.assign(reports.size(), std::nullopt);
+          rows.push_back(std::move(row));
+        }
+        rows[it->second].values[i] = m.value;
+      }
+    }
+  }
+  return rows;
+}
+
+}  // namespace fb::reports

@@ -1,0 +1,118 @@
+#pragma once
+// Small, dependency-free SVG charts for the HTML report: line (linear or log2 x), grouped bars, stacked
+// bars, a Gantt strip and a per-rank heat strip. Each render() returns one self-contained <svg> element
+// (inline styles, no scripts, no external fonts) that scales to its container through its viewBox.
+// Charts take plain numbers: deciding what to plot is the printer's job.
+#include <string>
+#include <vector>
+
+namespace fb::reports::svg {
+
+struct Point {
+  double x = 0, y = 0;
+};
+
+struct Series {
+  std::string name;
+  std::vector<Point> points;
+};
+
+// A horizontal reference line (peak, MAMF, a published figure).
+struct RefLine {
+  std::string label;
+  double value = 0;
+};
+
+enum class XAxis { linear, log2_bytes };
+
+struct LineChart {
+  std::string title;
+  std::string x_label;
+  std::string y_label;
+  XAxis x_axis = XAxis::linear;
+  std::vector<Series> series;
+  std::vector<RefLine> ref_lines;
+  int width = 760;
+  int height = 380;
+};
+
+// Grouped bars: one group per category, one bar per series; NaN = no bar.
+struct BarChart {
+  std::string title;
+  std::string y_label;
+  std::vector<std::string> categories;
+  std::vector<std::string> series_names;
+  std::vector<std::vector<double>> values;  // [series][category]
+  std::vector<RefLine> ref_lines;
+  int width = 760;
+  int height = 380;
+};
+
+// Stacked bars: one bar per category, one segment per segment name.
+struct StackedBarChart {
+  std::string title;
+  std::string y_label;
+  std::vector<std::string> categories;
+  std::vector<std::string> segment_names;
+  std::vector<std::vector<double>> values;  // [segment][category]
+  int width = 760;
+  int height = 380;
+};
+
+struct Span {
+  double start_s = 0;
+  double end_s = 0;
+  std::string category;
+};
+
+struct Marker {
+  double t_s = 0;
+  std::string label;
+};
+
+struct GanttLane {
+  std::string label;
+  std::vector<Span> spans;
+  std::vector<Marker> markers;
+};
+
+struct GanttChart {
+  std::string title;
+  std::vector<GanttLane> lanes;
+  // Legend order; categories not listed get palette colours after these.
+  std::vector<std::string> categories;
+  int width = 760;
+};
+
+// Rows of per-rank values expressed as slowness relative to the row's median (1 = median, 1.2 = 20%
+// slower). Cells above 1 + threshold are outlined: a straggler shows up as an outlined column.
+struct HeatRow {
+  std::string label;
+  std::vector<double> slowness;
+};
+
+struct RankHeatStrip {
+  std::string title;
+  std::vector<HeatRow> rows;
+  double threshold = 0.05;
+  int width = 760;
+};
+
+std::string render(const LineChart& chart);
+std::string render(const BarChart& chart);
+std::string render(const StackedBarChart& chart);
+std::string render(const GanttChart& chart);
+std::string render(const RankHeatStrip& chart);
+
+// The colour of a Gantt category (productive, checkpoint, restore, wasted, detection, relaunch, init, …)
+// or, for other names, of palette slot `fallback_index`.
+std::string category_color(const std::string& category, std::size_t fallback_index);
+// The i-th colour of the series palette.
+std::string palette(std::size_t i);
+
+// "Nice" axis ticks from lo to hi (1, 2, 2.5 or 5 × 10^k steps), about `count` of them, covering [lo, hi].
+std::vector<double> nice_ticks(double lo, double hi, int count);
+// Byte counts as axis labels: 1K, 64K, 1M, 16G (binary multiples).
+std::string short_bytes(double bytes);
+
+}  // namespace fb::reports::svg

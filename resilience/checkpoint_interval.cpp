@@ -1,0 +1,57 @@
+#include "resilience/checkpoint_interval.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "core/error.hpp"
+
+namespace fb::resilience {
+namespace {
+
+void require_positive(double value, const char* what) {
+  if (!std::isfinite(value) || value <= 0)
+    throw usage_error(fmt::format("invalid {} {}: must be a positive number of seconds", what, value));
+}
+
+void require_non_negative(double value, const char* what) {
+  if (!std::isfinite(value) || value < 0)
+    throw usage_error(fmt::format("invalid {} {}: must be a non-negative number of seconds", what, value));
+}
+
+}  // namespace
+
+double young_interval(double checkpoint_s, double mtbf_s) {
+  require_positive(checkpoint_s, "checkpoint cost");
+  require_positive(mtbf_s, "MTBF");
+  return std::sqrt(2.0 * checkpoint_s * mtbf_s);
+}
+
+double daly_interval(double checkpoint_s, double mtbf_s) {
+  require_positive(checkpoint_s, "checkpoint cost");
+  require_positive(mtbf_s, "MTBF");
+  const double delta = checkpoint_s, m = mtbf_s;
+  if (delta >= 2.0 * m) return m;
+  const double x = delta / (2.0 * m);
+  return std::sqrt(2.0 * delta * m) * (1.0 + std::sqrt(x) / 3.0 + x / 9.0) - delta;
+}
+
+double first_order_waste(double checkpoint_s, double restart_s, double mtbf_s) {
+  require_positive(checkpoint_s, "checkpoint cost");
+  require_non_negative(restart_s, "restart cost");
+  require_positive(mtbf_s, "MTBF");
+  return std::sqrt(2.0 * checkpoint_s / mtbf_s) + restart_s / mtbf_s;
+}
+
+double first_order_goodput(double interval_s, double checkpoint_s, double restart_s, double mtbf_s) {
+  require_positive(interval_s, "checkpoint interval");
+  require_positive(checkpoint_s, "checkpoint cost");
+  require_non_negative(restart_s, "restart cost");
+  require_positive(mtbf_s, "MTBF");
+  const double g = 1.0 - checkpoint_s / interval_s - interval_s / (2.0 * mtbf_s) - restart_s / mtbf_s;
+  return std::clamp(g, 0.0, 1.0);
+}
+
+}  // namespace fb::resilience

@@ -1,0 +1,408 @@
+#include "resilience/checkpoint_store.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "core/atomic_file.hpp"
+#include "core/error.hpp"
+
+namespace fb::resilience {
+namespace fs = std::filesystem;
+namespace {
+
+constexpr std::string_view kFormat = "factorybench.checkpoint/v1";
+constexpr std::size_t kChunk = 8u << 20;  // large sequential writes; hashing runs chunk by chunk
+
+std::string errno_text(int e) {
+  return std::strerror(e);
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+std::optional<std::int64_t> step_of(const std::string& name) {
+  if (name.size() != 13 || !name.starts_with("step-")) return std::nullopt;
+  std::int64_t v = 0;
+  for (std::size_t i = 5; i < name.size(); ++i) {
+    if (name[i] < '0' || name[i] > '9') return std::nullopt;
+    v = v * 10 + (name[i] - '0');
+  }
+  return v;
+}
+
+// The manifest's checksum covers its canonical dump without the "checksum" member.
+std::uint64_t manifest_checksum(nlohmann::json j) {
+  j.erase("checksum");
+  const std::string text = j.dump();
+  return XXH64(text.data(), text.size(), 0);
+}
+
+std::optional<std::uint64_t> parse_hex64(const std::string& s) {
+  if (s.size() != 16) return std::nullopt;
+  std::uint64_t v = 0;
+  for (char c : s) {
+    v <<= 4;
+    if (c >= '0' && c <= '9')
+      v |= static_cast<std::uint64_t>(c - '0');
+    else if (c >= 'a' && c <= 'f')
+      v |= static_cast<std::uint64_t>(c - 'a' + 10);
+    else
+      return std::nullopt;
+  }
+  return v;
+}
+
+// Reads the manifest; nullopt + reason when missing, unreadable or inconsistent.
+std::optional<CheckpointInfo> read_manifest(const fs::path& dir, std::int64_t step, std::string* reason) {
+  const auto path = dir / "manifest.json";
+  std::error_code ec;
+  if (!fs::exists(path, ec)) {
+    *reason = "incomplete: no manifest (the writers stopped before the commit)";
+    return std::nullopt;
+  }
+  std::string text;
+  try {
+    text = read_text_file(path);
+  } catch (const Error& e) {
+    *reason = std::string("manifest unreadable: ") + e.what();
+    return std::nullopt;
+  }
+  auto j = nlohmann::json::parse(text, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) {
+    *reason = "manifest is not valid JSON";
+    return std::nullopt;
+  }
+  try {
+    const auto stored = parse_hex64(j.at("checksum").get<std::string>());
+    if (!stored || *stored != manifest_checksum(j)) {
+      *reason = "manifest checksum mismatch";
+      return std::nullopt;
+    }
+    if (j.at("format").get<std::string>() != kFormat) {
+      *reason = "manifest format is not " + std::string(kFormat);
+      return std::nullopt;
+    }
+    CheckpointInfo info;
+    info.step = j.at("step").get<std::int64_t>();
+    info.name = CheckpointStore::name_for(step);
+    info.dir = dir;
+    info.world_size = j.at("world_size").get<int>();
+    if (info.step != step) {
+      *reason = fmt::format("manifest is for step {}", info.step);
+      return std::nullopt;
+    }
+    for (const auto& s : j.at("shards")) {
+      ShardInfo shard;
+      shard.rank = s.at("rank").get<int>();
+      shard.file = s.at("file").get<std::string>();
+      shard.bytes = s.at("bytes").get<std::uint64_t>();
+      const auto h = parse_hex64(s.at("xxh64").get<std::string>());
+      if (!h || shard.rank != static_cast<int>(info.shards.size()) ||
+          shard.file.find('/') != std::string::npos) {
+        *reason = "manifest has a malformed shard entry";
+        return std::nullopt;
+      }
+      shard.xxh64 = *h;
+      info.total_bytes += shard.bytes;
+      info.shards.push_back(std::move(shard));
+    }
+    if (static_cast<int>(info.shards.size()) != info.world_size) {
+      *reason = "manifest lists the wrong number of shards";
+      return std::nullopt;
+    }
+    return info;
+  } catch (const nlohmann::json::exception& e) {
+    *reason = std::string("manifest is malformed: ") + e.what();
+    return std::nullopt;
+  }
+}
+
+// Streams a file through xxHash64; reads into `out` when it is not empty. Returns the hash or a reason.
+std::optional<std::uint64_t> hash_file(const fs::path& path, std::uint64_t expected_bytes,
+                                       std::span<std::byte> out, std::string* reason) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    *reason = fmt::format("shard {} missing ({})", path.filename().string(), errno_text(errno));
+    return std::nullopt;
+  }
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || static_cast<std::uint64_t>(st.st_size) != expected_bytes) {
+    *reason = fmt::format("shard {} has {} bytes, the manifest says {}", path.filename().string(), st.st_size,
+                          expected_bytes);
+    ::close(fd);
+    return std::nullopt;
+  }
+  ::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+  XXH64_state_t* state = XXH64_createState();
+  XXH64_reset(state, 0);
+  std::vector<std::byte> scratch(out.empty() ? kChunk : 0);
+  std::uint64_t done = 0;
+  bool ok = true;
+  while (done < expected_bytes) {
+    const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(kChunk, expected_bytes - done));
+    std::byte* dst = out.empty() ? scratch.data() : out.data() + done;
+    const ssize_t got = ::pread(fd, dst, n, static_cast<off_t>(done));
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) {
+      *reason = fmt::format("shard {} unreadable at offset {}", path.filename().string(), done);
+      ok = false;
+      break;
+    }
+    XXH64_update(state, dst, static_cast<std::size_t>(got));
+    done += static_cast<std::uint64_t>(got);
+  }
+  const std::uint64_t h = XXH64_digest(state);
+  XXH64_freeState(state);
+  ::close(fd);
+  if (!ok) return std::nullopt;
+  return h;
+}
+
+}  // namespace
+
+std::uint64_t checksum64(std::span<const std::byte> data) {
+  return XXH64(data.data(), data.size(), 0);
+}
+
+std::string hex64(std::uint64_t value) {
+  return fmt::format("{:016x}", value);
+}
+
+CheckpointStore::CheckpointStore(fs::path root) : root_(std::move(root)) {}
+
+std::string CheckpointStore::name_for(std::int64_t step) {
+  return fmt::format("step-{:08d}", step);
+}
+std::string CheckpointStore::shard_file(int rank) {
+  return fmt::format("rank-{:05d}.shard", rank);
+}
+fs::path CheckpointStore::dir_for(std::int64_t step) const {
+  return root_ / name_for(step);
+}
+
+ShardInfo CheckpointStore::write_shard(std::int64_t step, int rank, std::span<const std::byte> data,
+                                       const ShardWriteOptions& options) const {
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto dir = dir_for(step);
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec)
+    throw runtime_error(fmt::format("cannot create checkpoint directory {}: {}", dir.string(), ec.message()));
+  ShardInfo info;
+  info.rank = rank;
+  info.file = shard_file(rank);
+  info.bytes = data.size();
+  const auto final_path = dir / info.file;
+  const auto tmp_path = dir / ("." + info.file + ".tmp");
+  const int fd = ::open(tmp_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) throw runtime_error(fmt::format("cannot create {}: {}", tmp_path.string(), errno_text(errno)));
+  const auto fail = [&](int err, const std::string& what) {
+    ::close(fd);
+    ::unlink(tmp_path.c_str());
+    throw runtime_error(
+        fmt::format("checkpoint shard {}: {}: {}", final_path.string(), what, errno_text(err)));
+  };
+  XXH64_state_t* state = XXH64_createState();
+  XXH64_reset(state, 0);
+  std::uint64_t done = 0;
+  while (done < data.size()) {
+    std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(kChunk, data.size() - done));
+    if (options.fail_after_bytes) {
+      if (done >= *options.fail_after_bytes) {
+        XXH64_freeState(state);
+        fail(ENOSPC, fmt::format("write failed at offset {} (injected)", done));
+      }
+      n = static_cast<std::size_t>(std::min<std::uint64_t>(n, *options.fail_after_bytes - done));
+    }
+    const ssize_t w = ::write(fd, data.data() + done, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w < 0) {
+      const int err = errno;
+      XXH64_freeState(state);
+      fail(err, fmt::format("write failed at offset {}", done));
+    }
+    XXH64_update(state, data.data() + done, static_cast<std::size_t>(w));
+    done += static_cast<std::uint64_t>(w);
+    if (options.on_progress) options.on_progress(done);
+  }
+  if (options.fail_after_bytes && done >= *options.fail_after_bytes && data.size() > 0 &&
+      *options.fail_after_bytes < data.size()) {
+    XXH64_freeState(state);
+    fail(ENOSPC, fmt::format("write failed at offset {} (injected)", done));
+  }
+  info.xxh64 = XXH64_digest(state);
+  XXH64_freeState(state);
+  if (::fsync(fd) != 0) fail(errno, "fsync failed");
+  if (::close(fd) != 0) {
+    const int err = errno;
+    ::unlink(tmp_path.c_str());
+    throw runtime_error(
+        fmt::format("checkpoint shard {}: close failed: {}", final_path.string(), errno_text(err)));
+  }
+  if (::rename(tmp_path.c_str(), final_path.c_str()) != 0) {
+    const int err = errno;
+    ::unlink(tmp_path.c_str());
+    throw runtime_error(
+        fmt::format("checkpoint shard {}: rename failed: {}", final_path.string(), errno_text(err)));
+  }
+  sync_directory(dir);
+  info.write_s = seconds_since(t0);
+  return info;
+}
+
+CheckpointInfo CheckpointStore::commit(std::int64_t step, std::vector<ShardInfo> shards) const {
+  nlohmann::json list = nlohmann::json::array();
+  CheckpointInfo info;
+  info.step = step;
+  info.name = name_for(step);
+  info.dir = dir_for(step);
+  info.world_size = static_cast<int>(shards.size());
+  for (std::size_t r = 0; r < shards.size(); ++r) {
+    if (shards[r].rank != static_cast<int>(r))
+      throw runtime_error(
+          fmt::format("checkpoint {}: shard {} is for rank {}", info.name, r, shards[r].rank));
+    list.push_back({{"rank", shards[r].rank},
+                    {"file", shards[r].file},
+                    {"bytes", shards[r].bytes},
+                    {"xxh64", hex64(shards[r].xxh64)}});
+    info.total_bytes += shards[r].bytes;
+  }
+  nlohmann::json j = {{"format", kFormat},
+                      {"step", step},
+                      {"world_size", info.world_size},
+                      {"total_bytes", info.total_bytes},
+                      {"shards", list}};
+  j["checksum"] = hex64(manifest_checksum(j));
+  write_file_atomic(info.dir / "manifest.json", j.dump(1) + "\n");
+  info.shards = std::move(shards);
+  return info;
+}
+
+std::optional<CheckpointInfo> CheckpointStore::verify(std::int64_t step, int world_size,
+                                                      std::string* reason) const {
+  std::string why;
+  auto info = read_manifest(dir_for(step), step, &why);
+  if (info && info->world_size != world_size) {
+    why = fmt::format("written by {} ranks, this job has {}", info->world_size, world_size);
+    info.reset();
+  }
+  if (info) {
+    for (const auto& s : info->shards) {
+      const auto h = hash_file(info->dir / s.file, s.bytes, {}, &why);
+      if (!h) {
+        info.reset();
+        break;
+      }
+      if (*h != s.xxh64) {
+        why = fmt::format("shard {} checksum mismatch (xxh64 {}, the manifest says {})", s.file, hex64(*h),
+                          hex64(s.xxh64));
+        info.reset();
+        break;
+      }
+    }
+  }
+  if (!info && reason) *reason = why;
+  return info;
+}
+
+ResumeChoice CheckpointStore::find_newest_valid(int world_size) const {
+  ResumeChoice choice;
+  auto steps = list_steps();
+  for (auto it = steps.rbegin(); it != steps.rend(); ++it) {
+    std::string reason;
+    if (auto info = verify(*it, world_size, &reason)) {
+      choice.chosen = std::move(info);
+      break;
+    }
+    choice.skipped.push_back({name_for(*it), reason});
+  }
+  return choice;
+}
+
+void CheckpointStore::read_shard(const CheckpointInfo& checkpoint, int rank, std::span<std::byte> out) const {
+  if (rank < 0 || rank >= static_cast<int>(checkpoint.shards.size()))
+    throw runtime_error(fmt::format("checkpoint {} has no shard for rank {}", checkpoint.name, rank));
+  const auto& s = checkpoint.shards[static_cast<std::size_t>(rank)];
+  if (out.size() != s.bytes)
+    throw runtime_error(fmt::format("checkpoint {}: shard {} has {} bytes, this rank's state has {}",
+                                    checkpoint.name, s.file, s.bytes, out.size()));
+  std::string why;
+  const auto h = hash_file(checkpoint.dir / s.file, s.bytes, out, &why);
+  if (!h) throw runtime_error(fmt::format("checkpoint {}: {}", checkpoint.name, why));
+  if (*h != s.xxh64)
+    throw runtime_error(fmt::format("checkpoint {}: shard {} checksum mismatch", checkpoint.name, s.file));
+}
+
+std::vector<std::int64_t> CheckpointStore::list_steps() const {
+  std::vector<std::int64_t> steps;
+  std::error_code ec;
+  if (!fs::is_directory(root_, ec)) return steps;
+  for (const auto& entry : fs::directory_iterator(root_, ec))
+    if (entry.is_directory(ec))
+      if (auto s = step_of(entry.path().filename().string())) steps.push_back(*s);
+  std::sort(steps.begin(), steps.end());
+  return steps;
+}
+
+std::vector<std::int64_t> CheckpointStore::committed_steps() const {
+  std::vector<std::int64_t> out;
+  for (const auto s : list_steps()) {
+    std::string why;
+    if (read_manifest(dir_for(s), s, &why)) out.push_back(s);
+  }
+  return out;
+}
+
+std::vector<std::string> CheckpointStore::prune(int keep) const {
+  std::vector<std::string> removed;
+  const auto committed = committed_steps();
+  if (committed.empty()) return removed;
+  const std::int64_t newest = committed.back();
+  const auto first_kept = committed.size() > static_cast<std::size_t>(std::max(keep, 1))
+                              ? committed[committed.size() - static_cast<std::size_t>(std::max(keep, 1))]
+                              : committed.front();
+  for (const auto s : list_steps()) {
+    const bool is_committed = std::binary_search(committed.begin(), committed.end(), s);
+    if ((is_committed && s < first_kept) || (!is_committed && s < newest)) {
+      const auto dir = dir_for(s);
+      std::error_code ec;
+      fs::remove(dir / "manifest.json", ec);  // uncommit first: a half-removed checkpoint is never taken
+      fs::remove_all(dir, ec);
+      removed.push_back(name_for(s));
+    }
+  }
+  if (!removed.empty()) sync_directory(root_);
+  return removed;
+}
+
+void AsyncShardWriter::start(const CheckpointStore& store, std::int64_t step, int rank,
+                             std::vector<std::byte> data, ShardWriteOptions options) {
+  if (future_.valid()) throw runtime_error("an asynchronous checkpoint write is already pending");
+  step_ = step;
+  future_ = std::async(std::launch::async,
+                       [&store, step, rank, buffer = std::move(data), opts = std::move(options)]() {
+                         return store.write_shard(step, rank, buffer, opts);
+                       });
+}
+
+bool AsyncShardWriter::done() const {
+  return future_.valid() && future_.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
+}
+
+ShardInfo AsyncShardWriter::wait() {
+  if (!future_.valid()) throw runtime_error("no asynchronous checkpoint write is pending");
+  return future_.get();
+}
+
+}  // namespace fb::resilience

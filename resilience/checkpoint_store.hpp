@@ -1,0 +1,111 @@
+#pragma once
+// Real checkpoints on a file system: `ROOT/step-00000030/rank-00000.shard … manifest.json`.
+//
+// Write protocol (a crash at any point never loses the previous checkpoint):
+//   1. every rank writes its shard to a temporary file, fsyncs it, renames it to rank-NNNNN.shard and fsyncs
+//      the directory (write_shard);
+//   2. rank 0, once every shard is durable (the caller gathers the ShardInfos: that is the barrier), writes
+//      manifest.json atomically (tmp + fsync + rename + directory fsync) with each shard's size and xxHash64
+//      and the manifest's own checksum (commit). A checkpoint without a manifest does not exist.
+// Resume takes the newest checkpoint whose manifest and every shard verify and says why newer ones were
+// skipped. This class does file I/O only; MPI coordination lives in the caller (train_resilience_hooks).
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <future>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace fb::resilience {
+
+struct ShardInfo {
+  int rank = 0;
+  std::string file;  // name inside the checkpoint directory
+  std::uint64_t bytes = 0;
+  std::uint64_t xxh64 = 0;
+  double write_s = 0;  // open → durable rename, this shard
+};
+
+struct CheckpointInfo {
+  std::int64_t step = 0;
+  std::string name;  // step-00000030
+  std::filesystem::path dir;
+  int world_size = 0;
+  std::vector<ShardInfo> shards;  // index = rank
+  std::uint64_t total_bytes = 0;
+};
+
+struct CheckpointSkipReason {
+  std::string checkpoint, reason;
+};
+
+struct ResumeChoice {
+  std::optional<CheckpointInfo> chosen;  // none: start from scratch
+  std::vector<CheckpointSkipReason> skipped;
+};
+
+struct ShardWriteOptions {
+  // Fault injection: fail like a full disk (ENOSPC) once this many bytes were written.
+  std::optional<std::uint64_t> fail_after_bytes;
+  // Called after each chunk with the bytes written so far (tests use it to pace a writer they kill).
+  std::function<void(std::uint64_t)> on_progress;
+};
+
+class CheckpointStore {
+ public:
+  explicit CheckpointStore(std::filesystem::path root);
+  const std::filesystem::path& root() const { return root_; }
+
+  static std::string name_for(std::int64_t step);  // "step-00000030"
+  static std::string shard_file(int rank);         // "rank-00000.shard"
+  std::filesystem::path dir_for(std::int64_t step) const;
+
+  // Step 1 of the protocol for one rank. Throws a runtime Error (the temporary file removed) on failure.
+  ShardInfo write_shard(std::int64_t step, int rank, std::span<const std::byte> data,
+                        const ShardWriteOptions& options = {}) const;
+  // Step 2, rank 0 only, after every rank's write_shard returned. `shards` index = rank.
+  CheckpointInfo commit(std::int64_t step, std::vector<ShardInfo> shards) const;
+
+  // Reads and checks the manifest and every shard (size, xxHash64). nullopt + reason when it does not verify.
+  std::optional<CheckpointInfo> verify(std::int64_t step, int world_size, std::string* reason) const;
+  // The newest checkpoint that verifies; newer ones that do not are listed with the reason.
+  ResumeChoice find_newest_valid(int world_size) const;
+  // Reads one shard into `out` (must be the shard's size) and checks its checksum; runtime Error otherwise.
+  void read_shard(const CheckpointInfo& checkpoint, int rank, std::span<std::byte> out) const;
+
+  // Step directories present, oldest first (committed or not).
+  std::vector<std::int64_t> list_steps() const;
+  // Steps with a manifest that parses (shards not read), oldest first.
+  std::vector<std::int64_t> committed_steps() const;
+  // Keeps the `keep` newest committed checkpoints; removes older ones and uncommitted leftovers older than
+  // the newest committed one. Returns the names removed.
+  std::vector<std::string> prune(int keep) const;
+
+ private:
+  std::filesystem::path root_;
+};
+
+// xxHash64 (seed 0) of a buffer, as stored in manifests.
+std::uint64_t checksum64(std::span<const std::byte> data);
+std::string hex64(std::uint64_t value);
+
+// Writes a shard in a background thread from a host copy of the state (async checkpointing): the caller
+// snapshots into `data`, calls start, keeps training, and commits once every rank's writer is done.
+class AsyncShardWriter {
+ public:
+  void start(const CheckpointStore& store, std::int64_t step, int rank, std::vector<std::byte> data,
+             ShardWriteOptions options = {});
+  bool pending() const { return future_.valid(); }
+  bool done() const;  // finished (successfully or not); never blocks
+  ShardInfo wait();   // blocks; rethrows the writer's error
+  std::int64_t step() const { return step_; }
+
+ private:
+  std::future<ShardInfo> future_;
+  std::int64_t step_ = 0;
+};
+
+}  // namespace fb::resilience

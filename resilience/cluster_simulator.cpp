@@ -1,0 +1,637 @@
+#include "resilience/cluster_simulator.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <deque>
+#include <limits>
+
+#include <fmt/format.h>
+
+#include "core/error.hpp"
+#include "core/random_fill.hpp"
+#include "core/units.hpp"
+#include "resilience/checkpoint_interval.hpp"
+
+namespace fb::resilience {
+
+std::string_view to_string(IntervalPolicy p) {
+  switch (p) {
+    case IntervalPolicy::fixed:
+      return "fixed";
+    case IntervalPolicy::young:
+      return "young";
+    case IntervalPolicy::daly:
+      return "daly";
+    case IntervalPolicy::search:
+      return "auto";
+  }
+  return "?";
+}
+
+IntervalPolicy parse_interval_policy(std::string_view text) {
+  if (text == "young") return IntervalPolicy::young;
+  if (text == "daly") return IntervalPolicy::daly;
+  if (text == "auto") return IntervalPolicy::search;
+  throw usage_error(
+      fmt::format("invalid --checkpoint-interval '{}': expected auto, young, daly or a duration", text));
+}
+
+std::array<double, 8> as_array(const TimeSplit& s) {
+  return {s.productive, s.checkpoint, s.redone,     s.detection,
+          s.relaunch,   s.restore,    s.spare_wait, s.straggler};
+}
+
+void validate(const ClusterConfig& c) {
+  if (c.gpus <= 0) throw usage_error(fmt::format("invalid --gpus {}: must be positive", c.gpus));
+  if (c.gpus_per_node <= 0)
+    throw usage_error(fmt::format("invalid --gpus-per-node {}: must be positive", c.gpus_per_node));
+  if (c.gpus % c.gpus_per_node != 0)
+    throw usage_error(
+        fmt::format("invalid --gpus {}: not a multiple of --gpus-per-node {}", c.gpus, c.gpus_per_node));
+  if (c.nodes() > (std::int64_t{1} << 30))
+    throw usage_error(fmt::format("invalid --gpus {}: more than 2^30 nodes", c.gpus));
+  const auto positive = [](double v, const char* option) {
+    if (!std::isfinite(v) || v <= 0)
+      throw usage_error(fmt::format("invalid {} {}: must be a positive duration", option, v));
+  };
+  positive(c.wall_s, "--days");
+  positive(c.costs.checkpoint_s, "--checkpoint-cost");
+  positive(c.costs.detection_s, "--detection");
+  positive(c.costs.relaunch_s, "--relaunch");
+  positive(c.costs.restore_s, "--restore");
+  positive(c.repair_s, "--repair-time");
+  if (c.spares) {
+    if (*c.spares < 0) throw usage_error(fmt::format("invalid --spares {}: must be zero or more", *c.spares));
+    if (*c.spares > c.nodes())
+      throw usage_error(
+          fmt::format("invalid --spares {}: more spares than the job's {} nodes", *c.spares, c.nodes()));
+  }
+  if (c.drain_after < 1)
+    throw usage_error(fmt::format("invalid --drain-after {}: must be at least 1", c.drain_after));
+  if (!(c.flaky_share >= 0 && c.flaky_share <= 0.5))
+    throw usage_error(fmt::format("invalid --flaky-share {}: must be in [0, 0.5]", c.flaky_share));
+  if (!(c.flaky_factor >= 1 && std::isfinite(c.flaky_factor)))
+    throw usage_error(fmt::format("invalid --flaky-factor {}: must be at least 1", c.flaky_factor));
+  if (!(c.straggler_share >= 0 && c.straggler_share <= 1))
+    throw usage_error(fmt::format("invalid --straggler-share {}: must be in [0, 1]", c.straggler_share));
+  if (!(c.straggler_factor >= 1 && std::isfinite(c.straggler_factor)))
+    throw usage_error(fmt::format("invalid --straggler-factor {}: must be at least 1", c.straggler_factor));
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Streaming summary
+
+void StreamingSummary::P2::init(const std::array<double, 5>& sorted, double prob) {
+  p = prob;
+  q = sorted;
+  n = {0, 1, 2, 3, 4};
+  np = {0, 2 * p, 4 * p, 2 + 2 * p, 4};
+  dn = {0, p / 2, p, (1 + p) / 2, 1};
+}
+
+void StreamingSummary::P2::add(double x) {
+  int k;
+  if (x < q[0]) {
+    q[0] = x;
+    k = 0;
+  } else if (x >= q[4]) {
+    q[4] = std::max(q[4], x);
+    k = 3;
+  } else {
+    k = 0;
+    while (k < 3 && x >= q[k + 1]) ++k;
+  }
+  for (int i = k + 1; i < 5; ++i) n[i] += 1;
+  for (int i = 0; i < 5; ++i) np[i] += dn[i];
+  for (int i = 1; i <= 3; ++i) {
+    const double d = np[i] - n[i];
+    if ((d >= 1 && n[i + 1] - n[i] > 1) || (d <= -1 && n[i - 1] - n[i] < -1)) {
+      const double s = d > 0 ? 1.0 : -1.0;
+      // Piecewise-parabolic prediction; fall back to linear when it leaves the neighbours' range.
+      const double qp = q[i] + s / (n[i + 1] - n[i - 1]) *
+                                   ((n[i] - n[i - 1] + s) * (q[i + 1] - q[i]) / (n[i + 1] - n[i]) +
+                                    (n[i + 1] - n[i] - s) * (q[i] - q[i - 1]) / (n[i] - n[i - 1]));
+      if (q[i - 1] < qp && qp < q[i + 1]) {
+        q[i] = qp;
+      } else {
+        const int j = i + static_cast<int>(s);
+        q[i] += s * (q[j] - q[i]) / (n[j] - n[i]);
+      }
+      n[i] += s;
+    }
+  }
+}
+
+StreamingSummary::StreamingSummary() {
+  exact_.reserve(64);
+}
+
+void StreamingSummary::add(double x) {
+  ++n_;
+  if (n_ == 1) min_ = max_ = x;
+  min_ = std::min(min_, x);
+  max_ = std::max(max_, x);
+  const double delta = x - mean_;  // Welford
+  mean_ += delta / static_cast<double>(n_);
+  m2_ += delta * (x - mean_);
+  if (n_ <= kExactSampleCap) exact_.push_back(x);
+  if (n_ == 5) {
+    std::array<double, 5> first;
+    std::copy(exact_.begin(), exact_.begin() + 5, first.begin());
+    std::sort(first.begin(), first.end());
+    const std::array<double, 4> probs{0.05, 0.5, 0.95, 0.99};
+    for (std::size_t i = 0; i < p2_.size(); ++i) p2_[i].init(first, probs[i]);
+  } else if (n_ > 5) {
+    for (auto& e : p2_) e.add(x);
+  }
+  if (n_ == kExactSampleCap + 1) {
+    exact_.clear();
+    exact_.shrink_to_fit();
+  }
+}
+
+double StreamingSummary::percentile(double p) const {
+  if (n_ == 0) return 0;
+  if (n_ <= kExactSampleCap) {
+    std::vector<double> sorted = exact_;
+    std::sort(sorted.begin(), sorted.end());
+    const auto rank = static_cast<std::size_t>(std::ceil(p / 100.0 * static_cast<double>(n_)));
+    return sorted[std::clamp<std::size_t>(rank, 1, n_) - 1];
+  }
+  const std::array<double, 4> probs{5, 50, 95, 99};
+  for (std::size_t i = 0; i < probs.size(); ++i)
+    if (probs[i] == p) return p2_[i].q[2];
+  throw runtime_error(fmt::format("percentile {} is not tracked beyond {} samples", p, kExactSampleCap));
+}
+
+SampleStats StreamingSummary::stats() const {
+  if (n_ <= kExactSampleCap) return summarize(exact_);
+  SampleStats s;
+  s.n = n_;
+  s.min = min_;
+  s.max = max_;
+  s.mean = mean_;
+  s.median = percentile(50);
+  s.p99 = percentile(99);
+  s.stddev = std::sqrt(m2_ / static_cast<double>(n_ - 1));
+  return s;
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// The trial engine
+
+namespace {
+
+struct Node {
+  bool flaky = false;
+  bool straggler = false;
+  bool empty = false;  // the slot waits for a replacement
+  std::uint16_t failures = 0;
+};
+
+// Slots with a property, O(1) insert/erase/pick.
+class SlotSet {
+ public:
+  void reset(std::size_t slots) {
+    items_.clear();
+    pos_.assign(slots, -1);
+  }
+  void insert(std::int32_t slot) {
+    if (pos_[slot] >= 0) return;
+    pos_[slot] = static_cast<std::int32_t>(items_.size());
+    items_.push_back(slot);
+  }
+  void erase(std::int32_t slot) {
+    const auto at = pos_[slot];
+    if (at < 0) return;
+    const auto last = items_.back();
+    items_[at] = last;
+    pos_[last] = at;
+    items_.pop_back();
+    pos_[slot] = -1;
+  }
+  std::size_t size() const { return items_.size(); }
+  std::int32_t operator[](std::size_t i) const { return items_[i]; }
+  const std::vector<std::int32_t>& items() const { return items_; }
+
+ private:
+  std::vector<std::int32_t> items_;
+  std::vector<std::int32_t> pos_;
+};
+
+class TrialEngine {
+ public:
+  TrialEngine(const FailureModel& model, const ClusterConfig& config, double interval_s)
+      : model_(model), cfg_(config), interval_(interval_s), nodes_(config.nodes()) {
+    const auto rates = allocation_rates(model, config.gpus, config.gpus_per_node);
+    job_rate_s_ = rates.job_level_h / 3600.0;
+    // Flaky nodes fail flaky_factor× as often as the rest while the fleet mean stays the published rate.
+    const double norm = 1.0 - cfg_.flaky_share + cfg_.flaky_share * cfg_.flaky_factor;
+    node_rate_s_ = rates.node_attributed_per_node_h / 3600.0 / norm;
+    for (std::size_t i = 0; i < model.categories.size(); ++i) {
+      const auto& c = model.categories[i];
+      const bool on_node = c.traits.node_attributed && c.scope != FailureScope::job;
+      if (on_node) {
+        node_acc_ += rates.per_category_h[i] / static_cast<double>(nodes_);
+        node_cats_.push_back({node_acc_, i});
+      } else {
+        job_acc_ += rates.per_category_h[i];
+        job_cats_.push_back({job_acc_, i});
+      }
+    }
+  }
+
+  TrialOutcome run(std::uint64_t trial_seed) {
+    rng_ = SplitMix64(trial_seed);
+    out_ = TrialOutcome{};
+    out_.failures_by_category.assign(model_.categories.size(), 0);
+    reset_nodes();
+
+    const double wall = cfg_.wall_s;
+    double t = 0;
+    // Running state: position in the compute/checkpoint cycle and the uncommitted work (wall seconds, split
+    // into reference-speed work and straggler time).
+    double pos = 0, unc_work = 0, unc_slow = 0;
+    enum class Phase { running, detection, spare_wait, relaunch, restore } phase = Phase::running;
+    double phase_end = 0;
+
+    while (t < wall) {
+      const double next_failure = t + exponential(total_rate());
+      if (phase == Phase::running) {
+        const double end = std::min(next_failure, wall);
+        run_segment(end - t, pos, unc_work, unc_slow);
+        t = end;
+        if (next_failure >= wall) break;
+        out_.split.redone += unc_work + unc_slow;  // lost since the last checkpoint
+        unc_work = unc_slow = 0;
+        pos = 0;
+        on_failure(t);
+        phase = Phase::detection;
+        phase_end = t + cfg_.costs.detection_s;
+        continue;
+      }
+      const double end = std::min({next_failure, phase_end, wall});
+      charge(phase == Phase::detection    ? out_.split.detection
+             : phase == Phase::spare_wait ? out_.split.spare_wait
+             : phase == Phase::relaunch   ? out_.split.relaunch
+                                          : out_.split.restore,
+             end - t);
+      t = end;
+      if (t >= wall) break;
+      if (next_failure < phase_end) {  // a failure while recovering: recovery starts over
+        on_failure(t);
+        phase = Phase::detection;
+        phase_end = t + cfg_.costs.detection_s;
+        continue;
+      }
+      switch (phase) {
+        case Phase::detection:
+        case Phase::spare_wait: {
+          const double wait_until = fill_empty_slots(t);
+          if (wait_until > t) {
+            phase = Phase::spare_wait;
+            phase_end = wait_until;
+          } else {
+            drain_stragglers(t);
+            phase = Phase::relaunch;
+            phase_end = t + cfg_.costs.relaunch_s;
+          }
+          break;
+        }
+        case Phase::relaunch:
+          phase = Phase::restore;
+          phase_end = t + cfg_.costs.restore_s;
+          break;
+        case Phase::restore:
+          phase = Phase::running;
+          break;
+        case Phase::running:
+          break;
+      }
+    }
+    // The window closes: work since the last checkpoint is kept (the job's final save lies outside it).
+    out_.split.productive += unc_work;
+    out_.split.straggler += unc_slow;
+    return std::move(out_);
+  }
+
+ private:
+  static void charge(double& bucket, double seconds) { bucket += seconds; }
+
+  double exponential(double rate) { return -std::log1p(-rng_.uniform()) / rate; }
+  std::int64_t pick(std::int64_t n) {
+    return std::min<std::int64_t>(static_cast<std::int64_t>(rng_.uniform() * static_cast<double>(n)), n - 1);
+  }
+  Node fresh_node() {
+    Node n;
+    n.flaky = cfg_.flaky_share > 0 && rng_.uniform() < cfg_.flaky_share;
+    n.straggler = cfg_.straggler_share > 0 && rng_.uniform() < cfg_.straggler_share;
+    return n;
+  }
+
+  double total_rate() const {
+    return job_rate_s_ + node_rate_s_ * (static_cast<double>(nodes_) +
+                                         (cfg_.flaky_factor - 1.0) * static_cast<double>(flaky_.size()));
+  }
+
+  void reset_nodes() {
+    slots_.assign(static_cast<std::size_t>(nodes_), Node{});
+    flaky_.reset(slots_.size());
+    slow_.reset(slots_.size());
+    empty_.reset(slots_.size());
+    pool_.clear();
+    repairs_.clear();
+    if (cfg_.flaky_share > 0 || cfg_.straggler_share > 0)
+      for (std::size_t i = 0; i < slots_.size(); ++i) place(static_cast<std::int32_t>(i), fresh_node());
+    if (cfg_.spares)
+      for (std::int64_t i = 0; i < *cfg_.spares; ++i) pool_.push_back(fresh_node());
+  }
+
+  void place(std::int32_t slot, Node n) {
+    n.empty = false;
+    slots_[slot] = n;
+    empty_.erase(slot);
+    if (n.flaky) flaky_.insert(slot);
+    if (n.straggler) slow_.insert(slot);
+  }
+
+  // Takes the node out of its slot: to repair (back in the pool later), retired (drained), or gone (unlimited
+  // spares: the replacement is a fresh node either way).
+  void remove(std::int32_t slot, double now, bool retire) {
+    Node n = slots_[slot];
+    flaky_.erase(slot);
+    slow_.erase(slot);
+    empty_.insert(slot);
+    slots_[slot] = Node{};
+    slots_[slot].empty = true;
+    if (retire) {
+      ++out_.drained_nodes;
+    } else if (cfg_.spares) {
+      repairs_.push_back({now + cfg_.repair_s, n});
+    }
+  }
+
+  // A replacement if one is at hand: unlimited spares, or the pool after collecting repaired nodes.
+  std::optional<Node> take_spare(double now) {
+    if (!cfg_.spares) return fresh_node();
+    while (!repairs_.empty() && repairs_.front().first <= now) {
+      pool_.push_back(repairs_.front().second);
+      repairs_.pop_front();
+    }
+    if (pool_.empty()) return std::nullopt;
+    Node n = pool_.back();
+    pool_.pop_back();
+    return n;
+  }
+
+  // Fills empty slots; returns `now` when all are filled, else the time the next repaired node returns
+  // (the end of the window when none is in repair).
+  double fill_empty_slots(double now) {
+    while (empty_.size() > 0) {
+      auto spare = take_spare(now);
+      if (!spare) return repairs_.empty() ? cfg_.wall_s : repairs_.front().first;
+      place(empty_[0], *spare);
+    }
+    return now;
+  }
+
+  // With drain, the restart is the moment to swap slow nodes out, as long as spares are at hand.
+  void drain_stragglers(double now) {
+    if (cfg_.drain != DrainPolicy::drain || slow_.size() == 0) return;
+    const std::vector<std::int32_t> slow = slow_.items();
+    for (auto slot : slow) {
+      auto spare = take_spare(now);
+      if (!spare) return;
+      remove(slot, now, /*retire=*/true);
+      place(slot, *spare);
+    }
+  }
+
+  void on_failure(double now) {
+    ++out_.failures;
+    const double total = total_rate();
+    double u = rng_.uniform() * total;
+    const double job_rate = job_rate_s_;
+    if (u < job_rate || node_cats_.empty()) {
+      ++out_.failures_by_category[pick_category(job_cats_, job_acc_)];
+      return;
+    }
+    u -= job_rate;
+    std::int32_t slot;
+    const double flaky_rate = node_rate_s_ * cfg_.flaky_factor * static_cast<double>(flaky_.size());
+    if (u < flaky_rate) {
+      slot = flaky_[static_cast<std::size_t>(pick(static_cast<std::int64_t>(flaky_.size())))];
+    } else {
+      do slot = static_cast<std::int32_t>(pick(nodes_));
+      while (slots_[slot].flaky);
+    }
+    const std::size_t cat = pick_category(node_cats_, node_acc_);
+    ++out_.failures_by_category[cat];
+    Node& n = slots_[slot];
+    if (n.empty) return;  // already waiting for its replacement
+    if (n.failures < std::numeric_limits<std::uint16_t>::max()) ++n.failures;
+    const bool drain = cfg_.drain == DrainPolicy::drain && n.failures >= cfg_.drain_after;
+    if (drain || model_.categories[cat].traits.needs_replacement) remove(slot, now, drain);
+  }
+
+  std::size_t pick_category(const std::vector<std::pair<double, std::size_t>>& cats, double total) {
+    const double u = rng_.uniform() * total;
+    for (const auto& [acc, index] : cats)
+      if (u < acc) return index;
+    return cats.back().second;
+  }
+
+  // Runs the job for `d` seconds from cycle position `pos`: compute T, then a blocking checkpoint C,
+  // repeated.
+  void run_segment(double d, double& pos, double& unc_work, double& unc_slow) {
+    const double T = interval_, C = cfg_.costs.checkpoint_s, L = T + C;
+    const auto compute_upto = [&](double x) { return std::floor(x / L) * T + std::min(std::fmod(x, L), T); };
+    const double end = pos + d;
+    const double compute = compute_upto(end) - compute_upto(pos);
+    out_.split.checkpoint += d - compute;
+    const double speed = slow_.size() > 0 ? 1.0 / cfg_.straggler_factor : 1.0;
+    const bool committed = std::floor(end / L) > std::floor(pos / L);
+    pos = std::fmod(end, L);
+    if (committed) {
+      out_.split.productive += unc_work;
+      out_.split.straggler += unc_slow;
+      const double open = std::min(pos, T);  // computed after the last completed checkpoint
+      out_.split.productive += (compute - open) * speed;
+      out_.split.straggler += (compute - open) * (1 - speed);
+      unc_work = open * speed;
+      unc_slow = open * (1 - speed);
+    } else {
+      unc_work += compute * speed;
+      unc_slow += compute * (1 - speed);
+    }
+  }
+
+  const FailureModel& model_;
+  const ClusterConfig& cfg_;
+  const double interval_;
+  const std::int64_t nodes_;
+  double job_rate_s_ = 0, node_rate_s_ = 0, job_acc_ = 0, node_acc_ = 0;
+  std::vector<std::pair<double, std::size_t>> job_cats_, node_cats_;  // (cumulative weight, category)
+  SplitMix64 rng_{0};
+  TrialOutcome out_;
+  std::vector<Node> slots_;
+  SlotSet flaky_, slow_, empty_;
+  std::vector<Node> pool_;
+  std::deque<std::pair<double, Node>> repairs_;  // FIFO: every repair takes the same time
+};
+
+}  // namespace
+
+TrialOutcome simulate_trial(const FailureModel& model, const ClusterConfig& config, double interval_s,
+                            std::uint64_t trial_seed) {
+  validate(config);
+  TrialEngine engine(model, config, interval_s);
+  return engine.run(trial_seed);
+}
+
+SimulationSummary simulate(const FailureModel& model, const ClusterConfig& config, double interval_s,
+                           int trials, std::uint64_t seed) {
+  validate(config);
+  if (!(interval_s > 0) || !std::isfinite(interval_s))
+    throw usage_error(
+        fmt::format("invalid --checkpoint-interval {}: must be a positive duration", interval_s));
+  if (trials < 1) throw usage_error(fmt::format("invalid --trials {}: must be at least 1", trials));
+  SimulationSummary s;
+  s.config = config;
+  s.interval_s = interval_s;
+  s.trials = trials;
+  s.seed = seed;
+  s.model_mtbf_s = job_mtbf_s(model, config.gpus, config.gpus_per_node);
+  s.expected_failures = config.wall_s / s.model_mtbf_s;
+  s.mean_failures_by_category.assign(model.categories.size(), 0.0);
+
+  TrialEngine engine(model, config, interval_s);  // one engine: trial state is reused, not accumulated
+  std::array<double, 8> split_sum{};
+  double drained = 0;
+  for (int i = 0; i < trials; ++i) {
+    const auto o = engine.run(derive_seed(seed, static_cast<std::uint64_t>(i)));
+    const double wall = config.wall_s;
+    s.goodput_pct.add(100.0 * o.split.productive / wall);
+    s.ettr.add((o.split.productive + o.split.straggler) / wall);
+    s.failures.add(static_cast<double>(o.failures));
+    s.failures_total += static_cast<double>(o.failures);
+    const auto parts = as_array(o.split);
+    for (std::size_t k = 0; k < parts.size(); ++k) split_sum[k] += parts[k];
+    for (std::size_t k = 0; k < o.failures_by_category.size(); ++k)
+      s.mean_failures_by_category[k] += static_cast<double>(o.failures_by_category[k]);
+    drained += static_cast<double>(o.drained_nodes);
+  }
+  const double n = trials;
+  for (auto& v : s.mean_failures_by_category) v /= n;
+  s.mean_split = {split_sum[0] / n, split_sum[1] / n, split_sum[2] / n, split_sum[3] / n,
+                  split_sum[4] / n, split_sum[5] / n, split_sum[6] / n, split_sum[7] / n};
+  s.mean_drained_nodes = drained / n;
+  s.sim_mtbf_s =
+      s.failures_total > 0 ? config.wall_s * n / s.failures_total : std::numeric_limits<double>::infinity();
+  return s;
+}
+
+IntervalChoice choose_interval(IntervalPolicy policy, std::optional<double> fixed_s,
+                               const FailureModel& model, const ClusterConfig& config, int trials,
+                               std::uint64_t seed) {
+  validate(config);
+  IntervalChoice c;
+  c.policy = policy;
+  const double mtbf = job_mtbf_s(model, config.gpus, config.gpus_per_node);
+  c.young_s = young_interval(config.costs.checkpoint_s, mtbf);
+  c.daly_s = daly_interval(config.costs.checkpoint_s, mtbf);
+  switch (policy) {
+    case IntervalPolicy::fixed:
+      if (!fixed_s || !(*fixed_s > 0))
+        throw usage_error("invalid --checkpoint-interval: a fixed interval must be a positive duration");
+      if (*fixed_s < config.costs.checkpoint_s)
+        throw usage_error(fmt::format("invalid --checkpoint-interval {}: shorter than the checkpoint cost {}",
+                                      format_duration(*fixed_s), format_duration(config.costs.checkpoint_s)));
+      c.interval_s = *fixed_s;
+      return c;
+    case IntervalPolicy::young:
+      c.interval_s = c.young_s;
+      return c;
+    case IntervalPolicy::daly:
+      c.interval_s = c.daly_s;
+      return c;
+    case IntervalPolicy::search:
+      break;
+  }
+  // Common random numbers: every candidate sees the same failure times, so differences are the interval's.
+  const int n = std::min(trials, 200);
+  const auto evaluate = [&](double interval) {
+    const double g = simulate(model, config, interval, n, seed).goodput_pct.mean();
+    c.searched.emplace_back(interval, g);
+    return g;
+  };
+  double best = c.daly_s, best_g = -1;
+  for (int k = -5; k <= 5; ++k) {
+    const double interval = c.daly_s * std::pow(1.25, k);
+    const double g = evaluate(interval);
+    if (g > best_g) best = interval, best_g = g;
+  }
+  const double centre = best;
+  for (double f : {1.0 / 1.1, 1.1}) {
+    const double g = evaluate(centre * f);
+    if (g > best_g) best = centre * f, best_g = g;
+  }
+  std::sort(c.searched.begin(), c.searched.end());
+  c.interval_s = best;
+  return c;
+}
+
+Calibration calibrate_from_report(const reports::Report& report, const std::string& source) {
+  Calibration cal;
+  const reports::Result* r = nullptr;
+  for (const auto& result : report.results)
+    if (result.benchmark == "resilience" && result.status != reports::Status::skipped) {
+      r = &result;
+      break;
+    }
+  if (!r)
+    throw input_error(
+        fmt::format("--calibrate {}: no resilience result (run `factorybench resilience` first)", source));
+  cal.source = fmt::format("{}: result resilience/{}", source, r->name);
+  const auto metric = [&](const char* name) -> std::optional<double> {
+    const auto* m = r->metric(name);
+    if (m && std::isfinite(m->value) && m->value > 0) return m->value;
+    return std::nullopt;
+  };
+  const auto badput = [&](const char* category) -> std::optional<double> {
+    const auto& b = report.summary.contains("badput_s") ? report.summary["badput_s"] : nlohmann::json();
+    if (b.is_object() && b.contains(category) && b[category].is_number()) return b[category].get<double>();
+    return std::nullopt;
+  };
+  const auto need = [&](std::optional<double> v, const std::string& name) {
+    if (!v) cal.missing.push_back(name);
+    return v;
+  };
+  cal.checkpoint_s = need(metric("ckpt_save_s"), "ckpt_save_s");
+  cal.restore_s = metric("ckpt_restore_s");
+  const auto failures = metric("failures");
+  auto restarts = metric("restarts");
+  if (!restarts) restarts = failures;
+  // Per-failure latencies: the report's badput totals divided by the number of failures (restarts).
+  if (const auto d = badput("detection"); d && failures)
+    cal.detection_s = *d / *failures;
+  else
+    cal.missing.push_back(failures ? "summary.badput_s.detection" : "failures");
+  if (const auto l = badput("relaunch"); l && restarts)
+    cal.relaunch_s = *l / *restarts;
+  else
+    cal.missing.push_back(restarts ? "summary.badput_s.relaunch" : "restarts");
+  if (!cal.restore_s) {
+    if (const auto rs = badput("restore"); rs && restarts && *rs > 0)
+      cal.restore_s = *rs / *restarts;
+    else
+      cal.missing.push_back("ckpt_restore_s");
+  }
+  // A zero per-failure latency would be a measurement artefact (e.g. no failure of that kind): treat as
+  // missing.
+  for (auto* v : {&cal.detection_s, &cal.relaunch_s})
+    if (*v && !(**v > 0)) v->reset();
+  return cal;
+}
+
+}  // namespace fb::resilience

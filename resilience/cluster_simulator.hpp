@@ -1,0 +1,155 @@
+#pragma once
+// Cluster-scale goodput simulator: discrete-event Monte Carlo of one training job on N GPUs (nodes of G)
+// under a failure model. Events are failures and recovery-phase ends only; checkpoints between two events are
+// counted arithmetically, so a trial costs O(failures), not O(time steps). Deterministic for a seed: trial i
+// draws from SplitMix64(derive_seed(seed, i)). Memory is O(nodes + spares) for the trial state, reused by
+// every trial, plus a bounded sample buffer for percentiles (exact up to kExactSampleCap trials, then P²).
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/statistics.hpp"
+#include "reports/report.hpp"
+#include "resilience/failure_model.hpp"
+
+namespace fb::resilience {
+
+// Costs of one failure and one checkpoint, in seconds. R (restart) = detection + relaunch + restore.
+struct RecoveryCosts {
+  double checkpoint_s = 60;  // blocking save time C (Daly's δ)
+  double detection_s = 120;  // failure → detected
+  double relaunch_s = 300;   // detected → job running again (scheduler, init)
+  double restore_s = 120;    // load the newest checkpoint
+  double restart_s() const { return detection_s + relaunch_s + restore_s; }
+};
+
+enum class IntervalPolicy { fixed, young, daly, search };  // search: best simulated goodput ("auto")
+std::string_view to_string(IntervalPolicy p);
+IntervalPolicy parse_interval_policy(std::string_view text);  // young|daly|auto; throws usage Error
+
+enum class DrainPolicy { none, drain };
+
+struct ClusterConfig {
+  std::int64_t gpus = 0;
+  int gpus_per_node = 8;
+  double wall_s = 0;  // the job's wall-time window (--days)
+  RecoveryCosts costs;
+  std::optional<std::int64_t>
+      spares;                     // hot spare nodes; nullopt = unlimited (a replacement is always at hand)
+  double repair_s = 48 * 3600.0;  // a node sent to repair comes back to the spare pool after this long
+  DrainPolicy drain = DrainPolicy::none;
+  int drain_after = 2;     // with drain: a node that failed this many times is retired
+  double flaky_share = 0;  // share of nodes that fail flaky_factor× as often (same fleet mean)
+  double flaky_factor = 1;
+  double straggler_share = 0;  // share of nodes that run straggler_factor× slower (the job waits for them)
+  double straggler_factor = 1;
+  std::int64_t nodes() const { return gpus / gpus_per_node; }
+};
+
+// Throws a usage Error naming the option: gpus not a multiple of the node size, zero or negative durations,
+// more spares than nodes, shares outside [0, 1), factors below 1, ...
+void validate(const ClusterConfig& config);
+
+// Where the wall time went, in seconds; the parts sum to the wall time.
+struct TimeSplit {
+  double productive = 0;  // work kept, at reference speed
+  double checkpoint = 0;  // blocking saves, including ones cut short by a failure
+  double redone = 0;      // work lost since the last checkpoint (done again after the restore)
+  double detection = 0;
+  double relaunch = 0;
+  double restore = 0;
+  double spare_wait = 0;  // waiting for a spare node when the pool is empty
+  double straggler = 0;   // time lost to slow nodes (reference-step definition)
+  double total() const {
+    return productive + checkpoint + redone + detection + relaunch + restore + spare_wait + straggler;
+  }
+};
+inline constexpr std::array<std::string_view, 8> kTimeSplitNames{
+    "productive", "checkpoint", "redone", "detection", "relaunch", "restore", "spare_wait", "straggler"};
+std::array<double, 8> as_array(const TimeSplit& s);
+
+// One trial, as plain numbers.
+struct TrialOutcome {
+  TimeSplit split;
+  std::int64_t failures = 0;
+  std::int64_t drained_nodes = 0;
+  std::vector<std::int64_t> failures_by_category;  // model order
+};
+
+// Streaming summary of one quantity over trials: exact up to kExactSampleCap samples, then P² estimates
+// (Jain & Chlamtac, CACM 28(10), 1985) for the percentiles, so memory does not grow with the trial count.
+inline constexpr std::size_t kExactSampleCap = 4096;
+class StreamingSummary {
+ public:
+  StreamingSummary();
+  void add(double x);
+  std::size_t count() const { return n_; }
+  double mean() const { return n_ ? mean_ : 0; }
+  double percentile(double p) const;  // p in [0, 100]; nearest rank while exact
+  SampleStats stats() const;          // min, median (p50), max, mean, p99, stddev, n
+
+ private:
+  struct P2 {
+    double p = 0.5;
+    std::array<double, 5> q{}, n{}, np{}, dn{};
+    void init(const std::array<double, 5>& sorted, double prob);
+    void add(double x);
+  };
+  std::size_t n_ = 0;
+  double mean_ = 0, m2_ = 0, min_ = 0, max_ = 0;
+  std::vector<double> exact_;
+  std::array<P2, 4> p2_;  // p5, p50, p95, p99
+};
+
+struct SimulationSummary {
+  ClusterConfig config;
+  double interval_s = 0;
+  int trials = 0;
+  std::uint64_t seed = 0;
+  double model_mtbf_s = 0;       // 1 / total failure rate of the allocation
+  double expected_failures = 0;  // rate × wall time
+  StreamingSummary goodput_pct;  // reference-step work / wall × 100
+  StreamingSummary ettr;         // productive time (slow steps count) / wall, fraction
+  StreamingSummary failures;
+  double failures_total = 0;
+  double sim_mtbf_s = 0;  // pooled: total wall / total failures (infinite when none)
+  TimeSplit mean_split;   // per trial
+  std::vector<double> mean_failures_by_category;
+  double mean_drained_nodes = 0;
+};
+
+// Runs `trials` trials at checkpoint interval `interval_s` (compute time between two checkpoints).
+SimulationSummary simulate(const FailureModel& model, const ClusterConfig& config, double interval_s,
+                           int trials, std::uint64_t seed);
+// One trial (exposed for tests).
+TrialOutcome simulate_trial(const FailureModel& model, const ClusterConfig& config, double interval_s,
+                            std::uint64_t trial_seed);
+
+// The interval a policy picks and the analytic optima beside it.
+struct IntervalChoice {
+  IntervalPolicy policy = IntervalPolicy::daly;
+  double interval_s = 0;
+  double young_s = 0, daly_s = 0;                   // from C and the model's job MTBF
+  std::vector<std::pair<double, double>> searched;  // (interval, mean goodput %) when policy = search
+};
+// fixed: `fixed_s` (must be ≥ C); young/daly: the formula; search: the best mean simulated goodput over a
+// geometric grid around Daly's optimum (ratio 1.25 from 0.33× to 3×, refined at ratio 1.1), with the same
+// seeds for every candidate (common random numbers) and min(trials, 200) trials each.
+IntervalChoice choose_interval(IntervalPolicy policy, std::optional<double> fixed_s,
+                               const FailureModel& model, const ClusterConfig& config, int trials,
+                               std::uint64_t seed);
+
+// Recovery costs measured by `factorybench resilience` (issue 6 contract): ckpt_save_s → checkpoint,
+// ckpt_restore_s → restore, summary.badput_s.detection / failures → detection,
+// summary.badput_s.relaunch / restarts → relaunch. Fields it could not find are listed in `missing`.
+struct Calibration {
+  std::optional<double> checkpoint_s, restore_s, detection_s, relaunch_s;
+  std::vector<std::string> missing;  // "ckpt_save_s", "summary.badput_s.detection", ...
+  std::string source;                // "FILE: result resilience/NAME"
+};
+Calibration calibrate_from_report(const reports::Report& report, const std::string& source);
+
+}  // namespace fb::resilience

@@ -1,0 +1,78 @@
+#pragma once
+// The resilience event log: append-only JSON Lines (`RUN_DIR/events.jsonl`), one object per line, written
+// with one write(2) per event on an O_APPEND descriptor (so lines from the supervisor and the ranks never
+// interleave) and fsync'ed for the events accounting cannot do without. Every event carries "type" and "t"
+// (wall-clock seconds since the Unix epoch, microsecond resolution). The goodput ledger is a pure function
+// of this log; the format of each event type is documented in docs/resilience.md.
+#include <cstddef>
+#include <filesystem>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace fb::resilience {
+
+// Wall-clock seconds since the Unix epoch (system_clock), microsecond resolution.
+double wall_now();
+
+// Event types, one table: name used in the log.
+namespace event {
+inline constexpr std::string_view job_start = "job_start";
+inline constexpr std::string_view attempt_start = "attempt_start";
+inline constexpr std::string_view init_done = "init_done";
+inline constexpr std::string_view step = "step";
+inline constexpr std::string_view ckpt_save_start = "ckpt_save_start";
+inline constexpr std::string_view ckpt_save_end = "ckpt_save_end";
+inline constexpr std::string_view ckpt_commit = "ckpt_commit";
+inline constexpr std::string_view ckpt_restore_start = "ckpt_restore_start";
+inline constexpr std::string_view ckpt_restore_end = "ckpt_restore_end";
+inline constexpr std::string_view fault_injected = "fault_injected";
+inline constexpr std::string_view failure_detected = "failure_detected";
+inline constexpr std::string_view straggler_detected = "straggler_detected";
+inline constexpr std::string_view drain = "drain";
+inline constexpr std::string_view relaunch = "relaunch";
+inline constexpr std::string_view attempt_end = "attempt_end";
+inline constexpr std::string_view job_end = "job_end";
+}  // namespace event
+
+enum class Durability {
+  flush,  // in the kernel before append returns: survives the writer's crash (SIGKILL)
+  fsync,  // on disk before append returns: survives a node crash
+};
+
+class EventLog {
+ public:
+  // Opens (creating) the log for appending. A torn last line left by a killed writer is terminated with a
+  // newline first, so the next event starts on a line of its own.
+  explicit EventLog(std::filesystem::path path);
+  ~EventLog();
+  EventLog(const EventLog&) = delete;
+  EventLog& operator=(const EventLog&) = delete;
+
+  // Appends one event; adds "t" = wall_now() when absent. `event` must be an object with a "type".
+  void append(nlohmann::json event, Durability durability = Durability::flush);
+  const std::filesystem::path& path() const { return path_; }
+
+ private:
+  std::filesystem::path path_;
+  int fd_ = -1;
+  std::mutex mutex_;  // the watchdog thread and the main thread both log
+};
+
+// An event object {"type": type, "t": t} (t = wall_now() when negative).
+nlohmann::json make_event(std::string_view type, double t = -1);
+
+struct EventLogContents {
+  std::vector<nlohmann::json> events;
+  std::size_t torn_lines = 0;  // lines that were not a complete JSON object with "type" and "t" (skipped)
+};
+
+// Parses JSON Lines text. Unparseable lines (a writer killed mid-line) are skipped and counted, never fatal.
+EventLogContents parse_event_log(std::string_view text);
+// Reads the log file; throws an input Error naming the path when it cannot be read.
+EventLogContents read_event_log(const std::filesystem::path& path);
+
+}  // namespace fb::resilience

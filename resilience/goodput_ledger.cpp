@@ -1,0 +1,358 @@
+#include "resilience/goodput_ledger.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <limits>
+
+#include <fmt/format.h>
+
+#include "core/error.hpp"
+#include "core/statistics.hpp"
+#include "resilience/event_log.hpp"
+
+namespace fb::resilience {
+namespace {
+
+enum Category { kSave, kRestore, kProductive, kWasted, kInit, kDetection, kPartial, kRelaunch, kCategories };
+// Overlaps are resolved by this order (first wins): a blocking save inside a step window counts as save.
+
+struct Interval {
+  double begin, end;
+  Category category;
+};
+
+class Reader {
+ public:
+  Reader(const nlohmann::json& e, std::size_t index) : e_(e), index_(index) {}
+  double number(const char* key) const {
+    if (!e_.contains(key) || !e_[key].is_number())
+      throw input_error(
+          fmt::format("event log: event {} ({}): '{}' must be a number", index_, e_.value("type", "?"), key));
+    return e_[key].get<double>();
+  }
+  double number_or(const char* key, double fallback) const {
+    return e_.contains(key) && e_[key].is_number() ? e_[key].get<double>() : fallback;
+  }
+  std::string text_or(const char* key, const std::string& fallback) const {
+    return e_.contains(key) && e_[key].is_string() ? e_[key].get<std::string>() : fallback;
+  }
+  bool flag_or(const char* key, bool fallback) const {
+    return e_.contains(key) && e_[key].is_boolean() ? e_[key].get<bool>() : fallback;
+  }
+
+ private:
+  const nlohmann::json& e_;
+  std::size_t index_;
+};
+
+struct StepRecord {
+  std::int64_t step;
+  double begin, end;
+  bool wasted = false;
+};
+
+bool is_fatal_fault(const std::string& kind) {
+  return kind == "crash" || kind == "hang" || kind == "sdc" || kind == "nan";
+}
+
+}  // namespace
+
+double Badput::total() const {
+  return productive_s + slowdown_s + init_s + ckpt_save_s + ckpt_restore_s + wasted_s + detection_s +
+         relaunch_s + other_s;
+}
+
+std::vector<std::pair<std::string, double>> Badput::items() const {
+  return {{"productive", productive_s}, {"slowdown", slowdown_s},         {"init", init_s},
+          {"ckpt_save", ckpt_save_s},   {"ckpt_restore", ckpt_restore_s}, {"wasted", wasted_s},
+          {"detection", detection_s},   {"relaunch", relaunch_s},         {"other", other_s}};
+}
+
+Ledger compute_ledger(std::span<const nlohmann::json> events) {
+  Ledger L;
+  if (events.empty()) return L;
+  std::vector<Interval> intervals;
+  std::vector<StepRecord> steps;  // every step event, in order
+  std::vector<std::size_t> kept;  // indices into steps of the current lineage
+  double t0 = events.front().value("t", 0.0), t_end = t0;
+  bool have_job_start = false, have_job_end = false;
+  std::optional<double> reference;
+  double restart_init_s = 0;
+
+  // Per attempt state.
+  double attempt_begin = t0, last_activity = t0;
+  bool attempt_open = false, attempt_failed = false;
+  // NaN = none. (std::optional<double> here trips GCC 12's -Wmaybe-uninitialized.)
+  constexpr double kNone = std::numeric_limits<double>::quiet_NaN();
+  double pending_relaunch = kNone;  // detection time of the last fatal failure awaiting a relaunch
+  double last_fault_at = kNone;     // latest fatal fault injected in this attempt
+  double restore_start_at = kNone;
+  long awaiting_resume = -1;  // failure_list index whose resume time is not yet known
+
+  const auto rollback_to = [&](std::int64_t step) {  // steps after `step` in the lineage are lost
+    while (!kept.empty() && steps[kept.back()].step > step) {
+      steps[kept.back()].wasted = true;
+      kept.pop_back();
+    }
+  };
+  const auto mark_resumed = [&](double t) {
+    if (awaiting_resume >= 0) {
+      L.failure_list[static_cast<std::size_t>(awaiting_resume)].resumed_at = t;
+      awaiting_resume = -1;
+    }
+  };
+  const auto close_attempt = [&](double t) {
+    if (attempt_open && !attempt_failed) L.uptime_s += std::max(0.0, t - attempt_begin);
+    attempt_open = false;
+  };
+
+  for (std::size_t i = 0; i < events.size(); ++i) {
+    const auto& e = events[i];
+    const Reader r(e, i);
+    const std::string type = e.value("type", "");
+    const double t = r.number("t");
+    t_end = std::max(t_end, t);
+    if (type == event::job_start) {
+      have_job_start = true;
+      t0 = t;
+      attempt_begin = last_activity = t;
+      if (e.contains("reference_step_s") && e["reference_step_s"].is_number())
+        reference = e["reference_step_s"].get<double>();
+    } else if (type == event::attempt_start) {
+      close_attempt(t);
+      if (!std::isnan(pending_relaunch)) {
+        intervals.push_back({pending_relaunch, t, kRelaunch});
+        pending_relaunch = kNone;
+      }
+      ++L.attempts;
+      attempt_open = true;
+      attempt_failed = false;
+      attempt_begin = last_activity = t;
+      last_fault_at = kNone;
+      restore_start_at = kNone;
+    } else if (type == event::init_done) {
+      if (!attempt_open) {  // a log without attempt_start events: the job start is the attempt start
+        ++L.attempts;
+        attempt_open = true;
+      }
+      intervals.push_back({attempt_begin, t, kInit});
+      if (L.attempts > 1) restart_init_s += t - attempt_begin;
+      last_activity = t;
+    } else if (type == event::ckpt_restore_start) {
+      restore_start_at = t;
+    } else if (type == event::ckpt_restore_end) {
+      const double begin = std::isnan(restore_start_at) ? t - r.number_or("seconds", 0) : restore_start_at;
+      intervals.push_back({begin, t, kRestore});
+      const auto step = static_cast<std::int64_t>(r.number_or("step", 0));
+      rollback_to(step);
+      ++L.ckpt_restores;
+      L.restored_steps.push_back(step);
+      L.ckpt_restore_s += t - begin;
+      L.ckpt_restore_bytes += static_cast<std::uint64_t>(r.number_or("bytes", 0));
+      if (e.contains("skipped") && e["skipped"].is_array())
+        for (const auto& s : e["skipped"])
+          L.ckpt_skipped.push_back({s.value("checkpoint", ""), s.value("reason", "")});
+      mark_resumed(t);
+      last_activity = t;
+    } else if (type == event::step) {
+      const auto step = static_cast<std::int64_t>(r.number("step"));
+      const double begin = r.number("t_start");
+      rollback_to(step - 1);  // a step run again means the earlier run of it (and later ones) was lost
+      mark_resumed(begin);
+      steps.push_back({step, begin, t});
+      kept.push_back(steps.size() - 1);
+      last_activity = t;
+    } else if (type == event::ckpt_save_start) {
+      // interval recorded at ckpt_save_end (which carries its own start when the start event is missing)
+    } else if (type == event::ckpt_save_end) {
+      const double begin = r.number_or("t_start", t - r.number_or("seconds", 0));
+      intervals.push_back({begin, t, kSave});
+      L.ckpt_save_blocking_s += t - begin;
+      if (r.flag_or("ok", true))
+        ++L.ckpt_saves;
+      else
+        ++L.ckpt_save_failures;
+      last_activity = t;
+    } else if (type == event::ckpt_commit) {
+      ++L.ckpt_commits;
+      L.ckpt_write_bytes += static_cast<std::uint64_t>(r.number_or("bytes", 0));
+      L.ckpt_write_s += r.number_or("write_s", 0);
+    } else if (type == event::fault_injected) {
+      ++L.faults_injected;
+      if (is_fatal_fault(r.text_or("kind", ""))) last_fault_at = t;
+    } else if (type == event::failure_detected) {
+      const std::string kind = r.text_or("kind", "unknown");
+      if (!r.flag_or("fatal", true)) {
+        ++L.nonfatal_by_kind[kind];
+        continue;
+      }
+      if (attempt_failed) continue;  // the same failure seen again (e.g. the supervisor after the watchdog)
+      attempt_failed = true;
+      double failed_at = r.number_or("failed_at", std::isnan(last_fault_at) ? last_activity : last_fault_at);
+      failed_at = std::min(failed_at, t);
+      ++L.failures;
+      ++L.failures_by_kind[kind];
+      L.detection_latency_s_by_kind[kind].push_back(t - failed_at);
+      if (last_activity < failed_at) intervals.push_back({last_activity, failed_at, kPartial});
+      intervals.push_back({std::max(failed_at, last_activity), t, kDetection});
+      if (attempt_open) L.uptime_s += std::max(0.0, failed_at - attempt_begin);
+      attempt_open = false;
+      L.failure_list.push_back({L.attempts, kind, static_cast<int>(r.number_or("rank", -1)),
+                                r.text_or("how", ""), failed_at, t, std::nullopt});
+      awaiting_resume = static_cast<long>(L.failure_list.size()) - 1;
+      pending_relaunch = t;
+      last_activity = t;
+    } else if (type == event::relaunch) {
+      ++L.restarts;
+      if (!L.failure_list.empty()) ++L.restarts_by_kind[L.failure_list.back().kind];
+    } else if (type == event::straggler_detected) {
+      ++L.stragglers;
+    } else if (type == event::drain) {
+      ++L.drains;
+    } else if (type == event::job_end) {
+      have_job_end = true;
+      t_end = t;
+    }
+  }
+  (void)have_job_start;
+  (void)have_job_end;
+  close_attempt(t_end);
+  if (!std::isnan(pending_relaunch)) intervals.push_back({pending_relaunch, t_end, kRelaunch});
+
+  for (const auto& s : steps) intervals.push_back({s.begin, s.end, s.wasted ? kWasted : kProductive});
+  L.wall_s = std::max(0.0, t_end - t0);
+
+  // Sweep: each elementary segment of [t0, t_end] goes to the first category covering it, else "other".
+  std::vector<std::pair<double, int>> edges;  // (time, +/-(category+1))
+  for (const auto& iv : intervals) {
+    const double b = std::clamp(iv.begin, t0, t_end), en = std::clamp(iv.end, t0, t_end);
+    if (en <= b) continue;
+    edges.emplace_back(b, static_cast<int>(iv.category) + 1);
+    edges.emplace_back(en, -(static_cast<int>(iv.category) + 1));
+  }
+  std::sort(edges.begin(), edges.end());
+  std::array<double, kCategories> seconds{};
+  std::array<int, kCategories> open{};
+  double covered = 0, prev = t0;
+  for (const auto& [time, code] : edges) {
+    if (time > prev) {
+      for (int c = 0; c < kCategories; ++c)
+        if (open[c] > 0) {
+          seconds[c] += time - prev;
+          covered += time - prev;
+          break;
+        }
+      prev = time;
+    }
+    open[std::abs(code) - 1] += code > 0 ? 1 : -1;
+  }
+
+  // Steps: productive lineage and wasted re-done work.
+  std::vector<double> kept_durations;
+  for (const auto idx : kept) kept_durations.push_back(steps[idx].end - steps[idx].begin);
+  L.kept_steps = static_cast<std::int64_t>(kept.size());
+  L.steps_completed = kept.empty() ? 0 : steps[kept.back()].step;
+  for (const auto& s : steps) L.wasted_steps += s.wasted ? 1 : 0;
+  L.reference_step_s = reference.value_or(summarize(kept_durations).median);
+
+  auto& P = L.parts;
+  L.productive_time_s = seconds[kProductive];
+  const double at_reference = static_cast<double>(L.kept_steps) * L.reference_step_s;
+  P.slowdown_s = std::max(0.0, seconds[kProductive] - at_reference);
+  P.productive_s = seconds[kProductive] - P.slowdown_s;
+  P.init_s = seconds[kInit];
+  P.ckpt_save_s = seconds[kSave];
+  P.ckpt_restore_s = seconds[kRestore];
+  P.wasted_s = seconds[kWasted] + seconds[kPartial];
+  P.detection_s = seconds[kDetection];
+  P.relaunch_s = seconds[kRelaunch];
+  P.other_s = std::max(0.0, L.wall_s - covered);
+
+  if (L.wall_s > 0) {
+    L.goodput = L.productive_time_s / L.wall_s;
+    L.goodput_ref = P.productive_s / L.wall_s;
+    const double loss = P.ckpt_restore_s + P.wasted_s + P.detection_s + P.relaunch_s + restart_init_s;
+    L.ettr = std::clamp(1.0 - loss / L.wall_s, 0.0, 1.0);
+  }
+  L.mttf_censored = L.failures == 0;
+  L.mttf_s = L.failures > 0 ? L.uptime_s / L.failures : L.uptime_s;
+  double repair = 0;
+  int repaired = 0;
+  for (const auto& f : L.failure_list)
+    if (f.resumed_at) {
+      repair += *f.resumed_at - f.failed_at;
+      ++repaired;
+    }
+  L.mttr_s = repaired > 0 ? repair / repaired : 0;
+  if (L.ckpt_write_s > 0) L.ckpt_write_gbps = static_cast<double>(L.ckpt_write_bytes) / L.ckpt_write_s / 1e9;
+  if (L.ckpt_restore_s > 0)
+    L.ckpt_restore_gbps = static_cast<double>(L.ckpt_restore_bytes) / L.ckpt_restore_s / 1e9;
+  return L;
+}
+
+nlohmann::json ledger_to_json(const Ledger& L) {
+  nlohmann::json badput = nlohmann::json::object();
+  for (const auto& [name, s] : L.parts.items())
+    if (name != "productive") badput[name] = s;
+  nlohmann::json latency = nlohmann::json::object();
+  for (const auto& [kind, v] : L.detection_latency_s_by_kind) {
+    const auto st = summarize(v);
+    latency[kind] = {{"mean_s", st.mean}, {"max_s", st.max}, {"n", st.n}};
+  }
+  nlohmann::json failures = nlohmann::json::array();
+  for (const auto& f : L.failure_list) {
+    nlohmann::json j = {{"attempt", f.attempt}, {"kind", f.kind},           {"rank", f.rank},
+                        {"how", f.how},         {"failed_at", f.failed_at}, {"detected_at", f.detected_at}};
+    j["resumed_at"] = f.resumed_at ? nlohmann::json(*f.resumed_at) : nlohmann::json(nullptr);
+    failures.push_back(j);
+  }
+  nlohmann::json skipped = nlohmann::json::array();
+  for (const auto& s : L.ckpt_skipped)
+    skipped.push_back({{"checkpoint", s.checkpoint}, {"reason", s.reason}});
+  nlohmann::json split = nlohmann::json::object();
+  for (const auto& [name, s] : L.parts.items()) split[name] = s;
+  return {{"wall_s", L.wall_s},
+          {"split_s", split},
+          {"badput_s", badput},
+          {"productive_time_s", L.productive_time_s},
+          {"reference_step_s", L.reference_step_s},
+          {"goodput", L.goodput},
+          {"goodput_ref", L.goodput_ref},
+          {"ettr", L.ettr},
+          {"uptime_s", L.uptime_s},
+          {"mttf_s", L.mttf_s},
+          {"mttf_censored", L.mttf_censored},
+          {"mttr_s", L.mttr_s},
+          {"attempts", L.attempts},
+          {"failures", L.failures},
+          {"restarts", L.restarts},
+          {"failures_by_kind", L.failures_by_kind},
+          {"restarts_by_kind", L.restarts_by_kind},
+          {"nonfatal_by_kind", L.nonfatal_by_kind},
+          {"detection_latency_by_kind", latency},
+          {"failure_list", failures},
+          {"steps_completed", L.steps_completed},
+          {"kept_steps", L.kept_steps},
+          {"wasted_steps", L.wasted_steps},
+          {"stragglers", L.stragglers},
+          {"drains", L.drains},
+          {"faults_injected", L.faults_injected},
+          {"checkpoints",
+           {{"saves", L.ckpt_saves},
+            {"save_failures", L.ckpt_save_failures},
+            {"commits", L.ckpt_commits},
+            {"restores", L.ckpt_restores},
+            {"save_blocking_s", L.ckpt_save_blocking_s},
+            {"write_s", L.ckpt_write_s},
+            {"write_bytes", L.ckpt_write_bytes},
+            {"write_gbps", L.ckpt_write_gbps},
+            {"restore_s", L.ckpt_restore_s},
+            {"restore_bytes", L.ckpt_restore_bytes},
+            {"restore_gbps", L.ckpt_restore_gbps},
+            {"restored_steps", L.restored_steps},
+            {"skipped", skipped}}},
+          {"torn_lines", L.torn_lines}};
+}
+
+}  // namespace fb::resilience

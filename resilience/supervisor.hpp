@@ -1,0 +1,64 @@
+#pragma once
+// The supervisor of `factorybench resilience`: launches the training job as real child processes
+// (`mpirun -np N factorybench train --run-dir DIR --resume …`), watches its exit status and the event log's
+// heartbeat, relaunches it until the steps are done, the time budget is spent or the restarts run out, and
+// never leaves ranks behind (each attempt runs in its own process group, killed as a whole).
+// With policy "drain", a rank whose slot failed or straggled `drain_after` times is moved to a spare slot.
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "resilience/goodput_ledger.hpp"
+
+namespace fb::resilience {
+
+struct SupervisorOptions {
+  int ranks = 1;
+  std::string launcher = "mpirun";  // mpirun | srun | none
+  std::vector<std::string> launcher_args;
+  std::string binary;                   // factorybench (default: /proc/self/exe)
+  std::vector<std::string> train_args;  // forwarded to `train` (model, layout, checkpoint options, …)
+  std::filesystem::path run_dir;
+  std::string faults;
+  std::int64_t steps = 0;
+  double time_budget_s = 0;  // 0 = none
+  int max_restarts = 10;
+  std::string policy = "none";  // none | drain
+  int spares = 0;
+  int drain_after = 1;
+  double heartbeat_timeout_s = 120;  // the log silent this long: killed, counted as a hang
+  std::vector<std::string> exclude_hosts;  // srun: `--exclude` (the supervisor adds the nodes it drains)
+};
+
+struct SupervisorResult {
+  Ledger ledger;
+  std::vector<nlohmann::json> events;
+  bool completed = false;
+  std::string stop_reason;  // completed | restarts exhausted | time budget spent
+  std::vector<nlohmann::json> drains;
+  double mttf_before_drain_s = 0, mttf_after_drain_s = 0;
+  int failures_before_drain = 0, failures_after_drain = 0;
+};
+
+// Throws usage Errors for bad options; runtime Errors when a launch is impossible.
+SupervisorResult run_supervisor(const SupervisorOptions& options);
+
+// The launcher command line of one attempt (pure; for tests and the report).
+std::vector<std::string> launch_command(const SupervisorOptions& options, int attempt);
+
+// "process rank 1 with PID 123 on node x exited on signal 9" (Open MPI) or "task 1: Killed" (Slurm) → 1.
+int failed_rank_from_launcher_output(const std::string& text);
+
+// srun: "srun: error: node7: task 3: Killed" → "node7" (the node of the first task that failed); "" if none.
+std::string failed_host_from_launcher_output(const std::string& text);
+
+// srun: the step name of an attempt, unique per run directory, used to find the step's id for scancel.
+std::string srun_step_name(const SupervisorOptions& options, int attempt);
+
+// `squeue -h -s -o "%i %j"` output → ids ("123.4") of the steps called `name`.
+std::vector<std::string> slurm_steps_named(const std::string& squeue_output, const std::string& name);
+
+}  // namespace fb::resilience

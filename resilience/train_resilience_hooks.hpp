@@ -1,0 +1,126 @@
+#pragma once
+// The resilience side of `factorybench train --run-dir DIR`: implements workloads::TrainHooks to log every
+// event (resilience/event_log.hpp), write and restore real checkpoints (checkpoint_store.hpp), inject the
+// planned faults (fault_plan.hpp) and detect failures: a watchdog thread per rank (hangs), a straggler score
+// every `check_every` steps, a majority vote of data-parallel replicas' checksums (SDC) and NaN checks on the
+// agreed loss. Fatal detections stop the run (after_step returns false on every rank) or abort the process
+// (watchdog), and the supervisor restarts the job from the newest verified checkpoint.
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/mpi_context.hpp"
+#include "resilience/checkpoint_store.hpp"
+#include "resilience/event_log.hpp"
+#include "resilience/fault_plan.hpp"
+#include "workloads/train_hooks.hpp"
+
+namespace fb::resilience {
+
+struct ResilienceOptions {
+  std::string run_dir;                // empty: no hooks
+  std::int64_t checkpoint_every = 0;  // steps; 0 = none unless checkpoint_interval is set
+  std::string checkpoint_interval;    // "" | DURATION | "auto" (Daly from the measured save cost and mtbf)
+  double mtbf_s = 0;                  // for auto
+  int keep = 2;
+  std::uint64_t state_bytes = 0;  // 0 = the model's state; larger pads the shard with seeded bytes
+  bool async_checkpoint = false;
+  bool resume = false;
+  std::string faults;                 // --faults SPEC|FILE
+  std::string hang_timeout = "auto";  // DURATION | auto
+  double straggler_threshold = 0.8;
+  std::int64_t check_every = 5;  // straggler score and SDC vote period (steps)
+  std::uint64_t seed = 42;
+};
+
+// Validates the options (usage Errors naming the option); identical on every rank.
+void validate_resilience_options(const ResilienceOptions& options, int world_size);
+
+// `--hang-timeout auto`: max(floor, multiple × median step time); before any step completed, `first_step_s`.
+struct HangTimeoutPolicy {
+  std::optional<double> fixed_s;
+  double floor_s = 3, multiple = 10, first_step_s = 120;
+  double timeout(double median_step_s, bool any_step_done) const;
+};
+HangTimeoutPolicy parse_hang_timeout(const std::string& text);
+
+// Straggler scores: median(times) / time per rank (1 = typical, < 1 slower). Pure.
+std::vector<double> straggler_scores(const std::vector<double>& times);
+// SDC vote: for each rank, true when its checksum differs from the majority of the ranks in its replica
+// group (same `group` value). Groups without a strict majority flag nobody. Pure.
+std::vector<bool> sdc_outliers(const std::vector<std::uint64_t>& checksums, const std::vector<int>& group);
+
+class TrainResilienceHooks final : public workloads::TrainHooks {
+ public:
+  // `replica_group`: ranks with the same value hold identical replicated state (the SDC vote groups).
+  TrainResilienceHooks(ResilienceOptions options, MpiContext& mpi, int replica_group);
+  ~TrainResilienceHooks() override;
+
+  std::int64_t on_start(workloads::TrainStateAccess& state) override;
+  void before_step(std::int64_t step) override;
+  bool after_step(std::int64_t step, const workloads::StepOutcome& outcome) override;
+  void on_finish(std::int64_t last_step) override;
+
+  // Last step restored from a checkpoint (0 = none) and whether the run stopped for a rollback.
+  std::int64_t restored_step() const { return restored_step_; }
+  bool rolled_back() const { return rollback_; }
+
+ private:
+  void log(nlohmann::json event, Durability durability = Durability::flush);
+  void heartbeat(std::int64_t entered, std::int64_t completed);
+  void inject(const PlannedFault& fault, std::int64_t step);
+  bool checkpoint_due(std::int64_t step, double step_s);
+  void save_checkpoint(std::int64_t step);
+  void poll_async(bool wait);
+  void report_write_failure(std::int64_t step, const std::vector<int>& oks, const std::string& error);
+  void commit_gathered(std::int64_t step, const ShardInfo& mine, double write_s_local);
+  bool vote_sdc(std::int64_t step);
+  void check_stragglers(std::int64_t step);
+  void corrupt_newest_checkpoint(const PlannedFault& fault, std::int64_t step);
+  void watchdog_loop();
+  int failing_rank_from_heartbeats() const;
+
+  ResilienceOptions o_;
+  MpiContext& mpi_;
+  int replica_group_;
+  int slot_;  // this rank's node slot (placement.json; a drained rank's spare has another slot)
+  int attempt_;
+  std::filesystem::path dir_;
+  std::unique_ptr<EventLog> log_;
+  CheckpointStore store_;
+  FaultPlan plan_;
+  std::unique_ptr<FiredRecord> fired_;
+  HangTimeoutPolicy hang_;
+  workloads::TrainStateAccess* state_ = nullptr;
+  double job_start_ = 0;
+  double step_start_ = 0;
+  std::int64_t restored_step_ = 0;
+  bool rollback_ = false;
+  // Checkpointing.
+  std::vector<std::byte> buffer_;
+  AsyncShardWriter async_;
+  double async_started_ = 0;
+  std::int64_t last_save_step_ = 0;
+  double last_save_time_ = 0;
+  std::int64_t interval_steps_ = 0;  // resolved from a time interval
+  std::optional<double> interval_s_;
+  bool write_fail_pending_ = false;
+  std::vector<PlannedFault> corrupt_pending_;
+  // Stragglers.
+  double straggler_factor_ = 1, straggler_until_ = 0, injected_sleep_ = 0, window_compute_ = 0;
+  std::vector<double> own_compute_;
+  // Watchdog.
+  std::thread watchdog_;
+  std::atomic<bool> stop_{false};
+  std::atomic<double> last_progress_{0};
+  std::atomic<double> median_step_{0};
+  std::atomic<bool> any_step_{false};
+  std::vector<double> step_times_;
+  int heartbeat_fd_ = -1;
+};
+
+}  // namespace fb::resilience

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# factorybench collective with bad input: exit 2, one clear line naming the option, no report, no allocation.
+. "$(dirname "$0")/../lib.sh"
+cd "$T"
+
+C=(collective --backend host)
+expect_error min_gt_max 2 "minbytes.*larger than.*maxbytes" fb "${C[@]}" -b 1M -e 1K -o "$T/r1.json"
+expect_error factor_lt_2 2 "stepfactor 1.*at least 2" fb "${C[@]}" -b 8 -e 64 -f 1 -o "$T/r2.json"
+expect_error unknown_op 2 "--op 'allscatter'" fb "${C[@]}" --op allscatter -o "$T/r3.json"
+expect_error unknown_dtype 2 "dtype.*fp7" fb "${C[@]}" -d fp7 -o "$T/r4.json"
+expect_error too_large 2 "needs .* per rank.*free" fb "${C[@]}" -b 64T -e 64T -o "$T/r5.json"
+expect_error split_1 2 "--split 2: must divide the world size 1" fb "${C[@]}" --split 2 -o "$T/r6.json"
+expect_error bad_size 2 "minbytes" fb "${C[@]}" -b 12Q -o "$T/r7.json"
+expect_error bad_redop 2 "reduce op 'prod'" fb "${C[@]}" --redop prod -o "$T/r8.json"
+expect_error bad_root 2 "--root 3" fb "${C[@]}" --op broadcast --root 3 -o "$T/r9.json"
+expect_error bad_average 2 "average" fb "${C[@]}" -a 5 -o "$T/r10.json"
+expect_error moe_without_tokens 2 "need --moe-tokens" fb "${C[@]}" --op alltoallv --experts 8 -o "$T/r11.json"
+expect_error moe_wrong_op 2 "--moe-tokens needs --op alltoallv" fb "${C[@]}" --moe-tokens 8 --experts 8 --top-k 2 -o "$T/r12.json"
+expect_error moe_topk 2 "--top-k 9" fb "${C[@]}" --op alltoallv --moe-tokens 8 --experts 8 --top-k 9 -o "$T/r13.json"
+expect_error zero_iters 2 "--iters 0" fb "${C[@]}" -n 0 -o "$T/r14.json"
+expect_error step_zero 2 "stepbytes" fb "${C[@]}" -i 0 -o "$T/r15.json"
+for i in $(seq 1 15); do [ ! -e "$T/r$i.json" ] || fail "a report was written despite the error (r$i)"; done
+
+# A good run in one process (world size 1) works and validates.
+run_capture good fb "${C[@]}" --op all --check -b 64 -e 1K -f 4 -n 2 -w 1 -o "$T/good.json"
+[ "$RC" -eq 0 ] && validate "$T/good.json" || fail "world-size-1 run exited $RC: $(cat "$T/good.err")"
+finish

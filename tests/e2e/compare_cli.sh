@@ -1,0 +1,112 @@
+#!/usr/bin/env bash
+# factorybench compare and report as a CI user runs them: exit codes 0/1/2, every --format, JUnit validated
+# with xmllint against tests/data/junit.xsd, a reference comparison with its ratio column, and the HTML
+# report's one <svg> per chart.
+. "$(dirname "$0")/../lib.sh"
+set -e
+DATA="$FB_SOURCE_DIR/tests/data"
+XSD="$DATA/junit.xsd"
+BASE="$DATA/report_sample.json"
+
+# Candidates derived from the sample: the same run, one regression, a malformed file, other variants.
+"$PY" - "$BASE" "$T" <<'EOF'
+import copy, json, sys
+base = json.load(open(sys.argv[1])); out = sys.argv[2]
+def save(name, d): json.dump(d, open(f"{out}/{name}.json", "w"), indent=1)
+def find(d, name): return next(r for r in d["results"] if r["name"] == name)
+d = copy.deepcopy(base); find(d, "allreduce/bf16/1073741824")["metrics"]["busbw_gbps"]["value"] *= 0.80; save("worse", d)
+d = copy.deepcopy(base); d["run"]["backend"] = "host"; d["run"]["world_size"] = 4; save("other_backend", d)
+d = copy.deepcopy(base); d["results"] = [r for r in d["results"] if r["name"] != "bf16/4096x4096x4096"]; save("missing", d)
+d = copy.deepcopy(base); find(d, "allreduce/bf16/1048576")["metrics"]["busbw_gbps"]["value"] = "fast"; save("malformed", d)
+d = copy.deepcopy(base); find(d, "allreduce/bf16/1048576")["metrics"]["busbw_gbps"]["unit"] = "MB/s"; save("units", d)
+d = copy.deepcopy(base); d["results"] = [dict(r, benchmark="other") for r in d["results"]]; save("disjoint", d)
+ref = json.load(open(sys.argv[1].replace("tests/data/report_sample.json", "configs/references/h200-8gpu.json")))
+mine = copy.deepcopy(base)
+find(mine, "allreduce/bf16/17179869184")["metrics"]["busbw_gbps"]["value"] = 470.0
+save("mine_h200", mine)
+EOF
+printf '{"rules": ["train/* mfu >= 0.45"]}\n' >"$T/floor.json"
+printf '{"rules": [{"metric": "mfu", "min": "high"}]}\n' >"$T/bad_rules.json"
+
+# Exit 0: a run against itself.
+run_capture same fb compare "$BASE" "$BASE"
+[ "$RC" -eq 0 ] && grep -q "gate: pass -> exit 0" "$T/same.out" && ok "same report: exit 0" || fail "same: rc=$RC $(cat "$T/same.err")"
+
+# Exit 1: one busbw 20% lower; the row says WORSE.
+run_capture worse fb compare "$BASE" "$T/worse.json"
+[ "$RC" -eq 1 ] && ok "regression: exit 1" || fail "regression: rc=$RC"
+grep -qE "collective/allreduce/bf16/1073741824 +busbw_gbps .*-20\.0% .*WORSE" "$T/worse.out" && ok "table names the WORSE row" ||
+  fail "table row: $(cat "$T/worse.out")"
+run_capture worse_tol fb compare "$BASE" "$T/worse.json" --tolerance 25%
+[ "$RC" -eq 0 ] && ok "--tolerance 25%: exit 0" || fail "--tolerance: rc=$RC"
+
+# Every format; JUnit validates against the schema and has one testcase per compared metric.
+run_capture junit fb compare "$BASE" "$T/worse.json" --format junit -o "$T/compare.xml"
+[ "$RC" -eq 1 ] && [ ! -s "$T/junit.out" ] && ok "junit to -o, nothing on stdout" || fail "junit: rc=$RC"
+xmllint --noout --schema "$XSD" "$T/compare.xml" 2>"$T/xmllint.err" && ok "compare JUnit validates (xmllint)" ||
+  fail "xmllint: $(cat "$T/xmllint.err")"
+fb compare "$BASE" "$T/worse.json" --format json >"$T/compare.json" || true
+compared=$(json "$T/compare.json" 'd["summary"]["compared"]')
+testcases=$(grep -c "<testcase " "$T/compare.xml")
+[ "$compared" -eq "$testcases" ] && [ "$testcases" -gt 50 ] && ok "one testcase per metric ($testcases)" ||
+  fail "testcases $testcases vs compared $compared"
+assert_json "$T/compare.json" 'd["summary"]["exit_status"] == 1 and d["summary"]["counts"]["WORSE"] == 1' "json summary"
+grep -q 'failures="1"' "$T/compare.xml" && ok "junit counts the failure" || fail "junit failures"
+run_capture md fb compare "$BASE" "$T/worse.json" --format md
+grep -q "| collective/allreduce/bf16/1073741824 | busbw_gbps | 458.5 | 366.8 | -20.0% | 0.800 | \*\*WORSE\*\* |" "$T/md.out" &&
+  ok "markdown row" || fail "markdown: $(grep 1073741824 "$T/md.out")"
+
+# Warnings for a different backend and world size; missing results with and without --fail-on-missing.
+run_capture backend fb compare "$BASE" "$T/other_backend.json"
+[ "$RC" -eq 0 ] && grep -q "warning: backends differ: baseline cuda, candidate host" "$T/backend.out" &&
+  grep -q "warning: world sizes differ: baseline 8, candidate 4" "$T/backend.out" && ok "warnings" || fail "warnings"
+run_capture missing fb compare "$BASE" "$T/missing.json"
+[ "$RC" -eq 0 ] && grep -q "MISSING" "$T/missing.out" && ok "missing: exit 0" || fail "missing: rc=$RC"
+run_capture missing_fail fb compare "$BASE" "$T/missing.json" --fail-on-missing
+[ "$RC" -eq 1 ] && ok "--fail-on-missing: exit 1" || fail "--fail-on-missing: rc=$RC"
+
+# Rules: a floor the sample's mixtral result (mfu 0.39) breaks.
+run_capture floor fb compare "$BASE" "$BASE" --rules "$T/floor.json"
+[ "$RC" -eq 1 ] && grep -qE "mfu .*WORSE +0.39 below floor 0.45" "$T/floor.out" && ok "floor: exit 1" ||
+  fail "floor: rc=$RC $(grep mfu "$T/floor.out")"
+
+# Exit 2: usage and input errors, one line naming the file and JSON path, nothing written.
+expect_error malformed 2 'malformed.json: \$\.results\[0\]\.metrics\.busbw_gbps\.value: expected a number' \
+  fb compare "$BASE" "$T/malformed.json" -o "$T/never.md"
+[ ! -e "$T/never.md" ] && ok "no output file on error" || fail "output written on error"
+expect_error bad_rules 2 'bad_rules.json: \$\.rules\[0\]\.min: expected a number' fb compare "$BASE" "$BASE" --rules "$T/bad_rules.json"
+expect_error units 2 'units.json: \$\.results\[0\]\.metrics\.busbw_gbps\.unit: "MB/s" but the baseline .* has "GB/s"' \
+  fb compare "$BASE" "$T/units.json"
+expect_error disjoint 2 'no result in common' fb compare "$BASE" "$T/disjoint.json"
+expect_error no_file 2 'nope.json' fb compare "$BASE" "$T/nope.json"
+expect_error bad_format 2 "invalid --format 'xml'" fb compare "$BASE" "$BASE" --format xml
+expect_error bad_tolerance 2 "invalid --tolerance 'lots'" fb compare "$BASE" "$BASE" --tolerance lots
+fb compare --help | grep -q "Exit status: 0 no regression; 1 at least one WORSE" && ok "--help documents the exit status" ||
+  fail "--help"
+
+# A run as a fraction of a published figure.
+run_capture ref fb compare "$FB_SOURCE_DIR/configs/references/h200-8gpu.json" "$T/mine_h200.json" --format md
+grep -q "| published | candidate | change | fraction of published |" "$T/ref.out" &&
+  grep -q "| collective/allreduce/bf16/17179869184 | busbw_gbps | 482.3 | 470 | -2.6% | 0.974 | SAME |" "$T/ref.out" &&
+  ok "reference comparison shows the fraction of the published figure" || fail "reference: $(cat "$T/ref.out")"
+
+# report: every format; html has one <svg> per chart and nothing external.
+fb report "$BASE" --format html -o "$T/report.html"
+charts=$(grep -c '<figure class="chart"' "$T/report.html")
+svgs=$(grep -o '<svg ' "$T/report.html" | wc -l)
+[ "$charts" -eq 8 ] && [ "$svgs" -eq "$charts" ] && ok "html: $svgs svg for $charts charts" || fail "html: $svgs svg, $charts charts"
+grep -qiE '<script|<link |https?://[^w]' "$T/report.html" && fail "html is not self-contained" || ok "html self-contained"
+fb report "$BASE" "$T/worse.json" --format html -o "$T/trend.html"
+grep -q "change</th>" "$T/trend.html" && ok "html trend over two runs" || fail "trend"
+fb report "$BASE" --format junit -o "$T/report.xml"
+xmllint --noout --schema "$XSD" "$T/report.xml" 2>"$T/xmllint2.err" && ok "report JUnit validates" || fail "$(cat "$T/xmllint2.err")"
+fb report "$BASE" --format prometheus >"$T/metrics.prom"
+grep -q '^factorybench_busbw_gbps{benchmark="collective",result="allreduce/bf16/1048576",op="allreduce",dtype="bf16",size="1048576"} ' \
+  "$T/metrics.prom" && ok "prometheus sample line" || fail "prometheus: $(head -5 "$T/metrics.prom")"
+bad=$(grep -vcE '^(# (HELP|TYPE) [a-zA-Z_:][a-zA-Z0-9_:]* .*|[a-zA-Z_:][a-zA-Z0-9_:]*\{[^}]*\} [-+0-9.eEInfNa]+)$' "$T/metrics.prom" || true)
+[ "$bad" -eq 0 ] && ok "prometheus lines parse" || fail "$bad prometheus lines do not parse"
+fb report "$BASE" >"$T/report.md"
+grep -q "^## collective" "$T/report.md" && ok "markdown report" || fail "markdown report"
+expect_error report_format 2 "invalid --format 'pdf'" fb report "$BASE" --format pdf
+expect_error report_bad 2 'malformed.json: \$\.results\[0\]\.metrics\.busbw_gbps\.value' fb report "$T/malformed.json"
+finish

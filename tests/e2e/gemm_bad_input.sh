@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# factorybench gemm with bad input: exit 2, one clear line naming the option, nothing allocated, no report.
+. "$(dirname "$0")/../lib.sh"
+cd "$T"
+
+G=(gemm --backend host --iters 1 --warmup 0)
+expect_error zero_m 2 "invalid --m '0': must be positive" fb "${G[@]}" --m 0 -o "$T/r1.json"
+expect_error negative_n 2 "--n.*-5" fb "${G[@]}" --n=-5 -o "$T/r2.json"
+expect_error zero_in_list 2 "invalid --k '128,0'" fb "${G[@]}" --k 128,0 -o "$T/r3.json"
+expect_error bad_range 2 "invalid --m '512:256:64': range stop below start" fb "${G[@]}" --m 512:256:64 -o "$T/r4.json"
+expect_error zero_batch 2 "invalid --batch 0" fb "${G[@]}" --batch 0 -o "$T/r5.json"
+# 1G x 1G x 16 fp32: C alone is 4 EiB. Refused before anything is allocated (no std::bad_alloc, no OOM kill).
+expect_error too_large 2 "GEMM fp32/1073741824x1073741824x16: A, B and C need .* but the host backend has .* free" \
+  fb "${G[@]}" --m 1G --n 1G --k 16 -o "$T/r6.json"
+expect_error dim_over_int32 2 "invalid --k '4G': at most 2147483647" fb "${G[@]}" --k 4G -o "$T/r7.json"
+expect_error fp8_on_host 2 "fp8 needs the cuda backend" fb "${G[@]}" --dtype fp8_e4m3 -o "$T/r8.json"
+expect_error fp16_on_host 2 "fp16 needs the cuda backend" fb "${G[@]}" --dtype fp16 -o "$T/r9.json"
+expect_error unknown_dtype 2 "dtype.*fp7" fb "${G[@]}" --dtype fp7 -o "$T/r10.json"
+expect_error unknown_model 2 "no-such-model" fb "${G[@]}" --model no-such-model -o "$T/r11.json"
+expect_error model_tp_split 2 "heads 32 is not divisible by --tp 3" fb "${G[@]}" --model llama3-8b --tp 3 -o "$T/r12.json"
+expect_error model_with_dims 2 "--model takes its shapes from the model" fb "${G[@]}" --model llama3-8b --m 64 -o "$T/r13.json"
+expect_error tp_without_model 2 "need --model" fb "${G[@]}" --tp 8 -o "$T/r14.json"
+expect_error zero_iters 2 "invalid --iters 0" fb gemm --backend host --iters 0 -o "$T/r15.json"
+expect_error bad_threshold 2 "invalid --outlier-threshold '150%'" fb "${G[@]}" --outlier-threshold 150% -o "$T/r16.json"
+expect_error bad_transpose 2 "invalid --ta 'X': expected N or T" fb "${G[@]}" --ta X -o "$T/r17.json"
+for i in $(seq 1 17); do [ ! -e "$T/r$i.json" ] || fail "a report was written despite the error (r$i)"; done
+finish

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# factorybench gemm on the host backend as a user runs it: every host dtype checked against the fp64
+# reference, the report's contract metrics, a batched shape, the sweep summary and a model's layer GEMMs.
+. "$(dirname "$0")/../lib.sh"
+cd "$T"
+
+run_capture dtypes bash -c 'for d in fp32 fp64 bf16; do
+    "$FACTORYBENCH" gemm --backend host --dtype $d --m 256 --n 192 --k 128 --iters 3 --warmup 1 -o "'"$T"'/$d.json" || exit $?
+  done'
+[ "$RC" -eq 0 ] && ok "fp32, fp64, bf16 runs exit 0" || fail "dtype runs exit $RC: $(cat "$T/dtypes.err")"
+for d in fp32 fp64 bf16; do
+  validate "$T/$d.json"
+  assert_json "$T/$d.json" "d['results'][0]['name'] == '$d/256x192x128' and d['results'][0]['status'] == 'ok'" "$d: name and status"
+  assert_json "$T/$d.json" "all(m in d['results'][0]['metrics'] for m in ('tflops', 'time_us', 'mfu'))" "$d: tflops, time_us, mfu"
+  assert_json "$T/$d.json" "d['results'][0]['metrics']['tflops']['stats']['n'] == 3 and d['results'][0]['metrics']['tflops']['value'] > 0" "$d: 3 timed samples"
+  assert_json "$T/$d.json" "0 < d['results'][0]['metrics']['mfu']['value'] and d['results'][0]['metrics']['mfu']['unit'] == 'fraction'" "$d: mfu is a positive fraction"
+  assert_json "$T/$d.json" "d['results'][0]['params']['check'] is True and d['results'][0]['extra']['check']['worst_error_ratio'] <= 1" "$d: checked against fp64"
+  assert_json "$T/$d.json" "d['summary']['peak_source'].startswith('measured') and len(d['results'][0]['per_rank']['tflops']) == 1" "$d: peak source and per_rank"
+done
+assert_json "$T/bf16.json" "d['results'][0]['params']['emulated'] == ('emulated' in d['results'][0]['params']['engine'])" "bf16: emulated flag matches the engine name"
+grep -q "fp32/256x192x128" "$T/dtypes.out" && ok "table printed" || fail "no table: $(cat "$T/dtypes.out")"
+
+run_capture batched fb gemm --backend host --m 64 --n 32 --k 48 --batch 4 --ta T --iters 2 -o "$T/batched.json"
+[ "$RC" -eq 0 ] && ok "batched run" || fail "batched exit $RC: $(cat "$T/batched.err")"
+assert_json "$T/batched.json" "d['results'][0]['name'] == 'fp32/64x32x48/batch4/TN' and d['results'][0]['params']['flops'] == 2*64*32*48*4" "batched: name and FLOPs"
+
+run_capture sweep fb gemm --backend host --sweep --m 64:128:64 --n 64 --k 32,64 --iters 2 --warmup 0 -o "$T/sweep.json"
+[ "$RC" -eq 0 ] && ok "sweep run" || fail "sweep exit $RC: $(cat "$T/sweep.err")"
+validate "$T/sweep.json"
+assert_json "$T/sweep.json" "len(d['results']) == 4 and d['summary']['sweep']['shapes'] == 4" "sweep: 2x1x2 shapes"
+assert_json "$T/sweep.json" "d['summary']['sweep']['best']['tflops'] == max(r['metrics']['tflops']['value'] for r in d['results'])" "sweep: best is the maximum"
+grep -q "# sweep: best" "$T/sweep.out" && ok "sweep line printed" || fail "sweep line missing"
+
+run_capture model fb gemm --backend host --model tiny-dense --tp 2 --seq 64 --iters 2 --warmup 0 -o "$T/model.json"
+[ "$RC" -eq 0 ] && ok "model run" || fail "model exit $RC: $(cat "$T/model.err")"
+validate "$T/model.json"
+assert_json "$T/model.json" "'tiny-dense/tp2/mlp_down/fwd' in [r['name'] for r in d['results']]" "model: results named for their layer role"
+assert_json "$T/model.json" "all(r['params']['pass'] in ('fwd', 'dgrad', 'wgrad') for r in d['results'])" "model: fwd, dgrad, wgrad"
+
+run_capture nocheck fb gemm --backend host --m 64 --n 64 --k 64 --iters 2 --no-check -o "$T/nocheck.json"
+assert_json "$T/nocheck.json" "d['results'][0]['params']['check'] is False and 'check' not in d['results'][0].get('extra', {})" "--no-check skips the reference"
+finish

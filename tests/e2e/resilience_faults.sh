@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# factorybench resilience end to end: 4 host ranks under mpirun, real checkpoints, injected faults, the
+# supervisor relaunching, and the goodput ledger (issue 6). Then each fault kind on its own.
+. "$(dirname "$0")/../lib.sh"
+set -e
+
+COMMON=(--launcher mpirun --launcher-args "--oversubscribe" --model tiny-dense --backend host --max-restarts 6
+        --hang-timeout 4s --heartbeat-timeout 60s)
+
+# --- The issue's scenario ---------------------------------------------------------------------------------
+FAULTS="crash@step=15,rank=1;hang@step=33,rank=2;ckpt-corrupt@step=40;crash@step=45,rank=3"
+start=$(date +%s)
+run_capture main fb resilience --ranks 4 "${COMMON[@]}" --steps 60 --checkpoint-every 10 --faults "$FAULTS" \
+  --run-dir "$T/run" -o "$T/main.json"
+elapsed=$(( $(date +%s) - start ))
+[ "$RC" -eq 0 ] || { cat "$T/main.out" "$T/main.err" >&2; die "resilience run failed with exit $RC"; }
+cat "$T/main.out"
+validate "$T/main.json"
+R='d["results"][0]'
+L="$R[\"extra\"][\"ledger\"]"
+assert_json "$T/main.json" "$R['metrics']['steps_completed']['value'] == 60" "reaches step 60"
+assert_json "$T/main.json" "$R['metrics']['failures']['value'] == 3" "3 failures"
+assert_json "$T/main.json" "$R['metrics']['restarts']['value'] == 3" "3 restarts"
+assert_json "$T/main.json" "$L['checkpoints']['restored_steps'] == [0, 10, 30, 30]" "restores from 10, 30, 30"
+assert_json "$T/main.json" "any(s['checkpoint'] == 'step-00000040' and 'checksum mismatch' in s['reason'] for s in $L['checkpoints']['skipped'])" "corrupt step-40 checkpoint skipped with its reason"
+assert_json "$T/main.json" "$R['metrics']['wasted_steps']['value'] == 20" "20 wasted steps (11-14, 31-32, 31-44)"
+assert_json "$T/main.json" "[f['kind'] for f in $L['failure_list']] == ['crash', 'hang', 'crash']" "failure kinds crash, hang, crash"
+assert_json "$T/main.json" "[f['rank'] for f in $L['failure_list']] == [1, 2, 3]" "failure ranks 1, 2, 3"
+assert_json "$T/main.json" "abs(sum($L['split_s'].values()) - $L['wall_s']) <= 0.01 * $L['wall_s']" "badput parts sum to the wall time within 1%"
+assert_json "$T/main.json" "abs(sum(d['summary']['badput_s'].values()) + $L['split_s']['productive'] - $R['metrics']['wall_s']['value']) <= 0.01 * $R['metrics']['wall_s']['value']" "summary.badput_s + productive = wall"
+assert_json "$T/main.json" "0 < $R['metrics']['goodput_pct']['value'] < 100 and 0 < $R['metrics']['ettr']['value'] <= 1" "goodput and ETTR in range"
+assert_json "$T/main.json" "$R['metrics']['ckpt_write_gbps']['value'] > 0 and $R['metrics']['mttf_s']['value'] > 0" "checkpoint bandwidth and MTTF measured"
+assert_json "$T/main.json" "len(d['events']) > 60 and d['events'][0]['type'] == 'job_start' and d['events'][-1]['type'] == 'job_end'" "report carries the timeline"
+pgrep -f "$T/run" >/dev/null && fail "ranks left running after the supervisor returned" || ok "no ranks left running"
+echo "scenario took ${elapsed}s"
+
+# --- Each fault kind on its own (2 ranks, 20 steps, checkpoint every 5) ------------------------------------
+kind_run() {  # NAME FAULTS [RANKS]
+  local name=$1 faults=$2 ranks=${3:-2}
+  run_capture "$name" fb resilience --ranks "$ranks" "${COMMON[@]}" --steps 20 --checkpoint-every 5 --faults "$faults" \
+    --run-dir "$T/$name" -o "$T/$name.json"
+  [ "$RC" -eq 0 ] || { cat "$T/$name.out" "$T/$name.err" >&2; fail "$name: exit $RC"; return; }
+  assert_json "$T/$name.json" "d['results'][0]['metrics']['steps_completed']['value'] == 20" "$name: completes"
+}
+failure_is() {  # NAME KIND RANK
+  assert_json "$T/$1.json" "[(f['kind'], f['rank']) for f in d['results'][0]['extra']['ledger']['failure_list']][:1] == [('$2', $3)]" "$1: detected as $2 on rank $3"
+}
+kind_run crash "crash@step=7,rank=1";  failure_is crash crash 1
+kind_run hang "hang@step=7,rank=1";    failure_is hang hang 1
+kind_run sdc "sdc@step=7,rank=1" 3;    failure_is sdc sdc 1  # a vote needs a strict majority: 3 replicas
+kind_run nan "nan@step=7,rank=1";      failure_is nan nan -1
+assert_json "$T/sdc.json" "d['results'][0]['extra']['ledger']['checkpoints']['restored_steps'][-1] == 5" "sdc: rolled back to step 5"
+kind_run straggler "straggler@step=3,rank=1,factor=6"
+assert_json "$T/straggler.json" "any(e['type'] == 'straggler_detected' and e['rank'] == 1 for e in d['events'])" "straggler: detected on rank 1"
+assert_json "$T/straggler.json" "d['results'][0]['metrics']['failures']['value'] == 0" "straggler: not a failure"
+kind_run writefail "ckpt-write-fail@step=10,rank=1;crash@step=12,rank=0"
+assert_json "$T/writefail.json" "any(e['type'] == 'failure_detected' and e['kind'] == 'ckpt-write-fail' and e['rank'] == 1 and e['fatal'] is False for e in d['events'])" "ckpt-write-fail: detected on rank 1"
+assert_json "$T/writefail.json" "d['results'][0]['extra']['ledger']['checkpoints']['restored_steps'] == [0, 5]" "ckpt-write-fail: the previous checkpoint (5) stayed newest"
+kind_run corrupt "ckpt-corrupt@step=10,rank=1;crash@step=12,rank=0"
+assert_json "$T/corrupt.json" "d['results'][0]['extra']['ledger']['checkpoints']['restored_steps'] == [0, 5]" "ckpt-corrupt: corrupt step 10 skipped"
+assert_json "$T/corrupt.json" "any('rank-00001.shard checksum mismatch' in s['reason'] for s in d['results'][0]['extra']['ledger']['checkpoints']['skipped'])" "ckpt-corrupt: reason names the shard"
+
+# --- Bad input: one line, exit 2, no report ----------------------------------------------------------------
+expect_error badfault 2 "invalid --faults 'crsh@step=3': unknown fault kind 'crsh'" \
+  fb resilience --ranks 2 --faults "crsh@step=3" --run-dir "$T/bad" -o "$T/bad.json"
+[ ! -e "$T/bad.json" ] && ok "no report on bad input" || fail "a report was written on bad input"
+expect_error needsdir 2 "--resume needs --run-dir DIR" fb train --model tiny-dense --steps 3 --resume
+finish

@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# factorybench simulate as a user runs it: reports that validate, the published answers, sweeps, calibration
+# from a resilience report, and bad input (exit 2, one line on stderr, no report).
+. "$(dirname "$0")/../lib.sh"
+set -e
+
+# Llama 3 failure table at its own scale: 419 interruptions in 54 days, job MTBF 3.09 h.
+run_capture llama fb simulate --gpus 16384 --days 54 --trials 50 --output "$T/llama.json"
+[ "$RC" -eq 0 ] || die "simulate exited $RC: $(cat "$T/llama.err")"
+validate "$T/llama.json"
+assert_json "$T/llama.json" "d['results'][0]['benchmark'] == 'simulate' and d['results'][0]['name'] == 'llama3-h100/16384gpus/daly'" "result identity"
+assert_json "$T/llama.json" "abs(d['results'][0]['metrics']['failures_mean']['value'] - 419) < 419 * 0.03" "419 interruptions"
+assert_json "$T/llama.json" "abs(d['results'][0]['metrics']['job_mtbf_h']['value'] - 3.09) < 0.1" "job MTBF 3.09 h"
+assert_json "$T/llama.json" "all(k in d['results'][0]['metrics'] for k in ['goodput_pct', 'ettr', 'failures_mean', 'job_mtbf_h', 'interval_s', 'analytic_goodput_pct'])" "contract metrics"
+assert_json "$T/llama.json" "0 <= d['results'][0]['metrics']['ettr']['value'] <= 1" "ettr is a fraction"
+assert_json "$T/llama.json" "(lambda p: p['p5'] <= p['p50'] <= p['p95'])(d['results'][0]['extra']['percentiles']['goodput_pct'])" "percentiles ordered"
+assert_json "$T/llama.json" "abs(d['results'][0]['extra']['productive_s'] + sum(d['summary']['badput_s'].values()) - 54 * 86400) < 1" "badput parts sum to the wall time"
+assert_json "$T/llama.json" "d['run']['world_size'] == 1 and d['results'][0]['params']['interval_policy'] == 'daly'" "no device, policy reported"
+grep -q "goodput%" "$T/llama.out" && ok "human table" || fail "human table missing: $(cat "$T/llama.out")"
+
+# Same seed, same report numbers; another seed, other samples.
+run_capture again fb simulate --gpus 16384 --days 54 --trials 50 --output "$T/again.json"
+run_capture other fb simulate --gpus 16384 --days 54 --trials 50 --seed 7 --output "$T/other.json"
+same=$(json "$T/again.json" "d['results'][0]['metrics']['goodput_pct']['value'] == $(json "$T/llama.json" "d['results'][0]['metrics']['goodput_pct']['value']")")
+[ "$same" = True ] && ok "same seed, same goodput" || fail "same seed gave another goodput"
+diff=$(json "$T/other.json" "d['results'][0]['metrics']['goodput_pct']['value'] != $(json "$T/llama.json" "d['results'][0]['metrics']['goodput_pct']['value']")")
+[ "$diff" = True ] && ok "other seed, other samples" || fail "seed 7 gave the same goodput"
+
+# Meta RSC-1 projection across scales, auto interval beside the analytic optimum.
+run_capture sweep fb simulate --failure-model meta-rsc1-a100 --sweep-gpus 16384,131072 --days 7 --trials 20 \
+  --checkpoint-interval auto --output "$T/sweep.json"
+[ "$RC" -eq 0 ] || die "sweep exited $RC: $(cat "$T/sweep.err")"
+validate "$T/sweep.json"
+assert_json "$T/sweep.json" "len(d['results']) == 2" "one result per GPU count"
+assert_json "$T/sweep.json" "abs(d['results'][0]['params']['job_mtbf_model_h'] - 1.8) < 0.01 and abs(d['results'][1]['params']['job_mtbf_model_h'] - 0.23) < 0.01" "RSC-1 MTTF 1.8 h and 0.23 h"
+assert_json "$T/sweep.json" "all(r['params']['interval_policy'] == 'auto' and len(r['extra']['interval_search']) == 13 for r in d['results'])" "auto searched 13 intervals"
+
+# Interval sweep and the single-rate model.
+run_capture intervals fb simulate --job-mtbf 24h --gpus 1024 --days 30 --trials 20 --sweep-interval 10m,1h,4h --output "$T/intervals.json"
+[ "$RC" -eq 0 ] || die "interval sweep exited $RC: $(cat "$T/intervals.err")"
+validate "$T/intervals.json"
+assert_json "$T/intervals.json" "[r['metrics']['interval_s']['value'] for r in d['results']] == [600, 3600, 14400]" "interval sweep"
+
+# Calibration from a resilience report (issue 6 metric names), and one that lacks the costs.
+cat > "$T/resilience.json" <<'JSON'
+{"schema": "factorybench.report/v1", "tool": {"name": "factorybench", "version": "0.1.0", "git_commit": "x"},
+ "run": {"id": "r", "command": "factorybench resilience", "started_at": "2026-01-01T00:00:00Z",
+         "finished_at": "2026-01-01T00:10:00Z", "world_size": 4, "hosts": ["h"], "backend": "host"},
+ "system": {}, "events": [],
+ "results": [{"benchmark": "resilience", "name": "tiny-dense", "params": {}, "per_rank": {}, "status": "ok", "error": null,
+              "metrics": {"ckpt_save_s": {"value": 2.5, "unit": "s", "better": "lower"},
+                          "ckpt_restore_s": {"value": 4.0, "unit": "s", "better": "lower"},
+                          "failures": {"value": 3, "unit": "count", "better": "lower"},
+                          "restarts": {"value": 3, "unit": "count", "better": "lower"}}}],
+ "summary": {"badput_s": {"detection": 9.0, "relaunch": 45.0}}}
+JSON
+run_capture cal fb simulate --gpus 8192 --days 10 --trials 20 --calibrate "$T/resilience.json" --output "$T/cal.json"
+[ "$RC" -eq 0 ] || die "calibrate exited $RC: $(cat "$T/cal.err")"
+validate "$T/cal.json"
+assert_json "$T/cal.json" "(lambda p: (p['checkpoint_s'], p['restore_s'], p['detection_s'], p['relaunch_s']) == (2.5, 4.0, 3.0, 15.0))(d['results'][0]['params'])" "calibrated costs"
+assert_json "$T/cal.json" "d['results'][0]['params']['cost_sources']['checkpoint'].startswith('calibrate')" "cost sources recorded"
+"$PY" -c "import json,sys; d=json.load(open(sys.argv[1])); d['results'][0]['metrics'].pop('ckpt_save_s'); d['summary']={}; json.dump(d, open(sys.argv[2],'w'))" "$T/resilience.json" "$T/partial.json"
+run_capture partial fb simulate --gpus 8192 --days 10 --trials 20 --calibrate "$T/partial.json" --output "$T/partial-out.json"
+[ "$RC" -eq 0 ] || fail "partial calibration exited $RC"
+grep -q "missing ckpt_save_s, summary.badput_s.detection, summary.badput_s.relaunch" "$T/partial.err" && ok "missing calibration fields named" || fail "partial calibration: $(cat "$T/partial.err")"
+
+# Bad input: exit 2, one line naming the problem, no report.
+printf '{"name": "x", "categories": {"cosmic_rays": {"scope": "gpu", "rate_per_hour": 1e-6}}}' > "$T/unknown.json"
+printf '{"name": "x", "categories": {"faulty_gpu": {"scope": "gpu", "rate_per_hour": -1}}}' > "$T/negative.json"
+printf '{"name": "x", "categories": {' > "$T/malformed.json"
+bad() {  # NAME PATTERN ARGS...
+  local name=$1 pattern=$2; shift 2
+  expect_error "$name" 2 "$pattern" fb simulate "$@" --output "$T/out-$name.json"
+  [ ! -e "$T/out-$name.json" ] || fail "$name wrote a report"
+}
+bad zero-gpus "invalid --gpus 0" --gpus 0
+bad not-multiple "not a multiple of --gpus-per-node" --gpus 1020
+bad zero-days "invalid --days 0" --gpus 1024 --days 0
+bad negative-days "invalid --days -3" --gpus 1024 --days -3
+bad zero-detection "invalid --detection '0s'" --gpus 1024 --detection 0s
+bad negative-restore "invalid --restore '-5s'" --gpus 1024 --restore -5s
+bad zero-mtbf "invalid --job-mtbf '0h'" --gpus 1024 --job-mtbf 0h
+bad spares "invalid --spares 200: more spares than the job's 128 nodes" --gpus 1024 --spares 200
+bad short-interval "shorter than the checkpoint cost" --gpus 1024 --checkpoint-interval 30s
+bad short-sweep "invalid --sweep-interval '20s'" --gpus 1024 --sweep-interval 10m,20s
+bad bad-interval "expected auto, young, daly or a duration" --gpus 1024 --checkpoint-interval sometimes
+bad unknown-preset "unknown failure-models 'nope'" --gpus 1024 --failure-model nope
+bad unknown-category "\\\$\\.categories\\.cosmic_rays: unknown failure category" --gpus 1024 --failure-model "$T/unknown.json"
+bad negative-rate "\\\$\\.categories\\.faulty_gpu\\.rate_per_hour: must be > 0" --gpus 1024 --failure-model "$T/negative.json"
+bad malformed "malformed.json: malformed JSON" --gpus 1024 --failure-model "$T/malformed.json"
+bad both-models "exclusive" --gpus 1024 --job-mtbf 6h --failure-model llama3-h100
+bad missing-calibration "--calibrate: .*not found" --gpus 1024 --calibrate "$T/none.json"
+bad zero-trials "invalid --trials 0" --gpus 1024 --trials 0
+bad flaky-share "invalid --flaky-share 0.9" --gpus 1024 --flaky-share 0.9
+
+finish

@@ -1,0 +1,121 @@
+#!/usr/bin/env bash
+# factorybench under a real Slurm cluster on this machine (scripts/slurm/local-cluster.sh: munge, slurmctld, slurmd
+# from Debian's packages, one node declaring 4 CPUs): srun direct launch over PMIx, the report's run.slurm block,
+# sbatch, and the resilience supervisor relaunching through srun after a crash. Skipped (exit 0, with the reason)
+# only when Slurm cannot start here: not root, packages not installable, daemons refusing to start.
+. "$(dirname "$0")/../lib.sh"
+cd "$T"
+
+CLUSTER="$FB_SOURCE_DIR/scripts/slurm/local-cluster.sh"
+# Own directory and ports, so a cluster someone started by hand (default port 6817) is left alone.
+export FB_SLURM_DIR="$T/slurm" FB_SLURM_PORT=${FB_SLURM_TEST_PORT:-6837} FB_SLURM_CPUS=4
+export SLURM_CONF="$FB_SLURM_DIR/slurm.conf"
+# The node declares 4 CPUs on a 2-core machine: Open MPI cannot see the oversubscription under srun (mpirun's
+# --oversubscribe sets this for it), and busy-polling ranks would starve each other.
+export OMPI_MCA_mpi_yield_when_idle=1
+trap '"$CLUSTER" stop >/dev/null 2>&1; rm -rf "$T"' EXIT
+
+if ! "$CLUSTER" start >"$T/start.out" 2>"$T/start.err"; then
+  echo "SKIP: Slurm cannot start on this machine:" >&2
+  cat "$T/start.err" >&2
+  exit 0
+fi
+cat "$T/start.out"
+NODE=$(hostname -s)
+
+# Plain srun: four tasks on the one node.
+run_capture hostname timeout 60 srun -n 4 hostname
+[ "$RC" -eq 0 ] && [ "$(grep -c "^$NODE\$" "$T/hostname.out")" -eq 4 ] && ok "srun -n 4 hostname" \
+  || fail "srun -n 4 hostname: exit $RC, $(cat "$T/hostname.out" "$T/hostname.err")"
+
+# Direct launch over PMIx: Open MPI takes ranks from Slurm, one world of 4, one report.
+if "$FACTORYBENCH" collective --help >/dev/null 2>&1; then
+  CMD=(collective --op allreduce -b 8 -e 64K --check --backend host)
+else
+  CMD=(info --backend host)
+fi
+run_capture srun4 timeout 120 srun --mpi=pmix -n 4 "$FACTORYBENCH" "${CMD[@]}" --output "$T/srun.json"
+if [ "$RC" -ne 0 ] || [ ! -f "$T/srun.json" ]; then
+  fail "srun --mpi=pmix -n 4 factorybench ${CMD[*]}: exit $RC: $(tail -5 "$T/srun4.err")"
+else
+  ok "srun --mpi=pmix -n 4 factorybench ${CMD[*]}"
+  validate "$T/srun.json"
+  assert_json "$T/srun.json" "d['run']['world_size'] == 4" "world size 4 under srun"
+  assert_json "$T/srun.json" "d['run']['hosts'] == ['$NODE']" "hosts = [$NODE]"
+  assert_json "$T/srun.json" "d['run']['slurm']['job_id'].isdigit() and d['run']['slurm']['step_id'].isdigit()" \
+    "run.slurm job and step ids"
+  assert_json "$T/srun.json" "d['run']['slurm']['nodelist'] == '$NODE' and d['run']['slurm']['ntasks'] == 4" \
+    "run.slurm nodelist and ntasks"
+  assert_json "$T/srun.json" "d['run']['slurm']['local_ids'] == [0, 1, 2, 3]" "run.slurm.local_ids = SLURM_LOCALID per rank"
+  assert_json "$T/srun.json" "[r['local_rank'] for r in d['system']['ranks']] == [0, 1, 2, 3]" "local ranks 0..3"
+  assert_json "$T/srun.json" "all(r['status'] == 'ok' for r in d['results'])" "every result ok"
+  # Only rank 0 prints: the first line of the human output appears once.
+  first=$(grep -m1 . "$T/srun4.out")
+  [ -n "$first" ] && [ "$(grep -cxF "$first" "$T/srun4.out")" -eq 1 ] && ok "one report printed" \
+    || fail "output printed more than once: $(head -5 "$T/srun4.out")"
+fi
+
+# PMI2 cannot start Debian's Open MPI: a clear failure, not a hang (documents why the templates say --mpi=pmix).
+run_capture pmi2 timeout 60 srun --mpi=pmi2 -n 2 "$FACTORYBENCH" info --backend host
+[ "$RC" -ne 0 ] && [ "$RC" -ne 124 ] && ok "srun --mpi=pmi2 fails cleanly (exit $RC)" || fail "srun --mpi=pmi2: exit $RC"
+
+# sbatch: a batch job whose step runs factorybench; the report names the job's id.
+cat >"$T/job.sbatch" <<EOF
+#!/usr/bin/env bash
+#SBATCH --ntasks=2
+#SBATCH --output=$T/job.out
+srun --mpi=pmix "$FACTORYBENCH" info --backend host --output "$T/sbatch.json"
+EOF
+run_capture sbatch timeout 120 sbatch --parsable --wait "$T/job.sbatch"
+job=$(head -1 "$T/sbatch.out" | cut -d';' -f1)
+if [ "$RC" -eq 0 ] && [ -f "$T/sbatch.json" ]; then
+  ok "sbatch --wait job $job"
+  validate "$T/sbatch.json"
+  assert_json "$T/sbatch.json" "d['run']['world_size'] == 2 and d['run']['slurm']['job_id'] == '$job'" "sbatch report: job $job, 2 ranks"
+else
+  fail "sbatch: exit $RC: $(cat "$T/sbatch.err" "$T/job.out" 2>/dev/null | tail -5)"
+fi
+
+# The supervisor relaunching through srun inside an allocation (salloc gives it one, as sbatch would).
+if "$FACTORYBENCH" resilience --help 2>/dev/null | grep -q -- "--launcher"; then
+  RES=(resilience --launcher srun --ranks 4 --launcher-args "--mpi=pmix" --backend host --model tiny-dense
+       --steps 12 --checkpoint-every 4 --max-restarts 3)
+  # A crash: rank 1 is SIGKILLed at step 6; srun --kill-on-bad-exit ends the step, the supervisor relaunches it.
+  run_capture crash timeout 150 salloc -n 4 "$FACTORYBENCH" "${RES[@]}" --hang-timeout 30s \
+    --faults "crash@step=6,rank=1" --run-dir "$T/run-crash" --output "$T/crash.json"
+  if [ "$RC" -eq 0 ] && [ -f "$T/crash.json" ]; then
+    ok "resilience --launcher srun with a crash"
+    validate "$T/crash.json"
+    R="d['results'][0]"
+    assert_json "$T/crash.json" "$R['metrics']['failures']['value'] == 1 and $R['metrics']['restarts']['value'] == 1" \
+      "one failure, one restart"
+    assert_json "$T/crash.json" "$R['metrics']['steps_completed']['value'] == 12" "all 12 steps completed"
+    assert_json "$T/crash.json" "[f['rank'] for f in $R['extra']['ledger']['failure_list']] == [1]" "failure blamed on rank 1"
+    launches=$("$PY" -c "import json,sys; print(sum(1 for l in open(sys.argv[1]) if l.strip() and
+      (e := json.loads(l))['type'] == 'attempt_start' and e['command'][0] == 'srun'))" "$T/run-crash/events.jsonl")
+    [ "$launches" = 2 ] && ok "both attempts launched with srun" || fail "srun launches in the event log: $launches"
+  else
+    fail "resilience --launcher srun (crash): exit $RC: $(tail -8 "$T/crash.err")"
+  fi
+  # A hang the training watchdog would not catch in time (--hang-timeout 5m): the supervisor's heartbeat
+  # timeout fires, it stops the srun step (SIGTERM to srun, scancel if the step outlives it) and relaunches.
+  run_capture hang timeout 150 salloc -n 4 "$FACTORYBENCH" "${RES[@]}" --hang-timeout 5m --heartbeat-timeout 6s \
+    --faults "hang@step=6,rank=2" --run-dir "$T/run-hang" --output "$T/hang.json"
+  if [ "$RC" -eq 0 ] && [ -f "$T/hang.json" ]; then
+    ok "resilience --launcher srun with a hang"
+    assert_json "$T/hang.json" "$R['metrics']['failures']['value'] == 1 and $R['metrics']['steps_completed']['value'] == 12" \
+      "hang: one failure, 12 steps"
+    assert_json "$T/hang.json" "[f['kind'] for f in $R['extra']['ledger']['failure_list']] == ['hang']" "failure kind hang"
+  else
+    fail "resilience --launcher srun (hang): exit $RC: $(tail -8 "$T/hang.err")"
+  fi
+  # Nothing left behind: no job step and no rank of this test's runs.
+  sleep 1
+  [ -z "$(squeue -h -s 2>/dev/null)" ] && ok "no job steps left" || fail "steps left: $(squeue -s)"
+  pgrep -f "$T/run-" >/dev/null && fail "processes left: $(pgrep -af "$T/run-")" || ok "no processes left"
+else
+  echo "note: this build has no 'factorybench resilience --launcher'; resilience part not run"
+fi
+
+"$CLUSTER" stop
+finish

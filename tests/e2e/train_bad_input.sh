@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# factorybench train rejects bad input with one line naming the option or JSON path, exit 2, no report file.
+. "$(dirname "$0")/../lib.sh"
+cd "$T"
+
+no_report() { [ ! -e "$T/$1.json" ] && ok "$1: no report written" || fail "$1: report written"; }
+
+expect_error unknown_model 2 "unknown models 'llama9-1t' \(available: .*llama3-8b" \
+  fb train --backend host --model llama9-1t -o "$T/unknown_model.json"
+no_report unknown_model
+
+printf '{"name": "bad", "layers": 2, "hidden": 64, "heads": 4, "ffn": 128, "activation": "swiglu", "vocab": 100, "seq": 32, "moe": {"experts": 4, "top_k": "2"}}' >"$T/bad.json"
+expect_error malformed_model 2 'bad\.json: \$\.moe\.top_k: must be an integer, got string "2"' \
+  fb train --backend host --model "$T/bad.json" -o "$T/malformed_model.json"
+no_report malformed_model
+
+printf '{"name": "bad", "layers": 2, "hidden": 64, "heads": 4, "ffn": 128, "activation": "swiglu", "vocab": 100, "seq": 32, "dropout": 0.1}' >"$T/extra.json"
+expect_error unknown_field 2 'extra\.json: \$\.dropout: unknown field' fb train --backend host --model "$T/extra.json"
+
+printf '{"name": "bad", "layers": 2,' >"$T/trunc.json"
+expect_error truncated_model 2 'trunc\.json: malformed JSON' fb train --backend host --model "$T/trunc.json"
+
+expect_error tp_heads 2 "--tp 3 does not divide tiny-dense's heads \(4\)" \
+  fb train --backend host --model tiny-dense --tp 3 --dp 1 --dry-run -o "$T/tp_heads.json"
+no_report tp_heads
+
+expect_error ep_experts 2 "--ep 3 does not divide tiny-moe's experts \(4\)" \
+  fb train --backend host --model tiny-moe --dp 3 --ep 3 --dry-run -o "$T/ep_experts.json"
+no_report ep_experts
+
+expect_error world 2 "--tp 2 x --dp 2 x --pp 1 = 4 ranks, but the job has 1" \
+  fb train --backend host --model tiny-dense --tp 2 --dp 2 -o "$T/world.json"
+no_report world
+
+expect_error no_fit 2 "llama3.1-405b does not fit: each rank needs about .* try --layers N" \
+  fb train --backend host --model llama3.1-405b --steps 2 --warmup-steps 1 -o "$T/no_fit.json"
+no_report no_fit
+
+expect_error bad_recompute 2 "invalid --recompute 'some'" fb train --backend host --recompute some
+expect_error bad_layers 2 "invalid --layers 9: tiny-dense has only 2 layers" fb train --backend host --layers 9
+expect_error sp_step 2 "--sequence-parallel is not implemented in the train step yet" \
+  fb train --backend host --model tiny-dense --steps 2 --warmup-steps 0 --sequence-parallel
+expect_error host_fp8 2 "--dtype fp8_e4m3 on the host backend" fb train --backend host --dtype fp8 --steps 2
+
+# The dry run plans a cluster-size layout from one process and reports it.
+run_capture plan fb train --backend host --model llama3-8b --tp 2 --dp 4 --dry-run -o "$T/plan.json"
+[ "$RC" -eq 0 ] && ok "dry run exit 0" || fail "dry run exit $RC: $(cat "$T/plan.err")"
+validate "$T/plan.json"
+assert_json "$T/plan.json" "abs(d['results'][0]['metrics']['flops_per_token']['value'] / 1e9 - 51.47) < 0.01" "dry run: llama3-8b 51.47 GFLOP/token"
+assert_json "$T/plan.json" "any(g['name'] == 'llama3-8b/tp2/mlp_up/fwd' and g['m'] == 14336 for g in d['results'][0]['extra']['gemms'])" "dry run: GEMM shapes listed"
+assert_json "$T/plan.json" "[c['name'] for c in d['results'][0]['extra']['collectives_plan']] == ['tp_allreduce/layer_out', 'dp_allreduce/grads']" "dry run: collectives listed"
+grep -q "does not fit\|GEMMs per micro-batch" "$T/plan.out" && ok "dry run prints the plan" || fail "dry run output: $(head "$T/plan.out")"
+
+finish

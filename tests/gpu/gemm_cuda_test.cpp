@@ -1,0 +1,198 @@
+// The cuBLASLt engine for every cuda dtype against the fp64 reference (every element of C), batched and
+// grouped GEMMs, autotuning, and the benchmark end to end. Skipped without a GPU (or without the cuda
+// backend).
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "core/backend.hpp"
+#include "core/error.hpp"
+#include "core/mpi_context.hpp"
+#include "kernels/gemm_engine.hpp"
+#include "kernels/host/gemm_reference.hpp"
+#include "workloads/gemm_benchmark.hpp"
+
+using namespace fb;
+using namespace fb::kernels;
+
+namespace {
+
+std::unique_ptr<Backend> cuda_or_skip(std::string& why) {
+  if (!cuda_compiled_in()) {
+    why = "built without the cuda backend";
+    return nullptr;
+  }
+  try {
+    return make_backend(BackendChoice::cuda, 0, 1);
+  } catch (const Error& e) {
+    why = e.what();
+    return nullptr;
+  }
+}
+
+#define REQUIRE_GPU(backend)         \
+  std::string why_;                  \
+  auto backend = cuda_or_skip(why_); \
+  if (!backend) GTEST_SKIP() << why_;
+
+struct Operands {
+  DeviceBuffer a, b, c;
+};
+
+Operands make_operands(Backend& backend, const GemmProblem& p, std::uint64_t seed) {
+  const auto t = gemm_types(p.dtype);
+  Operands o{backend.allocate(static_cast<std::size_t>(p.elements_a()) * dtype_bytes(t.a)),
+             backend.allocate(static_cast<std::size_t>(p.elements_b()) * dtype_bytes(t.b)),
+             backend.allocate(static_cast<std::size_t>(p.elements_c()) * dtype_bytes(t.c))};
+  backend.fill_random(o.a, t.a, seed);
+  backend.fill_random(o.b, t.b, seed + 1);
+  backend.fill_random(o.c, t.c, seed + 2);
+  return o;
+}
+
+// Copies A, B and C to the host and checks every element of C.
+GemmCheck check_all(Backend& backend, const GemmProblem& p, const Operands& o) {
+  backend.synchronize();
+  std::vector<unsigned char> a(o.a.bytes()), b(o.b.bytes()), c(o.c.bytes());
+  backend.copy_to_host(a.data(), o.a, a.size());
+  backend.copy_to_host(b.data(), o.b, b.size());
+  backend.copy_to_host(c.data(), o.c, c.size());
+  const auto t = gemm_types(p.dtype);
+  std::vector<GemmSample> samples;
+  std::vector<double> values;
+  for (std::int64_t bt = 0; bt < p.batch; ++bt)
+    for (std::int64_t j = 0; j < p.n; ++j)
+      for (std::int64_t i = 0; i < p.m; ++i) {
+        samples.push_back({i, j, bt});
+        values.push_back(element_as_double(c.data(), t.c, gemm_c_index(p, samples.back())));
+      }
+  return check_gemm_samples(p, a.data(), b.data(), samples, values);
+}
+
+class CudaEngine : public ::testing::TestWithParam<DType> {};
+
+}  // namespace
+
+TEST_P(CudaEngine, MatchesFp64Reference) {
+  REQUIRE_GPU(backend);
+  GemmEngineOptions opt;
+  opt.autotune = 4;
+  auto engine = make_gemm_engine(*backend, GetParam(), opt);
+  EXPECT_EQ(engine->name(), "cublaslt");
+  EXPECT_FALSE(engine->emulated());
+  const bool fp8 = GetParam() == DType::fp8_e4m3 || GetParam() == DType::fp8_e5m2;
+  // fp8 runs only TN; the others in two layouts.
+  std::vector<std::pair<bool, bool>> layouts = {{true, false}};
+  if (!fp8) layouts.push_back({false, false});
+  for (const auto& [ta, tb] : layouts) {
+    GemmProblem p;
+    p.m = 192;
+    p.n = 160;
+    p.k = 256;
+    p.transa = ta;
+    p.transb = tb;
+    p.dtype = GetParam();
+    auto o = make_operands(*backend, p, 21);
+    const auto plan = engine->prepare(p, o.a.data(), o.b.data(), o.c.data());
+    EXPECT_GE(plan.algo_id, 0);
+    EXPECT_GE(plan.candidates, 1);
+    engine->run(p, o.a.data(), o.b.data(), o.c.data());
+    const auto check = check_all(*backend, p, o);
+    EXPECT_TRUE(check.ok()) << to_string(GetParam()) << " ta=" << ta << ": " << check.detail << " ("
+                            << plan.algo << ")";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Dtypes, CudaEngine,
+                         ::testing::Values(DType::bf16, DType::fp16, DType::tf32, DType::fp32,
+                                           DType::fp8_e4m3, DType::fp8_e5m2),
+                         [](const ::testing::TestParamInfo<DType>& param_info) {
+                           return std::string(to_string(param_info.param));
+                         });
+
+TEST(CudaEngineShapes, StridedBatchedBf16) {
+  REQUIRE_GPU(backend);
+  auto engine = make_gemm_engine(*backend, DType::bf16);
+  GemmProblem p;
+  p.m = 128;
+  p.n = 96;
+  p.k = 64;
+  p.batch = 3;
+  p.transa = true;
+  p.dtype = DType::bf16;
+  auto o = make_operands(*backend, p, 5);
+  engine->run(p, o.a.data(), o.b.data(), o.c.data());
+  const auto check = check_all(*backend, p, o);
+  EXPECT_TRUE(check.ok()) << check.detail;
+}
+
+TEST(CudaEngineShapes, GroupedExpertsWithTheirOwnRows) {
+  REQUIRE_GPU(backend);
+  auto engine = make_gemm_engine(*backend, DType::bf16);
+  const std::int64_t rows[3] = {64, 16, 48};
+  std::vector<GemmProblem> groups(3);
+  std::vector<Operands> ops;
+  std::vector<const void*> a, b;
+  std::vector<void*> c;
+  for (int g = 0; g < 3; ++g) {
+    groups[g].m = rows[g];
+    groups[g].n = 32;
+    groups[g].k = 64;
+    groups[g].dtype = DType::bf16;
+    ops.push_back(make_operands(*backend, groups[g], 50 + g));
+  }
+  for (auto& op : ops) {
+    a.push_back(op.a.data());
+    b.push_back(op.b.data());
+    c.push_back(op.c.data());
+  }
+  engine->run_grouped(groups, a, b, c);
+  for (int g = 0; g < 3; ++g) EXPECT_TRUE(check_all(*backend, groups[g], ops[g]).ok()) << "group " << g;
+}
+
+TEST(CudaEngineShapes, Fp8RejectsNonTnLayouts) {
+  REQUIRE_GPU(backend);
+  auto engine = make_gemm_engine(*backend, DType::fp8_e4m3);
+  GemmProblem p;
+  p.m = p.n = p.k = 64;
+  p.dtype = DType::fp8_e4m3;  // NN
+  auto o = make_operands(*backend, p, 1);
+  try {
+    engine->run(p, o.a.data(), o.b.data(), o.c.data());
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::unsupported);
+    EXPECT_NE(std::string(e.what()).find("TN"), std::string::npos) << e.what();
+  }
+}
+
+TEST(CudaBenchmark, Bf16RunReportsAlgoAndPasses) {
+  REQUIRE_GPU(backend);
+  static MpiContext mpi(nullptr, nullptr);
+  workloads::DevicePeak peak;
+  peak.tflops["bf16"] = 989;
+  peak.source = "test";
+  const std::int64_t dims[] = {1024};
+  const auto cases = workloads::gemm_cases_from_dims(DType::bf16, dims, dims, dims, 1, false, false);
+  workloads::GemmRunOptions o;
+  o.iters = 5;
+  o.autotune = 4;
+  auto run = workloads::run_gemm_benchmark(mpi, *backend, peak, DType::bf16, cases, o);
+  ASSERT_EQ(run.results.size(), 1u);
+  const auto& r = run.results[0];
+  EXPECT_EQ(r.status, reports::Status::ok) << r.error.value_or("");
+  ASSERT_NE(r.metric("algo"), nullptr);
+  EXPECT_GE(r.metric("algo")->value, 0);
+  EXPECT_GT(r.metric("tflops")->value, 0);
+  EXPECT_GT(r.extra["autotune"]["timed"].get<int>(), 0);
+
+  // A corrupted output on the device is caught.
+  o.after_run_hook = [](Backend& b, DeviceBuffer& c, const GemmProblem&) {
+    // bf16 1024.0: C(0,0) sums 1024 products of random sign and magnitude ≤ 1, so |C| is typically ~10.
+    const std::uint16_t wrong = 0x4480;
+    b.copy_to_device(c, &wrong, sizeof(wrong), 0);
+  };
+  auto bad = workloads::run_gemm_benchmark(mpi, *backend, peak, DType::bf16, cases, o);
+  EXPECT_EQ(bad.results[0].status, reports::Status::failed);
+}

@@ -1,0 +1,121 @@
+#!/usr/bin/env bash
+# factorybench collective on the host (MPI engine) with 2, 3 and 4 ranks: every op with --check, in place and
+# out of place, fp32 and int32; recorded busbw/algbw equals the nccl-tests factor; reduce ops; bf16/fp16 through
+# the user-defined MPI ops; MoE alltoallv routing identical on all ranks; --split groups; the --min-busbw gate.
+. "$(dirname "$0")/../lib.sh"
+cd "$T"
+
+COMMON=(collective --backend host --check -n 3 -w 1)
+
+# Independent expectations, written out here rather than read from the tool.
+FACTORS='{"allreduce": lambda n: 2*(n-1)/n, "allgather": lambda n: (n-1)/n, "reducescatter": lambda n: (n-1)/n,
+ "alltoall": lambda n: (n-1)/n, "alltoallv": lambda n: (n-1)/n, "broadcast": lambda n: 1.0, "reduce": lambda n: 1.0,
+ "sendrecv": lambda n: 1.0}'
+OPS="['allreduce','allgather','reducescatter','alltoall','alltoallv','broadcast','reduce','sendrecv']"
+
+for n in 2 3 4; do
+  for dt in fp32 int32; do
+    f="$T/all_${n}_${dt}.json"
+    run_capture "all_${n}_${dt}" fb_mpirun "$n" "${COMMON[@]}" --op all --inplace -d "$dt" -b 8 -e 64K -f 4 -o "$f"
+    [ "$RC" -eq 0 ] || { fail "np $n $dt --op all exited $RC: $(tail -3 "$T/all_${n}_${dt}.err")"; continue; }
+    validate "$f"
+    rows="[r for r in d['results'] if 'op' in r['params']]"
+    assert_json "$f" "all(r['status'] == 'ok' and r['metrics']['wrong']['value'] == 0 for r in $rows)" \
+      "np $n $dt: every op passes --check"
+    assert_json "$f" "all({(r['params']['op'], r['params']['inplace']) for r in $rows} >= {(o, p) for o in $OPS for p in (False, True)} for _ in [0])" \
+      "np $n $dt: every op in place and out of place"
+    assert_json "$f" "all(r['params']['ranks'] == $n and r['params']['dtype'] == '$dt' for r in $rows)" "np $n $dt: params"
+    assert_json "$f" "all(r['name'] == '{}/$dt/{}{}'.format(r['params']['op'], r['params']['bytes'], '/inplace' if r['params']['inplace'] else '') for r in $rows)" \
+      "np $n $dt: names OP/DTYPE/SIZE"
+    assert_json "$f" "(lambda F: all(abs(r['metrics']['busbw_gbps']['value'] - r['metrics']['algbw_gbps']['value'] * F[r['params']['op']]($n)) <= 1e-9 * max(1.0, r['metrics']['algbw_gbps']['value']) for r in $rows))($FACTORS)" \
+      "np $n $dt: busbw/algbw = nccl-tests factor"
+    assert_json "$f" "all(r['metrics']['time_us']['value'] > 0 and r['metrics']['time_us']['stats']['n'] == 3 and len(r['per_rank']['time_us']) == $n for r in $rows)" \
+      "np $n $dt: time_us with stats and per-rank values"
+    # S semantics: allgather/reducescatter/alltoall sizes are whole, 16-byte-aligned per-rank chunks × ranks.
+    assert_json "$f" "all(r['params']['bytes'] == r['params']['count'] * $n * 4 and (r['params']['count'] * 4) % 16 == 0 for r in $rows if r['params']['op'] in ('allgather','reducescatter','alltoall'))" \
+      "np $n $dt: per-rank chunk rounding"
+    assert_json "$f" "d['summary']['avg_busbw_gbps'] > 0 and [r for r in d['results'] if r['name'] == 'avg_busbw']" "np $n $dt: average busbw"
+  done
+done
+grep -q "Avg bus bandwidth" "$T/all_3_fp32.out" && grep -q "out-of-place" "$T/all_3_fp32.out" \
+  && grep -q "#wrong" "$T/all_3_fp32.out" && ok "nccl-tests style table" || fail "table: $(head -20 "$T/all_3_fp32.out")"
+[ "$(grep -c "Avg bus bandwidth" "$T/all_3_fp32.out")" -eq 1 ] && ok "rank 0 prints once" || fail "printed more than once"
+
+# Reduce ops (odd rank counts included) and the 16-bit formats through the user-defined MPI ops.
+for n in 3 4; do
+  for spec in "fp32 avg" "fp32 max" "int32 min" "int32 avg" "bf16 sum" "bf16 avg" "bf16 max" "fp16 sum" "fp16 min"; do
+    set -- $spec
+    f="$T/red_${n}_$1_$2.json"
+    run_capture "red_${n}_$1_$2" fb_mpirun "$n" "${COMMON[@]}" --op allreduce --inplace -d "$1" --redop "$2" -b 16 -e 16K -f 8 -o "$f"
+    [ "$RC" -eq 0 ] || { fail "np $n allreduce $1 $2 exited $RC: $(tail -2 "$T/red_${n}_$1_$2.err")"; continue; }
+    assert_json "$f" "all(r['status'] == 'ok' and r['metrics']['wrong']['value'] == 0 and r['params']['redop'] == '$2' for r in d['results'] if 'op' in r['params'])" \
+      "np $n allreduce $1 $2 --check"
+  done
+  f="$T/rs_${n}.json"
+  run_capture "rs_${n}" fb_mpirun "$n" "${COMMON[@]}" --op reducescatter --redop avg -d bf16 --inplace -b 64 -e 8K -f 8 -o "$f"
+  [ "$RC" -eq 0 ] && ok "np $n reducescatter bf16 avg" || fail "np $n reducescatter bf16 avg: $(tail -2 "$T/rs_${n}.err")"
+  f="$T/reduce_${n}.json"
+  run_capture "reduce_${n}" fb_mpirun "$n" "${COMMON[@]}" --op reduce --root $((n - 1)) --redop max -d fp16 -b 64 -e 8K -f 8 -o "$f"
+  [ "$RC" -eq 0 ] && assert_json "$f" "all(r['params']['root'] == $((n - 1)) for r in d['results'] if 'op' in r['params'])" "np $n reduce root $((n - 1))" \
+    || fail "np $n reduce fp16 root: $(tail -2 "$T/reduce_${n}.err")"
+done
+
+# --average 0..3 (nccl-tests -a): the mean time of each mode is bounded by min ≤ mean ≤ max of the per-rank means.
+for a in 0 1 2 3; do
+  run_capture "avg$a" fb_mpirun 3 "${COMMON[@]}" --op allreduce -b 4K -e 4K -a "$a" -o "$T/avg$a.json"
+  [ "$RC" -eq 0 ] && assert_json "$T/avg$a.json" "d['results'][0]['params']['average'] == $a" "-a $a" || fail "-a $a: $(cat "$T/avg$a.err")"
+done
+
+# MoE dispatch/combine: seeded routing, identical on all ranks, deduplicated per destination rank.
+for n in 2 4; do
+  f="$T/moe_$n.json"
+  run_capture "moe_$n" fb_mpirun "$n" "${COMMON[@]}" --op alltoallv -d bf16 --moe-tokens 64 --hidden 32 --experts 8 --top-k 3 --skew 0.8 -o "$f"
+  [ "$RC" -eq 0 ] || { fail "np $n MoE alltoallv exited $RC: $(tail -3 "$T/moe_$n.err")"; continue; }
+  validate "$f"
+  moe="[r for r in d['results'] if 'phase' in r['params']]"
+  assert_json "$f" "sorted(r['params']['phase'] for r in $moe) == ['combine', 'dispatch']" "np $n: dispatch and combine results"
+  assert_json "$f" "all(len(set(r['per_rank']['routing_checksum'])) == 1 and len(r['per_rank']['routing_checksum']) == $n for r in $moe)" \
+    "np $n: routing identical on all ranks"
+  assert_json "$f" "all(all(64 <= sum(row) <= 64 * min(3, $n) and max(row) <= 64 for row in r['extra']['tokens_sent']) for r in $moe if r['params']['phase'] == 'dispatch')" \
+    "np $n: every token sent once per destination rank"
+  assert_json "$f" "(lambda a, b: a == [list(c) for c in zip(*b)])(*[r['extra']['tokens_sent'] for r in sorted($moe, key=lambda r: r['params']['phase'])])" \
+    "np $n: combine is the transposed dispatch"
+  assert_json "$f" "all(1.0 / $n - 1e-12 <= r['metrics']['busiest_share']['value'] <= 1 and r['metrics']['wrong']['value'] == 0 for r in $moe)" \
+    "np $n: busiest share in [1/n, 1], --check passes"
+  assert_json "$f" "all(r['params']['bytes'] == max(max(sum(row), sum(col)) for row, col in zip(r['extra']['tokens_sent'], zip(*r['extra']['tokens_sent']))) * 32 * 2 for r in $moe)" \
+    "np $n: S = busiest rank's bytes"
+done
+# Same seed → same matrix in separate runs; another seed → another matrix.
+run_capture moe_again fb_mpirun 2 "${COMMON[@]}" --op alltoallv -d bf16 --moe-tokens 64 --hidden 32 --experts 8 --top-k 3 --skew 0.8 -o "$T/moe_again.json"
+run_capture moe_seed fb_mpirun 2 "${COMMON[@]}" --op alltoallv -d bf16 --moe-tokens 64 --hidden 32 --experts 8 --top-k 3 --skew 0.8 --seed 7 -o "$T/moe_seed.json"
+"$PY" - "$T/moe_2.json" "$T/moe_again.json" "$T/moe_seed.json" <<'PYEOF' && ok "routing reproducible per seed" || fail "routing reproducibility"
+import json, sys
+m = [next(r['extra']['tokens_sent'] for r in json.load(open(p))['results'] if r['params'].get('phase') == 'dispatch') for p in sys.argv[1:]]
+sys.exit(0 if m[0] == m[1] and m[0] != m[2] else 1)
+PYEOF
+
+# --split 2 on 4 ranks: two groups, each reported separately with its own average.
+f="$T/split.json"
+run_capture split fb_mpirun 4 "${COMMON[@]}" --op allreduce --split 2 -b 1K -e 4K -o "$f"
+if [ "$RC" -eq 0 ]; then
+  assert_json "$f" "sorted({r['params']['group'] for r in d['results'] if 'op' in r['params']}) == [0, 1]" "--split 2: two groups"
+  assert_json "$f" "all(r['params']['ranks'] == 2 and r['name'].endswith('/group%d' % r['params']['group']) for r in d['results'] if 'op' in r['params'])" \
+    "--split 2: 2-rank groups, names carry the group"
+  assert_json "$f" "sorted(r['name'] for r in d['results'] if r['name'].startswith('avg_busbw')) == ['avg_busbw/group0', 'avg_busbw/group1']" \
+    "--split 2: one average per group"
+else
+  fail "--split 2 exited $RC: $(cat "$T/split.err")"
+fi
+# (The message itself is checked in e2e/collective_bad_input.sh: under mpirun, rank 0's line can be lost when
+# mpirun tears the job down after another rank's exit 2.)
+run_capture split_bad fb_mpirun 3 "${COMMON[@]}" --split 2 -o "$T/split_bad.json"
+[ "$RC" -eq 2 ] && [ ! -e "$T/split_bad.json" ] && ! grep -q "internal error" "$T/split_bad.err" \
+  && ok "--split 2 on 3 ranks: exit 2, no report" || fail "--split 2 on 3 ranks: exit $RC, $(cat "$T/split_bad.err")"
+
+# --min-busbw: an unreachable gate fails the run (exit 1) but still writes the report.
+run_capture gate fb_mpirun 2 "${COMMON[@]}" --op allreduce -b 1K -e 1K --min-busbw 1000000 -o "$T/gate.json"
+[ "$RC" -eq 1 ] && assert_json "$T/gate.json" "[r['status'] for r in d['results'] if r['name'] == 'avg_busbw'] == ['failed']" "--min-busbw gate fails" \
+  || fail "--min-busbw gate: exit $RC"
+run_capture gate_ok fb_mpirun 2 "${COMMON[@]}" --op allreduce -b 1K -e 1K --min-busbw 0 -o "$T/gate_ok.json"
+[ "$RC" -eq 0 ] && ok "--min-busbw 0 passes" || fail "--min-busbw 0: exit $RC"
+finish

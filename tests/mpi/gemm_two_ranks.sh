@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# gemm under mpirun -np 2: one figure per rank, one summary and one table from rank 0, a valid report, and the
+# slow-rank detector: with a threshold of one part in a million the slower of two ranks is flagged.
+. "$(dirname "$0")/../lib.sh"
+cd "$T"
+
+run_capture two fb_mpirun 2 gemm --backend host --m 256 --n 256 --k 256 --iters 5 --warmup 1 -o "$T/two.json"
+[ "$RC" -eq 0 ] && ok "np 2 exit 0" || fail "np 2 exit $RC: $(cat "$T/two.err")"
+validate "$T/two.json"
+assert_json "$T/two.json" "d['run']['world_size'] == 2 and len(d['results']) == 1" "one result for two ranks"
+assert_json "$T/two.json" "len(d['results'][0]['per_rank']['tflops']) == 2 and all(v > 0 for v in d['results'][0]['per_rank']['tflops'])" "two per-rank tflops"
+assert_json "$T/two.json" "d['results'][0]['metrics']['tflops']['stats']['n'] == 10" "tflops pooled over 2 ranks x 5 iterations"
+assert_json "$T/two.json" "d['summary']['ranks'] == 2 and isinstance(d['summary']['slow_ranks'], list) and d['summary']['outlier_threshold'] == 0.05" "one summary with the detector's threshold"
+[ "$(grep -c '^# factorybench gemm' "$T/two.out")" -eq 1 ] && ok "one table (rank 0 prints)" || fail "table count: $(cat "$T/two.out")"
+
+run_capture detect fb_mpirun 2 gemm --backend host --m 128 --n 128 --k 128 --iters 3 --outlier-threshold 0.0001% -o "$T/detect.json"
+[ "$RC" -eq 0 ] && ok "detector run exit 0" || fail "detector exit $RC: $(cat "$T/detect.err")"
+assert_json "$T/detect.json" "len(d['summary']['slow_ranks']) == 1 and d['summary']['slow_ranks'][0]['result'] == 'fp32/128x128x128'" "the slower rank is flagged"
+assert_json "$T/detect.json" "(lambda s, t: t[s['rank']] == min(t) and s['slower_by'] > 0)(d['summary']['slow_ranks'][0], d['results'][0]['per_rank']['tflops'])" "the flagged rank is the slowest"
+grep -q "SLOW RANK" "$T/detect.out" && ok "rank 0 prints the slow rank" || fail "no SLOW RANK line: $(cat "$T/detect.out")"
+finish

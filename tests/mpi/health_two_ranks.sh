@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# `factorybench health` on 2 host ranks: every check runs for real and passes; with the test hook
+# FACTORYBENCH_TEST_READONLY_CKPT_RANK=1 rank 1's checkpoint directory is read-only, so rank 1 fails with the
+# reason and the job exits 1. Both reports validate; telemetry rides along in every result.
+. "$(dirname "$0")/../lib.sh"
+cd "$T"
+mkdir -p "$T/ckpt"
+# Floors are loose: this checks the plumbing on a shared CI machine, not the machine's speed.
+COMMON=(health --backend host --gemm-size 256 --gemm-floor 0.02 --min-free-memory 0.05 --checkpoint-dir "$T/ckpt"
+        --checkpoint-size 4M --allreduce-size 1M)
+
+run_capture pass timeout 300 mpirun --oversubscribe -np 2 "$FACTORYBENCH" "${COMMON[@]}" --output "$T/pass.json"
+[ "$RC" -eq 0 ] || die "health on 2 host ranks exited $RC: $(cat "$T/pass.out" "$T/pass.err")"
+ok "2 host ranks: exit 0"
+cat "$T/pass.out"
+validate "$T/pass.json"
+assert_json "$T/pass.json" "len([r for r in d['results'] if r['benchmark'] == 'health']) == 18" "one result per rank per check (2 x 9)"
+assert_json "$T/pass.json" "d['summary']['health']['verdict'] in ('pass', 'warn') and d['summary']['health']['ranks_failed'] == []" "summary verdict passes"
+assert_json "$T/pass.json" "all(r['status'] != 'failed' for r in d['results'])" "no failed result"
+assert_json "$T/pass.json" "all(r['status'] == 'ok' and r['extra']['verdict'] == 'pass' for r in d['results'] if r['params']['check'] in ('allreduce', 'gemm', 'checkpoint_dir'))" "gemm, allreduce, checkpoint_dir pass on both ranks"
+assert_json "$T/pass.json" "all(r['metrics']['wrong_elements']['value'] == 0 and r['metrics']['busbw_gbps']['value'] > 0 for r in d['results'] if r['params']['check'] == 'allreduce')" "all-reduce exact with a bandwidth"
+assert_json "$T/pass.json" "all(r['metrics']['write_gbps']['value'] > 0 and r['metrics']['write_bytes']['value'] == 4 * 2**20 for r in d['results'] if r['params']['check'] == 'checkpoint_dir')" "checkpoint write bandwidth measured"
+assert_json "$T/pass.json" "all(r['metrics']['tflops']['value'] > 0 for r in d['results'] if r['params']['check'] == 'gemm')" "GEMM throughput measured"
+assert_json "$T/pass.json" "sorted({r['params']['rank'] for r in d['results']}) == [0, 1]" "both ranks reported"
+# Telemetry (default summary): combined into every result, per rank in the summary.
+assert_json "$T/pass.json" "all(r['extra']['telemetry']['ranks'] == 2 and 'host' in r['extra']['telemetry'] for r in d['results'])" "telemetry attached to every result"
+assert_json "$T/pass.json" "[x['rank'] for x in d['summary']['telemetry']['ranks']] == [0, 1] and d['summary']['telemetry']['mode'] == 'summary'" "per-rank telemetry in the summary"
+assert_json "$T/pass.json" "'series' not in d['summary']['telemetry']['ranks'][0]" "no series in summary mode"
+[ -z "$(ls -A "$T/ckpt")" ] && ok "checkpoint probe files removed" || fail "left behind in ckpt: $(ls -A "$T/ckpt")"
+[ "$(grep -c '^rank [01] ' "$T/pass.out")" -eq 2 ] && ok "one line per rank, printed once" || fail "rank lines: $(cat "$T/pass.out")"
+grep -q '^health: 2 rank(s): ' "$T/pass.out" && ok "tally line" || fail "no tally line"
+
+# The hook: rank 1's checkpoint directory is read-only.
+run_capture hook timeout 300 mpirun --oversubscribe -np 2 -x FACTORYBENCH_TEST_READONLY_CKPT_RANK=1 "$FACTORYBENCH" \
+  "${COMMON[@]}" --output "$T/hook.json"
+cat "$T/hook.out"
+[ "$RC" -eq 1 ] && ok "read-only checkpoint dir on rank 1: exit 1" || fail "hook: exit $RC, expected 1: $(cat "$T/hook.err")"
+validate "$T/hook.json"
+grep -qE '^rank 1 \(.*\): FAIL checkpoint_dir: checkpoint dir .* is not writable: cannot create .*(Permission denied|Read-only file system)' "$T/hook.out" \
+  && ok "rank 1 line names the reason" || fail "rank 1 line: $(grep '^rank 1' "$T/hook.out")"
+grep -qE '^rank 0 \(.*\): (PASS|WARN)' "$T/hook.out" && ok "rank 0 still passes" || fail "rank 0 line: $(grep '^rank 0' "$T/hook.out")"
+assert_json "$T/hook.json" "[r['status'] for r in d['results'] if r['name'] == 'checkpoint_dir/rank1'] == ['failed']" "checkpoint_dir/rank1 failed"
+assert_json "$T/hook.json" "'not writable' in [r['error'] for r in d['results'] if r['name'] == 'checkpoint_dir/rank1'][0]" "its error says why"
+assert_json "$T/hook.json" "[r['status'] for r in d['results'] if r['name'] == 'checkpoint_dir/rank0'] == ['ok']" "checkpoint_dir/rank0 ok"
+assert_json "$T/hook.json" "d['summary']['health']['verdict'] == 'fail' and d['summary']['health']['ranks_failed'] == [1]" "summary: rank 1 failed"
+assert_json "$T/hook.json" "d['summary']['health']['ranks'][1]['failed'] == ['checkpoint_dir']" "summary names the failed check"
+
+# --telemetry full keeps each rank's time series; off leaves the results without telemetry.
+run_capture full timeout 300 mpirun --oversubscribe -np 2 "$FACTORYBENCH" "${COMMON[@]}" --telemetry full \
+  --telemetry-interval 20ms --output "$T/full.json"
+[ "$RC" -eq 0 ] && ok "--telemetry full: exit 0" || fail "--telemetry full: exit $RC: $(cat "$T/full.err")"
+validate "$T/full.json"
+assert_json "$T/full.json" "all(len(x['series']['t_s']) == x['samples'] >= 2 for x in d['summary']['telemetry']['ranks'])" "series per rank"
+assert_json "$T/full.json" "d['summary']['telemetry']['interval_ms'] == 20" "interval recorded"
+run_capture off timeout 300 mpirun --oversubscribe -np 2 "$FACTORYBENCH" "${COMMON[@]}" --telemetry off --output "$T/off.json"
+[ "$RC" -eq 0 ] && ok "--telemetry off: exit 0" || fail "--telemetry off: exit $RC"
+assert_json "$T/off.json" "all('telemetry' not in r['extra'] for r in d['results']) and 'telemetry' not in d['summary']" "no telemetry when off"
+
+# A host is not the GPU it was expected to be.
+run_capture expect timeout 120 "$FACTORYBENCH" health --backend host --gemm-size 128 --gemm-floor 0 --min-free-memory 0 \
+  --checkpoint-dir "$T/ckpt" --checkpoint-size 1M --expect-gpu H200 --output "$T/expect.json"
+[ "$RC" -eq 1 ] && grep -q "FAIL device: expected an H200 but the host backend has no GPU" "$T/expect.out" \
+  && ok "--expect-gpu on a host fails the device check" || fail "expect-gpu: exit $RC: $(cat "$T/expect.out" "$T/expect.err")"
+
+# A checkpoint directory that does not exist fails the check (a node problem, not a usage error).
+run_capture nodir timeout 120 "$FACTORYBENCH" health --backend host --gemm-size 128 --gemm-floor 0 --min-free-memory 0 \
+  --checkpoint-dir "$T/nowhere" --output "$T/nodir.json"
+[ "$RC" -eq 1 ] && grep -q "FAIL checkpoint_dir: checkpoint dir '$T/nowhere' is not a directory" "$T/nodir.out" \
+  && ok "missing checkpoint dir fails with the reason" || fail "missing dir: exit $RC: $(cat "$T/nodir.out" "$T/nodir.err")"
+
+# Bad input: one line, exit 2, no report.
+expect_error bad_floor 2 "invalid --gemm-floor 1.5: must be a fraction in \[0, 1\]" \
+  fb health --backend host --gemm-floor 1.5 --output "$T/bad.json"
+expect_error bad_gpu 2 "--expect-gpu" fb health --backend host --expect-gpu A100 --output "$T/bad.json"
+expect_error bad_hook 2 "invalid FACTORYBENCH_TEST_READONLY_CKPT_RANK 'x'" \
+  env FACTORYBENCH_TEST_READONLY_CKPT_RANK=x "$FACTORYBENCH" health --backend host --output "$T/bad.json"
+expect_error bad_interval 2 "invalid --telemetry-interval '0ms': must be at least 1ms" \
+  fb health --backend host --telemetry-interval 0ms --output "$T/bad.json"
+expect_error bad_mode 2 "--telemetry" fb health --backend host --telemetry sometimes --output "$T/bad.json"
+[ ! -e "$T/bad.json" ] && ok "no report written on bad input" || fail "a report was written on bad input"
+finish

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# `suite`: several steps in one MPI job, one combined report; failing steps are recorded, not fatal.
+. "$(dirname "$0")/../lib.sh"
+cd "$T"
+
+cat >"$T/ok.json" <<'JSON'
+{"name": "two-infos", "steps": [
+  {"name": "first", "command": "info"},
+  {"name": "second", "command": "info", "args": "--json"}]}
+JSON
+run_capture ok fb_mpirun 2 suite "$T/ok.json" --backend host -o "$T/ok-report.json"
+[ "$RC" -eq 0 ] || fail "suite exited $RC: $(cat "$T/ok.err")"
+validate "$T/ok-report.json"
+assert_json "$T/ok-report.json" "len(d['results']) == 2 and d['results'][1]['name'] == 'second/peak'" "one report, unique result names"
+assert_json "$T/ok-report.json" "[s['name'] for s in d['summary']['suite']['steps']] == ['first', 'second']" "steps logged"
+assert_json "$T/ok-report.json" "d['run']['world_size'] == 2" "world size"
+grep -q "\[2/2\] second: ok" "$T/ok.err" && ok "progress lines" || fail "progress lines: $(cat "$T/ok.err")"
+
+# A step whose input is bad fails, is recorded with its reason, and the next step still runs.
+cat >"$T/bad.json" <<'JSON'
+{"name": "one-bad", "steps": [
+  {"name": "bad-suite-file", "command": "suite", "args": ["/nonexistent.json"]},
+  {"name": "after", "command": "info"}]}
+JSON
+run_capture nested fb suite "$T/bad.json" --backend host -o "$T/x.json"
+[ "$RC" -eq 2 ] && grep -q "cannot run another suite" "$T/nested.err" && ok "nested suite rejected" || fail "nested suite: $RC $(cat "$T/nested.err")"
+
+cat >"$T/fail.json" <<'JSON'
+{"name": "one-failing", "steps": [
+  {"name": "broken", "command": "info", "args": "--backend cuda"},
+  {"name": "after", "command": "info"}]}
+JSON
+run_capture global fb suite "$T/fail.json" --backend host -o "$T/y.json"
+[ "$RC" -eq 2 ] && grep -q "belong on the suite command line" "$T/global.err" && ok "global options rejected in steps" || fail "global option in step: $RC $(cat "$T/global.err")"
+[ ! -e "$T/y.json" ] || fail "report written for an invalid suite"
+
+expect_error missing_suite 2 "unknown suites 'nosuch'" fb suite nosuch
+printf '{"steps": [{"command": 5}]}' >"$T/typed.json"
+expect_error typed_suite 2 'typed.json: \$.steps\[0\].command: expected a string' fb suite "$T/typed.json"
+printf '{"steps": [{"command": "info", "args": "--frobnicate"}]}' >"$T/unknown.json"
+expect_error unknown_opt 2 "suite step '1-info'" fb suite "$T/unknown.json"
+finish

@@ -1,0 +1,229 @@
+// The checkpoint store on real files: write/commit/verify/restore, corruption and incomplete checkpoints
+// skipped with reasons, injected ENOSPC, pruning, async writes, and a writer process killed with SIGKILL at
+// several offsets mid-write: the next resume always finds a verified checkpoint.
+#include <gtest/gtest.h>
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "core/atomic_file.hpp"
+#include "core/error.hpp"
+#include "core/random_fill.hpp"
+#include "resilience/checkpoint_store.hpp"
+
+namespace fb::resilience {
+namespace {
+namespace fs = std::filesystem;
+
+std::vector<std::byte> state_bytes(std::size_t n, std::uint64_t seed) {
+  std::vector<std::byte> out(n);
+  SplitMix64 rng(seed);
+  for (auto& b : out) b = static_cast<std::byte>(rng.next() & 0xff);
+  return out;
+}
+
+class CheckpointStoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    root = fs::temp_directory_path() / ("fb_ckpt_" + std::to_string(::getpid()) + "_" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(root);
+    fs::create_directories(root);
+  }
+  void TearDown() override { fs::remove_all(root); }
+  // A full checkpoint of `ranks` shards of `bytes` each; shard r holds state_bytes(bytes, step*100+r).
+  CheckpointInfo save(const CheckpointStore& store, std::int64_t step, int ranks, std::size_t bytes) {
+    std::vector<ShardInfo> shards;
+    for (int r = 0; r < ranks; ++r)
+      shards.push_back(
+          store.write_shard(step, r, state_bytes(bytes, static_cast<std::uint64_t>(step * 100 + r))));
+    return store.commit(step, shards);
+  }
+  fs::path root;
+};
+
+TEST_F(CheckpointStoreTest, SaveVerifyAndRestoreRoundTrip) {
+  CheckpointStore store(root / "checkpoints");
+  const auto info = save(store, 10, 3, 100000);
+  EXPECT_EQ(info.name, "step-00000010");
+  EXPECT_EQ(info.total_bytes, 300000u);
+  EXPECT_TRUE(fs::exists(root / "checkpoints/step-00000010/manifest.json"));
+  EXPECT_TRUE(fs::exists(root / "checkpoints/step-00000010/rank-00002.shard"));
+  const auto choice = store.find_newest_valid(3);
+  ASSERT_TRUE(choice.chosen);
+  EXPECT_EQ(choice.chosen->step, 10);
+  EXPECT_TRUE(choice.skipped.empty());
+  std::vector<std::byte> back(100000);
+  store.read_shard(*choice.chosen, 1, back);
+  EXPECT_EQ(back, state_bytes(100000, 1001));
+  EXPECT_EQ(choice.chosen->shards[1].xxh64, checksum64(back));
+}
+
+TEST_F(CheckpointStoreTest, CorruptAndIncompleteCheckpointsAreSkippedWithReasons) {
+  CheckpointStore store(root);
+  save(store, 10, 2, 4096);
+  save(store, 20, 2, 4096);
+  save(store, 30, 2, 4096);
+  // 40: shards written, never committed (the job died before the manifest).
+  store.write_shard(40, 0, state_bytes(4096, 1));
+  // 30: a bit flipped in a committed shard.
+  {
+    std::fstream f(root / "step-00000030/rank-00001.shard", std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(1000);
+    char c = 0;
+    f.read(&c, 1);
+    c = static_cast<char>(c ^ 0x10);
+    f.seekp(1000);
+    f.write(&c, 1);
+  }
+  // 20: a shard truncated.
+  fs::resize_file(root / "step-00000020/rank-00000.shard", 100);
+  const auto choice = store.find_newest_valid(2);
+  ASSERT_TRUE(choice.chosen);
+  EXPECT_EQ(choice.chosen->step, 10);
+  ASSERT_EQ(choice.skipped.size(), 3u);
+  EXPECT_EQ(choice.skipped[0].checkpoint, "step-00000040");
+  EXPECT_EQ(choice.skipped[0].reason, "incomplete: no manifest (the writers stopped before the commit)");
+  EXPECT_EQ(choice.skipped[1].checkpoint, "step-00000030");
+  EXPECT_NE(choice.skipped[1].reason.find("shard rank-00001.shard checksum mismatch"), std::string::npos)
+      << choice.skipped[1].reason;
+  EXPECT_EQ(choice.skipped[2].reason, "shard rank-00000.shard has 100 bytes, the manifest says 4096");
+  // Another world size never resumes from these.
+  const auto other = store.find_newest_valid(4);
+  EXPECT_FALSE(other.chosen);
+  EXPECT_EQ(other.skipped.back().reason, "written by 2 ranks, this job has 4");
+}
+
+TEST_F(CheckpointStoreTest, TamperedManifestIsRejected) {
+  CheckpointStore store(root);
+  save(store, 5, 1, 1024);
+  const auto path = root / "step-00000005/manifest.json";
+  auto text = read_text_file(path);
+  text.replace(text.find("\"bytes\": 1024"), 13, "\"bytes\": 1023");
+  std::ofstream(path) << text;
+  std::string reason;
+  EXPECT_FALSE(store.verify(5, 1, &reason));
+  EXPECT_EQ(reason, "manifest checksum mismatch");
+}
+
+TEST_F(CheckpointStoreTest, InjectedDiskFullLeavesThePreviousCheckpointNewest) {
+  CheckpointStore store(root);
+  save(store, 10, 2, 1 << 20);
+  store.write_shard(20, 0, state_bytes(1 << 20, 7));
+  ShardWriteOptions full;
+  full.fail_after_bytes = 300000;
+  try {
+    store.write_shard(20, 1, state_bytes(1 << 20, 8), full);
+    FAIL() << "expected a write failure";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::runtime);
+    EXPECT_NE(std::string(e.what()).find("No space left on device"), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(fs::exists(root / "step-00000020/.rank-00001.shard.tmp"));
+  const auto choice = store.find_newest_valid(2);
+  ASSERT_TRUE(choice.chosen);
+  EXPECT_EQ(choice.chosen->step, 10);
+}
+
+TEST_F(CheckpointStoreTest, PruneKeepsTheNewestCommitted) {
+  CheckpointStore store(root);
+  for (int s = 1; s <= 5; ++s) save(store, s * 10, 1, 512);
+  store.write_shard(25, 0, state_bytes(512, 3));  // leftover of a crashed save
+  store.write_shard(60, 0, state_bytes(512, 3));  // newer than the newest commit: may be in progress, kept
+  const auto removed = store.prune(2);
+  EXPECT_EQ(removed,
+            (std::vector<std::string>{"step-00000010", "step-00000020", "step-00000025", "step-00000030"}));
+  EXPECT_EQ(store.committed_steps(), (std::vector<std::int64_t>{40, 50}));
+  EXPECT_EQ(store.list_steps(), (std::vector<std::int64_t>{40, 50, 60}));
+}
+
+TEST_F(CheckpointStoreTest, AsyncWriterWritesFromItsOwnCopy) {
+  CheckpointStore store(root);
+  AsyncShardWriter writer;
+  EXPECT_FALSE(writer.pending());
+  auto data = state_bytes(3 << 20, 11);
+  const auto expected = checksum64(data);
+  writer.start(store, 7, 0, data);
+  std::fill(data.begin(), data.end(), std::byte{0});  // training moves on; the snapshot is the writer's
+  EXPECT_TRUE(writer.pending());
+  const auto info = writer.wait();
+  EXPECT_EQ(info.xxh64, expected);
+  store.commit(7, {info});
+  std::string reason;
+  EXPECT_TRUE(store.verify(7, 1, &reason)) << reason;
+}
+
+// A writer process saves checkpoints 1, 2, 3, … (two shards each, paced by a progress callback so the parent
+// can catch it mid-write) and is killed with SIGKILL once the shard being written reaches `offset` bytes.
+// Whatever the offset, the next resume finds a checkpoint that verifies, and never one newer than committed.
+TEST_F(CheckpointStoreTest, KillNineMidWriteNeverLosesTheLastCheckpoint) {
+  constexpr std::size_t kShard = 4u << 20;
+  const std::vector<std::uint64_t> offsets{0, 1, 4096, 1u << 20, (3u << 20) + 123, kShard};
+  int index = 0;
+  for (const auto offset : offsets) {
+    SCOPED_TRACE("kill at offset " + std::to_string(offset));
+    const auto dir = root / ("run" + std::to_string(index++));
+    int ready[2];
+    ASSERT_EQ(::pipe(ready), 0);
+    const pid_t child = ::fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+      ::close(ready[0]);
+      CheckpointStore store(dir);
+      ShardWriteOptions paced;
+      paced.on_progress = [](std::uint64_t) { std::this_thread::sleep_for(std::chrono::milliseconds(3)); };
+      for (std::int64_t step = 1;; ++step) {
+        std::vector<ShardInfo> shards;
+        for (int r = 0; r < 2; ++r)
+          shards.push_back(
+              store.write_shard(step, r, state_bytes(kShard, static_cast<std::uint64_t>(step)), paced));
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));  // shards durable, manifest not yet
+        store.commit(step, shards);
+        store.prune(2);
+        const char c = 'c';
+        if (::write(ready[1], &c, 1) != 1) ::_exit(1);
+      }
+    }
+    ::close(ready[1]);
+    char c = 0;
+    ASSERT_EQ(::read(ready[0], &c, 1), 1);  // checkpoint 1 committed
+    // Wait until the next shard being written (a .tmp file) holds at least `offset` bytes, then kill. For
+    // offset == kShard the kill lands after a shard was renamed but before the manifest commit.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    bool hit = false;
+    while (!hit && std::chrono::steady_clock::now() < deadline) {
+      std::error_code ec;
+      for (const auto& entry : fs::recursive_directory_iterator(dir, ec)) {
+        const auto name = entry.path().filename().string();
+        const auto size = entry.is_regular_file(ec) ? entry.file_size(ec) : 0;
+        const bool tmp = name.ends_with(".tmp");
+        const bool uncommitted_shard =
+            !tmp && name.ends_with(".shard") && !fs::exists(entry.path().parent_path() / "manifest.json", ec);
+        if ((offset < kShard && tmp && size >= offset) || (offset == kShard && uncommitted_shard)) hit = true;
+      }
+    }
+    ::kill(child, SIGKILL);
+    int status = 0;
+    ::waitpid(child, &status, 0);
+    ::close(ready[0]);
+    EXPECT_TRUE(hit) << "the writer was never caught mid-write";
+    ASSERT_TRUE(WIFSIGNALED(status));
+    CheckpointStore store(dir);
+    const auto choice = store.find_newest_valid(2);
+    ASSERT_TRUE(choice.chosen) << "no verified checkpoint after the kill";
+    std::vector<std::byte> back(kShard);
+    store.read_shard(*choice.chosen, 1, back);
+    EXPECT_EQ(back, state_bytes(kShard, static_cast<std::uint64_t>(choice.chosen->step)));
+    for (const auto& s : choice.skipped)
+      EXPECT_GT(CheckpointStore::name_for(choice.chosen->step), s.checkpoint);
+  }
+}
+
+}  // namespace
+}  // namespace fb::resilience

@@ -1,0 +1,232 @@
+// Known answers for the cluster simulator (issue 8): the first-order model when M ≫ C, the Llama 3 and
+// Meta RSC-1 failure counts and MTBFs, determinism for a seed, and the accounting identity.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+
+#include "core/error.hpp"
+#include "reports/report.hpp"
+#include "resilience/checkpoint_interval.hpp"
+#include "resilience/cluster_simulator.hpp"
+#include "resilience/failure_model.hpp"
+
+namespace fb::resilience {
+namespace {
+
+constexpr double kHour = 3600.0, kDay = 86400.0;
+
+ClusterConfig config(std::int64_t gpus, double days) {
+  ClusterConfig c;
+  c.gpus = gpus;
+  c.gpus_per_node = 8;
+  c.wall_s = days * kDay;
+  return c;
+}
+
+TEST(ClusterSimulator, MatchesFirstOrderGoodputWhenMtbfDwarfsCheckpointCost) {
+  // M = 24 h, C = 1 min, R = 5 min (detection 1 + relaunch 3 + restore 1), Young's interval.
+  const auto model = single_rate_model(24 * kHour);
+  auto c = config(1024, 60);
+  c.costs = {60, 60, 180, 60};
+  const double m = job_mtbf_s(model, c.gpus, c.gpus_per_node);
+  ASSERT_DOUBLE_EQ(m, 24 * kHour);
+  const double t = young_interval(c.costs.checkpoint_s, m);
+  const auto s = simulate(model, c, t, 400, 7);
+  const double analytic = 100 * first_order_goodput(t, c.costs.checkpoint_s, c.costs.restart_s(), m);
+  EXPECT_NEAR(s.goodput_pct.mean(), analytic, 0.5) << "analytic " << analytic;
+  EXPECT_NEAR(s.failures.mean(), 60.0, 60.0 * 0.03);
+}
+
+TEST(ClusterSimulator, Llama3At16kGpusFor54DaysGives419Interruptions) {
+  const auto model = load_failure_model("llama3-h100");
+  const auto c = config(16384, 54);
+  EXPECT_NEAR(job_mtbf_s(model, c.gpus, c.gpus_per_node) / kHour, 3.09, 0.005);
+  const auto s = simulate(model, c, 30 * 60, 100, 42);
+  EXPECT_NEAR(s.failures.mean(), 419, 419 * 0.03);
+  EXPECT_NEAR(s.sim_mtbf_s / kHour, 3.09, 3.09 * 0.03);
+  // Every category shows up in proportion to its published count: faulty GPUs are 148 of 419.
+  double faulty_gpu = 0;
+  for (std::size_t i = 0; i < model.categories.size(); ++i)
+    if (model.categories[i].name == "faulty_gpu") faulty_gpu = s.mean_failures_by_category[i];
+  EXPECT_NEAR(faulty_gpu, 148, 148 * 0.06);
+}
+
+TEST(ClusterSimulator, MetaRsc1ProjectedJobMttf) {
+  const auto model = load_failure_model("meta-rsc1-a100");
+  EXPECT_NEAR(job_mtbf_s(model, 16384, 8) / kHour, 1.8, 0.01);
+  EXPECT_NEAR(job_mtbf_s(model, 131072, 8) / kHour, 0.23, 0.005);
+  const auto s16 = simulate(model, config(16384, 30), 20 * 60, 40, 3);
+  EXPECT_NEAR(s16.sim_mtbf_s / kHour, 1.8, 1.8 * 0.03);
+  const auto s131 = simulate(model, config(131072, 7), 5 * 60, 40, 3);
+  EXPECT_NEAR(s131.sim_mtbf_s / kHour, 0.225, 0.225 * 0.03);
+}
+
+TEST(ClusterSimulator, SameSeedSameResultDifferentSeedDifferentSamples) {
+  const auto model = load_failure_model("llama3-h100");
+  auto c = config(8192, 10);
+  c.flaky_share = 0.02;
+  c.flaky_factor = 10;
+  c.straggler_share = 0.001;
+  c.straggler_factor = 1.2;
+  c.drain = DrainPolicy::drain;
+  c.spares = 16;
+  const auto a = simulate(model, c, 1800, 20, 1234);
+  const auto b = simulate(model, c, 1800, 20, 1234);
+  const auto d = simulate(model, c, 1800, 20, 1235);
+  EXPECT_EQ(a.goodput_pct.mean(), b.goodput_pct.mean());
+  EXPECT_EQ(a.failures_total, b.failures_total);
+  EXPECT_EQ(a.mean_split.redone, b.mean_split.redone);
+  EXPECT_NE(a.goodput_pct.mean(), d.goodput_pct.mean());
+  EXPECT_NE(a.failures_total, d.failures_total);
+  const auto t1 = simulate_trial(model, c, 1800, 99), t2 = simulate_trial(model, c, 1800, 100);
+  EXPECT_NE(t1.failures, t2.failures);
+}
+
+TEST(ClusterSimulator, WallTimeSplitsIntoItsParts) {
+  const auto model = load_failure_model("llama3-h100");
+  auto c = config(16384, 20);
+  c.spares = 4;
+  c.repair_s = 12 * kHour;
+  c.straggler_share = 0.002;
+  c.straggler_factor = 1.5;
+  c.drain = DrainPolicy::drain;
+  for (std::uint64_t seed : {1, 2, 3}) {
+    const auto o = simulate_trial(model, c, 1200, seed);
+    EXPECT_NEAR(o.split.total(), c.wall_s, 1e-6 * c.wall_s);
+    for (double part : as_array(o.split)) EXPECT_GE(part, 0);
+    EXPECT_GT(o.split.checkpoint, 0);
+    EXPECT_GT(o.split.redone, 0);
+    EXPECT_GT(o.split.detection + o.split.relaunch + o.split.restore, 0);
+  }
+}
+
+TEST(ClusterSimulator, FewSparesAndLongRepairsMakeTheJobWait) {
+  const auto model = load_failure_model("llama3-h100");
+  auto c = config(16384, 20);
+  c.spares = 2;
+  c.repair_s = 5 * kDay;
+  const auto scarce = simulate(model, c, 1200, 20, 5);
+  c.spares.reset();
+  const auto unlimited = simulate(model, c, 1200, 20, 5);
+  EXPECT_GT(scarce.mean_split.spare_wait, 0);
+  EXPECT_EQ(unlimited.mean_split.spare_wait, 0);
+  EXPECT_LT(scarce.goodput_pct.mean(), unlimited.goodput_pct.mean());
+}
+
+TEST(ClusterSimulator, StragglersCostTimeUntilDrained) {
+  const auto model = load_failure_model("llama3-h100");
+  auto c = config(16384, 20);
+  c.straggler_share = 0.01;
+  c.straggler_factor = 1.25;
+  const auto kept = simulate(model, c, 1200, 20, 5);
+  c.drain = DrainPolicy::drain;
+  const auto drained = simulate(model, c, 1200, 20, 5);
+  EXPECT_GT(kept.mean_split.straggler, 0.15 * c.wall_s);  // ~all of the time at 1/1.25 speed
+  EXPECT_LT(drained.mean_split.straggler, 0.01 * c.wall_s);
+  EXPECT_GT(drained.mean_drained_nodes, 10);
+  EXPECT_GT(drained.goodput_pct.mean(), kept.goodput_pct.mean());
+  EXPECT_NEAR(kept.ettr.mean(), (kept.mean_split.productive + kept.mean_split.straggler) / c.wall_s, 1e-9);
+}
+
+TEST(ClusterSimulator, DrainRetiresFlakyNodes) {
+  auto model = load_failure_model("meta-rsc1-a100");
+  model.categories[0].traits.needs_replacement = false;  // restart in place, so only draining removes nodes
+  auto c = config(2048, 60);
+  c.flaky_share = 0.02;
+  c.flaky_factor = 100;  // 2% of the nodes carry 2/2.98 = 67% of the failures
+  const auto none = simulate(model, c, 1800, 20, 8);
+  c.drain = DrainPolicy::drain;
+  c.drain_after = 2;
+  const auto drain = simulate(model, c, 1800, 20, 8);
+  EXPECT_LT(drain.failures.mean(), 0.7 * none.failures.mean());
+  EXPECT_GT(drain.goodput_pct.mean(), none.goodput_pct.mean());
+}
+
+TEST(ClusterSimulator, AutoIntervalSearchLandsNearDaly) {
+  const auto model = single_rate_model(6 * kHour);
+  auto c = config(1024, 30);
+  c.costs.checkpoint_s = 300;
+  const auto choice = choose_interval(IntervalPolicy::search, std::nullopt, model, c, 100, 11);
+  EXPECT_NEAR(choice.daly_s / 60, 56.7, 0.1);
+  EXPECT_NEAR(choice.young_s / 60, 60.0, 1e-9);
+  EXPECT_EQ(choice.searched.size(), 13u);
+  // The goodput curve is flat near the optimum: the search lands within a factor 1.6 of Daly's interval.
+  EXPECT_GT(choice.interval_s, choice.daly_s / 1.6);
+  EXPECT_LT(choice.interval_s, choice.daly_s * 1.6);
+}
+
+TEST(ClusterSimulator, FixedIntervalShorterThanCheckpointIsRejected) {
+  const auto model = single_rate_model(6 * kHour);
+  auto c = config(1024, 1);
+  EXPECT_THROW(choose_interval(IntervalPolicy::fixed, 30.0, model, c, 10, 1), Error);
+  EXPECT_EQ(choose_interval(IntervalPolicy::fixed, 600.0, model, c, 10, 1).interval_s, 600.0);
+}
+
+TEST(ClusterSimulator, RejectsBadConfigurations) {
+  auto c = config(1024, 1);
+  c.spares = 129;  // 128 nodes
+  EXPECT_THROW(validate(c), Error);
+  c = config(1020, 1);
+  EXPECT_THROW(validate(c), Error);
+  c = config(1024, 0);
+  EXPECT_THROW(validate(c), Error);
+  c = config(1024, 1);
+  c.costs.restore_s = -1;
+  EXPECT_THROW(validate(c), Error);
+  c = config(1024, 1);
+  c.straggler_factor = 0.5;
+  EXPECT_THROW(validate(c), Error);
+}
+
+TEST(StreamingSummary, ExactPercentilesThenBoundedEstimates) {
+  StreamingSummary s;
+  for (int i = 1; i <= 100; ++i) s.add(i);
+  EXPECT_EQ(s.percentile(5), 5);
+  EXPECT_EQ(s.percentile(50), 50);
+  EXPECT_EQ(s.percentile(95), 95);
+  EXPECT_DOUBLE_EQ(s.mean(), 50.5);
+  EXPECT_EQ(s.stats().n, 100u);
+  // Past the exact cap the P² markers take over: uniform 0..1 → p5 ≈ 0.05, p95 ≈ 0.95.
+  StreamingSummary big;
+  std::uint64_t x = 1;
+  for (std::size_t i = 0; i < kExactSampleCap * 4; ++i) {
+    x = x * 6364136223846793005ull + 1442695040888963407ull;
+    big.add(static_cast<double>(x >> 11) * 0x1.0p-53);
+  }
+  EXPECT_NEAR(big.percentile(5), 0.05, 0.01);
+  EXPECT_NEAR(big.percentile(50), 0.5, 0.01);
+  EXPECT_NEAR(big.percentile(95), 0.95, 0.01);
+  EXPECT_NEAR(big.stats().mean, 0.5, 0.01);
+}
+
+TEST(Calibration, ReadsCostsFromAResilienceReportAndNamesWhatIsMissing) {
+  reports::Report report;
+  reports::Result r;
+  r.benchmark = "resilience";
+  r.name = "tiny-dense";
+  r.set_metric("ckpt_save_s", {2.5, "s", reports::Better::lower, std::nullopt});
+  r.set_metric("ckpt_restore_s", {4.0, "s", reports::Better::lower, std::nullopt});
+  r.set_metric("failures", {3, "count", reports::Better::lower, std::nullopt});
+  r.set_metric("restarts", {3, "count", reports::Better::lower, std::nullopt});
+  report.results.push_back(r);
+  report.summary["badput_s"] = {{"detection", 6.0}, {"relaunch", 30.0}};
+  auto cal = calibrate_from_report(report, "run.json");
+  EXPECT_EQ(*cal.checkpoint_s, 2.5);
+  EXPECT_EQ(*cal.restore_s, 4.0);
+  EXPECT_EQ(*cal.detection_s, 2.0);
+  EXPECT_EQ(*cal.relaunch_s, 10.0);
+  EXPECT_TRUE(cal.missing.empty());
+
+  report.summary = nlohmann::json::object();
+  report.results[0].metrics.erase(report.results[0].metrics.begin());  // ckpt_save_s
+  cal = calibrate_from_report(report, "run.json");
+  EXPECT_FALSE(cal.checkpoint_s);
+  EXPECT_EQ(cal.missing, (std::vector<std::string>{"ckpt_save_s", "summary.badput_s.detection",
+                                                   "summary.badput_s.relaunch"}));
+  report.results.clear();
+  EXPECT_THROW(calibrate_from_report(report, "run.json"), Error);
+}
+
+}  // namespace
+}  // namespace fb::resilience

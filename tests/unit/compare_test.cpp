@@ -1,0 +1,403 @@
+// compare: every verdict in both directions, noise, floors and ceilings, missing/new results, rules parsing
+// and the errors that name the JSON path. Reports are built by hand with the Report types.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+
+#include "core/error.hpp"
+#include "reports/compare.hpp"
+#include "reports/compare_rules.hpp"
+#include "reports/report_json.hpp"
+
+namespace fb::reports {
+namespace {
+
+Metric metric(double value, Better better, std::string unit = "GB/s", double stddev = -1, std::size_t n = 0) {
+  Metric m;
+  m.value = value;
+  m.unit = std::move(unit);
+  m.better = better;
+  if (stddev >= 0) {
+    SampleStats s;
+    s.min = value - 2 * stddev;
+    s.median = value;
+    s.max = value + 2 * stddev;
+    s.mean = value;
+    s.p99 = s.max;
+    s.stddev = stddev;
+    s.n = n;
+    m.stats = s;
+  }
+  return m;
+}
+
+Result result(std::string benchmark, std::string name, std::vector<std::pair<std::string, Metric>> metrics) {
+  Result r;
+  r.benchmark = std::move(benchmark);
+  r.name = std::move(name);
+  r.metrics = std::move(metrics);
+  return r;
+}
+
+Report report(std::vector<Result> results, std::string backend = "cuda", int world = 8) {
+  Report rep;
+  rep.run = {{"id", "r1"}, {"backend", backend}, {"world_size", world}};
+  rep.results = std::move(results);
+  return rep;
+}
+
+// Compares one metric value pair under the given rules and returns its single row.
+MetricComparison one(double b, double c, Better better, const CompareRules& rules = {}) {
+  const auto base =
+      report({result("collective", "allreduce/bf16/1024", {{"busbw_gbps", metric(b, better)}})});
+  const auto cand =
+      report({result("collective", "allreduce/bf16/1024", {{"busbw_gbps", metric(c, better)}})});
+  const auto cmp = compare_reports(base, cand, rules);
+  EXPECT_EQ(cmp.rows.size(), 1u);
+  return cmp.rows.at(0);
+}
+
+TEST(Compare, SameWithinTolerance) {
+  const auto row = one(100, 104, Better::higher);
+  EXPECT_EQ(row.verdict, Verdict::same);
+  EXPECT_NEAR(*row.change, 0.04, 1e-12);
+  EXPECT_NEAR(*row.ratio, 1.04, 1e-12);
+  EXPECT_FALSE(row.fails);
+  EXPECT_EQ(row.reason, "within ±5% tolerance");
+  EXPECT_EQ(one(100, 95, Better::higher).verdict, Verdict::same);  // the edge is inclusive
+}
+
+TEST(Compare, HigherIsBetterBothDirections) {
+  EXPECT_EQ(one(100, 110, Better::higher).verdict, Verdict::better);
+  const auto worse = one(100, 90, Better::higher);
+  EXPECT_EQ(worse.verdict, Verdict::worse);
+  EXPECT_TRUE(worse.fails);
+  EXPECT_EQ(worse.reason, "-10.0% beyond ±5% tolerance");
+}
+
+TEST(Compare, LowerIsBetterBothDirections) {
+  EXPECT_EQ(one(100, 90, Better::lower).verdict, Verdict::better);
+  EXPECT_EQ(one(100, 110, Better::lower).verdict, Verdict::worse);
+  EXPECT_EQ(one(100, 103, Better::lower).verdict, Verdict::same);
+}
+
+TEST(Compare, NoDirectionIsInfoAndNeverFails) {
+  const auto row = one(100, 300, Better::none);
+  EXPECT_EQ(row.verdict, Verdict::info);
+  EXPECT_FALSE(row.fails);
+}
+
+TEST(Compare, CustomToleranceFromRules) {
+  CompareRules rules;
+  rules.tolerance = 0.15;
+  EXPECT_EQ(one(100, 90, Better::higher, rules).verdict, Verdict::same);
+  rules.tolerance = 0.0;
+  EXPECT_EQ(one(100, 100.5, Better::higher, rules).verdict, Verdict::better);
+}
+
+TEST(Compare, BaselineZero) {
+  EXPECT_EQ(one(0, 0, Better::lower).verdict, Verdict::same);
+  EXPECT_EQ(one(0, 1, Better::lower).verdict, Verdict::worse);
+  EXPECT_EQ(one(0, 1, Better::higher).verdict, Verdict::better);
+}
+
+TEST(Compare, NullCandidateIsWorse) {
+  EXPECT_EQ(one(100, std::nan(""), Better::higher).verdict, Verdict::worse);
+  EXPECT_EQ(one(std::nan(""), 100, Better::higher).verdict, Verdict::ambiguous);
+}
+
+// Noise band = 2·sqrt(σb² + σc²)/|b|. σ = 5 on both sides of b = 100: 14.1%.
+TEST(Compare, NoisyChangeBeyondToleranceIsAmbiguous) {
+  const EffectiveRule rule{0.05, std::nullopt, std::nullopt, false};
+  const auto v = judge_metric(metric(100, Better::higher, "GB/s", 5, 10),
+                              metric(92, Better::higher, "GB/s", 5, 10), rule, 2.0, 0.10);
+  EXPECT_EQ(v.verdict, Verdict::ambiguous);
+  EXPECT_NEAR(*v.noise, 2 * std::sqrt(50.0) / 100, 1e-12);
+}
+
+TEST(Compare, ChangeWithinModestNoiseIsSame) {
+  // Tolerance 0: only a change beyond the noise band counts. σ = 1: noise 2.83%.
+  const EffectiveRule strict{0.0, std::nullopt, std::nullopt, false};
+  const auto same = judge_metric(metric(100, Better::lower, "us", 1, 20),
+                                 metric(102, Better::lower, "us", 1, 20), strict, 2.0, 0.10);
+  EXPECT_EQ(same.verdict, Verdict::same);
+  EXPECT_NE(same.reason.find("within noise"), std::string::npos);
+  const auto worse = judge_metric(metric(100, Better::lower, "us", 1, 20),
+                                  metric(104, Better::lower, "us", 1, 20), strict, 2.0, 0.10);
+  EXPECT_EQ(worse.verdict, Verdict::worse);
+}
+
+TEST(Compare, ClearChangeBeyondNoiseIsDecided) {
+  const EffectiveRule rule{0.05, std::nullopt, std::nullopt, false};
+  const auto v = judge_metric(metric(100, Better::higher, "GB/s", 1, 10),
+                              metric(120, Better::higher, "GB/s", 1, 10), rule, 2.0, 0.10);
+  EXPECT_EQ(v.verdict, Verdict::better);
+  // A single sample carries no spread: no noise band, the tolerance alone decides.
+  const auto single = judge_metric(metric(100, Better::higher, "GB/s", 5, 1),
+                                   metric(92, Better::higher, "GB/s", 5, 1), rule, 2.0, 0.10);
+  EXPECT_FALSE(single.noise.has_value());
+  EXPECT_EQ(single.verdict, Verdict::worse);
+}
+
+TEST(Compare, FloorOverridesRelativeVerdict) {
+  CompareRules rules;
+  rules.rules.push_back(parse_bound_rule("train/* mfu >= 0.45", "test"));
+  const auto base =
+      report({result("train", "llama3-8b", {{"mfu", metric(0.38, Better::higher, "fraction")}})});
+  auto cand = report({result("train", "llama3-8b", {{"mfu", metric(0.41, Better::higher, "fraction")}})});
+  auto cmp = compare_reports(base, cand, rules);
+  ASSERT_EQ(cmp.rows.size(), 1u);
+  EXPECT_EQ(cmp.rows[0].verdict, Verdict::worse);  // 8% better than the baseline, yet below the floor
+  EXPECT_EQ(cmp.rows[0].reason, "0.41 below floor 0.45");
+  EXPECT_EQ(cmp.exit_status(), 1);
+
+  cand.results[0].metrics[0].second.value = 0.47;
+  cmp = compare_reports(base, cand, rules);
+  EXPECT_EQ(cmp.rows[0].verdict, Verdict::better);
+  EXPECT_NE(cmp.rows[0].reason.find("meets floor >= 0.45"), std::string::npos);
+  EXPECT_EQ(cmp.exit_status(), 0);
+}
+
+TEST(Compare, CeilingOnLowerIsBetterMetric) {
+  CompareRules rules;
+  rules.rules.push_back(parse_bound_rule("step_time_s <= 2.5", "test"));
+  const auto base = report({result("train", "x", {{"step_time_s", metric(2.6, Better::lower, "s")}})});
+  const auto cand = report({result("train", "x", {{"step_time_s", metric(2.61, Better::lower, "s")}})});
+  const auto cmp = compare_reports(base, cand, rules);
+  EXPECT_EQ(cmp.rows[0].verdict, Verdict::worse);
+  EXPECT_EQ(cmp.rows[0].reason, "2.61 above ceiling 2.5");
+}
+
+TEST(Compare, FloorAppliesToNewResults) {
+  CompareRules rules;
+  rules.rules.push_back(parse_bound_rule("goodput_pct >= 90", "test"));
+  const auto base = report({result("train", "x", {{"mfu", metric(0.4, Better::higher, "fraction")}})});
+  const auto cand = report({result("train", "x", {{"mfu", metric(0.4, Better::higher, "fraction")}}),
+                            result("resilience", "run", {{"goodput_pct", metric(85, Better::higher, "%")}})});
+  const auto cmp = compare_reports(base, cand, rules);
+  ASSERT_EQ(cmp.rows.size(), 2u);
+  EXPECT_EQ(cmp.rows[1].verdict, Verdict::worse);
+  EXPECT_EQ(cmp.exit_status(), 1);
+}
+
+TEST(Compare, MissingAndNew) {
+  const auto base = report({result("gemm", "a", {{"tflops", metric(10, Better::higher, "TFLOP/s")}}),
+                            result("gemm", "b", {{"tflops", metric(10, Better::higher, "TFLOP/s")}})});
+  const auto cand = report({result("gemm", "a",
+                                   {{"tflops", metric(10, Better::higher, "TFLOP/s")},
+                                    {"time_us", metric(5, Better::lower, "us")}}),
+                            result("gemm", "c", {{"tflops", metric(10, Better::higher, "TFLOP/s")}})});
+  auto cmp = compare_reports(base, cand, {});
+  ASSERT_EQ(cmp.rows.size(), 4u);
+  EXPECT_EQ(cmp.rows[0].verdict, Verdict::same);
+  EXPECT_EQ(cmp.rows[1].verdict, Verdict::added);  // a/time_us: metric not in baseline
+  EXPECT_EQ(cmp.rows[2].verdict, Verdict::missing);
+  EXPECT_EQ(cmp.rows[2].result, "b");
+  EXPECT_EQ(cmp.rows[3].verdict, Verdict::added);
+  EXPECT_EQ(cmp.rows[3].result, "c");
+  EXPECT_EQ(cmp.exit_status(), 0);
+  EXPECT_EQ(cmp.summary_line(), "4 metrics compared: 1 SAME, 1 MISSING, 2 NEW");
+
+  CompareRules strict;
+  strict.fail_on_missing = true;
+  cmp = compare_reports(base, cand, strict);
+  EXPECT_TRUE(cmp.rows[2].fails);
+  EXPECT_EQ(cmp.exit_status(), 1);
+}
+
+TEST(Compare, FailedCandidateResultFailsTheGate) {
+  const auto base = report({result("gemm", "a", {{"tflops", metric(10, Better::higher, "TFLOP/s")}})});
+  auto cand = report({result("gemm", "a", {})});
+  cand.results[0].fail("check failed: 3 elements differ");
+  const auto cmp = compare_reports(base, cand, {});
+  ASSERT_EQ(cmp.rows.size(), 1u);
+  EXPECT_EQ(cmp.rows[0].metric, "status");
+  EXPECT_EQ(cmp.rows[0].verdict, Verdict::worse);
+  EXPECT_EQ(cmp.rows[0].reason, "failed in candidate: check failed: 3 elements differ");
+}
+
+TEST(Compare, SkippedCandidateResultIsMissing) {
+  const auto base = report({result("gemm", "fp8", {{"tflops", metric(10, Better::higher, "TFLOP/s")}})});
+  auto cand = report({result("gemm", "fp8", {})});
+  cand.results[0].status = Status::skipped;
+  cand.results[0].error = "fp8 needs the cuda backend";
+  const auto cmp = compare_reports(base, cand, {});
+  EXPECT_EQ(cmp.rows[0].verdict, Verdict::missing);
+  EXPECT_EQ(cmp.exit_status(), 0);
+}
+
+TEST(Compare, IgnoreRuleDropsMetric) {
+  CompareRules rules;
+  MetricRule r;
+  r.metric = "time_*";
+  r.ignore = true;
+  rules.rules.push_back(r);
+  const auto base = report({result(
+      "gemm", "a",
+      {{"time_us", metric(1, Better::lower, "us")}, {"tflops", metric(1, Better::higher, "TFLOP/s")}})});
+  const auto cmp = compare_reports(base, base, rules);
+  ASSERT_EQ(cmp.rows.size(), 1u);
+  EXPECT_EQ(cmp.rows[0].metric, "tflops");
+}
+
+TEST(Compare, WarningsForDifferentRuns) {
+  const auto base =
+      report({result("gemm", "a", {{"tflops", metric(10, Better::higher, "TFLOP/s")}})}, "cuda", 8);
+  auto cand = report({result("gemm", "a", {{"tflops", metric(10, Better::higher, "TFLOP/s")}})}, "host", 4);
+  cand.schema = "factorybench.report/v2";
+  const auto cmp = compare_reports(base, cand, {});
+  ASSERT_EQ(cmp.warnings.size(), 3u);
+  EXPECT_EQ(cmp.warnings[0],
+            "schema versions differ: baseline factorybench.report/v1, candidate factorybench.report/v2");
+  EXPECT_EQ(cmp.warnings[1], "backends differ: baseline cuda, candidate host");
+  EXPECT_EQ(cmp.warnings[2], "world sizes differ: baseline 8, candidate 4");
+}
+
+TEST(Compare, IncompatibleUnitsNameTheJsonPath) {
+  const auto base = report({result("gemm", "a", {{"tflops", metric(10, Better::higher, "TFLOP/s")}})});
+  const auto cand = report({result("gemm", "a", {{"tflops", metric(10, Better::higher, "GFLOP/s")}})});
+  try {
+    compare_reports(base, cand, {}, "base.json", "cand.json");
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::input);
+    EXPECT_EQ(std::string(e.what()),
+              "cand.json: $.results[0].metrics.tflops.unit: \"GFLOP/s\" but the baseline (base.json) has "
+              "\"TFLOP/s\": "
+              "the reports are incompatible");
+  }
+}
+
+TEST(Compare, NothingInCommonIsAnError) {
+  const auto base = report({result("gemm", "a", {{"tflops", metric(10, Better::higher, "TFLOP/s")}})});
+  const auto cand = report({result("collective", "a", {{"tflops", metric(10, Better::higher, "TFLOP/s")}})});
+  EXPECT_THROW(compare_reports(base, cand, {}), Error);
+}
+
+TEST(Compare, MalformedReportNamesTheJsonPath) {
+  nlohmann::json j =
+      to_json(report({result("collective", "x", {{"busbw_gbps", metric(1, Better::higher)}})}));
+  j["results"][0]["metrics"]["busbw_gbps"]["value"] = "fast";
+  try {
+    report_from_json(j, "cand.json");
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()), "cand.json: $.results[0].metrics.busbw_gbps.value: expected a number");
+  }
+}
+
+TEST(Compare, ResultsMatchRegardlessOfOrder) {
+  const auto base = report({result("c", "1", {{"x", metric(1, Better::higher)}}),
+                            result("c", "2", {{"x", metric(2, Better::higher)}})});
+  const auto cand = report({result("c", "2", {{"x", metric(2, Better::higher)}}),
+                            result("c", "1", {{"x", metric(0.5, Better::higher)}})});
+  const auto cmp = compare_reports(base, cand, {});
+  ASSERT_EQ(cmp.rows.size(), 2u);
+  EXPECT_EQ(cmp.rows[0].verdict, Verdict::worse);
+  EXPECT_EQ(cmp.rows[1].verdict, Verdict::same);
+}
+
+TEST(Compare, ReferenceBaselineIsLabelled) {
+  auto base = report({result("c", "1", {{"x", metric(480, Better::higher)}})});
+  base.summary = {{"kind", "reference"}, {"title", "8x H200 SXM"}};
+  const auto side = describe_side(base, "h200.json");
+  EXPECT_TRUE(side.reference);
+  EXPECT_EQ(side.label, "published reference: 8x H200 SXM");
+}
+
+TEST(CompareFormatting, Numbers) {
+  EXPECT_EQ(format_value(482.3), "482.3");
+  EXPECT_EQ(format_value(0.45231), "0.4523");
+  EXPECT_EQ(format_value(17179869184.0), "17179869184");
+  EXPECT_EQ(format_value(1234.567), "1234.6");
+  EXPECT_EQ(format_change(-0.025), "-2.5%");
+  EXPECT_EQ(format_change(0.0), "+0.0%");
+  EXPECT_EQ(format_ratio(0.97512), "0.975");
+}
+
+TEST(CompareRulesTest, Glob) {
+  EXPECT_TRUE(glob_match("*", ""));
+  EXPECT_TRUE(glob_match("allreduce/*", "allreduce/bf16/1024"));
+  EXPECT_TRUE(glob_match("*/bf16/*", "allreduce/bf16/1024"));
+  EXPECT_TRUE(glob_match("a?c", "abc"));
+  EXPECT_FALSE(glob_match("a?c", "ac"));
+  EXPECT_FALSE(glob_match("allreduce/*", "allgather/bf16/1024"));
+  EXPECT_TRUE(glob_match("*_us", "time_us"));
+  EXPECT_FALSE(glob_match("*_us", "time_us_x"));
+  EXPECT_TRUE(glob_match("a*b*c", "aXbYbZc"));
+}
+
+TEST(CompareRulesTest, Tolerance) {
+  EXPECT_DOUBLE_EQ(parse_tolerance("5%", "--tolerance"), 0.05);
+  EXPECT_DOUBLE_EQ(parse_tolerance("0.05", "--tolerance"), 0.05);
+  EXPECT_DOUBLE_EQ(parse_tolerance(" 2.5 % ", "--tolerance"), 0.025);
+  EXPECT_THROW(parse_tolerance("-1%", "--tolerance"), Error);
+  EXPECT_THROW(parse_tolerance("five", "--tolerance"), Error);
+  try {
+    parse_tolerance("abc", "--tolerance");
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::usage);
+    EXPECT_NE(std::string(e.what()).find("invalid --tolerance 'abc'"), std::string::npos);
+  }
+}
+
+TEST(CompareRulesTest, ParseAndResolveInOrder) {
+  const auto j = nlohmann::json::parse(R"({
+    "tolerance": "5%", "max_noise": 0.2, "fail_on_missing": true,
+    "rules": [
+      {"benchmark": "collective", "metric": "busbw_gbps", "tolerance": "3%"},
+      {"benchmark": "collective", "result": "allreduce/*/1024", "metric": "busbw_gbps", "tolerance": 0.5},
+      "train/llama* mfu >= 0.45",
+      "goodput_pct >= 90",
+      {"metric": "time_us", "ignore": true}
+    ]})");
+  const auto rules = compare_rules_from_json(j, "rules.json");
+  EXPECT_DOUBLE_EQ(rules.tolerance, 0.05);
+  EXPECT_DOUBLE_EQ(rules.max_noise, 0.2);
+  EXPECT_TRUE(rules.fail_on_missing);
+  EXPECT_DOUBLE_EQ(rules.resolve("collective", "allreduce/bf16/2048", "busbw_gbps").tolerance, 0.03);
+  EXPECT_DOUBLE_EQ(rules.resolve("collective", "allreduce/bf16/1024", "busbw_gbps").tolerance, 0.5);
+  EXPECT_DOUBLE_EQ(rules.resolve("collective", "allreduce/bf16/1024", "algbw_gbps").tolerance, 0.05);
+  EXPECT_DOUBLE_EQ(*rules.resolve("train", "llama3-8b", "mfu").min, 0.45);
+  EXPECT_FALSE(rules.resolve("train", "gpt3", "mfu").min.has_value());
+  EXPECT_DOUBLE_EQ(*rules.resolve("resilience", "x", "goodput_pct").min, 90);
+  EXPECT_TRUE(rules.resolve("gemm", "x", "time_us").ignore);
+}
+
+void expect_rules_error(const char* text, const std::string& message) {
+  try {
+    compare_rules_from_json(nlohmann::json::parse(text), "rules.json");
+    FAIL() << "expected an error for " << text;
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::input);
+    EXPECT_EQ(std::string(e.what()), message);
+  }
+}
+
+TEST(CompareRulesTest, ErrorsNameTheJsonPath) {
+  expect_rules_error(R"({"rules": [{"metric": "mfu", "min": 0.4}, {"metric": "mfu", "min": "high"}]})",
+                     "rules.json: $.rules[1].min: expected a number");
+  expect_rules_error(
+      R"({"tolerance": "lots"})",
+      "rules.json: invalid $.tolerance 'lots': expected a percentage like 5% or a fraction like 0.05 "
+      "(0 to 1000%)");
+  expect_rules_error(
+      R"({"rules": [{"metric": "mfu", "minimum": 0.4}]})",
+      "rules.json: $.rules[0].minimum: unknown rule field (known: benchmark, result, metric, tolerance, "
+      "min, max, ignore)");
+  expect_rules_error(R"({"rules": [{"metric": "mfu"}]})",
+                     "rules.json: $.rules[0]: a rule needs at least one of tolerance, min, max or ignore");
+  expect_rules_error(
+      R"({"rules": ["mfu > 0.4"]})",
+      "rules.json: $.rules[0]: unknown comparison '>' in \"mfu > 0.4\" (expected \"[BENCHMARK/RESULT] "
+      "METRIC >= NUMBER\" or \"... <= NUMBER\")");
+  expect_rules_error(R"({"rules": 3})", "rules.json: $.rules: expected an array of rule objects or strings");
+  expect_rules_error(R"({"tolerence": 0.1})",
+                     "rules.json: $.tolerence: unknown field (known: tolerance, noise_sigmas, max_noise, "
+                     "fail_on_missing, rules, description)");
+  expect_rules_error(R"([1])", "rules.json: $: expected an object");
+}
+
+}  // namespace
+}  // namespace fb::reports

@@ -1,0 +1,302 @@
+// Goodput accounting on hand-built event logs: the REFERENCES.md 200-minute worked example, the e2e fault
+// scenario of issue 6, and the event log's tolerance of torn lines.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <vector>
+
+#include "core/error.hpp"
+#include "resilience/event_log.hpp"
+#include "resilience/goodput_ledger.hpp"
+
+namespace fb::resilience {
+namespace {
+
+using nlohmann::json;
+constexpr double kBase = 1.7e9;  // realistic epoch seconds, to exercise the precision of the sums
+constexpr double kMin = 60;
+
+class LogBuilder {
+ public:
+  json& add(std::string_view type, double t_min) {
+    events.push_back(make_event(type, kBase + t_min * kMin));
+    return events.back();
+  }
+  // Steps [first, last], each `minutes` long, starting at *t (minutes); advances *t.
+  void steps(std::int64_t first, std::int64_t last, double minutes, double* t) {
+    for (auto s = first; s <= last; ++s) {
+      auto& e = add(event::step, *t + minutes);
+      e["step"] = s;
+      e["t_start"] = kBase + *t * kMin;
+      *t += minutes;
+    }
+  }
+  void save(std::int64_t step, double minutes, double* t) {
+    add(event::ckpt_save_start, *t)["step"] = step;
+    auto& e = add(event::ckpt_save_end, *t + minutes);
+    e["step"] = step;
+    e["t_start"] = kBase + *t * kMin;
+    e["bytes"] = 1000;
+    *t += minutes;
+  }
+  std::vector<json> events;
+};
+
+double sum_of_parts(const Ledger& L) {
+  return L.parts.total();
+}
+
+// REFERENCES.md: 200 min total → productive 100 (50%), checkpoint load 10 (5%), lost progress 40 (20%),
+// restart 15 (7.5%), checkpoint save 10 (5%), slowdown 25 (12.5%). Reference step = 1 min.
+std::vector<json> worked_example() {
+  LogBuilder b;
+  b.add(event::job_start, 0)["reference_step_s"] = 60.0;
+  b.add(event::attempt_start, 0)["attempt"] = 1;
+  b.add(event::init_done, 0);
+  double t = 0;
+  b.steps(1, 20, 1, &t);   // 0–20
+  b.save(20, 5, &t);       // 20–25
+  b.steps(21, 60, 1, &t);  // 25–65: lost when the crash rolls back to step 20
+  auto& f = b.add(event::fault_injected, 65);
+  f["kind"] = "crash";
+  f["rank"] = 1;
+  auto& d = b.add(event::failure_detected, 67);  // detection 2 min
+  d["kind"] = "crash";
+  d["rank"] = 1;
+  d["how"] = "exit status";
+  b.add(event::relaunch, 70);
+  b.add(event::attempt_start, 75)["attempt"] = 2;  // relaunch 8 min (67–75)
+  b.add(event::init_done, 80);                     // init 5 min: restart = 2 + 8 + 5 = 15
+  b.add(event::ckpt_restore_start, 80);
+  auto& r = b.add(event::ckpt_restore_end, 90);  // load 10 min
+  r["step"] = 20;
+  r["bytes"] = 1000;
+  t = 90;
+  b.steps(21, 60, 1, &t);   // 90–130
+  b.save(60, 5, &t);        // 130–135
+  b.steps(61, 85, 2, &t);   // 135–185: 25 slow steps, 25 min of slowdown
+  b.steps(86, 100, 1, &t);  // 185–200
+  b.add(event::job_end, 200);
+  return b.events;
+}
+
+TEST(GoodputLedger, ReferencesWorkedExampleGivesItsSplit) {
+  const auto events = worked_example();
+  const Ledger L = compute_ledger(events);
+  constexpr double eps = 1e-6;
+  EXPECT_NEAR(L.wall_s / kMin, 200, eps);
+  EXPECT_NEAR(L.parts.productive_s / kMin, 100, eps);
+  EXPECT_NEAR(L.parts.ckpt_restore_s / kMin, 10, eps);
+  EXPECT_NEAR(L.parts.wasted_s / kMin, 40, eps);
+  EXPECT_NEAR((L.parts.init_s + L.parts.detection_s + L.parts.relaunch_s) / kMin, 15, eps);  // "restart"
+  EXPECT_NEAR(L.parts.ckpt_save_s / kMin, 10, eps);
+  EXPECT_NEAR(L.parts.slowdown_s / kMin, 25, eps);
+  EXPECT_NEAR(L.parts.other_s, 0, eps);
+  EXPECT_NEAR(sum_of_parts(L), L.wall_s, eps);
+  EXPECT_NEAR(L.goodput_ref, 0.50, 1e-9);
+  EXPECT_NEAR(L.goodput, 0.625, 1e-9);  // productive-time: slow steps count
+  // ETTR: 1 − (restore 10 + wasted 40 + detection 2 + relaunch 8 + re-init 5) / 200.
+  EXPECT_NEAR(L.ettr, 1 - 65.0 / 200, 1e-9);
+  EXPECT_EQ(L.failures, 1);
+  EXPECT_EQ(L.restarts, 1);
+  EXPECT_EQ(L.attempts, 2);
+  EXPECT_EQ(L.wasted_steps, 40);
+  EXPECT_EQ(L.steps_completed, 100);
+  EXPECT_EQ(L.kept_steps, 100);
+  // Uptime: 0–65 and 75–200 = 190 min, one failure.
+  EXPECT_NEAR(L.mttf_s / kMin, 190, eps);
+  EXPECT_FALSE(L.mttf_censored);
+  EXPECT_NEAR(L.mttr_s / kMin, 25, eps);  // failure at 65, training resumed at 90
+  ASSERT_EQ(L.detection_latency_s_by_kind.at("crash").size(), 1u);
+  EXPECT_NEAR(L.detection_latency_s_by_kind.at("crash")[0] / kMin, 2, eps);
+  EXPECT_EQ(L.failures_by_kind.at("crash"), 1);
+  EXPECT_EQ(L.restarts_by_kind.at("crash"), 1);
+  ASSERT_EQ(L.restored_steps.size(), 1u);
+  EXPECT_EQ(L.restored_steps[0], 20);
+}
+
+TEST(GoodputLedger, MedianIsTheReferenceStepWhenNoneIsGiven) {
+  auto events = worked_example();
+  events[0].erase("reference_step_s");
+  const Ledger L = compute_ledger(events);
+  EXPECT_NEAR(L.reference_step_s, 60, 1e-6);  // 75 of the 100 kept steps take 1 min
+  EXPECT_NEAR(L.parts.slowdown_s / kMin, 25, 1e-6);
+}
+
+// Issue 6's e2e scenario: checkpoints every 10 steps, crash at 15, hang at 33, corrupt checkpoint 40,
+// crash at 45 → restores from 10, 30, 30; re-done steps 11–14, 31–32, 31–44 = 20.
+TEST(GoodputLedger, IssueScenarioCountsTwentyWastedSteps) {
+  LogBuilder b;
+  const double step = 0.01, save = 0.002;  // minutes
+  double t = 0;
+  b.add(event::job_start, t);
+  int attempt = 0;
+  const auto start_attempt = [&](std::int64_t restored, json skipped) {
+    b.add(event::attempt_start, t)["attempt"] = ++attempt;
+    t += 0.05;
+    b.add(event::init_done, t);
+    b.add(event::ckpt_restore_start, t);
+    t += 0.01;
+    auto& r = b.add(event::ckpt_restore_end, t);
+    r["step"] = restored;
+    r["skipped"] = std::move(skipped);
+  };
+  const auto run = [&](std::int64_t from, std::int64_t to) {
+    for (auto s = from; s <= to; ++s) {
+      b.steps(s, s, step, &t);
+      if (s % 10 == 0) b.save(s, save, &t);
+    }
+  };
+  const auto fail = [&](const char* kind, int rank, double detect_min) {
+    auto& f = b.add(event::fault_injected, t + step / 2);
+    f["kind"] = kind;
+    f["rank"] = rank;
+    t += detect_min;
+    auto& d = b.add(event::failure_detected, t);
+    d["kind"] = kind;
+    d["rank"] = rank;
+    b.add(event::relaunch, t += 0.01);
+    t += 0.01;
+  };
+  start_attempt(0, json::array());
+  run(1, 14);
+  fail("crash", 1, 0.02);
+  start_attempt(10, json::array());
+  run(11, 32);
+  fail("hang", 2, 0.5);
+  // The watchdog logged the hang; the supervisor's own notice of the exit is the same failure.
+  auto& dup = b.add(event::failure_detected, t);
+  dup["kind"] = "crash";
+  dup["how"] = "exit status";
+  start_attempt(30, json::array());
+  run(31, 44);
+  fail("crash", 3, 0.02);
+  start_attempt(30,
+                json::array({{{"checkpoint", "step-00000040"}, {"reason", "shard 0: checksum mismatch"}}}));
+  run(31, 60);
+  b.add(event::job_end, t + 0.01);
+
+  const Ledger L = compute_ledger(b.events);
+  EXPECT_EQ(L.failures, 3);
+  EXPECT_EQ(L.restarts, 3);
+  EXPECT_EQ(L.attempts, 4);
+  EXPECT_EQ(L.wasted_steps, 20);
+  EXPECT_EQ(L.steps_completed, 60);
+  EXPECT_EQ(L.kept_steps, 60);
+  EXPECT_EQ(L.restored_steps, (std::vector<std::int64_t>{0, 10, 30, 30}));
+  ASSERT_EQ(L.ckpt_skipped.size(), 1u);
+  EXPECT_EQ(L.ckpt_skipped[0].checkpoint, "step-00000040");
+  EXPECT_EQ(L.failures_by_kind.at("crash"), 2);
+  EXPECT_EQ(L.failures_by_kind.at("hang"), 1);
+  EXPECT_NEAR(L.detection_latency_s_by_kind.at("hang")[0], 0.5 * kMin - step / 2 * kMin, 1e-6);
+  // Wasted time: 20 re-done steps plus three half steps at the failures.
+  EXPECT_NEAR(L.parts.wasted_s, (20 + 1.5) * step * kMin, 1e-6);
+  EXPECT_NEAR(sum_of_parts(L), L.wall_s, 1e-6);
+  EXPECT_GE(L.parts.other_s, 0);
+}
+
+TEST(GoodputLedger, NonFatalDetectionsDoNotCountAsFailures) {
+  LogBuilder b;
+  double t = 0;
+  b.add(event::job_start, 0);
+  b.add(event::attempt_start, 0);
+  b.add(event::init_done, 0.1);
+  t = 0.1;
+  b.steps(1, 5, 1, &t);
+  auto& s = b.add(event::failure_detected, t);
+  s["kind"] = "ckpt-write-fail";
+  s["fatal"] = false;
+  b.add(event::straggler_detected, t)["rank"] = 2;
+  b.add(event::job_end, t);
+  const Ledger L = compute_ledger(b.events);
+  EXPECT_EQ(L.failures, 0);
+  EXPECT_TRUE(L.mttf_censored);
+  EXPECT_NEAR(L.mttf_s, L.uptime_s, 1e-9);
+  EXPECT_NEAR(L.uptime_s / kMin, 5.1, 1e-6);
+  EXPECT_EQ(L.nonfatal_by_kind.at("ckpt-write-fail"), 1);
+  EXPECT_EQ(L.stragglers, 1);
+  EXPECT_NEAR(L.goodput, 5 / 5.1, 1e-9);
+  EXPECT_NEAR(L.parts.init_s / kMin, 0.1, 1e-6);
+}
+
+TEST(GoodputLedger, SilentCorruptionDetectedLaterWastesTheStepsInBetween) {
+  LogBuilder b;
+  double t = 0;
+  b.add(event::job_start, 0);
+  b.add(event::attempt_start, 0);
+  b.add(event::init_done, 0);
+  b.steps(1, 10, 1, &t);
+  b.save(10, 0.5, &t);
+  b.steps(11, 12, 1, &t);
+  b.add(event::fault_injected, t)["kind"] = "sdc";  // flip during step 13
+  b.steps(13, 15, 1, &t);
+  auto& d = b.add(event::failure_detected, t + 0.25);  // vote after step 15
+  d["kind"] = "sdc";
+  d["rank"] = 3;
+  t += 0.25;
+  b.add(event::attempt_start, t + 1);
+  t += 1;
+  auto& r = b.add(event::ckpt_restore_end, t + 0.5);
+  r["step"] = 10;
+  r["seconds"] = 0.5 * kMin;
+  t += 0.5;
+  b.steps(11, 15, 1, &t);
+  b.add(event::job_end, t);
+  const Ledger L = compute_ledger(b.events);
+  EXPECT_EQ(L.wasted_steps, 5);
+  EXPECT_NEAR(L.parts.wasted_s / kMin, 5, 1e-6);
+  EXPECT_NEAR(L.parts.detection_s / kMin, 0.25, 1e-6);  // only the part after the last step
+  EXPECT_NEAR(L.detection_latency_s_by_kind.at("sdc")[0] / kMin, 3.25, 1e-6);
+  EXPECT_NEAR(L.parts.relaunch_s / kMin, 1, 1e-6);
+  EXPECT_NEAR(L.parts.ckpt_restore_s / kMin, 0.5, 1e-6);
+  EXPECT_NEAR(sum_of_parts(L), L.wall_s, 1e-6);
+  EXPECT_EQ(L.failure_list.at(0).rank, 3);
+}
+
+TEST(GoodputLedger, MissingFieldNamesTheEvent) {
+  std::vector<json> events{make_event(event::job_start, kBase), make_event(event::step, kBase + 1)};
+  try {
+    compute_ledger(events);
+    FAIL() << "expected an input error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::input);
+    EXPECT_NE(std::string(e.what()).find("event 1 (step): 'step'"), std::string::npos) << e.what();
+  }
+}
+
+TEST(EventLog, ReaderSkipsATornLastLine) {
+  const auto c = parse_event_log("{\"type\":\"job_start\",\"t\":1.5}\n{\"type\":\"step\",\"t\":2,\"st");
+  ASSERT_EQ(c.events.size(), 1u);
+  EXPECT_EQ(c.torn_lines, 1u);
+  EXPECT_EQ(c.events[0]["type"], "job_start");
+}
+
+TEST(EventLog, AppendAfterATornLineStartsANewLine) {
+  const auto dir = std::filesystem::temp_directory_path() / ("fb_eventlog_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const auto path = dir / "events.jsonl";
+  {
+    EventLog log(path);
+    auto e = make_event(event::job_start);
+    log.append(e, Durability::fsync);
+  }
+  { std::ofstream(path, std::ios::app) << "{\"type\":\"step\",\"t\":17"; }  // a writer killed mid-line
+  {
+    EventLog log(path);
+    auto e = make_event(event::job_end);
+    e["note"] = "after the torn line";
+    log.append(e);
+  }
+  const auto c = read_event_log(path);
+  ASSERT_EQ(c.events.size(), 2u);
+  EXPECT_EQ(c.torn_lines, 1u);
+  EXPECT_EQ(c.events[1]["note"], "after the torn line");
+  EXPECT_GT(c.events[1]["t"].get<double>(), 1.6e9);
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace fb::resilience

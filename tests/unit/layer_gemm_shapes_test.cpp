@@ -1,0 +1,137 @@
+// Per-rank GEMM shapes of one transformer layer, hand-checked for Llama 3 8B (hidden 4096, 32 heads, 8 KV
+// heads, head_dim 128, SwiGLU ffn 14336) at TP 1 and TP 8, seq 8192, micro-batch 1 (T = 8192 tokens).
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+#include <tuple>
+
+#include "core/error.hpp"
+#include "workloads/layer_gemm_shapes.hpp"
+#include "workloads/model_config.hpp"
+
+using namespace fb::workloads;
+
+namespace {
+
+using Mnk =
+    std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t, bool, bool>;  // m n k batch ta tb
+
+std::map<std::string, Mnk> by_name(const std::vector<LayerGemm>& gemms) {
+  std::map<std::string, Mnk> out;
+  for (const auto& g : gemms)
+    out[g.name] = {g.problem.m,     g.problem.n,      g.problem.k,
+                   g.problem.batch, g.problem.transa, g.problem.transb};
+  return out;
+}
+
+}  // namespace
+
+TEST(LayerGemmShapes, Llama3_8B_Tp1) {
+  const auto model = load_model("llama3-8b");
+  LayerShapeOptions o;
+  o.tp = 1;
+  o.seq = 8192;
+  const auto s = by_name(layer_gemm_shapes(model, o));
+  ASSERT_EQ(s.size(), 12u);  // 4 linear layers × fwd, dgrad, wgrad
+  // qkv: 4096 → (32 + 2·8)·128 = 6144.
+  EXPECT_EQ(s.at("llama3-8b/tp1/qkv/fwd"), Mnk(6144, 8192, 4096, 1, true, false));
+  EXPECT_EQ(s.at("llama3-8b/tp1/qkv/dgrad"), Mnk(4096, 8192, 6144, 1, false, false));
+  EXPECT_EQ(s.at("llama3-8b/tp1/qkv/wgrad"), Mnk(4096, 6144, 8192, 1, false, true));
+  // attn_out: 32·128 = 4096 → 4096.
+  EXPECT_EQ(s.at("llama3-8b/tp1/attn_out/fwd"), Mnk(4096, 8192, 4096, 1, true, false));
+  // mlp_up: gate and up fused, 4096 → 2·14336 = 28672.
+  EXPECT_EQ(s.at("llama3-8b/tp1/mlp_up/fwd"), Mnk(28672, 8192, 4096, 1, true, false));
+  EXPECT_EQ(s.at("llama3-8b/tp1/mlp_up/wgrad"), Mnk(4096, 28672, 8192, 1, false, true));
+  // mlp_down: 14336 → 4096.
+  EXPECT_EQ(s.at("llama3-8b/tp1/mlp_down/fwd"), Mnk(4096, 8192, 14336, 1, true, false));
+  EXPECT_EQ(s.at("llama3-8b/tp1/mlp_down/dgrad"), Mnk(14336, 8192, 4096, 1, false, false));
+  EXPECT_EQ(s.at("llama3-8b/tp1/mlp_down/wgrad"), Mnk(14336, 4096, 8192, 1, false, true));
+}
+
+TEST(LayerGemmShapes, Llama3_8B_Tp8) {
+  const auto model = load_model("llama3-8b");
+  LayerShapeOptions o;
+  o.tp = 8;
+  o.seq = 8192;
+  const auto s = by_name(layer_gemm_shapes(model, o));
+  ASSERT_EQ(s.size(), 12u);
+  // qkv per rank: 32/8 = 4 query heads + 2·(8/8 = 1) KV heads = 6 heads · 128 = 768.
+  EXPECT_EQ(s.at("llama3-8b/tp8/qkv/fwd"), Mnk(768, 8192, 4096, 1, true, false));
+  // attn_out (row parallel): 4·128 = 512 → 4096.
+  EXPECT_EQ(s.at("llama3-8b/tp8/attn_out/fwd"), Mnk(4096, 8192, 512, 1, true, false));
+  EXPECT_EQ(s.at("llama3-8b/tp8/attn_out/dgrad"), Mnk(512, 8192, 4096, 1, false, false));
+  // mlp_up: 2·14336/8 = 3584; mlp_down: 14336/8 = 1792 → 4096.
+  EXPECT_EQ(s.at("llama3-8b/tp8/mlp_up/fwd"), Mnk(3584, 8192, 4096, 1, true, false));
+  EXPECT_EQ(s.at("llama3-8b/tp8/mlp_down/fwd"), Mnk(4096, 8192, 1792, 1, true, false));
+  EXPECT_EQ(s.at("llama3-8b/tp8/mlp_down/wgrad"), Mnk(1792, 4096, 8192, 1, false, true));
+}
+
+TEST(LayerGemmShapes, MicroBatchMultipliesTokensAndSeqDefaultsToTheModel) {
+  const auto model = load_model("llama3-8b");  // seq 8192
+  LayerShapeOptions o;
+  o.micro_batch = 2;
+  o.backward = false;
+  const auto g = layer_gemm_shapes(model, o);
+  ASSERT_EQ(g.size(), 4u);
+  EXPECT_EQ(g[0].name, "llama3-8b/tp1/qkv/fwd");
+  EXPECT_EQ(g[0].problem.n, 16384);
+}
+
+TEST(LayerGemmShapes, KvHeadsReplicatedBeyondTheirCount) {
+  // Llama 3 70B: 64 heads, 8 KV heads. At TP 16 each rank holds 4 query heads and one (replicated) KV head.
+  const auto model = load_model("llama3-70b");
+  LayerShapeOptions o;
+  o.tp = 16;
+  o.seq = 4096;
+  const auto s = by_name(layer_gemm_shapes(model, o));
+  EXPECT_EQ(std::get<0>(s.at("llama3-70b/tp16/qkv/fwd")), (4 + 2) * 128);
+}
+
+TEST(LayerGemmShapes, MixtralExpertsAreBatchedWithBalancedTokens) {
+  // Mixtral 8x7B, seq 4096: 4096·2/8 = 1024 tokens per expert; up 2·14336, down 14336 → 4096; router 4096
+  // → 8.
+  const auto model = load_model("mixtral-8x7b");
+  LayerShapeOptions o;
+  o.seq = 4096;
+  const auto s = by_name(layer_gemm_shapes(model, o));
+  EXPECT_EQ(s.count("mixtral-8x7b/tp1/mlp_up/fwd"), 0u);  // every layer is MoE
+  EXPECT_EQ(s.at("mixtral-8x7b/tp1/router/fwd"), Mnk(8, 4096, 4096, 1, true, false));
+  EXPECT_EQ(s.at("mixtral-8x7b/tp1/expert_up/fwd"), Mnk(28672, 1024, 4096, 8, true, false));
+  EXPECT_EQ(s.at("mixtral-8x7b/tp1/expert_down/fwd"), Mnk(4096, 1024, 14336, 8, true, false));
+  EXPECT_EQ(s.at("mixtral-8x7b/tp1/expert_down/wgrad"), Mnk(14336, 4096, 1024, 8, false, true));
+}
+
+TEST(LayerGemmShapes, DeepSeekV3MlaAndSharedExpert) {
+  // DeepSeek-V3 TP 8, seq 4096: q_up 1536 → 16 heads·(128+64) = 3072; kv_down 7168 → 512+64 = 576;
+  // kv_up 512 → 16·(128+128) = 4096; attn_out 16·128 = 2048 → 7168; 4096·8/256 = 128 tokens per expert,
+  // experts 7168 → 2·2048/8 = 512; shared 2048/8 = 256; dense MLP 18432/8 = 2304.
+  const auto model = load_model("deepseek-v3");
+  LayerShapeOptions o;
+  o.tp = 8;
+  const auto s = by_name(layer_gemm_shapes(model, o));
+  EXPECT_EQ(s.at("deepseek-v3/tp8/q_down/fwd"), Mnk(1536, 4096, 7168, 1, true, false));
+  EXPECT_EQ(s.at("deepseek-v3/tp8/q_up/fwd"), Mnk(3072, 4096, 1536, 1, true, false));
+  EXPECT_EQ(s.at("deepseek-v3/tp8/kv_down/fwd"), Mnk(576, 4096, 7168, 1, true, false));
+  EXPECT_EQ(s.at("deepseek-v3/tp8/kv_up/fwd"), Mnk(4096, 4096, 512, 1, true, false));
+  EXPECT_EQ(s.at("deepseek-v3/tp8/attn_out/fwd"), Mnk(7168, 4096, 2048, 1, true, false));
+  EXPECT_EQ(s.at("deepseek-v3/tp8/expert_up/fwd"), Mnk(512, 128, 7168, 256, true, false));
+  EXPECT_EQ(s.at("deepseek-v3/tp8/shared_down/fwd"), Mnk(7168, 4096, 256, 1, true, false));
+  EXPECT_EQ(s.at("deepseek-v3/tp8/mlp_down/fwd"), Mnk(7168, 4096, 2304, 1, true, false));
+}
+
+TEST(LayerGemmShapes, ImpossibleSplitsAreInputErrors) {
+  const auto model = load_model("llama3-8b");
+  LayerShapeOptions o;
+  o.tp = 3;  // 32 heads
+  try {
+    layer_gemm_shapes(model, o);
+    FAIL() << "expected an error";
+  } catch (const fb::Error& e) {
+    EXPECT_EQ(e.kind(), fb::ErrorKind::input);
+    EXPECT_NE(std::string(e.what()).find("heads 32 is not divisible by --tp 3"), std::string::npos)
+        << e.what();
+  }
+  o.tp = 0;
+  EXPECT_THROW(layer_gemm_shapes(model, o), fb::Error);
+}

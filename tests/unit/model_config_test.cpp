@@ -1,0 +1,105 @@
+#include "workloads/model_config.hpp"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "core/error.hpp"
+
+namespace fb::workloads {
+namespace {
+
+std::string error_of(const std::string& text) {
+  try {
+    parse_model_json(text, "m.json");
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::input);
+    return e.what();
+  }
+  ADD_FAILURE() << "accepted: " << text;
+  return "";
+}
+
+constexpr const char* kMinimal =
+    R"({"name":"x","layers":4,"hidden":256,"heads":8,"ffn":512,"activation":"gelu","vocab":1000,"seq":64})";
+
+TEST(ModelConfig, PresetsLoadWithReferenceValues) {
+  const auto l8 = load_model("llama3-8b");
+  EXPECT_EQ(l8.layers, 32);
+  EXPECT_EQ(l8.hidden, 4096);
+  EXPECT_EQ(l8.heads, 32);
+  EXPECT_EQ(l8.kv_heads, 8);
+  EXPECT_EQ(l8.head_dim, 128);
+  EXPECT_EQ(l8.ffn, 14336);
+  EXPECT_EQ(l8.vocab, 128256);
+  EXPECT_FALSE(l8.is_moe());
+
+  const auto ds = load_model("deepseek-v3");
+  ASSERT_TRUE(ds.moe && ds.mla);
+  EXPECT_EQ(ds.moe->experts, 256);
+  EXPECT_EQ(ds.moe->top_k, 8);
+  EXPECT_EQ(ds.moe_layer_count(), 58);
+  EXPECT_EQ(ds.dense_layer_count(), 3);
+  EXPECT_FALSE(ds.is_moe_layer(2));
+  EXPECT_TRUE(ds.is_moe_layer(3));
+  EXPECT_EQ(ds.mtp_layers, 1);
+
+  for (const char* name : {"gpt3-175b", "llama3-70b", "llama3.1-405b", "mixtral-8x7b", "mixtral-8x22b",
+                           "tiny-dense", "tiny-moe"})
+    EXPECT_EQ(load_model(name).name, name);
+}
+
+TEST(ModelConfig, DefaultsFollowTheFieldContract) {
+  const auto m = parse_model_json(kMinimal, "m.json");
+  EXPECT_EQ(m.kv_heads, 8);
+  EXPECT_EQ(m.head_dim, 32);
+  EXPECT_EQ(m.activation, Activation::gelu);
+  EXPECT_EQ(m.mtp_layers, 0);
+  const auto moe = parse_model_json(
+      R"({"name":"x","layers":4,"hidden":256,"heads":8,"ffn":512,"activation":"swiglu","vocab":1000,"seq":64,
+          "moe":{"experts":4,"top_k":1,"layer_freq":2}})",
+      "m.json");
+  EXPECT_EQ(moe.moe->expert_ffn, 512);
+  EXPECT_EQ(moe.moe->shared_ffn, 0);
+  EXPECT_TRUE(moe.is_moe_layer(0));
+  EXPECT_FALSE(moe.is_moe_layer(1));
+  EXPECT_TRUE(moe.is_moe_layer(2));
+  EXPECT_EQ(moe.moe_layer_count(), 2);
+}
+
+TEST(ModelConfig, ErrorsNameTheJsonPath) {
+  EXPECT_NE(error_of(R"({"name":"x"})").find("$.layers: required field is missing"), std::string::npos);
+  EXPECT_NE(error_of(R"({"name":"x","layers":"32"})").find("$.layers: must be an integer"),
+            std::string::npos);
+  EXPECT_NE(error_of(R"({"name":"x","layers":3.5})").find("$.layers: must be an integer"), std::string::npos);
+  EXPECT_NE(error_of(R"({"name":"x","layers":0})").find("$.layers: must be >= 1"), std::string::npos);
+  std::string text = kMinimal;
+  text.insert(text.size() - 1, R"(,"layerz":3)");
+  EXPECT_NE(error_of(text).find("m.json: $.layerz: unknown field"), std::string::npos);
+  text = kMinimal;
+  text.insert(text.size() - 1, R"(,"moe":{"experts":4,"top_k":5})");
+  EXPECT_NE(error_of(text).find("$.moe.top_k: must be <= $.moe.experts"), std::string::npos);
+  text = kMinimal;
+  text.insert(text.size() - 1, R"(,"moe":{"experts":4,"top_k":1,"topk":2})");
+  EXPECT_NE(error_of(text).find("$.moe.topk: unknown field"), std::string::npos);
+  text = kMinimal;
+  text.insert(text.size() - 1, R"(,"kv_heads":3)");
+  EXPECT_NE(error_of(text).find("$.kv_heads: must divide $.heads"), std::string::npos);
+  text = kMinimal;
+  text.replace(text.find("gelu"), 4, "relu");
+  EXPECT_NE(error_of(text).find("$.activation: must be"), std::string::npos);
+  EXPECT_NE(error_of("{\"name\": ").find("m.json: malformed JSON"), std::string::npos);
+  EXPECT_NE(error_of("[1]").find("$: must be an object"), std::string::npos);
+}
+
+TEST(ModelConfig, UnknownPresetListsTheAvailableOnes) {
+  try {
+    load_model("llama9-1t");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("llama3-8b"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace fb::workloads

@@ -1,0 +1,314 @@
+// Printers: Markdown golden output (compare and report), the Prometheus line grammar, JUnit/HTML structure,
+// the resilience timeline derived from events, and the chart helpers' arithmetic.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <string>
+
+#include "reports/compare.hpp"
+#include "reports/compare_printers.hpp"
+#include "reports/report_printers.hpp"
+#include "reports/svg_chart.hpp"
+#include "reports/timeline.hpp"
+
+namespace fb::reports {
+namespace {
+
+Metric metric(double value, Better better, std::string unit) {
+  return Metric{value, std::move(unit), better, {}};
+}
+
+Result result(std::string benchmark, std::string name, std::vector<std::pair<std::string, Metric>> metrics,
+              nlohmann::json params = nlohmann::json::object()) {
+  Result r;
+  r.benchmark = std::move(benchmark);
+  r.name = std::move(name);
+  r.metrics = std::move(metrics);
+  r.params = std::move(params);
+  return r;
+}
+
+Report run(std::string id, std::vector<Result> results) {
+  Report rep;
+  rep.tool = {{"name", "factorybench"}, {"version", "0.1.0"}, {"git_commit", "test"}};
+  rep.run = {{"id", id},
+             {"command", "factorybench collective --op allreduce"},
+             {"started_at", "2026-11-29T10:00:00.000Z"},
+             {"finished_at", "2026-11-29T10:01:00.000Z"},
+             {"world_size", 4},
+             {"hosts", {"node01"}},
+             {"backend", "host"}};
+  rep.results = std::move(results);
+  return rep;
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) out.push_back(line);
+  return out;
+}
+
+TEST(CompareMarkdown, Golden) {
+  auto base =
+      run("base-1",
+          {result("collective", "allreduce/bf16/1048576",
+                  {{"busbw_gbps", metric(100, Better::higher, "GB/s")},
+                   {"time_us", metric(50, Better::lower, "us")}}),
+           result("gemm", "bf16/1024x1024x1024", {{"tflops", metric(2.5, Better::higher, "TFLOP/s")}})});
+  auto cand = run("cand-1", {result("collective", "allreduce/bf16/1048576",
+                                    {{"busbw_gbps", metric(88, Better::higher, "GB/s")},
+                                     {"time_us", metric(49, Better::lower, "us")}}),
+                             result("collective", "allgather/bf16/1048576",
+                                    {{"busbw_gbps", metric(70, Better::higher, "GB/s")}})});
+  base.summary = {{"kind", "reference"}, {"title", "test figures | v1"}};
+  const auto cmp = compare_reports(base, cand, {}, "ref.json", "cand.json");
+  const std::string expected =
+      "## factorybench compare\n"
+      "\n"
+      "| | report | description |\n"
+      "|---|---|---|\n"
+      "| baseline | `ref.json` | published reference: test figures \\| v1 |\n"
+      "| candidate | `cand.json` | run cand-1, host backend, 4 ranks |\n"
+      "\n"
+      "**FAIL** — 4 metrics compared: 1 SAME, 1 WORSE, 1 MISSING, 1 NEW\n"
+      "\n"
+      "| result | metric | published | candidate | change | fraction of published | verdict | note |\n"
+      "|---|---|---:|---:|---:|---:|---|---|\n"
+      "| collective/allreduce/bf16/1048576 | busbw_gbps | 100 | 88 | -12.0% | 0.880 | **WORSE** | -12.0% "
+      "beyond ±5% "
+      "tolerance |\n"
+      "| collective/allreduce/bf16/1048576 | time_us | 50 | 49 | -2.0% | 0.980 | SAME | within ±5% tolerance "
+      "|\n"
+      "| gemm/bf16/1024x1024x1024 | tflops | 2.5 | – | – | – | MISSING | result not in candidate |\n"
+      "| collective/allgather/bf16/1048576 | busbw_gbps | – | 70 | – | – | NEW | result not in baseline |\n";
+  EXPECT_EQ(render_compare_markdown(cmp), expected);
+}
+
+TEST(CompareJunit, OneTestcasePerMetric) {
+  auto base = run("b", {result("collective", "a<&>",
+                               {{"busbw_gbps", metric(100, Better::higher, "GB/s")},
+                                {"time_us", metric(10, Better::lower, "us")}})});
+  auto cand = run("c", {result("collective", "a<&>",
+                               {{"busbw_gbps", metric(80, Better::higher, "GB/s")},
+                                {"time_us", metric(10, Better::lower, "us")}})});
+  const std::string xml = render_compare_junit(compare_reports(base, cand, {}));
+  std::size_t testcases = 0;
+  for (std::size_t at = 0; (at = xml.find("<testcase ", at)) != std::string::npos; ++at) ++testcases;
+  EXPECT_EQ(testcases, 2u);
+  EXPECT_NE(xml.find("<testsuites name=\"factorybench compare\" tests=\"2\" failures=\"1\""),
+            std::string::npos);
+  EXPECT_NE(xml.find("classname=\"collective.a&lt;&amp;&gt;\" name=\"busbw_gbps\""), std::string::npos);
+  EXPECT_NE(xml.find("<failure type=\"WORSE\""), std::string::npos);
+  EXPECT_EQ(xml.find("a<&>"), std::string::npos);  // escaped everywhere
+}
+
+TEST(CompareTable, AlignedColumnsAndGateLine) {
+  auto base = run("b", {result("gemm", "x", {{"tflops", metric(10, Better::higher, "TFLOP/s")}})});
+  auto cand = run("c", {result("gemm", "x", {{"tflops", metric(12, Better::higher, "TFLOP/s")}})});
+  const std::string table = render_compare_table(compare_reports(base, cand, {}, "b.json", "c.json"));
+  const auto lines = lines_of(table);
+  ASSERT_GE(lines.size(), 7u);
+  EXPECT_EQ(lines[3], "RESULT  METRIC  BASELINE  CANDIDATE  CHANGE  RATIO  VERDICT  NOTE");
+  EXPECT_EQ(lines[4],
+            "gemm/x  tflops        10         12  +20.0%  1.200  BETTER   +20.0% beyond ±5% tolerance");
+  EXPECT_EQ(lines.back(), "gate: pass -> exit 0");
+}
+
+TEST(ReportMarkdown, GoldenSingle) {
+  auto rep = run("r1", {result("collective", "allreduce/fp32/1024",
+                               {{"busbw_gbps", metric(1.5, Better::higher, "GB/s")},
+                                {"time_us", metric(12.25, Better::lower, "us")}}),
+                        result("collective", "allreduce/fp32/2048",
+                               {{"busbw_gbps", metric(2.75, Better::higher, "GB/s")}})});
+  rep.results[1].fail("rank 2: wrong | result");
+  const std::string expected =
+      "# factorybench report\n"
+      "\n"
+      "| run | id | command | backend | ranks | device | started |\n"
+      "|---|---|---|---|---:|---|---|\n"
+      "| r1 | r1 | `factorybench collective --op allreduce` | host | 4 |  | 2026-11-29T10:00:00.000Z |\n"
+      "\n"
+      "## collective\n"
+      "\n"
+      "2 results, **1 failed**\n"
+      "\n"
+      "| result | status | busbw_gbps | time_us |\n"
+      "|---|---|---:|---:|\n"
+      "| allreduce/fp32/1024 | ok | 1.5 | 12.25 |\n"
+      "| allreduce/fp32/2048 | failed: rank 2: wrong \\| result | 2.75 | – |\n";
+  EXPECT_EQ(render_markdown({{"runs/r1.json", rep}}), expected);
+}
+
+TEST(ReportMarkdown, TrendOverSeveralRuns) {
+  const auto a =
+      run("a", {result("gemm", "bf16/8x8x8", {{"tflops", metric(10, Better::higher, "TFLOP/s")}})});
+  const auto b =
+      run("b", {result("gemm", "bf16/8x8x8", {{"tflops", metric(11, Better::higher, "TFLOP/s")}})});
+  const std::string md = render_markdown({{"day1.json", a}, {"day2.json", b}});
+  EXPECT_NE(md.find("| result | metric | day1 | day2 | change |"), std::string::npos);
+  EXPECT_NE(md.find("| bf16/8x8x8 | tflops | 10 | 11 | +10.0% |"), std::string::npos);
+}
+
+// Prometheus text format 0.0.4, strictly: comment lines, then samples `name{labels} value`.
+TEST(Prometheus, StrictLineGrammar) {
+  auto rep = run(
+      "r", {result("collective", "allreduce/bf16/1048576",
+                   {{"busbw_gbps", metric(123.4, Better::higher, "GB/s")},
+                    {"time_us", metric(std::nan(""), Better::lower, "us")}},
+                   {{"op", "allreduce"}, {"dtype", "bf16"}, {"bytes", 1048576}}),
+            result("gemm", "odd \"name\" \\ with\nnewline",
+                   {{"tflops", metric(1e20, Better::higher, "TFLOP/s")}}, {{"m", 8}, {"n", 8}, {"k", 8}})});
+  rep.results[0].set_per_rank("time_us", {1.0, 2.5, 3.0, 4.0});
+  const std::string text = render_prometheus({{"r.json", rep}});
+
+  const std::string name = "[a-zA-Z_:][a-zA-Z0-9_:]*";
+  const std::string label = "[a-zA-Z_][a-zA-Z0-9_]*=\"(?:[^\"\\\\\\n]|\\\\[\\\\\"n])*\"";
+  const std::string value = "(?:[-+]?(?:[0-9]+(?:\\.[0-9]*)?|\\.[0-9]+)(?:[eE][-+]?[0-9]+)?|[-+]Inf|NaN)";
+  const std::regex help("^# HELP (" + name + ") (?:[^\\\\\\n]|\\\\[\\\\n])*$");
+  const std::regex type("^# TYPE (" + name + ") (counter|gauge|histogram|summary|untyped)$");
+  const std::regex sample("^(" + name + ")(\\{" + label + "(?:," + label + ")*\\})? " + value + "$");
+
+  std::set<std::string> finished;  // families whose samples are over (each family must be contiguous)
+  std::set<std::string> series;
+  std::string current;
+  bool typed = false;
+  std::size_t samples = 0;
+  std::smatch m;
+  for (const auto& line : lines_of(text)) {
+    if (std::regex_match(line, m, help)) {
+      ASSERT_FALSE(finished.count(m[1])) << "family seen twice: " << line;
+      if (!current.empty()) finished.insert(current);
+      current = m[1];
+      typed = false;
+    } else if (std::regex_match(line, m, type)) {
+      ASSERT_EQ(m[1], current) << line;
+      typed = true;
+    } else {
+      ASSERT_TRUE(std::regex_match(line, m, sample)) << "not a valid sample line: " << line;
+      ASSERT_EQ(m[1], current) << "sample outside its family: " << line;
+      ASSERT_TRUE(typed) << line;
+      ASSERT_TRUE(series.insert(line.substr(0, line.rfind(' '))).second) << "duplicate series: " << line;
+      ++samples;
+    }
+  }
+  EXPECT_EQ(samples, 2u /*status*/ + 3u /*metrics*/ + 4u /*per rank*/);
+  EXPECT_NE(text.find("factorybench_busbw_gbps{benchmark=\"collective\",result=\"allreduce/bf16/"
+                      "1048576\",op=\"allreduce\","
+                      "dtype=\"bf16\",size=\"1048576\"} 123.4\n"),
+            std::string::npos);
+  EXPECT_NE(text.find("result=\"odd \\\"name\\\" \\\\ with\\nnewline\""), std::string::npos);
+  EXPECT_NE(text.find("factorybench_rank_time_us{benchmark=\"collective\",result=\"allreduce/bf16/"
+                      "1048576\",op=\"allreduce\","
+                      "dtype=\"bf16\",size=\"1048576\",rank=\"1\"} 2.5\n"),
+            std::string::npos);
+  EXPECT_NE(text.find(" NaN\n"), std::string::npos);
+}
+
+TEST(ReportJunit, FailedAndSkippedResults) {
+  auto rep = run("r", {result("gemm", "a", {{"tflops", metric(1, Better::higher, "TFLOP/s")}}),
+                       result("gemm", "b", {}), result("gemm", "c", {})});
+  rep.results[1].fail("wrong answer");
+  rep.results[2].status = Status::skipped;
+  rep.results[2].error = "fp8 needs cuda";
+  const std::string xml = render_junit({{"r.json", rep}});
+  EXPECT_NE(
+      xml.find("<testsuites name=\"factorybench\" tests=\"3\" failures=\"1\" errors=\"0\" skipped=\"1\">"),
+      std::string::npos);
+  EXPECT_NE(xml.find("<failure type=\"failed\" message=\"wrong answer\"/>"), std::string::npos);
+  EXPECT_NE(xml.find("<skipped message=\"fp8 needs cuda\"/>"), std::string::npos);
+}
+
+std::size_t count(const std::string& text, const std::string& what) {
+  std::size_t n = 0;
+  for (std::size_t at = 0; (at = text.find(what, at)) != std::string::npos; at += what.size()) ++n;
+  return n;
+}
+
+TEST(ReportHtml, OneSvgPerChartAndSelfContained) {
+  std::vector<Result> results;
+  for (const std::uint64_t bytes : {1024u, 4096u, 16384u}) {
+    auto r = result("collective", "allreduce/bf16/" + std::to_string(bytes),
+                    {{"busbw_gbps", metric(bytes / 1000.0, Better::higher, "GB/s")}},
+                    {{"op", "allreduce"}, {"dtype", "bf16"}, {"bytes", bytes}});
+    r.set_per_rank("time_us", {10, 10, 14, 10});
+    results.push_back(r);
+  }
+  results.push_back(result("gemm", "bf16/64x64x64", {{"tflops", metric(0.5, Better::higher, "TFLOP/s")}},
+                           {{"dtype", "bf16"}, {"peak_tflops", 1.0}}));
+  auto train = result("train", "tiny/tp1/bf16", {{"step_time_s", metric(1, Better::lower, "s")}});
+  train.extra["breakdown"] = {{"gemm", 0.6}, {"optimizer", 0.4}};
+  results.push_back(train);
+  auto rep = run("r", results);
+  rep.events = nlohmann::json::array({{{"type", "job_start"}, {"t", 100.0}},
+                                      {{"type", "init_done"}, {"t", 110.0}},
+                                      {{"type", "step"}, {"step", 1}, {"t_start", 110.0}, {"t", 120.0}},
+                                      {{"type", "job_end"}, {"t", 121.0}}});
+  const std::string html = render_html({{"r.json", rep}});
+  // busbw (allreduce) + gemm bf16 + train breakdown + resilience timeline + per-rank time_us = 5 charts.
+  EXPECT_EQ(count(html, "<figure class=\"chart\""), 5u);
+  EXPECT_EQ(count(html, "<svg "), 5u);
+  EXPECT_EQ(count(html, "</svg>"), 5u);
+  EXPECT_EQ(count(html, "<script"), 0u);
+  EXPECT_EQ(count(html, "https://"), 0u);
+  EXPECT_EQ(count(html, "http://"), count(html, "http://www.w3.org/2000/svg"));  // only the SVG namespace
+  EXPECT_NE(html.find("rank 2 is more than 5% slower than the median in 3 of 3 rows"), std::string::npos);
+}
+
+TEST(Timeline, CategoriesFromEventsSumToWallTime) {
+  // init 10 s, steps 1-2 (5 s each), checkpoint 2 s (committed at step 2), steps 3-4, crash 1 s into step 5,
+  // detected 4 s later, relaunch 6 s, init 3 s, restore 2 s (to step 2), steps 3-4 again, end.
+  const auto events = nlohmann::json::parse(R"([
+    {"type":"job_start","t":0}, {"type":"attempt_start","t":0}, {"type":"init_done","t":10},
+    {"type":"step","step":1,"t_start":10,"t":15}, {"type":"step","step":2,"t_start":15,"t":20},
+    {"type":"ckpt_save_end","t_start":20,"t":22,"step":2}, {"type":"ckpt_commit","t":22,"step":2},
+    {"type":"step","step":3,"t_start":22,"t":27}, {"type":"step","step":4,"t_start":27,"t":32},
+    {"type":"fault_injected","t":33,"kind":"crash","rank":1},
+    {"type":"failure_detected","t":37,"kind":"crash","how":"exit"},
+    {"type":"relaunch","t":37}, {"type":"attempt_start","t":43}, {"type":"init_done","t":46},
+    {"type":"ckpt_restore_start","t":46}, {"type":"ckpt_restore_end","t":48,"step":2},
+    {"type":"step","step":3,"t_start":48,"t":53}, {"type":"step","step":4,"t_start":53,"t":58},
+    {"type":"job_end","t":58}])");
+  const Timeline tl = timeline_from_events(events);
+  std::map<std::string, double> seconds;
+  double end = 0;
+  for (const auto& s : tl.spans) {
+    EXPECT_NEAR(s.start_s, end, 1e-9);  // contiguous, no overlap
+    seconds[s.category] += s.end_s - s.start_s;
+    end = s.end_s;
+  }
+  EXPECT_NEAR(end, 58, 1e-9);
+  EXPECT_NEAR(seconds["init"], 13, 1e-9);
+  EXPECT_NEAR(seconds["productive"], 20, 1e-9);  // steps 1, 2 and the second run of 3, 4
+  EXPECT_NEAR(seconds["ckpt_save"], 2, 1e-9);
+  EXPECT_NEAR(seconds["wasted"], 11, 1e-9);  // first run of steps 3, 4 and 1 s of step 5
+  EXPECT_NEAR(seconds["detection"], 4, 1e-9);
+  EXPECT_NEAR(seconds["relaunch"], 6, 1e-9);
+  EXPECT_NEAR(seconds["ckpt_restore"], 2, 1e-9);
+  EXPECT_EQ(tl.markers.size(), 2u);
+}
+
+TEST(Timeline, ExplicitTimelineWins) {
+  Report rep;
+  rep.summary = {{"timeline", {{{"start_s", 0}, {"end_s", 5}, {"category", "productive"}}}}};
+  rep.events =
+      nlohmann::json::array({{{"type", "job_start"}, {"t", 0.0}}, {{"type", "job_end"}, {"t", 9.0}}});
+  const Timeline tl = report_timeline(rep);
+  ASSERT_EQ(tl.spans.size(), 1u);
+  EXPECT_EQ(tl.spans[0].category, "productive");
+}
+
+TEST(SvgChart, NiceTicksAndBytes) {
+  EXPECT_EQ(svg::nice_ticks(0, 482.3, 5), (std::vector<double>{0, 100, 200, 300, 400, 500}));
+  EXPECT_EQ(svg::nice_ticks(0, 1, 4), (std::vector<double>{0, 0.25, 0.5, 0.75, 1}));
+  EXPECT_EQ(svg::short_bytes(1024), "1K");
+  EXPECT_EQ(svg::short_bytes(17179869184.0), "16G");
+  EXPECT_EQ(svg::short_bytes(8), "8");
+}
+
+}  // namespace
+}  // namespace fb::reports

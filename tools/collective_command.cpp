@@ -1,0 +1,144 @@
+// factorybench collective: nccl-tests' measurements (same S, algbw, busbw, -a, in-place) for every
+// collective in one binary, on NCCL (cuda) or MPI (host), with an exact --check, a --min-busbw gate,
+// sub-communicators (--split) and MoE dispatch/combine traffic.
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "core/communicator.hpp"
+#include "core/error.hpp"
+#include "core/units.hpp"
+#include "reports/collective_console.hpp"
+#include "tools/commands.hpp"
+#include "workloads/collective_benchmark.hpp"
+#include "workloads/run_environment.hpp"
+
+namespace fb::tools {
+namespace {
+
+struct CollectiveCliOptions {
+  std::string op = "allreduce";
+  std::string dtype = "fp32";
+  std::string redop = "sum";
+  int root = 0;
+  std::string min_bytes = "32M", max_bytes = "32M", step_bytes;
+  std::uint64_t factor = 2;
+  int iters = 20, warmup = 5, average = 1;
+  bool inplace = false, check = false;
+  std::optional<double> min_busbw;
+  int split = 0;
+  std::optional<std::uint64_t> moe_tokens, hidden;
+  std::optional<int> experts, top_k;
+  double skew = 0;
+};
+
+workloads::CollectiveOptions resolve(const CollectiveCliOptions& cli, std::uint64_t seed) {
+  workloads::CollectiveOptions o;
+  if (cli.op == "all") {
+    o.ops.clear();
+    for (const auto& info : workloads::all_collectives()) o.ops.push_back(info.op);
+  } else {
+    o.ops = {workloads::parse_collective(cli.op)};
+  }
+  try {
+    o.type = parse_dtype(cli.dtype);
+  } catch (const Error& e) {
+    throw usage_error(std::string("--dtype: ") + e.what());
+  }
+  o.redop = parse_reduce_op(cli.redop);
+  o.root = cli.root;
+  o.min_bytes = parse_size(cli.min_bytes, "-b/--minbytes");
+  o.max_bytes = parse_size(cli.max_bytes, "-e/--maxbytes");
+  o.step = cli.step_bytes.empty() ? 0 : parse_size(cli.step_bytes, "-i/--stepbytes");
+  if (!cli.step_bytes.empty() && o.step == 0)
+    throw usage_error("invalid -i/--stepbytes 0: must be at least 1 byte");
+  o.factor = cli.factor;
+  o.iters = cli.iters;
+  o.warmup = cli.warmup;
+  o.average = static_cast<workloads::TimeAverage>(cli.average);
+  o.inplace = cli.inplace;
+  o.check = cli.check;
+  o.min_busbw_gbps = cli.min_busbw;
+  o.split = cli.split;
+  o.seed = seed;
+  const bool any_moe = cli.hidden || cli.experts || cli.top_k || cli.skew != 0;
+  if (cli.moe_tokens) {
+    if (!cli.experts || !cli.top_k) throw usage_error("--moe-tokens needs --experts and --top-k");
+    workloads::MoeRouting m;
+    m.tokens = *cli.moe_tokens;
+    m.hidden = cli.hidden.value_or(7168);  // DeepSeek-V3's hidden size, the DeepEP benchmark default
+    m.experts = *cli.experts;
+    m.top_k = *cli.top_k;
+    m.skew = cli.skew;
+    m.seed = seed;
+    o.moe = m;
+  } else if (any_moe) {
+    throw usage_error("--hidden, --experts, --top-k and --skew describe MoE traffic and need --moe-tokens");
+  }
+  return o;
+}
+
+int run_collective(const CollectiveCliOptions& cli, Session& session) {
+  const workloads::CollectiveOptions options = resolve(cli, session.options().seed);
+  auto& mpi = session.mpi();
+  // Everything that needs no communication is checked before the backend (and any device) is touched.
+  workloads::validate_collective_options(options, mpi.size());
+  auto report = session.begin_report();
+  workloads::CollectiveRun run = workloads::run_collective_benchmark(options, mpi, session.backend());
+  for (auto& r : run.results) report.results.push_back(std::move(r));
+  report.summary = run.summary;
+  const int rc = session.finish(report);
+  if (mpi.is_root() && !session.options().quiet) {
+    std::cout << fmt::format(
+        "# factorybench collective: {} rank(s), {} engine, {} iters after {} warm-up, time = "
+        "mean, ranks combined by -a {}\n",
+        mpi.size(), run.summary.value("engine", "?"), options.iters, options.warmup, cli.average);
+    reports::print_collective_table(std::cout, report.results);
+    std::cout.flush();
+  }
+  return rc;
+}
+
+}  // namespace
+
+Command add_collective_command(CLI::App& app) {
+  auto opt = std::make_shared<CollectiveCliOptions>();
+  auto* sub = app.add_subcommand("collective",
+                                 "Collective bandwidth (nccl-tests semantics): NCCL on cuda, MPI on host");
+  sub->add_option(
+      "--op", opt->op,
+      "allreduce, allgather, reducescatter, alltoall, alltoallv, broadcast, reduce, sendrecv or all");
+  sub->add_option("-b,--minbytes", opt->min_bytes, "Smallest size S (units: 8, 64K, 1M, 8G)")
+      ->capture_default_str();
+  sub->add_option("-e,--maxbytes", opt->max_bytes, "Largest size S")->capture_default_str();
+  sub->add_option("-f,--stepfactor", opt->factor, "Multiply the size by this factor between steps (>= 2)")
+      ->capture_default_str();
+  sub->add_option("-i,--stepbytes", opt->step_bytes, "Grow the size by this many bytes instead of -f");
+  sub->add_option("-n,--iters", opt->iters, "Timed iterations per size")->capture_default_str();
+  sub->add_option("-w,--warmup", opt->warmup, "Untimed iterations before timing")->capture_default_str();
+  sub->add_option("-d,--dtype", opt->dtype, "fp32, fp16, bf16, fp8_e4m3, fp8_e5m2, fp64, int32, int8")
+      ->capture_default_str();
+  sub->add_option("--redop", opt->redop, "Reduction: sum, max, min or avg")->capture_default_str();
+  sub->add_option("-r,--root", opt->root, "Root rank of broadcast and reduce")->capture_default_str();
+  sub->add_option("-a,--average", opt->average,
+                  "Combine the ranks' times: 0 rank 0, 1 mean, 2 min, 3 max (nccl-tests -a)")
+      ->check(CLI::Range(0, 3))
+      ->capture_default_str();
+  sub->add_flag("--inplace", opt->inplace, "Also measure in place (send buffer = receive buffer)");
+  sub->add_flag("-c,--check", opt->check,
+                "Verify results from exactly predictable inputs; any wrong element fails");
+  sub->add_option("--min-busbw", opt->min_busbw, "Fail (exit 1) when the average busbw is below this (GB/s)");
+  sub->add_option("--split", opt->split,
+                  "Run inside groups of N consecutive ranks, each reported separately");
+  sub->add_option("--moe-tokens", opt->moe_tokens, "alltoallv: MoE dispatch/combine with T tokens per rank");
+  sub->add_option("--hidden", opt->hidden, "MoE: elements per token (default 7168)");
+  sub->add_option("--experts", opt->experts, "MoE: routed experts, spread evenly over the ranks");
+  sub->add_option("--top-k", opt->top_k, "MoE: experts per token");
+  sub->add_option("--skew", opt->skew, "MoE: Zipf exponent of expert popularity (0 = uniform)");
+  return {sub, [opt](Session& s) { return run_collective(*opt, s); }};
+}
+
+}  // namespace fb::tools

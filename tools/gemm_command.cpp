@@ -1,0 +1,176 @@
+// factorybench gemm: achieved matrix-multiply throughput on every rank (cuBLASLt on cuda, OpenBLAS on host),
+// MFU against the dtype's peak, a check against an fp64 reference, and the ranks slower than the median.
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "core/error.hpp"
+#include "reports/gemm_console.hpp"
+#include "tools/commands.hpp"
+#include "workloads/gemm_benchmark.hpp"
+#include "workloads/model_config.hpp"
+
+namespace fb::tools {
+namespace {
+
+struct GemmCliOptions {
+  std::string m, n, k;  // lists or ranges; empty = the backend's default
+  std::int64_t batch = 1;
+  std::string ta, tb;  // N or T; empty = the dtype's default (TN for fp8, NN otherwise)
+  std::string dtype;   // empty = bf16 on cuda, fp32 on host
+  int iters = 20, warmup = 5, autotune = 8;
+  bool sweep = false, no_check = false;
+  std::string outlier_threshold = "5%";
+  std::string model;
+  std::int64_t tp = 1, seq = 0, micro_batch = 1;
+};
+
+bool parse_transpose(const std::string& text, const char* option, bool fallback) {
+  if (text.empty()) return fallback;
+  if (text == "N" || text == "n") return false;
+  if (text == "T" || text == "t") return true;
+  throw usage_error(fmt::format("invalid {} '{}': expected N or T", option, text));
+}
+
+// "5%" or "0.05" → 0.05.
+double parse_fraction(const std::string& text, const char* option) {
+  std::string t = text;
+  const bool percent = !t.empty() && t.back() == '%';
+  if (percent) t.pop_back();
+  double v = 0;
+  std::size_t used = 0;
+  try {
+    v = std::stod(t, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used == 0 || used != t.size())
+    throw usage_error(fmt::format("invalid {} '{}': expected a fraction such as 0.05 or 5%", option, text));
+  if (percent) v /= 100;
+  if (!(v > 0 && v < 1))
+    throw usage_error(fmt::format("invalid {} '{}': must be between 0 and 100%", option, text));
+  return v;
+}
+
+int run_gemm(const GemmCliOptions& cli, Session& session) {
+  // Options that need no device are checked first, so a typo costs nothing.
+  if (cli.iters < 1) throw usage_error(fmt::format("invalid --iters {}: must be at least 1", cli.iters));
+  if (cli.warmup < 0) throw usage_error(fmt::format("invalid --warmup {}: must not be negative", cli.warmup));
+  if (cli.autotune < 1)
+    throw usage_error(fmt::format("invalid --autotune {}: must be at least 1", cli.autotune));
+  if (cli.batch < 1) throw usage_error(fmt::format("invalid --batch {}: must be positive", cli.batch));
+  const double threshold = parse_fraction(cli.outlier_threshold, "--outlier-threshold");
+  std::optional<DType> dtype;
+  if (!cli.dtype.empty()) {
+    try {
+      dtype = parse_dtype(cli.dtype);
+    } catch (const Error& e) {
+      throw usage_error(std::string("--dtype: ") + e.what());
+    }
+  }
+  const bool dims_given = !cli.m.empty() || !cli.n.empty() || !cli.k.empty();
+  std::optional<workloads::ModelConfig> model;
+  if (!cli.model.empty()) {
+    if (dims_given || cli.sweep || cli.batch != 1)
+      throw usage_error("--model takes its shapes from the model: drop --m/--n/--k/--batch/--sweep");
+    if (cli.tp < 1) throw usage_error(fmt::format("invalid --tp {}: must be at least 1", cli.tp));
+    if (cli.seq < 0) throw usage_error(fmt::format("invalid --seq {}: must be positive", cli.seq));
+    if (cli.micro_batch < 1)
+      throw usage_error(fmt::format("invalid --micro-batch {}: must be at least 1", cli.micro_batch));
+    model = workloads::load_model(cli.model);
+  } else if (cli.tp != 1 || cli.seq != 0 || cli.micro_batch != 1) {
+    throw usage_error("--tp, --seq and --micro-batch describe a model's GEMMs and need --model");
+  }
+  std::vector<std::int64_t> ms, ns, ks;
+  if (!cli.m.empty()) ms = workloads::parse_gemm_dims(cli.m, "--m");
+  if (!cli.n.empty()) ns = workloads::parse_gemm_dims(cli.n, "--n");
+  if (!cli.k.empty()) ks = workloads::parse_gemm_dims(cli.k, "--k");
+
+  auto& mpi = session.mpi();
+  auto& backend = session.backend();
+  const DType type = dtype.value_or(backend.kind() == BackendKind::cuda ? DType::bf16 : DType::fp32);
+  if (const auto why = kernels::gemm_unsupported_reason(backend.kind(), type); !why.empty())
+    throw unsupported_error(why);
+
+  std::vector<workloads::GemmCase> cases;
+  if (model) {
+    cases = workloads::gemm_cases_for_model(*model, {cli.tp, cli.seq, cli.micro_batch}, type);
+  } else {
+    const std::vector<std::int64_t> fallback =
+        cli.sweep ? workloads::default_sweep_dims(backend.kind())
+                  : std::vector<std::int64_t>{backend.kind() == BackendKind::cuda ? 8192 : 1024};
+    if (ms.empty()) ms = fallback;
+    if (ns.empty()) ns = fallback;
+    if (ks.empty()) ks = fallback;
+    const bool ta = parse_transpose(cli.ta, "--ta", workloads::default_transa(type));
+    const bool tb = parse_transpose(cli.tb, "--tb", false);
+    cases = workloads::gemm_cases_from_dims(type, ms, ns, ks, cli.batch, ta, tb);
+  }
+  workloads::check_gemm_memory(mpi, backend, cases);
+
+  workloads::GemmRunOptions o;
+  o.iters = cli.iters;
+  o.warmup = cli.warmup;
+  o.autotune = cli.autotune;
+  o.check = !cli.no_check;
+  o.outlier_threshold = threshold;
+  o.seed = session.options().seed;
+
+  auto report = session.begin_report();
+  auto run = workloads::run_gemm_benchmark(mpi, backend, session.peak(), type, cases, o, cli.sweep);
+  if (mpi.is_root() && !session.options().quiet) {
+    std::cout << fmt::format("# factorybench gemm: {} rank(s), {}, {} iters after {} warm-up, {} shape(s)\n",
+                             mpi.size(), to_string(type), o.iters, o.warmup, cases.size());
+    reports::print_gemm_table(std::cout, run.results, run.summary);
+    std::cout.flush();
+  }
+  for (auto& r : run.results) report.results.push_back(std::move(r));
+  report.summary = std::move(run.summary);
+  return session.finish(report);
+}
+
+}  // namespace
+
+Command add_gemm_command(CLI::App& app) {
+  auto opt = std::make_shared<GemmCliOptions>();
+  auto* sub = app.add_subcommand(
+      "gemm", "Matrix-multiply throughput and MFU on every rank (cuBLASLt on cuda, OpenBLAS on host)");
+  sub->add_option("--m", opt->m,
+                  "Rows of C: a size (4096, 8K), a list (4096,8192) or a range start:stop:step");
+  sub->add_option("--n", opt->n, "Columns of C (same forms as --m)");
+  sub->add_option("--k", opt->k, "Inner dimension (same forms as --m); default 8192 on cuda, 1024 on host");
+  sub->add_option("--batch", opt->batch, "Strided-batched GEMM: this many independent products")
+      ->capture_default_str();
+  sub->add_option("--ta", opt->ta, "op(A): N or T (default TN for fp8, NN otherwise; column-major)");
+  sub->add_option("--tb", opt->tb, "op(B): N or T");
+  sub->add_option(
+      "-d,--dtype", opt->dtype,
+      "bf16, fp16, tf32, fp32, fp8_e4m3, fp8_e5m2 (cuda); fp32, fp64, bf16 (host). Default bf16 on "
+      "cuda, fp32 on host");
+  sub->add_option("-n,--iters", opt->iters, "Timed iterations per shape")->capture_default_str();
+  sub->add_option("-w,--warmup", opt->warmup, "Untimed iterations before timing")->capture_default_str();
+  sub->add_flag(
+      "--sweep", opt->sweep,
+      "MAMF-style sweep over all combinations of --m/--n/--k (default cuda {2048..8192 step 2048}, host "
+      "{256,512,768}): best shape and mean");
+  sub->add_option("--autotune", opt->autotune,
+                  "cuda: time this many cuBLASLt heuristic candidates, keep the fastest")
+      ->capture_default_str();
+  sub->add_flag("--no-check", opt->no_check, "Skip the fp64 reference check of sampled outputs");
+  sub->add_option("--outlier-threshold", opt->outlier_threshold,
+                  "Flag ranks this far below the median TFLOP/s (0.05 or 5%)")
+      ->capture_default_str();
+  sub->add_option("--model", opt->model,
+                  "The GEMMs of one transformer layer of this model (preset name or JSON file)");
+  sub->add_option("--tp", opt->tp, "--model: tensor-parallel degree")->capture_default_str();
+  sub->add_option("--seq", opt->seq, "--model: sequence length (default: the model's)");
+  sub->add_option("--micro-batch", opt->micro_batch, "--model: sequences per micro-batch")
+      ->capture_default_str();
+  return {sub, [opt](Session& s) { return run_gemm(*opt, s); }};
+}
+
+}  // namespace fb::tools

@@ -1,0 +1,141 @@
+// factorybench health: a seconds-long pre-flight check of every rank, one line per rank, exit 1 when any
+// rank fails (workloads/health_check.hpp, docs/health.md).
+#include <cstdlib>
+#include <iostream>
+#include <optional>
+
+#include <fmt/format.h>
+
+#include "core/error.hpp"
+#include "core/units.hpp"
+#include "tools/commands.hpp"
+#include "workloads/health_check.hpp"
+
+namespace fb::tools {
+namespace {
+
+struct HealthCliOptions {
+  std::string expect_gpu;
+  double gemm_floor = 0.8;
+  std::int64_t gemm_size = 0;
+  std::string allreduce_size;
+  std::string checkpoint_dir = "./";
+  std::string checkpoint_size;
+  double min_free_memory = 0.5;
+};
+
+// Test hook: FACTORYBENCH_TEST_READONLY_CKPT_RANK=R makes rank R check a read-only directory instead of
+// --checkpoint-dir, so the failure path can be exercised on any machine.
+std::optional<int> readonly_checkpoint_rank_from_env() {
+  const char* env = std::getenv("FACTORYBENCH_TEST_READONLY_CKPT_RANK");
+  if (!env || !*env) return std::nullopt;
+  char* end = nullptr;
+  const long r = std::strtol(env, &end, 10);
+  if (*end != '\0' || r < 0)
+    throw usage_error(
+        fmt::format("invalid FACTORYBENCH_TEST_READONLY_CKPT_RANK '{}': expected a rank number", env));
+  return static_cast<int>(r);
+}
+
+std::optional<double> metric_of(const workloads::RankHealth& r, std::string_view check,
+                                std::string_view name) {
+  if (const auto* c = r.find(check))
+    for (const auto& [n, m] : c->metrics)
+      if (n == name) return m.value;
+  return std::nullopt;
+}
+
+// The human view: one line per rank (the pass line names the key figures; warn and fail lines the
+// reasons), then the tally.
+void print_health(std::ostream& out, const workloads::HealthRun& run) {
+  using workloads::Verdict;
+  int counts[4] = {0, 0, 0, 0};
+  for (const auto& r : run.ranks) {
+    ++counts[static_cast<int>(r.verdict)];
+    std::string verdict(to_string(r.verdict));
+    for (auto& ch : verdict) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+    std::string detail;
+    if (r.verdict == Verdict::pass) {
+      std::vector<std::string> parts;
+      if (const auto v = metric_of(r, "gemm", "tflops"))
+        parts.push_back(fmt::format("gemm {:.2f} TFLOP/s", *v));
+      if (const auto v = metric_of(r, "allreduce", "busbw_gbps"))
+        parts.push_back(fmt::format("allreduce {:.2f} GB/s exact", *v));
+      if (const auto v = metric_of(r, "checkpoint_dir", "write_gbps"))
+        parts.push_back(fmt::format("ckpt write {:.2f} GB/s", *v));
+      if (const auto v = metric_of(r, "memory", "free_bytes"))
+        parts.push_back(fmt::format("{} free", format_bytes(static_cast<std::uint64_t>(*v))));
+      detail = fmt::format("{}", fmt::join(parts, ", "));
+    } else {
+      detail = r.reasons(r.verdict);
+    }
+    out << fmt::format("rank {} ({}, {}): {} {}\n", r.rank, r.host, r.device, verdict, detail);
+  }
+  out << fmt::format("health: {} rank(s): {} pass, {} warn, {} fail\n", run.ranks.size(),
+                     counts[static_cast<int>(Verdict::pass)], counts[static_cast<int>(Verdict::warn)],
+                     counts[static_cast<int>(Verdict::fail)]);
+}
+
+int run_health(const HealthCliOptions& cli, Session& session) {
+  workloads::HealthOptions o;
+  o.expect_gpu = cli.expect_gpu;
+  o.gemm_floor = cli.gemm_floor;
+  o.gemm_size = cli.gemm_size;
+  if (!cli.allreduce_size.empty()) o.allreduce_bytes = parse_size(cli.allreduce_size, "--allreduce-size");
+  if (!cli.checkpoint_size.empty()) o.checkpoint_bytes = parse_size(cli.checkpoint_size, "--checkpoint-size");
+  if (!cli.allreduce_size.empty() && o.allreduce_bytes == 0)
+    throw usage_error("invalid --allreduce-size '" + cli.allreduce_size + "': must be positive");
+  if (!cli.checkpoint_size.empty() && o.checkpoint_bytes == 0)
+    throw usage_error("invalid --checkpoint-size '" + cli.checkpoint_size + "': must be positive");
+  o.checkpoint_dir = cli.checkpoint_dir;
+  o.min_free_memory = cli.min_free_memory;
+  o.readonly_checkpoint_rank = readonly_checkpoint_rank_from_env();
+  o.seed = session.options().seed;
+  workloads::validate_health_options(o);
+
+  auto& mpi = session.mpi();
+  auto& backend = session.backend();
+  auto report = session.begin_report();
+  const auto run = workloads::run_health_checks(mpi, backend, session.peak(), o, session.telemetry());
+  if (mpi.is_root()) {
+    report.results = workloads::health_results(run);
+    report.summary["health"] = workloads::health_summary(run, o);
+  }
+  session.finish(report);
+  if (mpi.is_root() && !session.options().quiet) {
+    print_health(std::cout, run);
+    std::cout.flush();
+  }
+  // Every rank knows every verdict, so every rank exits alike.
+  return run.all_pass() ? 0 : 1;
+}
+
+}  // namespace
+
+Command add_health_command(CLI::App& app) {
+  auto opt = std::make_shared<HealthCliOptions>();
+  auto* sub = app.add_subcommand(
+      "health",
+      "Pre-flight check of every rank in seconds: device, memory, ECC, row remaps, a short GEMM, clocks,\n"
+      "slowdown reasons, an exact all-reduce and the checkpoint directory. Exit 0 all pass, 1 any fail.");
+  sub->add_option("--expect-gpu", opt->expect_gpu, "Fail unless every rank's GPU is this model")
+      ->check(CLI::IsMember({"H100", "H200", "B200", "GB200", "GB300"}));
+  sub->add_option(
+         "--gemm-floor", opt->gemm_floor,
+         "Fail the GEMM below this fraction of the expected throughput (MAMF on GPUs, the measured FMA "
+         "peak on the host)")
+      ->capture_default_str();
+  sub->add_option("--gemm-size", opt->gemm_size, "GEMM m = n = k (default 8192 on cuda, 768 on host)");
+  sub->add_option("--allreduce-size", opt->allreduce_size,
+                  "All-reduce size (default 256M on cuda, 4M on host)");
+  sub->add_option("--checkpoint-dir", opt->checkpoint_dir, "Directory checkpoints will be written to")
+      ->capture_default_str();
+  sub->add_option("--checkpoint-size", opt->checkpoint_size,
+                  "Bytes written and fsync'ed to measure it (default 256M on cuda, 32M on host)");
+  sub->add_option("--min-free-memory", opt->min_free_memory,
+                  "Fail below this fraction of device (host) memory free; warn below 0.9")
+      ->capture_default_str();
+  return {sub, [opt](Session& s) { return run_health(*opt, s); }};
+}
+
+}  // namespace fb::tools

@@ -1,0 +1,266 @@
+// factorybench resilience: the training workload under injected faults, supervised (launch, watch, relaunch),
+// with goodput accounting from the event log. Also defines the resilience options `train` takes.
+#include <iostream>
+#include <memory>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "core/error.hpp"
+#include "core/units.hpp"
+#include "resilience/event_log.hpp"
+#include "resilience/fault_plan.hpp"
+#include "resilience/supervisor.hpp"
+#include "tools/commands.hpp"
+#include "tools/resilience_options.hpp"
+#include "tools/train_options.hpp"
+#include "workloads/parallel_layout.hpp"
+
+namespace fb::tools {
+
+void add_resilience_options(CLI::App& sub, resilience::ResilienceOptions& o, std::string& state_bytes,
+                            std::string& mtbf) {
+  sub.add_option("--run-dir", o.run_dir, "Run directory: events.jsonl, checkpoints/, heartbeats");
+  sub.add_option("--checkpoint-every", o.checkpoint_every, "Checkpoint every N steps");
+  sub.add_option(
+      "--checkpoint-interval", o.checkpoint_interval,
+      "Checkpoint every DURATION, or auto (Daly's interval from the measured save cost and --mtbf)");
+  sub.add_option("--mtbf", mtbf, "Mean time between failures for --checkpoint-interval auto (e.g. 30m)");
+  sub.add_option("--keep", o.keep, "Committed checkpoints kept")->capture_default_str();
+  sub.add_option(
+      "--state-bytes", state_bytes,
+      "Checkpoint bytes per rank (default: the model shard's fp32 master weights and two moments)");
+  sub.add_flag("--async-checkpoint", o.async_checkpoint, "Snapshot to host memory, write in the background");
+  sub.add_flag("--resume", o.resume, "Resume from the newest checkpoint that verifies");
+  sub.add_option("--faults", o.faults,
+                 "Fault plan: KIND@step=N[,rank=R]...;... | random:mtbf=... | FILE.json");
+  sub.add_option("--hang-timeout", o.hang_timeout, "Watchdog timeout: DURATION or auto")
+      ->capture_default_str();
+  sub.add_option("--straggler-threshold", o.straggler_threshold,
+                 "Straggler when median/own time is below this")
+      ->capture_default_str();
+  sub.add_option("--check-every", o.check_every, "Straggler and SDC checks every N steps")
+      ->capture_default_str();
+}
+
+std::unique_ptr<workloads::TrainHooks> make_train_hooks(resilience::ResilienceOptions o,
+                                                        const std::string& state_bytes,
+                                                        const std::string& mtbf, MpiContext& mpi,
+                                                        const workloads::TrainOptions& train,
+                                                        std::uint64_t seed) {
+  if (!state_bytes.empty()) o.state_bytes = parse_size(state_bytes, "--state-bytes");
+  if (!mtbf.empty()) o.mtbf_s = parse_duration(mtbf, "--mtbf");
+  o.seed = seed;
+  resilience::validate_resilience_options(o, mpi.size());
+  if (o.run_dir.empty()) return nullptr;
+  // Data-parallel replicas hold the same dense weights: ranks with the same tensor (and pipeline) coordinate.
+  const auto c = workloads::rank_coords(mpi.rank(), train.parallel);
+  const int group = static_cast<int>(c.t + c.p * train.parallel.tp);
+  return std::make_unique<resilience::TrainResilienceHooks>(std::move(o), mpi, group);
+}
+
+namespace {
+
+struct ResilienceCommandOptions {
+  int ranks = 1;
+  std::string launcher = "mpirun", launcher_args;
+  TrainCliOptions train;
+  resilience::ResilienceOptions res;
+  std::string state_bytes, mtbf, time_budget;
+  int max_restarts = 10, spares = 0, drain_after = 1;
+  std::string policy = "none";
+  std::string heartbeat_timeout = "120s";
+};
+
+std::vector<std::string> split_args(const std::string& s) {
+  std::istringstream in(s);
+  std::vector<std::string> out;
+  for (std::string w; in >> w;) out.push_back(w);
+  return out;
+}
+
+std::vector<std::string> forwarded_train_args(const ResilienceCommandOptions& o, const GlobalOptions& g) {
+  const auto& t = o.train;
+  std::vector<std::string> a{"--model",       t.model,
+                             "--tp",          std::to_string(t.tp),
+                             "--ep",          std::to_string(t.ep),
+                             "--micro-batch", std::to_string(t.micro_batch),
+                             "--grad-accum",  std::to_string(t.grad_accum),
+                             "--seed",        std::to_string(g.seed),
+                             "--backend",     g.backend,
+                             "--log-level",   "warn"};
+  if (t.dp > 0) a.insert(a.end(), {"--dp", std::to_string(t.dp)});
+  if (t.seq > 0) a.insert(a.end(), {"--seq", std::to_string(t.seq)});
+  if (t.layers > 0) a.insert(a.end(), {"--layers", std::to_string(t.layers)});
+  if (!t.dtype.empty()) a.insert(a.end(), {"--dtype", t.dtype});
+  const auto& r = o.res;
+  if (r.checkpoint_every > 0) a.insert(a.end(), {"--checkpoint-every", std::to_string(r.checkpoint_every)});
+  if (!r.checkpoint_interval.empty()) a.insert(a.end(), {"--checkpoint-interval", r.checkpoint_interval});
+  if (!o.mtbf.empty()) a.insert(a.end(), {"--mtbf", o.mtbf});
+  if (!o.state_bytes.empty()) a.insert(a.end(), {"--state-bytes", o.state_bytes});
+  if (r.async_checkpoint) a.push_back("--async-checkpoint");
+  a.insert(a.end(),
+           {"--keep", std::to_string(r.keep), "--hang-timeout", r.hang_timeout, "--straggler-threshold",
+            fmt::format("{}", r.straggler_threshold), "--check-every", std::to_string(r.check_every)});
+  return a;
+}
+
+reports::Result ledger_result(const resilience::SupervisorResult& s, const std::string& policy,
+                              const ResilienceCommandOptions& o) {
+  using reports::Better;
+  const auto& L = s.ledger;
+  reports::Result r;
+  r.benchmark = "resilience";
+  r.name = fmt::format("{}/ranks{}/policy-{}", o.train.model, o.ranks, policy);
+  r.params = {{"ranks", o.ranks},
+              {"launcher", o.launcher},
+              {"policy", policy},
+              {"faults", o.res.faults},
+              {"steps", o.train.steps},
+              {"checkpoint_every", o.res.checkpoint_every},
+              {"checkpoint_interval", o.res.checkpoint_interval},
+              {"max_restarts", o.max_restarts},
+              {"spares", o.spares},
+              {"drain_after", o.drain_after},
+              {"async_checkpoint", o.res.async_checkpoint}};
+  const auto m = [&](const char* name, double v, const char* unit, Better b) {
+    r.set_metric(name, {v, unit, b, std::nullopt});
+  };
+  m("goodput_pct", 100 * L.goodput, "%", Better::higher);
+  m("goodput_ref_pct", 100 * L.goodput_ref, "%", Better::higher);
+  m("ettr", L.ettr, "fraction", Better::higher);
+  m("mttf_s", L.mttf_s, "s", Better::higher);
+  m("mttr_s", L.mttr_s, "s", Better::lower);
+  m("failures", L.failures, "count", Better::lower);
+  m("restarts", L.restarts, "count", Better::lower);
+  m("wasted_steps", static_cast<double>(L.wasted_steps), "count", Better::lower);
+  m("steps_completed", static_cast<double>(L.steps_completed), "count", Better::higher);
+  m("wall_s", L.wall_s, "s", Better::lower);
+  m("productive_s", L.productive_time_s, "s", Better::higher);
+  m("ckpt_save_s", L.parts.ckpt_save_s, "s", Better::lower);
+  m("ckpt_restore_s", L.parts.ckpt_restore_s, "s", Better::lower);
+  m("ckpt_write_gbps", L.ckpt_write_gbps, "GB/s", Better::higher);
+  r.extra["ledger"] = resilience::ledger_to_json(L);
+  r.extra["stop_reason"] = s.stop_reason;
+  if (!s.drains.empty()) {
+    r.extra["drains"] = s.drains;
+    r.extra["mttf_before_drain_s"] = s.mttf_before_drain_s;
+    r.extra["mttf_after_drain_s"] = s.mttf_after_drain_s;
+  }
+  if (!s.completed)
+    r.fail(fmt::format("the job did not finish its {} steps: {}", o.train.steps, s.stop_reason));
+  return r;
+}
+
+void print_result(const reports::Result& r, const resilience::Ledger& L) {
+  std::cout << fmt::format("{}: {} steps in {:.2f} s; {} failure(s), {} restart(s), {} wasted step(s)\n",
+                           r.name, L.steps_completed, L.wall_s, L.failures, L.restarts, L.wasted_steps);
+  std::cout << fmt::format(
+      "goodput {:.1f}% (reference-step {:.1f}%), ETTR {:.3f}, MTTF {:.2f} s{}, MTTR {:.2f} s\n",
+      100 * L.goodput, 100 * L.goodput_ref, L.ettr, L.mttf_s, L.mttf_censored ? " (no failure)" : "",
+      L.mttr_s);
+  std::cout << "where the wall time went:\n";
+  for (const auto& [name, s] : L.parts.items())
+    std::cout << fmt::format("  {:<14} {:>9.3f} s {:>6.1f}%\n", name, s,
+                             L.wall_s > 0 ? 100 * s / L.wall_s : 0.0);
+  for (const auto& f : L.failure_list)
+    std::cout << fmt::format("  failure: {} on rank {} (attempt {}), detected after {:.2f} s: {}\n", f.kind,
+                             f.rank, f.attempt, f.detected_at - f.failed_at, f.how);
+  for (const auto& s : L.ckpt_skipped) std::cout << fmt::format("  skipped {}: {}\n", s.checkpoint, s.reason);
+  if (r.error) std::cout << "FAILED: " << *r.error << "\n";
+}
+
+int run_resilience(const ResilienceCommandOptions& o, Session& session) {
+  if (o.res.faults.empty())
+    throw usage_error("--faults SPEC|FILE is required (use 'random:mtbf=…' for a random plan)");
+  if (o.res.run_dir.empty()) throw usage_error("--run-dir DIR is required");
+  if (o.policy != "none" && o.policy != "drain" && o.policy != "compare")
+    throw usage_error(fmt::format("invalid --policy '{}': expected none, drain or compare", o.policy));
+  // Validate the plan and options here, before anything is launched.
+  (void)resilience::load_fault_plan(o.res.faults, o.ranks + o.spares, 7 * 86400.0, session.options().seed);
+  auto check = o.res;
+  check.run_dir = "x";
+  if (!o.mtbf.empty()) check.mtbf_s = parse_duration(o.mtbf, "--mtbf");
+  resilience::validate_resilience_options(check, o.ranks);
+  if (!o.state_bytes.empty()) (void)parse_size(o.state_bytes, "--state-bytes");
+  resilience::SupervisorOptions s;
+  s.ranks = o.ranks;
+  s.launcher = o.launcher;
+  s.launcher_args = split_args(o.launcher_args);
+  s.train_args = forwarded_train_args(o, session.options());
+  s.faults = o.res.faults;
+  s.steps = o.train.steps;
+  s.time_budget_s = o.time_budget.empty() ? 0 : parse_duration(o.time_budget, "--time-budget");
+  s.max_restarts = o.max_restarts;
+  s.spares = o.spares;
+  s.drain_after = o.drain_after;
+  s.heartbeat_timeout_s = parse_duration(o.heartbeat_timeout, "--heartbeat-timeout");
+  auto report = session.begin_report(false);
+  const std::vector<std::string> policies =
+      o.policy == "compare" ? std::vector<std::string>{"none", "drain"} : std::vector<std::string>{o.policy};
+  std::vector<resilience::SupervisorResult> runs;
+  for (const auto& policy : policies) {
+    s.policy = policy;
+    s.run_dir = policies.size() > 1 ? std::filesystem::path(o.res.run_dir) / policy
+                                    : std::filesystem::path(o.res.run_dir);
+    std::error_code ec;
+    std::filesystem::remove_all(s.run_dir / "checkpoints", ec);  // a fresh job in this run dir
+    std::filesystem::remove(s.run_dir / "events.jsonl", ec);
+    std::filesystem::remove(s.run_dir / "faults.fired", ec);
+    runs.push_back(resilience::run_supervisor(s));
+    report.results.push_back(ledger_result(runs.back(), policy, o));
+    for (const auto& e : runs.back().events) {
+      auto ev = e;
+      if (policies.size() > 1) ev["policy"] = policy;
+      report.events.push_back(std::move(ev));
+    }
+  }
+  const auto& L = runs.back().ledger;
+  nlohmann::json badput = nlohmann::json::object();
+  for (const auto& [name, v] : L.parts.items())
+    if (name != "productive") badput[name] = v;
+  report.summary["badput_s"] = badput;
+  report.summary["wall_s"] = L.wall_s;
+  if (runs.size() == 2) {
+    const auto &a = runs[0].ledger, &b = runs[1].ledger;
+    report.summary["compare"] = {{"mttf_ratio", a.mttf_s > 0 ? b.mttf_s / a.mttf_s : 0.0},
+                                 {"goodput_pct_difference", 100 * (b.goodput - a.goodput)},
+                                 {"mttf_none_s", a.mttf_s},
+                                 {"mttf_drain_s", b.mttf_s}};
+  }
+  const int rc = session.finish(report);
+  if (!session.options().quiet) {
+    for (std::size_t i = 0; i < runs.size(); ++i) print_result(report.results[i], runs[i].ledger);
+    if (runs.size() == 2)
+      std::cout << fmt::format("drain vs none: MTTF x{:.2f}, goodput {:+.1f} points\n",
+                               report.summary["compare"]["mttf_ratio"].get<double>(),
+                               report.summary["compare"]["goodput_pct_difference"].get<double>());
+  }
+  return rc;
+}
+
+}  // namespace
+
+Command add_resilience_command(CLI::App& app) {
+  auto opt = std::make_shared<ResilienceCommandOptions>();
+  auto* sub = app.add_subcommand(
+      "resilience", "Training under injected faults, supervised and relaunched: goodput, ETTR, MTTF, MTTR");
+  sub->add_option("--ranks", opt->ranks, "Ranks per attempt")->capture_default_str();
+  sub->add_option("--launcher", opt->launcher, "mpirun, srun or none")->capture_default_str();
+  sub->add_option("--launcher-args", opt->launcher_args, "Extra launcher arguments (quoted)");
+  add_train_options(*sub, opt->train);
+  add_resilience_options(*sub, opt->res, opt->state_bytes, opt->mtbf);
+  sub->add_option("--time-budget", opt->time_budget, "Stop after this much wall time (e.g. 10m)");
+  sub->add_option("--max-restarts", opt->max_restarts, "Relaunches allowed")->capture_default_str();
+  sub->add_option("--policy", opt->policy, "none, drain or compare (both, same fault seed)")
+      ->capture_default_str();
+  sub->add_option("--spares", opt->spares, "Spare slots for --policy drain")->capture_default_str();
+  sub->add_option("--drain-after", opt->drain_after, "Failures or straggler reports before a slot is drained")
+      ->capture_default_str();
+  sub->add_option("--heartbeat-timeout", opt->heartbeat_timeout,
+                  "Supervisor: kill and count a hang when the event log is silent this long")
+      ->capture_default_str();
+  return {sub, [opt](Session& s) { return run_resilience(*opt, s); }};
+}
+
+}  // namespace fb::tools

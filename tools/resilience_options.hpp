@@ -1,0 +1,28 @@
+#pragma once
+// The resilience options of `factorybench train` (--run-dir, --checkpoint-every, --faults, ...) and the hooks
+// they create. Defined in tools/resilience_command.cpp; `resilience` forwards the same options to train.
+#include <cstdint>
+#include <memory>
+
+#include <CLI/CLI.hpp>
+
+#include "core/mpi_context.hpp"
+#include "resilience/train_resilience_hooks.hpp"
+#include "workloads/train_step.hpp"
+
+namespace fb::tools {
+
+// Adds --run-dir, --checkpoint-every, --checkpoint-interval, --mtbf, --keep, --state-bytes,
+// --async-checkpoint,
+// --resume, --faults, --hang-timeout, --straggler-threshold, --check-every to `sub`.
+void add_resilience_options(CLI::App& sub, resilience::ResilienceOptions& options,
+                            std::string& state_bytes_text, std::string& mtbf_text);
+
+// Validates and returns the hooks for a train run (null when --run-dir is not given).
+std::unique_ptr<workloads::TrainHooks> make_train_hooks(resilience::ResilienceOptions options,
+                                                        const std::string& state_bytes_text,
+                                                        const std::string& mtbf_text, MpiContext& mpi,
+                                                        const workloads::TrainOptions& train,
+                                                        std::uint64_t seed);
+
+}  // namespace fb::tools

@@ -1,0 +1,402 @@
+// factorybench simulate: cluster-scale goodput from a failure model and recovery costs (Monte Carlo over
+// trials). Needs no device and no MPI: the report is begun without them, so the command starts at once.
+#include <cmath>
+#include <iostream>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "core/error.hpp"
+#include "core/logging.hpp"
+#include "core/units.hpp"
+#include "reports/report_json.hpp"
+#include "resilience/checkpoint_interval.hpp"
+#include "resilience/cluster_simulator.hpp"
+#include "resilience/failure_model.hpp"
+#include "tools/commands.hpp"
+
+namespace fb::tools {
+namespace {
+
+using resilience::ClusterConfig;
+using resilience::FailureModel;
+using resilience::IntervalPolicy;
+
+struct SimulateOptions {
+  std::optional<std::int64_t> gpus;
+  int gpus_per_node = 0;  // 0: the failure model's node size
+  double days = 30;
+  std::string failure_model;
+  std::string job_mtbf;
+  std::string interval = "daly";
+  std::string checkpoint_cost, detection, relaunch, restore;
+  std::string calibrate;
+  std::optional<std::int64_t> spares;
+  std::string repair_time = "48h";
+  std::string policy = "none";
+  int drain_after = 2;
+  double flaky_share = 0, flaky_factor = 1, straggler_share = 0, straggler_factor = 1;
+  int trials = 200;
+  std::string sweep_gpus, sweep_interval;
+};
+
+double positive_duration(const std::string& text, const std::string& option) {
+  const double s = parse_duration(text, option);
+  if (!(s > 0)) throw usage_error(fmt::format("invalid {} '{}': must be a positive duration", option, text));
+  return s;
+}
+
+std::vector<std::string> split_list(const std::string& text) {
+  std::vector<std::string> out;
+  std::stringstream ss(text);
+  std::string item;
+  while (std::getline(ss, item, ','))
+    if (!item.empty()) out.push_back(item);
+  return out;
+}
+
+std::vector<std::int64_t> parse_gpu_list(const std::string& text) {
+  std::vector<std::int64_t> out;
+  for (const auto& item : split_list(text)) {
+    const auto n = parse_size(item, "--sweep-gpus");
+    if (n == 0)
+      throw usage_error(fmt::format("invalid --sweep-gpus '{}': GPU counts must be positive", item));
+    out.push_back(static_cast<std::int64_t>(n));
+  }
+  if (out.empty())
+    throw usage_error(fmt::format("invalid --sweep-gpus '{}': expected a list such as 1024,8192", text));
+  return out;
+}
+
+// One recovery cost: the option when given, else the calibration, else the default.
+struct CostSources {
+  std::string checkpoint = "default", detection = "default", relaunch = "default", restore = "default";
+};
+
+resilience::RecoveryCosts resolve_costs(const SimulateOptions& opt, CostSources& src, nlohmann::json& notes) {
+  resilience::RecoveryCosts costs;
+  if (!opt.calibrate.empty()) {
+    reports::Report report;
+    try {
+      report = reports::read_report(opt.calibrate);
+    } catch (const Error& e) {
+      throw Error(e.kind(), fmt::format("--calibrate: {}", e.what()));
+    }
+    const auto cal = resilience::calibrate_from_report(report, opt.calibrate);
+    const auto take = [&](const std::optional<double>& v, double& into, std::string& s, const char* metric) {
+      if (!v) return;
+      into = *v;
+      s = fmt::format("calibrate ({})", metric);
+    };
+    take(cal.checkpoint_s, costs.checkpoint_s, src.checkpoint, "ckpt_save_s");
+    take(cal.restore_s, costs.restore_s, src.restore, "ckpt_restore_s");
+    take(cal.detection_s, costs.detection_s, src.detection, "badput_s.detection / failures");
+    take(cal.relaunch_s, costs.relaunch_s, src.relaunch, "badput_s.relaunch / restarts");
+    notes["calibration"] = {{"source", cal.source}, {"missing", cal.missing}};
+    if (!cal.missing.empty()) {
+      std::string list;
+      for (const auto& m : cal.missing) list += (list.empty() ? "" : ", ") + m;
+      log::warn("--calibrate {}: missing {}; using options or defaults for those", opt.calibrate, list);
+    }
+  }
+  const auto option = [&](const std::string& text, const char* name, double& into, std::string& s) {
+    if (text.empty()) return;
+    into = positive_duration(text, name);
+    s = "option";
+  };
+  option(opt.checkpoint_cost, "--checkpoint-cost", costs.checkpoint_s, src.checkpoint);
+  option(opt.detection, "--detection", costs.detection_s, src.detection);
+  option(opt.relaunch, "--relaunch", costs.relaunch_s, src.relaunch);
+  option(opt.restore, "--restore", costs.restore_s, src.restore);
+  return costs;
+}
+
+struct Case {
+  std::int64_t gpus;
+  IntervalPolicy policy;
+  std::optional<double> fixed_s;
+};
+
+reports::Metric distribution(const resilience::StreamingSummary& s, std::string unit,
+                             reports::Better better) {
+  return {s.mean(), std::move(unit), better, s.stats()};
+}
+
+nlohmann::json percentiles(const resilience::StreamingSummary& s) {
+  return {{"p5", s.percentile(5)}, {"p50", s.percentile(50)}, {"p95", s.percentile(95)}, {"mean", s.mean()}};
+}
+
+reports::Result run_case(const FailureModel& model, const ClusterConfig& base, const Case& c,
+                         const SimulateOptions& opt, std::uint64_t seed, const CostSources& src) {
+  ClusterConfig cfg = base;
+  cfg.gpus = c.gpus;
+  resilience::validate(cfg);
+  const auto choice = resilience::choose_interval(c.policy, c.fixed_s, model, cfg, opt.trials, seed);
+  const auto sim = resilience::simulate(model, cfg, choice.interval_s, opt.trials, seed);
+  const auto& k = cfg.costs;
+  const double mtbf = sim.model_mtbf_s;
+
+  reports::Result r;
+  r.benchmark = "simulate";
+  const std::string policy_name = c.policy == IntervalPolicy::fixed
+                                      ? fmt::format("fixed-{}s", std::lround(choice.interval_s))
+                                      : std::string(resilience::to_string(c.policy));
+  r.name = fmt::format("{}/{}gpus/{}", model.name, c.gpus, policy_name);
+  r.params = {{"failure_model", model.name},
+              {"failure_model_file", model.file},
+              {"gpus", c.gpus},
+              {"gpus_per_node", cfg.gpus_per_node},
+              {"nodes", cfg.nodes()},
+              {"days", cfg.wall_s / 86400.0},
+              {"trials", opt.trials},
+              {"seed", seed},
+              {"interval_policy", resilience::to_string(c.policy)},
+              {"interval_s", choice.interval_s},
+              {"young_interval_s", choice.young_s},
+              {"daly_interval_s", choice.daly_s},
+              {"analytic_goodput_at_daly_pct",
+               100 * resilience::first_order_goodput(choice.daly_s, k.checkpoint_s, k.restart_s(), mtbf)},
+              {"checkpoint_s", k.checkpoint_s},
+              {"detection_s", k.detection_s},
+              {"relaunch_s", k.relaunch_s},
+              {"restore_s", k.restore_s},
+              {"restart_s", k.restart_s()},
+              {"cost_sources",
+               {{"checkpoint", src.checkpoint},
+                {"detection", src.detection},
+                {"relaunch", src.relaunch},
+                {"restore", src.restore}}},
+              {"spares", cfg.spares ? nlohmann::json(*cfg.spares) : nlohmann::json("unlimited")},
+              {"repair_s", cfg.repair_s},
+              {"policy", cfg.drain == resilience::DrainPolicy::drain ? "drain" : "none"},
+              {"drain_after", cfg.drain_after},
+              {"flaky_share", cfg.flaky_share},
+              {"flaky_factor", cfg.flaky_factor},
+              {"straggler_share", cfg.straggler_share},
+              {"straggler_factor", cfg.straggler_factor},
+              {"job_mtbf_model_h", mtbf / 3600.0},
+              {"expected_failures", sim.expected_failures}};
+
+  using reports::Better;
+  r.set_metric("goodput_pct", distribution(sim.goodput_pct, "%", Better::higher));
+  r.set_metric("ettr", distribution(sim.ettr, "fraction", Better::higher));
+  r.set_metric("failures_mean", distribution(sim.failures, "count", Better::lower));
+  r.set_metric("job_mtbf_h", {sim.sim_mtbf_s / 3600.0, "h", Better::higher, std::nullopt});
+  r.set_metric("interval_s", {choice.interval_s, "s", Better::none, std::nullopt});
+  r.set_metric("analytic_goodput_pct",
+               {100 * resilience::first_order_goodput(choice.interval_s, k.checkpoint_s, k.restart_s(), mtbf),
+                "%", Better::higher, std::nullopt});
+
+  nlohmann::json badput_s = nlohmann::json::object(), badput_pct = nlohmann::json::object();
+  const auto parts = resilience::as_array(sim.mean_split);
+  for (std::size_t i = 1; i < parts.size(); ++i) {  // [0] is productive
+    badput_s[std::string(resilience::kTimeSplitNames[i])] = parts[i];
+    badput_pct[std::string(resilience::kTimeSplitNames[i])] = 100 * parts[i] / cfg.wall_s;
+  }
+  nlohmann::json by_category = nlohmann::json::object();
+  for (std::size_t i = 0; i < model.categories.size(); ++i)
+    by_category[model.categories[i].name] = sim.mean_failures_by_category[i];
+  r.extra = {{"percentiles",
+              {{"goodput_pct", percentiles(sim.goodput_pct)},
+               {"ettr", percentiles(sim.ettr)},
+               {"failures_mean", percentiles(sim.failures)}}},
+             {"productive_s", sim.mean_split.productive},
+             {"badput_s", badput_s},
+             {"badput_pct", badput_pct},
+             {"failures_by_category", by_category},
+             {"drained_nodes_mean", sim.mean_drained_nodes}};
+  if (!choice.searched.empty()) {
+    nlohmann::json searched = nlohmann::json::array();
+    for (const auto& [interval, g] : choice.searched)
+      searched.push_back({{"interval_s", interval}, {"goodput_pct", g}});
+    r.extra["interval_search"] = searched;
+  }
+  return r;
+}
+
+// --- printer: reads the report only -----------------------------------------------------------------------
+
+void print_simulation(const reports::Report& report) {
+  if (report.results.empty()) return;
+  const auto& p0 = report.results.front().params;
+  std::cout << fmt::format("simulate: failure model {} ({} d window, {} trials, seed {})\n",
+                           p0["failure_model"].get<std::string>(), p0["days"].get<double>(),
+                           p0["trials"].get<int>(), p0["seed"].get<std::uint64_t>());
+  const auto& src = p0["cost_sources"];
+  std::cout << fmt::format(
+      "costs: checkpoint {} ({}), detection {} ({}), relaunch {} ({}), restore {} ({}); spares {}, policy "
+      "{}\n",
+      format_duration(p0["checkpoint_s"].get<double>()), src["checkpoint"].get<std::string>(),
+      format_duration(p0["detection_s"].get<double>()), src["detection"].get<std::string>(),
+      format_duration(p0["relaunch_s"].get<double>()), src["relaunch"].get<std::string>(),
+      format_duration(p0["restore_s"].get<double>()), src["restore"].get<std::string>(), p0["spares"].dump(),
+      p0["policy"].get<std::string>());
+  std::cout << fmt::format(
+      "{:>8} {:>9} {:>8} {:>10} {:>10} | {:>8} {:>6} {:>6} {:>6} {:>6} | {:>9} {:>8} {:>8}\n", "gpus",
+      "mtbf_h", "failures", "interval", "policy", "goodput%", "p5", "p50", "p95", "ettr", "analytic%",
+      "young", "daly");
+  for (const auto& r : report.results) {
+    const auto& p = r.params;
+    const auto& pc = r.extra["percentiles"]["goodput_pct"];
+    std::cout << fmt::format(
+        "{:>8} {:>9.3f} {:>8.1f} {:>10} {:>10} | {:>8.2f} {:>6.2f} {:>6.2f} {:>6.2f} {:>6.3f} | {:>9.2f} "
+        "{:>8} {:>8}\n",
+        p["gpus"].get<std::int64_t>(), r.metric("job_mtbf_h")->value, r.metric("failures_mean")->value,
+        format_duration(r.metric("interval_s")->value), p["interval_policy"].get<std::string>(),
+        r.metric("goodput_pct")->value, pc["p5"].get<double>(), pc["p50"].get<double>(),
+        pc["p95"].get<double>(), r.metric("ettr")->value, r.metric("analytic_goodput_pct")->value,
+        format_duration(p["young_interval_s"].get<double>()),
+        format_duration(p["daly_interval_s"].get<double>()));
+  }
+  std::cout << "badput (% of wall time, mean over trials):\n";
+  std::cout << fmt::format("{:>8} {:>10}", "gpus", "interval");
+  for (std::size_t i = 1; i < resilience::kTimeSplitNames.size(); ++i)
+    std::cout << fmt::format(" {:>10}", resilience::kTimeSplitNames[i]);
+  std::cout << "\n";
+  for (const auto& r : report.results) {
+    std::cout << fmt::format("{:>8} {:>10}", r.params["gpus"].get<std::int64_t>(),
+                             format_duration(r.metric("interval_s")->value));
+    for (std::size_t i = 1; i < resilience::kTimeSplitNames.size(); ++i)
+      std::cout << fmt::format(
+          " {:>10.2f}", r.extra["badput_pct"][std::string(resilience::kTimeSplitNames[i])].get<double>());
+    std::cout << "\n";
+  }
+}
+
+int run_simulate(const SimulateOptions& opt, Session& session) {
+  // Everything is validated before any simulation runs, so bad input writes no report.
+  if (!opt.failure_model.empty() && !opt.job_mtbf.empty())
+    throw usage_error("--failure-model and --job-mtbf are exclusive: give one");
+  FailureModel model =
+      !opt.job_mtbf.empty()
+          ? resilience::single_rate_model(positive_duration(opt.job_mtbf, "--job-mtbf"))
+          : resilience::load_failure_model(opt.failure_model.empty() ? "llama3-h100" : opt.failure_model);
+  if (opt.trials < 1) throw usage_error(fmt::format("invalid --trials {}: must be at least 1", opt.trials));
+  if (!(opt.days > 0) || !std::isfinite(opt.days))
+    throw usage_error(fmt::format("invalid --days {}: must be a positive number of days", opt.days));
+
+  nlohmann::json notes = nlohmann::json::object();
+  CostSources src;
+  ClusterConfig base;
+  base.gpus_per_node = opt.gpus_per_node > 0 ? opt.gpus_per_node : model.gpus_per_node;
+  if (opt.gpus_per_node < 0)
+    throw usage_error(fmt::format("invalid --gpus-per-node {}: must be positive", opt.gpus_per_node));
+  base.wall_s = opt.days * 86400.0;
+  base.costs = resolve_costs(opt, src, notes);
+  base.spares = opt.spares;
+  base.repair_s = positive_duration(opt.repair_time, "--repair-time");
+  base.drain = opt.policy == "drain" ? resilience::DrainPolicy::drain : resilience::DrainPolicy::none;
+  base.drain_after = opt.drain_after;
+  base.flaky_share = opt.flaky_share;
+  base.flaky_factor = opt.flaky_factor;
+  base.straggler_share = opt.straggler_share;
+  base.straggler_factor = opt.straggler_factor;
+
+  std::vector<std::int64_t> gpu_counts;
+  if (!opt.sweep_gpus.empty())
+    gpu_counts = parse_gpu_list(opt.sweep_gpus);
+  else if (opt.gpus)
+    gpu_counts = {*opt.gpus};
+  else
+    throw usage_error("simulate needs --gpus N or --sweep-gpus LIST");
+
+  // (policy, fixed interval, the text the user gave for it)
+  std::vector<std::tuple<IntervalPolicy, std::optional<double>, std::string>> intervals;
+  if (!opt.sweep_interval.empty()) {
+    for (const auto& item : split_list(opt.sweep_interval))
+      intervals.emplace_back(IntervalPolicy::fixed, positive_duration(item, "--sweep-interval"), item);
+    if (intervals.empty()) throw usage_error("invalid --sweep-interval: expected a list such as 10m,30m,1h");
+  } else if (opt.interval == "auto" || opt.interval == "young" || opt.interval == "daly") {
+    intervals.emplace_back(resilience::parse_interval_policy(opt.interval), std::nullopt, opt.interval);
+  } else {
+    double fixed = 0;
+    try {
+      fixed = positive_duration(opt.interval, "--checkpoint-interval");
+    } catch (const Error&) {
+      resilience::parse_interval_policy(opt.interval);  // throws the message that lists every choice
+    }
+    intervals.emplace_back(IntervalPolicy::fixed, fixed, opt.interval);
+  }
+  std::vector<Case> cases;
+  for (auto g : gpu_counts)
+    for (const auto& [policy, fixed, text] : intervals) {
+      Case c{g, policy, fixed};
+      ClusterConfig cfg = base;
+      cfg.gpus = g;
+      resilience::validate(cfg);
+      if (fixed && *fixed < cfg.costs.checkpoint_s)
+        throw usage_error(
+            fmt::format("invalid {} '{}': shorter than the checkpoint cost {}",
+                        opt.sweep_interval.empty() ? "--checkpoint-interval" : "--sweep-interval", text,
+                        format_duration(cfg.costs.checkpoint_s)));
+      cases.push_back(c);
+    }
+
+  auto report = session.begin_report(false);
+  for (const auto& c : cases)
+    report.results.push_back(run_case(model, base, c, opt, session.options().seed, src));
+
+  const auto& first = report.results.front();
+  report.summary = {{"failure_model", model.name},
+                    {"failure_model_source", model.source},
+                    {"goodput_pct", first.metric("goodput_pct")->value},
+                    {"analytic_goodput_pct", first.metric("analytic_goodput_pct")->value},
+                    {"badput_s", first.extra["badput_s"]},
+                    {"badput_pct", first.extra["badput_pct"]},
+                    {"percentiles_in", "results[].extra.percentiles (p5, p50, p95 per metric)"}};
+  if (notes.contains("calibration")) report.summary["calibration"] = notes["calibration"];
+  const int rc = session.finish(report);
+  if (!session.options().quiet) print_simulation(report);
+  return rc;
+}
+
+}  // namespace
+
+Command add_simulate_command(CLI::App& app) {
+  auto opt = std::make_shared<SimulateOptions>();
+  auto* sub = app.add_subcommand(
+      "simulate",
+      "Cluster-scale goodput: Monte Carlo of failures, checkpoints and restarts (no device needed)");
+  sub->add_option("--gpus", opt->gpus, "GPUs in the job");
+  sub->add_option("--gpus-per-node", opt->gpus_per_node, "GPUs per node (default: the failure model's)");
+  sub->add_option("--days", opt->days, "Wall-time window of the job in days (default 30)");
+  sub->add_option(
+      "--failure-model", opt->failure_model,
+      "Preset in configs/failure-models (llama3-h100, meta-rsc1-a100) or a JSON file (default llama3-h100)");
+  sub->add_option("--job-mtbf", opt->job_mtbf,
+                  "Single-rate model: the job's mean time between failures (e.g. 6h)");
+  sub->add_option(
+      "--checkpoint-interval", opt->interval,
+      "auto (best simulated goodput), young, daly (default) or a fixed duration of compute between saves");
+  sub->add_option("--checkpoint-cost", opt->checkpoint_cost, "Blocking checkpoint save time C (default 60s)");
+  sub->add_option("--detection", opt->detection, "Failure detection latency (default 120s)");
+  sub->add_option("--relaunch", opt->relaunch, "Relaunch time after detection (default 300s)");
+  sub->add_option("--restore", opt->restore, "Checkpoint restore time (default 120s)");
+  sub->add_option(
+      "--calibrate", opt->calibrate,
+      "Take checkpoint, restore, detection and relaunch costs from a `factorybench resilience` report");
+  sub->add_option("--spares", opt->spares,
+                  "Hot spare nodes (default: unlimited, a replacement is always at hand)");
+  sub->add_option("--repair-time", opt->repair_time,
+                  "Time until a failed node returns to the spare pool (48h)");
+  sub->add_option("--policy", opt->policy,
+                  "none or drain (retire nodes that fail --drain-after times, and stragglers)")
+      ->check(CLI::IsMember({"none", "drain"}));
+  sub->add_option("--drain-after", opt->drain_after, "Failures before a node is drained (default 2)");
+  sub->add_option("--flaky-share", opt->flaky_share,
+                  "Share of nodes that fail more often (0..0.5, default 0)");
+  sub->add_option("--flaky-factor", opt->flaky_factor, "How much more often flaky nodes fail (default 1)");
+  sub->add_option("--straggler-share", opt->straggler_share, "Share of nodes that are slow (default 0)");
+  sub->add_option("--straggler-factor", opt->straggler_factor, "Slowdown of a straggler node (default 1)");
+  sub->add_option("--trials", opt->trials, "Monte Carlo trials (default 200)");
+  sub->add_option("--sweep-gpus", opt->sweep_gpus, "Comma-separated GPU counts, one result each");
+  sub->add_option("--sweep-interval", opt->sweep_interval,
+                  "Comma-separated fixed intervals, one result each");
+  return {sub, [opt](Session& s) { return run_simulate(*opt, s); }};
+}
+
+}  // namespace fb::tools

@@ -1,0 +1,241 @@
+// factorybench train: a transformer training step (dense or MoE) under a tensor/data/expert-parallel layout,
+// with Megatron-accurate model FLOPs and MFU. --dry-run prints the plan (parameters, FLOPs, memory, every
+// GEMM and collective) without running.
+#include <iostream>
+#include <memory>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "core/error.hpp"
+#include "core/units.hpp"
+#include "tools/commands.hpp"
+#include "tools/resilience_options.hpp"
+#include "tools/train_options.hpp"
+#include "workloads/run_environment.hpp"
+#include "workloads/train_step.hpp"
+
+namespace fb::tools {
+namespace {
+
+struct TrainCommandOptions {
+  TrainCliOptions train;
+  bool dry_run = false;
+  resilience::ResilienceOptions resilience;  // --run-dir, checkpoints, faults (tools/resilience_command.cpp)
+  std::string state_bytes, mtbf;
+};
+
+std::string si(double v, const char* unit) {
+  const char* prefixes[] = {"", "K", "M", "G", "T", "P", "E"};
+  int p = 0;
+  while (std::abs(v) >= 1000 && p < 6) {
+    v /= 1000;
+    ++p;
+  }
+  return fmt::format("{:.4g} {}{}", v, prefixes[p], unit);
+}
+
+void print_plan(const workloads::TrainPlan& plan, std::uint64_t available) {
+  const auto& c = plan.parallel;
+  const auto& s = plan.shape;
+  std::cout << fmt::format(
+      "model {}: {} layers, hidden {}, heads {}/{} kv, ffn {}{}, vocab {}\n", plan.model.name,
+      plan.model.layers, plan.model.hidden, plan.model.heads, plan.model.kv_heads, plan.model.ffn,
+      plan.model.moe ? fmt::format(", {} experts top-{}", plan.model.moe->experts, plan.model.moe->top_k)
+                     : std::string(),
+      plan.model.vocab);
+  std::cout << fmt::format(
+      "layout: tp {} x dp {} x pp {} = {} ranks, ep {}; {} seq {} x micro-batch {} x grad-accum {} "
+      "= {} tokens/step\n",
+      c.tp, c.dp, c.pp, c.world(), c.ep, to_string(s.dtype), plan.local.seq, s.micro_batch, s.grad_accum,
+      plan.tokens_per_step);
+  std::cout << fmt::format("parameters: {} total, {} active\n", si(plan.params.total, ""),
+                           si(plan.params.active, ""));
+  std::cout << fmt::format(
+      "model FLOPs: {} per token ({} attention), {} per step; hardware {} per token "
+      "(recompute {})\n",
+      si(plan.flops.total(), "FLOP"), to_string(s.attention), si(plan.flops_per_step, "FLOP"),
+      si(plan.hardware_flops_per_token, "FLOP"), to_string(s.recompute));
+  const auto& m = plan.memory;
+  std::cout << fmt::format(
+      "memory per rank: {} (weights {}, gradients {}, optimizer {}, activations {}, workspace {})",
+      format_bytes(m.total()), format_bytes(m.weights), format_bytes(m.gradients), format_bytes(m.optimizer),
+      format_bytes(m.activations), format_bytes(m.workspace));
+  if (available > 0)
+    std::cout << fmt::format("; {} here: {}", format_bytes(available),
+                             m.total() <= available ? "fits" : "DOES NOT FIT");
+  std::cout << "\n\nGEMMs per micro-batch on one rank (m x n x k, batch; calls per layer x layers):\n";
+  for (const auto& g : plan.gemms) {
+    const auto& p = g.gemm.problem;
+    std::cout << fmt::format("  {:<44} {:>7} x {:>7} x {:>7}  b{:<4} {}{}  {} x {}{}\n", g.gemm.name, p.m,
+                             p.n, p.k, p.batch, p.transa ? 'T' : 'N', p.transb ? 'T' : 'N', g.calls_per_layer,
+                             g.layers, g.note.empty() ? "" : "  (" + g.note + ")");
+  }
+  std::cout << "\ncollectives per step on one rank:\n";
+  if (plan.collectives.empty()) std::cout << "  none (one rank per group)\n";
+  for (const auto& col : plan.collectives)
+    std::cout << fmt::format("  {:<30} {:<4} {:<15} group {:<4} {:>10}/call x {:<6} = {}/step\n", col.name,
+                             col.group, col.op, col.group_size,
+                             format_bytes(static_cast<std::uint64_t>(col.bytes_per_call)), col.calls_per_step,
+                             format_bytes(static_cast<std::uint64_t>(col.bytes_per_step())));
+}
+
+void print_run(const reports::Result& r) {
+  const auto value = [&](const char* name) {
+    const auto* m = r.metric(name);
+    return m ? m->value : 0.0;
+  };
+  const auto* st = r.metric("step_time_s");
+  std::cout << fmt::format("\n{}: {} steps ({} to {}), gemm engine {}\n", r.name, value("steps_completed"),
+                           r.extra.value("first_step", 0), r.extra.value("last_step", 0),
+                           r.extra.value("gemm_engine", std::string()));
+  if (st && st->stats)
+    std::cout << fmt::format(
+        "step time: median {:.4f} s, p99 {:.4f} s, min {:.4f} s over {} measured steps\n", st->value,
+        st->stats->p99, st->stats->min, st->stats->n);
+  std::cout << fmt::format("throughput: {} tokens/s, {} tokens/s per GPU, {:.3f} model TFLOP/s per GPU\n",
+                           si(value("tokens_per_s"), ""), si(value("tokens_per_s_per_gpu"), ""),
+                           value("model_tflops_per_gpu"));
+  if (r.metric("mfu"))
+    std::cout << fmt::format("MFU {:.1f}%, HFU {:.1f}% (peak {:.3f} TFLOP/s, {})\n", 100 * value("mfu"),
+                             100 * value("hfu"), r.extra["peak"].value("tflops", 0.0),
+                             r.extra["peak"].value("source", std::string()));
+  std::cout << fmt::format("loss {:.6g}, grad norm {:.6g}; memory allocated {} per rank (estimate {})\n",
+                           value("loss"), value("grad_norm"),
+                           format_bytes(static_cast<std::uint64_t>(value("memory_allocated_bytes_per_rank"))),
+                           format_bytes(static_cast<std::uint64_t>(value("memory_bytes_per_rank"))));
+  if (r.metric("moe_load_imbalance"))
+    std::cout << fmt::format(
+        "MoE load imbalance (max/mean tokens per expert): {:.3f}; dispatch rows sent {}, "
+        "received {}\n",
+        value("moe_load_imbalance"), r.extra["moe_dispatch"].value("rows_sent", 0),
+        r.extra["moe_dispatch"].value("rows_received", 0));
+  std::cout << "breakdown per step (rank 0):\n";
+  for (const auto& [k, v] : r.extra["breakdown"].items())
+    if (v.get<double>() > 0) std::cout << fmt::format("  {:<22} {:.6f} s\n", k, v.get<double>());
+  if (!r.extra["collective_bytes_per_step"].empty()) {
+    std::cout << "bytes per step (rank 0):\n";
+    for (const auto& [k, v] : r.extra["collective_bytes_per_step"].items())
+      std::cout << fmt::format("  {:<30} {}\n", k, format_bytes(static_cast<std::uint64_t>(v.get<double>())));
+  }
+  if (r.error) std::cout << "FAILED: " << *r.error << "\n";
+}
+
+int run_train(const TrainCommandOptions& opt, Session& session) {
+  auto& mpi = session.mpi();
+  if (opt.dry_run) {
+    // The plan for the requested layout, whatever the size of this job (plan a cluster from a laptop).
+    const std::int64_t world = opt.train.tp * std::max<std::int64_t>(opt.train.dp, 1) * opt.train.pp;
+    auto options = make_train_options(opt.train, BackendKind::host, world, session.options().seed);
+    if (!opt.train.dtype.empty()) options.shape.dtype = parse_dtype(opt.train.dtype);
+    const auto plan = workloads::prepare_training(options, world);
+    auto report = session.begin_report(false);
+    report.results.push_back(workloads::train_result(options, plan, nullptr, {}, world));
+    const int rc = session.finish(report);
+    if (mpi.is_root() && !session.options().quiet) print_plan(plan, 0);
+    return rc;
+  }
+  // Validate everything that needs no device first.
+  auto options = make_train_options(opt.train, BackendKind::host, mpi.size(), session.options().seed);
+  (void)workloads::prepare_training(options, mpi.size());
+  auto& backend = session.backend();
+  options = make_train_options(opt.train, backend.kind(), mpi.size(), session.options().seed);
+  const auto hooks =
+      make_train_hooks(opt.resilience, opt.state_bytes, opt.mtbf, mpi, options, session.options().seed);
+  const auto run = workloads::run_training(options, mpi, backend, hooks.get());
+  auto report = session.begin_report();
+  report.results.push_back(workloads::train_result(options, run.plan, &run, session.peak(), mpi.size()));
+  const int rc = session.finish(report);
+  if (mpi.is_root() && !session.options().quiet) {
+    print_plan(run.plan, backend.free_memory_bytes());
+    print_run(report.results.back());
+  }
+  return rc;
+}
+
+}  // namespace
+
+void add_train_options(CLI::App& sub, TrainCliOptions& o) {
+  sub.add_option("--model", o.model, "Model preset (configs/models/NAME.json) or a model JSON file")
+      ->capture_default_str();
+  sub.add_option("--tp", o.tp, "Tensor-parallel degree")->capture_default_str();
+  sub.add_option("--dp", o.dp, "Data-parallel degree (default: world / (tp x pp))");
+  sub.add_option("--ep", o.ep, "Expert-parallel degree (MoE; divides dp x tp and the experts)")
+      ->capture_default_str();
+  sub.add_option("--pp", o.pp, "Pipeline-parallel degree (plan only: the step rejects pp > 1)")
+      ->capture_default_str();
+  sub.add_option("--seq", o.seq, "Sequence length (default: the model's)");
+  sub.add_option("--micro-batch", o.micro_batch, "Sequences per micro-batch")->capture_default_str();
+  sub.add_option("--grad-accum", o.grad_accum, "Micro-batches per step (gradient accumulation)")
+      ->capture_default_str();
+  sub.add_option("--steps", o.steps, "Training steps (including warm-up)")->capture_default_str();
+  sub.add_option("--warmup-steps", o.warmup_steps, "Leading steps left out of the statistics")
+      ->capture_default_str();
+  sub.add_option("--dtype", o.dtype,
+                 "bf16, fp16, fp8 or fp32 (host: fp32, bf16); default bf16 on cuda, fp32 on host");
+  sub.add_option("--layers", o.layers, "Instantiate only N layers (FLOPs and MFU are for what runs)");
+  sub.add_option("--routing-skew", o.routing_skew, "MoE expert popularity skew (0 = uniform)")
+      ->capture_default_str();
+  sub.add_option("--recompute", o.recompute, "none, selective or full: what HFU counts as recomputed")
+      ->capture_default_str();
+  sub.add_option("--attention-flops", o.attention_flops,
+                 "causal (Megatron today) or full (legacy s^2 count, NeMo <= 25.07)")
+      ->capture_default_str();
+  sub.add_flag("--sequence-parallel", o.sequence_parallel,
+               "Reduce-scatter/all-gather instead of TP all-reduce (plan)");
+  sub.add_flag("--distributed-optimizer", o.distributed_optimizer, "Shard optimizer state over DP (plan)");
+  sub.add_flag("--overlap", o.overlap, "Overlap the DP gradient reduction with backward (non-blocking)");
+  sub.add_option("--bucket-layers", o.bucket_layers, "Layers per DP gradient bucket")->capture_default_str();
+  sub.add_option("--lr", o.learning_rate, "Adam learning rate")->capture_default_str();
+}
+
+workloads::TrainOptions make_train_options(const TrainCliOptions& cli, BackendKind backend,
+                                           std::int64_t world, std::uint64_t seed) {
+  workloads::TrainOptions o;
+  o.model = cli.model;
+  o.parallel.tp = cli.tp;
+  o.parallel.ep = cli.ep;
+  o.parallel.pp = cli.pp;
+  if (cli.tp < 1) throw usage_error(fmt::format("invalid --tp {}: must be at least 1", cli.tp));
+  if (cli.pp < 1) throw usage_error(fmt::format("invalid --pp {}: must be at least 1", cli.pp));
+  if (cli.dp < 0) throw usage_error(fmt::format("invalid --dp {}: must be at least 1", cli.dp));
+  if (cli.dp == 0 && world % (cli.tp * cli.pp) != 0)
+    throw usage_error(
+        fmt::format("world size {} is not divisible by --tp {} x --pp {}", world, cli.tp, cli.pp));
+  o.parallel.dp = cli.dp > 0 ? cli.dp : world / (cli.tp * cli.pp);
+  o.shape.seq = cli.seq;
+  o.shape.micro_batch = cli.micro_batch;
+  o.shape.grad_accum = cli.grad_accum;
+  o.shape.dtype = !cli.dtype.empty()             ? parse_dtype(cli.dtype)
+                  : backend == BackendKind::cuda ? DType::bf16
+                                                 : DType::fp32;
+  o.shape.sequence_parallel = cli.sequence_parallel;
+  o.shape.distributed_optimizer = cli.distributed_optimizer;
+  o.shape.attention = workloads::parse_attention_flops(cli.attention_flops);
+  o.shape.recompute = workloads::parse_recompute(cli.recompute);
+  o.layers = cli.layers;
+  o.steps = cli.steps;
+  o.warmup_steps = cli.warmup_steps;
+  o.routing_skew = cli.routing_skew;
+  o.overlap = cli.overlap;
+  o.bucket_layers = cli.bucket_layers;
+  if (!(cli.learning_rate > 0))
+    throw usage_error(fmt::format("invalid --lr {}: must be positive", cli.learning_rate));
+  o.learning_rate = static_cast<float>(cli.learning_rate);
+  o.seed = seed;
+  return o;
+}
+
+Command add_train_command(CLI::App& app) {
+  auto opt = std::make_shared<TrainCommandOptions>();
+  auto* sub = app.add_subcommand("train",
+                                 "Transformer training step (dense or MoE) under TP/DP/EP: step time, "
+                                 "tokens/s, model TFLOP/s per GPU, MFU");
+  add_train_options(*sub, opt->train);
+  add_resilience_options(*sub, opt->resilience, opt->state_bytes, opt->mtbf);
+  sub->add_flag("--dry-run", opt->dry_run,
+                "Print and report the plan (parameters, FLOPs, memory, GEMMs, collectives)");
+  return {sub, [opt](Session& s) { return run_train(*opt, s); }};
+}
+
+}  // namespace fb::tools

@@ -1,0 +1,32 @@
+#pragma once
+// The options of `factorybench train`, declared once so that `resilience` (which runs the same training
+// under faults) parses them identically. Defined in tools/train_command.cpp.
+#include <cstdint>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "core/backend.hpp"
+#include "workloads/train_step.hpp"
+
+namespace fb::tools {
+
+struct TrainCliOptions {
+  std::string model = "tiny-dense";
+  std::int64_t tp = 1, dp = 0, ep = 1, pp = 1;  // dp 0 = world / (tp · pp)
+  std::int64_t seq = 0, micro_batch = 1, grad_accum = 1, layers = 0;
+  std::int64_t steps = 10, warmup_steps = 2, bucket_layers = 1;
+  std::string dtype;  // empty = bf16 on cuda, fp32 on host
+  std::string recompute = "none", attention_flops = "causal";
+  double routing_skew = 0, learning_rate = 1e-4;
+  bool sequence_parallel = false, distributed_optimizer = false, overlap = false;
+};
+
+// Adds the training options to `sub` (everything but --dry-run).
+void add_train_options(CLI::App& sub, TrainCliOptions& options);
+
+// The workload options for a world of `world_size` ranks on `backend`; throws usage Errors naming the option.
+workloads::TrainOptions make_train_options(const TrainCliOptions& cli, BackendKind backend,
+                                           std::int64_t world_size, std::uint64_t seed);
+
+}  // namespace fb::tools

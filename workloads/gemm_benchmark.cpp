@@ -1,0 +1,448 @@
+#include "workloads/gemm_benchmark.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <string_view>
+
+#include <fmt/format.h>
+
+#include "core/error.hpp"
+#include "core/gather.hpp"
+#include "core/mpi_check.hpp"
+#include "core/random_fill.hpp"
+#include "core/statistics.hpp"
+#include "core/units.hpp"
+#include "kernels/host/gemm_reference.hpp"
+#include "workloads/gemm_flops.hpp"
+#include "workloads/layer_gemm_shapes.hpp"
+
+namespace fb::workloads {
+namespace {
+
+constexpr std::int64_t kMaxDim = std::numeric_limits<std::int32_t>::max();
+
+std::vector<std::string_view> split(std::string_view text, char sep) {
+  std::vector<std::string_view> parts;
+  std::size_t start = 0;
+  while (true) {
+    const std::size_t at = text.find(sep, start);
+    parts.push_back(text.substr(start, at == std::string_view::npos ? std::string_view::npos : at - start));
+    if (at == std::string_view::npos) return parts;
+    start = at + 1;
+  }
+}
+
+std::int64_t parse_dim(std::string_view item, const std::string& option, const std::string& whole) {
+  const auto value = parse_size(item, option);
+  if (value == 0) throw usage_error(fmt::format("invalid {} '{}': must be positive", option, whole));
+  if (value > static_cast<std::uint64_t>(kMaxDim))
+    throw usage_error(fmt::format("invalid {} '{}': at most {} per dimension", option, whole, kMaxDim));
+  return static_cast<std::int64_t>(value);
+}
+
+// Bytes of `elements` of `type`, in double so absurd shapes cannot overflow before they are rejected.
+double bytes_of(std::int64_t elements, DType type) {
+  return static_cast<double>(elements) * static_cast<double>(dtype_bytes(type));
+}
+
+// GemmProblem::elements_x() in double: a batch stride (≤ 2^62 for dims < 2^31) times a large batch would
+// overflow 64-bit integers.
+double elements_exact(std::int64_t stride, std::int64_t batch, std::int64_t one_matrix) {
+  return static_cast<double>(stride) * static_cast<double>(batch - 1) + static_cast<double>(one_matrix);
+}
+
+double set_bytes_exact(const kernels::GemmProblem& p) {
+  const auto t = kernels::gemm_types(p.dtype);
+  const double a = elements_exact(p.batch_stride_a(), p.batch, p.ld_a() * (p.transa ? p.m : p.k));
+  const double b = elements_exact(p.batch_stride_b(), p.batch, p.ld_b() * (p.transb ? p.k : p.n));
+  const double c = elements_exact(p.batch_stride_c(), p.batch, p.ld_c() * p.n);
+  return a * static_cast<double>(dtype_bytes(t.a)) + b * static_cast<double>(dtype_bytes(t.b)) +
+         c * static_cast<double>(dtype_bytes(t.c));
+}
+
+std::uint64_t workspace_bytes(const Backend& backend) {
+  return backend.kind() == BackendKind::cuda ? kernels::GemmEngineOptions{}.workspace_bytes : 0;
+}
+
+std::string shape_text(const kernels::GemmProblem& p) {
+  return fmt::format("{}x{}x{}{}", p.m, p.n, p.k, p.batch > 1 ? fmt::format(" batch {}", p.batch) : "");
+}
+
+struct BufferSet {
+  DeviceBuffer a, b, c;
+};
+
+// One rank's measurement of one case.
+struct Measured {
+  std::vector<double> seconds;  // per timed iteration
+  kernels::GemmPlanInfo plan;
+  int sets = 0;
+  kernels::GemmCheck check;
+  bool checked = false;
+};
+
+Measured measure_case(const MpiContext& mpi, Backend& backend, kernels::GemmEngine& engine,
+                      const GemmCase& gc, const GemmRunOptions& o, std::size_t case_index) {
+  const kernels::GemmProblem& p = gc.problem;
+  const auto types = kernels::gemm_types(p.dtype);
+  const std::size_t a_bytes = static_cast<std::size_t>(bytes_of(p.elements_a(), types.a));
+  const std::size_t b_bytes = static_cast<std::size_t>(bytes_of(p.elements_b(), types.b));
+  const std::size_t c_bytes = static_cast<std::size_t>(bytes_of(p.elements_c(), types.c));
+  const std::uint64_t free_bytes = backend.free_memory_bytes();
+  Measured m;
+  m.sets =
+      gemm_buffer_sets(a_bytes + b_bytes + c_bytes, last_level_cache_bytes(backend.kind()),
+                       free_bytes > workspace_bytes(backend) ? free_bytes - workspace_bytes(backend) : 0);
+
+  // Seeded random inputs, different per rank, case, set and operand; C too, so an unwritten output fails.
+  std::vector<BufferSet> sets(static_cast<std::size_t>(m.sets));
+  const std::uint64_t base =
+      derive_seed(derive_seed(o.seed, static_cast<std::uint64_t>(mpi.rank())), case_index);
+  for (std::size_t s = 0; s < sets.size(); ++s) {
+    sets[s].a = backend.allocate(a_bytes);
+    sets[s].b = backend.allocate(b_bytes);
+    sets[s].c = backend.allocate(c_bytes);
+    backend.fill_random(sets[s].a, types.a, derive_seed(base, 3 * s));
+    backend.fill_random(sets[s].b, types.b, derive_seed(base, 3 * s + 1));
+    backend.fill_random(sets[s].c, types.c, derive_seed(base, 3 * s + 2));
+  }
+  auto run_set = [&](std::size_t s) { engine.run(p, sets[s].a.data(), sets[s].b.data(), sets[s].c.data()); };
+
+  m.plan = engine.prepare(p, sets[0].a.data(), sets[0].b.data(), sets[0].c.data());
+  for (int i = 0; i < o.warmup; ++i) run_set(static_cast<std::size_t>(i) % sets.size());
+  backend.synchronize();
+  auto timer = backend.make_timer();
+  m.seconds.reserve(static_cast<std::size_t>(o.iters));
+  for (int i = 0; i < o.iters; ++i) {
+    timer->start();
+    run_set(static_cast<std::size_t>(i) % sets.size());
+    timer->stop();
+    m.seconds.push_back(timer->seconds());
+  }
+
+  if (o.check || o.after_run_hook) {
+    // Recompute set 0 (autotuning may have left any candidate's output there) and check it.
+    run_set(0);
+    backend.synchronize();
+    if (o.after_run_hook) o.after_run_hook(backend, sets[0].c, p);
+  }
+  if (o.check) {
+    std::vector<unsigned char> a_host(a_bytes), b_host(b_bytes);
+    backend.copy_to_host(a_host.data(), sets[0].a, a_bytes);
+    backend.copy_to_host(b_host.data(), sets[0].b, b_bytes);
+    const auto samples = kernels::gemm_sample_positions(p, o.check_samples, derive_seed(base, 0xC4EC));
+    const std::size_t elem = dtype_bytes(types.c);
+    std::vector<double> values;
+    values.reserve(samples.size());
+    for (const auto& s : samples) {
+      unsigned char raw[8] = {};
+      backend.copy_to_host(raw, sets[0].c, elem, kernels::gemm_c_index(p, s) * elem);
+      values.push_back(kernels::element_as_double(raw, types.c, 0));
+    }
+    m.check = kernels::check_gemm_samples(p, a_host.data(), b_host.data(), samples, values);
+    m.checked = true;
+  }
+  return m;
+}
+
+// Every rank's samples on rank 0, concatenated in rank order (all ranks time the same number of iterations).
+std::vector<double> gather_samples(const MpiContext& mpi, const std::vector<double>& mine) {
+  std::vector<double> all(mpi.is_root() ? mine.size() * static_cast<std::size_t>(mpi.size()) : 0);
+  FB_CHECK_MPI(MPI_Gather(mine.data(), static_cast<int>(mine.size()), MPI_DOUBLE, all.data(),
+                          static_cast<int>(mine.size()), MPI_DOUBLE, 0, mpi.world()));
+  return all;
+}
+
+nlohmann::json problem_params(const kernels::GemmProblem& p) {
+  return {{"m", p.m},
+          {"n", p.n},
+          {"k", p.k},
+          {"batch", p.batch},
+          {"ta", p.transa ? "T" : "N"},
+          {"tb", p.transb ? "T" : "N"},
+          {"dtype", std::string(to_string(p.dtype))},
+          {"a_dtype", std::string(to_string(kernels::gemm_types(p.dtype).a))},
+          {"b_dtype", std::string(to_string(kernels::gemm_types(p.dtype).b))},
+          {"c_dtype", std::string(to_string(kernels::gemm_types(p.dtype).c))}};
+}
+
+}  // namespace
+
+std::vector<std::int64_t> parse_gemm_dims(const std::string& text, const std::string& option) {
+  if (text.empty())
+    throw usage_error(fmt::format("invalid {} '': expected a size, a list or start:stop:step", option));
+  std::vector<std::int64_t> dims;
+  for (const auto item : split(text, ',')) {
+    const auto range = split(item, ':');
+    if (range.size() == 1) {
+      dims.push_back(parse_dim(item, option, text));
+    } else if (range.size() == 3) {
+      const std::int64_t start = parse_dim(range[0], option, text), stop = parse_dim(range[1], option, text),
+                         step = parse_dim(range[2], option, text);
+      if (stop < start)
+        throw usage_error(fmt::format("invalid {} '{}': range stop below start", option, text));
+      if ((stop - start) / step >= 4096)
+        throw usage_error(fmt::format("invalid {} '{}': more than 4096 values in the range", option, text));
+      for (std::int64_t v = start; v <= stop; v += step) dims.push_back(v);
+    } else {
+      throw usage_error(fmt::format("invalid {} '{}': a range is start:stop:step", option, text));
+    }
+  }
+  return dims;
+}
+
+bool default_transa(DType dtype) {
+  return dtype == DType::fp8_e4m3 || dtype == DType::fp8_e5m2;
+}
+
+std::string gemm_case_name(const kernels::GemmProblem& p) {
+  std::string name = fmt::format("{}/{}x{}x{}", to_string(p.dtype), p.m, p.n, p.k);
+  if (p.batch > 1) name += fmt::format("/batch{}", p.batch);
+  if (p.transa != default_transa(p.dtype) || p.transb)
+    name += fmt::format("/{}{}", p.transa ? 'T' : 'N', p.transb ? 'T' : 'N');
+  return name;
+}
+
+std::vector<GemmCase> gemm_cases_from_dims(DType dtype, std::span<const std::int64_t> ms,
+                                           std::span<const std::int64_t> ns, std::span<const std::int64_t> ks,
+                                           std::int64_t batch, bool transa, bool transb) {
+  std::vector<GemmCase> cases;
+  for (const auto m : ms)
+    for (const auto n : ns)
+      for (const auto k : ks) {
+        GemmCase c;
+        c.problem.m = m;
+        c.problem.n = n;
+        c.problem.k = k;
+        c.problem.batch = batch;
+        c.problem.transa = transa;
+        c.problem.transb = transb;
+        c.problem.dtype = dtype;
+        kernels::validate_gemm_problem(c.problem);
+        c.name = gemm_case_name(c.problem);
+        cases.push_back(std::move(c));
+      }
+  return cases;
+}
+
+std::vector<std::int64_t> default_sweep_dims(BackendKind backend) {
+  if (backend == BackendKind::cuda) return {2048, 4096, 6144, 8192};
+  return {256, 512, 768};
+}
+
+std::vector<GemmCase> gemm_cases_for_model(const ModelConfig& model, const ModelShapeRequest& r,
+                                           DType dtype) {
+  LayerShapeOptions o;
+  o.tp = r.tp;
+  o.seq = r.seq;
+  o.micro_batch = r.micro_batch;
+  std::vector<GemmCase> cases;
+  for (auto& g : layer_gemm_shapes(model, o)) {
+    GemmCase c;
+    c.name = g.name;
+    c.problem = g.problem;
+    c.problem.dtype = dtype;
+    if (default_transa(dtype)) {  // fp8: TN for every pass
+      c.problem.transa = true;
+      c.problem.transb = false;
+    }
+    c.params = {{"model", model.name},
+                {"role", g.role},
+                {"pass", g.pass},
+                {"tp", r.tp},
+                {"seq", r.seq ? r.seq : model.seq},
+                {"micro_batch", r.micro_batch},
+                {"layout", fmt::format("{}{}", g.problem.transa ? 'T' : 'N', g.problem.transb ? 'T' : 'N')}};
+    cases.push_back(std::move(c));
+  }
+  return cases;
+}
+
+std::uint64_t gemm_set_bytes(const kernels::GemmProblem& p) {
+  const double b = set_bytes_exact(p);
+  return b >= 1.8e19 ? std::numeric_limits<std::uint64_t>::max() : static_cast<std::uint64_t>(b);
+}
+
+std::uint64_t last_level_cache_bytes(BackendKind backend) {
+  if (backend == BackendKind::cuda) return std::uint64_t{128} << 20;
+  std::uint64_t largest = 0;
+  std::error_code ec;
+  const std::filesystem::path dir = "/sys/devices/system/cpu/cpu0/cache";
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    if (entry.path().filename().string().rfind("index", 0) != 0) continue;
+    std::ifstream in(entry.path() / "size");
+    std::string text;
+    if (!(in >> text)) continue;
+    try {
+      largest = std::max(largest, parse_size(text, "cache size"));  // "32768K"
+    } catch (const Error&) {
+    }
+  }
+  return largest ? largest : std::uint64_t{32} << 20;  // sysfs unreadable (containers): assume 32 MiB
+}
+
+int gemm_buffer_sets(std::uint64_t set_bytes, std::uint64_t cache_bytes, std::uint64_t free_bytes) {
+  if (set_bytes == 0) return 1;
+  std::uint64_t sets = std::clamp<std::uint64_t>(cache_bytes / set_bytes + 2, 2, 64);
+  // Leave a fifth of free memory to everyone else (reference copies, the runtime).
+  const std::uint64_t fit = free_bytes / 5 * 4 / set_bytes;
+  return static_cast<int>(std::max<std::uint64_t>(1, std::min(sets, fit)));
+}
+
+void check_gemm_memory(const MpiContext& mpi, const Backend& backend, std::span<const GemmCase> cases) {
+  const double free_bytes = static_cast<double>(backend.free_memory_bytes());
+  std::string problem;
+  for (const auto& c : cases) {
+    const double need = set_bytes_exact(c.problem) + static_cast<double>(workspace_bytes(backend));
+    if (need > free_bytes) {
+      const std::string shape = shape_text(c.problem);
+      problem = fmt::format("GEMM {}{}: A, B and C need {} but the {} backend has {} free", c.name,
+                            c.name.find(shape) == std::string::npos ? " (" + shape + ")" : "",
+                            format_bytes(gemm_set_bytes(c.problem)), to_string(backend.kind()),
+                            format_bytes(static_cast<std::uint64_t>(free_bytes)));
+      break;
+    }
+  }
+  // Every rank stops together; the message is rank 0's (ranks of one job see alike memory).
+  if (!mpi.all_true(problem.empty())) {
+    if (problem.empty()) problem = "GEMM buffers do not fit in another rank's free memory";
+    throw usage_error(problem);
+  }
+}
+
+GemmRunOutput run_gemm_benchmark(const MpiContext& mpi, Backend& backend, const DevicePeak& peak, DType dtype,
+                                 std::span<const GemmCase> cases, const GemmRunOptions& o, bool sweep) {
+  kernels::GemmEngineOptions eo;
+  eo.autotune = o.autotune;
+  eo.local_ranks = mpi.local_size();
+  auto engine = kernels::make_gemm_engine(backend, dtype, eo);
+
+  GemmRunOutput out;
+  out.engine = engine->name();
+  out.emulated = engine->emulated();
+  const auto peak_tflops = peak.for_dtype(std::string(to_string(dtype)));
+  const auto& hosts = mpi.hostnames();
+
+  for (std::size_t ci = 0; ci < cases.size(); ++ci) {
+    const GemmCase& gc = cases[ci];
+    const Measured m = measure_case(mpi, backend, *engine, gc, o, ci);
+    const double flops = gemm_flops(gc.problem.m, gc.problem.n, gc.problem.k, gc.problem.batch);
+    const auto mine = summarize(m.seconds);
+    const double my_tflops = tflops(flops, mine.median);
+
+    const auto all_seconds = gather_samples(mpi, m.seconds);
+    const auto rank_tflops = gather_to_root(mpi.world(), my_tflops);
+    const auto rank_time_us = gather_to_root(mpi.world(), mine.median * 1e6);
+    const auto rank_mismatch = gather_to_root(mpi.world(), static_cast<double>(m.check.mismatches));
+    const auto rank_detail = gather_to_root(mpi.world(), m.check.detail);
+    if (!mpi.is_root()) continue;
+
+    reports::Result r;
+    r.benchmark = "gemm";
+    r.name = gc.name;
+    r.params = problem_params(gc.problem);
+    r.params.update(gc.params);
+    r.params["engine"] = out.engine;
+    r.params["emulated"] = out.emulated;
+    r.params["iters"] = o.iters;
+    r.params["warmup"] = o.warmup;
+    r.params["buffer_sets"] = m.sets;
+    r.params["set_bytes"] = gemm_set_bytes(gc.problem);
+    r.params["flops"] = flops;
+    r.params["check"] = o.check;
+    if (backend.kind() == BackendKind::cuda) {
+      r.params["autotune"] = o.autotune;
+      r.params["algo"] = m.plan.algo;
+    }
+    r.params["peak_source"] = peak.source;
+    if (peak_tflops) r.params["peak_tflops"] = *peak_tflops;
+
+    std::vector<double> tf, us;
+    for (const double s : all_seconds) {
+      tf.push_back(tflops(flops, s));
+      us.push_back(s * 1e6);
+    }
+    r.set_metric("tflops", reports::metric_from_samples(tf, "TFLOP/s", reports::Better::higher));
+    r.set_metric("time_us", reports::metric_from_samples(us, "us", reports::Better::lower));
+    if (peak_tflops && *peak_tflops > 0)
+      r.set_metric("mfu",
+                   {mfu(r.metric("tflops")->value, *peak_tflops), "fraction", reports::Better::higher, {}});
+    if (m.plan.algo_id >= 0)
+      r.set_metric("algo", {static_cast<double>(m.plan.algo_id), "id", reports::Better::none, {}});
+    r.set_per_rank("tflops", rank_tflops);
+    r.set_per_rank("time_us", rank_time_us);
+    if (m.checked) {
+      r.extra["check"] = {{"samples", m.check.checked},
+                          {"tolerance", kernels::gemm_tolerance(dtype)},
+                          {"reference", "fp64 on the host"},
+                          {"worst_error_ratio", m.check.worst}};
+    }
+    if (backend.kind() == BackendKind::cuda)
+      r.extra["autotune"] = {
+          {"candidates", m.plan.candidates}, {"timed", m.plan.timed}, {"best_time_us", m.plan.best_time_us}};
+
+    // A wrong answer on any rank fails the result, naming the first such rank.
+    for (std::size_t rank = 0; rank < rank_mismatch.size(); ++rank) {
+      if (rank_mismatch[rank] > 0) {
+        r.fail(fmt::format("rank {}: {} of {} sampled outputs differ from the fp64 reference; first: {}",
+                           rank, rank_mismatch[rank], o.check_samples, rank_detail[rank]));
+        break;
+      }
+    }
+
+    if (mpi.size() > 1) {
+      const double med = median_of(rank_tflops);
+      for (const int slow : slow_ranks(rank_tflops, o.outlier_threshold)) {
+        const double v = rank_tflops[static_cast<std::size_t>(slow)];
+        out.slow_ranks.push_back(
+            {slow, hosts[static_cast<std::size_t>(slow)], gc.name, v, med, 1.0 - v / med});
+      }
+    }
+    out.results.push_back(std::move(r));
+  }
+
+  if (!mpi.is_root()) return out;
+  auto& s = out.summary;
+  s["engine"] = out.engine;
+  s["emulated"] = out.emulated;
+  s["dtype"] = std::string(to_string(dtype));
+  s["peak_source"] = peak.source;
+  if (peak_tflops) s["peak_tflops"] = *peak_tflops;
+  s["outlier_threshold"] = o.outlier_threshold;
+  s["ranks"] = mpi.size();
+  s["results"] = out.results.size();
+  s["failed"] = std::count_if(out.results.begin(), out.results.end(),
+                              [](const reports::Result& r) { return r.status == reports::Status::failed; });
+  nlohmann::json slow = nlohmann::json::array();
+  for (const auto& sr : out.slow_ranks)
+    slow.push_back({{"rank", sr.rank},
+                    {"host", sr.host},
+                    {"result", sr.result},
+                    {"tflops", sr.tflops},
+                    {"median_tflops", sr.median_tflops},
+                    {"slower_by", sr.slower_by}});
+  s["slow_ranks"] = slow;
+  if (sweep && !out.results.empty()) {
+    const reports::Result* best = nullptr;
+    double sum = 0;
+    for (const auto& r : out.results) {
+      const double v = r.metric("tflops")->value;
+      sum += v;
+      if (!best || v > best->metric("tflops")->value) best = &r;
+    }
+    s["sweep"] = {{"shapes", out.results.size()},
+                  {"best",
+                   {{"name", best->name},
+                    {"tflops", best->metric("tflops")->value},
+                    {"m", best->params["m"]},
+                    {"n", best->params["n"]},
+                    {"k", best->params["k"]}}},
+                  {"mean_tflops", sum / static_cast<double>(out.results.size())}};
+  }
+  return out;
+}
+
+}  // namespace fb::workloads

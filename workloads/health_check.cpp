@@ -1,0 +1,789 @@
+#include "workloads/health_check.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <map>
+#include <set>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "core/communicator.hpp"
+#include "core/element_access.hpp"
+#include "core/error.hpp"
+#include "core/gather.hpp"
+#include "core/host_telemetry.hpp"
+#include "core/nvml_loader.hpp"
+#include "core/random_fill.hpp"
+#include "core/statistics.hpp"
+#include "core/units.hpp"
+#include "kernels/gemm_engine.hpp"
+#include "kernels/host/gemm_reference.hpp"
+#include "workloads/collective_bandwidth.hpp"
+#include "workloads/collective_check.hpp"
+#include "workloads/gemm_flops.hpp"
+
+namespace fb::workloads {
+
+using nlohmann::json;
+using reports::Better;
+using reports::Metric;
+
+namespace {
+
+constexpr std::string_view kVerdictNames[] = {"pass", "warn", "fail", "skip"};
+constexpr std::string_view kGpuModels[] = {"H100", "H200", "B200", "GB200", "GB300"};
+constexpr double kWarnFreeMemory = 0.9;   // below this fraction free: someone else holds memory
+constexpr double kFailPowerLimit = 0.75;  // enforced / default power limit
+constexpr double kWarnPowerLimit = 0.95;
+constexpr double kWarnClockUnderLoad = 0.7;  // median clock during the GEMM / max clock
+
+Metric metric(double value, std::string unit, Better better) {
+  return {value, std::move(unit), better, std::nullopt};
+}
+
+CheckOutcome outcome(std::string_view check, Verdict verdict, std::string reason) {
+  CheckOutcome o;
+  o.check = std::string(check);
+  o.verdict = verdict;
+  o.reason = std::move(reason);
+  return o;
+}
+
+std::string percent(double fraction) {
+  return fmt::format("{:.0f}%", fraction * 100.0);
+}
+
+// Everything one rank's checks share.
+struct Context {
+  Context(MpiContext& m, Backend& b, const DevicePeak& p, const HealthOptions& o, TelemetrySampler* t)
+      : mpi(m), backend(b), peak(p), options(o), telemetry(t) {}
+  MpiContext& mpi;
+  Backend& backend;
+  const DevicePeak& peak;
+  const HealthOptions& options;
+  TelemetrySampler* telemetry;
+  bool cuda = false;
+  std::shared_ptr<nvml::Library> nvml;
+  std::optional<nvml::Device> gpu;
+  std::string nvml_reason;                       // why `gpu` is empty on cuda
+  std::optional<double> gemm_from_s, gemm_to_s;  // the GEMM's telemetry window
+};
+
+std::string nvml_skip(const Context& c) {
+  return "NVML unavailable: " + c.nvml_reason;
+}
+
+CheckOutcome check_device(Context& c) {
+  const DeviceInfo d = c.backend.device();
+  const auto& expect = c.options.expect_gpu;
+  CheckOutcome o;
+  if (!c.cuda) {
+    o = expect.empty() ? outcome("device", Verdict::pass,
+                                 fmt::format("{} ({} cores for this rank)", d.name, d.multiprocessors))
+                       : outcome("device", Verdict::fail,
+                                 fmt::format("expected an {} but the host backend has no GPU (CPU: {})",
+                                             expect, d.name));
+  } else if (!expect.empty() && !gpu_model_matches(d.name, expect)) {
+    o = outcome("device", Verdict::fail,
+                fmt::format("expected an {} but device {} is '{}'", expect, d.index, d.name));
+  } else if (!c.gpu) {
+    o = outcome("device", Verdict::warn,
+                fmt::format("{} visible, but {}: ECC, row-remap, clock and slowdown checks are skipped",
+                            d.name, nvml_skip(c)));
+  } else {
+    o = outcome("device", Verdict::pass,
+                fmt::format("{} (device {}, cc {}, {} SMs, {})", d.name, d.index, d.compute_capability,
+                            d.multiprocessors, format_bytes(d.memory_bytes)));
+  }
+  o.metrics.emplace_back("multiprocessors", metric(d.multiprocessors, "count", Better::none));
+  o.metrics.emplace_back("memory_bytes", metric(static_cast<double>(d.memory_bytes), "bytes", Better::none));
+  return o;
+}
+
+CheckOutcome check_memory(Context& c) {
+  std::uint64_t total = 0, free = 0;
+  std::string what;
+  if (c.cuda) {
+    total = c.backend.device().memory_bytes;
+    free = c.backend.free_memory_bytes();
+    if (c.gpu) {  // NVML sees what other processes hold too, before this one allocates
+      const auto l = c.gpu->limits();
+      if (l.memory_total_bytes && l.memory_free_bytes)
+        total = *l.memory_total_bytes, free = *l.memory_free_bytes;
+    }
+    what = "device memory";
+  } else {
+    const auto m = host::read_meminfo("/");
+    if (!m) return outcome("memory", Verdict::skip, "/proc/meminfo is unreadable");
+    total = m->total_bytes;
+    free = m->available_bytes;
+    what = "host memory (MemAvailable)";
+  }
+  if (total == 0) return outcome("memory", Verdict::skip, "total memory unknown");
+  const double fraction = static_cast<double>(free) / static_cast<double>(total);
+  const std::string seen =
+      fmt::format("{} of {} {} free ({})", format_bytes(free), format_bytes(total), what, percent(fraction));
+  CheckOutcome o =
+      fraction < c.options.min_free_memory
+          ? outcome("memory", Verdict::fail,
+                    fmt::format("only {}, below --min-free-memory {}: another process holds memory", seen,
+                                c.options.min_free_memory))
+      : fraction < kWarnFreeMemory
+          ? outcome("memory", Verdict::warn,
+                    fmt::format("only {} (below {})", seen, percent(kWarnFreeMemory)))
+          : outcome("memory", Verdict::pass, seen);
+  o.metrics.emplace_back("free_bytes", metric(static_cast<double>(free), "bytes", Better::higher));
+  o.metrics.emplace_back("free_fraction", metric(fraction, "fraction", Better::higher));
+  return o;
+}
+
+CheckOutcome check_ecc(Context& c) {
+  std::optional<std::uint64_t> corrected, uncorrected;
+  std::string since;
+  if (c.cuda) {
+    if (!c.gpu) return outcome("ecc", Verdict::skip, nvml_skip(c));
+    const auto r = c.gpu->read(true);
+    corrected = r.ecc_corrected;
+    uncorrected = r.ecc_uncorrected;
+    if (!uncorrected)
+      return outcome("ecc", Verdict::skip, "ECC counters unavailable (ECC disabled or not supported)");
+    since = "volatile ECC (since driver load)";
+  } else {
+    const auto e = host::read_edac("/");
+    if (!e) return outcome("ecc", Verdict::skip, "no EDAC memory-controller counters on this host");
+    corrected = e->corrected;
+    uncorrected = e->uncorrected;
+    since = fmt::format("EDAC, {} memory controller(s)", e->controllers);
+  }
+  CheckOutcome o =
+      *uncorrected > 0
+          ? outcome("ecc", Verdict::fail,
+                    fmt::format("{} uncorrected memory errors ({})", *uncorrected, since))
+          : outcome("ecc", Verdict::pass,
+                    fmt::format("0 uncorrected, {} corrected ({})", corrected.value_or(0), since));
+  o.metrics.emplace_back("uncorrected", metric(static_cast<double>(*uncorrected), "count", Better::lower));
+  if (corrected)
+    o.metrics.emplace_back("corrected", metric(static_cast<double>(*corrected), "count", Better::lower));
+  return o;
+}
+
+CheckOutcome check_row_remap(Context& c) {
+  if (!c.cuda) return outcome("row_remap", Verdict::skip, "no row remapping on the host backend");
+  if (!c.gpu) return outcome("row_remap", Verdict::skip, nvml_skip(c));
+  const auto r = c.gpu->read(true);
+  if (!r.remap_pending) return outcome("row_remap", Verdict::skip, "row remapping not supported by this GPU");
+  CheckOutcome o =
+      *r.remap_pending
+          ? outcome("row_remap", Verdict::fail, "a row remap is pending: reset the GPU to apply it")
+      : r.remap_failure.value_or(false)
+          ? outcome("row_remap", Verdict::fail, "row remapping failed: the GPU is out of spare rows")
+          : outcome(
+                "row_remap", Verdict::pass,
+                fmt::format("none pending; {} rows remapped for uncorrectable, {} for correctable errors",
+                            r.remapped_rows_uncorrected.value_or(0), r.remapped_rows_corrected.value_or(0)));
+  o.metrics.emplace_back(
+      "rows_uncorrectable",
+      metric(static_cast<double>(r.remapped_rows_uncorrected.value_or(0)), "count", Better::lower));
+  o.metrics.emplace_back(
+      "rows_correctable",
+      metric(static_cast<double>(r.remapped_rows_corrected.value_or(0)), "count", Better::lower));
+  return o;
+}
+
+CheckOutcome check_gemm(Context& c) {
+  const DType dtype = c.cuda ? DType::bf16 : DType::fp32;
+  const std::int64_t size = c.options.gemm_size ? c.options.gemm_size : (c.cuda ? 8192 : 768);
+  const int warmup = c.cuda ? 5 : 1, iters = c.cuda ? 20 : 3;
+  kernels::GemmProblem p;
+  p.m = p.n = p.k = size;
+  p.dtype = dtype;
+  kernels::GemmEngineOptions eo;
+  eo.autotune = 4;
+  eo.local_ranks = c.mpi.local_size();
+  auto engine = kernels::make_gemm_engine(c.backend, dtype, eo);
+  const auto types = kernels::gemm_types(dtype);
+  const auto bytes = [](std::int64_t n, DType t) { return static_cast<std::size_t>(n) * dtype_bytes(t); };
+  auto a = c.backend.allocate(bytes(p.elements_a(), types.a));
+  auto b = c.backend.allocate(bytes(p.elements_b(), types.b));
+  auto out = c.backend.allocate(bytes(p.elements_c(), types.c));
+  const std::uint64_t seed = derive_seed(c.options.seed, static_cast<std::uint64_t>(c.mpi.rank()));
+  c.backend.fill_random(a, types.a, derive_seed(seed, 1));
+  c.backend.fill_random(b, types.b, derive_seed(seed, 2));
+  c.backend.fill_random(out, types.c, derive_seed(seed, 3));
+  engine->prepare(p, a.data(), b.data(), out.data());
+  for (int i = 0; i < warmup; ++i) engine->run(p, a.data(), b.data(), out.data());
+  c.backend.synchronize();
+  if (c.telemetry) c.gemm_from_s = c.telemetry->mark();
+  auto timer = c.backend.make_timer();
+  std::vector<double> seconds;
+  for (int i = 0; i < iters; ++i) {
+    timer->start();
+    engine->run(p, a.data(), b.data(), out.data());
+    timer->stop();
+    seconds.push_back(timer->seconds());
+  }
+  if (c.telemetry) c.gemm_to_s = c.telemetry->mark();
+
+  // A wrong product is a broken device, whatever its speed: compare samples with the fp64 reference.
+  std::vector<unsigned char> a_host(a.bytes()), b_host(b.bytes());
+  c.backend.copy_to_host(a_host.data(), a, a.bytes());
+  c.backend.copy_to_host(b_host.data(), b, b.bytes());
+  const auto samples = kernels::gemm_sample_positions(p, 64, derive_seed(seed, 4));
+  std::vector<double> values;
+  const std::size_t elem = dtype_bytes(types.c);
+  for (const auto& s : samples) {
+    unsigned char raw[8] = {};
+    c.backend.copy_to_host(raw, out, elem, kernels::gemm_c_index(p, s) * elem);
+    values.push_back(kernels::element_as_double(raw, types.c, 0));
+  }
+  const auto check = kernels::check_gemm_samples(p, a_host.data(), b_host.data(), samples, values);
+
+  const double median_s = summarize(seconds).median;
+  const double tflops = gemm_flops(p.m, p.n, p.k, 1) / median_s / 1e12;
+  const std::string name = std::string(to_string(dtype));
+  const std::string shape =
+      fmt::format("{} {}x{}x{}{}", name, size, size, size, engine->emulated() ? " (emulated)" : "");
+  CheckOutcome o;
+  std::vector<std::pair<std::string, Metric>> metrics{
+      {"tflops", metric(tflops, "TFLOP/s", Better::higher)},
+      {"time_us", metric(median_s * 1e6, "us", Better::lower)}};
+  const auto peak = c.peak.for_dtype(name);
+  if (!check.ok()) {
+    o = outcome("gemm", Verdict::fail,
+                fmt::format("{}: wrong result, {} of {} samples off: {}", shape, check.mismatches,
+                            check.checked, check.detail));
+  } else if (!peak || *peak <= 0) {
+    o = outcome(
+        "gemm", Verdict::warn,
+        fmt::format("{}: {:.2f} TFLOP/s, not judged: no {} peak ({})", shape, tflops, name, c.peak.source));
+  } else {
+    // Expected fraction of peak: the best achievable matmul others measured on this GPU (MAMF), or the
+    // measured FMA peak itself on the host.
+    const auto mamf = c.peak.mamf_tflops.find(name);
+    const double expected = mamf != c.peak.mamf_tflops.end() ? mamf->second / *peak : 1.0;
+    const double required = c.options.gemm_floor * expected * *peak;
+    const double fraction = tflops / *peak;
+    const std::string seen =
+        fmt::format("{}: {:.2f} TFLOP/s = {:.2f} of peak {:.2f}", shape, tflops, fraction, *peak);
+    o = tflops >= required
+            ? outcome("gemm", Verdict::pass, fmt::format("{} (floor {:.2f})", seen, required))
+            : outcome("gemm", Verdict::fail,
+                      fmt::format("{}, below the floor {:.2f} = --gemm-floor {} x expected {:.2f} of peak",
+                                  seen, required, c.options.gemm_floor, expected));
+    metrics.emplace_back("peak_fraction", metric(fraction, "fraction", Better::higher));
+    metrics.emplace_back("required_tflops", metric(required, "TFLOP/s", Better::none));
+  }
+  o.metrics = std::move(metrics);
+  return o;
+}
+
+// The GEMM window's telemetry summary, if the sampler ran during it.
+std::optional<json> gemm_window(const Context& c) {
+  if (!c.telemetry || !c.gemm_from_s || !c.gemm_to_s) return std::nullopt;
+  return c.telemetry->summary(*c.gemm_from_s, *c.gemm_to_s);
+}
+
+CheckOutcome check_clocks(Context& c) {
+  const auto window = gemm_window(c);
+  std::vector<std::string> problems, seen;
+  Verdict verdict = Verdict::pass;
+  CheckOutcome o;
+  std::optional<double> max_clock, load_clock;
+  if (c.cuda) {
+    if (!c.gpu) return outcome("clocks", Verdict::skip, nvml_skip(c));
+    const auto l = c.gpu->limits();
+    if (l.power_limit_w && l.default_power_limit_w && *l.default_power_limit_w > 0) {
+      const double ratio = *l.power_limit_w / *l.default_power_limit_w;
+      const std::string text =
+          fmt::format("power limit {:.0f} W of default {:.0f} W", *l.power_limit_w, *l.default_power_limit_w);
+      if (ratio < kFailPowerLimit) {
+        verdict = Verdict::fail;
+        problems.push_back(text + fmt::format(" (below {})", percent(kFailPowerLimit)));
+      } else if (ratio < kWarnPowerLimit) {
+        verdict = Verdict::warn;
+        problems.push_back(text);
+      } else {
+        seen.push_back(text);
+      }
+      o.metrics.emplace_back("power_limit_w", metric(*l.power_limit_w, "W", Better::higher));
+      o.metrics.emplace_back("default_power_limit_w", metric(*l.default_power_limit_w, "W", Better::none));
+    }
+    max_clock = l.max_sm_clock_mhz;
+    if (window && window->contains("gpu") && (*window)["gpu"].contains("sm_clock_mhz"))
+      load_clock = (*window)["gpu"]["sm_clock_mhz"]["median"].get<double>();
+    else if (const auto r = c.gpu->read(false); r.sm_clock_mhz)
+      seen.push_back(fmt::format("SM clock {:.0f} MHz idle", *r.sm_clock_mhz));
+  } else {
+    max_clock = host::read_cpu_max_mhz("/", host::affinity_cpus());
+    if (window && (*window)["host"].contains("cpu_mhz"))
+      load_clock = (*window)["host"]["cpu_mhz"]["median"].get<double>();
+    else if (const auto mhz = host::read_cpu_mhz("/", host::affinity_cpus()); !mhz.empty())
+      load_clock = summarize(mhz).median;
+  }
+  const char* unit_name = c.cuda ? "SM clock" : "CPU clock";
+  if (load_clock) {
+    o.metrics.emplace_back("clock_under_load_mhz", metric(*load_clock, "MHz", Better::higher));
+    std::string text = fmt::format("{} {:.0f} MHz under load", unit_name, *load_clock);
+    if (max_clock && *max_clock > 0) {
+      text += fmt::format(" of max {:.0f}", *max_clock);
+      if (*load_clock < kWarnClockUnderLoad * *max_clock) {
+        verdict = std::max(verdict, Verdict::warn);
+        problems.push_back(text + fmt::format(" (below {})", percent(kWarnClockUnderLoad)));
+        text.clear();
+      }
+    }
+    if (!text.empty()) seen.push_back(text);
+  }
+  if (max_clock) o.metrics.emplace_back("max_clock_mhz", metric(*max_clock, "MHz", Better::none));
+  if (problems.empty() && seen.empty())
+    return outcome("clocks", Verdict::skip, fmt::format("no {} or power limit readings", unit_name));
+  std::vector<std::string> all = problems;
+  all.insert(all.end(), seen.begin(), seen.end());
+  o.check = "clocks";
+  o.verdict = verdict;
+  o.reason = fmt::format("{}", fmt::join(all, "; "));
+  return o;
+}
+
+CheckOutcome check_slowdown(Context& c) {
+  if (!c.cuda) return outcome("slowdown", Verdict::skip, "no clock-event reasons on the host backend");
+  if (!c.gpu) return outcome("slowdown", Verdict::skip, nvml_skip(c));
+  const auto now = c.gpu->read(false).clock_event_reasons;
+  std::set<std::string> active, other;
+  if (now) {
+    for (const auto& n : nvml::clock_event_reason_names(*now & nvml::kSlowdownReasons)) active.insert(n);
+    for (const auto& n : nvml::clock_event_reason_names(*now & ~nvml::kSlowdownReasons)) other.insert(n);
+  }
+  bool during = false;
+  if (const auto window = gemm_window(c);
+      window && window->contains("gpu") && (*window)["gpu"].contains("slowdown_reasons")) {
+    during = true;
+    for (const auto& n : (*window)["gpu"]["slowdown_reasons"]) active.insert(n.get<std::string>());
+    for (const auto& n : (*window)["gpu"]["clock_event_reasons"]) other.insert(n.get<std::string>());
+  }
+  if (!now && !during) return outcome("slowdown", Verdict::skip, "clock-event reasons unavailable");
+  for (const auto& n : active) other.erase(n);
+  CheckOutcome o =
+      !active.empty()
+          ? outcome("slowdown", Verdict::fail,
+                    fmt::format("active hardware slowdown{}: {}", during ? " (now or during the GEMM)" : "",
+                                fmt::join(active, ", ")))
+          : outcome("slowdown", Verdict::pass,
+                    other.empty() ? std::string("no clock-event reasons")
+                                  : fmt::format("no slowdown; other reasons: {}", fmt::join(other, ", ")));
+  o.metrics.emplace_back("slowdown_reasons",
+                         metric(static_cast<double>(active.size()), "count", Better::lower));
+  return o;
+}
+
+CheckOutcome check_allreduce(Context& c) {
+  const DType type = DType::fp32;
+  const std::uint64_t bytes =
+      c.options.allreduce_bytes ? c.options.allreduce_bytes : (c.cuda ? 256ull << 20 : 4ull << 20);
+  const std::size_t count = std::max<std::size_t>(1, bytes / dtype_bytes(type));
+  const std::size_t size_bytes = count * dtype_bytes(type);
+  const int n = c.mpi.size();
+  const CheckPattern pattern(type, ReduceOp::sum, n);
+  std::vector<unsigned char> input(size_bytes), output(size_bytes);
+  for (std::size_t i = 0; i < count; ++i)
+    store_element(input.data(), type, i, pattern.reduce_input(c.mpi.rank(), i));
+  // Every rank must reach the collective or none: agree that the buffers exist first.
+  std::string why;
+  DeviceBuffer send, recv;
+  try {
+    send = c.backend.allocate(size_bytes);
+    recv = c.backend.allocate(size_bytes);
+    c.backend.copy_to_device(send, input.data(), size_bytes);
+  } catch (const std::exception& e) {
+    why = e.what();
+  }
+  if (!c.mpi.all_true(why.empty()))
+    return outcome("allreduce", Verdict::fail,
+                   why.empty() ? "not run: another rank could not allocate its buffers" : "not run: " + why);
+  auto comm = make_communicator(c.mpi, c.backend);
+  for (int i = 0; i < 2; ++i) comm->allreduce(send.data(), recv.data(), count, type, ReduceOp::sum);
+  comm->synchronize();
+  auto timer = c.backend.make_timer();
+  std::vector<double> seconds;
+  for (int i = 0; i < 5; ++i) {
+    timer->start();
+    comm->allreduce(send.data(), recv.data(), count, type, ReduceOp::sum);
+    timer->stop();
+    seconds.push_back(timer->seconds());
+  }
+  comm->synchronize();
+  c.backend.copy_to_host(output.data(), recv, size_bytes);
+  std::size_t wrong = 0;
+  std::string first;
+  for (std::size_t i = 0; i < count; ++i) {
+    const double got = load_element(output.data(), type, i), expected = pattern.reduce_expected(i);
+    if (pattern.matches(got, expected)) continue;
+    if (wrong++ == 0) first = fmt::format("element {}: got {} expected {}", i, got, expected);
+  }
+  const double t = summarize(seconds).median;
+  const double busbw = algbw_gbps(size_bytes, t) * bus_factor(CollectiveOp::allreduce, n);
+  const std::string what =
+      fmt::format("{} fp32 sum over {} rank(s) ({})", format_bytes(size_bytes), n, comm->engine());
+  CheckOutcome o =
+      wrong ? outcome("allreduce", Verdict::fail,
+                      fmt::format("{}: {} of {} elements wrong, first {}", what, wrong, count, first))
+            : outcome("allreduce", Verdict::pass, fmt::format("{}: exact, busbw {:.2f} GB/s", what, busbw));
+  o.metrics.emplace_back("busbw_gbps", metric(busbw, "GB/s", Better::higher));
+  o.metrics.emplace_back("time_us", metric(t * 1e6, "us", Better::lower));
+  o.metrics.emplace_back("wrong_elements", metric(static_cast<double>(wrong), "count", Better::lower));
+  return o;
+}
+
+// The test hook's read-only directory: a fresh 0555 directory, or /sys when running as root, whom
+// permission bits do not stop (sysfs refuses to create files for anyone).
+std::filesystem::path readonly_directory(bool& remove_after) {
+  remove_after = false;
+  if (geteuid() == 0) return "/sys";
+  auto dir = std::filesystem::temp_directory_path() / fmt::format("factorybench-readonly-{}", getpid());
+  std::filesystem::create_directories(dir);
+  std::filesystem::permissions(dir,
+                               std::filesystem::perms::owner_read | std::filesystem::perms::owner_exec |
+                                   std::filesystem::perms::group_read | std::filesystem::perms::group_exec |
+                                   std::filesystem::perms::others_read | std::filesystem::perms::others_exec);
+  remove_after = true;
+  return dir;
+}
+
+CheckOutcome check_checkpoint_dir(Context& c) {
+  std::filesystem::path dir = c.options.checkpoint_dir;
+  std::string label = fmt::format("checkpoint dir '{}'", dir.string());
+  bool remove_after = false;
+  if (c.options.readonly_checkpoint_rank == c.mpi.rank()) {
+    dir = readonly_directory(remove_after);
+    label = fmt::format("checkpoint dir '{}' (test hook FACTORYBENCH_TEST_READONLY_CKPT_RANK)", dir.string());
+  }
+  struct Cleanup {
+    std::filesystem::path dir;
+    bool remove;
+    ~Cleanup() {
+      if (!remove) return;
+      std::error_code ec;
+      std::filesystem::permissions(dir, std::filesystem::perms::owner_all, ec);
+      std::filesystem::remove_all(dir, ec);
+    }
+  } cleanup{dir, remove_after};
+
+  std::error_code ec;
+  if (!std::filesystem::is_directory(dir, ec))
+    return outcome("checkpoint_dir", Verdict::fail, label + " is not a directory");
+  const std::uint64_t bytes =
+      c.options.checkpoint_bytes ? c.options.checkpoint_bytes : (c.cuda ? 256ull << 20 : 32ull << 20);
+  const auto host = c.mpi.hostname();
+  const auto file = dir / fmt::format(".factorybench-health-{}-r{}-{}.tmp", host, c.mpi.rank(), getpid());
+  const int fd = ::open(file.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0644);
+  if (fd < 0)
+    return outcome("checkpoint_dir", Verdict::fail,
+                   fmt::format("{} is not writable: cannot create {}: {}", label, file.filename().string(),
+                               std::strerror(errno)));
+  // Random data, so a compressing or deduplicating file system does not flatter the figure.
+  std::vector<std::uint64_t> chunk((std::min<std::uint64_t>(bytes, 4ull << 20) + 7) / 8);
+  SplitMix64 rng(derive_seed(c.options.seed, 0xC4E0 + static_cast<std::uint64_t>(c.mpi.rank())));
+  for (auto& w : chunk) w = rng.next();
+  std::string error;
+  const auto t0 = std::chrono::steady_clock::now();
+  for (std::uint64_t done = 0; done < bytes && error.empty();) {
+    const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(bytes - done, chunk.size() * 8));
+    const ssize_t w = ::write(fd, chunk.data(), n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0)
+      error = fmt::format("write failed after {}: {}", format_bytes(done), std::strerror(errno));
+    else
+      done += static_cast<std::uint64_t>(w);
+  }
+  if (error.empty() && ::fsync(fd) != 0) error = fmt::format("fsync failed: {}", std::strerror(errno));
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ::close(fd);
+  ::unlink(file.c_str());
+  if (!error.empty()) return outcome("checkpoint_dir", Verdict::fail, label + ": " + error);
+  const double gbps = static_cast<double>(bytes) / seconds / 1e9;
+  CheckOutcome o =
+      outcome("checkpoint_dir", Verdict::pass,
+              fmt::format("{}: {} written and fsync'ed at {:.2f} GB/s", label, format_bytes(bytes), gbps));
+  o.metrics.emplace_back("write_gbps", metric(gbps, "GB/s", Better::higher));
+  o.metrics.emplace_back("write_bytes", metric(static_cast<double>(bytes), "bytes", Better::none));
+  if (struct statvfs fs{}; ::statvfs(dir.c_str(), &fs) == 0)
+    o.metrics.emplace_back(
+        "free_bytes",
+        metric(static_cast<double>(fs.f_bavail) * static_cast<double>(fs.f_frsize), "bytes", Better::higher));
+  return o;
+}
+
+// Runs one check; an error in it fails that check, not the whole run.
+CheckOutcome guarded(std::string_view check, Context& c, CheckOutcome (*fn)(Context&)) {
+  try {
+    CheckOutcome o = fn(c);
+    o.check = std::string(check);
+    return o;
+  } catch (const std::exception& e) {
+    return outcome(check, Verdict::fail, e.what());
+  }
+}
+
+json metric_json(const std::string& name, const Metric& m) {
+  return {{"name", name},
+          {"value", m.value},
+          {"unit", m.unit},
+          {"better", std::string(reports::to_string(m.better))}};
+}
+
+json rank_to_json(const RankHealth& r) {
+  json checks = json::array();
+  for (const auto& ch : r.checks) {
+    json metrics = json::array();
+    for (const auto& [name, m] : ch.metrics) metrics.push_back(metric_json(name, m));
+    checks.push_back({{"check", ch.check},
+                      {"verdict", std::string(to_string(ch.verdict))},
+                      {"reason", ch.reason},
+                      {"metrics", metrics}});
+  }
+  return {{"rank", r.rank},
+          {"host", r.host},
+          {"device", r.device},
+          {"verdict", std::string(to_string(r.verdict))},
+          {"checks", checks}};
+}
+
+RankHealth rank_from_json(const json& j) {
+  RankHealth r;
+  r.rank = j.at("rank").get<int>();
+  r.host = j.at("host").get<std::string>();
+  r.device = j.at("device").get<std::string>();
+  r.verdict = parse_verdict(j.at("verdict").get<std::string>());
+  for (const auto& ch : j.at("checks")) {
+    CheckOutcome o =
+        outcome(ch.at("check").get<std::string>(), parse_verdict(ch.at("verdict").get<std::string>()),
+                ch.at("reason").get<std::string>());
+    for (const auto& m : ch.at("metrics"))
+      o.metrics.emplace_back(m.at("name").get<std::string>(),
+                             metric(m.at("value").get<double>(), m.at("unit").get<std::string>(),
+                                    reports::parse_better(m.at("better").get<std::string>())));
+    r.checks.push_back(std::move(o));
+  }
+  return r;
+}
+
+}  // namespace
+
+std::string_view to_string(Verdict v) {
+  return kVerdictNames[static_cast<int>(v)];
+}
+
+Verdict parse_verdict(std::string_view text) {
+  for (int i = 0; i < 4; ++i)
+    if (text == kVerdictNames[i]) return static_cast<Verdict>(i);
+  throw input_error(fmt::format("unknown health verdict '{}': expected pass, warn, fail or skip", text));
+}
+
+Verdict combine_verdicts(std::span<const Verdict> checks) {
+  Verdict v = Verdict::pass;
+  for (const auto c : checks) {
+    if (c == Verdict::fail) return Verdict::fail;
+    if (c == Verdict::warn) v = Verdict::warn;
+  }
+  return v;
+}
+
+const CheckOutcome* RankHealth::find(std::string_view check) const {
+  for (const auto& c : checks)
+    if (c.check == check) return &c;
+  return nullptr;
+}
+
+std::string RankHealth::reasons(Verdict which) const {
+  std::string out;
+  for (const auto& c : checks)
+    if (c.verdict == which) out += (out.empty() ? "" : "; ") + c.check + ": " + c.reason;
+  return out;
+}
+
+bool HealthRun::all_pass() const {
+  return std::none_of(verdicts.begin(), verdicts.end(), [](Verdict v) { return v == Verdict::fail; });
+}
+
+std::vector<int> HealthRun::failed_ranks() const {
+  std::vector<int> out;
+  for (std::size_t r = 0; r < verdicts.size(); ++r)
+    if (verdicts[r] == Verdict::fail) out.push_back(static_cast<int>(r));
+  return out;
+}
+
+bool gpu_model_matches(std::string_view device_name, std::string_view expected) {
+  const auto upper = [](std::string_view s) {
+    std::string u(s);
+    for (auto& ch : u) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+    return u;
+  };
+  const std::string name = upper(device_name), want = upper(expected);
+  if (want.empty()) return true;
+  std::size_t start = 0;
+  while (start <= name.size()) {
+    const std::size_t end = name.find_first_of(" -_", start);
+    const std::string_view word =
+        std::string_view(name).substr(start, end == std::string::npos ? std::string::npos : end - start);
+    if (word == want) return true;
+    if (end == std::string::npos) break;
+    start = end + 1;
+  }
+  return false;
+}
+
+void validate_health_options(const HealthOptions& o) {
+  if (!o.expect_gpu.empty() &&
+      std::find(std::begin(kGpuModels), std::end(kGpuModels), o.expect_gpu) == std::end(kGpuModels))
+    throw usage_error(
+        fmt::format("invalid --expect-gpu '{}': expected H100, H200, B200, GB200 or GB300", o.expect_gpu));
+  if (!(o.gemm_floor >= 0 && o.gemm_floor <= 1))
+    throw usage_error(fmt::format("invalid --gemm-floor {}: must be a fraction in [0, 1]", o.gemm_floor));
+  if (o.gemm_size < 0)
+    throw usage_error(fmt::format("invalid --gemm-size {}: must be positive", o.gemm_size));
+  if (!(o.min_free_memory >= 0 && o.min_free_memory <= 1))
+    throw usage_error(
+        fmt::format("invalid --min-free-memory {}: must be a fraction in [0, 1]", o.min_free_memory));
+  if (o.checkpoint_dir.empty()) throw usage_error("invalid --checkpoint-dir '': must name a directory");
+}
+
+HealthRun run_health_checks(MpiContext& mpi, Backend& backend, const DevicePeak& peak,
+                            const HealthOptions& options, TelemetrySampler* telemetry) {
+  Context c(mpi, backend, peak, options, telemetry);
+  c.cuda = backend.kind() == BackendKind::cuda;
+  const DeviceInfo device = backend.device();
+  if (c.cuda) {
+    c.nvml = nvml::Library::open();
+    c.nvml_reason = c.nvml->reason();
+    if (c.nvml->available()) c.gpu = c.nvml->device(device.pci_bus_id, device.index, &c.nvml_reason);
+  }
+  using Fn = CheckOutcome (*)(Context&);
+  static constexpr std::pair<std::string_view, Fn> kChecks[] = {{"device", check_device},
+                                                                {"memory", check_memory},
+                                                                {"ecc", check_ecc},
+                                                                {"row_remap", check_row_remap},
+                                                                {"gemm", check_gemm},
+                                                                {"clocks", check_clocks},
+                                                                {"slowdown", check_slowdown},
+                                                                {"allreduce", check_allreduce},
+                                                                {"checkpoint_dir", check_checkpoint_dir}};
+  static_assert(std::size(kChecks) == std::size(kHealthChecks));
+
+  RankHealth mine;
+  mine.rank = mpi.rank();
+  mine.host = mpi.hostname();
+  mine.device = device.name;
+  std::vector<Verdict> verdicts;
+  for (const auto& [name, fn] : kChecks) {
+    mine.checks.push_back(guarded(name, c, fn));
+    verdicts.push_back(mine.checks.back().verdict);
+  }
+  mine.verdict = combine_verdicts(verdicts);
+
+  HealthRun run;
+  for (const double v : allgather(mpi.world(), static_cast<double>(static_cast<int>(mine.verdict))))
+    run.verdicts.push_back(static_cast<Verdict>(static_cast<int>(v)));
+  const auto all = gather_to_root(mpi.world(), rank_to_json(mine).dump());
+  if (mpi.is_root())
+    for (const auto& text : all) run.ranks.push_back(rank_from_json(json::parse(text)));
+  else
+    run.ranks.push_back(std::move(mine));
+  return run;
+}
+
+std::vector<reports::Result> health_results(const HealthRun& run) {
+  std::vector<reports::Result> out;
+  for (const auto& r : run.ranks)
+    for (const auto& ch : r.checks) {
+      reports::Result res;
+      res.benchmark = "health";
+      res.name = fmt::format("{}/rank{}", ch.check, r.rank);
+      res.params = {{"check", ch.check}, {"rank", r.rank}, {"host", r.host}, {"device", r.device}};
+      for (const auto& [name, m] : ch.metrics) res.set_metric(name, m);
+      if (ch.verdict == Verdict::fail) res.fail(ch.reason);
+      if (ch.verdict == Verdict::skip) {
+        res.status = reports::Status::skipped;
+        res.error = ch.reason;
+      }
+      res.extra = {{"verdict", std::string(to_string(ch.verdict))}, {"reason", ch.reason}};
+      out.push_back(std::move(res));
+    }
+  return out;
+}
+
+json health_summary(const HealthRun& run, const HealthOptions& options) {
+  json ranks = json::array();
+  std::vector<Verdict> all;
+  for (const auto& r : run.ranks) {
+    json failed = json::array(), warned = json::array();
+    for (const auto& ch : r.checks) {
+      if (ch.verdict == Verdict::fail) failed.push_back(ch.check);
+      if (ch.verdict == Verdict::warn) warned.push_back(ch.check);
+    }
+    ranks.push_back(
+        {{"rank", r.rank},
+         {"host", r.host},
+         {"device", r.device},
+         {"verdict", std::string(to_string(r.verdict))},
+         {"failed", failed},
+         {"warned", warned},
+         {"reason", r.verdict == Verdict::fail ? r.reasons(Verdict::fail) : r.reasons(Verdict::warn)}});
+    all.push_back(r.verdict);
+  }
+  json failed_ranks = run.failed_ranks();
+  return {{"verdict", std::string(to_string(combine_verdicts(all)))},
+          {"ranks_total", run.verdicts.size()},
+          {"ranks_failed", failed_ranks},
+          {"checks", std::vector<std::string>(std::begin(kHealthChecks), std::end(kHealthChecks))},
+          {"options",
+           {{"expect_gpu", options.expect_gpu},
+            {"gemm_floor", options.gemm_floor},
+            {"min_free_memory", options.min_free_memory},
+            {"checkpoint_dir", options.checkpoint_dir.string()}}},
+          {"ranks", ranks}};
+}
+
+std::vector<RankHealth> health_from_report(const reports::Report& report) {
+  std::map<int, RankHealth> by_rank;
+  for (std::size_t i = 0; i < report.results.size(); ++i) {
+    const auto& res = report.results[i];
+    if (res.benchmark != "health") continue;
+    const auto where = fmt::format("results[{}] ({})", i, res.name);
+    if (!res.params.contains("rank") || !res.params["rank"].is_number_integer())
+      throw input_error(where + ".params.rank: missing or not an integer");
+    if (!res.params.contains("check") || !res.params["check"].is_string())
+      throw input_error(where + ".params.check: missing or not a string");
+    const int rank = res.params["rank"].get<int>();
+    Verdict v = res.status == reports::Status::failed    ? Verdict::fail
+                : res.status == reports::Status::skipped ? Verdict::skip
+                                                         : Verdict::pass;
+    if (res.extra.contains("verdict")) v = parse_verdict(res.extra["verdict"].get<std::string>());
+    auto& r = by_rank[rank];
+    r.rank = rank;
+    r.host = res.params.value("host", "");
+    r.device = res.params.value("device", "");
+    CheckOutcome o =
+        outcome(res.params["check"].get<std::string>(), v, res.extra.value("reason", res.error.value_or("")));
+    for (const auto& [name, m] : res.metrics) o.metrics.emplace_back(name, m);
+    r.checks.push_back(std::move(o));
+  }
+  std::vector<RankHealth> out;
+  for (auto& [rank, r] : by_rank) {
+    std::vector<Verdict> v;
+    for (const auto& ch : r.checks) v.push_back(ch.verdict);
+    r.verdict = combine_verdicts(v);
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+}  // namespace fb::workloads

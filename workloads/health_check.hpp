@@ -1,0 +1,100 @@
+#pragma once
+// `factorybench health`: a per-rank pre-flight check, seconds long, that says whether a node can take a
+// job: device, free memory, ECC, row remaps, a short GEMM against the expected throughput, clocks and
+// power limit under that load, hardware slowdown reasons, a short all-reduce with an exact check, and the
+// checkpoint directory's write bandwidth. Each check of each rank is pass / warn / fail / skip with a
+// reason. Measures and returns data; never prints (tools/health_command.cpp prints).
+//
+// Report shape (docs/health.md): one Result per rank per check, benchmark "health", name
+// "<check>/rank<R>", status ok (pass, warn), failed (fail) or skipped (skip), error = the reason of a fail
+// or skip, extra = {"verdict", "reason"}; summary["health"] = {"verdict", "ranks": [...]}.
+//
+// Supervisor hook (resilience --preflight): run_health_checks inside a job gives every rank every rank's
+// verdict; health_from_report reads the verdicts back from a `factorybench health --output` report when the
+// supervisor ran the check as a separate job.
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/backend.hpp"
+#include "core/mpi_context.hpp"
+#include "core/telemetry_sampler.hpp"
+#include "reports/report.hpp"
+#include "workloads/device_peak.hpp"
+
+namespace fb::workloads {
+
+enum class Verdict { pass, warn, fail, skip };
+std::string_view to_string(Verdict v);
+Verdict parse_verdict(std::string_view text);  // input Error otherwise
+// The rank's verdict from its checks: fail if any failed, else warn if any warned, else pass (a skipped
+// check is no evidence either way).
+Verdict combine_verdicts(std::span<const Verdict> checks);
+
+// The checks, in the order every rank runs them.
+inline constexpr std::string_view kHealthChecks[] = {
+    "device", "memory", "ecc", "row_remap", "gemm", "clocks", "slowdown", "allreduce", "checkpoint_dir"};
+
+struct CheckOutcome {
+  std::string check;  // one of kHealthChecks
+  Verdict verdict = Verdict::pass;
+  std::string reason;  // why it warned, failed or was skipped; for a pass, what was seen
+  std::vector<std::pair<std::string, reports::Metric>> metrics;
+};
+
+struct RankHealth {
+  int rank = 0;
+  std::string host;
+  std::string device;  // "NVIDIA H200" or the CPU model
+  Verdict verdict = Verdict::pass;
+  std::vector<CheckOutcome> checks;
+  const CheckOutcome* find(std::string_view check) const;
+  // "checkpoint_dir: cannot create ...; gemm: ..." for the failed (then warned) checks.
+  std::string reasons(Verdict which) const;
+};
+
+struct HealthOptions {
+  std::string expect_gpu;   // "", H100, H200, B200, GB200 or GB300
+  double gemm_floor = 0.8;  // pass when achieved/peak >= floor x expected fraction (MAMF/peak, or 1 on host)
+  std::int64_t gemm_size = 0;          // m = n = k; 0 = 8192 (cuda) or 768 (host)
+  std::uint64_t allreduce_bytes = 0;   // 0 = 256 MiB (cuda) or 4 MiB (host)
+  std::uint64_t checkpoint_bytes = 0;  // written and fsync'ed; 0 = 256 MiB (cuda) or 32 MiB (host)
+  std::filesystem::path checkpoint_dir = ".";
+  double min_free_memory = 0.5;  // fail below this fraction of device (host) memory free; warn below 0.9
+  // Test hook (FACTORYBENCH_TEST_READONLY_CKPT_RANK): this rank checks a read-only directory instead.
+  std::optional<int> readonly_checkpoint_rank;
+  std::uint64_t seed = 42;
+};
+
+// Usage Errors naming the option (--expect-gpu, --gemm-floor, --gemm-size, --min-free-memory).
+void validate_health_options(const HealthOptions& options);
+
+struct HealthRun {
+  std::vector<RankHealth> ranks;  // rank 0: every rank, in rank order; other ranks: their own only
+  std::vector<Verdict> verdicts;  // every rank: each rank's verdict (index = rank)
+  bool all_pass() const;          // no rank failed (warnings pass)
+  std::vector<int> failed_ranks() const;
+};
+
+// Collective over the world. `telemetry` (may be null) gives the clocks and clock-event reasons during
+// the GEMM; without it only the readings before and after are used.
+HealthRun run_health_checks(MpiContext& mpi, Backend& backend, const DevicePeak& peak,
+                            const HealthOptions& options, TelemetrySampler* telemetry = nullptr);
+
+// Rank 0: the report's results (one per rank per check) and summary["health"].
+std::vector<reports::Result> health_results(const HealthRun& run);
+nlohmann::json health_summary(const HealthRun& run, const HealthOptions& options);
+// The per-rank verdicts of a health report (results of benchmark "health"), in rank order; an input Error
+// naming the result when one is malformed.
+std::vector<RankHealth> health_from_report(const reports::Report& report);
+
+// True when `device_name` ("NVIDIA H100 80GB HBM3") names the model `expected` ("H100"): a whole word
+// of the name (split at spaces and '-'), case-insensitive, so B200 does not match "NVIDIA GB200".
+bool gpu_model_matches(std::string_view device_name, std::string_view expected);
+
+}  // namespace fb::workloads

@@ -1,0 +1,51 @@
+#pragma once
+// The GEMMs of one transformer layer on one tensor-parallel rank, forward and backward: what `gemm --model`
+// measures and what the train step runs. Pure (no I/O); shapes follow Megatron-LM's column/row-parallel
+// split.
+//
+// With T = seq · micro_batch tokens and a linear layer Y[T×out] = X[T×in] · Wᵀ (W stored row-major out×in, as
+// PyTorch and Megatron store it), the three GEMMs in column-major BLAS terms (kernels/gemm_engine.hpp) are
+//   fwd    Y  = X · Wᵀ    m = out, n = T,   k = in   A = W (transposed), B = X          "TN"
+//   dgrad  dX = dY · W    m = in,  n = T,   k = out  A = W,              B = dY         "NN"
+//   wgrad  dW = dYᵀ · X   m = in,  n = out, k = T    A = X,              B = dY (transposed) "NT"
+// Roles and their (in, out) on a rank with tensor-parallel degree tp:
+//   qkv       hidden → (heads/tp + 2·kv_heads/tp)·head_dim   (kv heads replicated when kv_heads < tp)
+//   attn_out  heads·head_dim/tp → hidden                     (MLA: heads·v_head_dim/tp)
+//   MLA instead of qkv: q_down hidden → q_lora_rank, q_up q_lora_rank → heads·(nope+rope)/tp,
+//                       kv_down hidden → kv_lora_rank + rope, kv_up kv_lora_rank → heads·(nope+v)/tp
+//   mlp_up    hidden → 2·ffn/tp (SwiGLU: up and gate fused) or ffn/tp (GeLU); mlp_down ffn/tp → hidden
+//             (dense layers only; MoE models with leading dense layers list them too)
+//   router    hidden → experts (replicated)
+//   expert_up / expert_down: like mlp_* with expert_ffn, batched over the experts on this rank (experts/ep),
+//             each receiving T·top_k/experts tokens (balanced routing, rounded up)
+//   shared_up / shared_down: the shared experts as one dense MLP of shared_ffn on all T tokens
+// Attention's score and context products (flash attention) are not GEMM-engine work and are not listed.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "kernels/gemm_engine.hpp"
+#include "workloads/model_config.hpp"
+
+namespace fb::workloads {
+
+struct LayerShapeOptions {
+  std::int64_t tp = 1;           // tensor-parallel degree
+  std::int64_t ep = 1;           // expert-parallel degree (MoE: experts per rank = experts / ep)
+  std::int64_t seq = 0;          // 0 = the model's training sequence length
+  std::int64_t micro_batch = 1;  // sequences per micro-batch
+  bool backward = true;          // include dgrad and wgrad
+};
+
+struct LayerGemm {
+  std::string name;              // "llama3-70b/tp8/mlp_down/fwd"
+  std::string role;              // "mlp_down"
+  std::string pass;              // "fwd", "dgrad" or "wgrad"
+  kernels::GemmProblem problem;  // dtype left at its default: the caller sets it
+};
+
+// Throws an input Error naming the model and option when the split is impossible (heads not divisible by tp,
+// experts not divisible by ep, …) and a usage Error for tp/ep/seq/micro_batch below 1.
+std::vector<LayerGemm> layer_gemm_shapes(const ModelConfig& model, const LayerShapeOptions& options);
+
+}  // namespace fb::workloads

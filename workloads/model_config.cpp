@@ -1,0 +1,185 @@
+#include "workloads/model_config.hpp"
+
+#include <fmt/format.h>
+
+#include <initializer_list>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "core/atomic_file.hpp"
+#include "core/config_paths.hpp"
+#include "core/error.hpp"
+
+namespace fb::workloads {
+namespace {
+
+using nlohmann::json;
+
+// Reads one JSON object, tracking which keys were consumed so unknown ones can be reported by path.
+class ObjectReader {
+ public:
+  ObjectReader(const json& j, std::string source, std::string path)
+      : j_(j), source_(std::move(source)), path_(std::move(path)) {
+    if (!j_.is_object()) fail(path_, std::string("must be an object, got ") + j_.type_name());
+  }
+
+  [[noreturn]] void fail(const std::string& path, const std::string& what) const {
+    throw input_error(fmt::format("{}: {}: {}", source_, path, what));
+  }
+  std::string at(std::string_view key) const { return path_ + "." + std::string(key); }
+  bool has(std::string_view key) const { return j_.contains(std::string(key)); }
+
+  const json& raw(std::string_view key) {
+    seen_.insert(std::string(key));
+    return j_.at(std::string(key));
+  }
+
+  std::int64_t integer(std::string_view key, std::optional<std::int64_t> fallback, std::int64_t min_value) {
+    if (!has(key)) {
+      if (!fallback) fail(at(key), "required field is missing");
+      return *fallback;
+    }
+    const json& v = raw(key);
+    if (!v.is_number_integer()) fail(at(key), std::string("must be an integer, got ") + describe(v));
+    const auto value = v.get<std::int64_t>();
+    if (value < min_value) fail(at(key), fmt::format("must be >= {}, got {}", min_value, value));
+    return value;
+  }
+
+  std::string string(std::string_view key, std::optional<std::string> fallback) {
+    if (!has(key)) {
+      if (!fallback) fail(at(key), "required field is missing");
+      return *fallback;
+    }
+    const json& v = raw(key);
+    if (!v.is_string()) fail(at(key), std::string("must be a string, got ") + describe(v));
+    return v.get<std::string>();
+  }
+
+  // Call after reading every known key.
+  void reject_unknown() const {
+    for (const auto& [k, v] : j_.items())
+      if (!seen_.count(k)) fail(at(k), "unknown field");
+  }
+
+  static std::string describe(const json& v) {
+    if (v.is_number_float()) return fmt::format("number {}", v.dump());
+    if (v.is_primitive()) return fmt::format("{} {}", v.type_name(), v.dump());
+    return v.type_name();
+  }
+
+ private:
+  const json& j_;
+  std::string source_, path_;
+  std::set<std::string> seen_;
+};
+
+Activation parse_activation(ObjectReader& r) {
+  const auto text = r.string("activation", std::nullopt);
+  if (text == "swiglu") return Activation::swiglu;
+  if (text == "gelu") return Activation::gelu;
+  r.fail(r.at("activation"), "must be \"swiglu\" or \"gelu\", got \"" + text + "\"");
+}
+
+}  // namespace
+
+std::string_view to_string(Activation a) {
+  return a == Activation::swiglu ? "swiglu" : "gelu";
+}
+
+bool ModelConfig::is_moe_layer(std::int64_t i) const {
+  if (!moe || i < moe->first_dense_layers || i >= layers) return false;
+  return (i - moe->first_dense_layers) % moe->layer_freq == 0;
+}
+
+std::int64_t ModelConfig::moe_layer_count() const {
+  std::int64_t n = 0;
+  for (std::int64_t i = 0; i < layers; ++i) n += is_moe_layer(i) ? 1 : 0;
+  return n;
+}
+
+void validate_model(const ModelConfig& m, const std::string& where) {
+  const auto fail = [&](const std::string& path, const std::string& what) {
+    throw input_error(fmt::format("{}: {}: {}", where, path, what));
+  };
+  if (m.layers < 1) fail("$.layers", fmt::format("must be >= 1, got {}", m.layers));
+  if (m.heads < 1) fail("$.heads", fmt::format("must be >= 1, got {}", m.heads));
+  if (m.kv_heads < 1 || m.kv_heads > m.heads || m.heads % m.kv_heads != 0)
+    fail("$.kv_heads", fmt::format("must divide $.heads ({}), got {}", m.heads, m.kv_heads));
+  if (m.head_dim < 1) fail("$.head_dim", fmt::format("must be >= 1, got {}", m.head_dim));
+  if (m.moe) {
+    const auto& e = *m.moe;
+    if (e.top_k > e.experts)
+      fail("$.moe.top_k", fmt::format("must be <= $.moe.experts ({}), got {}", e.experts, e.top_k));
+    if (e.first_dense_layers >= m.layers)
+      fail("$.moe.first_dense_layers",
+           fmt::format("must be < $.layers ({}) so that at least one layer is MoE, got {}", m.layers,
+                       e.first_dense_layers));
+  }
+  if (m.mla && m.kv_heads != m.heads)
+    fail("$.kv_heads",
+         fmt::format("must equal $.heads ({}) with $.mla (latent attention has no query groups), got {}",
+                     m.heads, m.kv_heads));
+}
+
+ModelConfig parse_model_json(std::string_view text, const std::string& source_name) {
+  json j;
+  try {
+    j = json::parse(text);
+  } catch (const json::parse_error& e) {
+    throw input_error(fmt::format("{}: malformed JSON: {}", source_name, e.what()));
+  }
+  ObjectReader r(j, source_name, "$");
+  ModelConfig m;
+  m.name = r.string("name", std::nullopt);
+  if (m.name.empty()) r.fail("$.name", "must not be empty");
+  m.source = r.string("source", std::string());
+  m.layers = r.integer("layers", std::nullopt, 1);
+  m.hidden = r.integer("hidden", std::nullopt, 1);
+  m.heads = r.integer("heads", std::nullopt, 1);
+  m.kv_heads = r.integer("kv_heads", m.heads, 1);
+  if (!r.has("head_dim") && m.hidden % m.heads != 0)
+    r.fail("$.head_dim",
+           fmt::format("required when $.hidden ({}) is not a multiple of $.heads ({})", m.hidden, m.heads));
+  m.head_dim = r.integer("head_dim", m.hidden / m.heads, 1);
+  m.ffn = r.integer("ffn", std::nullopt, 1);
+  m.activation = parse_activation(r);
+  m.vocab = r.integer("vocab", std::nullopt, 1);
+  m.seq = r.integer("seq", std::nullopt, 1);
+  m.mtp_layers = r.integer("mtp_layers", 0, 0);
+  if (r.has("moe")) {
+    ObjectReader mr(r.raw("moe"), source_name, "$.moe");
+    MoeConfig e;
+    e.experts = mr.integer("experts", std::nullopt, 1);
+    e.top_k = mr.integer("top_k", std::nullopt, 1);
+    e.expert_ffn = mr.integer("expert_ffn", m.ffn, 1);
+    e.shared_ffn = mr.integer("shared_ffn", 0, 0);
+    e.layer_freq = mr.integer("layer_freq", 1, 1);
+    e.first_dense_layers = mr.integer("first_dense_layers", 0, 0);
+    mr.reject_unknown();
+    m.moe = e;
+  }
+  if (r.has("mla")) {
+    ObjectReader ar(r.raw("mla"), source_name, "$.mla");
+    MlaConfig a;
+    a.q_lora_rank = ar.integer("q_lora_rank", 0, 0);
+    a.kv_lora_rank = ar.integer("kv_lora_rank", std::nullopt, 1);
+    a.qk_nope_head_dim = ar.integer("qk_nope_head_dim", std::nullopt, 1);
+    a.qk_rope_head_dim = ar.integer("qk_rope_head_dim", std::nullopt, 0);
+    a.v_head_dim = ar.integer("v_head_dim", std::nullopt, 1);
+    ar.reject_unknown();
+    m.mla = a;
+  }
+  r.reject_unknown();
+  validate_model(m, source_name);
+  return m;
+}
+
+ModelConfig load_model(std::string_view name_or_path) {
+  const auto path = resolve_config("models", name_or_path);
+  ModelConfig m = parse_model_json(read_text_file(path), path.string());
+  m.file = path.string();
+  return m;
+}
+
+}  // namespace fb::workloads

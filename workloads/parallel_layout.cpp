@@ -1,0 +1,314 @@
+#include "workloads/parallel_layout.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "core/error.hpp"
+#include "core/units.hpp"
+
+namespace fb::workloads {
+namespace {
+
+std::int64_t ceil_div(std::int64_t a, std::int64_t b) {
+  return (a + b - 1) / b;
+}
+
+std::int64_t up_factor(const ModelConfig& m) {
+  return m.activation == Activation::swiglu ? 2 : 1;
+}
+
+// Query/key block of the causal attention: the largest power of two up to 512 that divides seq and leaves at
+// least two blocks (so the upper triangle is skipped), else the whole sequence.
+std::int64_t attention_block(std::int64_t seq) {
+  for (std::int64_t b = 512; b >= 16; b /= 2)
+    if (seq % b == 0 && seq / b >= 2) return b;
+  return seq;
+}
+
+}  // namespace
+
+void validate_layout(const ModelConfig& m, const ParallelConfig& c, std::int64_t world) {
+  const auto positive = [](const char* option, std::int64_t v) {
+    if (v < 1) throw usage_error(fmt::format("invalid {} {}: must be at least 1", option, v));
+  };
+  positive("--tp", c.tp);
+  positive("--dp", c.dp);
+  positive("--ep", c.ep);
+  positive("--pp", c.pp);
+  if (c.world() != world)
+    throw usage_error(
+        fmt::format("--tp {} x --dp {} x --pp {} = {} ranks, but the job has {} (world size must equal "
+                    "T·D·P)",
+                    c.tp, c.dp, c.pp, c.world(), world));
+  if (m.heads % c.tp != 0)
+    throw usage_error(fmt::format("--tp {} does not divide {}'s heads ({})", c.tp, m.name, m.heads));
+  if (m.kv_heads >= c.tp ? m.kv_heads % c.tp != 0 : c.tp % m.kv_heads != 0)
+    throw usage_error(
+        fmt::format("--tp {} and {}'s kv_heads ({}): one must divide the other", c.tp, m.name, m.kv_heads));
+  if (m.ffn % c.tp != 0 && m.dense_layer_count() > 0)
+    throw usage_error(fmt::format("--tp {} does not divide {}'s ffn ({})", c.tp, m.name, m.ffn));
+  if (!m.moe) {
+    if (c.ep != 1)
+      throw usage_error(fmt::format("--ep {}: {} has no experts (dense model); use --ep 1", c.ep, m.name));
+  } else {
+    if (m.moe->experts % c.ep != 0)
+      throw usage_error(
+          fmt::format("--ep {} does not divide {}'s experts ({})", c.ep, m.name, m.moe->experts));
+    if ((c.dp * c.tp) % c.ep != 0)
+      throw usage_error(
+          fmt::format("--ep {} does not divide --dp x --tp ({} x {} = {}): expert-parallel groups are "
+                      "formed inside the data- and tensor-parallel ranks",
+                      c.ep, c.dp, c.tp, c.dp * c.tp));
+    if (m.moe->shared_ffn % c.tp != 0)
+      throw usage_error(
+          fmt::format("--tp {} does not divide {}'s moe.shared_ffn ({})", c.tp, m.name, m.moe->shared_ffn));
+  }
+  if (c.pp > 1 && m.layers % c.pp != 0)
+    throw usage_error(fmt::format("--pp {} does not divide {}'s layers ({})", c.pp, m.name, m.layers));
+}
+
+RankCoords rank_coords(std::int64_t rank, const ParallelConfig& c) {
+  RankCoords r;
+  r.t = rank % c.tp;
+  r.d = (rank / c.tp) % c.dp;
+  r.p = rank / (c.tp * c.dp);
+  const std::int64_t q = r.d * c.tp + r.t;
+  r.ep_group = q / c.ep;
+  r.ep_rank = q % c.ep;
+  r.edp_rank = r.ep_group;
+  return r;
+}
+
+LocalDims local_dims(const ModelConfig& m, const ParallelConfig& c, const StepShape& s) {
+  LocalDims l;
+  l.seq = s.seq > 0 ? s.seq : m.seq;
+  l.tokens = l.seq * s.micro_batch;
+  l.moe_tokens = ceil_div(l.tokens, c.tp);
+  l.heads = m.heads / c.tp;
+  l.kv_heads = m.kv_heads >= c.tp ? m.kv_heads / c.tp : 1;
+  l.head_dim = m.head_dim;
+  l.qkv_width = (l.heads + 2 * l.kv_heads) * l.head_dim;
+  l.ffn = m.ffn / c.tp;
+  l.vocab = ceil_div(m.vocab, c.tp);
+  l.attn_block = attention_block(l.seq);
+  const std::int64_t h = m.hidden;
+  const std::int64_t layers_here = m.layers / c.pp;
+  std::int64_t dense = 0, expert = 0;
+  for (std::int64_t i = 0; i < layers_here; ++i) {
+    dense += h * l.qkv_width + l.heads * l.head_dim * h;
+    if (m.is_moe_layer(i)) {
+      dense += h * m.moe->experts;  // router (replicated)
+      if (m.moe->shared_ffn > 0) dense += (up_factor(m) + 1) * h * (m.moe->shared_ffn / c.tp);
+      expert += (m.moe->experts / c.ep) * (up_factor(m) + 1) * h * m.moe->expert_ffn;
+    } else {
+      dense += (up_factor(m) + 1) * h * l.ffn;
+    }
+  }
+  dense += l.vocab * h;  // output layer (the input embedding lookup is not instantiated)
+  if (m.moe) {
+    l.shared_ffn = m.moe->shared_ffn / c.tp;
+    l.expert_ffn = m.moe->expert_ffn;
+    l.local_experts = m.moe->experts / c.ep;
+  }
+  l.dense_params = dense;
+  l.expert_params = expert;
+  return l;
+}
+
+MemoryEstimate estimate_memory(const ModelConfig& m, const ParallelConfig& c, const StepShape& s) {
+  const auto l = local_dims(m, c, s);
+  const std::uint64_t e = dtype_bytes(s.dtype);
+  const std::uint64_t params = static_cast<std::uint64_t>(l.dense_params + l.expert_params);
+  MemoryEstimate est;
+  est.weights = params * e;
+  est.gradients = params * e;
+  // fp32 master weights + two Adam moments; ZeRO-1 shards them over DP (experts over expert-DP).
+  const std::uint64_t edp = static_cast<std::uint64_t>(c.dp * c.tp / c.ep);
+  est.optimizer = s.distributed_optimizer
+                      ? 12 * (static_cast<std::uint64_t>(l.dense_params) / static_cast<std::uint64_t>(c.dp) +
+                              static_cast<std::uint64_t>(l.expert_params) / edp)
+                      : 12 * params;
+  // Saved activations per layer (what the step keeps for backward), elements.
+  const std::int64_t T = l.tokens, h = m.hidden;
+  const std::int64_t nb = l.seq / l.attn_block;
+  const std::int64_t probs = l.heads * s.micro_batch * l.attn_block * l.attn_block * nb * (nb + 1) / 2;
+  std::uint64_t acts = 0;
+  const std::int64_t layers_here = m.layers / c.pp;
+  for (std::int64_t i = 0; i < layers_here; ++i) {
+    std::int64_t a = T * h * 2 + T * l.qkv_width + probs + T * l.heads * l.head_dim;
+    if (m.is_moe_layer(i)) {
+      const std::int64_t routed = 2 * l.moe_tokens * m.moe->top_k;  // capacity: twice balanced
+      a += routed * h * 3 + routed * (up_factor(m) + 1) * l.expert_ffn + l.moe_tokens * m.moe->experts;
+      a += T * (up_factor(m) + 1) * l.shared_ffn + T * h;
+    } else {
+      a += T * (up_factor(m) + 1) * l.ffn;
+    }
+    acts += static_cast<std::uint64_t>(a) * e;
+  }
+  acts += static_cast<std::uint64_t>(T * (h + l.vocab)) * e;  // final hidden + logits
+  est.activations = acts;
+  // Transient gradient buffers: a few token-by-width buffers and one probability strip.
+  const std::int64_t widest =
+      std::max({h, l.qkv_width, (up_factor(m) + 1) * std::max(l.ffn, l.shared_ffn), l.vocab});
+  est.workspace =
+      static_cast<std::uint64_t>(4 * T * widest + probs / std::max<std::int64_t>(layers_here, 1)) * e +
+      (std::uint64_t{32} << 20);
+  return est;
+}
+
+void check_fits(const MemoryEstimate& est, std::uint64_t available, const ModelConfig& m,
+                const ParallelConfig& c, const StepShape& s) {
+  if (est.total() <= available) return;
+  throw usage_error(
+      fmt::format("{} does not fit: each rank needs about {} (weights {}, gradients {}, optimizer {}, "
+                  "activations {}, workspace {}) "
+                  "but has {}; try --layers N (fewer layers), a larger --tp (now {}) or --pp, a smaller "
+                  "--micro-batch (now {}) or "
+                  "--seq, or --distributed-optimizer",
+                  m.name, format_bytes(est.total()), format_bytes(est.weights), format_bytes(est.gradients),
+                  format_bytes(est.optimizer), format_bytes(est.activations), format_bytes(est.workspace),
+                  format_bytes(available), c.tp, s.micro_batch));
+}
+
+TrainPlan make_plan(const ModelConfig& m, const ParallelConfig& c, const StepShape& s) {
+  TrainPlan plan;
+  plan.model = m;
+  plan.parallel = c;
+  plan.shape = s;
+  plan.local = local_dims(m, c, s);
+  const auto& l = plan.local;
+  plan.params = parameter_counts(m);
+  plan.flops = model_flops_per_token(m, l.seq, s.attention);
+  plan.hardware_flops_per_token = hardware_flops_per_token(plan.flops, s.recompute);
+  plan.tokens_per_step = static_cast<double>(l.tokens * s.grad_accum * c.dp);
+  plan.flops_per_step = plan.flops.total() * plan.tokens_per_step;
+  plan.memory = estimate_memory(m, c, s);
+
+  const std::int64_t layers_here = m.layers / c.pp;
+  const std::int64_t moe_layers = [&] {
+    std::int64_t n = 0;
+    for (std::int64_t i = 0; i < layers_here; ++i) n += m.is_moe_layer(i) ? 1 : 0;
+    return n;
+  }();
+  const std::int64_t dense_layers = layers_here - moe_layers;
+  const std::string prefix = fmt::format("{}/tp{}", m.name, c.tp);
+
+  // Projections, dense MLP and shared experts from the GEMM engineer's shape table; routed experts and the
+  // router follow this step's expert layout (see header), so they are listed here.
+  LayerShapeOptions o;
+  o.tp = c.tp;
+  o.ep = c.ep;
+  o.seq = l.seq;
+  o.micro_batch = s.micro_batch;
+  for (auto& g : layer_gemm_shapes(m, o)) {
+    if (g.role == "router" || g.role == "expert_up" || g.role == "expert_down") continue;
+    // The step runs QKV and the output projection feature-major (qkv as T×width) so that every attention head
+    // is a contiguous T×head_dim block: the same products, transposed (listed below).
+    if (!m.mla && (g.role == "qkv" || g.role == "attn_out")) continue;
+    g.problem.dtype = s.dtype;
+    std::int64_t layers = layers_here;
+    if (g.role == "mlp_up" || g.role == "mlp_down") layers = dense_layers;
+    if (g.role.rfind("shared_", 0) == 0) layers = moe_layers;
+    plan.gemms.push_back({std::move(g), 1, layers, ""});
+  }
+  const auto add = [&](const std::string& role, const char* pass, std::int64_t mm, std::int64_t n,
+                       std::int64_t k, bool ta, bool tb, std::int64_t batch, std::int64_t calls,
+                       std::int64_t layers, std::string note) {
+    LayerGemm g;
+    g.name = fmt::format("{}/{}/{}", prefix, role, pass);
+    g.role = role;
+    g.pass = pass;
+    g.problem.m = mm;
+    g.problem.n = n;
+    g.problem.k = k;
+    g.problem.transa = ta;
+    g.problem.transb = tb;
+    g.problem.batch = batch;
+    g.problem.dtype = s.dtype;
+    plan.gemms.push_back({std::move(g), calls, layers, std::move(note)});
+  };
+  const auto linear = [&](const std::string& role, std::int64_t in, std::int64_t out, std::int64_t rows,
+                          std::int64_t batch, std::int64_t layers, const std::string& note) {
+    add(role, "fwd", out, rows, in, true, false, batch, 1, layers, note);
+    add(role, "dgrad", in, rows, out, false, false, batch, 1, layers, note);
+    add(role, "wgrad", in, out, rows, false, true, batch, 1, layers, note);
+  };
+  if (!m.mla) {
+    const std::int64_t T = l.tokens, h = m.hidden, W = l.qkv_width, hd = l.heads * l.head_dim;
+    const std::string note = "feature-major: activations as T x width";
+    add("qkv", "fwd", T, W, h, true, false, 1, 1, layers_here, note);
+    add("qkv", "dgrad", h, T, W, false, true, 1, 1, layers_here, note);
+    add("qkv", "wgrad", h, W, T, false, false, 1, 1, layers_here, note);
+    add("attn_out", "fwd", h, T, hd, true, true, 1, 1, layers_here, note);
+    add("attn_out", "dgrad", T, hd, h, true, true, 1, 1, layers_here, note);
+    add("attn_out", "wgrad", hd, h, T, true, true, 1, 1, layers_here, note);
+  }
+  // Causal attention core: per query block i (of nb), scores over keys [0, (i+1)·B) and context; batched over
+  // the kv groups, one call per query head of a group. Listed at the largest strip (i = nb − 1).
+  const std::int64_t B = l.attn_block, nb = l.seq / B, keys = l.seq;
+  const std::int64_t groups = l.kv_heads, hpg = l.heads / l.kv_heads;
+  const std::int64_t calls = hpg * nb * s.micro_batch;
+  const std::string strip =
+      fmt::format("block {}: {} query blocks, strip i uses m or k = (i+1)·{}", B, nb, B);
+  add("attn_scores", "fwd", keys, B, l.head_dim, true, false, groups, calls, layers_here, strip);
+  add("attn_context", "fwd", l.head_dim, B, keys, false, false, groups, calls, layers_here, strip);
+  add("attn_context", "dgrad_probs", keys, B, l.head_dim, true, false, groups, calls, layers_here, strip);
+  add("attn_context", "wgrad_v", l.head_dim, keys, B, false, true, groups, calls, layers_here, strip);
+  add("attn_scores", "dgrad_q", l.head_dim, B, keys, false, false, groups, calls, layers_here, strip);
+  add("attn_scores", "dgrad_k", l.head_dim, keys, B, false, true, groups, calls, layers_here, strip);
+  if (m.moe && moe_layers > 0) {
+    const std::int64_t per_expert = ceil_div(l.moe_tokens * c.ep * m.moe->top_k, m.moe->experts);
+    linear("router", m.hidden, m.moe->experts, l.moe_tokens, 1, moe_layers,
+           "replicated, on this rank's token slice");
+    const std::string note =
+        fmt::format("grouped over {} local experts; rows = tokens routed to each ({} balanced)",
+                    l.local_experts, per_expert);
+    linear("expert_up", m.hidden, up_factor(m) * l.expert_ffn, per_expert, l.local_experts, moe_layers, note);
+    linear("expert_down", l.expert_ffn, m.hidden, per_expert, l.local_experts, moe_layers, note);
+  }
+  linear("logits", m.hidden, l.vocab, l.tokens, 1, 1, "output layer, vocab split over TP");
+
+  // Collectives per step (per rank, bytes of the buffer each call passes).
+  const double e = static_cast<double>(dtype_bytes(s.dtype));
+  const double mbs = static_cast<double>(s.grad_accum);  // micro-batches per step
+  const double act = static_cast<double>(l.tokens * m.hidden) * e;
+  if (c.tp > 1) {
+    if (s.sequence_parallel) {
+      // Forward: all-gather before QKV and MLP, reduce-scatter after attention and MLP; backward mirrors.
+      plan.collectives.push_back(
+          {"tp_allgather/layer_in", "tp", "allgather", c.tp, act / c.tp, 4.0 * layers_here * mbs});
+      plan.collectives.push_back(
+          {"tp_reduce_scatter/layer_out", "tp", "reduce_scatter", c.tp, act, 4.0 * layers_here * mbs});
+    } else {
+      // Attention and MLP outputs forward, their input gradients backward, and the output layer's.
+      plan.collectives.push_back(
+          {"tp_allreduce/layer_out", "tp", "allreduce", c.tp, act, (4.0 * layers_here + 1) * mbs});
+    }
+  }
+  if (m.moe && moe_layers > 0 && c.ep > 1) {
+    const double routed = static_cast<double>(l.moe_tokens * m.moe->top_k * m.hidden) * e;
+    plan.collectives.push_back(
+        {"ep_alltoallv/dispatch", "ep", "alltoallv", c.ep, routed, 2.0 * moe_layers * mbs});
+    plan.collectives.push_back(
+        {"ep_alltoallv/combine", "ep", "alltoallv", c.ep, routed, 2.0 * moe_layers * mbs});
+  }
+  const double dense_grad_bytes = static_cast<double>(l.dense_params) * e;
+  const double expert_grad_bytes = static_cast<double>(l.expert_params) * e;
+  const std::int64_t edp = c.dp * c.tp / c.ep;
+  if (c.dp > 1) {
+    if (s.distributed_optimizer) {
+      plan.collectives.push_back(
+          {"dp_reduce_scatter/grads", "dp", "reduce_scatter", c.dp, dense_grad_bytes, 1});
+      plan.collectives.push_back(
+          {"dp_allgather/params", "dp", "allgather", c.dp, dense_grad_bytes / c.dp, 1});
+    } else {
+      plan.collectives.push_back({"dp_allreduce/grads", "dp", "allreduce", c.dp, dense_grad_bytes, 1});
+    }
+  }
+  if (l.expert_params > 0 && edp > 1)
+    plan.collectives.push_back({"edp_allreduce/expert_grads", "edp", "allreduce", edp, expert_grad_bytes, 1});
+  return plan;
+}
+
+}  // namespace fb::workloads

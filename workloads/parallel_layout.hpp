@@ -1,0 +1,110 @@
+#pragma once
+// How a training step is split over ranks (tensor, data, expert and pipeline parallelism) and what each rank
+// then holds and runs: the plan `train --dry-run` prints. Pure (no MPI, no allocation); tested in
+// tests/unit/parallel_layout_test.cpp.
+//
+// Rank order (TP innermost, as Megatron-LM): rank = (p·D + d)·T + t. Tensor-parallel groups share (p, d);
+// data-parallel groups share (p, t). Expert parallelism (MoE layers) runs over the D·T ranks of a stage:
+// q = d·T + t, EP group = q / E, EP rank = q % E; expert weights are not tensor-split (expert TP = 1) and
+// each TP rank routes its own 1/T slice of the tokens (as Megatron's sequence-parallel MoE). Expert gradients
+// are reduced over the D·T/E ranks holding the same experts ("expert data parallel").
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/dtype.hpp"
+#include "workloads/layer_gemm_shapes.hpp"
+#include "workloads/model_config.hpp"
+#include "workloads/model_flops.hpp"
+
+namespace fb::workloads {
+
+struct ParallelConfig {
+  std::int64_t tp = 1, dp = 1, ep = 1, pp = 1;
+  std::int64_t world() const { return tp * dp * pp; }
+};
+
+struct StepShape {
+  std::int64_t seq = 0;  // 0 = the model's training sequence length
+  std::int64_t micro_batch = 1;
+  std::int64_t grad_accum = 1;
+  DType dtype = DType::bf16;
+  bool sequence_parallel = false;
+  bool distributed_optimizer = false;  // ZeRO-1: optimizer state sharded over DP, grads reduce-scattered
+  AttentionFlops attention = AttentionFlops::causal;
+  Recompute recompute = Recompute::none;
+};
+
+// Throws a usage Error naming the option and the constraint that fails ("--tp 3 does not divide heads 32").
+void validate_layout(const ModelConfig& model, const ParallelConfig& parallel, std::int64_t world_size);
+
+struct RankCoords {
+  std::int64_t t = 0, d = 0, p = 0;
+  std::int64_t ep_group = 0, ep_rank = 0;  // MoE: which EP group, rank inside it
+  std::int64_t edp_rank = 0;               // MoE: rank among the replicas of the same experts
+};
+RankCoords rank_coords(std::int64_t rank, const ParallelConfig& parallel);
+
+// What one rank holds and runs (sizes after the split).
+struct LocalDims {
+  std::int64_t seq = 0, tokens = 0;  // tokens = seq · micro_batch (one micro-batch on this rank)
+  std::int64_t moe_tokens = 0;       // tokens this rank routes in MoE layers (tokens / tp)
+  std::int64_t heads = 0, kv_heads = 0, head_dim = 0;
+  std::int64_t qkv_width = 0;   // (heads + 2·kv_heads)·head_dim
+  std::int64_t ffn = 0;         // dense MLP intermediate per rank
+  std::int64_t shared_ffn = 0;  // shared experts' intermediate per rank
+  std::int64_t expert_ffn = 0;  // routed expert intermediate (not tensor-split)
+  std::int64_t local_experts = 0;
+  std::int64_t vocab = 0;          // logits columns per rank (ceil(V / tp))
+  std::int64_t attn_block = 0;     // causal attention query/key block size (divides seq)
+  std::int64_t dense_params = 0;   // weights this rank holds that DP replicas share
+  std::int64_t expert_params = 0;  // routed-expert weights (replicated over expert-DP)
+};
+LocalDims local_dims(const ModelConfig& model, const ParallelConfig& parallel, const StepShape& shape);
+
+struct MemoryEstimate {
+  std::uint64_t weights = 0, gradients = 0, optimizer = 0, activations = 0, workspace = 0;
+  std::uint64_t total() const { return weights + gradients + optimizer + activations + workspace; }
+};
+MemoryEstimate estimate_memory(const ModelConfig& model, const ParallelConfig& parallel,
+                               const StepShape& shape);
+
+// Throws a usage Error when `estimate` exceeds `available_bytes`, with the sizes and what to change.
+void check_fits(const MemoryEstimate& estimate, std::uint64_t available_bytes, const ModelConfig& model,
+                const ParallelConfig& parallel, const StepShape& shape);
+
+struct PlanGemm {
+  LayerGemm gemm;                    // shape of one call (for attention core: the largest block strip)
+  std::int64_t calls_per_layer = 1;  // per micro-batch and layer
+  std::int64_t layers = 0;           // layers it runs in (on this rank)
+  std::string note;
+};
+
+struct PlanCollective {
+  std::string name;   // "tp_allreduce/attn_out"
+  std::string group;  // tp, ep, dp, edp, world
+  std::string op;     // allreduce, reduce_scatter, allgather, alltoallv
+  std::int64_t group_size = 1;
+  double bytes_per_call = 0;  // per rank, input buffer size (alltoallv: balanced routing)
+  double calls_per_step = 0;
+  double bytes_per_step() const { return bytes_per_call * calls_per_step; }
+};
+
+struct TrainPlan {
+  ModelConfig model;
+  ParallelConfig parallel;
+  StepShape shape;
+  LocalDims local;
+  ParameterCounts params;
+  FlopsPerToken flops;  // model FLOPs per token
+  double hardware_flops_per_token = 0;
+  double tokens_per_step = 0;  // global: seq · micro_batch · grad_accum · dp
+  double flops_per_step = 0;   // model FLOPs
+  MemoryEstimate memory;
+  std::vector<PlanGemm> gemms;
+  std::vector<PlanCollective> collectives;
+};
+
+TrainPlan make_plan(const ModelConfig& model, const ParallelConfig& parallel, const StepShape& shape);
+
+}  // namespace fb::workloads

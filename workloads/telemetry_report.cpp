@@ -1,0 +1,71 @@
+#include "workloads/telemetry_report.hpp"
+
+#include <chrono>
+#include <ctime>
+
+#include <fmt/format.h>
+
+#include "core/gather.hpp"
+
+namespace fb::workloads {
+
+using nlohmann::json;
+
+namespace {
+
+std::string utc_from_unix(double seconds) {
+  const auto whole = static_cast<std::time_t>(seconds);
+  const int ms = static_cast<int>((seconds - static_cast<double>(whole)) * 1000.0);
+  std::tm tm{};
+  gmtime_r(&whole, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%S", &tm);
+  return fmt::format("{}.{:03d}Z", buf, ms);
+}
+
+}  // namespace
+
+json gather_telemetry(const MpiContext& mpi, const TelemetrySampler& sampler, double from_s, double to_s) {
+  json mine = sampler.summary(from_s, to_s);
+  // Each rank's own clock: when its t_s = 0 was, so series of different ranks line up.
+  mine["started_at"] = utc_from_unix(sampler.start_unix_s());
+  const auto all = gather_to_root(mpi.world(), mine.dump());
+  if (!mpi.is_root()) return nullptr;
+  json ranks = json::array();
+  std::vector<json> summaries;
+  for (std::size_t r = 0; r < all.size(); ++r) {
+    json s = json::parse(all[r]);
+    s["rank"] = r;
+    s["hostname"] = r < mpi.hostnames().size() ? mpi.hostnames()[r] : std::string();
+    json lean = s;
+    lean.erase("series");
+    lean.erase("source");
+    lean.erase("started_at");
+    lean.erase("rank");
+    lean.erase("hostname");
+    summaries.push_back(std::move(lean));
+    ranks.push_back(std::move(s));
+  }
+  json combined = combine_telemetry(summaries);
+  return {{"mode", to_string(sampler.options().mode)},
+          {"interval_ms", sampler.options().interval_s * 1e3},
+          {"combined", std::move(combined)},
+          {"ranks", std::move(ranks)}};
+}
+
+void attach_telemetry(reports::Result& result, const json& gathered) {
+  if (gathered.is_null() || result.extra.contains("telemetry")) return;
+  json t = gathered["combined"];
+  t["mode"] = gathered["mode"];
+  result.extra["telemetry"] = std::move(t);
+}
+
+void attach_telemetry(reports::Report& report, const json& gathered) {
+  if (gathered.is_null()) return;
+  for (auto& r : report.results) attach_telemetry(r, gathered);
+  if (!report.summary.is_object()) return;
+  report.summary["telemetry"] = {
+      {"mode", gathered["mode"]}, {"interval_ms", gathered["interval_ms"]}, {"ranks", gathered["ranks"]}};
+}
+
+}  // namespace fb::workloads

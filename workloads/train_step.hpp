@@ -1,0 +1,62 @@
+#pragma once
+// `factorybench train`: a transformer training step (dense or MoE) on every rank with real GEMMs, attention,
+// MoE routing and the collectives of a tensor/data/expert-parallel layout; Megatron-accurate MFU.
+// Measures and returns data; never prints (tools/train_command.cpp prints). Algorithm: docs/train.md.
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/backend.hpp"
+#include "core/mpi_context.hpp"
+#include "reports/report.hpp"
+#include "workloads/device_peak.hpp"
+#include "workloads/model_config.hpp"
+#include "workloads/parallel_layout.hpp"
+#include "workloads/train_hooks.hpp"
+
+namespace fb::workloads {
+
+struct TrainOptions {
+  std::string model = "tiny-dense";  // preset name or JSON path
+  ParallelConfig parallel;
+  StepShape shape;                 // seq 0 = the model's
+  std::int64_t layers = 0;         // 0 = all; otherwise instantiate only this many layers
+  std::int64_t steps = 10;         // training steps (1-based numbers for the hooks)
+  std::int64_t warmup_steps = 2;   // the first steps of this run, excluded from the statistics
+  double routing_skew = 0;         // 0 = uniform expert popularity; s > 0: router bias −s·ln(1 + e)
+  bool overlap = false;            // DP gradient reduction overlapped with backward (non-blocking)
+  std::int64_t bucket_layers = 1;  // layers per DP gradient bucket
+  float learning_rate = 1e-4f;
+  std::uint64_t seed = 42;
+};
+
+// The model as the run instantiates it (--layers applied) and the validated plan. Throws usage/input Errors
+// (unknown model, impossible layout, MLA or options the step does not implement) before anything is
+// allocated; identical on every rank.
+TrainPlan prepare_training(const TrainOptions& options, std::int64_t world_size);
+
+struct TrainRun {
+  TrainPlan plan;
+  std::vector<double> step_seconds;                 // measured steps, slowest rank per step
+  std::map<std::string, double> breakdown_seconds;  // per step (median over measured steps), this is rank 0
+  std::int64_t steps_run = 0, first_step = 1, last_step = 0;
+  double loss = 0, grad_norm = 0;
+  std::uint64_t allocated_bytes = 0;  // what this rank allocated (max over ranks)
+  double moe_imbalance = 0;           // max/mean tokens per expert over the run (1 = balanced)
+  std::int64_t dispatch_sent_rows = 0, dispatch_received_rows = 0;  // summed over all ranks and steps
+  std::map<std::string, double> collective_bytes;                   // per step, this rank, by collective name
+  std::vector<double> per_rank_steps, per_rank_last_step;           // index = world rank
+  std::string gemm_engine;
+  bool gemm_emulated = false;
+};
+
+// Runs the training loop on every rank: builds the model shard, calls `hooks` (may be null) at the points
+// workloads/train_hooks.hpp defines, and returns the measurements (identical on every rank where agreed).
+TrainRun run_training(const TrainOptions& options, MpiContext& mpi, Backend& backend, TrainHooks* hooks);
+
+// The report result for a run (or, with run == nullptr, for a --dry-run plan). `peak` gives MFU.
+reports::Result train_result(const TrainOptions& options, const TrainPlan& plan, const TrainRun* run,
+                             const DevicePeak& peak, std::int64_t world_size);
+
+}  // namespace fb::workloads
