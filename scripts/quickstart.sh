@@ -16,5 +16,16 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OPENBLAS_NUM_THREADS=${OPENBLAS_NUM_THREADS:-1}
 
 "$FB" --version
-mpirun --oversubscribe -np "$RANKS" "$FB" info --output "$REPORT"
-echo "quickstart: report written to $REPORT"
+echo "== suite quickstart under mpirun -np $RANKS"
+mpirun --oversubscribe -np "$RANKS" "$FB" suite quickstart --output "$REPORT"
+
+# The supervisor launches its own mpirun jobs, so it runs as one process beside the suite.
+RES_REPORT=${REPORT%.json}-resilience.json
+echo "== resilience: tiny-dense on $RANKS ranks with a crash and a hang injected"
+"$FB" resilience --ranks "$RANKS" --launcher mpirun --launcher-args "--oversubscribe" --model tiny-dense \
+  --steps 30 --checkpoint-every 10 --hang-timeout 4s --max-restarts 4 --run-dir "$(mktemp -d)/run" \
+  --faults "crash@step=12,rank=1;hang@step=24,rank=2" --output "$RES_REPORT"
+
+echo "== summary"
+"$FB" report "$REPORT" "$RES_REPORT" --format md
+echo "quickstart: reports written to $REPORT and $RES_REPORT"

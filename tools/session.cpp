@@ -78,7 +78,8 @@ int Session::finish(reports::Report& report) {
   }
   workloads::finish_report(report);
   if (sink_) {
-    for (auto& r : report.results) {
+    // Copies, not moves: the command may still print from its own report after finish().
+    for (auto r : report.results) {
       r.extra["suite_step"] = sink_step_;
       // A result's identity is benchmark + name: keep it unique when two steps measure the same thing.
       for (const auto& existing : sink_->results)
@@ -88,11 +89,12 @@ int Session::finish(reports::Report& report) {
         }
       sink_->results.push_back(std::move(r));
     }
-    for (auto& e : report.events) sink_->events.push_back(std::move(e));
+    for (const auto& e : report.events) sink_->events.push_back(e);
     if (!report.summary.empty()) sink_->summary["steps"][sink_step_] = report.summary;
     if (sink_->system.empty() || (!sink_->system.contains("ranks") && report.system.contains("ranks")))
       sink_->system = report.system;
-    if (report.run.value("backend", "none") != "none") sink_->run["backend"] = report.run["backend"];
+    if (report.run.is_object() && report.run.contains("backend") && report.run["backend"] != "none")
+      sink_->run["backend"] = report.run["backend"];
     return report.any_failed() ? 1 : 0;
   }
   if (!options_.output.empty() && is_root()) {

@@ -16,6 +16,14 @@ assert_json "$T/ok-report.json" "[s['name'] for s in d['summary']['suite']['step
 assert_json "$T/ok-report.json" "d['run']['world_size'] == 2" "world size"
 grep -q "\[2/2\] second: ok" "$T/ok.err" && ok "progress lines" || fail "progress lines: $(cat "$T/ok.err")"
 
+# The quickstart preset: every step's results in one report under 4 ranks.
+run_capture quick fb_mpirun 4 suite quickstart --backend host -o "$T/quick.json"
+[ "$RC" -eq 0 ] || fail "suite quickstart exited $RC: $(tail -5 "$T/quick.err")"
+validate "$T/quick.json"
+assert_json "$T/quick.json" "{r['benchmark'] for r in d['results']} == {'gemm', 'collective', 'train'}" "gemm, collective and train results"
+assert_json "$T/quick.json" "all(r['status'] == 'ok' for r in d['results']) and d['run']['world_size'] == 4" "all ok on 4 ranks"
+assert_json "$T/quick.json" "len(set((r['benchmark'], r['name']) for r in d['results'])) == len(d['results'])" "result identities unique"
+
 # A step whose input is bad fails, is recorded with its reason, and the next step still runs.
 cat >"$T/bad.json" <<'JSON'
 {"name": "one-bad", "steps": [
