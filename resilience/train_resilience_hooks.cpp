@@ -406,13 +406,19 @@ void TrainResilienceHooks::commit_gathered(std::int64_t step, const ShardInfo& m
   FB_CHECK_MPI(MPI_Gather(local, 2, MPI_UINT64_T, all.data(), 2, MPI_UINT64_T, 0, mpi_.world()));
   double write_s = write_s_local;
   FB_CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, &write_s, 1, MPI_DOUBLE, MPI_MAX, mpi_.world()));
-  if (!mpi_.is_root()) return;
+  // No rank moves on before rank 0 committed and pruned: a ckpt-corrupt fault on another rank right after
+  // this save must find this checkpoint as the newest committed one, not the previous one.
+  if (!mpi_.is_root()) {
+    FB_CHECK_MPI(MPI_Barrier(mpi_.world()));
+    return;
+  }
   std::vector<ShardInfo> shards;
   for (int r = 0; r < mpi_.size(); ++r)
     shards.push_back({r, CheckpointStore::shard_file(r), all[2 * static_cast<std::size_t>(r)],
                       all[2 * static_cast<std::size_t>(r) + 1], 0});
   const auto info = store_.commit(step, shards);
   const auto pruned = store_.prune(o_.keep);
+  FB_CHECK_MPI(MPI_Barrier(mpi_.world()));
   auto e = make_event(event::ckpt_commit);
   e["step"] = step;
   e["checkpoint"] = info.name;
