@@ -15,7 +15,9 @@
 namespace fb {
 namespace {
 
-std::string errno_text() { return std::strerror(errno); }
+std::string errno_text() {
+  return std::strerror(errno);
+}
 
 }  // namespace
 
@@ -67,7 +69,8 @@ void write_file_atomic(const std::filesystem::path& path, std::string_view text)
 std::string read_text_file(const std::filesystem::path& path) {
   std::error_code ec;
   if (!std::filesystem::exists(path, ec)) throw input_error("file not found: " + path.string());
-  if (std::filesystem::is_directory(path, ec)) throw input_error("expected a file, found a directory: " + path.string());
+  if (std::filesystem::is_directory(path, ec))
+    throw input_error("expected a file, found a directory: " + path.string());
   std::ifstream in(path, std::ios::binary);
   if (!in) throw input_error("cannot read " + path.string());
   std::ostringstream out;

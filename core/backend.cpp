@@ -14,7 +14,9 @@
 
 namespace fb {
 
-std::string_view to_string(BackendKind kind) { return kind == BackendKind::cuda ? "cuda" : "host"; }
+std::string_view to_string(BackendKind kind) {
+  return kind == BackendKind::cuda ? "cuda" : "host";
+}
 
 BackendChoice parse_backend_choice(std::string_view text) {
   if (text == "auto") return BackendChoice::automatic;
@@ -33,7 +35,9 @@ DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& other) noexcept {
   return *this;
 }
 
-DeviceBuffer::~DeviceBuffer() { release(); }
+DeviceBuffer::~DeviceBuffer() {
+  release();
+}
 
 void DeviceBuffer::release() {
   if (owner_ && data_) owner_->free(data_);

@@ -77,8 +77,10 @@ class Backend {
   virtual std::uint64_t free_memory_bytes() const = 0;
 
   virtual DeviceBuffer allocate(std::size_t bytes) = 0;
-  virtual void copy_to_device(DeviceBuffer& dst, const void* src, std::size_t bytes, std::size_t offset = 0) = 0;
-  virtual void copy_to_host(void* dst, const DeviceBuffer& src, std::size_t bytes, std::size_t offset = 0) = 0;
+  virtual void copy_to_device(DeviceBuffer& dst, const void* src, std::size_t bytes,
+                              std::size_t offset = 0) = 0;
+  virtual void copy_to_host(void* dst, const DeviceBuffer& src, std::size_t bytes,
+                            std::size_t offset = 0) = 0;
   virtual void copy_device_to_device(DeviceBuffer& dst, const DeviceBuffer& src, std::size_t bytes) = 0;
   virtual void synchronize() = 0;
   virtual std::unique_ptr<Timer> make_timer() = 0;

@@ -75,8 +75,8 @@ class CudaBackend final : public Backend {
     void* p = nullptr;
     const cudaError_t rc = cudaMalloc(&p, bytes ? bytes : 1);
     if (rc != cudaSuccess)
-      throw runtime_error(fmt::format("cannot allocate {} of GPU memory: {}", format_bytes(bytes),
-                                      cudaGetErrorString(rc)));
+      throw runtime_error(
+          fmt::format("cannot allocate {} of GPU memory: {}", format_bytes(bytes), cudaGetErrorString(rc)));
     return DeviceBuffer(this, p, bytes);
   }
   void copy_to_device(DeviceBuffer& dst, const void* src, std::size_t bytes, std::size_t offset) override {

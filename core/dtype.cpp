@@ -25,10 +25,18 @@ struct Alias {
   DType type;
 };
 constexpr std::array<Alias, 12> kAliases{{
-    {"double", DType::fp64},   {"float64", DType::fp64},   {"float", DType::fp32},
-    {"float32", DType::fp32},  {"half", DType::fp16},      {"float16", DType::fp16},
-    {"bfloat16", DType::bf16}, {"fp8", DType::fp8_e4m3},   {"e4m3", DType::fp8_e4m3},
-    {"e5m2", DType::fp8_e5m2}, {"int", DType::int32},      {"int32_t", DType::int32},
+    {"double", DType::fp64},
+    {"float64", DType::fp64},
+    {"float", DType::fp32},
+    {"float32", DType::fp32},
+    {"half", DType::fp16},
+    {"float16", DType::fp16},
+    {"bfloat16", DType::bf16},
+    {"fp8", DType::fp8_e4m3},
+    {"e4m3", DType::fp8_e4m3},
+    {"e5m2", DType::fp8_e5m2},
+    {"int", DType::int32},
+    {"int32_t", DType::int32},
 }};
 
 }  // namespace
@@ -39,7 +47,9 @@ const DTypeInfo& dtype_info(DType type) {
   throw runtime_error("unknown dtype enumerator");
 }
 
-std::span<const DTypeInfo> all_dtypes() { return kTable; }
+std::span<const DTypeInfo> all_dtypes() {
+  return kTable;
+}
 
 DType parse_dtype(std::string_view text) {
   for (const auto& info : kTable)

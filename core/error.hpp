@@ -21,10 +21,18 @@ class Error : public std::runtime_error {
   ErrorKind kind_;
 };
 
-inline Error usage_error(const std::string& message) { return Error(ErrorKind::usage, message); }
-inline Error input_error(const std::string& message) { return Error(ErrorKind::input, message); }
-inline Error unsupported_error(const std::string& message) { return Error(ErrorKind::unsupported, message); }
-inline Error runtime_error(const std::string& message) { return Error(ErrorKind::runtime, message); }
+inline Error usage_error(const std::string& message) {
+  return Error(ErrorKind::usage, message);
+}
+inline Error input_error(const std::string& message) {
+  return Error(ErrorKind::input, message);
+}
+inline Error unsupported_error(const std::string& message) {
+  return Error(ErrorKind::unsupported, message);
+}
+inline Error runtime_error(const std::string& message) {
+  return Error(ErrorKind::runtime, message);
+}
 
 // Exit status for an error kind: 2 for anything the user can fix in the command line or files, 3 otherwise.
 int exit_code_for(ErrorKind kind) noexcept;

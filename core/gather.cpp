@@ -35,11 +35,13 @@ std::vector<std::string> gather_to_root(MPI_Comm comm, const std::string& value)
     std::exclusive_scan(lens.begin(), lens.end(), offsets.begin(), 0);
     all.resize(static_cast<std::size_t>(offsets.back() + lens.back()));
   }
-  FB_CHECK_MPI(MPI_Gatherv(value.data(), len, MPI_CHAR, all.data(), lens.data(), offsets.data(), MPI_CHAR, 0, comm));
+  FB_CHECK_MPI(
+      MPI_Gatherv(value.data(), len, MPI_CHAR, all.data(), lens.data(), offsets.data(), MPI_CHAR, 0, comm));
   std::vector<std::string> out;
   if (rank == 0)
     for (int r = 0; r < size; ++r)
-      out.emplace_back(all.data() + offsets[static_cast<std::size_t>(r)], static_cast<std::size_t>(lens[static_cast<std::size_t>(r)]));
+      out.emplace_back(all.data() + offsets[static_cast<std::size_t>(r)],
+                       static_cast<std::size_t>(lens[static_cast<std::size_t>(r)]));
   return out;
 }
 

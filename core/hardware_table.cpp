@@ -52,7 +52,8 @@ std::vector<HardwarePeaks> load_hardware_table() {
   return out;
 }
 
-std::optional<HardwarePeaks> find_hardware(const std::vector<HardwarePeaks>& table, const std::string& device_name) {
+std::optional<HardwarePeaks> find_hardware(const std::vector<HardwarePeaks>& table,
+                                           const std::string& device_name) {
   const HardwarePeaks* best = nullptr;
   std::size_t best_len = 0;
   for (const auto& hw : table)

@@ -8,19 +8,21 @@
 namespace fb {
 
 struct HardwarePeaks {
-  std::string name;                          // "H200 SXM"
-  std::vector<std::string> match;            // substrings of the CUDA device name
-  std::map<std::string, double> peak_tflops;  // dense (not sparse) TFLOP/s by dtype name: bf16, fp16, fp8, ...
+  std::string name;                // "H200 SXM"
+  std::vector<std::string> match;  // substrings of the CUDA device name
+  std::map<std::string, double>
+      peak_tflops;  // dense (not sparse) TFLOP/s by dtype name: bf16, fp16, fp8, ...
   std::map<std::string, double> mamf_tflops;  // best achievable matmul measured by others, by dtype
   double hbm_tbps = 0;
-  std::string source;                        // provenance of the figures
-  std::string file;                          // where it was loaded from
+  std::string source;  // provenance of the figures
+  std::string file;    // where it was loaded from
 };
 
 // All entries of configs/hardware; throws an input Error naming the file and field on malformed JSON.
 std::vector<HardwarePeaks> load_hardware_table();
 // The entry whose longest `match` substring occurs in `device_name`, if any.
-std::optional<HardwarePeaks> find_hardware(const std::vector<HardwarePeaks>& table, const std::string& device_name);
+std::optional<HardwarePeaks> find_hardware(const std::vector<HardwarePeaks>& table,
+                                           const std::string& device_name);
 
 // The peak for a dtype name, with the usual aliases (fp8_e4m3/fp8_e5m2 -> fp8); nullopt when unknown.
 std::optional<double> peak_for(const HardwarePeaks& hw, const std::string& dtype);

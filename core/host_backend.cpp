@@ -51,7 +51,9 @@ DeviceBuffer HostBackend::allocate(std::size_t bytes) {
   return DeviceBuffer(this, p, bytes);
 }
 
-void HostBackend::free(void* data) noexcept { std::free(data); }
+void HostBackend::free(void* data) noexcept {
+  std::free(data);
+}
 
 void HostBackend::copy_to_device(DeviceBuffer& dst, const void* src, std::size_t bytes, std::size_t offset) {
   check_range(dst, bytes, offset);
@@ -69,6 +71,8 @@ void HostBackend::copy_device_to_device(DeviceBuffer& dst, const DeviceBuffer& s
   std::memcpy(dst.data(), src.data(), bytes);
 }
 
-std::unique_ptr<Timer> HostBackend::make_timer() { return std::make_unique<SteadyTimer>(); }
+std::unique_ptr<Timer> HostBackend::make_timer() {
+  return std::make_unique<SteadyTimer>();
+}
 
 }  // namespace fb

@@ -31,7 +31,8 @@ LibraryVersions library_versions() {
 #endif
   v.mpi = mpi_library_version();
 #if defined(OMPI_MAJOR_VERSION)
-  v.mpi_short = fmt::format("Open MPI {}.{}.{}", OMPI_MAJOR_VERSION, OMPI_MINOR_VERSION, OMPI_RELEASE_VERSION);
+  v.mpi_short =
+      fmt::format("Open MPI {}.{}.{}", OMPI_MAJOR_VERSION, OMPI_MINOR_VERSION, OMPI_RELEASE_VERSION);
 #else
   v.mpi_short = v.mpi;
 #endif

@@ -35,15 +35,18 @@ MpiContext::MpiContext(int* argc, char*** argv) {
   FB_CHECK_MPI(MPI_Comm_rank(node_comm_, &local_rank_));
   FB_CHECK_MPI(MPI_Comm_size(node_comm_, &local_size_));
   // Under srun, SLURM_LOCALID is the index Slurm's GPU binding (--gpus-per-task, --gpu-bind) uses.
-  if (const int slurm_local = slurm_task_local_id(rank_); all_true(slurm_local >= 0)) local_rank_ = slurm_local;
+  if (const int slurm_local = slurm_task_local_id(rank_); all_true(slurm_local >= 0))
+    local_rank_ = slurm_local;
 
   char name[256] = {};
   ::gethostname(name, sizeof(name) - 1);
   hostname_ = name;
   std::vector<char> all(static_cast<std::size_t>(size_) * sizeof(name));
-  FB_CHECK_MPI(MPI_Allgather(name, sizeof(name), MPI_CHAR, all.data(), sizeof(name), MPI_CHAR, MPI_COMM_WORLD));
+  FB_CHECK_MPI(
+      MPI_Allgather(name, sizeof(name), MPI_CHAR, all.data(), sizeof(name), MPI_CHAR, MPI_COMM_WORLD));
   hostnames_.reserve(static_cast<std::size_t>(size_));
-  for (int r = 0; r < size_; ++r) hostnames_.emplace_back(all.data() + static_cast<std::size_t>(r) * sizeof(name));
+  for (int r = 0; r < size_; ++r)
+    hostnames_.emplace_back(all.data() + static_cast<std::size_t>(r) * sizeof(name));
 }
 
 MpiContext::~MpiContext() {
@@ -60,7 +63,9 @@ std::vector<std::string> MpiContext::unique_hosts() const {
   return out;
 }
 
-void MpiContext::barrier() const { FB_CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD)); }
+void MpiContext::barrier() const {
+  FB_CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
+}
 
 bool MpiContext::all_true(bool ok) const {
   int local = ok ? 1 : 0, global = 0;
@@ -79,7 +84,8 @@ void MpiContext::require_same_arguments(std::span<const std::string> args) const
   FB_CHECK_MPI(MPI_Allreduce(&hash, &lo, 1, MPI_UINT64_T, MPI_MIN, MPI_COMM_WORLD));
   FB_CHECK_MPI(MPI_Allreduce(&hash, &hi, 1, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD));
   if (lo != hi)
-    throw usage_error("the ranks were started with different arguments; every rank must run the same command");
+    throw usage_error(
+        "the ranks were started with different arguments; every rank must run the same command");
 }
 
 int slurm_task_local_id(int mpi_rank) {

@@ -49,8 +49,8 @@ class MpiContext {
 // initialised, so usage errors are printed once. 0 when not launched by one.
 int launcher_rank();
 
-// SLURM_LOCALID when this process is task `mpi_rank` of an srun step (SLURM_PROCID == mpi_rank), else -1. Ranks
-// that mpirun started inside an allocation inherit the batch step's SLURM_LOCALID=0 and fail the check.
+// SLURM_LOCALID when this process is task `mpi_rank` of an srun step (SLURM_PROCID == mpi_rank), else -1.
+// Ranks that mpirun started inside an allocation inherit the batch step's SLURM_LOCALID=0 and fail the check.
 int slurm_task_local_id(int mpi_rank);
 
 // "Open MPI v4.1.4, ..." first line of MPI_Get_library_version (needs no initialised MPI).

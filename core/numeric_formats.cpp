@@ -22,8 +22,10 @@ std::uint32_t encode_small(float value, int exp_bits, int man_bits, bool saturat
   }
   float mag = std::fabs(value);
   if (mag > max_finite || std::isinf(mag)) {
-    if (saturate || !has_inf) mag = max_finite;
-    else return (sign << sign_shift) | (((1u << exp_bits) - 1) << man_bits);
+    if (saturate || !has_inf)
+      mag = max_finite;
+    else
+      return (sign << sign_shift) | (((1u << exp_bits) - 1) << man_bits);
   }
   if (mag == 0.0f) return sign << sign_shift;
   int exponent = 0;
@@ -84,21 +86,29 @@ std::uint16_t float_to_bf16(float value) {
   return static_cast<std::uint16_t>((bits + rounding) >> 16);
 }
 
-float bf16_to_float(std::uint16_t bits) { return std::bit_cast<float>(static_cast<std::uint32_t>(bits) << 16); }
+float bf16_to_float(std::uint16_t bits) {
+  return std::bit_cast<float>(static_cast<std::uint32_t>(bits) << 16);
+}
 
 std::uint16_t float_to_fp16(float value) {
   return static_cast<std::uint16_t>(encode_small(value, 5, 10, false, 65504.0f, true));
 }
-float fp16_to_float(std::uint16_t bits) { return decode_small(bits, 5, 10, true); }
+float fp16_to_float(std::uint16_t bits) {
+  return decode_small(bits, 5, 10, true);
+}
 
 std::uint8_t float_to_fp8_e4m3(float value) {
   return static_cast<std::uint8_t>(encode_small(value, 4, 3, true, 448.0f, false));
 }
-float fp8_e4m3_to_float(std::uint8_t bits) { return decode_small(bits, 4, 3, false); }
+float fp8_e4m3_to_float(std::uint8_t bits) {
+  return decode_small(bits, 4, 3, false);
+}
 
 std::uint8_t float_to_fp8_e5m2(float value) {
   return static_cast<std::uint8_t>(encode_small(value, 5, 2, true, 57344.0f, true));
 }
-float fp8_e5m2_to_float(std::uint8_t bits) { return decode_small(bits, 5, 2, true); }
+float fp8_e5m2_to_float(std::uint8_t bits) {
+  return decode_small(bits, 5, 2, true);
+}
 
 }  // namespace fb

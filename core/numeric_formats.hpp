@@ -16,6 +16,8 @@ std::uint8_t float_to_fp8_e5m2(float value);
 float fp8_e5m2_to_float(std::uint8_t bits);
 
 // Rounds to the nearest representable value of the format (still a float): what the tensor core sees.
-inline float round_to_bf16(float value) { return bf16_to_float(float_to_bf16(value)); }
+inline float round_to_bf16(float value) {
+  return bf16_to_float(float_to_bf16(value));
+}
 
 }  // namespace fb

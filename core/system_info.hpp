@@ -8,8 +8,8 @@ namespace fb {
 struct HostInfo {
   std::string hostname;
   std::string cpu_model;
-  int cpu_cores_online = 0;       // logical CPUs online
-  int cores_available = 0;        // CPUs in this process's affinity mask
+  int cpu_cores_online = 0;  // logical CPUs online
+  int cores_available = 0;   // CPUs in this process's affinity mask
   int cpu_max_mhz = 0;
   std::uint64_t memory_bytes = 0;            // MemTotal
   std::uint64_t memory_available_bytes = 0;  // MemAvailable

@@ -45,12 +45,18 @@ std::uint64_t parse_size(std::string_view text, std::string_view what) {
   if (!suffix.empty() && suffix.back() == 'b') suffix.pop_back();
   if (!suffix.empty() && suffix.back() == 'i') suffix.pop_back();
   double scale = 1;
-  if (suffix.empty()) scale = 1;
-  else if (suffix == "k") scale = 1024.0;
-  else if (suffix == "m") scale = 1024.0 * 1024;
-  else if (suffix == "g") scale = 1024.0 * 1024 * 1024;
-  else if (suffix == "t") scale = 1024.0 * 1024 * 1024 * 1024;
-  else throw bad("unknown unit (use K, M, G or T)");
+  if (suffix.empty())
+    scale = 1;
+  else if (suffix == "k")
+    scale = 1024.0;
+  else if (suffix == "m")
+    scale = 1024.0 * 1024;
+  else if (suffix == "g")
+    scale = 1024.0 * 1024 * 1024;
+  else if (suffix == "t")
+    scale = 1024.0 * 1024 * 1024 * 1024;
+  else
+    throw bad("unknown unit (use K, M, G or T)");
   const double bytes = number * scale;
   if (bytes != std::floor(bytes)) throw bad("not a whole number of bytes");
   if (bytes > 9.0e18) throw bad("too large");
@@ -67,14 +73,22 @@ double parse_duration(std::string_view text, std::string_view what) {
   std::string suffix;
   if (!split_number(text, number, suffix)) throw bad("expected a duration such as 500ms, 90s, 15m or 2h");
   double scale = 1;
-  if (suffix.empty() || suffix == "s") scale = 1;
-  else if (suffix == "ns") scale = 1e-9;
-  else if (suffix == "us") scale = 1e-6;
-  else if (suffix == "ms") scale = 1e-3;
-  else if (suffix == "m" || suffix == "min") scale = 60;
-  else if (suffix == "h") scale = 3600;
-  else if (suffix == "d") scale = 86400;
-  else throw bad("unknown unit (use ms, s, m, h or d)");
+  if (suffix.empty() || suffix == "s")
+    scale = 1;
+  else if (suffix == "ns")
+    scale = 1e-9;
+  else if (suffix == "us")
+    scale = 1e-6;
+  else if (suffix == "ms")
+    scale = 1e-3;
+  else if (suffix == "m" || suffix == "min")
+    scale = 60;
+  else if (suffix == "h")
+    scale = 3600;
+  else if (suffix == "d")
+    scale = 86400;
+  else
+    throw bad("unknown unit (use ms, s, m, h or d)");
   const double seconds = number * scale;
   if (!std::isfinite(seconds)) throw bad("not a finite duration");
   return seconds;

@@ -8,18 +8,24 @@ namespace fb::reports {
 
 std::string_view to_string(Better b) {
   switch (b) {
-    case Better::higher: return "higher";
-    case Better::lower: return "lower";
-    case Better::none: return "none";
+    case Better::higher:
+      return "higher";
+    case Better::lower:
+      return "lower";
+    case Better::none:
+      return "none";
   }
   return "none";
 }
 
 std::string_view to_string(Status s) {
   switch (s) {
-    case Status::ok: return "ok";
-    case Status::failed: return "failed";
-    case Status::skipped: return "skipped";
+    case Status::ok:
+      return "ok";
+    case Status::failed:
+      return "failed";
+    case Status::skipped:
+      return "skipped";
   }
   return "failed";
 }
@@ -61,7 +67,8 @@ void Result::set_per_rank(const std::string& key, std::vector<double> values) {
 }
 
 bool Report::any_failed() const {
-  return std::any_of(results.begin(), results.end(), [](const Result& r) { return r.status == Status::failed; });
+  return std::any_of(results.begin(), results.end(),
+                     [](const Result& r) { return r.status == Status::failed; });
 }
 
 Metric metric_from_samples(std::span<const double> samples, std::string unit, Better better) {

@@ -34,7 +34,7 @@ struct Result {
   std::string benchmark;  // "gemm", "collective", "train", "resilience", "simulate", "info"
   std::string name;       // identity within the benchmark: "allreduce/fp32/1048576"
   nlohmann::json params = nlohmann::json::object();
-  std::vector<std::pair<std::string, Metric>> metrics;              // in insertion order
+  std::vector<std::pair<std::string, Metric>> metrics;                // in insertion order
   std::vector<std::pair<std::string, std::vector<double>>> per_rank;  // index = world rank
   Status status = Status::ok;
   std::optional<std::string> error;
@@ -52,8 +52,9 @@ struct Result {
 
 struct Report {
   std::string schema{kSchemaV1};
-  nlohmann::json tool = nlohmann::json::object();    // name, version, git_commit
-  nlohmann::json run = nlohmann::json::object();     // id, command, started_at, finished_at, world_size, hosts, backend
+  nlohmann::json tool = nlohmann::json::object();  // name, version, git_commit
+  nlohmann::json run =
+      nlohmann::json::object();  // id, command, started_at, finished_at, world_size, hosts, backend
   nlohmann::json system = nlohmann::json::object();  // devices, versions, cpu, peak_tflops
   std::vector<Result> results;
   nlohmann::json events = nlohmann::json::array();

@@ -11,11 +11,17 @@ namespace {
 using nlohmann::json;
 
 // JSON has no NaN or infinity: a non-finite figure is written as null.
-json number(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
+json number(double v) {
+  return std::isfinite(v) ? json(v) : json(nullptr);
+}
 
 json stats_json(const SampleStats& s) {
-  return json{{"min", number(s.min)},       {"median", number(s.median)}, {"max", number(s.max)},
-              {"mean", number(s.mean)},     {"p99", number(s.p99)},       {"stddev", number(s.stddev)},
+  return json{{"min", number(s.min)},
+              {"median", number(s.median)},
+              {"max", number(s.max)},
+              {"mean", number(s.mean)},
+              {"p99", number(s.p99)},
+              {"stddev", number(s.stddev)},
               {"n", s.n}};
 }
 
@@ -32,8 +38,12 @@ json result_json(const Result& r) {
     for (double v : values) arr.push_back(number(v));
     per_rank[name] = std::move(arr);
   }
-  json j{{"benchmark", r.benchmark}, {"name", r.name},     {"params", r.params},
-         {"metrics", metrics},       {"per_rank", per_rank}, {"status", to_string(r.status)},
+  json j{{"benchmark", r.benchmark},
+         {"name", r.name},
+         {"params", r.params},
+         {"metrics", metrics},
+         {"per_rank", per_rank},
+         {"status", to_string(r.status)},
          {"error", r.error ? json(*r.error) : json(nullptr)}};
   if (!r.extra.empty()) j["extra"] = r.extra;
   return j;
@@ -45,7 +55,9 @@ struct Cursor {
   std::string path;
   const std::string& source;
 
-  [[noreturn]] void fail(const std::string& what) const { throw input_error(source + ": " + path + ": " + what); }
+  [[noreturn]] void fail(const std::string& what) const {
+    throw input_error(source + ": " + path + ": " + what);
+  }
   Cursor at(const std::string& key) const {
     if (!j.is_object()) fail("expected an object");
     if (!j.contains(key)) fail("missing required field \"" + key + "\"");
@@ -132,8 +144,8 @@ Result read_result(const Cursor& c) {
 nlohmann::json to_json(const Report& report) {
   json results = json::array();
   for (const auto& r : report.results) results.push_back(result_json(r));
-  return json{{"schema", report.schema}, {"tool", report.tool},       {"run", report.run},
-              {"system", report.system}, {"results", results},        {"events", report.events},
+  return json{{"schema", report.schema},  {"tool", report.tool}, {"run", report.run},
+              {"system", report.system},  {"results", results},  {"events", report.events},
               {"summary", report.summary}};
 }
 
@@ -148,7 +160,8 @@ Report report_from_json(const nlohmann::json& j, const std::string& source) {
   if (j.contains("run")) report.run = root.at("run").object();
   if (j.contains("system")) report.system = root.at("system").object();
   const Cursor results = root.at("results");
-  for (std::size_t i = 0; i < results.array().size(); ++i) report.results.push_back(read_result(results.at(i)));
+  for (std::size_t i = 0; i < results.array().size(); ++i)
+    report.results.push_back(read_result(results.at(i)));
   if (j.contains("events")) report.events = root.at("events").array();
   if (j.contains("summary")) report.summary = root.at("summary").object();
   return report;

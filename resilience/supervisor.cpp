@@ -141,7 +141,8 @@ std::vector<std::string> launch_command(const SupervisorOptions& o, int attempt)
     cmd = {"mpirun", "-np", std::to_string(o.ranks)};
   } else if (o.launcher == "srun") {
     // --kill-on-bad-exit: one dead rank ends the step instead of leaving the others blocked in a collective.
-    cmd = {"srun", "-n", std::to_string(o.ranks), "--kill-on-bad-exit=1", "--job-name=" + srun_step_name(o, attempt)};
+    cmd = {"srun", "-n", std::to_string(o.ranks), "--kill-on-bad-exit=1",
+           "--job-name=" + srun_step_name(o, attempt)};
     if (!o.exclude_hosts.empty())
       cmd.push_back("--exclude=" + fmt::format("{}", fmt::join(o.exclude_hosts, ",")));
   }
@@ -190,8 +191,9 @@ SupervisorResult run_supervisor(const SupervisorOptions& o) {
   for (int r = 0; r < o.ranks; ++r) slots[static_cast<std::size_t>(r)] = r;
   int next_spare = o.ranks, spares_left = o.spares;
   std::map<int, int> strikes;  // slot → failures + straggler reports
-  std::map<int, std::string> slot_host;  // srun: slot → node it last failed on, excluded when the slot is drained
-  SupervisorOptions current = o;         // srun: exclude_hosts grows with the drained nodes
+  std::map<int, std::string>
+      slot_host;                  // srun: slot → node it last failed on, excluded when the slot is drained
+  SupervisorOptions current = o;  // srun: exclude_hosts grows with the drained nodes
   SupervisorResult result;
   int attempt = 0;
   while (true) {
@@ -255,7 +257,8 @@ SupervisorResult run_supervisor(const SupervisorOptions& o) {
         break;
       }
     }
-    if (o.launcher == "srun" && !silent && !budget) stop_srun_attempt(child, status, true, srun_step_name(o, attempt));
+    if (o.launcher == "srun" && !silent && !budget)
+      stop_srun_attempt(child, status, true, srun_step_name(o, attempt));
     ::kill(-child,
            SIGKILL);  // whatever is left of the attempt's process group (ranks, the launcher's helpers)
 
@@ -326,9 +329,9 @@ SupervisorResult run_supervisor(const SupervisorOptions& o) {
         e["strikes"] = strikes[slot];
         e["reason"] = fmt::format("slot {} failed or straggled {} time(s) (--drain-after {})", slot,
                                   strikes[slot], o.drain_after);
-        if (const auto h = slot_host.find(slot); h != slot_host.end() &&
-            std::find(current.exclude_hosts.begin(), current.exclude_hosts.end(), h->second) ==
-                current.exclude_hosts.end()) {
+        if (const auto h = slot_host.find(slot);
+            h != slot_host.end() && std::find(current.exclude_hosts.begin(), current.exclude_hosts.end(),
+                                              h->second) == current.exclude_hosts.end()) {
           e["host"] = h->second;
           current.exclude_hosts.push_back(h->second);  // srun --exclude from the next attempt on
         }

@@ -29,7 +29,7 @@ struct SupervisorOptions {
   std::string policy = "none";  // none | drain
   int spares = 0;
   int drain_after = 1;
-  double heartbeat_timeout_s = 120;  // the log silent this long: killed, counted as a hang
+  double heartbeat_timeout_s = 120;        // the log silent this long: killed, counted as a hang
   std::vector<std::string> exclude_hosts;  // srun: `--exclude` (the supervisor adds the nodes it drains)
 };
 

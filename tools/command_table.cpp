@@ -5,16 +5,18 @@
 namespace fb::tools {
 
 void add_global_options(CLI::App& app, GlobalOptions& global) {
-  app.add_option("--backend", global.backend, "Device backend: auto (cuda when a GPU is visible), cuda or host")
+  app.add_option("--backend", global.backend,
+                 "Device backend: auto (cuda when a GPU is visible), cuda or host")
       ->check(CLI::IsMember({"auto", "cuda", "host"}));
   app.add_option("-o,--output", global.output, "Write the JSON report to this file (rank 0, atomically)");
   app.add_option("--seed", global.seed, "Seed for all random data and random fault plans");
   app.add_flag("-q,--quiet", global.quiet, "Print errors only");
   app.add_option("--log-level", global.log_level, "error, warn, info or debug (debug: every rank logs)")
       ->check(CLI::IsMember({"error", "warn", "info", "debug"}));
-  app.add_option("--telemetry", global.telemetry,
-                 "GPU (NVML) and host telemetry during the run: off, summary (per result) or full (plus the time "
-                 "series); see docs/health.md")
+  app.add_option(
+         "--telemetry", global.telemetry,
+         "GPU (NVML) and host telemetry during the run: off, summary (per result) or full (plus the time "
+         "series); see docs/health.md")
       ->check(CLI::IsMember({"off", "summary", "full"}));
   app.add_option("--telemetry-interval", global.telemetry_interval, "Telemetry sampling period (100ms, 1s)");
 }

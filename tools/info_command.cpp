@@ -41,7 +41,8 @@ int run_info(const InfoOptions& opt, Session& session) {
                            run["hosts"].size(), run["backend"].get<std::string>());
   const auto& sys = report.system;
   std::cout << fmt::format("host: {}, {} cores, {} memory, {}\n", sys["cpu"]["model"].get<std::string>(),
-                           sys["cpu"]["cores"].get<int>(), format_bytes(sys["memory_bytes"].get<std::uint64_t>()),
+                           sys["cpu"]["cores"].get<int>(),
+                           format_bytes(sys["memory_bytes"].get<std::uint64_t>()),
                            sys["os"].get<std::string>());
   for (const auto& rank : sys["ranks"]) {
     const auto& d = rank["device"];
@@ -50,7 +51,8 @@ int run_info(const InfoOptions& opt, Session& session) {
                                    d["kind"].get<std::string>(), d["name"].get<std::string>());
     if (d["kind"] == "gpu")
       line += fmt::format(", {} SMs, {}, cc {}", d["multiprocessors"].get<int>(),
-                          format_bytes(d["memory_bytes"].get<std::uint64_t>()), d.value("compute_capability", "?"));
+                          format_bytes(d["memory_bytes"].get<std::uint64_t>()),
+                          d.value("compute_capability", "?"));
     std::cout << line << "\n";
   }
   std::cout << "peak (" << peak.source << "):\n";

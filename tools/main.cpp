@@ -3,8 +3,8 @@
 #include <mpi.h>
 
 #include <cstdio>
-#include <memory>
 #include <iostream>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -36,10 +36,11 @@ bool mpi_running_with_peers() {
 
 int main(int argc, char** argv) {
   using namespace fb::tools;
-  CLI::App app{"factorybench: benchmark and validation toolkit for GPU training clusters.\n"
-               "Measures GEMM and collective throughput, transformer training steps (MFU), and goodput under\n"
-               "injected faults; writes versioned JSON reports and gates CI on them.",
-               "factorybench"};
+  CLI::App app{
+      "factorybench: benchmark and validation toolkit for GPU training clusters.\n"
+      "Measures GEMM and collective throughput, transformer training steps (MFU), and goodput under\n"
+      "injected faults; writes versioned JSON reports and gates CI on them.",
+      "factorybench"};
   app.set_version_flag("--version", fb::workloads::version_line());
   app.require_subcommand(1);
   app.fallthrough();  // global options may follow the subcommand
@@ -60,7 +61,8 @@ int main(int argc, char** argv) {
       known += command.app->get_name();
     }
     if (!found) {
-      if (root) print_error(std::string("unknown subcommand '") + argv[1] + "' (expected one of " + known + ")");
+      if (root)
+        print_error(std::string("unknown subcommand '") + argv[1] + "' (expected one of " + known + ")");
       return 2;
     }
   }

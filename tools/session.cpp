@@ -14,12 +14,13 @@ Session::Session(int* argc, char*** argv, GlobalOptions options, std::vector<std
   telemetry_options_.mode = parse_telemetry_mode(options_.telemetry);
   telemetry_options_.interval_s = parse_duration(options_.telemetry_interval, "--telemetry-interval");
   if (telemetry_options_.interval_s < 1e-3)
-    throw usage_error("invalid --telemetry-interval '" + options_.telemetry_interval + "': must be at least 1ms");
+    throw usage_error("invalid --telemetry-interval '" + options_.telemetry_interval +
+                      "': must be at least 1ms");
 }
 
 Session::~Session() {
   telemetry_.reset();  // the sampler reads the device: stop it first
-  backend_.reset();  // device memory and streams go before MPI finalises
+  backend_.reset();    // device memory and streams go before MPI finalises
 }
 
 std::string Session::command_line() const {
@@ -54,11 +55,14 @@ Backend& Session::backend() {
 }
 
 const workloads::DevicePeak& Session::peak() {
-  if (!peak_) peak_ = std::make_unique<workloads::DevicePeak>(workloads::resolve_device_peak(mpi(), backend()));
+  if (!peak_)
+    peak_ = std::make_unique<workloads::DevicePeak>(workloads::resolve_device_peak(mpi(), backend()));
   return *peak_;
 }
 
-bool Session::is_root() { return mpi_ ? mpi_->is_root() : launcher_rank() == 0; }
+bool Session::is_root() {
+  return mpi_ ? mpi_->is_root() : launcher_rank() == 0;
+}
 
 reports::Report Session::begin_report(bool with_device) {
   if (!with_device) return workloads::begin_report(mpi_.get(), nullptr, command_line());
@@ -73,7 +77,8 @@ void Session::collect_into(reports::Report* sink, std::string step) {
 int Session::finish(reports::Report& report) {
   if (telemetry_ && mpi_) {  // collective, like finish itself: every rank has a sampler or none does
     const double to_s = telemetry_->mark();
-    workloads::attach_telemetry(report, workloads::gather_telemetry(*mpi_, *telemetry_, telemetry_from_s_, to_s));
+    workloads::attach_telemetry(report,
+                                workloads::gather_telemetry(*mpi_, *telemetry_, telemetry_from_s_, to_s));
     telemetry_from_s_ = to_s;  // a suite's next step summarises its own window
   }
   workloads::finish_report(report);

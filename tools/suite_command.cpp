@@ -73,7 +73,8 @@ Suite load_suite(const std::string& name_or_path) {
     if (!s.is_object()) throw bad(where, "expected an object with \"command\"");
     for (const auto& [key, value] : s.items())
       if (key != "name" && key != "command" && key != "args") throw bad(where + "." + key, "unknown field");
-    if (!s.contains("command") || !s["command"].is_string()) throw bad(where + ".command", "expected a string");
+    if (!s.contains("command") || !s["command"].is_string())
+      throw bad(where + ".command", "expected a string");
     SuiteStep step;
     step.args.push_back(s["command"].get<std::string>());
     if (s.contains("args")) {
@@ -111,9 +112,10 @@ std::pair<std::unique_ptr<CLI::App>, CommandAction> parse_step(const SuiteStep& 
     throw usage_error(fmt::format("suite step '{}': {}", step.name, e.what()));
   }
   const GlobalOptions defaults;
-  if (step_global.backend != defaults.backend || !step_global.output.empty() || step_global.seed != defaults.seed)
-    throw usage_error(fmt::format("suite step '{}': --backend, --output and --seed belong on the suite command line",
-                                  step.name));
+  if (step_global.backend != defaults.backend || !step_global.output.empty() ||
+      step_global.seed != defaults.seed)
+    throw usage_error(fmt::format(
+        "suite step '{}': --backend, --output and --seed belong on the suite command line", step.name));
   for (const auto& c : commands)
     if (c.app->parsed()) return {std::move(app), c.action};
   throw usage_error(fmt::format("suite step '{}': no subcommand", step.name));
@@ -165,9 +167,10 @@ int run_suite(const SuiteOptions& opt, Session& session) {
       failed.fail(error);
       report.results.push_back(std::move(failed));
     }
-    step_log.push_back({{"name", step.name}, {"args", step.args}, {"exit_code", step_rc}, {"seconds", seconds}});
-    log::info("[{}/{}] {}: {} ({:.1f} s){}", index, suite.steps.size(), step.name, ok ? "ok" : "FAILED", seconds,
-              error.empty() ? "" : ": " + error);
+    step_log.push_back(
+        {{"name", step.name}, {"args", step.args}, {"exit_code", step_rc}, {"seconds", seconds}});
+    log::info("[{}/{}] {}: {} ({:.1f} s){}", index, suite.steps.size(), step.name, ok ? "ok" : "FAILED",
+              seconds, error.empty() ? "" : ": " + error);
     if (!ok) rc = 1;
     if (!ok && opt.fail_fast) {
       log::info("--fail-fast: stopping after the failed step");
@@ -185,11 +188,13 @@ int run_suite(const SuiteOptions& opt, Session& session) {
 Command add_suite_command(CLI::App& app) {
   auto opt = std::make_shared<SuiteOptions>();
   auto* sub = app.add_subcommand(
-      "suite", "Run several benchmarks in one MPI job and write one combined report.\n"
-               "FILE is a JSON suite ({\"steps\": [{\"name\", \"command\", \"args\"}]}) or the name of one in\n"
-               "configs/suites (quickstart, node-validation-hopper, node-validation-blackwell).");
+      "suite",
+      "Run several benchmarks in one MPI job and write one combined report.\n"
+      "FILE is a JSON suite ({\"steps\": [{\"name\", \"command\", \"args\"}]}) or the name of one in\n"
+      "configs/suites (quickstart, node-validation-hopper, node-validation-blackwell).");
   sub->add_option("file", opt->file, "Suite file or preset name")->required();
-  sub->add_flag("--fail-fast", opt->fail_fast, "Stop at the first failing step (default: record it and go on)");
+  sub->add_flag("--fail-fast", opt->fail_fast,
+                "Stop at the first failing step (default: record it and go on)");
   sub->add_flag("--list", opt->list, "Print the steps and exit");
   return {sub, [opt](Session& s) { return run_suite(*opt, s); }};
 }

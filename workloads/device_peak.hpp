@@ -13,7 +13,7 @@ namespace fb::workloads {
 struct DevicePeak {
   std::map<std::string, double> tflops;  // by dtype name
   std::map<std::string, double> mamf_tflops;
-  std::string source;                    // "hardware table: H200 SXM (configs/hardware/h200-sxm.json)" or "measured ..."
+  std::string source;  // "hardware table: H200 SXM (configs/hardware/h200-sxm.json)" or "measured ..."
   bool measured = false;
   std::optional<double> for_dtype(const std::string& dtype) const;
 };

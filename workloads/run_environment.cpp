@@ -24,7 +24,8 @@ using nlohmann::json;
 std::string utc_timestamp() {
   const auto now = std::chrono::system_clock::now();
   const std::time_t t = std::chrono::system_clock::to_time_t(now);
-  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000;
+  const auto ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000;
   std::tm tm{};
   gmtime_r(&t, &tm);
   char buf[32];
@@ -34,15 +35,20 @@ std::string utc_timestamp() {
 
 std::string version_line() {
   const auto v = library_versions();
-  std::string cuda = build::kCuda ? fmt::format("cuda {}, cublasLt {}, nccl {}", v.cuda_runtime, v.cublaslt, v.nccl)
-                                  : std::string("cuda: off");
-  return fmt::format("factorybench {} ({}; {}; {})", build::kVersion, cuda, v.mpi_short, kernels::openblas_version());
+  std::string cuda = build::kCuda
+                         ? fmt::format("cuda {}, cublasLt {}, nccl {}", v.cuda_runtime, v.cublaslt, v.nccl)
+                         : std::string("cuda: off");
+  return fmt::format("factorybench {} ({}; {}; {})", build::kVersion, cuda, v.mpi_short,
+                     kernels::openblas_version());
 }
 
 namespace {
 
 json device_json(const DeviceInfo& d) {
-  json j{{"kind", d.kind}, {"name", d.name}, {"index", d.index}, {"multiprocessors", d.multiprocessors},
+  json j{{"kind", d.kind},
+         {"name", d.name},
+         {"index", d.index},
+         {"multiprocessors", d.multiprocessors},
          {"memory_bytes", d.memory_bytes}};
   if (!d.compute_capability.empty()) j["compute_capability"] = d.compute_capability;
   if (d.clock_mhz) j["clock_mhz"] = d.clock_mhz;
@@ -147,12 +153,13 @@ reports::Report begin_report(const MpiContext* mpi, const Backend* backend, cons
                     {"hosts", hosts},
                     {"backend", backend ? std::string(to_string(backend->kind())) : std::string("none")}};
   if (auto slurm = slurm_json(mpi)) report.run["slurm"] = std::move(*slurm);
-  json system{{"cpu", {{"model", host.cpu_model}, {"cores", host.cpu_cores_online}, {"max_mhz", host.cpu_max_mhz}}},
-              {"memory_bytes", host.memory_bytes},
-              {"os", host.os},
-              {"kernel", host.kernel},
-              {"mpi", versions.mpi},
-              {"openblas", kernels::openblas_version()}};
+  json system{
+      {"cpu", {{"model", host.cpu_model}, {"cores", host.cpu_cores_online}, {"max_mhz", host.cpu_max_mhz}}},
+      {"memory_bytes", host.memory_bytes},
+      {"os", host.os},
+      {"kernel", host.kernel},
+      {"mpi", versions.mpi},
+      {"openblas", kernels::openblas_version()}};
   if (build::kCuda) {
     system["cuda"] = versions.cuda_runtime;
     system["driver"] = versions.cuda_driver;
@@ -183,6 +190,8 @@ reports::Report begin_report(const MpiContext* mpi, const Backend* backend, cons
   return report;
 }
 
-void finish_report(reports::Report& report) { report.run["finished_at"] = utc_timestamp(); }
+void finish_report(reports::Report& report) {
+  report.run["finished_at"] = utc_timestamp();
+}
 
 }  // namespace fb::workloads

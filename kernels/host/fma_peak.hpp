@@ -7,7 +7,7 @@ namespace fb::kernels {
 struct CorePeak {
   double fp32_gflops = 0;  // one core, one thread
   double fp64_gflops = 0;
-  const char* isa = "";    // "avx512f", "avx2+fma" or "scalar"
+  const char* isa = "";  // "avx512f", "avx2+fma" or "scalar"
 };
 
 // Runs for about `seconds` per dtype and keeps the best of several repetitions.

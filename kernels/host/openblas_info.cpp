@@ -13,6 +13,8 @@ std::string openblas_version() {
   return b == std::string::npos ? v : v.substr(b, e - b + 1);
 }
 
-std::string openblas_config() { return openblas_get_config(); }
+std::string openblas_config() {
+  return openblas_get_config();
+}
 
 }  // namespace fb::kernels

@@ -64,5 +64,5 @@ assert_json "$T/corrupt.json" "any('rank-00001.shard checksum mismatch' in s['re
 expect_error badfault 2 "invalid --faults 'crsh@step=3': unknown fault kind 'crsh'" \
   fb resilience --ranks 2 --faults "crsh@step=3" --run-dir "$T/bad" -o "$T/bad.json"
 [ ! -e "$T/bad.json" ] && ok "no report on bad input" || fail "a report was written on bad input"
-expect_error needsdir 2 "--resume needs --run-dir DIR" fb train --model tiny-dense --steps 3 --resume
+expect_error needsdir 2 "--resume needs --run-dir DIR" fb train --model tiny-dense --steps 3 --resume --backend host
 finish

@@ -62,8 +62,9 @@ TEST(ReportJson, ErrorsNameTheJsonPath) {
     FAIL() << "accepted a string metric value";
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::input);
-    EXPECT_NE(std::string(e.what()).find("run.json: $.results[0].metrics.busbw_gbps.value: expected a number"),
-              std::string::npos)
+    EXPECT_NE(
+        std::string(e.what()).find("run.json: $.results[0].metrics.busbw_gbps.value: expected a number"),
+        std::string::npos)
         << e.what();
   }
   auto k = to_json(sample_report());
