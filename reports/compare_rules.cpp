@@ -1,4 +1,5 @@
 #include "reports/compare_rules.hpp"
+#include "core/json_file.hpp"
 
 #include <cctype>
 #include <charconv>
@@ -216,14 +217,7 @@ CompareRules compare_rules_from_json(const nlohmann::json& j, const std::string&
 }
 
 CompareRules read_compare_rules(const std::filesystem::path& path) {
-  const std::string text = read_text_file(path);
-  json j;
-  try {
-    j = json::parse(text);
-  } catch (const json::parse_error& e) {
-    throw input_error(path.string() + ": malformed JSON at byte " + std::to_string(e.byte));
-  }
-  return compare_rules_from_json(j, path.string());
+  return compare_rules_from_json(read_json_file(path), path.string());
 }
 
 }  // namespace fb::reports

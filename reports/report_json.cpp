@@ -1,4 +1,5 @@
 #include "reports/report_json.hpp"
+#include "core/json_file.hpp"
 
 #include <cmath>
 
@@ -172,14 +173,7 @@ void write_report(const std::filesystem::path& path, const Report& report) {
 }
 
 Report read_report(const std::filesystem::path& path) {
-  const std::string text = read_text_file(path);
-  json j;
-  try {
-    j = json::parse(text);
-  } catch (const json::parse_error& e) {
-    throw input_error(path.string() + ": malformed JSON at byte " + std::to_string(e.byte));
-  }
-  return report_from_json(j, path.string());
+  return report_from_json(read_json_file(path), path.string());
 }
 
 }  // namespace fb::reports

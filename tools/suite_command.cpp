@@ -13,6 +13,7 @@
 #include "core/atomic_file.hpp"
 #include "core/config_paths.hpp"
 #include "core/error.hpp"
+#include "core/json_file.hpp"
 #include "core/logging.hpp"
 #include "tools/commands.hpp"
 
@@ -52,12 +53,7 @@ std::vector<std::string> split_words(const std::string& text) {
 Suite load_suite(const std::string& name_or_path) {
   const auto path = resolve_config("suites", name_or_path);
   const std::string src = path.string();
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(read_text_file(path));
-  } catch (const nlohmann::json::parse_error& e) {
-    throw input_error(src + ": malformed JSON at byte " + std::to_string(e.byte));
-  }
+  const nlohmann::json j = read_json_file(path);
   const auto bad = [&](const std::string& where, const std::string& what) {
     return input_error(src + ": " + where + ": " + what);
   };
