@@ -13,7 +13,7 @@ export SLURM_CONF="$FB_SLURM_DIR/slurm.conf"
 # The node declares 4 CPUs on a 2-core machine: Open MPI cannot see the oversubscription under srun (mpirun's
 # --oversubscribe sets this for it), and busy-polling ranks would starve each other.
 export OMPI_MCA_mpi_yield_when_idle=1
-trap '"$CLUSTER" stop >/dev/null 2>&1; rm -rf "$T"' EXIT
+trap '"$CLUSTER" stop >/dev/null 2>&1; [ -n "${FB_KEEP_TMP:-}" ] || rm -rf "$T"' EXIT
 
 if ! "$CLUSTER" start >"$T/start.out" 2>"$T/start.err"; then
   echo "SKIP: Slurm cannot start on this machine:" >&2
@@ -74,6 +74,48 @@ if [ "$RC" -eq 0 ] && [ -f "$T/sbatch.json" ]; then
   assert_json "$T/sbatch.json" "d['run']['world_size'] == 2 and d['run']['slurm']['job_id'] == '$job'" "sbatch report: job $job, 2 ranks"
 else
   fail "sbatch: exit $RC: $(cat "$T/sbatch.err" "$T/job.out" 2>/dev/null | tail -5)"
+fi
+
+# Restart by requeue (scripts/slurm/train-requeue.sbatch, its GPU line dropped: this node has none): the crash at
+# step 6 fails the step, the script requeues the job, and the second run resumes from the step-4 checkpoint.
+# Slurm holds a requeued job back for two minutes (BeginTime); the test releases it after 5 s with StartTime=now.
+sed '/--gpus-per-node/d' "$FB_SOURCE_DIR/scripts/slurm/train-requeue.sbatch" >"$T/requeue.sbatch"
+run_capture requeue env FACTORYBENCH="$FACTORYBENCH" FB_RUN_DIR="$T/run-requeue" \
+  FB_TRAIN_ARGS="--backend host --model tiny-dense --steps 12 --checkpoint-every 4 --faults crash@step=6,rank=1" \
+  sbatch --parsable --nodes=1 --ntasks-per-node=4 -c 1 --time=00:05:00 --output="$T/requeue-%j.out" "$T/requeue.sbatch"
+rjob=$(head -1 "$T/requeue.out" | cut -d';' -f1)
+job_field() { scontrol show job "$rjob" -o 2>/dev/null | tr ' ' '\n' | sed -n "s/^$1=//p"; }
+released=0 state=""
+for _ in $(seq 1 120); do
+  state=$(job_field JobState)
+  case "$state" in COMPLETED | FAILED | CANCELLED | TIMEOUT | NODE_FAIL | OUT_OF_MEMORY) break ;; esac
+  if [ "$released" = 0 ] && [ "$state" = PENDING ] && [ "$(job_field Restarts)" = 1 ]; then
+    # Give slurmstepd a few seconds to tear down the killed step's PMIx state (same step id 0 again).
+    sleep 5 && scontrol update JobId="$rjob" StartTime=now && released=1
+  fi
+  sleep 1
+done
+if [ "$RC" -eq 0 ] && [ "$state" = COMPLETED ]; then
+  ok "sbatch train-requeue.sbatch: job $rjob completed after a requeue"
+  [ "$(job_field Restarts)" = 1 ] && ok "requeued once" || fail "restarts: $(job_field Restarts)"
+  grep -q "requeueing job $rjob" "$T/requeue-$rjob.out" && grep -q "attempt 1: training finished" "$T/requeue-$rjob.out" \
+    && ok "the script requeued after the crash and the second run finished" \
+    || fail "requeue script output: $(tail -5 "$T/requeue-$rjob.out")"
+  validate "$T/run-requeue/train-report-1.json"
+  assert_json "$T/run-requeue/train-report-1.json" "d['results'][0]['metrics']['steps_completed']['value'] == 8" \
+    "second run did steps 5-12 (8 steps) after resuming"
+  "$PY" - "$T/run-requeue/events.jsonl" <<'PYEOF' && ok "event log: attempts 1 and 2, resume from step-00000004, the crash fired once" || fail "requeue event log"
+import json, sys
+events = [json.loads(l) for l in open(sys.argv[1])]
+starts = [e["attempt"] for e in events if e["type"] == "attempt_start"]
+restores = [e.get("checkpoint") for e in events if e["type"] == "ckpt_restore_end"]
+crashes = [e for e in events if e["type"] == "fault_injected" and e["kind"] == "crash"]
+assert starts == [1, 2], starts
+assert restores == [None, "step-00000004"], restores
+assert len(crashes) == 1 and crashes[0]["step"] == 6, crashes
+PYEOF
+else
+  fail "train-requeue.sbatch: exit $RC, job $rjob state '$state': $(tail -8 "$T/requeue-$rjob.out" "$T/requeue.err" 2>/dev/null)"
 fi
 
 # The supervisor relaunching through srun inside an allocation (salloc gives it one, as sbatch would).
