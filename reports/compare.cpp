@@ -270,24 +270,22 @@ Comparison compare_reports(const Report& baseline, const Report& candidate, cons
     out.rows.push_back(std::move(row));
   };
 
-  for (std::size_t bi = 0; bi < baseline.results.size(); ++bi) {
-    const Result& br = baseline.results[bi];
-    const auto it = cand_index.find(result_key(br));
-    if (it == cand_index.end()) {
-      for (const auto& [name, m] : br.metrics)
-        only_on_one_side(br, name, m, Verdict::missing, "result not in candidate");
-      if (br.metrics.empty()) status_row(br, Verdict::missing, "result not in candidate");
-      continue;
-    }
-    const std::size_t ci = it->second;
+  // One baseline result against one candidate result; `label` names the row (the result name, or for a
+  // reference matched by pattern "REFERENCE ~ CANDIDATE").
+  const auto compare_pair = [&](const Result& br, std::size_t ci, const std::string& label) {
     const Result& cr = candidate.results[ci];
     if (!matched[ci]) ++matched_count;
     matched[ci] = true;
+    const std::size_t first_row = out.rows.size();
+    const auto relabel = [&] {
+      for (std::size_t k = first_row; k < out.rows.size(); ++k) out.rows[k].result = label;
+    };
 
     if (cr.status == Status::skipped) {
       const std::string why = "skipped in candidate" + (cr.error ? ": " + *cr.error : std::string());
       for (const auto& [name, m] : br.metrics) only_on_one_side(br, name, m, Verdict::missing, why);
-      continue;
+      relabel();
+      return;
     }
     if (cr.status == Status::failed && br.status == Status::failed)
       status_row(cr, Verdict::info,
@@ -335,6 +333,34 @@ Comparison compare_reports(const Report& baseline, const Report& candidate, cons
     const MetricIndex base_metrics(br);
     for (const auto& [name, cm] : cr.metrics)
       if (!base_metrics.find(name)) only_on_one_side(cr, name, cm, Verdict::added, "metric not in baseline");
+    relabel();
+  };
+
+  for (std::size_t bi = 0; bi < baseline.results.size(); ++bi) {
+    const Result& br = baseline.results[bi];
+    const auto it = cand_index.find(result_key(br));
+    if (it != cand_index.end()) {
+      compare_pair(br, it->second, br.name);
+      continue;
+    }
+    // A published reference names its own setup ("llama3-8b/nemo-24.07/fp8"); `params.match`, a glob over
+    // result names of the same benchmark ("llama3-8b/*/fp8/*"), says which of our results it stands for.
+    const std::string pattern =
+        br.params.is_object() && br.params.contains("match") && br.params["match"].is_string()
+            ? br.params["match"].get<std::string>()
+            : std::string();
+    bool any = false;
+    if (!pattern.empty())
+      for (std::size_t ci = 0; ci < candidate.results.size(); ++ci) {
+        const Result& cr = candidate.results[ci];
+        if (cr.benchmark != br.benchmark || !glob_match(pattern, cr.name)) continue;
+        any = true;
+        compare_pair(br, ci, fmt::format("{} ~ {}", br.name, cr.name));
+      }
+    if (any) continue;
+    for (const auto& [name, m] : br.metrics)
+      only_on_one_side(br, name, m, Verdict::missing, "result not in candidate");
+    if (br.metrics.empty()) status_row(br, Verdict::missing, "result not in candidate");
   }
 
   if (matched_count == 0 && !baseline.results.empty() && !candidate.results.empty())

@@ -20,6 +20,7 @@ void print_gemm_table(std::ostream& out, std::span<const Result> results, const 
   out << fmt::format("# {:<{}}  {:>10}  {:>21}  {:>12}  {:>7}{}  {}\n", "name", width - 2, "TFLOP/s",
                      "(min - max)", "time (us)", "MFU", any_algo ? "   algo" : "", "check");
   for (const auto& r : results) {
+    if (r.params.contains("best_shape")) continue;  // a sweep's DTYPE/mamf: the sweep line below says it
     const Metric* tf = r.metric("tflops");
     const Metric* us = r.metric("time_us");
     const Metric* mfu = r.metric("mfu");

@@ -55,6 +55,9 @@ void validate(const ClusterConfig& c) {
       throw usage_error(fmt::format("invalid {} {}: must be a positive duration", option, v));
   };
   positive(c.wall_s, "--days");
+  if (!std::isfinite(c.work_s) || c.work_s < 0)
+    throw usage_error(
+        fmt::format("invalid --work-days {}: must be a positive number of days", c.work_s / 86400));
   positive(c.costs.checkpoint_s, "--checkpoint-cost");
   positive(c.costs.detection_s, "--detection");
   positive(c.costs.relaunch_s, "--relaunch");
@@ -258,9 +261,14 @@ class TrialEngine {
     while (t < wall) {
       const double next_failure = t + exponential(total_rate());
       if (phase == Phase::running) {
-        const double end = std::min(next_failure, wall);
+        const double done_at = cfg_.work_s > 0 ? t + time_to_finish(pos, unc_work) : wall;
+        const double end = std::min({next_failure, wall, done_at});
         run_segment(end - t, pos, unc_work, unc_slow);
         t = end;
+        if (end == done_at && done_at <= wall) {
+          out_.wall_s = t;
+          break;
+        }
         if (next_failure >= wall) break;
         out_.split.redone += unc_work + unc_slow;  // lost since the last checkpoint
         unc_work = unc_slow = 0;
@@ -309,9 +317,14 @@ class TrialEngine {
           break;
       }
     }
-    // The window closes: work since the last checkpoint is kept (the job's final save lies outside it).
+    // The window closes (or the work is done): work since the last checkpoint is kept (the job's final save
+    // lies outside it).
     out_.split.productive += unc_work;
     out_.split.straggler += unc_slow;
+    if (out_.wall_s == 0) {
+      out_.wall_s = wall;
+      out_.finished = cfg_.work_s <= 0;
+    }
     return std::move(out_);
   }
 
@@ -441,6 +454,20 @@ class TrialEngine {
     return cats.back().second;
   }
 
+  // Fixed work: wall seconds from cycle position `pos` until the kept work (committed + uncommitted) reaches
+  // work_s, with no failure in between. Inverts the compute-then-checkpoint cycle of run_segment.
+  double time_to_finish(double pos, double unc_work) const {
+    const double T = interval_, C = cfg_.costs.checkpoint_s, L = T + C;
+    const double speed = slow_.size() > 0 ? 1.0 / cfg_.straggler_factor : 1.0;
+    const double remaining = std::max(0.0, cfg_.work_s - out_.split.productive - unc_work) / speed;
+    const double start = std::floor(pos / L) * T + std::min(std::fmod(pos, L), T);  // compute done in cycle
+    const double target = start + remaining;
+    const double cycles = std::floor(target / T);
+    double x = cycles * L + (target - cycles * T);
+    if (target - cycles * T == 0 && cycles > 0) x = (cycles - 1) * L + T;  // ends right before a save
+    return std::max(0.0, x - pos);
+  }
+
   // Runs the job for `d` seconds from cycle position `pos`: compute T, then a blocking checkpoint C,
   // repeated.
   void run_segment(double d, double& pos, double& unc_work, double& unc_slow) {
@@ -507,10 +534,13 @@ SimulationSummary simulate(const FailureModel& model, const ClusterConfig& confi
 
   TrialEngine engine(model, config, interval_s);  // one engine: trial state is reused, not accumulated
   std::array<double, 8> split_sum{};
-  double drained = 0;
+  double drained = 0, wall_sum = 0;
   for (int i = 0; i < trials; ++i) {
     const auto o = engine.run(derive_seed(seed, static_cast<std::uint64_t>(i)));
-    const double wall = config.wall_s;
+    const double wall = o.wall_s;
+    wall_sum += wall;
+    s.wall_s.add(wall);
+    if (!o.finished) ++s.unfinished;
     s.goodput_pct.add(100.0 * o.split.productive / wall);
     s.ettr.add((o.split.productive + o.split.straggler) / wall);
     s.failures.add(static_cast<double>(o.failures));
@@ -526,8 +556,9 @@ SimulationSummary simulate(const FailureModel& model, const ClusterConfig& confi
   s.mean_split = {split_sum[0] / n, split_sum[1] / n, split_sum[2] / n, split_sum[3] / n,
                   split_sum[4] / n, split_sum[5] / n, split_sum[6] / n, split_sum[7] / n};
   s.mean_drained_nodes = drained / n;
-  s.sim_mtbf_s =
-      s.failures_total > 0 ? config.wall_s * n / s.failures_total : std::numeric_limits<double>::infinity();
+  s.mean_wall_s = wall_sum / n;
+  if (config.work_s > 0) s.expected_failures = s.mean_wall_s / s.model_mtbf_s;
+  s.sim_mtbf_s = s.failures_total > 0 ? wall_sum / s.failures_total : std::numeric_limits<double>::infinity();
   return s;
 }
 
@@ -593,44 +624,50 @@ Calibration calibrate_from_report(const reports::Report& report, const std::stri
     throw input_error(
         fmt::format("--calibrate {}: no resilience result (run `factorybench resilience` first)", source));
   cal.source = fmt::format("{}: result resilience/{}", source, r->name);
+  // The result's own ledger (extra.ledger) first; the report summary's badput_s for older reports.
+  const nlohmann::json none;
+  const auto& ledger = r->extra.is_object() && r->extra.contains("ledger") ? r->extra["ledger"] : none;
+  const auto number = [](const nlohmann::json& j, const char* key) -> std::optional<double> {
+    if (j.is_object() && j.contains(key) && j[key].is_number()) return j[key].get<double>();
+    return std::nullopt;
+  };
+  const auto& ckpt = ledger.is_object() && ledger.contains("checkpoints") ? ledger["checkpoints"] : none;
+  const auto& badput = ledger.is_object() && ledger.contains("badput_s") ? ledger["badput_s"]
+                       : report.summary.contains("badput_s")             ? report.summary["badput_s"]
+                                                                         : none;
   const auto metric = [&](const char* name) -> std::optional<double> {
     const auto* m = r->metric(name);
-    if (m && std::isfinite(m->value) && m->value > 0) return m->value;
+    if (m && std::isfinite(m->value)) return m->value;
     return std::nullopt;
   };
-  const auto badput = [&](const char* category) -> std::optional<double> {
-    const auto& b = report.summary.contains("badput_s") ? report.summary["badput_s"] : nlohmann::json();
-    if (b.is_object() && b.contains(category) && b[category].is_number()) return b[category].get<double>();
-    return std::nullopt;
-  };
-  const auto need = [&](std::optional<double> v, const std::string& name) {
-    if (!v) cal.missing.push_back(name);
-    return v;
-  };
-  cal.checkpoint_s = need(metric("ckpt_save_s"), "ckpt_save_s");
-  cal.restore_s = metric("ckpt_restore_s");
-  const auto failures = metric("failures");
-  auto restarts = metric("restarts");
+  const auto positive = [](std::optional<double> v) { return v && *v > 0 ? v : std::nullopt; };
+  const auto failures = positive(metric("failures"));
+  auto restarts = positive(metric("restarts"));
   if (!restarts) restarts = failures;
-  // Per-failure latencies: the report's badput totals divided by the number of failures (restarts).
-  if (const auto d = badput("detection"); d && failures)
+  const auto attempts = positive(number(ledger, "attempts"));
+
+  // C: the blocking part of one save (the ledger's total over its number of saves).
+  const auto saves = positive(number(ckpt, "saves"));
+  if (const auto blocking = positive(number(ckpt, "save_blocking_s")); blocking && saves)
+    cal.checkpoint_s = *blocking / *saves;
+  else
+    cal.missing.push_back("extra.ledger.checkpoints.save_blocking_s / saves");
+  // Per failure: detection latency; relaunch = supervisor relaunch + the re-attempt's init (launch, MPI,
+  // model build), which the simulator's relaunch phase includes; restore = restore time per restart.
+  if (const auto d = positive(number(badput, "detection")); d && failures)
     cal.detection_s = *d / *failures;
   else
-    cal.missing.push_back(failures ? "summary.badput_s.detection" : "failures");
-  if (const auto l = badput("relaunch"); l && restarts)
-    cal.relaunch_s = *l / *restarts;
-  else
-    cal.missing.push_back(restarts ? "summary.badput_s.relaunch" : "restarts");
-  if (!cal.restore_s) {
-    if (const auto rs = badput("restore"); rs && restarts && *rs > 0)
-      cal.restore_s = *rs / *restarts;
-    else
-      cal.missing.push_back("ckpt_restore_s");
+    cal.missing.push_back(failures ? "badput_s.detection" : "failures");
+  if (const auto l = positive(number(badput, "relaunch")); l && restarts) {
+    const auto init = number(badput, "init");
+    cal.relaunch_s = *l / *restarts + (init && attempts ? *init / *attempts : 0.0);
+  } else {
+    cal.missing.push_back(restarts ? "badput_s.relaunch" : "restarts");
   }
-  // A zero per-failure latency would be a measurement artefact (e.g. no failure of that kind): treat as
-  // missing.
-  for (auto* v : {&cal.detection_s, &cal.relaunch_s})
-    if (*v && !(**v > 0)) v->reset();
+  if (const auto rs = positive(number(badput, "ckpt_restore")); rs && restarts)
+    cal.restore_s = *rs / *restarts;
+  else
+    cal.missing.push_back(restarts ? "badput_s.ckpt_restore" : "restarts");
   return cal;
 }
 

@@ -35,7 +35,9 @@ enum class DrainPolicy { none, drain };
 struct ClusterConfig {
   std::int64_t gpus = 0;
   int gpus_per_node = 8;
-  double wall_s = 0;  // the job's wall-time window (--days)
+  double wall_s = 0;  // the job's wall-time window (--days); with work_s, the cap on a trial's wall time
+  double work_s = 0;  // > 0: the job is a fixed amount of work (--work-days, reference-speed compute seconds)
+                      // and a trial ends once that much work is kept; its wall time is the time to train
   RecoveryCosts costs;
   std::optional<std::int64_t>
       spares;                     // hot spare nodes; nullopt = unlimited (a replacement is always at hand)
@@ -74,6 +76,8 @@ std::array<double, 8> as_array(const TimeSplit& s);
 // One trial, as plain numbers.
 struct TrialOutcome {
   TimeSplit split;
+  double wall_s = 0;     // the window, or with a fixed amount of work the time to train (capped)
+  bool finished = true;  // fixed work: false when the cap ended the trial first
   std::int64_t failures = 0;
   std::int64_t drained_nodes = 0;
   std::vector<std::int64_t> failures_by_category;  // model order
@@ -114,9 +118,12 @@ struct SimulationSummary {
   StreamingSummary goodput_pct;  // reference-step work / wall × 100
   StreamingSummary ettr;         // productive time (slow steps count) / wall, fraction
   StreamingSummary failures;
+  StreamingSummary wall_s;  // per-trial wall time: the window, or the time to train for a fixed work
+  int unfinished = 0;       // fixed work: trials the wall-time cap ended before the work was done
   double failures_total = 0;
   double sim_mtbf_s = 0;  // pooled: total wall / total failures (infinite when none)
   TimeSplit mean_split;   // per trial
+  double mean_wall_s = 0;
   std::vector<double> mean_failures_by_category;
   double mean_drained_nodes = 0;
 };
@@ -142,9 +149,10 @@ IntervalChoice choose_interval(IntervalPolicy policy, std::optional<double> fixe
                                const FailureModel& model, const ClusterConfig& config, int trials,
                                std::uint64_t seed);
 
-// Recovery costs measured by `factorybench resilience` (issue 6 contract): ckpt_save_s → checkpoint,
-// ckpt_restore_s → restore, summary.badput_s.detection / failures → detection,
-// summary.badput_s.relaunch / restarts → relaunch. Fields it could not find are listed in `missing`.
+// Recovery costs measured by `factorybench resilience` (issue 6 contract), from the result's
+// extra.ledger: checkpoint = checkpoints.save_blocking_s / saves; per failure, detection = badput_s.detection
+// / failures, relaunch = badput_s.relaunch / restarts + badput_s.init / attempts (the re-attempt's start-up),
+// restore = badput_s.ckpt_restore / restarts. Fields it could not find are listed in `missing`.
 struct Calibration {
   std::optional<double> checkpoint_s, restore_s, detection_s, relaunch_s;
   std::vector<std::string> missing;  // "ckpt_save_s", "summary.badput_s.detection", ...

@@ -28,8 +28,9 @@ using resilience::IntervalPolicy;
 
 struct SimulateOptions {
   std::optional<std::int64_t> gpus;
-  int gpus_per_node = 0;  // 0: the failure model's node size
-  double days = 30;
+  int gpus_per_node = 0;            // 0: the failure model's node size
+  std::optional<double> days;       // window; default 30 (exclusive with work_days)
+  std::optional<double> work_days;  // a fixed amount of work: the job ends when it is done
   std::string failure_model;
   std::string job_mtbf;
   std::string interval = "daly";
@@ -92,10 +93,10 @@ resilience::RecoveryCosts resolve_costs(const SimulateOptions& opt, CostSources&
       into = *v;
       s = fmt::format("calibrate ({})", metric);
     };
-    take(cal.checkpoint_s, costs.checkpoint_s, src.checkpoint, "ckpt_save_s");
-    take(cal.restore_s, costs.restore_s, src.restore, "ckpt_restore_s");
+    take(cal.checkpoint_s, costs.checkpoint_s, src.checkpoint, "blocking save time / saves");
+    take(cal.restore_s, costs.restore_s, src.restore, "badput_s.ckpt_restore / restarts");
     take(cal.detection_s, costs.detection_s, src.detection, "badput_s.detection / failures");
-    take(cal.relaunch_s, costs.relaunch_s, src.relaunch, "badput_s.relaunch / restarts");
+    take(cal.relaunch_s, costs.relaunch_s, src.relaunch, "badput_s.relaunch / restarts + init / attempts");
     notes["calibration"] = {{"source", cal.source}, {"missing", cal.missing}};
     if (!cal.missing.empty()) {
       std::string list;
@@ -151,7 +152,8 @@ reports::Result run_case(const FailureModel& model, const ClusterConfig& base, c
               {"gpus", c.gpus},
               {"gpus_per_node", cfg.gpus_per_node},
               {"nodes", cfg.nodes()},
-              {"days", cfg.wall_s / 86400.0},
+              {"days", cfg.work_s > 0 ? sim.mean_wall_s / 86400.0 : cfg.wall_s / 86400.0},
+              {"work_days", cfg.work_s > 0 ? nlohmann::json(cfg.work_s / 86400.0) : nlohmann::json(nullptr)},
               {"trials", opt.trials},
               {"seed", seed},
               {"interval_policy", resilience::to_string(c.policy)},
@@ -187,15 +189,22 @@ reports::Result run_case(const FailureModel& model, const ClusterConfig& base, c
   r.set_metric("failures_mean", distribution(sim.failures, "count", Better::lower));
   r.set_metric("job_mtbf_h", {sim.sim_mtbf_s / 3600.0, "h", Better::higher, std::nullopt});
   r.set_metric("interval_s", {choice.interval_s, "s", Better::none, std::nullopt});
-  r.set_metric("analytic_goodput_pct",
-               {100 * resilience::first_order_goodput(choice.interval_s, k.checkpoint_s, k.restart_s(), mtbf),
-                "%", Better::higher, std::nullopt});
+  const double analytic =
+      resilience::first_order_goodput(choice.interval_s, k.checkpoint_s, k.restart_s(), mtbf);
+  r.set_metric("analytic_goodput_pct", {100 * analytic, "%", Better::higher, std::nullopt});
+  if (cfg.work_s > 0) {
+    // Time to train a fixed amount of work: per trial, from start until the work is kept.
+    r.set_metric("time_to_train_h", {sim.wall_s.mean() / 3600.0, "h", Better::lower, std::nullopt});
+    r.params["analytic_time_to_train_h"] =
+        analytic > 0 ? nlohmann::json(cfg.work_s / analytic / 3600.0) : nlohmann::json(nullptr);
+    r.params["unfinished_trials"] = sim.unfinished;
+  }
 
   nlohmann::json badput_s = nlohmann::json::object(), badput_pct = nlohmann::json::object();
   const auto parts = resilience::as_array(sim.mean_split);
   for (std::size_t i = 1; i < parts.size(); ++i) {  // [0] is productive
     badput_s[std::string(resilience::kTimeSplitNames[i])] = parts[i];
-    badput_pct[std::string(resilience::kTimeSplitNames[i])] = 100 * parts[i] / cfg.wall_s;
+    badput_pct[std::string(resilience::kTimeSplitNames[i])] = 100 * parts[i] / sim.mean_wall_s;
   }
   nlohmann::json by_category = nlohmann::json::object();
   for (std::size_t i = 0; i < model.categories.size(); ++i)
@@ -203,7 +212,12 @@ reports::Result run_case(const FailureModel& model, const ClusterConfig& base, c
   r.extra = {{"percentiles",
               {{"goodput_pct", percentiles(sim.goodput_pct)},
                {"ettr", percentiles(sim.ettr)},
-               {"failures_mean", percentiles(sim.failures)}}},
+               {"failures_mean", percentiles(sim.failures)},
+               {"wall_h",
+                {{"p5", sim.wall_s.percentile(5) / 3600},
+                 {"p50", sim.wall_s.percentile(50) / 3600},
+                 {"p95", sim.wall_s.percentile(95) / 3600},
+                 {"mean", sim.wall_s.mean() / 3600}}}}},
              {"productive_s", sim.mean_split.productive},
              {"badput_s", badput_s},
              {"badput_pct", badput_pct},
@@ -223,9 +237,12 @@ reports::Result run_case(const FailureModel& model, const ClusterConfig& base, c
 void print_simulation(const reports::Report& report) {
   if (report.results.empty()) return;
   const auto& p0 = report.results.front().params;
-  std::cout << fmt::format("simulate: failure model {} ({} d window, {} trials, seed {})\n",
-                           p0["failure_model"].get<std::string>(), p0["days"].get<double>(),
-                           p0["trials"].get<int>(), p0["seed"].get<std::uint64_t>());
+  const bool work = p0.contains("work_days") && p0["work_days"].is_number();
+  std::cout << fmt::format(
+      "simulate: failure model {} ({}, {} trials, seed {})\n", p0["failure_model"].get<std::string>(),
+      work ? fmt::format("a fixed work of {} d of compute", p0["work_days"].get<double>())
+           : fmt::format("{} d window", p0["days"].get<double>()),
+      p0["trials"].get<int>(), p0["seed"].get<std::uint64_t>());
   const auto& src = p0["cost_sources"];
   std::cout << fmt::format(
       "costs: checkpoint {} ({}), detection {} ({}), relaunch {} ({}), restore {} ({}); spares {}, policy "
@@ -252,6 +269,21 @@ void print_simulation(const reports::Report& report) {
         format_duration(p["young_interval_s"].get<double>()),
         format_duration(p["daly_interval_s"].get<double>()));
   }
+  if (work) {
+    std::cout << "time to train (days over trials; analytic: work / first-order goodput):\n";
+    std::cout << fmt::format("{:>8} {:>10} | {:>8} {:>8} {:>8} {:>8} | {:>9} {:>10}\n", "gpus", "interval",
+                             "mean", "p5", "p50", "p95", "analytic", "unfinished");
+    for (const auto& r : report.results) {
+      const auto& w = r.extra["percentiles"]["wall_h"];
+      const auto& a = r.params["analytic_time_to_train_h"];
+      std::cout << fmt::format(
+          "{:>8} {:>10} | {:>8.2f} {:>8.2f} {:>8.2f} {:>8.2f} | {:>9} {:>10}\n",
+          r.params["gpus"].get<std::int64_t>(), format_duration(r.metric("interval_s")->value),
+          w["mean"].get<double>() / 24, w["p5"].get<double>() / 24, w["p50"].get<double>() / 24,
+          w["p95"].get<double>() / 24, a.is_number() ? fmt::format("{:.2f}", a.get<double>() / 24) : "-",
+          r.params["unfinished_trials"].get<int>());
+    }
+  }
   std::cout << "badput (% of wall time, mean over trials):\n";
   std::cout << fmt::format("{:>8} {:>10}", "gpus", "interval");
   for (std::size_t i = 1; i < resilience::kTimeSplitNames.size(); ++i)
@@ -276,8 +308,14 @@ int run_simulate(const SimulateOptions& opt, Session& session) {
           ? resilience::single_rate_model(positive_duration(opt.job_mtbf, "--job-mtbf"))
           : resilience::load_failure_model(opt.failure_model.empty() ? "llama3-h100" : opt.failure_model);
   if (opt.trials < 1) throw usage_error(fmt::format("invalid --trials {}: must be at least 1", opt.trials));
-  if (!(opt.days > 0) || !std::isfinite(opt.days))
-    throw usage_error(fmt::format("invalid --days {}: must be a positive number of days", opt.days));
+  if (opt.days && opt.work_days)
+    throw usage_error(
+        "--days and --work-days are exclusive: a window of wall time or a fixed amount of work");
+  if (opt.days && (!(*opt.days > 0) || !std::isfinite(*opt.days)))
+    throw usage_error(fmt::format("invalid --days {}: must be a positive number of days", *opt.days));
+  if (opt.work_days && (!(*opt.work_days > 0) || !std::isfinite(*opt.work_days) || *opt.work_days > 36500))
+    throw usage_error(fmt::format("invalid --work-days {}: must be a positive number of days (at most 36500)",
+                                  *opt.work_days));
 
   nlohmann::json notes = nlohmann::json::object();
   CostSources src;
@@ -285,7 +323,13 @@ int run_simulate(const SimulateOptions& opt, Session& session) {
   base.gpus_per_node = opt.gpus_per_node > 0 ? opt.gpus_per_node : model.gpus_per_node;
   if (opt.gpus_per_node < 0)
     throw usage_error(fmt::format("invalid --gpus-per-node {}: must be positive", opt.gpus_per_node));
-  base.wall_s = opt.days * 86400.0;
+  if (opt.work_days) {
+    base.work_s = *opt.work_days * 86400.0;
+    // A trial that has not finished by then (goodput under 1%) is cut off and counted as unfinished.
+    base.wall_s = 100 * base.work_s;
+  } else {
+    base.wall_s = opt.days.value_or(30) * 86400.0;
+  }
   base.costs = resolve_costs(opt, src, notes);
   base.spares = opt.spares;
   base.repair_s = positive_duration(opt.repair_time, "--repair-time");
@@ -364,6 +408,10 @@ Command add_simulate_command(CLI::App& app) {
   sub->add_option("--gpus", opt->gpus, "GPUs in the job");
   sub->add_option("--gpus-per-node", opt->gpus_per_node, "GPUs per node (default: the failure model's)");
   sub->add_option("--days", opt->days, "Wall-time window of the job in days (default 30)");
+  sub->add_option(
+      "--work-days", opt->work_days,
+      "Instead of a window: a fixed amount of work, in days of failure-free compute; reports the time "
+      "to train (time_to_train_h)");
   sub->add_option(
       "--failure-model", opt->failure_model,
       "Preset in configs/failure-models (llama3-h100, meta-rsc1-a100) or a JSON file (default llama3-h100)");

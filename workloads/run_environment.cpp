@@ -185,6 +185,13 @@ reports::Report begin_report(const MpiContext* mpi, const Backend* backend, cons
     json values = json::object();
     for (const auto& [k, v] : peak->tflops) values[k] = v;
     system["peak_tflops"] = json{{"source", peak->source}, {"measured", peak->measured}, {"values", values}};
+    // MAMF (maximum achievable matmul FLOPS, published per GPU): the realistic ceiling the HTML GEMM chart
+    // and the health check set beside the datasheet peak.
+    if (!peak->mamf_tflops.empty()) {
+      json mamf = json::object();
+      for (const auto& [k, v] : peak->mamf_tflops) mamf[k] = v;
+      system["peak_tflops"]["mamf"] = mamf;
+    }
   }
   report.system = std::move(system);
   return report;

@@ -27,8 +27,9 @@ assert_json "$T/batched.json" "d['results'][0]['name'] == 'fp32/64x32x48/batch4/
 run_capture sweep fb gemm --backend host --sweep --m 64:128:64 --n 64 --k 32,64 --iters 2 --warmup 0 -o "$T/sweep.json"
 [ "$RC" -eq 0 ] && ok "sweep run" || fail "sweep exit $RC: $(cat "$T/sweep.err")"
 validate "$T/sweep.json"
-assert_json "$T/sweep.json" "len(d['results']) == 4 and d['summary']['sweep']['shapes'] == 4" "sweep: 2x1x2 shapes"
-assert_json "$T/sweep.json" "d['summary']['sweep']['best']['tflops'] == max(r['metrics']['tflops']['value'] for r in d['results'])" "sweep: best is the maximum"
+assert_json "$T/sweep.json" "len(d['results']) == 5 and d['summary']['sweep']['shapes'] == 4" "sweep: 2x1x2 shapes and the fp32/mamf result"
+assert_json "$T/sweep.json" "d['summary']['sweep']['best']['tflops'] == max(r['metrics']['tflops']['value'] for r in d['results'][:4])" "sweep: best is the maximum"
+assert_json "$T/sweep.json" "(lambda m, shapes: m['name'] == 'fp32/mamf' and m['metrics']['tflops']['value'] == max(r['metrics']['tflops']['value'] for r in shapes) and abs(m['metrics']['mean_tflops']['value'] - sum(r['metrics']['tflops']['value'] for r in shapes) / 4) < 1e-9 and m['params']['best_shape'] == d['summary']['sweep']['best']['name'])(d['results'][4], d['results'][:4])" "fp32/mamf result: best and mean of the sweep"
 grep -q "# sweep: best" "$T/sweep.out" && ok "sweep line printed" || fail "sweep line missing"
 
 run_capture model fb gemm --backend host --model tiny-dense --tp 2 --seq 64 --iters 2 --warmup 0 -o "$T/model.json"

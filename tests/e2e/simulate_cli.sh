@@ -41,28 +41,43 @@ run_capture intervals fb simulate --job-mtbf 24h --gpus 1024 --days 30 --trials 
 validate "$T/intervals.json"
 assert_json "$T/intervals.json" "[r['metrics']['interval_s']['value'] for r in d['results']] == [600, 3600, 14400]" "interval sweep"
 
-# Calibration from a resilience report (issue 6 metric names), and one that lacks the costs.
-cat > "$T/resilience.json" <<'JSON'
-{"schema": "factorybench.report/v1", "tool": {"name": "factorybench", "version": "0.1.0", "git_commit": "x"},
- "run": {"id": "r", "command": "factorybench resilience", "started_at": "2026-01-01T00:00:00Z",
-         "finished_at": "2026-01-01T00:10:00Z", "world_size": 4, "hosts": ["h"], "backend": "host"},
- "system": {}, "events": [],
- "results": [{"benchmark": "resilience", "name": "tiny-dense", "params": {}, "per_rank": {}, "status": "ok", "error": null,
-              "metrics": {"ckpt_save_s": {"value": 2.5, "unit": "s", "better": "lower"},
-                          "ckpt_restore_s": {"value": 4.0, "unit": "s", "better": "lower"},
-                          "failures": {"value": 3, "unit": "count", "better": "lower"},
-                          "restarts": {"value": 3, "unit": "count", "better": "lower"}}}],
- "summary": {"badput_s": {"detection": 9.0, "relaunch": 45.0}}}
-JSON
+# Calibration from a real resilience run (2 host ranks, a crash at step 5, checkpoints every 3 steps): the costs
+# are the ledger's per-event figures, not its totals.
+run_capture res fb resilience --backend host --ranks 2 --model tiny-dense --steps 8 --checkpoint-every 3 \
+  --faults "crash@step=5,rank=1" --run-dir "$T/res-run" --output "$T/resilience.json"
+[ "$RC" -eq 0 ] || die "resilience run for calibration exited $RC: $(tail -5 "$T/res.err")"
 run_capture cal fb simulate --gpus 8192 --days 10 --trials 20 --calibrate "$T/resilience.json" --output "$T/cal.json"
 [ "$RC" -eq 0 ] || die "calibrate exited $RC: $(cat "$T/cal.err")"
+! grep -q missing "$T/cal.err" && ok "every cost found in a real resilience report" || fail "calibration warned: $(cat "$T/cal.err")"
 validate "$T/cal.json"
-assert_json "$T/cal.json" "(lambda p: (p['checkpoint_s'], p['restore_s'], p['detection_s'], p['relaunch_s']) == (2.5, 4.0, 3.0, 15.0))(d['results'][0]['params'])" "calibrated costs"
-assert_json "$T/cal.json" "d['results'][0]['params']['cost_sources']['checkpoint'].startswith('calibrate')" "cost sources recorded"
-"$PY" -c "import json,sys; d=json.load(open(sys.argv[1])); d['results'][0]['metrics'].pop('ckpt_save_s'); d['summary']={}; json.dump(d, open(sys.argv[2],'w'))" "$T/resilience.json" "$T/partial.json"
+"$PY" - "$T/resilience.json" "$T/cal.json" <<'PYEOF' && ok "calibrated costs = the ledger's per-save and per-restart figures" || fail "calibrated costs"
+import json, sys
+led = json.load(open(sys.argv[1]))["results"][0]["extra"]["ledger"]
+p = json.load(open(sys.argv[2]))["results"][0]["params"]
+b, c, r = led["badput_s"], led["checkpoints"], led["restarts"]
+close = lambda x, y: abs(x - y) <= 1e-9 * max(1.0, abs(y))
+assert r == 1 and c["saves"] >= 2, (r, c)
+assert close(p["checkpoint_s"], c["save_blocking_s"] / c["saves"]), p["checkpoint_s"]
+assert close(p["detection_s"], b["detection"] / led["failures"]), p["detection_s"]
+assert close(p["relaunch_s"], b["relaunch"] / r + b["init"] / led["attempts"]), p["relaunch_s"]
+assert close(p["restore_s"], b["ckpt_restore"] / r), p["restore_s"]
+assert all(p["cost_sources"][k].startswith("calibrate") for k in ("checkpoint", "detection", "relaunch", "restore"))
+PYEOF
+# An older report without the ledger: what is missing is named, defaults fill in.
+"$PY" -c "import json,sys; d=json.load(open(sys.argv[1])); d['results'][0]['extra'].pop('ledger'); d['summary']={}; json.dump(d, open(sys.argv[2],'w'))" "$T/resilience.json" "$T/partial.json"
 run_capture partial fb simulate --gpus 8192 --days 10 --trials 20 --calibrate "$T/partial.json" --output "$T/partial-out.json"
 [ "$RC" -eq 0 ] || fail "partial calibration exited $RC"
-grep -q "missing ckpt_save_s, summary.badput_s.detection, summary.badput_s.relaunch" "$T/partial.err" && ok "missing calibration fields named" || fail "partial calibration: $(cat "$T/partial.err")"
+grep -q "missing extra.ledger.checkpoints.save_blocking_s / saves, badput_s.detection, badput_s.relaunch, badput_s.ckpt_restore" "$T/partial.err" \
+  && ok "missing calibration fields named" || fail "partial calibration: $(cat "$T/partial.err")"
+
+# A job defined by its work (20 days of compute) instead of a window: time to train beside the analytic one.
+run_capture work fb simulate --gpus 16384 --work-days 20 --trials 50 --output "$T/work.json"
+[ "$RC" -eq 0 ] || die "simulate --work-days exited $RC: $(cat "$T/work.err")"
+validate "$T/work.json"
+assert_json "$T/work.json" "(lambda r: r['params']['work_days'] == 20 and r['params']['unfinished_trials'] == 0 and 20 * 24 < r['metrics']['time_to_train_h']['value'] < 1.5 * 20 * 24)(d['results'][0])" "time to train > the work itself, every trial finished"
+assert_json "$T/work.json" "(lambda r: abs(r['metrics']['time_to_train_h']['value'] * r['metrics']['goodput_pct']['value'] / 100 - 480) < 0.05 * 480)(d['results'][0])" "time to train x goodput = the work"
+assert_json "$T/work.json" "abs(d['results'][0]['extra']['productive_s'] - 20 * 86400) < 1" "productive time is the work"
+grep -q "time to train" "$T/work.out" && ok "time-to-train table" || fail "no time-to-train table: $(cat "$T/work.out")"
 
 # Bad input: exit 2, one line naming the problem, no report.
 printf '{"name": "x", "categories": {"cosmic_rays": {"scope": "gpu", "rate_per_hour": 1e-6}}}' > "$T/unknown.json"
@@ -91,6 +106,8 @@ bad malformed "malformed.json: malformed JSON" --gpus 1024 --failure-model "$T/m
 bad both-models "exclusive" --gpus 1024 --job-mtbf 6h --failure-model llama3-h100
 bad missing-calibration "--calibrate: .*not found" --gpus 1024 --calibrate "$T/none.json"
 bad zero-trials "invalid --trials 0" --gpus 1024 --trials 0
+bad work-and-days "--days and --work-days are exclusive" --gpus 1024 --days 3 --work-days 3
+bad zero-work "invalid --work-days 0" --gpus 1024 --work-days 0
 bad flaky-share "invalid --flaky-share 0.9" --gpus 1024 --flaky-share 0.9
 
 finish

@@ -101,6 +101,43 @@ TEST(ClusterSimulator, WallTimeSplitsIntoItsParts) {
   }
 }
 
+TEST(ClusterSimulator, FixedWorkWithoutFailuresTakesTheWorkPlusItsCheckpoints) {
+  // M = 10^9 h: no failure in practice. 10 days of work at T = 1 h, C = 6 min: the job saves after every hour
+  // but the last (239 saves; the final one lies outside the job), so it takes 240 h + 239 × 6 min.
+  const auto model = single_rate_model(1e9 * kHour);
+  auto c = config(1024, 1);
+  c.work_s = 10 * kDay;
+  c.wall_s = 100 * c.work_s;
+  c.costs.checkpoint_s = 360;
+  const auto o = simulate_trial(model, c, kHour, 3);
+  ASSERT_EQ(o.failures, 0);
+  EXPECT_TRUE(o.finished);
+  EXPECT_NEAR(o.wall_s, 240 * kHour + 239 * 360.0, 1e-6);
+  EXPECT_NEAR(o.split.productive, c.work_s, 1e-6);
+  EXPECT_NEAR(o.split.total(), o.wall_s, 1e-6);
+}
+
+TEST(ClusterSimulator, FixedWorkTimeToTrainMatchesTheWindowGoodput) {
+  // The same cluster run as a 30-day window and as a fixed 20 days of work: the time to train is the work
+  // over the window's goodput (within the Monte Carlo noise), every trial's parts sum to its own wall time.
+  const auto model = load_failure_model("llama3-h100");
+  auto window = config(16384, 30);
+  const auto w = simulate(model, window, 1800, 200, 11);
+  auto work = window;
+  work.work_s = 20 * kDay;
+  work.wall_s = 100 * work.work_s;
+  const auto f = simulate(model, work, 1800, 200, 11);
+  EXPECT_EQ(f.unfinished, 0);
+  EXPECT_NEAR(f.wall_s.mean(), work.work_s / (w.goodput_pct.mean() / 100), 0.01 * f.wall_s.mean());
+  EXPECT_NEAR(f.mean_split.total(), f.mean_wall_s, 1e-6 * f.mean_wall_s);
+  EXPECT_NEAR(f.mean_split.productive, work.work_s, 1e-6 * work.work_s);
+  for (std::uint64_t seed : {1, 2}) {
+    const auto o = simulate_trial(model, work, 1800, seed);
+    EXPECT_NEAR(o.split.total(), o.wall_s, 1e-6 * o.wall_s);
+    EXPECT_GT(o.wall_s, work.work_s);
+  }
+}
+
 TEST(ClusterSimulator, FewSparesAndLongRepairsMakeTheJobWait) {
   const auto model = load_failure_model("llama3-h100");
   auto c = config(16384, 20);
@@ -200,30 +237,34 @@ TEST(StreamingSummary, ExactPercentilesThenBoundedEstimates) {
   EXPECT_NEAR(big.stats().mean, 0.5, 0.01);
 }
 
-TEST(Calibration, ReadsCostsFromAResilienceReportAndNamesWhatIsMissing) {
+TEST(Calibration, ReadsPerEventCostsFromTheResilienceLedger) {
   reports::Report report;
   reports::Result r;
   r.benchmark = "resilience";
   r.name = "tiny-dense";
-  r.set_metric("ckpt_save_s", {2.5, "s", reports::Better::lower, std::nullopt});
-  r.set_metric("ckpt_restore_s", {4.0, "s", reports::Better::lower, std::nullopt});
   r.set_metric("failures", {3, "count", reports::Better::lower, std::nullopt});
   r.set_metric("restarts", {3, "count", reports::Better::lower, std::nullopt});
+  // 4 attempts (3 restarts), 5 saves of 0.5 s each; totals as the ledger writes them.
+  r.extra["ledger"] = {
+      {"attempts", 4},
+      {"checkpoints", {{"saves", 5}, {"save_blocking_s", 2.5}}},
+      {"badput_s", {{"detection", 6.0}, {"relaunch", 30.0}, {"init", 8.0}, {"ckpt_restore", 12.0}}}};
   report.results.push_back(r);
-  report.summary["badput_s"] = {{"detection", 6.0}, {"relaunch", 30.0}};
   auto cal = calibrate_from_report(report, "run.json");
-  EXPECT_EQ(*cal.checkpoint_s, 2.5);
-  EXPECT_EQ(*cal.restore_s, 4.0);
-  EXPECT_EQ(*cal.detection_s, 2.0);
-  EXPECT_EQ(*cal.relaunch_s, 10.0);
+  EXPECT_DOUBLE_EQ(*cal.checkpoint_s, 0.5);  // per save, not the run's total
+  EXPECT_DOUBLE_EQ(*cal.detection_s, 2.0);
+  EXPECT_DOUBLE_EQ(*cal.relaunch_s, 10.0 + 2.0);  // relaunch per restart + init per attempt
+  EXPECT_DOUBLE_EQ(*cal.restore_s, 4.0);
   EXPECT_TRUE(cal.missing.empty());
 
-  report.summary = nlohmann::json::object();
-  report.results[0].metrics.erase(report.results[0].metrics.begin());  // ckpt_save_s
+  // An older report: no ledger, the summary's badput totals only; what cannot be found is named.
+  report.results[0].extra = nlohmann::json::object();
+  report.summary["badput_s"] = {{"detection", 6.0}, {"relaunch", 30.0}};
   cal = calibrate_from_report(report, "run.json");
   EXPECT_FALSE(cal.checkpoint_s);
-  EXPECT_EQ(cal.missing, (std::vector<std::string>{"ckpt_save_s", "summary.badput_s.detection",
-                                                   "summary.badput_s.relaunch"}));
+  EXPECT_DOUBLE_EQ(*cal.relaunch_s, 10.0);
+  EXPECT_EQ(cal.missing, (std::vector<std::string>{"extra.ledger.checkpoints.save_blocking_s / saves",
+                                                   "badput_s.ckpt_restore"}));
   report.results.clear();
   EXPECT_THROW(calibrate_from_report(report, "run.json"), Error);
 }

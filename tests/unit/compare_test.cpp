@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
 #include <string>
 
 #include "core/error.hpp"
@@ -304,6 +305,44 @@ TEST(Compare, ReferenceBaselineIsLabelled) {
   const auto side = describe_side(base, "h200.json");
   EXPECT_TRUE(side.reference);
   EXPECT_EQ(side.label, "published reference: 8x H200 SXM");
+}
+
+TEST(Compare, ReferenceMatchesOurResultsByPattern) {
+  // A published NeMo figure stands for any llama3-8b fp8 run of ours, whatever its layout; two runs match.
+  Result ref = result("train", "llama3-8b/nemo-24.07/fp8",
+                      {{"model_tflops_per_gpu", metric(697, Better::higher, "TFLOP/s")}});
+  ref.params = {{"match", "llama3-8b*/*/fp8/*"}};
+  const auto base =
+      report({ref, result("gemm", "bf16/mamf", {{"tflops", metric(700, Better::higher, "TFLOP/s")}})});
+  const auto cand =
+      report({result("train", "llama3-8b/tp1-dp8-ep1-pp1/fp8/seq8192-mb1-ga1",
+                     {{"model_tflops_per_gpu", metric(710, Better::higher, "TFLOP/s")}}),
+              result("train", "llama3-8b-4layers/tp1-dp1-ep1-pp1/fp8/seq8192-mb1-ga1",
+                     {{"model_tflops_per_gpu", metric(500, Better::higher, "TFLOP/s")}}),
+              result("train", "llama3-8b/tp1-dp8-ep1-pp1/bf16/seq8192-mb1-ga1",
+                     {{"model_tflops_per_gpu", metric(600, Better::higher, "TFLOP/s")}}),
+              result("gemm", "bf16/mamf", {{"tflops", metric(690, Better::higher, "TFLOP/s")}})});
+  const auto cmp = compare_reports(base, cand, {});
+  std::map<std::string, Verdict> got;
+  for (const auto& row : cmp.rows) got[row.result] = row.verdict;
+  EXPECT_EQ(got.at("llama3-8b/nemo-24.07/fp8 ~ llama3-8b/tp1-dp8-ep1-pp1/fp8/seq8192-mb1-ga1"),
+            Verdict::same);
+  EXPECT_EQ(got.at("llama3-8b/nemo-24.07/fp8 ~ llama3-8b-4layers/tp1-dp1-ep1-pp1/fp8/seq8192-mb1-ga1"),
+            Verdict::worse);
+  EXPECT_EQ(got.at("llama3-8b/tp1-dp8-ep1-pp1/bf16/seq8192-mb1-ga1"),
+            Verdict::added);  // bf16: not the fp8 figure
+  EXPECT_EQ(got.at("bf16/mamf"), Verdict::same);
+  EXPECT_EQ(cmp.rows.size(), 4u);
+
+  // Without a pattern the reference result is simply missing from our run.
+  Result plain = ref;
+  plain.params = nlohmann::json::object();
+  const auto cmp2 = compare_reports(report({plain, base.results[1]}), cand, {});
+  for (const auto& row : cmp2.rows) {
+    if (row.result == "llama3-8b/nemo-24.07/fp8") {
+      EXPECT_EQ(row.verdict, Verdict::missing);
+    }
+  }
 }
 
 TEST(CompareFormatting, Numbers) {
