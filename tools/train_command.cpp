@@ -1,5 +1,6 @@
-// factorybench train: a transformer training step (dense or MoE) under a tensor/data/expert-parallel layout,
-// with Megatron-accurate model FLOPs and MFU. --dry-run prints the plan (parameters, FLOPs, memory, every
+// factorybench train: a transformer training step (dense or MoE, GQA or MLA attention) under a
+// tensor/data/expert/pipeline-parallel layout (optionally sequence parallel), with Megatron-accurate model
+// FLOPs and MFU. --dry-run prints the plan (parameters, FLOPs, memory, every
 // GEMM and collective) without running.
 #include <iostream>
 #include <memory>
@@ -44,11 +45,24 @@ void print_plan(const workloads::TrainPlan& plan, std::uint64_t available) {
       plan.model.moe ? fmt::format(", {} experts top-{}", plan.model.moe->experts, plan.model.moe->top_k)
                      : std::string(),
       plan.model.vocab);
+  if (plan.model.mla)
+    std::cout << fmt::format(
+        "attention: MLA, q_lora_rank {}, kv_lora_rank {}, q/k head dim {} + {} (rope), v head dim {}\n",
+        plan.model.mla->q_lora_rank, plan.model.mla->kv_lora_rank, plan.model.mla->qk_nope_head_dim,
+        plan.model.mla->qk_rope_head_dim, plan.model.mla->v_head_dim);
   std::cout << fmt::format(
-      "layout: tp {} x dp {} x pp {} = {} ranks, ep {}; {} seq {} x micro-batch {} x grad-accum {} "
+      "layout: tp {} x dp {} x pp {} = {} ranks, ep {}{}; {} seq {} x micro-batch {} x grad-accum {} "
       "= {} tokens/step\n",
-      c.tp, c.dp, c.pp, c.world(), c.ep, to_string(s.dtype), plan.local.seq, s.micro_batch, s.grad_accum,
-      plan.tokens_per_step);
+      c.tp, c.dp, c.pp, c.world(), c.ep, s.sequence_parallel ? ", sequence parallel" : "", to_string(s.dtype),
+      plan.local.seq, s.micro_batch, s.grad_accum, plan.tokens_per_step);
+  if (c.pp > 1) {
+    const double m = static_cast<double>(s.grad_accum), p = static_cast<double>(c.pp);
+    std::cout << fmt::format(
+        "pipeline: {} stages of {} layers, 1F1B over {} micro-batches (ideal bubble (P-1)/(M+P-1) = "
+        "{:.1f}%{})\n",
+        c.pp, plan.local.layers, s.grad_accum, 100 * (p - 1) / (m + p - 1),
+        s.grad_accum < c.pp ? "; --grad-accum below --pp leaves stages idle" : "");
+  }
   std::cout << fmt::format("parameters: {} total, {} active\n", si(plan.params.total, ""),
                            si(plan.params.active, ""));
   std::cout << fmt::format(
@@ -64,14 +78,17 @@ void print_plan(const workloads::TrainPlan& plan, std::uint64_t available) {
   if (available > 0)
     std::cout << fmt::format("; {} here: {}", format_bytes(available),
                              m.total() <= available ? "fits" : "DOES NOT FIT");
-  std::cout << "\n\nGEMMs per micro-batch on one rank (m x n x k, batch; calls per layer x layers):\n";
+  std::cout << fmt::format(
+      "\n\nGEMMs per micro-batch on one rank{} (m x n x k, batch; calls per layer x layers):\n",
+      c.pp > 1 ? " of the last pipeline stage" : "");
   for (const auto& g : plan.gemms) {
     const auto& p = g.gemm.problem;
     std::cout << fmt::format("  {:<44} {:>7} x {:>7} x {:>7}  b{:<4} {}{}  {} x {}{}\n", g.gemm.name, p.m,
                              p.n, p.k, p.batch, p.transa ? 'T' : 'N', p.transb ? 'T' : 'N', g.calls_per_layer,
                              g.layers, g.note.empty() ? "" : "  (" + g.note + ")");
   }
-  std::cout << "\ncollectives per step on one rank:\n";
+  std::cout << fmt::format("\ncollectives per step on one rank{}:\n",
+                           c.pp > 1 ? " of the last pipeline stage" : "");
   if (plan.collectives.empty()) std::cout << "  none (one rank per group)\n";
   for (const auto& col : plan.collectives)
     std::cout << fmt::format("  {:<30} {:<4} {:<15} group {:<4} {:>10}/call x {:<6} = {}/step\n", col.name,
@@ -162,7 +179,9 @@ void add_train_options(CLI::App& sub, TrainCliOptions& o) {
   sub.add_option("--dp", o.dp, "Data-parallel degree (default: world / (tp x pp))");
   sub.add_option("--ep", o.ep, "Expert-parallel degree (MoE; divides dp x tp and the experts)")
       ->capture_default_str();
-  sub.add_option("--pp", o.pp, "Pipeline-parallel degree (plan only: the step rejects pp > 1)")
+  sub.add_option(
+         "--pp", o.pp,
+         "Pipeline-parallel degree: stages of layers/pp layers, 1F1B over the --grad-accum micro-batches")
       ->capture_default_str();
   sub.add_option("--seq", o.seq, "Sequence length (default: the model's)");
   sub.add_option("--micro-batch", o.micro_batch, "Sequences per micro-batch")->capture_default_str();
@@ -181,8 +200,10 @@ void add_train_options(CLI::App& sub, TrainCliOptions& o) {
   sub.add_option("--attention-flops", o.attention_flops,
                  "causal (Megatron today) or full (legacy s^2 count, NeMo <= 25.07)")
       ->capture_default_str();
-  sub.add_flag("--sequence-parallel", o.sequence_parallel,
-               "Reduce-scatter/all-gather instead of TP all-reduce (plan)");
+  sub.add_flag(
+      "--sequence-parallel", o.sequence_parallel,
+      "Megatron sequence parallelism: TP all-reduces become reduce-scatter + all-gather; residual work on "
+      "seq/tp rows");
   sub.add_flag("--distributed-optimizer", o.distributed_optimizer, "Shard optimizer state over DP (plan)");
   sub.add_flag("--overlap", o.overlap, "Overlap the DP gradient reduction with backward (non-blocking)");
   sub.add_option("--bucket-layers", o.bucket_layers, "Layers per DP gradient bucket")->capture_default_str();
@@ -229,7 +250,7 @@ workloads::TrainOptions make_train_options(const TrainCliOptions& cli, BackendKi
 Command add_train_command(CLI::App& app) {
   auto opt = std::make_shared<TrainCommandOptions>();
   auto* sub = app.add_subcommand("train",
-                                 "Transformer training step (dense or MoE) under TP/DP/EP: step time, "
+                                 "Transformer training step (dense or MoE) under TP/DP/EP/PP: step time, "
                                  "tokens/s, model TFLOP/s per GPU, MFU");
   add_train_options(*sub, opt->train);
   add_resilience_options(*sub, opt->resilience, opt->state_bytes, opt->mtbf);

@@ -46,6 +46,24 @@ std::int64_t split(const ModelConfig& m, const char* what, std::int64_t value, s
 
 }  // namespace
 
+std::vector<Projection> mla_projections(const ModelConfig& model, std::int64_t tp) {
+  if (!model.mla) throw input_error(model.name + ": no mla section");
+  const auto& a = *model.mla;
+  const std::int64_t heads = split(model, "heads", model.heads, tp, "--tp");
+  const std::int64_t qk = a.qk_nope_head_dim + a.qk_rope_head_dim;
+  std::vector<Projection> out;
+  if (a.q_lora_rank > 0) {
+    out.push_back({"q_down", model.hidden, a.q_lora_rank, true});
+    out.push_back({"q_up", a.q_lora_rank, heads * qk});
+  } else {
+    out.push_back({"q", model.hidden, heads * qk});
+  }
+  out.push_back({"kv_down", model.hidden, a.kv_lora_rank + a.qk_rope_head_dim, true});
+  out.push_back({"kv_up", a.kv_lora_rank, heads * (a.qk_nope_head_dim + a.v_head_dim)});
+  out.push_back({"attn_out", heads * a.v_head_dim, model.hidden});
+  return out;
+}
+
 std::vector<LayerGemm> layer_gemm_shapes(const ModelConfig& model, const LayerShapeOptions& o) {
   const auto positive = [](const char* option, std::int64_t v) {
     if (v < 1) throw usage_error(fmt::format("invalid {} {}: must be at least 1", option, v));
@@ -63,16 +81,7 @@ std::vector<LayerGemm> layer_gemm_shapes(const ModelConfig& model, const LayerSh
   const std::int64_t heads = split(model, "heads", model.heads, tp, "--tp");
 
   if (model.mla) {
-    const auto& a = *model.mla;
-    if (a.q_lora_rank > 0) {
-      b.linear("q_down", model.hidden, a.q_lora_rank);
-      b.linear("q_up", a.q_lora_rank, heads * (a.qk_nope_head_dim + a.qk_rope_head_dim));
-    } else {
-      b.linear("q", model.hidden, heads * (a.qk_nope_head_dim + a.qk_rope_head_dim));
-    }
-    b.linear("kv_down", model.hidden, a.kv_lora_rank + a.qk_rope_head_dim);
-    b.linear("kv_up", a.kv_lora_rank, heads * (a.qk_nope_head_dim + a.v_head_dim));
-    b.linear("attn_out", heads * a.v_head_dim, model.hidden);
+    for (const auto& p : mla_projections(model, tp)) b.linear(p.role, p.in, p.out);
   } else {
     const std::int64_t kv = model.kv_heads ? model.kv_heads : model.heads;
     // Megatron-LM replicates KV heads when there are fewer than TP ranks (each rank holds one).

@@ -20,6 +20,8 @@
 //             each receiving T·top_k/experts tokens (balanced routing, rounded up)
 //   shared_up / shared_down: the shared experts as one dense MLP of shared_ffn on all T tokens
 // Attention's score and context products (flash attention) are not GEMM-engine work and are not listed.
+// The MLA projections come from mla_projections(), which the train step also builds its weights from: one
+// source for the shapes that workloads/model_flops.cpp counts.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -43,6 +45,21 @@ struct LayerGemm {
   std::string pass;              // "fwd", "dgrad" or "wgrad"
   kernels::GemmProblem problem;  // dtype left at its default: the caller sets it
 };
+
+// One linear layer of a rank: `in` → `out` features.
+struct Projection {
+  std::string role;
+  std::int64_t in = 0, out = 0;
+  bool tp_replicated = false;  // the same weights on every TP rank (not split)
+};
+
+// Multi-head latent attention (model.mla must be set) on one rank with tensor-parallel degree tp, in
+// execution order: q_down (hidden → q_lora_rank) and q_up (q_lora_rank → heads/tp·(nope+rope)), or q
+// (hidden → heads/tp·(nope+rope)) when q_lora_rank is 0; kv_down (hidden → kv_lora_rank + rope, the rope
+// part is the key's shared positional half); kv_up (kv_lora_rank → heads/tp·(nope + v)); attn_out
+// (heads/tp·v → hidden). The down projections are replicated over TP (Megatron-LM: "duplicated"), the up
+// projections column-parallel, attn_out row-parallel. Throws an input Error when tp does not divide heads.
+std::vector<Projection> mla_projections(const ModelConfig& model, std::int64_t tp);
 
 // Throws an input Error naming the model and option when the split is impossible (heads not divisible by tp,
 // experts not divisible by ep, …) and a usage Error for tp/ep/seq/micro_batch below 1.

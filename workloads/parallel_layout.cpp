@@ -80,63 +80,104 @@ RankCoords rank_coords(std::int64_t rank, const ParallelConfig& c) {
   return r;
 }
 
+StageLayers stage_layers(const ModelConfig& m, const ParallelConfig& c, std::int64_t stage) {
+  const std::int64_t per_stage = m.layers / std::max<std::int64_t>(c.pp, 1);
+  return {stage * per_stage, per_stage};
+}
+
+std::int64_t StageLayers::moe_layers(const ModelConfig& m) const {
+  std::int64_t n = 0;
+  for (std::int64_t i = first; i < first + count; ++i) n += m.is_moe_layer(i) ? 1 : 0;
+  return n;
+}
+
+namespace {
+
+// Weights of one attention block on a rank.
+std::int64_t attention_weights(const ModelConfig& m, const ParallelConfig& c, const LocalDims& l) {
+  if (!m.mla) return m.hidden * l.qkv_width + l.heads * l.head_dim * m.hidden;
+  std::int64_t n = 0;
+  for (const auto& p : mla_projections(m, c.tp)) n += p.in * p.out;
+  return n;
+}
+
+struct StageParams {
+  std::int64_t dense = 0, expert = 0;
+};
+
+StageParams stage_params(const ModelConfig& m, const ParallelConfig& c, const LocalDims& l,
+                         std::int64_t stage) {
+  const std::int64_t h = m.hidden;
+  const auto layers = stage_layers(m, c, stage);
+  StageParams p;
+  for (std::int64_t i = layers.first; i < layers.first + layers.count; ++i) {
+    p.dense += attention_weights(m, c, l);
+    if (m.is_moe_layer(i)) {
+      p.dense += h * m.moe->experts;  // router (replicated)
+      if (m.moe->shared_ffn > 0) p.dense += (up_factor(m) + 1) * h * (m.moe->shared_ffn / c.tp);
+      p.expert += (m.moe->experts / c.ep) * (up_factor(m) + 1) * h * m.moe->expert_ffn;
+    } else {
+      p.dense += (up_factor(m) + 1) * h * l.ffn;
+    }
+  }
+  // Output layer on the last stage (the input embedding lookup is not instantiated).
+  if (stage == c.pp - 1) p.dense += l.vocab * h;
+  return p;
+}
+
+}  // namespace
+
 LocalDims local_dims(const ModelConfig& m, const ParallelConfig& c, const StepShape& s) {
   LocalDims l;
   l.seq = s.seq > 0 ? s.seq : m.seq;
   l.tokens = l.seq * s.micro_batch;
   l.moe_tokens = ceil_div(l.tokens, c.tp);
+  l.sp_tokens = s.sequence_parallel ? ceil_div(l.tokens, c.tp) : l.tokens;
+  l.layers = m.layers / std::max<std::int64_t>(c.pp, 1);
   l.heads = m.heads / c.tp;
-  l.kv_heads = m.kv_heads >= c.tp ? m.kv_heads / c.tp : 1;
-  l.head_dim = m.head_dim;
-  l.qkv_width = (l.heads + 2 * l.kv_heads) * l.head_dim;
+  if (m.mla) {
+    // Every head has its own key and value (no grouping); K = [k_nope, the shared rope half].
+    const auto& a = *m.mla;
+    l.kv_heads = l.heads;
+    l.head_dim = a.qk_nope_head_dim + a.qk_rope_head_dim;
+    l.v_head_dim = a.v_head_dim;
+    l.qkv_width = l.heads * (2 * l.head_dim + a.v_head_dim + a.qk_nope_head_dim);
+    l.mla_latent = a.q_lora_rank + a.kv_lora_rank + a.qk_rope_head_dim;
+  } else {
+    l.kv_heads = m.kv_heads >= c.tp ? m.kv_heads / c.tp : 1;
+    l.head_dim = m.head_dim;
+    l.v_head_dim = m.head_dim;
+    l.qkv_width = (l.heads + 2 * l.kv_heads) * l.head_dim;
+  }
   l.ffn = m.ffn / c.tp;
   l.vocab = ceil_div(m.vocab, c.tp);
   l.attn_block = attention_block(l.seq);
-  const std::int64_t h = m.hidden;
-  const std::int64_t layers_here = m.layers / c.pp;
-  std::int64_t dense = 0, expert = 0;
-  for (std::int64_t i = 0; i < layers_here; ++i) {
-    dense += h * l.qkv_width + l.heads * l.head_dim * h;
-    if (m.is_moe_layer(i)) {
-      dense += h * m.moe->experts;  // router (replicated)
-      if (m.moe->shared_ffn > 0) dense += (up_factor(m) + 1) * h * (m.moe->shared_ffn / c.tp);
-      expert += (m.moe->experts / c.ep) * (up_factor(m) + 1) * h * m.moe->expert_ffn;
-    } else {
-      dense += (up_factor(m) + 1) * h * l.ffn;
-    }
-  }
-  dense += l.vocab * h;  // output layer (the input embedding lookup is not instantiated)
   if (m.moe) {
     l.shared_ffn = m.moe->shared_ffn / c.tp;
     l.expert_ffn = m.moe->expert_ffn;
     l.local_experts = m.moe->experts / c.ep;
   }
-  l.dense_params = dense;
-  l.expert_params = expert;
+  for (std::int64_t p = 0; p < std::max<std::int64_t>(c.pp, 1); ++p) {
+    const auto sp = stage_params(m, c, l, p);
+    if (sp.dense + sp.expert > l.dense_params + l.expert_params) {
+      l.dense_params = sp.dense;
+      l.expert_params = sp.expert;
+    }
+  }
   return l;
 }
 
 MemoryEstimate estimate_memory(const ModelConfig& m, const ParallelConfig& c, const StepShape& s) {
   const auto l = local_dims(m, c, s);
   const std::uint64_t e = dtype_bytes(s.dtype);
-  const std::uint64_t params = static_cast<std::uint64_t>(l.dense_params + l.expert_params);
-  MemoryEstimate est;
-  est.weights = params * e;
-  est.gradients = params * e;
-  // fp32 master weights + two Adam moments; ZeRO-1 shards them over DP (experts over expert-DP).
+  const std::int64_t stages = std::max<std::int64_t>(c.pp, 1);
   const std::uint64_t edp = static_cast<std::uint64_t>(c.dp * c.tp / c.ep);
-  est.optimizer = s.distributed_optimizer
-                      ? 12 * (static_cast<std::uint64_t>(l.dense_params) / static_cast<std::uint64_t>(c.dp) +
-                              static_cast<std::uint64_t>(l.expert_params) / edp)
-                      : 12 * params;
-  // Saved activations per layer (what the step keeps for backward), elements.
+  // Saved activations per layer and micro-batch (what the step keeps for backward), elements.
   const std::int64_t T = l.tokens, h = m.hidden;
   const std::int64_t nb = l.seq / l.attn_block;
   const std::int64_t probs = l.heads * s.micro_batch * l.attn_block * l.attn_block * nb * (nb + 1) / 2;
-  std::uint64_t acts = 0;
-  const std::int64_t layers_here = m.layers / c.pp;
-  for (std::int64_t i = 0; i < layers_here; ++i) {
-    std::int64_t a = T * h * 2 + T * l.qkv_width + probs + T * l.heads * l.head_dim;
+  const auto layer_acts = [&](std::int64_t i) {
+    std::int64_t a = T * h * 2 + T * l.qkv_width + probs + T * l.heads * l.v_head_dim + T * l.mla_latent;
     if (m.is_moe_layer(i)) {
       const std::int64_t routed = 2 * l.moe_tokens * m.moe->top_k;  // capacity: twice balanced
       a += routed * h * 3 + routed * (up_factor(m) + 1) * l.expert_ffn + l.moe_tokens * m.moe->experts;
@@ -144,17 +185,38 @@ MemoryEstimate estimate_memory(const ModelConfig& m, const ParallelConfig& c, co
     } else {
       a += T * (up_factor(m) + 1) * l.ffn;
     }
-    acts += static_cast<std::uint64_t>(a) * e;
-  }
-  acts += static_cast<std::uint64_t>(T * (h + l.vocab)) * e;  // final hidden + logits
-  est.activations = acts;
+    return a;
+  };
   // Transient gradient buffers: a few token-by-width buffers and one probability strip.
   const std::int64_t widest =
       std::max({h, l.qkv_width, (up_factor(m) + 1) * std::max(l.ffn, l.shared_ffn), l.vocab});
-  est.workspace =
-      static_cast<std::uint64_t>(4 * T * widest + probs / std::max<std::int64_t>(layers_here, 1)) * e +
-      (std::uint64_t{32} << 20);
-  return est;
+  MemoryEstimate largest;
+  for (std::int64_t p = 0; p < stages; ++p) {
+    const auto sp = stage_params(m, c, l, p);
+    const std::uint64_t params = static_cast<std::uint64_t>(sp.dense + sp.expert);
+    MemoryEstimate est;
+    est.weights = params * e;
+    est.gradients = params * e;
+    // fp32 master weights + two Adam moments; ZeRO-1 shards them over DP (experts over expert-DP).
+    est.optimizer = s.distributed_optimizer
+                        ? 12 * (static_cast<std::uint64_t>(sp.dense) / static_cast<std::uint64_t>(c.dp) +
+                                static_cast<std::uint64_t>(sp.expert) / edp)
+                        : 12 * params;
+    const auto layers = stage_layers(m, c, p);
+    std::uint64_t acts = 0;
+    for (std::int64_t i = layers.first; i < layers.first + layers.count; ++i)
+      acts += static_cast<std::uint64_t>(layer_acts(i)) * e;
+    acts *= static_cast<std::uint64_t>(std::min(stages - p, s.grad_accum));    // 1F1B in-flight micro-batches
+    acts += static_cast<std::uint64_t>(T * h) * e;                             // stage output
+    if (p == stages - 1) acts += static_cast<std::uint64_t>(T * l.vocab) * e;  // logits
+    est.activations = acts;
+    est.workspace = static_cast<std::uint64_t>(4 * T * widest + T * l.mla_latent +
+                                               probs / std::max<std::int64_t>(layers.count, 1)) *
+                        e +
+                    (std::uint64_t{32} << 20);
+    if (est.total() > largest.total()) largest = est;
+  }
+  return largest;
 }
 
 void check_fits(const MemoryEstimate& est, std::uint64_t available, const ModelConfig& m,
@@ -185,31 +247,27 @@ TrainPlan make_plan(const ModelConfig& m, const ParallelConfig& c, const StepSha
   plan.flops_per_step = plan.flops.total() * plan.tokens_per_step;
   plan.memory = estimate_memory(m, c, s);
 
-  const std::int64_t layers_here = m.layers / c.pp;
-  const std::int64_t moe_layers = [&] {
-    std::int64_t n = 0;
-    for (std::int64_t i = 0; i < layers_here; ++i) n += m.is_moe_layer(i) ? 1 : 0;
-    return n;
-  }();
+  // Per-rank lists for one rank of the last pipeline stage (it also runs the output layer).
+  const auto stage = stage_layers(m, c, c.pp - 1);
+  const std::int64_t layers_here = stage.count;
+  const std::int64_t moe_layers = stage.moe_layers(m);
   const std::int64_t dense_layers = layers_here - moe_layers;
   const std::string prefix = fmt::format("{}/tp{}", m.name, c.tp);
 
-  // Projections, dense MLP and shared experts from the GEMM engineer's shape table; routed experts and the
-  // router follow this step's expert layout (see header), so they are listed here.
+  // Dense MLP and shared experts from the GEMM engineer's shape table; the attention projections (run
+  // feature-major), routed experts and the router (this step's expert layout, see header) are listed below.
   LayerShapeOptions o;
   o.tp = c.tp;
   o.ep = c.ep;
   o.seq = l.seq;
   o.micro_batch = s.micro_batch;
   for (auto& g : layer_gemm_shapes(m, o)) {
-    if (g.role == "router" || g.role == "expert_up" || g.role == "expert_down") continue;
-    // The step runs QKV and the output projection feature-major (qkv as T×width) so that every attention head
-    // is a contiguous T×head_dim block: the same products, transposed (listed below).
-    if (!m.mla && (g.role == "qkv" || g.role == "attn_out")) continue;
+    if (g.role != "mlp_up" && g.role != "mlp_down" && g.role.rfind("shared_", 0) != 0) continue;
     g.problem.dtype = s.dtype;
     std::int64_t layers = layers_here;
     if (g.role == "mlp_up" || g.role == "mlp_down") layers = dense_layers;
     if (g.role.rfind("shared_", 0) == 0) layers = moe_layers;
+    if (layers == 0) continue;
     plan.gemms.push_back({std::move(g), 1, layers, ""});
   }
   const auto add = [&](const std::string& role, const char* pass, std::int64_t mm, std::int64_t n,
@@ -234,29 +292,53 @@ TrainPlan make_plan(const ModelConfig& m, const ParallelConfig& c, const StepSha
     add(role, "dgrad", in, rows, out, false, false, batch, 1, layers, note);
     add(role, "wgrad", in, out, rows, false, true, batch, 1, layers, note);
   };
-  if (!m.mla) {
-    const std::int64_t T = l.tokens, h = m.hidden, W = l.qkv_width, hd = l.heads * l.head_dim;
-    const std::string note = "feature-major: activations as T x width";
-    add("qkv", "fwd", T, W, h, true, false, 1, 1, layers_here, note);
-    add("qkv", "dgrad", h, T, W, false, true, 1, 1, layers_here, note);
-    add("qkv", "wgrad", h, W, T, false, false, 1, 1, layers_here, note);
-    add("attn_out", "fwd", h, T, hd, true, true, 1, 1, layers_here, note);
-    add("attn_out", "dgrad", T, hd, h, true, true, 1, 1, layers_here, note);
-    add("attn_out", "wgrad", hd, h, T, true, true, 1, 1, layers_here, note);
+  // The step runs the attention projections feature-major (outputs as T x width, so that every head is a
+  // contiguous T x head_dim block): the products of layer_gemm_shapes, transposed. From the token-major
+  // layer input (qkv; MLA q_down, q, kv_down) and from the feature-major MLA latent (q_up, kv_up).
+  const std::int64_t T = l.tokens, h = m.hidden;
+  const std::string fm = "feature-major: activations as T x width";
+  const auto from_hidden = [&](const std::string& role, std::int64_t width) {
+    add(role, "fwd", T, width, h, true, false, 1, 1, layers_here, fm);
+    add(role, "dgrad", h, T, width, false, true, 1, 1, layers_here, fm);
+    add(role, "wgrad", h, width, T, false, false, 1, 1, layers_here, fm);
+  };
+  const auto from_latent = [&](const std::string& role, std::int64_t in, std::int64_t out) {
+    add(role, "fwd", T, out, in, false, false, 1, 1, layers_here, fm);
+    add(role, "dgrad", T, in, out, false, true, 1, 1, layers_here, fm);
+    add(role, "wgrad", in, out, T, true, false, 1, 1, layers_here, fm);
+  };
+  const auto out_proj = [&](std::int64_t hd) {
+    add("attn_out", "fwd", h, T, hd, true, true, 1, 1, layers_here, fm);
+    add("attn_out", "dgrad", T, hd, h, true, true, 1, 1, layers_here, fm);
+    add("attn_out", "wgrad", hd, h, T, true, true, 1, 1, layers_here, fm);
+  };
+  if (m.mla) {
+    for (const auto& p : mla_projections(m, c.tp)) {
+      if (p.role == "attn_out")
+        out_proj(p.in);
+      else if (p.role == "q_up" || p.role == "kv_up")
+        from_latent(p.role, p.in, p.out);
+      else
+        from_hidden(p.role, p.out);
+    }
+  } else {
+    from_hidden("qkv", l.qkv_width);
+    out_proj(l.heads * l.head_dim);
   }
   // Causal attention core: per query block i (of nb), scores over keys [0, (i+1)·B) and context; batched over
   // the kv groups, one call per query head of a group. Listed at the largest strip (i = nb − 1).
   const std::int64_t B = l.attn_block, nb = l.seq / B, keys = l.seq;
   const std::int64_t groups = l.kv_heads, hpg = l.heads / l.kv_heads;
   const std::int64_t calls = hpg * nb * s.micro_batch;
+  const std::int64_t dq = l.head_dim, dv = l.v_head_dim;
   const std::string strip =
       fmt::format("block {}: {} query blocks, strip i uses m or k = (i+1)·{}", B, nb, B);
-  add("attn_scores", "fwd", keys, B, l.head_dim, true, false, groups, calls, layers_here, strip);
-  add("attn_context", "fwd", l.head_dim, B, keys, false, false, groups, calls, layers_here, strip);
-  add("attn_context", "dgrad_probs", keys, B, l.head_dim, true, false, groups, calls, layers_here, strip);
-  add("attn_context", "wgrad_v", l.head_dim, keys, B, false, true, groups, calls, layers_here, strip);
-  add("attn_scores", "dgrad_q", l.head_dim, B, keys, false, false, groups, calls, layers_here, strip);
-  add("attn_scores", "dgrad_k", l.head_dim, keys, B, false, true, groups, calls, layers_here, strip);
+  add("attn_scores", "fwd", keys, B, dq, true, false, groups, calls, layers_here, strip);
+  add("attn_context", "fwd", dv, B, keys, false, false, groups, calls, layers_here, strip);
+  add("attn_context", "dgrad_probs", keys, B, dv, true, false, groups, calls, layers_here, strip);
+  add("attn_context", "wgrad_v", dv, keys, B, false, true, groups, calls, layers_here, strip);
+  add("attn_scores", "dgrad_q", dq, B, keys, false, false, groups, calls, layers_here, strip);
+  add("attn_scores", "dgrad_k", dq, keys, B, false, true, groups, calls, layers_here, strip);
   if (m.moe && moe_layers > 0) {
     const std::int64_t per_expert = ceil_div(l.moe_tokens * c.ep * m.moe->top_k, m.moe->experts);
     linear("router", m.hidden, m.moe->experts, l.moe_tokens, 1, moe_layers,
@@ -267,24 +349,42 @@ TrainPlan make_plan(const ModelConfig& m, const ParallelConfig& c, const StepSha
     linear("expert_up", m.hidden, up_factor(m) * l.expert_ffn, per_expert, l.local_experts, moe_layers, note);
     linear("expert_down", l.expert_ffn, m.hidden, per_expert, l.local_experts, moe_layers, note);
   }
-  linear("logits", m.hidden, l.vocab, l.tokens, 1, 1, "output layer, vocab split over TP");
+  linear("logits", m.hidden, l.vocab, l.tokens, 1, 1,
+         c.pp > 1 ? "output layer, vocab split over TP; last pipeline stage"
+                  : "output layer, vocab split over TP");
 
   // Collectives per step (per rank, bytes of the buffer each call passes).
   const double e = static_cast<double>(dtype_bytes(s.dtype));
   const double mbs = static_cast<double>(s.grad_accum);  // micro-batches per step
   const double act = static_cast<double>(l.tokens * m.hidden) * e;
   if (c.tp > 1) {
+    // Per layer: the attention and MLP outputs forward, the MLP's and the attention's input gradients
+    // backward (MLA: the attention input gradient is exact on every rank once the latent gradient is
+    // all-reduced, unless the query is projected from the hidden state directly: q_lora_rank 0); one more for
+    // the output layer's input gradient.
+    const double per_layer = m.mla && m.mla->q_lora_rank > 0 ? 3.0 : 4.0;
+    const double reductions = (per_layer * layers_here + 1) * mbs;
     if (s.sequence_parallel) {
-      // Forward: all-gather before QKV and MLP, reduce-scatter after attention and MLP; backward mirrors.
+      // Megatron-LM sequence parallelism: all-gather of the sequence-split rows before QKV and the MLP (and
+      // before the output layer), of the output gradients before their backward; reduce-scatter where the
+      // all-reduce was.
       plan.collectives.push_back(
-          {"tp_allgather/layer_in", "tp", "allgather", c.tp, act / c.tp, 4.0 * layers_here * mbs});
+          {"tp_allgather/layer_in", "tp", "allgather", c.tp, act / c.tp, (4.0 * layers_here + 1) * mbs});
       plan.collectives.push_back(
-          {"tp_reduce_scatter/layer_out", "tp", "reduce_scatter", c.tp, act, 4.0 * layers_here * mbs});
+          {"tp_reduce_scatter/layer_out", "tp", "reduce_scatter", c.tp, act, reductions});
     } else {
-      // Attention and MLP outputs forward, their input gradients backward, and the output layer's.
-      plan.collectives.push_back(
-          {"tp_allreduce/layer_out", "tp", "allreduce", c.tp, act, (4.0 * layers_here + 1) * mbs});
+      plan.collectives.push_back({"tp_allreduce/layer_out", "tp", "allreduce", c.tp, act, reductions});
     }
+    if (m.mla)
+      plan.collectives.push_back({"tp_allreduce/mla_latent_grad", "tp", "allreduce", c.tp,
+                                  static_cast<double>(l.tokens * l.mla_latent) * e, layers_here * mbs});
+  }
+  if (c.pp > 1) {
+    // Point-to-point with the neighbouring stage, per micro-batch: activations in, gradients out (the
+    // rows this rank holds: 1/T of them with sequence parallelism). Middle stages do both twice.
+    const double p2p = static_cast<double>(l.sp_tokens * m.hidden) * e;
+    plan.collectives.push_back({"pp_p2p/activations", "pp", "send_recv", 2, p2p, mbs});
+    plan.collectives.push_back({"pp_p2p/grads", "pp", "send_recv", 2, p2p, mbs});
   }
   if (m.moe && moe_layers > 0 && c.ep > 1) {
     const double routed = static_cast<double>(l.moe_tokens * m.moe->top_k * m.hidden) * e;

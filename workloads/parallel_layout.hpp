@@ -8,6 +8,10 @@
 // q = d·T + t, EP group = q / E, EP rank = q % E; expert weights are not tensor-split (expert TP = 1) and
 // each TP rank routes its own 1/T slice of the tokens (as Megatron's sequence-parallel MoE). Expert gradients
 // are reduced over the D·T/E ranks holding the same experts ("expert data parallel").
+//
+// Pipeline parallelism: stage p holds layers [p·L/P, (p+1)·L/P) (P must divide L); the last stage also holds
+// the output layer. Sizes that differ between stages (parameters, memory) are given for the largest stage;
+// the plan's GEMM and collective lists are those of one rank of the last stage (it has the output layer).
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -49,23 +53,39 @@ RankCoords rank_coords(std::int64_t rank, const ParallelConfig& parallel);
 struct LocalDims {
   std::int64_t seq = 0, tokens = 0;  // tokens = seq · micro_batch (one micro-batch on this rank)
   std::int64_t moe_tokens = 0;       // tokens this rank routes in MoE layers (tokens / tp)
-  std::int64_t heads = 0, kv_heads = 0, head_dim = 0;
-  std::int64_t qkv_width = 0;   // (heads + 2·kv_heads)·head_dim
+  std::int64_t sp_tokens = 0;        // rows of the residual stream this rank holds: tokens / tp with
+                                     // --sequence-parallel, else tokens
+  std::int64_t layers = 0;           // layers per pipeline stage (layers / pp)
+  std::int64_t heads = 0, kv_heads = 0;
+  std::int64_t head_dim = 0;    // query/key head dim (MLA: qk_nope + qk_rope)
+  std::int64_t v_head_dim = 0;  // value head dim (MLA: v_head_dim; else head_dim)
+  std::int64_t qkv_width = 0;   // (heads + 2·kv_heads)·head_dim; MLA: heads·(2·(nope+rope) + v + nope) =
+                                // Q, K (k_nope with the shared rope half), V and the kv_up k_nope output
+  std::int64_t mla_latent = 0;  // MLA: q_lora + kv_lora + rope, the down projections' output per token
   std::int64_t ffn = 0;         // dense MLP intermediate per rank
   std::int64_t shared_ffn = 0;  // shared experts' intermediate per rank
   std::int64_t expert_ffn = 0;  // routed expert intermediate (not tensor-split)
   std::int64_t local_experts = 0;
   std::int64_t vocab = 0;          // logits columns per rank (ceil(V / tp))
   std::int64_t attn_block = 0;     // causal attention query/key block size (divides seq)
-  std::int64_t dense_params = 0;   // weights this rank holds that DP replicas share
-  std::int64_t expert_params = 0;  // routed-expert weights (replicated over expert-DP)
+  std::int64_t dense_params = 0;   // weights this rank holds that DP replicas share (largest stage)
+  std::int64_t expert_params = 0;  // routed-expert weights (replicated over expert-DP) (largest stage)
 };
 LocalDims local_dims(const ModelConfig& model, const ParallelConfig& parallel, const StepShape& shape);
+
+// The model layers (0-based, global) pipeline stage `stage` holds: [first, first + count).
+struct StageLayers {
+  std::int64_t first = 0, count = 0;
+  std::int64_t moe_layers(const ModelConfig& model) const;
+};
+StageLayers stage_layers(const ModelConfig& model, const ParallelConfig& parallel, std::int64_t stage);
 
 struct MemoryEstimate {
   std::uint64_t weights = 0, gradients = 0, optimizer = 0, activations = 0, workspace = 0;
   std::uint64_t total() const { return weights + gradients + optimizer + activations + workspace; }
 };
+// The largest pipeline stage's need; a stage keeps the activations of min(P − stage, grad_accum)
+// micro-batches (the 1F1B in-flight bound, workloads/pipeline_schedule.hpp).
 MemoryEstimate estimate_memory(const ModelConfig& model, const ParallelConfig& parallel,
                                const StepShape& shape);
 
@@ -82,8 +102,8 @@ struct PlanGemm {
 
 struct PlanCollective {
   std::string name;   // "tp_allreduce/attn_out"
-  std::string group;  // tp, ep, dp, edp, world
-  std::string op;     // allreduce, reduce_scatter, allgather, alltoallv
+  std::string group;  // tp, ep, dp, edp, pp (neighbouring stages), world
+  std::string op;     // allreduce, reduce_scatter, allgather, alltoallv, send_recv (pipeline)
   std::int64_t group_size = 1;
   double bytes_per_call = 0;  // per rank, input buffer size (alltoallv: balanced routing)
   double calls_per_step = 0;

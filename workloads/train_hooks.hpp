@@ -32,6 +32,9 @@ struct StepOutcome {
   double compute_seconds = 0;       // this rank's compute part (straggler score input)
   double loss = 0;                  // synthetic loss, identical on all ranks unless poisoned
   double grad_norm = 0;
+  // This rank's own loss and gradient sum of squares were finite before the all-reduce that agrees `loss`
+  // and `grad_norm` (a NaN anywhere spreads to every rank there; this flag says where it came from).
+  bool local_finite = true;
 };
 
 class TrainHooks {

@@ -19,6 +19,8 @@
 #include "core/statistics.hpp"
 #include "kernels/gemm_engine.hpp"
 #include "kernels/train_kernels.hpp"
+#include "workloads/layer_gemm_shapes.hpp"
+#include "workloads/pipeline_schedule.hpp"
 
 namespace fb::workloads {
 
@@ -49,9 +51,11 @@ TrainPlan prepare_training(const TrainOptions& o, std::int64_t world) {
     throw usage_error(fmt::format("invalid --routing-skew {}: must be >= 0", o.routing_skew));
   validate_layout(model, o.parallel, world);
   auto plan = make_plan(model, o.parallel, o.shape);
+  // Each TP rank routes (MoE) and, with sequence parallelism, holds 1/T of a micro-batch's tokens.
   if (plan.local.tokens % o.parallel.tp != 0)
-    throw usage_error(fmt::format("--seq x --micro-batch = {} tokens is not divisible by --tp {}",
-                                  plan.local.tokens, o.parallel.tp));
+    throw usage_error(fmt::format("{}--seq x --micro-batch = {} tokens is not divisible by --tp {}",
+                                  o.shape.sequence_parallel ? "--sequence-parallel: " : "", plan.local.tokens,
+                                  o.parallel.tp));
   return plan;
 }
 
@@ -90,11 +94,17 @@ struct Region {
   DeviceBuffer param, grad, master, m, v;
   struct Tensor {
     std::int64_t offset, in, out;
+    bool tp_replicated;  // identical on every TP rank (router, MLA down projections): seeded without t
   };
   std::vector<Tensor> tensors;
   std::vector<std::int64_t> layer_begin;  // element offset where each layer's tensors begin (+ end sentinel)
-  std::int64_t add(std::int64_t in, std::int64_t out) {
-    tensors.push_back({count, in, out});
+  // Seed id of each tensor: set `next_id` per model layer so that a tensor's initial values depend on its
+  // place in the model, not on how pipeline stages split the layers.
+  std::vector<std::uint64_t> seed_ids;
+  std::uint64_t next_id = 0;
+  std::int64_t add(std::int64_t in, std::int64_t out, bool tp_replicated = false) {
+    tensors.push_back({count, in, out, tp_replicated});
+    seed_ids.push_back(next_id++);
     count += in * out;
     return static_cast<std::int64_t>(tensors.size()) - 1;
   }
@@ -103,13 +113,17 @@ struct Region {
 struct LayerWeights {
   std::int64_t qkv = -1, attn_out = -1, mlp_up = -1, mlp_down = -1, router = -1, shared_up = -1,
                shared_down = -1;
+  std::int64_t q_down = -1, q_up = -1, q = -1, kv_down = -1, kv_up = -1;  // MLA (q: q_lora_rank 0)
   std::int64_t expert_up = -1, expert_down = -1;  // first local expert's tensor in the expert region
   bool moe = false;
 };
 
-// Saved activations of one layer for one micro-batch.
+// Saved activations of one layer for one micro-batch. x_in and x_mid hold all T rows (with sequence
+// parallelism: all-gathered from each TP rank's T/tp rows). MLA: latent is the down projections' output
+// (T × (q_lora + kv_lora + rope), feature-major), qkv_t holds [Q | K | V | kv_up's k_nope] column blocks.
 struct LayerActs {
   DeviceBuffer x_in, qkv_t, probs, ctx_t, x_mid, up, act;  // dense/shared MLP: up, act
+  DeviceBuffer latent;                                     // MLA
   // MoE
   DeviceBuffer router_logits, idx, weight, row_of_slot, counts, comb, expert_in, e_up, e_act;
   std::int64_t capacity = 0;                       // rows expert_in/e_up/e_act hold
@@ -131,6 +145,15 @@ class Trainer final : public TrainStateAccess {
         dt_(plan.shape.dtype) {
     e_ = dtype_bytes(dt_);
     coords_ = rank_coords(mpi.rank(), o.parallel);
+    const std::int64_t P = o.parallel.pp, M = plan.shape.grad_accum;
+    first_stage_ = coords_.p == 0;
+    last_stage_ = coords_.p == P - 1;
+    first_layer_ = stage_layers(m_, o.parallel, coords_.p).first;
+    schedule_ = one_f_one_b_schedule(P, coords_.p, M);
+    slots_ = micro_batches_in_flight(P, coords_.p, M);
+    sp_ = plan.shape.sequence_parallel && o.parallel.tp > 1;
+    rows_ = sp_ ? l_.tokens / o.parallel.tp : l_.tokens;
+    row0_ = sp_ ? coords_.t * rows_ : 0;
     gemm_ = kernels::make_gemm_engine(backend, dt_, {.local_ranks = mpi.local_size()});
     k_ = kernels::make_train_kernels(backend);
     make_communicators();
@@ -191,6 +214,7 @@ class Trainer final : public TrainStateAccess {
   // --- the step -----------------------------------------------------------------------------------------
   struct StepStats {
     double seconds = 0, loss = 0, grad_norm = 0;
+    bool local_finite = true;  // this rank's loss and gradient before the all-reduce (NaN origin)
     std::array<double, kCats> cat{};
   };
 
@@ -205,11 +229,14 @@ class Trainer final : public TrainStateAccess {
     k_->scale(dense_.grad.data(), dt_, dense_.count, 0.0f);
     if (experts_.count) k_->scale(experts_.grad.data(), dt_, experts_.count, 0.0f);
     double local_loss = 0;
-    for (std::int64_t micro = 0; micro < plan_.shape.grad_accum; ++micro) {
-      const bool last = micro + 1 == plan_.shape.grad_accum;
-      forward();
-      local_loss += logits_and_loss();
-      backward(last);
+    // The stage's 1F1B schedule (without pipeline parallelism: F0 B0 F1 B1 ...).
+    for (const auto& op : schedule_) {
+      if (op.kind == PipeOpKind::forward)
+        local_loss += forward(op.micro_batch);
+      else if (op.kind == PipeOpKind::backward)
+        backward(op.micro_batch, op.micro_batch + 1 == plan_.shape.grad_accum);
+      else
+        transfer(op);
     }
     finish_gradient_reduction();
     const double sq = gradient_sum_squares();
@@ -223,10 +250,12 @@ class Trainer final : public TrainStateAccess {
     double sums[2] = {local_loss / static_cast<double>(plan_.shape.grad_accum), sq};
     if (poison_) sums[0] = sums[1] = std::numeric_limits<double>::quiet_NaN();
     poison_ = false;
+    const bool local_finite = std::isfinite(sums[0]) && std::isfinite(sums[1]);
     FB_CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, sums, 2, MPI_DOUBLE, MPI_SUM, mpi_.world()));
     StepStats s;
+    s.local_finite = local_finite;
     s.seconds = seconds;
-    s.loss = sums[0] / mpi_.size();
+    s.loss = sums[0] / static_cast<double>(mpi_.size() / o_.parallel.pp);  // the last stage's ranks
     s.grad_norm = std::sqrt(sums[1]);
     s.cat = cat_;
     return s;
@@ -281,20 +310,53 @@ class Trainer final : public TrainStateAccess {
       ep_ = world_->split(static_cast<int>(r.p * groups + r.ep_group), static_cast<int>(r.ep_rank));
       edp_ = world_->split(static_cast<int>(r.p * c.ep + r.ep_rank), static_cast<int>(r.ep_group));
     }
+    // Pipeline: one two-rank communicator per pair of neighbouring stages with the same (d, t), rank 0 the
+    // earlier stage. Boundary b joins stages b and b+1; a rank is in at most one boundary of each parity, so
+    // two splits build them all.
+    if (c.pp > 1) {
+      const std::int64_t lanes = c.dp * c.tp, lane = r.d * c.tp + r.t;
+      for (std::int64_t parity = 0; parity < 2; ++parity) {
+        std::int64_t b = -1;
+        if (r.p % 2 == parity && r.p + 1 < c.pp)
+          b = r.p;  // lower side: the next stage
+        else if (r.p >= 1 && (r.p - 1) % 2 == parity)
+          b = r.p - 1;  // upper side: the previous stage
+        auto pair = world_->split(b < 0 ? -1 : static_cast<int>(b * lanes + lane), static_cast<int>(r.p));
+        if (b == r.p)
+          next_ = std::move(pair);
+        else if (b >= 0)
+          prev_ = std::move(pair);
+      }
+    }
   }
 
   void build_weights() {
     const std::int64_t h = m_.hidden, up = m_.activation == Activation::swiglu ? 2 : 1;
-    layers_.resize(static_cast<std::size_t>(m_.layers));
-    for (std::int64_t i = 0; i < m_.layers; ++i) {
+    // This pipeline stage's layers (all of them without pipeline parallelism).
+    layers_.resize(static_cast<std::size_t>(l_.layers));
+    for (std::int64_t i = 0; i < l_.layers; ++i) {
       auto& w = layers_[i];
       dense_.layer_begin.push_back(dense_.count);
       experts_.layer_begin.push_back(experts_.count);
-      w.qkv = dense_.add(h, l_.qkv_width);
-      w.attn_out = dense_.add(l_.heads * l_.head_dim, h);
-      w.moe = m_.is_moe_layer(i);
+      dense_.next_id = static_cast<std::uint64_t>(first_layer_ + i) << 8;
+      experts_.next_id = static_cast<std::uint64_t>(first_layer_ + i) << 24;
+      if (m_.mla) {
+        for (const auto& p : mla_projections(m_, o_.parallel.tp)) {
+          const std::int64_t t = dense_.add(p.in, p.out, p.tp_replicated);
+          if (p.role == "q_down") w.q_down = t;
+          if (p.role == "q_up") w.q_up = t;
+          if (p.role == "q") w.q = t;
+          if (p.role == "kv_down") w.kv_down = t;
+          if (p.role == "kv_up") w.kv_up = t;
+          if (p.role == "attn_out") w.attn_out = t;
+        }
+      } else {
+        w.qkv = dense_.add(h, l_.qkv_width);
+        w.attn_out = dense_.add(l_.heads * l_.head_dim, h);
+      }
+      w.moe = m_.is_moe_layer(first_layer_ + i);
       if (w.moe) {
-        w.router = dense_.add(h, m_.moe->experts);
+        w.router = dense_.add(h, m_.moe->experts, true);
         if (l_.shared_ffn > 0) {
           w.shared_up = dense_.add(h, up * l_.shared_ffn);
           w.shared_down = dense_.add(l_.shared_ffn, h);
@@ -311,15 +373,17 @@ class Trainer final : public TrainStateAccess {
     }
     dense_.layer_begin.push_back(dense_.count);
     experts_.layer_begin.push_back(experts_.count);
-    logits_w_ = dense_.add(h, l_.vocab);
+    dense_.next_id = std::uint64_t{1} << 40;
+    if (last_stage_) logits_w_ = dense_.add(h, l_.vocab);
     dense_.layer_begin.push_back(dense_.count);
 
-    // Weights ~ ±[1/16, 1]/√in (fan-in scaled, never zero), seeded by this rank's shard; the same on every
-    // data-parallel replica (seed from t, p; experts from the EP rank).
-    const std::uint64_t dense_seed =
-        derive_seed(o_.seed, static_cast<std::uint64_t>(1000 + coords_.p * 64 + coords_.t));
+    // Weights ~ ±[1/16, 1]/√in (fan-in scaled, never zero), seeded by this rank's TP shard (experts: EP rank)
+    // and the tensor's place in the model: the same on every data-parallel replica, and the same model
+    // whatever the pipeline split.
+    const std::uint64_t dense_seed = derive_seed(o_.seed, static_cast<std::uint64_t>(1000 + coords_.t));
+    const std::uint64_t replicated_seed = derive_seed(o_.seed, 999);
     const std::uint64_t expert_seed =
-        derive_seed(o_.seed, static_cast<std::uint64_t>(500000 + coords_.p * 4096 + coords_.ep_rank));
+        derive_seed(o_.seed, static_cast<std::uint64_t>(500000 + coords_.ep_rank));
     for (auto [r, seed] : {std::pair{&dense_, dense_seed}, std::pair{&experts_, expert_seed}}) {
       r->param = alloc(r->count, e_);
       r->grad = alloc(r->count, e_);
@@ -332,7 +396,7 @@ class Trainer final : public TrainStateAccess {
         const auto& ten = r->tensors[t];
         const double a = 1.0 / std::sqrt(static_cast<double>(ten.in));
         fill_random_host(host.data() + ten.offset, static_cast<std::size_t>(ten.in * ten.out), DType::fp32,
-                         derive_seed(seed, t), a / 16, a);
+                         derive_seed(ten.tp_replicated ? replicated_seed : seed, r->seed_ids[t]), a / 16, a);
       }
       backend_.copy_to_device(r->master, host.data(), host.size() * 4);
       k_->convert_from_fp32(r->master.as<float>(), r->param.data(), dt_, r->count);
@@ -345,36 +409,57 @@ class Trainer final : public TrainStateAccess {
     const std::int64_t T = l_.tokens, h = m_.hidden, up = m_.activation == Activation::swiglu ? 2 : 1;
     const std::int64_t B = l_.attn_block, nb = l_.seq / B;
     probs_per_seq_ = l_.heads * B * B * nb * (nb + 1) / 2;
-    acts_.resize(layers_.size());
-    for (std::size_t i = 0; i < layers_.size(); ++i) {
-      auto& a = acts_[i];
-      a.x_in = act(T * h);
-      a.qkv_t = act(T * l_.qkv_width);
-      a.probs = act(probs_per_seq_ * plan_.shape.micro_batch);
-      a.ctx_t = act(T * l_.heads * l_.head_dim);
-      a.x_mid = act(T * h);
-      if (layers_[i].moe) {
-        const std::int64_t Tm = l_.moe_tokens, k = m_.moe->top_k;
-        a.router_logits = act(Tm * m_.moe->experts);
-        a.idx = alloc(Tm * k, 4);
-        a.weight = alloc(Tm * k, 4);
-        a.row_of_slot = alloc(Tm * k, 4);
-        a.counts = alloc(m_.moe->experts, 8);
-        a.comb = act(Tm * k * h);
-        if (l_.shared_ffn > 0) {
-          a.up = act(T * up * l_.shared_ffn);
-          a.act = act(T * l_.shared_ffn);
+    // One set per micro-batch in flight (1F1B: min(P − stage, grad_accum); 1 without pipelining).
+    acts_.resize(static_cast<std::size_t>(slots_));
+    for (auto& slot_acts : acts_) {
+      slot_acts.resize(layers_.size());
+      for (std::size_t i = 0; i < layers_.size(); ++i) {
+        auto& a = slot_acts[i];
+        a.x_in = act(T * h);
+        a.qkv_t = act(T * l_.qkv_width);
+        a.probs = act(probs_per_seq_ * plan_.shape.micro_batch);
+        a.ctx_t = act(T * l_.heads * l_.v_head_dim);
+        a.x_mid = act(T * h);
+        if (m_.mla) a.latent = act(T * l_.mla_latent);
+        if (layers_[i].moe) {
+          const std::int64_t Tm = l_.moe_tokens, k = m_.moe->top_k;
+          a.router_logits = act(Tm * m_.moe->experts);
+          a.idx = alloc(Tm * k, 4);
+          a.weight = alloc(Tm * k, 4);
+          a.row_of_slot = alloc(Tm * k, 4);
+          a.counts = alloc(m_.moe->experts, 8);
+          a.comb = act(Tm * k * h);
+          if (l_.shared_ffn > 0) {
+            a.up = act(T * up * l_.shared_ffn);
+            a.act = act(T * l_.shared_ffn);
+          }
+          grow_experts(a, 2 * Tm * k);
+        } else {
+          a.up = act(T * up * l_.ffn);
+          a.act = act(T * l_.ffn);
         }
-        grow_experts(a, 2 * Tm * k);
-      } else {
-        a.up = act(T * up * l_.ffn);
-        a.act = act(T * l_.ffn);
       }
     }
+    if (m_.mla) {
+      // Column blocks of the K assembly (forward) and of its gradient (backward), per head j:
+      // K_j = [k_nope_j (from kv_up's output, staged after V) | k_rope (latent's last columns)].
+      const auto& c = *m_.mla;
+      const std::int64_t nh = l_.heads, dq = l_.head_dim, nope = c.qk_nope_head_dim;
+      const std::int64_t k_col = nh * dq, staged = 2 * nh * dq + nh * l_.v_head_dim;
+      for (std::int64_t j = 0; j < nh; ++j) {
+        mla_.k_nope.push_back(k_col + j * dq);
+        mla_.nope_staged.push_back(staged + j * nope);
+        mla_.nope_cols.push_back(nope);
+        mla_.k_rope.push_back(k_col + j * dq + nope);
+        mla_.rope_latent.push_back(c.q_lora_rank + c.kv_lora_rank);
+        mla_.rope_cols.push_back(c.qk_rope_head_dim);
+      }
+      dlat_ = act(T * l_.mla_latent);
+    }
     x_out_ = act(T * h);
-    logits_ = act(T * l_.vocab);
-    const std::int64_t widest =
-        std::max({h, l_.qkv_width, l_.heads * l_.head_dim, up * std::max(l_.ffn, l_.shared_ffn), l_.vocab});
+    if (last_stage_) logits_ = act(T * l_.vocab);
+    const std::int64_t widest = std::max({h, l_.qkv_width, l_.heads * l_.head_dim, l_.heads * l_.v_head_dim,
+                                          up * std::max(l_.ffn, l_.shared_ffn), l_.vocab});
     tmp_ = act(T * std::max(h, l_.heads * l_.head_dim));
     g_a_ = act(T * widest);
     g_b_ = act(T * widest);
@@ -413,7 +498,9 @@ class Trainer final : public TrainStateAccess {
   }
 
   void init_data() {
-    // Input activations (the embedding output) per data-parallel rank; TP ranks of a group share them.
+    // Input activations (the embedding output) per data-parallel rank on the first pipeline stage; TP ranks
+    // of a group share them.
+    if (!first_stage_) return;
     input_ = act(l_.tokens * m_.hidden);
     backend_.fill_random(input_, dt_,
                          derive_seed(o_.seed, static_cast<std::uint64_t>(77 + coords_.p * 4096 + coords_.d)),
@@ -469,49 +556,156 @@ class Trainer final : public TrainStateAccess {
     gemm(w.in, w.out, rows, false, true, x, w.in, dy, w.out, wgrad_ptr(r, t), w.in, 1.0);
   }
 
-  void tp_allreduce(void* buf, std::int64_t count, const char* name) {
+  // Tensor-parallel sum of the ranks' partial T×h outputs (buf): all-reduce, or with sequence parallelism a
+  // reduce-scatter that leaves this rank's rows, summed, at my_rows(buf) (in place).
+  void tp_reduce(void* buf, const char* what) {
     if (o_.parallel.tp == 1) return;
     mark(kTpComm);
-    tp_->allreduce(buf, buf, static_cast<std::size_t>(count), dt_, ReduceOp::sum);
-    coll_bytes_[name] += static_cast<double>(count * static_cast<std::int64_t>(e_));
+    const std::int64_t n = l_.tokens * m_.hidden;
+    if (sp_) {
+      tp_->reduce_scatter(buf, my_rows(buf), static_cast<std::size_t>(rows_ * m_.hidden), dt_, ReduceOp::sum);
+      coll_bytes_[std::string("tp_reduce_scatter/") + what] += static_cast<double>(n * elem());
+    } else {
+      tp_->allreduce(buf, buf, static_cast<std::size_t>(n), dt_, ReduceOp::sum);
+      coll_bytes_[std::string("tp_allreduce/") + what] += static_cast<double>(n * elem());
+    }
   }
+  // Sequence parallelism: in-place all-gather of every TP rank's rows of a T×h buffer (no-op otherwise).
+  void tp_gather(void* buf, const char* what) {
+    if (!sp_) return;
+    mark(kTpComm);
+    tp_->allgather(my_rows(buf), buf, static_cast<std::size_t>(rows_ * m_.hidden), dt_);
+    coll_bytes_[std::string("tp_allgather/") + what] += static_cast<double>(rows_ * m_.hidden * elem());
+  }
+  std::int64_t elem() const { return static_cast<std::int64_t>(e_); }
+  // This rank's rows of a T×h (token-major) buffer: all of them, or T/tp with sequence parallelism.
+  void* my_rows(void* p) const { return static_cast<char*>(p) + row0_ * m_.hidden * elem(); }
+  void* my_rows(const DeviceBuffer& b) const { return my_rows(b.data()); }
+  void* at(void* p, std::int64_t elements) const { return static_cast<char*>(p) + elements * elem(); }
   void copy(void* dst, const void* src, std::int64_t elements) {
     const std::int64_t zero = 0;
     k_->copy_row_blocks(src, dst, dt_, elements, 1, &zero, &zero, &(one_));
   }
+  // Copies column blocks of feature-major (T × width, ld T) buffers: blocks b of cols[b] columns.
+  void copy_columns(const void* src, void* dst, const std::vector<std::int64_t>& src_col,
+                    const std::vector<std::int64_t>& dst_col, const std::vector<std::int64_t>& cols) {
+    k_->copy_row_blocks(src, dst, dt_, l_.tokens, static_cast<std::int64_t>(cols.size()), src_col.data(),
+                        dst_col.data(), cols.data());
+  }
+  std::vector<LayerActs>& slot(std::int64_t micro_batch) {
+    return acts_[static_cast<std::size_t>(micro_batch % static_cast<std::int64_t>(acts_.size()))];
+  }
 
-  // --- forward ---------------------------------------------------------------------------------------------
-  void forward() {
-    copy(acts_[0].x_in.data(), input_.data(), l_.tokens * m_.hidden);
-    for (std::size_t i = 0; i < layers_.size(); ++i) {
-      void* out = i + 1 < layers_.size() ? acts_[i + 1].x_in.data() : x_out_.data();
-      attention_forward(i);
-      if (layers_[i].moe)
-        moe_forward(i, out);
-      else
-        mlp_forward(i, out);
+  // --- pipeline transfers
+  // ----------------------------------------------------------------------------------- Blocking
+  // point-to-point with a neighbouring stage over the two-rank communicator of the pair (rank 0 the earlier
+  // stage): broadcast from the sender for one direction, sendrecv for the combined exchanges. Time blocked
+  // here (waiting for the neighbour, and the transfer) is the pipeline bubble.
+  void transfer(const PipeOp& op) {
+    mark(kBubble);
+    const std::int64_t n = rows_ * m_.hidden;
+    const auto count = static_cast<std::size_t>(n);
+    const double bytes = static_cast<double>(n * elem());
+    const auto input_of = [&](std::int64_t mb) { return my_rows(slot(mb)[0].x_in); };
+    switch (op.kind) {
+      case PipeOpKind::recv_forward:
+        prev_->broadcast(input_of(op.micro_batch), input_of(op.micro_batch), count, dt_, 0);
+        coll_bytes_["pp_p2p/activations"] += bytes;
+        break;
+      case PipeOpKind::send_forward:
+        next_->broadcast(my_rows(x_out_), my_rows(x_out_), count, dt_, 0);
+        coll_bytes_["pp_p2p/activations"] += bytes;
+        break;
+      case PipeOpKind::send_forward_recv_backward:
+        next_->sendrecv(my_rows(x_out_), 1, my_rows(g_a_), 1, count, dt_);
+        coll_bytes_["pp_p2p/activations"] += bytes;
+        coll_bytes_["pp_p2p/grads"] += bytes;
+        break;
+      case PipeOpKind::recv_backward:
+        next_->broadcast(my_rows(g_a_), my_rows(g_a_), count, dt_, 1);
+        coll_bytes_["pp_p2p/grads"] += bytes;
+        break;
+      case PipeOpKind::send_backward:
+        prev_->broadcast(my_rows(g_a_), my_rows(g_a_), count, dt_, 1);
+        coll_bytes_["pp_p2p/grads"] += bytes;
+        break;
+      case PipeOpKind::send_backward_recv_forward:
+        prev_->sendrecv(my_rows(g_a_), 0, input_of(op.other_micro_batch), 0, count, dt_);
+        coll_bytes_["pp_p2p/activations"] += bytes;
+        coll_bytes_["pp_p2p/grads"] += bytes;
+        break;
+      case PipeOpKind::forward:
+      case PipeOpKind::backward:
+        break;
     }
   }
 
-  void attention_forward(std::size_t i) {
-    auto& a = acts_[i];
-    const auto& w = layers_[i];
-    const std::int64_t T = l_.tokens, h = m_.hidden, d = l_.head_dim, W = l_.qkv_width;
+  // --- forward ---------------------------------------------------------------------------------------------
+  // One micro-batch through this stage's layers; the first stage reads the embedding output, the last runs
+  // the output layer and returns the loss.
+  double forward(std::int64_t micro_batch) {
+    auto& acts = slot(micro_batch);
+    if (first_stage_) {
+      mark(kElementwise);
+      copy(my_rows(acts[0].x_in), my_rows(input_), rows_ * m_.hidden);
+    }
+    for (std::size_t i = 0; i < layers_.size(); ++i) {
+      void* out = i + 1 < layers_.size() ? acts[i + 1].x_in.data() : x_out_.data();
+      attention_forward(acts[i], layers_[i]);
+      if (layers_[i].moe)
+        moe_forward(acts[i], layers_[i], out);
+      else
+        mlp_forward(acts[i], layers_[i], out);
+    }
+    return last_stage_ ? logits_and_loss() : 0.0;
+  }
+
+  void attention_forward(LayerActs& a, const LayerWeights& w) {
+    const std::int64_t T = l_.tokens, h = m_.hidden, W = l_.qkv_width, hd = l_.heads * l_.v_head_dim;
+    tp_gather(a.x_in.data(), "attn_in");
     // QKV, feature-major: qkv_t is T×W (column-major, ld T), so every head is a T×d block.
     mark(kGemm);
-    gemm(T, W, h, true, false, a.x_in.data(), h, weight(dense_, w.qkv), h, a.qkv_t.data(), T, 0.0);
+    if (m_.mla)
+      mla_forward(a, w);
+    else
+      gemm(T, W, h, true, false, a.x_in.data(), h, weight(dense_, w.qkv), h, a.qkv_t.data(), T, 0.0);
     attention_core_forward(a);
     mark(kGemm);
-    gemm(h, T, l_.heads * d, true, true, weight(dense_, w.attn_out), l_.heads * d, a.ctx_t.data(), T,
-         tmp_.data(), h, 0.0);
-    tp_allreduce(tmp_.data(), T * h, "tp_allreduce/attn_out");
+    gemm(h, T, hd, true, true, weight(dense_, w.attn_out), hd, a.ctx_t.data(), T, tmp_.data(), h, 0.0);
+    tp_reduce(tmp_.data(), "attn_out");
     mark(kElementwise);
-    copy(a.x_mid.data(), a.x_in.data(), T * h);
-    k_->add(a.x_mid.data(), tmp_.data(), dt_, T * h);
+    copy(my_rows(a.x_mid), my_rows(a.x_in), rows_ * h);
+    k_->add(my_rows(a.x_mid), my_rows(tmp_), dt_, rows_ * h);
+  }
+
+  // MLA projections (shapes: mla_projections in workloads/layer_gemm_shapes.hpp), feature-major. latent =
+  // [c_q | c_kv | k_rope] from the down projections; Q from q_up (or q); kv_up writes [V | k_nope] at the V
+  // columns of qkv_t; each head's K = [k_nope_j | k_rope] is assembled so the attention core runs one GEMM
+  // with head dim nope + rope for scores and v_head_dim for the context.
+  void mla_forward(LayerActs& a, const LayerWeights& w) {
+    const auto& c = *m_.mla;
+    const std::int64_t T = l_.tokens, h = m_.hidden, nh = l_.heads, dq = l_.head_dim, dv = l_.v_head_dim;
+    const std::int64_t ql = c.q_lora_rank, kvl = c.kv_lora_rank, rope = c.qk_rope_head_dim;
+    const std::int64_t v_col = 2 * nh * dq;
+    if (ql > 0) {
+      gemm(T, ql, h, true, false, a.x_in.data(), h, weight(dense_, w.q_down), h, a.latent.data(), T, 0.0);
+      gemm(T, nh * dq, ql, false, false, a.latent.data(), T, weight(dense_, w.q_up), ql, a.qkv_t.data(), T,
+           0.0);
+    } else {
+      gemm(T, nh * dq, h, true, false, a.x_in.data(), h, weight(dense_, w.q), h, a.qkv_t.data(), T, 0.0);
+    }
+    gemm(T, kvl + rope, h, true, false, a.x_in.data(), h, weight(dense_, w.kv_down), h, at(a.latent, ql * T),
+         T, 0.0);
+    gemm(T, nh * (dv + c.qk_nope_head_dim), kvl, false, false, at(a.latent, ql * T), T,
+         weight(dense_, w.kv_up), kvl, at(a.qkv_t, v_col * T), T, 0.0);
+    mark(kElementwise);
+    copy_columns(a.qkv_t.data(), a.qkv_t.data(), mla_.nope_staged, mla_.k_nope, mla_.nope_cols);
+    copy_columns(a.latent.data(), a.qkv_t.data(), mla_.rope_latent, mla_.k_rope, mla_.rope_cols);
   }
 
   // Causal attention on lower-triangular blocks only: query block i of B tokens attends keys [0, (i+1)·B).
-  // One GEMM per query head of a kv group, batched over the groups (GQA shares K and V inside a group).
+  // One GEMM per query head of a kv group, batched over the groups (GQA shares K and V inside a group; MLA:
+  // one head per group). Q/K head dim d, V head dim dv.
   struct Strip {
     std::int64_t keys, offset;  // probs offset of head (group 0, j = 0) within the sequence's region
   };
@@ -521,7 +715,7 @@ class Trainer final : public TrainStateAccess {
   }
   void attention_core_forward(LayerActs& a) {
     mark(kAttention);
-    const std::int64_t T = l_.tokens, d = l_.head_dim, B = l_.attn_block, nb = l_.seq / B;
+    const std::int64_t T = l_.tokens, d = l_.head_dim, dv = l_.v_head_dim, B = l_.attn_block, nb = l_.seq / B;
     const std::int64_t G = l_.kv_heads, hpg = l_.heads / G;
     const std::int64_t k_col = l_.heads * d, v_col = k_col + G * d;
     const float scale = 1.0f / std::sqrt(static_cast<float>(d));
@@ -541,39 +735,38 @@ class Trainer final : public TrainStateAccess {
         for (std::int64_t j = 0; j < hpg; ++j) {
           const void* P = at(a.probs, s * probs_per_seq_ + off + j * G * sz);
           const void* V = at(a.qkv_t, v_col * T + t0);
-          gemm(B, d, keys, true, false, P, keys, V, T, at(a.ctx_t, j * d * T + t0 + i * B), T, 0.0, G, sz,
-               d * T, hpg * d * T);
+          gemm(B, dv, keys, true, false, P, keys, V, T, at(a.ctx_t, j * dv * T + t0 + i * B), T, 0.0, G, sz,
+               dv * T, hpg * dv * T);
         }
       }
     }
   }
 
-  void mlp_forward(std::size_t i, void* out) {
-    auto& a = acts_[i];
-    const auto& w = layers_[i];
+  void mlp_forward(LayerActs& a, const LayerWeights& w, void* out) {
     const std::int64_t T = l_.tokens, h = m_.hidden;
+    tp_gather(a.x_mid.data(), "mlp_in");
     mark(kGemm);
     linear_fwd(dense_, w.mlp_up, a.x_mid.data(), T, a.up.data());
     mark(kElementwise);
     k_->activation_forward(swiglu(), a.up.data(), dt_, l_.ffn, T, a.act.data());
     mark(kGemm);
     linear_fwd(dense_, w.mlp_down, a.act.data(), T, tmp_.data());
-    tp_allreduce(tmp_.data(), T * h, "tp_allreduce/mlp_out");
+    tp_reduce(tmp_.data(), "mlp_out");
     mark(kElementwise);
-    copy(out, a.x_mid.data(), T * h);
-    k_->add(out, tmp_.data(), dt_, T * h);
+    copy(my_rows(out), my_rows(a.x_mid), rows_ * h);
+    k_->add(my_rows(out), my_rows(tmp_), dt_, rows_ * h);
   }
 
   bool swiglu() const { return m_.activation == Activation::swiglu; }
 
-  void moe_forward(std::size_t i, void* out) {
-    auto& a = acts_[i];
-    const auto& w = layers_[i];
+  void moe_forward(LayerActs& a, const LayerWeights& w, void* out) {
     const std::int64_t T = l_.tokens, h = m_.hidden, Tm = l_.moe_tokens, k = m_.moe->top_k;
     const std::int64_t E = m_.moe->experts, El = l_.local_experts, ep = o_.parallel.ep;
     const std::int64_t up = swiglu() ? 2 : 1, f = l_.expert_ffn;
     // Shared experts (tensor-parallel, all tokens) write the layer's MLP output; with TP the routed experts
-    // run on this rank's 1/T token slice and add into it, and one TP all-reduce sums partials and slices.
+    // run on this rank's 1/T token slice and add into it, and one TP all-reduce (sequence parallel: a
+    // reduce-scatter, whose slices are exactly the routed slices) sums partials and slices.
+    tp_gather(a.x_mid.data(), "mlp_in");
     mark(kGemm);
     if (l_.shared_ffn > 0) {
       linear_fwd(dense_, w.shared_up, a.x_mid.data(), T, a.up.data());
@@ -627,10 +820,10 @@ class Trainer final : public TrainStateAccess {
                   at(tmp_, coords_.t * Tm * h), true);
     (void)up;
     (void)f;
-    tp_allreduce(tmp_.data(), T * h, "tp_allreduce/moe_out");
+    tp_reduce(tmp_.data(), "moe_out");
     mark(kElementwise);
-    copy(out, a.x_mid.data(), T * h);
-    k_->add(out, tmp_.data(), dt_, T * h);
+    copy(my_rows(out), my_rows(a.x_mid), rows_ * h);
+    k_->add(my_rows(out), my_rows(tmp_), dt_, rows_ * h);
   }
 
   void expert_gemms_forward(LayerActs& a, const LayerWeights& w) {
@@ -715,7 +908,8 @@ class Trainer final : public TrainStateAccess {
   }
 
   double logits_and_loss() {
-    const std::int64_t T = l_.tokens, h = m_.hidden, V = l_.vocab;
+    const std::int64_t T = l_.tokens, V = l_.vocab;
+    tp_gather(x_out_.data(), "logits_in");
     mark(kGemm);
     linear_fwd(dense_, logits_w_, x_out_.data(), T, logits_.data());
     mark(kElementwise);
@@ -723,34 +917,38 @@ class Trainer final : public TrainStateAccess {
     // its gradient, scaled, starts the backward pass.
     const double loss = k_->sum_squares(logits_.data(), dt_, T * V) / static_cast<double>(T * V);
     k_->scale(logits_.data(), dt_, T * V, 2.0f / static_cast<float>(T));
-    (void)h;
     return loss;
   }
 
   // --- backward --------------------------------------------------------------------------------------------
-  void backward(bool last_micro) {
-    const std::int64_t T = l_.tokens, h = m_.hidden;
-    // dx_out (g_a) = logits dgrad; wgrad of the output layer.
-    mark(kGemm);
-    linear_dgrad(dense_, logits_w_, logits_.data(), T, g_a_.data());
-    linear_wgrad(dense_, logits_w_, x_out_.data(), logits_.data(), T);
-    tp_allreduce(g_a_.data(), T * h, "tp_allreduce/logits_dgrad");
-    if (last_micro) bucket_ready(static_cast<std::int64_t>(layers_.size()));
+  // One micro-batch back through this stage's layers. g_a holds the gradient w.r.t. the stage output (the
+  // last stage: from the output layer; others: received from the next stage) and ends holding the gradient
+  // w.r.t. the stage input (this rank's rows).
+  void backward(std::int64_t micro_batch, bool last_micro) {
+    const std::int64_t T = l_.tokens;
+    auto& acts = slot(micro_batch);
+    if (last_stage_) {
+      // dx_out (g_a) = logits dgrad; wgrad of the output layer.
+      mark(kGemm);
+      linear_dgrad(dense_, logits_w_, logits_.data(), T, g_a_.data());
+      linear_wgrad(dense_, logits_w_, x_out_.data(), logits_.data(), T);
+      tp_reduce(g_a_.data(), "logits_dgrad");
+      if (last_micro) bucket_ready(static_cast<std::int64_t>(layers_.size()));
+    }
     for (std::size_t i = layers_.size(); i-- > 0;) {
       // g_a: gradient w.r.t. the layer output. MLP part → g_b (gradient w.r.t. x_mid, residual added).
       if (layers_[i].moe)
-        moe_backward(i);
+        moe_backward(acts[i], layers_[i]);
       else
-        mlp_backward(i);
-      attention_backward(i);  // g_b → g_a (gradient w.r.t. x_in)
+        mlp_backward(acts[i], layers_[i]);
+      attention_backward(acts[i], layers_[i]);  // g_b → g_a (gradient w.r.t. x_in)
       if (last_micro) bucket_ready(static_cast<std::int64_t>(i));
     }
   }
 
-  void mlp_backward(std::size_t i) {
-    auto& a = acts_[i];
-    const auto& w = layers_[i];
+  void mlp_backward(LayerActs& a, const LayerWeights& w) {
     const std::int64_t T = l_.tokens, h = m_.hidden;
+    tp_gather(g_a_.data(), "layer_out_grad");
     mark(kGemm);
     linear_dgrad(dense_, w.mlp_down, g_a_.data(), T, g_c_.data());  // d act
     linear_wgrad(dense_, w.mlp_down, a.act.data(), g_a_.data(), T);
@@ -760,16 +958,15 @@ class Trainer final : public TrainStateAccess {
     mark(kGemm);
     linear_dgrad(dense_, w.mlp_up, a.up.data(), T, g_b_.data());
     linear_wgrad(dense_, w.mlp_up, a.x_mid.data(), a.up.data(), T);
-    tp_allreduce(g_b_.data(), T * h, "tp_allreduce/mlp_dgrad");
+    tp_reduce(g_b_.data(), "mlp_dgrad");
     mark(kElementwise);
-    k_->add(g_b_.data(), g_a_.data(), dt_, T * h);
+    k_->add(my_rows(g_b_), my_rows(g_a_), dt_, rows_ * h);
   }
 
-  void moe_backward(std::size_t i) {
-    auto& a = acts_[i];
-    const auto& w = layers_[i];
+  void moe_backward(LayerActs& a, const LayerWeights& w) {
     const std::int64_t T = l_.tokens, h = m_.hidden, Tm = l_.moe_tokens, k = m_.moe->top_k;
     const std::int64_t E = m_.moe->experts, up = swiglu() ? 2 : 1, f = l_.expert_ffn;
+    tp_gather(g_a_.data(), "layer_out_grad");
     // Shared experts: d x_mid partial into g_b.
     if (l_.shared_ffn > 0) {
       mark(kGemm);
@@ -824,36 +1021,89 @@ class Trainer final : public TrainStateAccess {
     mark(kGemm);
     linear_dgrad(dense_, w.router, d_router_.data(), Tm, dx, 1.0);
     linear_wgrad(dense_, w.router, at(a.x_mid, coords_.t * Tm * h), d_router_.data(), Tm);
-    tp_allreduce(g_b_.data(), T * h, "tp_allreduce/moe_dgrad");
+    tp_reduce(g_b_.data(), "moe_dgrad");
     mark(kElementwise);
-    k_->add(g_b_.data(), g_a_.data(), dt_, T * h);
+    k_->add(my_rows(g_b_), my_rows(g_a_), dt_, rows_ * h);
   }
 
-  void attention_backward(std::size_t i) {
-    auto& a = acts_[i];
-    const auto& w = layers_[i];
-    const std::int64_t T = l_.tokens, h = m_.hidden, d = l_.head_dim, W = l_.qkv_width, hd = l_.heads * d;
+  void attention_backward(LayerActs& a, const LayerWeights& w) {
+    const std::int64_t T = l_.tokens, h = m_.hidden, W = l_.qkv_width, hd = l_.heads * l_.v_head_dim;
     // g_b = d x_mid. Output projection: d ctx_t (T×hd, in g_c) and its weight gradient.
+    tp_gather(g_b_.data(), "attn_out_grad");
     mark(kGemm);
     gemm(T, hd, h, true, true, g_b_.data(), h, weight(dense_, w.attn_out), hd, g_c_.data(), T, 0.0);
     gemm(hd, h, T, true, true, a.ctx_t.data(), T, g_b_.data(), h, wgrad_ptr(dense_, w.attn_out), hd, 1.0);
-    // Core: d qkv_t (T×W) into tmp2 = g_a (free now: x_mid's gradient is in g_b).
+    // Core: d qkv_t (T×W) into g_a (free now: x_mid's gradient is in g_b).
     mark(kAttention);
     k_->scale(g_a_.data(), dt_, T * W, 0.0f);
     attention_core_backward(a, g_c_.data(), g_a_.data());
-    mark(kGemm);
-    // QKV: dX = W·dqkv (h×T) into g_c, dW += X·dqkv_t.
-    gemm(h, T, W, false, true, weight(dense_, w.qkv), h, g_a_.data(), T, g_c_.data(), h, 0.0);
-    gemm(h, W, T, false, false, a.x_in.data(), h, g_a_.data(), T, wgrad_ptr(dense_, w.qkv), h, 1.0);
-    tp_allreduce(g_c_.data(), T * h, "tp_allreduce/qkv_dgrad");
+    if (m_.mla) {
+      mla_backward(a, w);  // d x_in into g_c, exact on every TP rank
+    } else {
+      mark(kGemm);
+      // QKV: dX = W·dqkv (h×T) into g_c, dW += X·dqkv_t.
+      gemm(h, T, W, false, true, weight(dense_, w.qkv), h, g_a_.data(), T, g_c_.data(), h, 0.0);
+      gemm(h, W, T, false, false, a.x_in.data(), h, g_a_.data(), T, wgrad_ptr(dense_, w.qkv), h, 1.0);
+      tp_reduce(g_c_.data(), "qkv_dgrad");
+    }
     mark(kElementwise);
     // d x_in = d x_mid (residual) + d attention input, into g_a for the next (earlier) layer.
-    copy(g_a_.data(), g_b_.data(), T * h);
-    k_->add(g_a_.data(), g_c_.data(), dt_, T * h);
+    copy(my_rows(g_a_), my_rows(g_b_), rows_ * h);
+    k_->add(my_rows(g_a_), my_rows(g_c_), dt_, rows_ * h);
+  }
+
+  // MLA backward from d qkv_t (g_a: dQ, dK, dV): kv_up's output gradient [dV | d k_nope], the shared rope
+  // half's gradient summed over heads, the up projections' dgrad/wgrad into the latent gradient, one TP
+  // all-reduce of it (the up projections are column-parallel), then the replicated down projections give the
+  // full d x_in on every rank (g_c); with q_lora_rank 0 the query projection's part is partial and
+  // TP-reduced.
+  void mla_backward(LayerActs& a, const LayerWeights& w) {
+    const auto& c = *m_.mla;
+    const std::int64_t T = l_.tokens, h = m_.hidden, nh = l_.heads, dq = l_.head_dim, dv = l_.v_head_dim;
+    const std::int64_t ql = c.q_lora_rank, kvl = c.kv_lora_rank, rope = c.qk_rope_head_dim;
+    const std::int64_t nope = c.qk_nope_head_dim, v_col = 2 * nh * dq, C = l_.mla_latent;
+    void* dqkv = g_a_.data();
+    mark(kElementwise);
+    copy_columns(dqkv, dqkv, mla_.k_nope, mla_.nope_staged, mla_.nope_cols);
+    void* d_rope = at(dlat_, (ql + kvl) * T);
+    k_->scale(d_rope, dt_, T * rope, 0.0f);
+    for (std::int64_t j = 0; j < nh; ++j)
+      k_->add(d_rope, at(dqkv, (nh * dq + j * dq + nope) * T), dt_, T * rope);
+    mark(kGemm);
+    const std::int64_t kv_out = nh * (dv + nope);
+    gemm(T, kvl, kv_out, false, true, at(dqkv, v_col * T), T, weight(dense_, w.kv_up), kvl, at(dlat_, ql * T),
+         T, 0.0);
+    gemm(kvl, kv_out, T, true, false, at(a.latent, ql * T), T, at(dqkv, v_col * T), T,
+         wgrad_ptr(dense_, w.kv_up), kvl, 1.0);
+    if (ql > 0) {
+      gemm(T, ql, nh * dq, false, true, dqkv, T, weight(dense_, w.q_up), ql, dlat_.data(), T, 0.0);
+      gemm(ql, nh * dq, T, true, false, a.latent.data(), T, dqkv, T, wgrad_ptr(dense_, w.q_up), ql, 1.0);
+    }
+    if (o_.parallel.tp > 1) {
+      mark(kTpComm);
+      tp_->allreduce(dlat_.data(), dlat_.data(), static_cast<std::size_t>(T * C), dt_, ReduceOp::sum);
+      coll_bytes_["tp_allreduce/mla_latent_grad"] += static_cast<double>(T * C * elem());
+    }
+    mark(kGemm);
+    if (ql > 0) {
+      gemm(h, T, ql, false, true, weight(dense_, w.q_down), h, dlat_.data(), T, g_c_.data(), h, 0.0);
+      gemm(h, ql, T, false, false, a.x_in.data(), h, dlat_.data(), T, wgrad_ptr(dense_, w.q_down), h, 1.0);
+    }
+    gemm(h, T, kvl + rope, false, true, weight(dense_, w.kv_down), h, at(dlat_, ql * T), T, g_c_.data(), h,
+         ql > 0 ? 1.0 : 0.0);
+    gemm(h, kvl + rope, T, false, false, a.x_in.data(), h, at(dlat_, ql * T), T, wgrad_ptr(dense_, w.kv_down),
+         h, 1.0);
+    if (ql == 0) {
+      gemm(h, T, nh * dq, false, true, weight(dense_, w.q), h, dqkv, T, tmp_.data(), h, 0.0);
+      gemm(h, nh * dq, T, false, false, a.x_in.data(), h, dqkv, T, wgrad_ptr(dense_, w.q), h, 1.0);
+      tp_reduce(tmp_.data(), "q_dgrad");
+      mark(kElementwise);
+      k_->add(my_rows(g_c_), my_rows(tmp_), dt_, rows_ * h);
+    }
   }
 
   void attention_core_backward(LayerActs& a, const void* dctx, void* dqkv) {
-    const std::int64_t T = l_.tokens, d = l_.head_dim, B = l_.attn_block, nb = l_.seq / B;
+    const std::int64_t T = l_.tokens, d = l_.head_dim, dv = l_.v_head_dim, B = l_.attn_block, nb = l_.seq / B;
     const std::int64_t G = l_.kv_heads, hpg = l_.heads / G;
     const std::int64_t k_col = l_.heads * d, v_col = k_col + G * d;
     const float scale = 1.0f / std::sqrt(static_cast<float>(d));
@@ -867,14 +1117,13 @@ class Trainer final : public TrainStateAccess {
         const std::int64_t sz = keys * B;
         for (std::int64_t j = 0; j < hpg; ++j) {
           const void* P = at(a.probs, s * probs_per_seq_ + off + j * G * sz);
-          const void* dO = cat(dctx, j * d * T + t0 + i * B, e_);
+          const void* dO = cat(dctx, j * dv * T + t0 + i * B, e_);
           const void* V = at(a.qkv_t, v_col * T + t0);
           void* dP = at(dprobs_, j * G * sz);
-          // dP = V·dOᵀ (keys×B); dV += P·dO (keys×d).
-          gemm(keys, B, d, false, true, V, T, dO, T, dP, keys, 0.0, G, d * T, hpg * d * T, sz);
-          gemm(keys, d, B, false, false, P, keys, dO, T,
-               static_cast<char*>(dqkv) + (v_col * T + t0) * (std::int64_t)e_, T, 1.0, G, sz, hpg * d * T,
-               d * T);
+          // dP = V·dOᵀ (keys×B); dV += P·dO (keys×dv).
+          gemm(keys, B, dv, false, true, V, T, dO, T, dP, keys, 0.0, G, dv * T, hpg * dv * T, sz);
+          gemm(keys, dv, B, false, false, P, keys, dO, T, at(dqkv, v_col * T + t0), T, 1.0, G, sz,
+               hpg * dv * T, dv * T);
         }
         k_->softmax_backward(at(a.probs, s * probs_per_seq_ + off), dprobs_.data(), dt_, keys, B, l_.heads,
                              sz, scale);
@@ -883,11 +1132,9 @@ class Trainer final : public TrainStateAccess {
           const void* K = at(a.qkv_t, k_col * T + t0);
           const void* Q = at(a.qkv_t, j * d * T + t0 + i * B);
           // dQ = dSᵀ·K (B×d); dK += dS·Q (keys×d).
-          gemm(B, d, keys, true, false, dS, keys, K, T,
-               static_cast<char*>(dqkv) + (j * d * T + t0 + i * B) * (std::int64_t)e_, T, 0.0, G, sz, d * T,
-               hpg * d * T);
-          gemm(keys, d, B, false, false, dS, keys, Q, T,
-               static_cast<char*>(dqkv) + (k_col * T + t0) * (std::int64_t)e_, T, 1.0, G, sz, hpg * d * T,
+          gemm(B, d, keys, true, false, dS, keys, K, T, at(dqkv, j * d * T + t0 + i * B), T, 0.0, G, sz,
+               d * T, hpg * d * T);
+          gemm(keys, d, B, false, false, dS, keys, Q, T, at(dqkv, k_col * T + t0), T, 1.0, G, sz, hpg * d * T,
                d * T);
         }
       }
@@ -962,10 +1209,21 @@ class Trainer final : public TrainStateAccess {
   std::unique_ptr<kernels::GemmEngine> gemm_;
   std::unique_ptr<kernels::TrainKernels> k_;
   std::unique_ptr<Communicator> world_, tp_, dp_, ep_, edp_;
+  std::unique_ptr<Communicator> prev_, next_;  // pipeline: pairs with the previous / next stage
+  bool first_stage_ = true, last_stage_ = true, sp_ = false;
+  std::int64_t first_layer_ = 0;  // global index of this stage's first layer
+  std::int64_t slots_ = 1;        // micro-batches in flight (activation sets)
+  std::int64_t rows_ = 0,
+               row0_ = 0;  // residual-stream rows this rank holds, and the first (sequence parallel)
+  std::vector<PipeOp> schedule_;
+  struct MlaColumns {
+    std::vector<std::int64_t> k_nope, nope_staged, nope_cols, k_rope, rope_latent, rope_cols;
+  } mla_;
+  DeviceBuffer dlat_;  // MLA latent gradient
   Region dense_, experts_;
   std::int64_t logits_w_ = -1;
   std::vector<LayerWeights> layers_;
-  std::vector<LayerActs> acts_;
+  std::vector<std::vector<LayerActs>> acts_;  // [slot][layer]
   std::int64_t probs_per_seq_ = 0;
   DeviceBuffer input_, x_out_, logits_, tmp_, g_a_, g_b_, g_c_, dprobs_;
   DeviceBuffer perm_, d_weight_, d_router_, router_bias_, counts_dev_, scratch_a_, scratch_b_;
@@ -992,18 +1250,6 @@ TrainRun run_training(const TrainOptions& o, MpiContext& mpi, Backend& backend, 
   TrainRun run;
   run.plan = prepare_training(o, mpi.size());
   const auto& plan = run.plan;
-  if (plan.model.mla)
-    throw unsupported_error(
-        fmt::format("{}: multi-head latent attention (MLA) is not implemented in the train step; "
-                    "--dry-run shows its plan",
-                    plan.model.name));
-  if (o.parallel.pp > 1)
-    throw unsupported_error(
-        "--pp > 1: the pipeline-parallel (1F1B) schedule is not implemented yet; --dry-run shows "
-        "the plan");
-  if (plan.shape.sequence_parallel)
-    throw unsupported_error(
-        "--sequence-parallel is not implemented in the train step yet; --dry-run shows the plan");
   if (plan.shape.distributed_optimizer)
     throw unsupported_error(
         "--distributed-optimizer is not implemented in the train step yet; --dry-run shows the "
@@ -1063,6 +1309,7 @@ TrainRun run_training(const TrainOptions& o, MpiContext& mpi, Backend& backend, 
     out.compute_seconds = s.cat[kGemm] + s.cat[kAttention] + s.cat[kElementwise] + s.cat[kMoeRouting];
     out.loss = s.loss;
     out.grad_norm = s.grad_norm;
+    out.local_finite = s.local_finite;
     if (hooks && !hooks->after_step(step, out)) break;
   }
   if (hooks) hooks->on_finish(run.last_step);
@@ -1106,10 +1353,10 @@ reports::Result train_result(const TrainOptions& o, const TrainPlan& plan, const
   reports::Result r;
   r.benchmark = "train";
   const auto& c = plan.parallel;
-  r.name = fmt::format("{}{}/tp{}-dp{}-ep{}-pp{}/{}/seq{}-mb{}-ga{}", plan.model.name,
+  r.name = fmt::format("{}{}/tp{}-dp{}-ep{}-pp{}{}/{}/seq{}-mb{}-ga{}", plan.model.name,
                        o.layers > 0 ? fmt::format("-{}layers", plan.model.layers) : std::string(), c.tp, c.dp,
-                       c.ep, c.pp, to_string(plan.shape.dtype), plan.local.seq, plan.shape.micro_batch,
-                       plan.shape.grad_accum);
+                       c.ep, c.pp, plan.shape.sequence_parallel ? "-sp" : "", to_string(plan.shape.dtype),
+                       plan.local.seq, plan.shape.micro_batch, plan.shape.grad_accum);
   r.params = {{"model", plan.model.name},
               {"model_file", plan.model.file},
               {"layers", plan.model.layers},
@@ -1121,6 +1368,8 @@ reports::Result train_result(const TrainOptions& o, const TrainPlan& plan, const
               {"dp", c.dp},
               {"ep", c.ep},
               {"pp", c.pp},
+              {"sequence_parallel", plan.shape.sequence_parallel},
+              {"attention", plan.model.mla ? "mla" : "mha"},
               {"seq", plan.local.seq},
               {"micro_batch", plan.shape.micro_batch},
               {"grad_accum", plan.shape.grad_accum},
@@ -1177,6 +1426,19 @@ reports::Result train_result(const TrainOptions& o, const TrainPlan& plan, const
                      {"calls_per_step", cp.calls_per_step},
                      {"bytes_per_step", cp.bytes_per_step()}});
   r.extra["collectives_plan"] = colls;
+  if (c.pp > 1) {
+    const double m = static_cast<double>(plan.shape.grad_accum), p = static_cast<double>(c.pp);
+    r.extra["pipeline"] = {{"schedule", "1F1B"},
+                           {"stages", c.pp},
+                           {"layers_per_stage", plan.local.layers},
+                           {"micro_batches", plan.shape.grad_accum},
+                           {"ideal_bubble_fraction", (p - 1) / (m + p - 1)},
+                           {"note",
+                            "each stage runs min(P - stage - 1, micro-batches) warm-up forwards, then "
+                            "one forward and one backward, then the remaining backwards; "
+                            "pipeline_bubble in the breakdown is the time blocked in point-to-point "
+                            "transfers"}};
+  }
   if (!run) return r;
 
   const auto peak_tflops = peak.for_dtype(std::string(to_string(plan.shape.dtype)));

@@ -1,6 +1,7 @@
 #pragma once
-// `factorybench train`: a transformer training step (dense or MoE) on every rank with real GEMMs, attention,
-// MoE routing and the collectives of a tensor/data/expert-parallel layout; Megatron-accurate MFU.
+// `factorybench train`: a transformer training step (dense or MoE, GQA or MLA attention) on every rank with
+// real GEMMs, attention, MoE routing and the collectives of a tensor/data/expert-parallel layout (optionally
+// sequence parallel), pipelined over stages with a 1F1B schedule; Megatron-accurate MFU.
 // Measures and returns data; never prints (tools/train_command.cpp prints). Algorithm: docs/train.md.
 #include <cstdint>
 #include <map>
@@ -32,14 +33,15 @@ struct TrainOptions {
 };
 
 // The model as the run instantiates it (--layers applied) and the validated plan. Throws usage/input Errors
-// (unknown model, impossible layout, MLA or options the step does not implement) before anything is
-// allocated; identical on every rank.
+// (unknown model, impossible layout, tokens not divisible by --tp) before anything is allocated; identical on
+// every rank. (run_training also rejects --distributed-optimizer, which it does not implement.)
 TrainPlan prepare_training(const TrainOptions& options, std::int64_t world_size);
 
 struct TrainRun {
   TrainPlan plan;
   std::vector<double> step_seconds;                 // measured steps, slowest rank per step
   std::map<std::string, double> breakdown_seconds;  // per step (median over measured steps), this is rank 0
+                                                    // (pipeline: the first stage)
   std::int64_t steps_run = 0, first_step = 1, last_step = 0;
   double loss = 0, grad_norm = 0;
   std::uint64_t allocated_bytes = 0;  // what this rank allocated (max over ranks)

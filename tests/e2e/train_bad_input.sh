@@ -38,8 +38,14 @@ no_report no_fit
 
 expect_error bad_recompute 2 "invalid --recompute 'some'" fb train --backend host --recompute some
 expect_error bad_layers 2 "invalid --layers 9: tiny-dense has only 2 layers" fb train --backend host --layers 9
-expect_error sp_step 2 "--sequence-parallel is not implemented in the train step yet" \
-  fb train --backend host --model tiny-dense --steps 2 --warmup-steps 0 --sequence-parallel
+expect_error zero1_step 2 "--distributed-optimizer is not implemented in the train step yet" \
+  fb train --backend host --model tiny-dense --steps 2 --warmup-steps 0 --distributed-optimizer
+expect_error pp_layers 2 "--pp 2 does not divide tiny-moe's layers \(3\)" \
+  fb train --backend host --model tiny-moe --pp 2 --dp 1 --dry-run -o "$T/pp_layers.json"
+no_report pp_layers
+expect_error sp_tokens 2 "--sequence-parallel: --seq x --micro-batch = 127 tokens is not divisible by --tp 2" \
+  fb train --backend host --model tiny-dense --tp 2 --dp 1 --seq 127 --sequence-parallel --dry-run -o "$T/sp_tokens.json"
+no_report sp_tokens
 expect_error host_fp8 2 "--dtype fp8_e4m3 on the host backend" fb train --backend host --dtype fp8 --steps 2 --warmup-steps 0
 
 # The dry run plans a cluster-size layout from one process and reports it.

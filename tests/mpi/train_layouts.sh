@@ -3,6 +3,11 @@
 # --dp 4 --ep 2 (two expert-parallel groups of 2 inside data parallel 4), 3 steps each. Every rank finishes the
 # same steps, the MoE dispatch sends as many token rows as the peers receive, --overlap (non-blocking DP
 # reduction) runs the same steps without deadlock, and every report validates.
+# Pipeline parallelism (1F1B), sequence parallelism and MLA: tiny-dense --dp 2 --pp 2 and --tp 2 --pp 2 (with
+# --overlap) finish on every rank with a pipeline bubble recorded; --sequence-parallel --tp 2 --dp 2 moves the
+# bytes the plan says; tiny-mla runs with --dp 2 and with --tp 2 --pp 2 --sequence-parallel. Weights are
+# seeded by their place in the model, so a pipelined or sequence-parallel run must reproduce the loss and
+# gradient norm of the same model without it. Impossible layouts stop every rank with the reason.
 . "$(dirname "$0")/../lib.sh"
 cd "$T"
 
@@ -46,5 +51,74 @@ assert_json "$T/overlap.json" "d['results'][0]['params']['overlap'] is True" "ov
 run_capture overlap_dense fb_mpirun 4 "${COMMON[@]}" --model tiny-dense --tp 2 --dp 2 --overlap --grad-accum 2 --dtype bf16 -o "$T/overlap_dense.json"
 [ "$RC" -eq 0 ] && ok "dense --overlap bf16 grad-accum 2 exit 0" || fail "dense overlap exit $RC: $(tail -5 "$T/overlap_dense.err")"
 check_run overlap_dense "$T/overlap_dense.json" 4
+
+same_model() {  # NAME FILE REFERENCE: identical loss and gradient norm (the same model, the same data)
+  assert_json "$2" "abs(d['results'][0]['metrics']['loss']['value'] - json.load(open('$3'))['results'][0]['metrics']['loss']['value']) <= 1e-9 * d['results'][0]['metrics']['loss']['value']" "$1: same loss as $(basename "$3" .json)"
+  assert_json "$2" "abs(d['results'][0]['metrics']['grad_norm']['value'] - json.load(open('$3'))['results'][0]['metrics']['grad_norm']['value']) <= 1e-6 * d['results'][0]['metrics']['grad_norm']['value']" "$1: same gradient norm as $(basename "$3" .json)"
+}
+bubble() {  # NAME FILE
+  assert_json "$2" "d['results'][0]['extra']['breakdown']['pipeline_bubble'] > 0" "$1: pipeline_bubble > 0 in the breakdown"
+  assert_json "$2" "d['results'][0]['params']['pp'] == 2 and d['results'][0]['extra']['pipeline']['schedule'] == '1F1B'" "$1: pipeline recorded"
+}
+
+# Pipeline parallelism: 2 stages of 1 layer, 4 micro-batches, against the same model without stages.
+run_capture dp2 fb_mpirun 2 "${COMMON[@]}" --model tiny-dense --dp 2 --grad-accum 4 -o "$T/dp2.json"
+[ "$RC" -eq 0 ] && ok "tiny-dense dp2 exit 0" || fail "tiny-dense dp2 exit $RC: $(tail -5 "$T/dp2.err")"
+run_capture pp_dp fb_mpirun 4 "${COMMON[@]}" --model tiny-dense --tp 1 --dp 2 --pp 2 --grad-accum 4 -o "$T/pp_dp.json"
+[ "$RC" -eq 0 ] && ok "tiny-dense tp1 dp2 pp2 exit 0" || fail "pp dp exit $RC: $(tail -5 "$T/pp_dp.err")"
+check_run pp_dp "$T/pp_dp.json" 4
+bubble pp_dp "$T/pp_dp.json"
+same_model pp_dp "$T/pp_dp.json" "$T/dp2.json"
+# Rank 0 (stage 0) sends 4 micro-batches of activations (128 tokens x 128 hidden x fp32) and receives 4 gradients.
+assert_json "$T/pp_dp.json" "d['results'][0]['extra']['collective_bytes_per_step']['pp_p2p/activations'] == d['results'][0]['extra']['collective_bytes_per_step']['pp_p2p/grads'] == 4 * 128 * 128 * 4" "pp_dp: point-to-point bytes per step"
+
+run_capture tp2 fb_mpirun 2 "${COMMON[@]}" --model tiny-dense --tp 2 --grad-accum 4 -o "$T/tp2.json"
+[ "$RC" -eq 0 ] && ok "tiny-dense tp2 exit 0" || fail "tiny-dense tp2 exit $RC: $(tail -5 "$T/tp2.err")"
+run_capture pp_tp fb_mpirun 4 "${COMMON[@]}" --model tiny-dense --tp 2 --pp 2 --grad-accum 4 --overlap -o "$T/pp_tp.json"
+[ "$RC" -eq 0 ] && ok "tiny-dense tp2 pp2 --overlap exit 0" || fail "pp tp exit $RC: $(tail -5 "$T/pp_tp.err")"
+check_run pp_tp "$T/pp_tp.json" 4
+bubble pp_tp "$T/pp_tp.json"
+same_model pp_tp "$T/pp_tp.json" "$T/tp2.json"
+
+# Fewer micro-batches than stages still runs (a larger bubble).
+run_capture pp_ga1 fb_mpirun 2 "${COMMON[@]}" --model tiny-dense --pp 2 -o "$T/pp_ga1.json"
+[ "$RC" -eq 0 ] && ok "tiny-dense pp2 grad-accum 1 exit 0" || fail "pp ga1 exit $RC: $(tail -5 "$T/pp_ga1.err")"
+check_run pp_ga1 "$T/pp_ga1.json" 2
+
+# Sequence parallelism: reduce-scatter + all-gather instead of all-reduce, the same model as dense (tp2 dp2).
+run_capture sp fb_mpirun 4 "${COMMON[@]}" --model tiny-dense --tp 2 --dp 2 --sequence-parallel -o "$T/sp.json"
+[ "$RC" -eq 0 ] && ok "tiny-dense --sequence-parallel tp2 dp2 exit 0" || fail "sp exit $RC: $(tail -5 "$T/sp.err")"
+check_run sp "$T/sp.json" 4
+same_model sp "$T/sp.json" "$T/dense.json"
+B="d['results'][0]['extra']['collective_bytes_per_step']"
+assert_json "$T/sp.json" "$B['tp_allgather/attn_in'] == 2 * 64 * 128 * 4 and $B['tp_reduce_scatter/attn_out'] == 2 * 128 * 128 * 4" "sp: all-gather of 64 of 128 rows, reduce-scatter of all 128 (2 layers, fp32)"
+assert_json "$T/sp.json" "not any(k.startswith('tp_allreduce/') for k in $B)" "sp: no TP all-reduce left"
+for op in tp_allgather tp_reduce_scatter; do
+  assert_json "$T/sp.json" "sum(v for k, v in $B.items() if k.startswith('$op/')) == sum(c['bytes_per_call'] * c['calls_per_step'] for c in d['results'][0]['extra']['collectives_plan'] if c['name'].startswith('$op/'))" "sp: $op bytes executed = planned"
+done
+assert_json "$T/dense.json" "sum(v for k, v in $B.items() if k.startswith('tp_allreduce/')) == sum(c['bytes_per_call'] * c['calls_per_step'] for c in d['results'][0]['extra']['collectives_plan'] if c['name'].startswith('tp_allreduce/'))" "dense: TP all-reduce bytes executed = planned"
+
+# MLA (DeepSeek-style latent attention, with MoE): data parallel, and tensor + pipeline + sequence parallel.
+run_capture mla fb_mpirun 2 "${COMMON[@]}" --model tiny-mla --dp 2 -o "$T/mla.json"
+[ "$RC" -eq 0 ] && ok "tiny-mla dp2 exit 0" || fail "tiny-mla exit $RC: $(tail -5 "$T/mla.err")"
+check_run mla "$T/mla.json" 2
+assert_json "$T/mla.json" "d['results'][0]['params']['attention'] == 'mla'" "mla: recorded"
+run_capture mla_tp fb_mpirun 2 "${COMMON[@]}" --model tiny-mla --tp 2 --grad-accum 2 -o "$T/mla_tp.json"
+[ "$RC" -eq 0 ] && ok "tiny-mla tp2 exit 0" || fail "tiny-mla tp2 exit $RC: $(tail -5 "$T/mla_tp.err")"
+check_run mla_tp "$T/mla_tp.json" 2
+assert_json "$T/mla_tp.json" "$B['tp_allreduce/mla_latent_grad'] == 2 * 2 * 128 * (64 + 32 + 16) * 4" "mla_tp: latent gradient all-reduce (2 micro-batches x 2 layers x 128 tokens x 112 x fp32)"
+run_capture mla_pp fb_mpirun 4 "${COMMON[@]}" --model tiny-mla --tp 2 --pp 2 --grad-accum 2 --sequence-parallel -o "$T/mla_pp.json"
+[ "$RC" -eq 0 ] && ok "tiny-mla tp2 pp2 --sequence-parallel exit 0" || fail "tiny-mla pp exit $RC: $(tail -5 "$T/mla_pp.err")"
+check_run mla_pp "$T/mla_pp.json" 4
+bubble mla_pp "$T/mla_pp.json"
+same_model mla_pp "$T/mla_pp.json" "$T/mla_tp.json"
+
+# Impossible layouts stop every rank with the reason (no hang, no report).
+run_capture pp_layers timeout 120 mpirun --oversubscribe -np 2 "$FACTORYBENCH" "${COMMON[@]}" --model tiny-moe --pp 2 -o "$T/pp_layers.json"
+[ "$RC" -eq 2 ] && grep -q "\-\-pp 2 does not divide tiny-moe's layers (3)" "$T/pp_layers.err" && [ ! -e "$T/pp_layers.json" ] \
+  && ok "pp not dividing the layers: exit 2 with the reason" || fail "pp_layers: exit $RC: $(cat "$T/pp_layers.err")"
+run_capture sp_seq timeout 120 mpirun --oversubscribe -np 2 "$FACTORYBENCH" "${COMMON[@]}" --model tiny-dense --tp 2 --sequence-parallel --seq 127 -o "$T/sp_seq.json"
+[ "$RC" -eq 2 ] && grep -q "\-\-sequence-parallel: --seq x --micro-batch = 127 tokens is not divisible by --tp 2" "$T/sp_seq.err" && [ ! -e "$T/sp_seq.json" ] \
+  && ok "sequence parallel with indivisible tokens: exit 2 with the reason" || fail "sp_seq: exit $RC: $(cat "$T/sp_seq.err")"
 
 finish

@@ -9,6 +9,7 @@
 #include "core/error.hpp"
 #include "workloads/layer_gemm_shapes.hpp"
 #include "workloads/model_config.hpp"
+#include "workloads/model_flops.hpp"
 
 using namespace fb::workloads;
 
@@ -118,6 +119,36 @@ TEST(LayerGemmShapes, DeepSeekV3MlaAndSharedExpert) {
   EXPECT_EQ(s.at("deepseek-v3/tp8/expert_up/fwd"), Mnk(512, 128, 7168, 256, true, false));
   EXPECT_EQ(s.at("deepseek-v3/tp8/shared_down/fwd"), Mnk(7168, 4096, 256, 1, true, false));
   EXPECT_EQ(s.at("deepseek-v3/tp8/mlp_down/fwd"), Mnk(7168, 4096, 2304, 1, true, false));
+}
+
+TEST(LayerGemmShapes, MlaProjectionsAreWhatTheFlopCountCounts) {
+  // The train step builds its MLA weights from mla_projections; their fwd + dgrad + wgrad FLOPs per token
+  // (6·in·out each) equal model_flops' attention projections less Megatron's LoRA-norm terms (6·(q_lora +
+  // kv_lora) per layer), with or without query compression; the per-rank shapes split only the heads.
+  for (const char* name : {"deepseek-v3", "tiny-mla"})
+    for (std::int64_t q_lora : {-1, 0}) {
+      auto model = load_model(name);
+      if (q_lora == 0) model.mla->q_lora_rank = 0;
+      const auto& a = *model.mla;
+      double per_token = 0;
+      for (const auto& p : mla_projections(model, 1)) per_token += 6.0 * p.in * p.out;
+      const auto f = model_flops_per_token(model, model.seq);
+      const double layers = static_cast<double>(model.layers + model.mtp_layers);
+      EXPECT_NEAR(per_token * layers + 6.0 * layers * (a.q_lora_rank + a.kv_lora_rank),
+                  f.attention_projections, 1e-9 * f.attention_projections)
+          << name << " q_lora " << a.q_lora_rank;
+      const auto tp1 = mla_projections(model, 1), tp4 = mla_projections(model, 4);
+      ASSERT_EQ(tp1.size(), tp4.size());
+      for (std::size_t i = 0; i < tp1.size(); ++i) {
+        EXPECT_EQ(tp1[i].role, tp4[i].role);
+        const bool split = tp1[i].role == "q_up" || tp1[i].role == "q" || tp1[i].role == "kv_up";
+        EXPECT_EQ(tp4[i].out, split ? tp1[i].out / 4 : tp1[i].out) << tp1[i].role;
+        EXPECT_EQ(tp4[i].in, tp1[i].role == "attn_out" ? tp1[i].in / 4 : tp1[i].in) << tp1[i].role;
+        EXPECT_EQ(tp4[i].tp_replicated, tp1[i].role == "q_down" || tp1[i].role == "kv_down");
+      }
+    }
+  EXPECT_THROW(mla_projections(load_model("tiny-mla"), 3), fb::Error);
+  EXPECT_THROW(mla_projections(load_model("llama3-8b"), 1), fb::Error);
 }
 
 TEST(LayerGemmShapes, ImpossibleSplitsAreInputErrors) {

@@ -114,6 +114,104 @@ TEST(ParallelLayout, GemmFlopsOfThePlanCoverTheModelCount) {
   EXPECT_LT(flops, model * 1.02);
 }
 
+const PlanCollective& collective(const TrainPlan& plan, const std::string& name) {
+  for (const auto& c : plan.collectives)
+    if (c.name == name) return c;
+  ADD_FAILURE() << "no collective " << name;
+  return plan.collectives.front();
+}
+
+TEST(ParallelLayout, SequenceParallelCollectiveBytes) {
+  // Llama 3 8B, TP 8, bf16, seq 8192 x micro-batch 2 x grad-accum 3: T = 16384 tokens x 4096 hidden x 2 B.
+  StepShape s;
+  s.micro_batch = 2;
+  s.grad_accum = 3;
+  s.dtype = DType::bf16;
+  const auto m = load_model("llama3-8b");
+  const double act = 16384.0 * 4096 * 2;
+  const auto plain = make_plan(m, {8, 1, 1, 1}, s);
+  s.sequence_parallel = true;
+  const auto sp = make_plan(m, {8, 1, 1, 1}, s);
+  EXPECT_EQ(sp.local.sp_tokens, 16384 / 8);
+  EXPECT_EQ(plain.local.sp_tokens, 16384);
+  const auto& ar = collective(plain, "tp_allreduce/layer_out");
+  const auto& ag = collective(sp, "tp_allgather/layer_in");
+  const auto& rs = collective(sp, "tp_reduce_scatter/layer_out");
+  // Without SP: 4 all-reduces of the full activations per layer and micro-batch (+1 for the output layer).
+  EXPECT_DOUBLE_EQ(ar.bytes_per_call, act);
+  EXPECT_DOUBLE_EQ(ar.calls_per_step, (4 * 32 + 1) * 3);
+  // With SP: every all-reduce becomes a reduce-scatter of the same input, and all-gathers of 1/T of it run
+  // before QKV, the MLP, the output layer and the backward of the attention and MLP outputs.
+  EXPECT_EQ(ag.op, "allgather");
+  EXPECT_DOUBLE_EQ(ag.bytes_per_call, act / 8);
+  EXPECT_DOUBLE_EQ(ag.calls_per_step, (4 * 32 + 1) * 3);
+  EXPECT_EQ(rs.op, "reduce_scatter");
+  EXPECT_DOUBLE_EQ(rs.bytes_per_call, act);
+  EXPECT_DOUBLE_EQ(rs.calls_per_step, ar.calls_per_step);
+  for (const auto& c : sp.collectives) EXPECT_NE(c.name, "tp_allreduce/layer_out");
+  // Bus traffic: reduce-scatter + all-gather move (n−1)/n of the data each, as one ring all-reduce does.
+  EXPECT_DOUBLE_EQ(rs.bytes_per_call * 7 / 8 + ag.bytes_per_call * 8 * 7 / 8, ar.bytes_per_call * 2 * 7 / 8);
+}
+
+TEST(ParallelLayout, PipelineStagesSplitLayersAndExchangeActivations) {
+  StepShape s;
+  s.grad_accum = 8;
+  s.dtype = DType::bf16;
+  const auto m = load_model("llama3-8b");
+  const auto plan = make_plan(m, {2, 2, 1, 4}, s);
+  EXPECT_EQ(plan.local.layers, 8);
+  EXPECT_EQ(stage_layers(m, {2, 2, 1, 4}, 3).first, 24);
+  for (const auto& g : plan.gemms) {
+    if (g.gemm.role == "logits") continue;
+    EXPECT_EQ(g.layers, 8) << g.gemm.name;
+  }
+  const double act = 8192.0 * 4096 * 2;
+  EXPECT_DOUBLE_EQ(collective(plan, "pp_p2p/activations").bytes_per_call, act);
+  EXPECT_DOUBLE_EQ(collective(plan, "pp_p2p/activations").calls_per_step, 8);
+  EXPECT_DOUBLE_EQ(collective(plan, "pp_p2p/grads").calls_per_step, 8);
+  EXPECT_DOUBLE_EQ(collective(plan, "tp_allreduce/layer_out").calls_per_step, (4 * 8 + 1) * 8);
+  s.sequence_parallel = true;
+  EXPECT_DOUBLE_EQ(collective(make_plan(m, {2, 2, 1, 4}, s), "pp_p2p/grads").bytes_per_call, act / 2);
+  // Memory: a quarter of the layers' weights per stage (plus the output layer on the last), and stage 0 keeps
+  // the activations of min(P, grad_accum) = 4 micro-batches in flight (1 with one micro-batch).
+  StepShape one = s;
+  one.sequence_parallel = false;
+  one.grad_accum = 1;
+  StepShape eight = one;
+  eight.grad_accum = 8;
+  const auto whole = estimate_memory(m, {2, 2, 1, 1}, one);
+  EXPECT_LT(estimate_memory(m, {2, 2, 1, 4}, one).weights, whole.weights / 2);
+  EXPECT_GT(estimate_memory(m, {2, 2, 1, 4}, eight).activations,
+            2 * estimate_memory(m, {2, 2, 1, 4}, one).activations);
+  EXPECT_EQ(estimate_memory(m, {2, 2, 1, 1}, eight).activations, whole.activations);  // no pipeline: one
+  EXPECT_TRUE(has(layout_error(m, {1, 1, 1, 3}, 3), "--pp 3 does not divide llama3-8b's layers (32)"));
+}
+
+TEST(ParallelLayout, MlaPlanGemmsCoverTheModelCount) {
+  // DeepSeek-V3 without its MTP layer (not run by the step) at TP 1: the plan's GEMMs (MLA projections from
+  // mla_projections, attention core with q/k head dim 192 and v head dim 128, experts at balanced routing)
+  // reproduce the model FLOPs up to the router GEMMs, the LoRA norms and the diagonal attention blocks.
+  auto m = load_model("deepseek-v3");
+  m.mtp_layers = 0;
+  StepShape s;
+  const auto plan = make_plan(m, {1, 1, 1, 1}, s);
+  EXPECT_EQ(plan.local.head_dim, 192);
+  EXPECT_EQ(plan.local.v_head_dim, 128);
+  EXPECT_EQ(plan.local.mla_latent, 1536 + 512 + 64);
+  double flops = 0;
+  const std::int64_t B = plan.local.attn_block, nb = plan.local.seq / B;
+  for (const auto& g : plan.gemms) {
+    const auto& p = g.gemm.problem;
+    double f = 2.0 * p.m * p.n * p.k * p.batch * g.calls_per_layer * g.layers;
+    if (g.gemm.role.rfind("attn_s", 0) == 0 || g.gemm.role.rfind("attn_c", 0) == 0)
+      f = f * (nb + 1) / (2.0 * nb);
+    flops += f;
+  }
+  const double model = plan.flops.total() * plan.local.tokens;
+  EXPECT_GT(flops, model);
+  EXPECT_LT(flops, model * 1.02);
+}
+
 TEST(ParallelLayout, MemoryEstimateAndFitCheck) {
   StepShape s;
   s.dtype = DType::bf16;
