@@ -5,9 +5,12 @@
 //   training-step breakdown as stacked bars             results "train" with extra.breakdown {category: s}
 //   resilience timeline as a Gantt strip                summary.timeline, or derived from report.events
 //   per-rank heat strips that make a straggler visible  results' per_rank arrays
+//   benchmark timeline, then clocks and temperature     results' extra.telemetry windows; summary.telemetry
+//     under it (per rank)                                .ranks[].series (--telemetry full)
 // Then one table per benchmark (a trend table when several reports are given).
 #include <algorithm>
 #include <cmath>
+#include <ctime>
 #include <map>
 #include <set>
 
@@ -253,6 +256,94 @@ std::vector<Figure> resilience_figures(const std::vector<NamedReport>& reports) 
   return {{"resilience-timeline", caption, svg::render(chart)}};
 }
 
+// "2026-11-29T17:51:01.411Z" → Unix seconds (NaN when malformed): aligns the ranks' telemetry clocks.
+double unix_from_utc(const std::string& text) {
+  std::tm tm{};
+  int ms = 0;
+  if (std::sscanf(text.c_str(), "%4d-%2d-%2dT%2d:%2d:%2d.%3dZ", &tm.tm_year, &tm.tm_mon, &tm.tm_mday,
+                  &tm.tm_hour, &tm.tm_min, &tm.tm_sec, &ms) != 7)
+    return std::nan("");
+  tm.tm_year -= 1900;
+  tm.tm_mon -= 1;
+  return static_cast<double>(timegm(&tm)) + ms / 1000.0;
+}
+
+// Under --telemetry full: the benchmark timeline (each result's measured window) with the clocks and the
+// temperature of every rank under it, on rank 0's time axis. GPU readings when present, else the host's.
+std::vector<Figure> telemetry_figures(const std::vector<NamedReport>& reports) {
+  constexpr std::size_t kMaxPoints = 600;  // per series: long runs are thinned, not truncated
+  std::vector<Figure> out;
+  for (std::size_t i = 0; i < reports.size(); ++i) {
+    const Report& rep = reports[i].report;
+    const json& tel = rep.summary.is_object() ? rep.summary.value("telemetry", json()) : json();
+    if (!tel.is_object() || !tel.contains("ranks") || !tel["ranks"].is_array()) continue;
+    const json& ranks = tel["ranks"];
+    if (ranks.empty() || !ranks[0].contains("series")) continue;
+    const double t0 = unix_from_utc(string_at(ranks[0], "started_at"));
+    const std::string suffix = reports.size() > 1 ? " — " + run_label(reports, i) : std::string();
+
+    svg::GanttChart timeline;
+    timeline.title = "Benchmark timeline" + suffix;
+    svg::GanttLane lane{"results", {}, {}};
+    for (const auto& r : rep.results) {
+      const json& w = r.extra.is_object() ? r.extra.value("telemetry", json()) : json();
+      const auto from = number_at(w, "from_s"), to = number_at(w, "to_s");
+      if (from && to && *to >= *from) lane.spans.push_back({*from, *to, r.benchmark});
+    }
+    const auto plot = [&](const char* title, const char* unit, std::initializer_list<const char*> keys) {
+      svg::LineChart chart;
+      chart.title = std::string(title) + suffix;
+      chart.x_label = "time since the run started (s)";
+      chart.y_label = unit;
+      std::string used;
+      for (const auto& rank : ranks) {
+        const json& series = rank.value("series", json());
+        if (!series.is_object() || !series.contains("t_s")) continue;
+        const double shift = unix_from_utc(string_at(rank, "started_at")) - t0;
+        for (const char* group : {"gpu", "host"}) {
+          const json& g = series.value(group, json());
+          const char* key = nullptr;
+          for (const char* k : keys)
+            if (!key && g.is_object() && g.contains(k) && g[k].is_array()) key = k;
+          if (!key) continue;
+          const json& ys = g[key];
+          const json& ts = series["t_s"];
+          const std::size_t n = std::min(ts.size(), ys.size());
+          const std::size_t stride = std::max<std::size_t>(1, (n + kMaxPoints - 1) / kMaxPoints);
+          svg::Series line;
+          line.name = fmt::format("rank {}", rank.value("rank", 0));
+          for (std::size_t k = 0; k < n; k += stride)
+            if (ts[k].is_number() && ys[k].is_number())
+              line.points.push_back(
+                  {ts[k].get<double>() + (std::isfinite(shift) ? shift : 0.0), ys[k].get<double>()});
+          if (line.points.empty()) continue;
+          used = fmt::format("{}.{}", group, key);
+          chart.series.push_back(std::move(line));
+          break;  // the GPU's reading when the rank has one
+        }
+      }
+      if (chart.series.empty()) return;
+      out.push_back(
+          {slug(fmt::format("telemetry-{}-{}", title, i)),
+           fmt::format("{} per rank from summary.telemetry.ranks[].series ({}), sampled every {} ms", title,
+                       used, tel.value("interval_ms", 0.0)),
+           svg::render(chart)});
+    };
+    const std::size_t before = out.size();
+    if (!lane.spans.empty()) {
+      timeline.lanes.push_back(std::move(lane));
+      out.push_back({slug(fmt::format("telemetry-timeline-{}", i)),
+                     "Each result's measured window (extra.telemetry.from_s → to_s) on rank 0's clock; the "
+                     "clocks and temperatures below share its time axis",
+                     svg::render(timeline)});
+    }
+    plot("Clock", "MHz", {"sm_clock_mhz", "cpu_mhz"});
+    plot("Temperature", "°C", {"temperature_c"});
+    if (out.size() == before + (timeline.lanes.empty() ? 0 : 1)) out.resize(before);  // no series at all
+  }
+  return out;
+}
+
 // Direction of a per-rank series: from the result's metric of the same name, else from the name's unit.
 Better per_rank_direction(const Result& r, const std::string& key) {
   if (const Metric* m = r.metric(key); m && m->better != Better::none) return m->better;
@@ -477,7 +568,7 @@ std::string trend_table(const std::vector<NamedReport>& reports, const std::stri
 std::string render_html(const std::vector<NamedReport>& reports) {
   std::vector<Figure> figures;
   for (auto&& group : {collective_figures(reports), gemm_figures(reports), train_figures(reports),
-                       resilience_figures(reports), rank_figures(reports)})
+                       resilience_figures(reports), rank_figures(reports), telemetry_figures(reports)})
     for (auto& f : group) figures.push_back(f);
 
   std::size_t results = 0;

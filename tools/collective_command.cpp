@@ -82,12 +82,14 @@ workloads::CollectiveOptions resolve(const CollectiveCliOptions& cli, std::uint6
 }
 
 int run_collective(const CollectiveCliOptions& cli, Session& session) {
-  const workloads::CollectiveOptions options = resolve(cli, session.options().seed);
+  workloads::CollectiveOptions options = resolve(cli, session.options().seed);
   auto& mpi = session.mpi();
   // Everything that needs no communication is checked before the backend (and any device) is touched.
   workloads::validate_collective_options(options, mpi.size());
   auto report = session.begin_report();
-  workloads::CollectiveRun run = workloads::run_collective_benchmark(options, mpi, session.backend());
+  auto& backend = session.backend();  // starts the telemetry sampler with the device
+  options.telemetry = session.telemetry();
+  workloads::CollectiveRun run = workloads::run_collective_benchmark(options, mpi, backend);
   for (auto& r : run.results) report.results.push_back(std::move(r));
   report.summary = run.summary;
   const int rc = session.finish(report);

@@ -119,6 +119,7 @@ int run_gemm(const GemmCliOptions& cli, Session& session) {
   o.check = !cli.no_check;
   o.outlier_threshold = threshold;
   o.seed = session.options().seed;
+  o.telemetry = session.telemetry();
 
   auto report = session.begin_report();
   auto run = workloads::run_gemm_benchmark(mpi, backend, session.peak(), type, cases, o, cli.sweep);

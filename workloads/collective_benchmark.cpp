@@ -18,6 +18,7 @@
 #include "core/statistics.hpp"
 #include "core/units.hpp"
 #include "workloads/collective_check.hpp"
+#include "workloads/telemetry_report.hpp"
 
 namespace fb::workloads {
 namespace {
@@ -427,6 +428,7 @@ CollectiveRun run_collective_benchmark(const CollectiveOptions& o, MpiContext& m
     if (c.matrix) v = layout(*c.matrix, comm.rank());
     const AlltoallvLayout* vp = v ? &*v : nullptr;
     const Pointers p = pointers(c, comm.rank(), send, recv, elem);
+    const double window_from = o.telemetry ? o.telemetry->mark() : 0;
     for (int i = 0; i < o.warmup; ++i) issue(c, o, comm, p, vp);
     comm.synchronize();
     comm.barrier();
@@ -445,6 +447,9 @@ CollectiveRun run_collective_benchmark(const CollectiveOptions& o, MpiContext& m
                             mpi.world()));
     FB_CHECK_MPI(MPI_Gather(&wrong, 1, MPI_UNSIGNED_LONG_LONG, all_wrong.data(), 1, MPI_UNSIGNED_LONG_LONG, 0,
                             mpi.world()));
+    const nlohmann::json window = o.telemetry
+                                      ? gather_telemetry(mpi, *o.telemetry, window_from, o.telemetry->mark())
+                                      : nlohmann::json();
     if (!mpi.is_root()) continue;
 
     for (int g = 0; g < world / n; ++g) {
@@ -490,6 +495,7 @@ CollectiveRun run_collective_benchmark(const CollectiveOptions& o, MpiContext& m
                        Metric{static_cast<double>(group_wrong), "count", Better::lower, std::nullopt});
         if (group_wrong > 0) res.fail(fmt::format("{} wrong element(s) in --check", group_wrong));
       }
+      attach_telemetry(res, window);
       per_group_busbw_sum[static_cast<std::size_t>(g)] += busbw;
       per_group_rows[static_cast<std::size_t>(g)] += 1;
       run.results.push_back(std::move(res));

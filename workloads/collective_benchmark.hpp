@@ -11,6 +11,7 @@
 #include "core/backend.hpp"
 #include "core/communicator.hpp"
 #include "core/mpi_context.hpp"
+#include "core/telemetry_sampler.hpp"
 #include "reports/report.hpp"
 #include "workloads/collective_bandwidth.hpp"
 #include "workloads/moe_dispatch_traffic.hpp"
@@ -38,6 +39,8 @@ struct CollectiveOptions {
   int split = 0;                  // > 0: run inside groups of this many consecutive ranks
   std::optional<MoeRouting> moe;  // alltoallv dispatch/combine traffic instead of a size sweep
   std::uint64_t seed = 42;
+  // When set, each result gets the telemetry of its own size's window (extra.telemetry), not the run's.
+  TelemetrySampler* telemetry = nullptr;
 };
 
 // Checks everything that needs no communication (sizes, counts, root, split, MoE); usage Errors name the

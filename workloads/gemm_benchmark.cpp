@@ -18,6 +18,7 @@
 #include "kernels/host/gemm_reference.hpp"
 #include "workloads/gemm_flops.hpp"
 #include "workloads/layer_gemm_shapes.hpp"
+#include "workloads/telemetry_report.hpp"
 
 namespace fb::workloads {
 namespace {
@@ -328,7 +329,11 @@ GemmRunOutput run_gemm_benchmark(const MpiContext& mpi, Backend& backend, const 
 
   for (std::size_t ci = 0; ci < cases.size(); ++ci) {
     const GemmCase& gc = cases[ci];
+    const double window_from = o.telemetry ? o.telemetry->mark() : 0;
     const Measured m = measure_case(mpi, backend, *engine, gc, o, ci);
+    const nlohmann::json window = o.telemetry
+                                      ? gather_telemetry(mpi, *o.telemetry, window_from, o.telemetry->mark())
+                                      : nlohmann::json();
     const double flops = gemm_flops(gc.problem.m, gc.problem.n, gc.problem.k, gc.problem.batch);
     const auto mine = summarize(m.seconds);
     const double my_tflops = tflops(flops, mine.median);
@@ -401,6 +406,7 @@ GemmRunOutput run_gemm_benchmark(const MpiContext& mpi, Backend& backend, const 
             {slow, hosts[static_cast<std::size_t>(slow)], gc.name, v, med, 1.0 - v / med});
       }
     }
+    attach_telemetry(r, window);
     out.results.push_back(std::move(r));
   }
 

@@ -11,6 +11,7 @@
 
 #include "core/backend.hpp"
 #include "core/mpi_context.hpp"
+#include "core/telemetry_sampler.hpp"
 #include "kernels/gemm_engine.hpp"
 #include "reports/report.hpp"
 #include "workloads/device_peak.hpp"
@@ -73,6 +74,8 @@ struct GemmRunOptions {
   double outlier_threshold = 0.05;  // fraction below the median tflops that marks a rank slow
   std::uint64_t seed = 42;
   std::size_t check_samples = 128;  // output elements compared with the fp64 reference
+  // When set, each result gets the telemetry of its own shape's window (extra.telemetry), not the run's.
+  TelemetrySampler* telemetry = nullptr;
   // Tests only: called on one buffer set's C after its final run and before the check (to corrupt it).
   std::function<void(Backend&, DeviceBuffer& c, const kernels::GemmProblem&)> after_run_hook;
 };

@@ -259,6 +259,40 @@ TEST(ReportHtml, OneSvgPerChartAndSelfContained) {
   EXPECT_NE(html.find("rank 2 is more than 5% slower than the median in 3 of 3 rows"), std::string::npos);
 }
 
+TEST(ReportHtml, TelemetryTimelineWithClocksAndTemperatureUnderIt) {
+  // --telemetry full: two results with their windows, two ranks' series (GPU readings on rank 0, the host's
+  // on rank 1, which started 0.5 s later), so: the timeline, a clock chart and a temperature chart.
+  auto a = result("gemm", "bf16/64x64x64", {{"tflops", metric(0.5, Better::higher, "TFLOP/s")}},
+                  {{"dtype", "bf16"}});
+  a.extra["telemetry"] = {{"from_s", 0.1}, {"to_s", 0.6}};
+  auto b = result("collective", "allreduce/bf16/1024", {{"busbw_gbps", metric(3, Better::higher, "GB/s")}});
+  b.extra["telemetry"] = {{"from_s", 0.7}, {"to_s", 1.1}};
+  auto rep = run("r", {a, b});
+  rep.summary["telemetry"] = {
+      {"mode", "full"},
+      {"interval_ms", 100.0},
+      {"ranks",
+       {{{"rank", 0},
+         {"started_at", "2026-11-29T10:00:00.000Z"},
+         {"series",
+          {{"t_s", {0.0, 0.5, 1.0}},
+           {"gpu", {{"sm_clock_mhz", {1980, 1755, nullptr}}, {"temperature_c", {40, 61, 70}}}}}}},
+        {{"rank", 1},
+         {"started_at", "2026-11-29T10:00:00.500Z"},
+         {"series", {{"t_s", {0.0, 0.5}}, {"host", {{"cpu_mhz", {2400, 2450}}}}}}}}}};
+  const std::string html = render_html({{"r.json", rep}});
+  EXPECT_NE(html.find("Benchmark timeline"), std::string::npos);
+  EXPECT_NE(html.find("Clock per rank from summary.telemetry.ranks[].series (host.cpu_mhz)"),
+            std::string::npos);
+  EXPECT_NE(html.find("Temperature per rank from summary.telemetry.ranks[].series (gpu.temperature_c)"),
+            std::string::npos);
+  EXPECT_EQ(count(html, "<figure class=\"chart\""), count(html, "<svg "));
+  // Without series (--telemetry summary) there is nothing to plot over time.
+  rep.summary["telemetry"]["ranks"][0].erase("series");
+  rep.summary["telemetry"]["ranks"][1].erase("series");
+  EXPECT_EQ(render_html({{"r.json", rep}}).find("Benchmark timeline"), std::string::npos);
+}
+
 TEST(Timeline, CategoriesFromEventsSumToWallTime) {
   // init 10 s, steps 1-2 (5 s each), checkpoint 2 s (committed at step 2), steps 3-4, crash 1 s into step 5,
   // detected 4 s later, relaunch 6 s, init 3 s, restore 2 s (to step 2), steps 3-4 again, end.
