@@ -56,7 +56,7 @@ led = json.load(open(sys.argv[1]))["results"][0]["extra"]["ledger"]
 p = json.load(open(sys.argv[2]))["results"][0]["params"]
 b, c, r = led["badput_s"], led["checkpoints"], led["restarts"]
 close = lambda x, y: abs(x - y) <= 1e-9 * max(1.0, abs(y))
-assert r == 1 and c["saves"] >= 2, (r, c)
+assert r >= 1 and c["saves"] >= 2, (r, c)
 assert close(p["checkpoint_s"], c["save_blocking_s"] / c["saves"]), p["checkpoint_s"]
 assert close(p["detection_s"], b["detection"] / led["failures"]), p["detection_s"]
 assert close(p["relaunch_s"], b["relaunch"] / r + b["init"] / led["attempts"]), p["relaunch_s"]
