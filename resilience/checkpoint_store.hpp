@@ -93,17 +93,27 @@ std::uint64_t checksum64(std::span<const std::byte> data);
 std::string hex64(std::uint64_t value);
 
 // Writes a shard in a background thread from a host copy of the state (async checkpointing): the caller
-// snapshots into `data`, calls start, keeps training, and commits once every rank's writer is done.
+// snapshots into a host buffer, moves it into start, keeps training, and commits once every rank's writer is
+// done. take_buffer() hands the buffer back after wait(), so the next snapshot reuses it (no allocation, no
+// page faults, no second copy on the blocking path).
 class AsyncShardWriter {
  public:
+  AsyncShardWriter() = default;
+  AsyncShardWriter(const AsyncShardWriter&) = delete;  // the thread refers to this object
+  AsyncShardWriter& operator=(const AsyncShardWriter&) = delete;
+  ~AsyncShardWriter();  // waits for a pending write
+
   void start(const CheckpointStore& store, std::int64_t step, int rank, std::vector<std::byte> data,
              ShardWriteOptions options = {});
   bool pending() const { return future_.valid(); }
   bool done() const;  // finished (successfully or not); never blocks
   ShardInfo wait();   // blocks; rethrows the writer's error
+  // The buffer given to start (empty when none), once its write is over (waits for it if still pending).
+  std::vector<std::byte> take_buffer();
   std::int64_t step() const { return step_; }
 
  private:
+  std::vector<std::byte> buffer_;
   std::future<ShardInfo> future_;
   std::int64_t step_ = 0;
 };

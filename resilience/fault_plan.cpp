@@ -150,7 +150,7 @@ PlannedFault parse_one(std::string_view part, int slots) {
   return f;
 }
 
-RandomFaultSpec parse_random(std::string_view spec, int slots, std::uint64_t default_seed) {
+RandomFaultSpec parse_random(std::string_view spec, int ranks, std::uint64_t default_seed) {
   RandomFaultSpec r;
   r.seed = default_seed;
   bool have_mtbf = false;
@@ -196,8 +196,8 @@ RandomFaultSpec parse_random(std::string_view spec, int slots, std::uint64_t def
   double total = 0;
   for (const auto& [k, s] : r.mix) total += s;
   if (!(total > 0)) throw bad(spec, "the mix shares must not all be zero");
-  if (r.flaky_ranks > slots)
-    throw bad(spec, fmt::format("flaky-ranks={} exceeds the {} ranks", r.flaky_ranks, slots));
+  if (r.flaky_ranks > ranks)
+    throw bad(spec, fmt::format("flaky-ranks={} exceeds the {} ranks", r.flaky_ranks, ranks));
   return r;
 }
 
@@ -223,20 +223,33 @@ bool is_fatal(FaultKind kind) {
 }
 
 std::vector<PlannedFault> expand_random_faults(const RandomFaultSpec& spec, int slots, double horizon_s,
-                                               int first_id) {
+                                               int first_id, int spares) {
   std::vector<PlannedFault> out;
-  if (slots <= 0 || !(spec.mtbf_s > 0)) return out;
+  spares = std::clamp(spares, 0, std::max(slots - 1, 0));
+  const int ranks = slots - spares;
+  if (ranks <= 0 || !(spec.mtbf_s > 0)) return out;
   SplitMix64 rng(derive_seed(spec.seed, 0x6661756c74ull));
-  // The flaky slots: the first K of a seeded shuffle.
-  std::vector<int> order(static_cast<std::size_t>(slots));
+  // The flaky slots: the first K of a seeded shuffle of the job's ranks (spares are ordinary nodes).
+  std::vector<int> order(static_cast<std::size_t>(ranks));
   std::iota(order.begin(), order.end(), 0);
   for (std::size_t i = order.size(); i > 1; --i) std::swap(order[i - 1], order[rng.next() % i]);
-  const auto flaky = static_cast<std::size_t>(std::min(spec.flaky_ranks, slots));
+  for (int s = ranks; s < slots; ++s) order.push_back(s);
+  const auto flaky = static_cast<std::size_t>(std::min(spec.flaky_ranks, ranks));
+  // mtbf is the job's (its `ranks` slots together): the flaky slots take `share` of that rate, the other
+  // ranks the rest. Spares fail like the other ordinary slots, which adds their rate on top (the arrivals
+  // that land on an idle spare never fire; a drained rank's replacement inherits the ordinary rate).
+  const std::size_t normal_ranks = static_cast<std::size_t>(ranks) - flaky;
+  const double flaky_rate = flaky > 0 ? (normal_ranks > 0 ? spec.flaky_share : 1.0) : 0.0;
+  const double per_normal_slot =
+      normal_ranks > 0 ? (1 - flaky_rate) / static_cast<double>(normal_ranks) : 1.0 / ranks;
+  const double total_rate =
+      spares == 0 ? 1.0 : flaky_rate + per_normal_slot * static_cast<double>(order.size() - flaky);
+  const double flaky_pick = spares == 0 ? spec.flaky_share : flaky_rate / total_rate;
   double total = 0;
   for (const auto& [k, s] : spec.mix) total += s;
   double t = 0;
   while (out.size() < 100000) {
-    t += -std::log1p(-rng.uniform()) * spec.mtbf_s;  // exponential gap: Poisson arrivals
+    t += -std::log1p(-rng.uniform()) * spec.mtbf_s / total_rate;  // exponential gap: Poisson arrivals
     if (t >= horizon_s) break;
     PlannedFault f;
     f.id = first_id + static_cast<int>(out.size());
@@ -250,7 +263,7 @@ std::vector<PlannedFault> expand_random_faults(const RandomFaultSpec& spec, int 
       }
       pick -= s;
     }
-    const bool on_flaky = flaky > 0 && rng.uniform() < spec.flaky_share;
+    const bool on_flaky = flaky > 0 && rng.uniform() < flaky_pick;
     const std::size_t others = order.size() - flaky;
     if (on_flaky || others == 0)
       f.rank = order[rng.next() % flaky];
@@ -294,7 +307,8 @@ nlohmann::json FaultPlan::to_json() const {
   return out;
 }
 
-FaultPlan parse_fault_spec(std::string_view spec, int slots, double horizon_s, std::uint64_t default_seed) {
+FaultPlan parse_fault_spec(std::string_view spec, int slots, double horizon_s, std::uint64_t default_seed,
+                           int spares) {
   FaultPlan plan;
   plan.source = std::string(spec);
   if (trim(spec).empty())
@@ -304,7 +318,7 @@ FaultPlan parse_fault_spec(std::string_view spec, int slots, double horizon_s, s
     if (part.empty()) continue;
     if (part.starts_with("random:")) {
       if (plan.random) throw bad(part, "only one random: part is allowed");
-      plan.random = parse_random(part, slots, default_seed);
+      plan.random = parse_random(part, slots - std::clamp(spares, 0, slots), default_seed);
       continue;
     }
     auto f = parse_one(part, slots);
@@ -312,14 +326,15 @@ FaultPlan parse_fault_spec(std::string_view spec, int slots, double horizon_s, s
     plan.faults.push_back(std::move(f));
   }
   if (plan.random) {
-    auto more = expand_random_faults(*plan.random, slots, horizon_s, static_cast<int>(plan.faults.size()));
+    auto more =
+        expand_random_faults(*plan.random, slots, horizon_s, static_cast<int>(plan.faults.size()), spares);
     for (auto& f : more) plan.faults.push_back(std::move(f));
   }
   return plan;
 }
 
 FaultPlan parse_fault_json(const nlohmann::json& j, const std::string& source, int slots, double horizon_s,
-                           std::uint64_t default_seed) {
+                           std::uint64_t default_seed, int spares) {
   const auto err = [&](const std::string& path, const std::string& why) {
     return input_error(fmt::format("{}: {}: {}", source, path, why));
   };
@@ -376,7 +391,7 @@ FaultPlan parse_fault_json(const nlohmann::json& j, const std::string& source, i
       first = false;
     }
     try {
-      parse_random(part, slots, default_seed);
+      parse_random(part, slots - std::clamp(spares, 0, slots), default_seed);
     } catch (const Error& e) {
       throw err("$.random", e.what());
     }
@@ -385,15 +400,16 @@ FaultPlan parse_fault_json(const nlohmann::json& j, const std::string& source, i
   std::string spec;
   for (const auto& p : parts) spec += (spec.empty() ? "" : ";") + p;
   if (spec.empty()) throw err("$", "no faults");
-  auto plan = parse_fault_spec(spec, slots, horizon_s, default_seed);
+  auto plan = parse_fault_spec(spec, slots, horizon_s, default_seed, spares);
   plan.source = source;
   return plan;
 }
 
-FaultPlan load_fault_plan(std::string_view arg, int slots, double horizon_s, std::uint64_t default_seed) {
+FaultPlan load_fault_plan(std::string_view arg, int slots, double horizon_s, std::uint64_t default_seed,
+                          int spares) {
   const auto text = trim(arg);
   if (text.find('@') != std::string_view::npos || text.starts_with("random:"))
-    return parse_fault_spec(text, slots, horizon_s, default_seed);
+    return parse_fault_spec(text, slots, horizon_s, default_seed, spares);
   std::error_code ec;
   if (!std::filesystem::is_regular_file(std::string(text), ec))
     throw usage_error(fmt::format(
@@ -402,7 +418,7 @@ FaultPlan load_fault_plan(std::string_view arg, int slots, double horizon_s, std
   const std::string content = read_text_file(std::string(text));
   auto j = nlohmann::json::parse(content, nullptr, false);
   if (j.is_discarded()) throw input_error(fmt::format("{}: not valid JSON", text));
-  return parse_fault_json(j, std::string(text), slots, horizon_s, default_seed);
+  return parse_fault_json(j, std::string(text), slots, horizon_s, default_seed, spares);
 }
 
 FiredRecord::FiredRecord(std::filesystem::path path) : path_(std::move(path)) {

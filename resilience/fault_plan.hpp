@@ -56,21 +56,25 @@ struct FaultPlan {
   nlohmann::json to_json() const;
 };
 
-// Parses a spec string. `world_size` bounds ranks (rank must be < world_size + spares; pass the number of
-// slots). Random specs expand up to `horizon_s` of job time (at most 100000 faults); `default_seed` is used
-// when the spec names none. Errors are usage Errors that quote the bad part.
+// Parses a spec string. `slots` bounds ranks (rank must be < world size + spares: pass the number of slots;
+// the last `spares` of them are the spares). Random specs expand up to `horizon_s` of job time (at most
+// 100000 faults); `default_seed` is used when the spec names none. Errors are usage Errors that quote the
+// bad part.
 FaultPlan parse_fault_spec(std::string_view spec, int slots, double horizon_s = 7 * 86400.0,
-                           std::uint64_t default_seed = 42);
+                           std::uint64_t default_seed = 42, int spares = 0);
 // The JSON file form (errors name the file and the JSON path).
 FaultPlan parse_fault_json(const nlohmann::json& j, const std::string& source, int slots,
-                           double horizon_s = 7 * 86400.0, std::uint64_t default_seed = 42);
+                           double horizon_s = 7 * 86400.0, std::uint64_t default_seed = 42, int spares = 0);
 // `--faults SPEC|FILE`: a spec when it contains '@' or starts with "random:", else a JSON file.
 FaultPlan load_fault_plan(std::string_view arg, int slots, double horizon_s = 7 * 86400.0,
-                          std::uint64_t default_seed = 42);
+                          std::uint64_t default_seed = 42, int spares = 0);
 
-// The random part: Poisson arrivals over [0, horizon_s) of job time, deterministic for a seed.
+// The random part: Poisson arrivals over [0, horizon_s) of job time, deterministic for a seed. `mtbf` is the
+// mean time between faults of the job's `slots - spares` ranks; the flaky ranks are drawn from those (never
+// from the spares) and take `flaky_share` of that rate. Spares are ordinary slots: each gets the per-slot
+// rate of the non-flaky ranks, in addition (without spares the plan is exactly the job's rate).
 std::vector<PlannedFault> expand_random_faults(const RandomFaultSpec& spec, int slots, double horizon_s,
-                                               int first_id = 0);
+                                               int first_id = 0, int spares = 0);
 
 // Which planned faults already fired, persisted in the run dir (one line per fault, fsync'ed before the
 // fault acts), so a fault fires once even when its step is run again after a restart.

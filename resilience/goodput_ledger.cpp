@@ -139,6 +139,20 @@ Ledger compute_ledger(std::span<const nlohmann::json> events) {
       intervals.push_back({attempt_begin, t, kInit});
       if (L.attempts > 1) restart_init_s += t - attempt_begin;
       last_activity = t;
+    } else if (type == event::preflight) {
+      // Health checks before a launch: init time (of the attempt about to start; a re-attempt's is
+      // failure-caused, as its init is).
+      const double begin = std::min(t, r.number_or("t_start", t - r.number_or("seconds", 0)));
+      intervals.push_back({begin, t, kInit});
+      ++L.preflights;
+      if (r.text_or("verdict", "") == "fail") ++L.preflight_failures;
+      L.preflight_s += t - begin;
+      if (L.attempts > 0) restart_init_s += t - begin;
+      last_activity = t;
+    } else if (type == event::ckpt_interval) {
+      L.ckpt_interval_policy = r.text_or("policy", "");
+      L.ckpt_interval_s = r.number_or("interval_s", 0);
+      L.ckpt_interval_steps = static_cast<std::int64_t>(r.number_or("interval_steps", 0));
     } else if (type == event::ckpt_restore_start) {
       restore_start_at = t;
     } else if (type == event::ckpt_restore_end) {
@@ -312,6 +326,8 @@ nlohmann::json ledger_to_json(const Ledger& L) {
     skipped.push_back({{"checkpoint", s.checkpoint}, {"reason", s.reason}});
   nlohmann::json split = nlohmann::json::object();
   for (const auto& [name, s] : L.parts.items()) split[name] = s;
+  const nlohmann::json preflight = {
+      {"checks", L.preflights}, {"failed", L.preflight_failures}, {"seconds", L.preflight_s}};
   return {{"wall_s", L.wall_s},
           {"split_s", split},
           {"badput_s", badput},
@@ -338,6 +354,7 @@ nlohmann::json ledger_to_json(const Ledger& L) {
           {"stragglers", L.stragglers},
           {"drains", L.drains},
           {"faults_injected", L.faults_injected},
+          {"preflight", preflight},
           {"checkpoints",
            {{"saves", L.ckpt_saves},
             {"save_failures", L.ckpt_save_failures},
@@ -351,6 +368,9 @@ nlohmann::json ledger_to_json(const Ledger& L) {
             {"restore_bytes", L.ckpt_restore_bytes},
             {"restore_gbps", L.ckpt_restore_gbps},
             {"restored_steps", L.restored_steps},
+            {"interval_policy", L.ckpt_interval_policy},
+            {"interval_s", L.ckpt_interval_s},
+            {"interval_steps", L.ckpt_interval_steps},
             {"skipped", skipped}}},
           {"torn_lines", L.torn_lines}};
 }

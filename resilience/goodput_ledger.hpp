@@ -6,7 +6,8 @@
 //
 //   productive   kept step time at the reference step time (steps that are part of the final result)
 //   slowdown     kept step time beyond n_kept × reference step (reference-step definition; stragglers)
-//   init         attempt start → init_done (process launch, MPI, model build)
+//   init         attempt start → init_done (process launch, MPI, model build), and pre-flight health checks
+//                (preflight.t_start → preflight) before a launch
 //   ckpt_save    blocking part of checkpoint saves (snapshot for async saves)
 //   ckpt_restore restore start → end (finding a verified checkpoint, reading and loading it)
 //   wasted       steps re-done after a rollback, plus the partial step at a failure
@@ -65,12 +66,19 @@ struct Ledger {
   std::map<std::string, std::vector<double>> detection_latency_s_by_kind;
   std::vector<FailureRecord> failure_list;
   int stragglers = 0, drains = 0, faults_injected = 0;
+  // Pre-flight health checks (resilience --preflight); their time is part of init.
+  int preflights = 0, preflight_failures = 0;
+  double preflight_s = 0;
   // Checkpoints.
   int ckpt_saves = 0, ckpt_save_failures = 0, ckpt_commits = 0, ckpt_restores = 0;
   double ckpt_save_blocking_s = 0, ckpt_write_s = 0, ckpt_restore_s = 0;
   std::uint64_t ckpt_write_bytes = 0, ckpt_restore_bytes = 0;
   double ckpt_write_gbps = 0, ckpt_restore_gbps = 0;  // GB/s (10^9 bytes), all ranks together
-  std::vector<std::int64_t> restored_steps;           // per restore, the step restored (0 = from scratch)
+  // The interval chosen from --checkpoint-interval (the last ckpt_interval event): "" when none.
+  std::string ckpt_interval_policy;  // fixed | daly
+  double ckpt_interval_s = 0;
+  std::int64_t ckpt_interval_steps = 0;
+  std::vector<std::int64_t> restored_steps;  // per restore, the step restored (0 = from scratch)
   std::vector<CheckpointSkip> ckpt_skipped;
   std::size_t torn_lines = 0;
 };

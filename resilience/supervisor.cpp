@@ -8,7 +8,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <map>
+#include <optional>
 #include <regex>
 #include <sstream>
 #include <thread>
@@ -19,7 +21,9 @@
 #include "core/atomic_file.hpp"
 #include "core/error.hpp"
 #include "core/logging.hpp"
+#include "reports/report_json.hpp"
 #include "resilience/event_log.hpp"
+#include "workloads/health_check.hpp"
 
 namespace fb::resilience {
 namespace fs = std::filesystem;
@@ -105,6 +109,63 @@ void stop_srun_attempt(pid_t child, int& status, bool reaped, const std::string&
   }
 }
 
+// The launcher and the binary: `mpirun -np N [args] factorybench` or `srun -n N ... [args] factorybench`.
+std::vector<std::string> launcher_prefix(const SupervisorOptions& o, const std::string& step_name) {
+  std::vector<std::string> cmd;
+  if (o.launcher == "mpirun") {
+    cmd = {"mpirun", "-np", std::to_string(o.ranks)};
+  } else if (o.launcher == "srun") {
+    // --kill-on-bad-exit: one dead rank ends the step instead of leaving the others blocked in a collective.
+    cmd = {"srun", "-n", std::to_string(o.ranks), "--kill-on-bad-exit=1", "--job-name=" + step_name};
+    if (!o.exclude_hosts.empty())
+      cmd.push_back("--exclude=" + fmt::format("{}", fmt::join(o.exclude_hosts, ",")));
+  }
+  for (const auto& a : o.launcher_args) cmd.push_back(a);
+  cmd.push_back(o.binary.empty() ? self_exe() : o.binary);
+  return cmd;
+}
+
+// Runs `cmd` in a process group of its own, stdout and stderr to `out_path`, with `env` set (a null value
+// unsets); the whole group is killed after `timeout_s`. Returns the wait status.
+int run_child(const std::vector<std::string>& cmd, const fs::path& out_path,
+              const std::vector<std::pair<std::string, std::optional<std::string>>>& env, double timeout_s,
+              bool& timed_out) {
+  timed_out = false;
+  const pid_t child = ::fork();
+  if (child < 0) throw runtime_error("fork failed");
+  if (child == 0) {
+    ::setpgid(0, 0);
+    const int fd = ::open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd >= 0) {
+      ::dup2(fd, 1);
+      ::dup2(fd, 2);
+      ::close(fd);
+    }
+    for (const auto& [name, value] : env)
+      value ? ::setenv(name.c_str(), value->c_str(), 1) : ::unsetenv(name.c_str());
+    std::vector<char*> argv;
+    for (const auto& a : cmd) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    ::execvp(argv[0], argv.data());
+    std::fprintf(stderr, "cannot run %s\n", argv[0]);
+    std::_Exit(127);
+  }
+  ::setpgid(child, child);
+  int status = 0;
+  const double t0 = wall_now();
+  while (::waitpid(child, &status, WNOHANG) != child) {
+    if (wall_now() - t0 > timeout_s) {
+      timed_out = true;
+      ::kill(-child, SIGKILL);
+      ::waitpid(child, &status, 0);
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ::kill(-child, SIGKILL);  // helpers the launcher left behind
+  return status;
+}
+
 }  // namespace
 
 std::string failed_host_from_launcher_output(const std::string& text) {
@@ -136,18 +197,7 @@ int failed_rank_from_launcher_output(const std::string& text) {
 }
 
 std::vector<std::string> launch_command(const SupervisorOptions& o, int attempt) {
-  std::vector<std::string> cmd;
-  if (o.launcher == "mpirun") {
-    cmd = {"mpirun", "-np", std::to_string(o.ranks)};
-  } else if (o.launcher == "srun") {
-    // --kill-on-bad-exit: one dead rank ends the step instead of leaving the others blocked in a collective.
-    cmd = {"srun", "-n", std::to_string(o.ranks), "--kill-on-bad-exit=1",
-           "--job-name=" + srun_step_name(o, attempt)};
-    if (!o.exclude_hosts.empty())
-      cmd.push_back("--exclude=" + fmt::format("{}", fmt::join(o.exclude_hosts, ",")));
-  }
-  for (const auto& a : o.launcher_args) cmd.push_back(a);
-  cmd.push_back(o.binary.empty() ? self_exe() : o.binary);
+  auto cmd = launcher_prefix(o, srun_step_name(o, attempt));
   cmd.push_back("train");
   for (const auto& a : o.train_args) cmd.push_back(a);
   cmd.insert(cmd.end(), {"--run-dir", o.run_dir.string(), "--steps", std::to_string(o.steps), "--resume",
@@ -155,6 +205,96 @@ std::vector<std::string> launch_command(const SupervisorOptions& o, int attempt)
   if (!o.faults.empty()) cmd.insert(cmd.end(), {"--faults", o.faults});
   return cmd;
 }
+
+std::vector<std::string> preflight_command(const SupervisorOptions& o, int attempt, int round,
+                                           const fs::path& report) {
+  auto cmd = launcher_prefix(o, fmt::format("{}-preflight-{}", srun_step_name(o, attempt), round));
+  cmd.push_back("health");
+  for (const auto& a : o.preflight_args) cmd.push_back(a);
+  // The checkpoint directory the job writes to (its write bandwidth and writability are checked).
+  if (std::find(o.preflight_args.begin(), o.preflight_args.end(), "--checkpoint-dir") ==
+      o.preflight_args.end())
+    cmd.insert(cmd.end(), {"--checkpoint-dir", (o.run_dir / "checkpoints").string()});
+  cmd.insert(cmd.end(), {"--output", report.string()});
+  return cmd;
+}
+
+namespace {
+
+// One pre-flight health job and its verdict.
+struct PreflightOutcome {
+  std::string verdict;  // pass | warn | fail | error
+  std::vector<int> failed_ranks;
+  nlohmann::json event;
+};
+
+PreflightOutcome run_preflight(const SupervisorOptions& o, int attempt, int round,
+                               const std::vector<int>& slots) {
+  const auto name =
+      round > 1 ? fmt::format("preflight-{}-{}", attempt, round) : fmt::format("preflight-{}", attempt);
+  const auto report_path = o.run_dir / (name + ".json");
+  std::error_code ec;
+  fs::remove(report_path, ec);
+  fs::create_directories(o.run_dir / "checkpoints", ec);
+  const auto cmd = preflight_command(o, attempt, round, report_path);
+  // Test hook: FACTORYBENCH_TEST_PREFLIGHT_FAIL_SLOT=S makes the rank placed on slot S fail the check (the
+  // health command's FACTORYBENCH_TEST_READONLY_CKPT_RANK for that rank): a bad node that a drain removes.
+  std::vector<std::pair<std::string, std::optional<std::string>>> env;
+  if (const char* bad = std::getenv("FACTORYBENCH_TEST_PREFLIGHT_FAIL_SLOT"); bad && *bad) {
+    const auto it = std::find(slots.begin(), slots.end(), std::atoi(bad));
+    env.emplace_back(
+        "FACTORYBENCH_TEST_READONLY_CKPT_RANK",
+        it == slots.end() ? std::nullopt : std::optional<std::string>(std::to_string(it - slots.begin())));
+  }
+  const double t0 = wall_now();
+  bool timed_out = false;
+  const int status = run_child(cmd, o.run_dir / (name + ".log"), env, o.preflight_timeout_s, timed_out);
+  const double t1 = wall_now();
+  PreflightOutcome out;
+  auto e = make_event(event::preflight, t1);
+  e["attempt"] = attempt;
+  e["round"] = round;
+  e["t_start"] = t0;
+  e["seconds"] = t1 - t0;
+  e["report"] = report_path.filename().string();
+  e["command"] = cmd;
+  e["exit"] = timed_out ? std::string("timed out") : describe_status(status);
+  auto failed = nlohmann::json::array();
+  std::string error;
+  if (timed_out) {
+    error = fmt::format("the health job ran past {:.0f} s and was killed", o.preflight_timeout_s);
+  } else {
+    try {
+      const auto ranks = workloads::health_from_report(reports::read_report(report_path));
+      if (static_cast<int>(ranks.size()) != o.ranks)
+        error = fmt::format("the health report has {} rank(s), the job {}", ranks.size(), o.ranks);
+      bool warned = false;
+      for (const auto& r : ranks) {
+        if (r.verdict == workloads::Verdict::warn) warned = true;
+        if (r.verdict != workloads::Verdict::fail || r.rank < 0 || r.rank >= o.ranks) continue;
+        out.failed_ranks.push_back(r.rank);
+        failed.push_back({{"rank", r.rank},
+                          {"slot", slots[static_cast<std::size_t>(r.rank)]},
+                          {"host", r.host},
+                          {"reason", r.reasons(workloads::Verdict::fail)}});
+      }
+      out.verdict = !out.failed_ranks.empty() ? "fail" : warned ? "warn" : "pass";
+    } catch (const std::exception& ex) {
+      error = fmt::format("no health report ({}; {})", describe_status(status), ex.what());
+    }
+  }
+  if (!error.empty()) {
+    out.verdict = "error";
+    e["error"] = error;
+    log::warn("supervisor: pre-flight before attempt {}: {}; launching anyway", attempt, error);
+  }
+  e["verdict"] = out.verdict;
+  e["failed"] = failed;
+  out.event = e;
+  return out;
+}
+
+}  // namespace
 
 SupervisorResult run_supervisor(const SupervisorOptions& o) {
   if (o.ranks < 1) throw usage_error(fmt::format("invalid --ranks {}: must be at least 1", o.ranks));
@@ -169,6 +309,9 @@ SupervisorResult run_supervisor(const SupervisorOptions& o) {
     throw usage_error(fmt::format("invalid --policy '{}': expected none, drain or compare", o.policy));
   if (o.drain_after < 1)
     throw usage_error(fmt::format("invalid --drain-after {}: must be at least 1", o.drain_after));
+  if (o.spares < 0) throw usage_error(fmt::format("invalid --spares {}: must not be negative", o.spares));
+  if (o.time_budget_s < 0)
+    throw usage_error(fmt::format("invalid --time-budget {} s: must not be negative", o.time_budget_s));
 
   std::error_code ec;
   fs::create_directories(o.run_dir, ec);
@@ -185,20 +328,75 @@ SupervisorResult run_supervisor(const SupervisorOptions& o) {
     e["spares"] = o.spares;
     e["faults"] = o.faults;
     e["launcher"] = o.launcher;
+    if (o.time_budget_s > 0) e["time_budget_s"] = o.time_budget_s;
+    e["preflight"] = o.preflight;
     log.append(e, Durability::fsync);
   }
   std::vector<int> slots(static_cast<std::size_t>(o.ranks));
   for (int r = 0; r < o.ranks; ++r) slots[static_cast<std::size_t>(r)] = r;
+  // Job time at which each rank's slot entered service (a spare's faults from before then do not apply).
+  std::vector<double> since(static_cast<std::size_t>(o.ranks), 0.0);
   int next_spare = o.ranks, spares_left = o.spares;
   std::map<int, int> strikes;  // slot → failures + straggler reports
   std::map<int, std::string>
       slot_host;                  // srun: slot → node it last failed on, excluded when the slot is drained
   SupervisorOptions current = o;  // srun: exclude_hosts grows with the drained nodes
   SupervisorResult result;
+  const auto budget_spent = [&] { return o.time_budget_s > 0 && wall_now() - t_job >= o.time_budget_s; };
+  // Moves rank r to the next spare slot; returns the drain event (not yet logged).
+  const auto drain_rank = [&](int r, const std::string& cause, const std::string& reason,
+                              const std::string& host) {
+    const int slot = slots[static_cast<std::size_t>(r)];
+    auto e = make_event(event::drain);
+    e["rank"] = r;
+    e["cause"] = cause;  // failures (--drain-after) | preflight
+    e["from_slot"] = slot;
+    e["to_slot"] = next_spare;
+    e["strikes"] = strikes[slot];
+    e["reason"] = reason;
+    if (!host.empty() && o.launcher == "srun" &&
+        std::find(current.exclude_hosts.begin(), current.exclude_hosts.end(), host) ==
+            current.exclude_hosts.end()) {
+      e["host"] = host;
+      current.exclude_hosts.push_back(host);  // srun --exclude from the next attempt on
+    }
+    slots[static_cast<std::size_t>(r)] = next_spare++;
+    since[static_cast<std::size_t>(r)] = e["t"].get<double>() - t_job;
+    --spares_left;
+    log.append(e, Durability::fsync);
+    result.drains.push_back(e);
+  };
   int attempt = 0;
   while (true) {
     ++attempt;
-    write_file_atomic(o.run_dir / "placement.json", nlohmann::json{{"slots", slots}}.dump() + "\n");
+    if (o.preflight) {
+      // Health checks on the placement this attempt would get; failing ranks go to spares while they last,
+      // and the new placement is checked again.
+      for (int round = 1;; ++round) {
+        auto pf = run_preflight(current, attempt, round, slots);
+        ++result.preflights;
+        if (pf.verdict == "fail") ++result.preflight_failures;
+        const bool drain =
+            !pf.failed_ranks.empty() && spares_left >= static_cast<int>(pf.failed_ranks.size());
+        pf.event["action"] = pf.failed_ranks.empty() ? "none"
+                             : drain                 ? "drain"
+                                                     : "none: not enough spares, launching anyway";
+        log.append(pf.event, Durability::fsync);
+        if (!drain) {
+          if (!pf.failed_ranks.empty())
+            log::warn(
+                "supervisor: pre-flight failed on {} rank(s) and {} spare(s) are left; launching anyway",
+                pf.failed_ranks.size(), spares_left);
+          break;
+        }
+        for (const auto& f : pf.event["failed"])
+          drain_rank(f["rank"].get<int>(), "preflight",
+                     fmt::format("pre-flight health check failed: {}", f["reason"].get<std::string>()),
+                     f["host"].get<std::string>());
+      }
+    }
+    write_file_atomic(o.run_dir / "placement.json",
+                      nlohmann::json{{"slots", slots}, {"since_s", since}}.dump() + "\n");
     const auto first_event = read_event_log(log_path).events.size();
     const auto cmd = launch_command(current, attempt);
     {
@@ -222,6 +420,9 @@ SupervisorResult run_supervisor(const SupervisorOptions& o) {
       ::setenv("FB_SUPERVISED", "1", 1);
       ::setenv("FB_ATTEMPT", std::to_string(attempt).c_str(), 1);
       ::setenv("FB_SPARES", std::to_string(o.spares).c_str(), 1);
+      // The job stops by itself at the first step boundary past the deadline (rank 0's clock decides).
+      if (o.time_budget_s > 0)
+        ::setenv("FB_DEADLINE", fmt::format("{:.6f}", t_job + o.time_budget_s).c_str(), 1);
       std::vector<char*> argv;
       for (const auto& a : cmd) argv.push_back(const_cast<char*>(a.c_str()));
       argv.push_back(nullptr);
@@ -245,7 +446,7 @@ SupervisorResult run_supervisor(const SupervisorOptions& o) {
       const double now = wall_now();
       if (size != seen) seen = size, last_beat = now;
       if (now - last_beat > o.heartbeat_timeout_s) silent = true;
-      if (o.time_budget_s > 0 && now - t_job > o.time_budget_s) budget = true;
+      if (o.time_budget_s > 0 && now - t_job > o.time_budget_s + kTimeBudgetGraceS) budget = true;
       if (silent || budget) {
         detected_at = now;
         if (o.launcher == "srun") {
@@ -266,18 +467,32 @@ SupervisorResult run_supervisor(const SupervisorOptions& o) {
     std::vector<nlohmann::json> mine(events.begin() + static_cast<long>(std::min(first_event, events.size())),
                                      events.end());
     std::int64_t last_step = 0;
-    bool completed = false, failure_logged = false;
+    bool completed = false, failure_logged = false, budget_end = false;
     for (const auto& e : mine) {
       if (e["type"] == event::step)
         last_step = std::max<std::int64_t>(last_step, e["step"].get<std::int64_t>());
       if (e["type"] == event::attempt_end && e.value("reason", "") == "completed") completed = true;
+      if (e["type"] == event::attempt_end && e.value("reason", "") == "time budget") budget_end = true;
       if (e["type"] == event::failure_detected && e.value("fatal", true)) failure_logged = true;
       if (e["type"] == event::straggler_detected) {
         const int r = e.value("rank", -1);
         if (r >= 0 && r < o.ranks) ++strikes[slots[static_cast<std::size_t>(r)]];
       }
     }
-    completed = completed && last_step >= o.steps && WIFEXITED(status) && WEXITSTATUS(status) == 0 && !budget;
+    // A job that stopped for the deadline after its last step did finish.
+    completed = (completed || budget_end) && last_step >= o.steps && WIFEXITED(status) &&
+                WEXITSTATUS(status) == 0 && !budget;
+    if (budget_end && !completed) budget = true;
+    // Exit status 2 before any step: the job rejected its options (e.g. --state-bytes beyond the memory);
+    // every relaunch would do the same.
+    if (!completed && !failure_logged && !budget && !silent && last_step == 0 && WIFEXITED(status) &&
+        WEXITSTATUS(status) == 2) {
+      std::string why = tail_of(out_path, 4096);
+      if (const auto at = why.find("error: "); at != std::string::npos) why = why.substr(at + 7);
+      if (const auto nl = why.find('\n'); nl != std::string::npos) why.resize(nl);
+      result.stop_reason = fmt::format("the training job rejected its options: {}", why);
+      break;
+    }
     int failed_rank = -1;
     if (!completed && !failure_logged && !budget) {
       const std::string out = tail_of(out_path, 64 * 1024);
@@ -310,7 +525,7 @@ SupervisorResult run_supervisor(const SupervisorOptions& o) {
       result.stop_reason = "completed";
       break;
     }
-    if (budget) {
+    if (budget || budget_spent()) {
       result.stop_reason = "time budget spent";
       break;
     }
@@ -322,23 +537,11 @@ SupervisorResult run_supervisor(const SupervisorOptions& o) {
       for (int r = 0; r < o.ranks; ++r) {
         const int slot = slots[static_cast<std::size_t>(r)];
         if (strikes[slot] < o.drain_after || spares_left == 0) continue;
-        auto e = make_event(event::drain);
-        e["rank"] = r;
-        e["from_slot"] = slot;
-        e["to_slot"] = next_spare;
-        e["strikes"] = strikes[slot];
-        e["reason"] = fmt::format("slot {} failed or straggled {} time(s) (--drain-after {})", slot,
-                                  strikes[slot], o.drain_after);
-        if (const auto h = slot_host.find(slot);
-            h != slot_host.end() && std::find(current.exclude_hosts.begin(), current.exclude_hosts.end(),
-                                              h->second) == current.exclude_hosts.end()) {
-          e["host"] = h->second;
-          current.exclude_hosts.push_back(h->second);  // srun --exclude from the next attempt on
-        }
-        log.append(e, Durability::fsync);
-        result.drains.push_back(e);
-        slots[static_cast<std::size_t>(r)] = next_spare++;
-        --spares_left;
+        const auto h = slot_host.find(slot);
+        drain_rank(r, "failures",
+                   fmt::format("slot {} failed or straggled {} time(s) (--drain-after {})", slot,
+                               strikes[slot], o.drain_after),
+                   h != slot_host.end() ? h->second : std::string());
       }
     }
     auto e = make_event(event::relaunch);
@@ -355,9 +558,11 @@ SupervisorResult run_supervisor(const SupervisorOptions& o) {
   result.events = contents.events;
   result.ledger = compute_ledger(result.events);
   result.ledger.torn_lines = contents.torn_lines;
-  // MTTF before and after the first drain: the log split at the drain.
-  if (!result.drains.empty()) {
-    const double t_drain = result.drains.front()["t"].get<double>();
+  // MTTF before and after the first drain for failures: the log split at the drain.
+  const auto first = std::find_if(result.drains.begin(), result.drains.end(),
+                                  [](const nlohmann::json& d) { return d.value("cause", "") == "failures"; });
+  if (first != result.drains.end()) {
+    const double t_drain = (*first)["t"].get<double>();
     std::vector<nlohmann::json> before, after;
     for (const auto& ev : result.events) (ev["t"].get<double>() < t_drain ? before : after).push_back(ev);
     auto end = make_event(event::job_end, t_drain);

@@ -31,13 +31,23 @@ struct SupervisorOptions {
   int drain_after = 1;
   double heartbeat_timeout_s = 120;        // the log silent this long: killed, counted as a hang
   std::vector<std::string> exclude_hosts;  // srun: `--exclude` (the supervisor adds the nodes it drains)
+  // Pre-flight: `factorybench health` through the same launcher before every (re)launch; ranks that fail it
+  // are drained to spare slots (while spares last) and the health check runs again on the new placement.
+  bool preflight = false;
+  std::vector<std::string> preflight_args;  // health options (--backend, --gemm-floor, ...)
+  double preflight_timeout_s = 300;         // a health job running longer is killed (verdict "error")
 };
+
+// Seconds a job may run past --time-budget before the supervisor kills it: the job itself stops at the first
+// step boundary after the deadline (FB_DEADLINE); this covers one that cannot (still initialising, hung).
+inline constexpr double kTimeBudgetGraceS = 10;
 
 struct SupervisorResult {
   Ledger ledger;
   std::vector<nlohmann::json> events;
   bool completed = false;
   std::string stop_reason;  // completed | restarts exhausted | time budget spent
+  int preflights = 0, preflight_failures = 0;
   std::vector<nlohmann::json> drains;
   double mttf_before_drain_s = 0, mttf_after_drain_s = 0;
   int failures_before_drain = 0, failures_after_drain = 0;
@@ -48,6 +58,9 @@ SupervisorResult run_supervisor(const SupervisorOptions& options);
 
 // The launcher command line of one attempt (pure; for tests and the report).
 std::vector<std::string> launch_command(const SupervisorOptions& options, int attempt);
+// The pre-flight health job before attempt `attempt` (round: 1, 2, ... after drains), writing `report`.
+std::vector<std::string> preflight_command(const SupervisorOptions& options, int attempt, int round,
+                                           const std::filesystem::path& report);
 
 // "process rank 1 with PID 123 on node x exited on signal 9" (Open MPI) or "task 1: Killed" (Slurm) → 1.
 int failed_rank_from_launcher_output(const std::string& text);

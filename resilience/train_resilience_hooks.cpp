@@ -19,6 +19,7 @@
 #include "core/mpi_check.hpp"
 #include "core/random_fill.hpp"
 #include "core/statistics.hpp"
+#include "core/system_info.hpp"
 #include "core/units.hpp"
 #include "resilience/checkpoint_interval.hpp"
 
@@ -126,12 +127,17 @@ TrainResilienceHooks::TrainResilienceHooks(ResilienceOptions options, MpiContext
   // Placement written by the supervisor: rank → slot (a spare replaces a drained rank).
   if (fs::exists(dir_ / "placement.json", ec)) {
     const auto j = nlohmann::json::parse(read_text_file(dir_ / "placement.json"), nullptr, false);
-    if (j.is_object() && j.contains("slots") && j["slots"].is_array() &&
-        mpi.rank() < static_cast<int>(j["slots"].size()))
-      slot_ = j["slots"][static_cast<std::size_t>(mpi.rank())].get<int>();
+    const auto r = static_cast<std::size_t>(mpi.rank());
+    if (j.is_object() && j.contains("slots") && j["slots"].is_array() && r < j["slots"].size())
+      slot_ = j["slots"][r].get<int>();
+    if (j.is_object() && j.contains("since_s") && j["since_s"].is_array() && r < j["since_s"].size() &&
+        j["since_s"][r].is_number())
+      slot_since_s_ = j["since_s"][r].get<double>();
   }
-  int slots = mpi.size() + env_int("FB_SPARES", 0);
-  if (!o_.faults.empty()) plan_ = load_fault_plan(o_.faults, slots, 7 * 86400.0, o_.seed);
+  if (const char* d = std::getenv("FB_DEADLINE"); d && *d) deadline_ = std::atof(d);
+  const int spares = std::max(0, env_int("FB_SPARES", 0));
+  if (!o_.faults.empty())
+    plan_ = load_fault_plan(o_.faults, mpi.size() + spares, 7 * 86400.0, o_.seed, spares);
   fired_ = std::make_unique<FiredRecord>(dir_ / "faults.fired");
   heartbeat_fd_ = ::open((dir_ / "heartbeat" / fmt::format("rank-{:05d}", mpi.rank())).c_str(),
                          O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
@@ -199,12 +205,35 @@ std::int64_t TrainResilienceHooks::on_start(workloads::TrainStateAccess& state) 
     if (job_start_ == 0) job_start_ = wall_now();
   }
   FB_CHECK_MPI(MPI_Bcast(&job_start_, 1, MPI_DOUBLE, 0, mpi_.world()));
+  // Rank 0's deadline for all (the environment need not reach every rank's node).
+  double deadline = deadline_.value_or(0);
+  FB_CHECK_MPI(MPI_Bcast(&deadline, 1, MPI_DOUBLE, 0, mpi_.world()));
+  deadline_ = deadline > 0 ? std::optional<double>(deadline) : std::nullopt;
+  {
+    // The checkpoint buffers live in host memory (two with --async-checkpoint): refuse, on every rank alike,
+    // sizes that this host's ranks together cannot hold rather than die in the allocation.
+    const std::uint64_t copies = o_.async_checkpoint ? 2 : 1;
+    const std::uint64_t available = read_host_info().memory_available_bytes;
+    const std::uint64_t need = bytes * copies * static_cast<std::uint64_t>(std::max(mpi_.local_size(), 1));
+    int too_big = available > 0 && need > available / 10 * 9 ? 1 : 0;
+    FB_CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, &too_big, 1, MPI_INT, MPI_MAX, mpi_.world()));
+    if (too_big)
+      throw usage_error(fmt::format(
+          "{}: {} rank(s) per host x {} checkpoint buffer(s) of {} exceed 90% of the host's available memory",
+          o_.state_bytes > state.bytes()
+              ? fmt::format("invalid --state-bytes {}", format_bytes(o_.state_bytes))
+              : std::string("checkpoint state too large"),
+          mpi_.local_size(), copies, format_bytes(bytes)));
+  }
   buffer_.assign(bytes, std::byte{0});
   if (bytes > state.bytes()) {
     // --state-bytes beyond the model's state: seeded filler, written and verified like real state.
     fill_random_host(buffer_.data() + state.bytes(), (bytes - state.bytes()) / 4, DType::fp32,
                      derive_seed(o_.seed, static_cast<std::uint64_t>(mpi_.rank())));
   }
+  // Async saves snapshot into a second host buffer (with the same filler), lent to the writer thread while
+  // it writes and handed back after: no allocation and no copy beyond the snapshot on the blocking path.
+  if (o_.async_checkpoint) spare_ = buffer_;
   if (o_.resume) {
     const double t0 = wall_now();
     if (mpi_.is_root()) log(make_event(event::ckpt_restore_start, t0));
@@ -248,6 +277,20 @@ std::int64_t TrainResilienceHooks::on_start(workloads::TrainStateAccess& state) 
   last_save_time_ = wall_now();
   if (!o_.checkpoint_interval.empty() && o_.checkpoint_interval != "auto")
     interval_s_ = parse_duration(o_.checkpoint_interval, "--checkpoint-interval");
+  if (o_.checkpoint_interval == "auto") {
+    // A relaunch reuses the save cost an earlier attempt measured (its ckpt_interval event) instead of
+    // saving again right after the restore to measure it.
+    double cost = 0;
+    if (mpi_.is_root())
+      for (const auto& e : read_event_log(log_->path()).events)
+        if (e["type"] == event::ckpt_interval && e.value("policy", "") == "daly")
+          cost = e.value("save_cost_s", 0.0);
+    FB_CHECK_MPI(MPI_Bcast(&cost, 1, MPI_DOUBLE, 0, mpi_.world()));
+    if (cost > 0) {
+      interval_cost_s_ = cost;
+      interval_s_ = daly_interval(cost, o_.mtbf_s);
+    }
+  }
   heartbeat(restored_step_, restored_step_);
   last_progress_ = wall_now();
   watchdog_ = std::thread([this] { watchdog_loop(); });
@@ -302,9 +345,11 @@ void TrainResilienceHooks::inject(const PlannedFault& f, std::int64_t step) {
 void TrainResilienceHooks::before_step(std::int64_t step) {
   const double now = wall_now();
   for (const auto& f : plan_.faults) {
-    if (f.rank != slot_ || fired_->fired(f)) continue;
+    if (f.rank != slot_) continue;
+    if (f.time_s && *f.time_s < slot_since_s_) continue;  // hit the slot before it was in service
     const bool due = f.step ? step >= *f.step : now - job_start_ >= *f.time_s;
-    if (!due) continue;
+    // Due first: a random plan holds thousands of future faults, the fired record only the past ones.
+    if (!due || fired_->fired(f)) continue;
     if (f.kind == FaultKind::ckpt_corrupt) {
       if (std::none_of(corrupt_pending_.begin(), corrupt_pending_.end(),
                        [&](auto& p) { return p.id == f.id; }))
@@ -341,14 +386,22 @@ bool TrainResilienceHooks::after_step(std::int64_t step, const workloads::StepOu
     e["loss"] = std::isfinite(out.loss) ? nlohmann::json(out.loss) : nlohmann::json(nullptr);
     log(e);
   }
-  // NaN check on the agreed loss and gradient norm (identical on every rank, so every rank stops alike).
+  // NaN check on the agreed loss and gradient norm (identical on every rank, so every rank stops alike);
+  // each rank's own pre-reduction flag names where the NaN came from.
   if (!std::isfinite(out.loss) || !std::isfinite(out.grad_norm)) {
+    const int origin = nan_origin(out.local_finite);
     if (mpi_.is_root()) {
       auto e = make_event(event::failure_detected);
       e["kind"] = "nan";
-      e["rank"] = -1;
+      e["rank"] = origin;
       e["step"] = step;
-      e["how"] = "loss/gradient norm not finite after the all-reduce (origin rank not identifiable)";
+      e["how"] = origin >= 0 ? fmt::format(
+                                   "loss/gradient norm not finite after the all-reduce; rank {}'s own loss/"
+                                   "gradient norm was already not finite before it",
+                                   origin)
+                             : std::string(
+                                   "loss/gradient norm not finite after the all-reduce; every rank's "
+                                   "own values were finite (origin rank not identifiable)");
       log(e, Durability::fsync);
     }
     rollback_ = true;
@@ -369,7 +422,26 @@ bool TrainResilienceHooks::after_step(std::int64_t step, const workloads::StepOu
   }
   last_progress_ = wall_now();
   any_step_ = true;
+  if (deadline_reached()) {
+    deadline_stop_ = true;
+    return false;
+  }
   return true;
+}
+
+int TrainResilienceHooks::nan_origin(bool local_finite) {
+  const int mine = local_finite ? 1 : 0;
+  std::vector<int> all(static_cast<std::size_t>(mpi_.size()));
+  FB_CHECK_MPI(MPI_Allgather(&mine, 1, MPI_INT, all.data(), 1, MPI_INT, mpi_.world()));
+  const auto it = std::find(all.begin(), all.end(), 0);
+  return it == all.end() ? -1 : static_cast<int>(it - all.begin());
+}
+
+bool TrainResilienceHooks::deadline_reached() {
+  if (!deadline_) return false;
+  int stop = mpi_.is_root() && wall_now() >= *deadline_ ? 1 : 0;  // rank 0's clock decides for all
+  FB_CHECK_MPI(MPI_Bcast(&stop, 1, MPI_INT, 0, mpi_.world()));
+  return stop == 1;
 }
 
 void TrainResilienceHooks::on_finish(std::int64_t last_step) {
@@ -379,9 +451,10 @@ void TrainResilienceHooks::on_finish(std::int64_t last_step) {
   if (mpi_.is_root()) {
     auto e = make_event(event::attempt_end);
     e["last_step"] = last_step;
-    e["reason"] = rollback_ ? "rollback" : "completed";
+    e["reason"] = rollback_ ? "rollback" : deadline_stop_ ? "time budget" : "completed";
     log(e, Durability::fsync);
-    if (!std::getenv("FB_SUPERVISED") && !rollback_) log(make_event(event::job_end), Durability::fsync);
+    if (!std::getenv("FB_SUPERVISED") && !rollback_ && !deadline_stop_)
+      log(make_event(event::job_end), Durability::fsync);
   }
 }
 
@@ -395,6 +468,21 @@ bool TrainResilienceHooks::checkpoint_due(std::int64_t step, double step_s) {
   if (interval_steps_ == 0 && interval_s_) {
     // Time interval → steps, from the agreed (slowest-rank) step time, so every rank decides alike.
     interval_steps_ = std::max<std::int64_t>(1, std::llround(*interval_s_ / std::max(step_s, 1e-9)));
+    if (mpi_.is_root()) {
+      auto e = make_event(event::ckpt_interval);
+      e["step"] = step;
+      e["policy"] = o_.checkpoint_interval == "auto" ? "daly" : "fixed";
+      e["interval_s"] = *interval_s_;
+      e["interval_steps"] = interval_steps_;
+      e["step_s"] = step_s;
+      if (o_.checkpoint_interval == "auto") {
+        e["save_cost_s"] = interval_cost_s_;
+        e["mtbf_s"] = o_.mtbf_s;
+      }
+      log(e);
+      log::info("checkpoint interval ({}): {:.3f} s = every {} step(s) at {:.4f} s per step",
+                o_.checkpoint_interval == "auto" ? "Daly" : "fixed", *interval_s_, interval_steps_, step_s);
+    }
   }
   return interval_steps_ > 0 && step - last_save_step_ >= interval_steps_;
 }
@@ -436,7 +524,6 @@ void TrainResilienceHooks::save_checkpoint(std::int64_t step) {
     e["step"] = step;
     log(e);
   }
-  state_->snapshot(std::span<std::byte>(buffer_.data(), state_->bytes()));
   ShardWriteOptions wopt;
   if (write_fail_pending_) {
     wopt.fail_after_bytes = buffer_.size() / 2;
@@ -445,9 +532,12 @@ void TrainResilienceHooks::save_checkpoint(std::int64_t step) {
   std::string error;
   ShardInfo mine;
   if (o_.async_checkpoint) {
-    async_.start(store_, step, mpi_.rank(), buffer_, wopt);  // a host copy; the writer thread owns it
+    // The blocking part: the snapshot into the host buffer (device to host on a GPU) and the hand-off.
+    state_->snapshot(std::span<std::byte>(spare_.data(), state_->bytes()));
+    async_.start(store_, step, mpi_.rank(), std::move(spare_), wopt);
     async_started_ = t0;
   } else {
+    state_->snapshot(std::span<std::byte>(buffer_.data(), state_->bytes()));
     try {
       mine = store_.write_shard(step, mpi_.rank(), buffer_, wopt);
     } catch (const Error& ex) {
@@ -476,10 +566,8 @@ void TrainResilienceHooks::save_checkpoint(std::int64_t step) {
   if (o_.checkpoint_interval == "auto" && !interval_s_) {
     double cost = blocking;  // agreed: every rank measured the same collective save
     FB_CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, &cost, 1, MPI_DOUBLE, MPI_MAX, mpi_.world()));
-    interval_s_ = daly_interval(std::max(cost, 1e-6), o_.mtbf_s);
-    if (mpi_.is_root())
-      log::info("checkpoint interval (Daly, save {:.3f} s, MTBF {:.0f} s): {:.2f} s", cost, o_.mtbf_s,
-                *interval_s_);
+    interval_cost_s_ = std::max(cost, 1e-6);
+    interval_s_ = daly_interval(interval_cost_s_, o_.mtbf_s);
   }
 }
 
@@ -512,6 +600,7 @@ void TrainResilienceHooks::poll_async(bool wait) {
   } catch (const Error& ex) {
     error = ex.what();
   }
+  spare_ = async_.take_buffer();  // back for the next snapshot
   int ok = error.empty() ? 1 : 0;
   std::vector<int> oks(static_cast<std::size_t>(mpi_.size()));
   FB_CHECK_MPI(MPI_Allgather(&ok, 1, MPI_INT, oks.data(), 1, MPI_INT, mpi_.world()));

@@ -68,9 +68,13 @@ class TrainResilienceHooks final : public workloads::TrainHooks {
   // Last step restored from a checkpoint (0 = none) and whether the run stopped for a rollback.
   std::int64_t restored_step() const { return restored_step_; }
   bool rolled_back() const { return rollback_; }
+  // The checkpoint interval in steps once resolved from --checkpoint-interval (0 = not yet / not used).
+  std::int64_t interval_steps() const { return interval_steps_; }
 
  private:
   void log(nlohmann::json event, Durability durability = Durability::flush);
+  bool deadline_reached();
+  int nan_origin(bool local_finite);
   void heartbeat(std::int64_t entered, std::int64_t completed);
   void inject(const PlannedFault& fault, std::int64_t step);
   bool checkpoint_due(std::int64_t step, double step_s);
@@ -88,6 +92,10 @@ class TrainResilienceHooks final : public workloads::TrainHooks {
   MpiContext& mpi_;
   int replica_group_;
   int slot_;  // this rank's node slot (placement.json; a drained rank's spare has another slot)
+  double slot_since_s_ = 0;  // job time at which the slot entered service (time-triggered faults before it
+                             // hit a spare while it was idle: they do not follow it into service)
+  std::optional<double> deadline_;  // FB_DEADLINE (supervisor --time-budget): stop at a step boundary
+  bool deadline_stop_ = false;
   int attempt_;
   std::filesystem::path dir_;
   std::unique_ptr<EventLog> log_;
@@ -102,12 +110,14 @@ class TrainResilienceHooks final : public workloads::TrainHooks {
   bool rollback_ = false;
   // Checkpointing.
   std::vector<std::byte> buffer_;
+  std::vector<std::byte> spare_;  // async: the host snapshot buffer (lent to the writer while it writes)
   AsyncShardWriter async_;
   double async_started_ = 0;
   std::int64_t last_save_step_ = 0;
   double last_save_time_ = 0;
   std::int64_t interval_steps_ = 0;  // resolved from a time interval
   std::optional<double> interval_s_;
+  double interval_cost_s_ = 0;  // auto: the measured save cost Daly's interval came from
   bool write_fail_pending_ = false;
   std::vector<PlannedFault> corrupt_pending_;
   // Stragglers.

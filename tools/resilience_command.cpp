@@ -70,7 +70,14 @@ struct ResilienceCommandOptions {
   int max_restarts = 10, spares = 0, drain_after = 1;
   std::string policy = "none";
   std::string heartbeat_timeout = "120s";
+  bool preflight = false;
+  std::string preflight_args, preflight_timeout = "300s";
+  bool steps_given =
+      false;  // --steps on the command line (with --time-budget alone, the budget ends the job)
 };
+
+// With --time-budget and no --steps, the job trains until the budget is spent.
+constexpr std::int64_t kStepsUntilBudget = 1'000'000'000;
 
 std::vector<std::string> split_args(const std::string& s) {
   std::istringstream in(s);
@@ -122,7 +129,12 @@ reports::Result ledger_result(const resilience::SupervisorResult& s, const std::
               {"max_restarts", o.max_restarts},
               {"spares", o.spares},
               {"drain_after", o.drain_after},
-              {"async_checkpoint", o.res.async_checkpoint}};
+              {"async_checkpoint", o.res.async_checkpoint},
+              {"state_bytes", o.state_bytes},
+              {"mtbf", o.mtbf},
+              {"time_budget", o.time_budget},
+              {"preflight", o.preflight}};
+  if (!o.steps_given && !o.time_budget.empty()) r.params["steps"] = nullptr;  // until the budget is spent
   const auto m = [&](const char* name, double v, const char* unit, Better b) {
     r.set_metric(name, {v, unit, b, std::nullopt});
   };
@@ -140,6 +152,9 @@ reports::Result ledger_result(const resilience::SupervisorResult& s, const std::
   m("ckpt_save_s", L.parts.ckpt_save_s, "s", Better::lower);
   m("ckpt_restore_s", L.parts.ckpt_restore_s, "s", Better::lower);
   m("ckpt_write_gbps", L.ckpt_write_gbps, "GB/s", Better::higher);
+  m("ckpt_save_blocking_s", L.ckpt_save_blocking_s, "s", Better::lower);
+  if (L.ckpt_interval_s > 0) m("ckpt_interval_s", L.ckpt_interval_s, "s", Better::none);
+  if (L.preflights > 0) m("preflight_s", L.preflight_s, "s", Better::lower);
   r.extra["ledger"] = resilience::ledger_to_json(L);
   r.extra["stop_reason"] = s.stop_reason;
   if (!s.drains.empty()) {
@@ -147,26 +162,47 @@ reports::Result ledger_result(const resilience::SupervisorResult& s, const std::
     r.extra["mttf_before_drain_s"] = s.mttf_before_drain_s;
     r.extra["mttf_after_drain_s"] = s.mttf_after_drain_s;
   }
-  if (!s.completed)
+  // A job stopped by --time-budget alone (no --steps) did what it was asked.
+  const bool budget_only = !o.steps_given && !o.time_budget.empty() && s.stop_reason == "time budget spent";
+  if (!s.completed && !budget_only)
     r.fail(fmt::format("the job did not finish its {} steps: {}", o.train.steps, s.stop_reason));
   return r;
 }
 
-void print_result(const reports::Result& r, const resilience::Ledger& L) {
-  std::cout << fmt::format("{}: {} steps in {:.2f} s; {} failure(s), {} restart(s), {} wasted step(s)\n",
-                           r.name, L.steps_completed, L.wall_s, L.failures, L.restarts, L.wasted_steps);
+void print_result(const reports::Result& r, const resilience::SupervisorResult& s) {
+  const auto& L = s.ledger;
+  std::cout << fmt::format("{}: {} steps in {:.2f} s; {} failure(s), {} restart(s), {} wasted step(s){}\n",
+                           r.name, L.steps_completed, L.wall_s, L.failures, L.restarts, L.wasted_steps,
+                           s.completed ? "" : fmt::format(" ({})", s.stop_reason));
   std::cout << fmt::format(
       "goodput {:.1f}% (reference-step {:.1f}%), ETTR {:.3f}, MTTF {:.2f} s{}, MTTR {:.2f} s\n",
       100 * L.goodput, 100 * L.goodput_ref, L.ettr, L.mttf_s, L.mttf_censored ? " (no failure)" : "",
       L.mttr_s);
   std::cout << "where the wall time went:\n";
-  for (const auto& [name, s] : L.parts.items())
-    std::cout << fmt::format("  {:<14} {:>9.3f} s {:>6.1f}%\n", name, s,
-                             L.wall_s > 0 ? 100 * s / L.wall_s : 0.0);
+  for (const auto& [name, secs] : L.parts.items())
+    std::cout << fmt::format("  {:<14} {:>9.3f} s {:>6.1f}%\n", name, secs,
+                             L.wall_s > 0 ? 100 * secs / L.wall_s : 0.0);
   for (const auto& f : L.failure_list)
     std::cout << fmt::format("  failure: {} on rank {} (attempt {}), detected after {:.2f} s: {}\n", f.kind,
                              f.rank, f.attempt, f.detected_at - f.failed_at, f.how);
-  for (const auto& s : L.ckpt_skipped) std::cout << fmt::format("  skipped {}: {}\n", s.checkpoint, s.reason);
+  for (const auto& k : L.ckpt_skipped) std::cout << fmt::format("  skipped {}: {}\n", k.checkpoint, k.reason);
+  std::cout << fmt::format(
+      "checkpoints: {} saved, {} committed, blocking {:.3f} s in all, write {:.3f} GB/s\n", L.ckpt_saves,
+      L.ckpt_commits, L.ckpt_save_blocking_s, L.ckpt_write_gbps);
+  if (!L.ckpt_interval_policy.empty())
+    std::cout << fmt::format("checkpoint interval ({}): {:.3f} s = every {} step(s)\n",
+                             L.ckpt_interval_policy, L.ckpt_interval_s, L.ckpt_interval_steps);
+  if (L.preflights > 0)
+    std::cout << fmt::format("pre-flight: {} health check(s), {} failed, {:.2f} s\n", L.preflights,
+                             L.preflight_failures, L.preflight_s);
+  for (const auto& d : s.drains)
+    std::cout << fmt::format("  drained rank {}: slot {} -> {} ({})\n", d["rank"].get<int>(),
+                             d["from_slot"].get<int>(), d["to_slot"].get<int>(),
+                             d["reason"].get<std::string>());
+  if (s.failures_before_drain + s.failures_after_drain > 0 || s.mttf_before_drain_s > 0)
+    std::cout << fmt::format(
+        "MTTF before draining {:.2f} s ({} failure(s)), after {:.2f} s ({} failure(s))\n",
+        s.mttf_before_drain_s, s.failures_before_drain, s.mttf_after_drain_s, s.failures_after_drain);
   if (r.error) std::cout << "FAILED: " << *r.error << "\n";
 }
 
@@ -177,7 +213,9 @@ int run_resilience(const ResilienceCommandOptions& o, Session& session) {
   if (o.policy != "none" && o.policy != "drain" && o.policy != "compare")
     throw usage_error(fmt::format("invalid --policy '{}': expected none, drain or compare", o.policy));
   // Validate the plan and options here, before anything is launched.
-  (void)resilience::load_fault_plan(o.res.faults, o.ranks + o.spares, 7 * 86400.0, session.options().seed);
+  if (o.spares < 0) throw usage_error(fmt::format("invalid --spares {}: must not be negative", o.spares));
+  (void)resilience::load_fault_plan(o.res.faults, o.ranks + o.spares, 7 * 86400.0, session.options().seed,
+                                    o.spares);
   auto check = o.res;
   check.run_dir = "x";
   if (!o.mtbf.empty()) check.mtbf_s = parse_duration(o.mtbf, "--mtbf");
@@ -189,8 +227,17 @@ int run_resilience(const ResilienceCommandOptions& o, Session& session) {
   s.launcher_args = split_args(o.launcher_args);
   s.train_args = forwarded_train_args(o, session.options());
   s.faults = o.res.faults;
-  s.steps = o.train.steps;
   s.time_budget_s = o.time_budget.empty() ? 0 : parse_duration(o.time_budget, "--time-budget");
+  if (!o.time_budget.empty() && !(s.time_budget_s > 0))
+    throw usage_error(fmt::format("invalid --time-budget '{}': must be positive", o.time_budget));
+  s.steps = !o.steps_given && s.time_budget_s > 0 ? kStepsUntilBudget : o.train.steps;
+  s.preflight = o.preflight;
+  s.preflight_args = {"--backend",   session.options().backend,
+                      "--seed",      std::to_string(session.options().seed),
+                      "--log-level", "warn"};
+  for (auto& a : split_args(o.preflight_args)) s.preflight_args.push_back(std::move(a));
+  s.preflight_timeout_s = parse_duration(o.preflight_timeout, "--preflight-timeout");
+  if (!o.preflight_args.empty() && !o.preflight) throw usage_error("--preflight-args needs --preflight");
   s.max_restarts = o.max_restarts;
   s.spares = o.spares;
   s.drain_after = o.drain_after;
@@ -230,7 +277,7 @@ int run_resilience(const ResilienceCommandOptions& o, Session& session) {
   }
   const int rc = session.finish(report);
   if (!session.options().quiet) {
-    for (std::size_t i = 0; i < runs.size(); ++i) print_result(report.results[i], runs[i].ledger);
+    for (std::size_t i = 0; i < runs.size(); ++i) print_result(report.results[i], runs[i]);
     if (runs.size() == 2)
       std::cout << fmt::format("drain vs none: MTTF x{:.2f}, goodput {:+.1f} points\n",
                                report.summary["compare"]["mttf_ratio"].get<double>(),
@@ -260,7 +307,18 @@ Command add_resilience_command(CLI::App& app) {
   sub->add_option("--heartbeat-timeout", opt->heartbeat_timeout,
                   "Supervisor: kill and count a hang when the event log is silent this long")
       ->capture_default_str();
-  return {sub, [opt](Session& s) { return run_resilience(*opt, s); }};
+  sub->add_flag("--preflight", opt->preflight,
+                "Run `factorybench health` through the launcher before every (re)launch; drain failing ranks "
+                "to spares");
+  sub->add_option("--preflight-args", opt->preflight_args,
+                  "Extra `health` options for --preflight (quoted, e.g. \"--gemm-floor 0.5\")");
+  sub->add_option("--preflight-timeout", opt->preflight_timeout,
+                  "Kill a pre-flight health job after this long")
+      ->capture_default_str();
+  return {sub, [opt, sub](Session& s) {
+            opt->steps_given = sub->count("--steps") > 0;
+            return run_resilience(*opt, s);
+          }};
 }
 
 }  // namespace fb::tools

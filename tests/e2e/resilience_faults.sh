@@ -48,7 +48,7 @@ failure_is() {  # NAME KIND RANK
 kind_run crash "crash@step=7,rank=1";  failure_is crash crash 1
 kind_run hang "hang@step=7,rank=1";    failure_is hang hang 1
 kind_run sdc "sdc@step=7,rank=1" 3;    failure_is sdc sdc 1  # a vote needs a strict majority: 3 replicas
-kind_run nan "nan@step=7,rank=1";      failure_is nan nan -1
+kind_run nan "nan@step=7,rank=1";      failure_is nan nan 1  # the rank whose own loss was NaN before the all-reduce
 assert_json "$T/sdc.json" "d['results'][0]['extra']['ledger']['checkpoints']['restored_steps'][-1] == 5" "sdc: rolled back to step 5"
 kind_run straggler "straggler@step=3,rank=1,factor=6"
 assert_json "$T/straggler.json" "any(e['type'] == 'straggler_detected' and e['rank'] == 1 for e in d['events'])" "straggler: detected on rank 1"

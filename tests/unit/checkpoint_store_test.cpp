@@ -159,6 +159,37 @@ TEST_F(CheckpointStoreTest, AsyncWriterWritesFromItsOwnCopy) {
   EXPECT_TRUE(store.verify(7, 1, &reason)) << reason;
 }
 
+// The async path reuses one host buffer: moved into the writer, handed back after the write (same memory,
+// no copy), and an injected write failure still gives it back.
+TEST_F(CheckpointStoreTest, AsyncWriterHandsItsBufferBackForTheNextSnapshot) {
+  CheckpointStore store(root);
+  AsyncShardWriter writer;
+  EXPECT_TRUE(writer.take_buffer().empty());
+  auto buffer = state_bytes(2 << 20, 5);
+  const auto* memory = buffer.data();
+  const auto first = checksum64(buffer);
+  writer.start(store, 1, 0, std::move(buffer));
+  EXPECT_THROW(writer.start(store, 2, 0, state_bytes(16, 1)), Error);  // one write in flight at a time
+  EXPECT_EQ(writer.wait().xxh64, first);
+  buffer = writer.take_buffer();
+  EXPECT_EQ(buffer.data(), memory);
+  EXPECT_FALSE(writer.pending());
+  buffer[0] = std::byte{0x5a};  // the next snapshot, into the same buffer
+  const auto second = checksum64(buffer);
+  ShardWriteOptions fail;
+  fail.fail_after_bytes = 4096;
+  writer.start(store, 2, 0, std::move(buffer), fail);
+  EXPECT_THROW(writer.wait(), Error);
+  buffer = writer.take_buffer();
+  ASSERT_EQ(buffer.size(), 2u << 20);
+  EXPECT_EQ(checksum64(buffer), second);
+  writer.start(store, 3, 0, std::move(buffer));
+  store.commit(3, {writer.wait()});
+  std::string reason;
+  EXPECT_TRUE(store.verify(3, 1, &reason)) << reason;
+  EXPECT_FALSE(store.verify(2, 1, &reason));  // the failed write left nothing committed
+}
+
 // A writer process saves checkpoints 1, 2, 3, … (two shards each, paced by a progress callback so the parent
 // can catch it mid-write) and is killed with SIGKILL once the shard being written reaches `offset` bytes.
 // Whatever the offset, the next resume finds a checkpoint that verifies, and never one newer than committed.

@@ -137,6 +137,34 @@ TEST(FaultPlan, RandomPlanIsPoissonDeterministicAndConcentratedOnFlakyRanks) {
   EXPECT_NEAR(counts[2] / n, 0.25 / 14, 0.01);
 }
 
+// With spares, mtbf stays the job's (its ranks'), the flaky ranks are among the job's ranks (a spare is never
+// the flaky one), and each spare fails at the rate of an ordinary rank, on top.
+TEST(FaultPlan, SparesAreOrdinarySlotsAndNeverTheFlakyOnes) {
+  const double mtbf = 60, horizon = 60 * 20000.0;
+  const std::string spec = "random:mtbf=1m,flaky-ranks=1,flaky-share=0.8,seed=";
+  for (int seed = 1; seed <= 8; ++seed) {
+    const auto plan = parse_fault_spec(spec + std::to_string(seed), 6, horizon, 42, 2);  // 4 ranks + 2
+    std::map<int, double> per_slot;
+    for (const auto& f : plan.faults) per_slot[f.rank] += 1;
+    int flaky = -1;
+    for (const auto& [slot, c] : per_slot)
+      if (c > 0.5 * horizon / mtbf) flaky = slot;
+    ASSERT_GE(flaky, 0);
+    EXPECT_LT(flaky, 4) << "seed " << seed << ": the flaky slot is a spare";
+    double on_ranks = 0;
+    for (int r = 0; r < 4; ++r) on_ranks += per_slot[r];
+    const double expected = horizon / mtbf;  // the job's ranks see the job's MTBF
+    EXPECT_NEAR(on_ranks, expected, 5 * std::sqrt(expected));
+    EXPECT_NEAR(per_slot[flaky] / expected, 0.8, 0.02);
+    for (const int spare : {4, 5}) EXPECT_NEAR(per_slot[spare] / expected, 0.2 / 3, 0.01);
+  }
+  // Without spares the plan is the one it always was.
+  const auto a = parse_fault_spec(spec + "3", 4, 3600), b = parse_fault_spec(spec + "3", 4, 3600, 42, 0);
+  ASSERT_EQ(a.faults.size(), b.faults.size());
+  for (std::size_t i = 0; i < a.faults.size(); ++i) EXPECT_EQ(a.faults[i].text, b.faults[i].text);
+  EXPECT_THROW(parse_fault_spec("random:mtbf=1m,flaky-ranks=5", 6, 60, 42, 2), Error);  // 4 ranks
+}
+
 TEST(FaultPlan, JsonFileFormAndPathErrors) {
   const auto dir = std::filesystem::temp_directory_path() / ("fb_faults_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);

@@ -256,6 +256,54 @@ TEST(GoodputLedger, SilentCorruptionDetectedLaterWastesTheStepsInBetween) {
   EXPECT_EQ(L.failure_list.at(0).rank, 3);
 }
 
+// resilience --preflight: a health check before each launch is init time (failure-caused before a re-attempt,
+// so it lowers ETTR like the re-attempt's init); the parts still sum to the wall time.
+TEST(GoodputLedger, PreflightChecksAreInitTime) {
+  LogBuilder b;
+  double t = 0;
+  b.add(event::job_start, 0);
+  auto& p1 = b.add(event::preflight, 0.5);  // 0–0.5: first check, failed; a rank drained
+  p1["t_start"] = kBase;
+  p1["verdict"] = "fail";
+  b.add(event::drain, 0.5)["cause"] = "preflight";
+  auto& p2 = b.add(event::preflight, 0.75);  // 0.5–0.75: the new placement passes
+  p2["t_start"] = kBase + 0.5 * kMin;
+  p2["verdict"] = "pass";
+  b.add(event::attempt_start, 0.75);
+  b.add(event::init_done, 1);
+  auto& iv = b.add(event::ckpt_interval, 1);
+  iv["policy"] = "daly";
+  iv["interval_s"] = 120.0;
+  iv["interval_steps"] = 2;
+  t = 1;
+  b.steps(1, 4, 1, &t);  // 1–5
+  b.add(event::failure_detected, t)["kind"] = "crash";
+  auto& p3 = b.add(event::preflight, t + 1);  // 5–5.5 relaunch, 5.5–6 check
+  p3["t_start"] = kBase + (t + 0.5) * kMin;
+  p3["verdict"] = "pass";
+  b.add(event::attempt_start, t + 1);
+  b.add(event::init_done, t + 1.5);
+  t += 1.5;
+  b.steps(5, 6, 1, &t);
+  b.add(event::job_end, t);
+  const Ledger L = compute_ledger(b.events);
+  EXPECT_EQ(L.preflights, 3);
+  EXPECT_EQ(L.preflight_failures, 1);
+  EXPECT_NEAR(L.preflight_s / kMin, 0.5 + 0.25 + 0.5, 1e-6);
+  EXPECT_NEAR(L.parts.init_s / kMin, 0.75 + 0.25 + 0.5 + 0.5, 1e-6);
+  EXPECT_NEAR(L.parts.relaunch_s / kMin, 0.5, 1e-6);
+  EXPECT_NEAR(L.wall_s / kMin, 8.5, 1e-6);
+  EXPECT_NEAR(sum_of_parts(L), L.wall_s, 1e-6);
+  // ETTR loss: the relaunch, the re-attempt's check and its init (the first checks are the job's own).
+  EXPECT_NEAR(L.ettr, 1 - (0.5 + 0.5 + 0.5) / 8.5, 1e-6);
+  EXPECT_EQ(L.ckpt_interval_policy, "daly");
+  EXPECT_DOUBLE_EQ(L.ckpt_interval_s, 120.0);
+  EXPECT_EQ(L.ckpt_interval_steps, 2);
+  const auto j = ledger_to_json(L);
+  EXPECT_EQ(j["preflight"]["checks"], 3);
+  EXPECT_EQ(j["checkpoints"]["interval_steps"], 2);
+}
+
 TEST(GoodputLedger, MissingFieldNamesTheEvent) {
   std::vector<json> events{make_event(event::job_start, kBase), make_event(event::step, kBase + 1)};
   try {

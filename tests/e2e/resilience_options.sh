@@ -1,0 +1,114 @@
+#!/usr/bin/env bash
+# factorybench resilience, the options around the core scenario (issue 6): --async-checkpoint (commits, verifies,
+# resumes), --state-bytes, --checkpoint-interval DURATION|auto (the chosen interval in the log and the report),
+# --time-budget, the NaN origin rank, and --policy compare on a random plan with a flaky rank. No assertion
+# on speed: only on what happened.
+. "$(dirname "$0")/../lib.sh"
+set -e
+
+COMMON=(--launcher mpirun --launcher-args "--oversubscribe" --model tiny-dense --backend host
+        --hang-timeout 4s --heartbeat-timeout 60s)
+# events FILE TYPE: the report's events of one type, as a Python list expression on `d`.
+ev() { echo "[e for e in d['events'] if e['type'] == '$1']"; }
+R='d["results"][0]'
+L="$R[\"extra\"][\"ledger\"]"
+run() {  # NAME ARGS...: a resilience run that must exit 0
+  local name=$1; shift
+  run_capture "$name" fb resilience "${COMMON[@]}" --max-restarts "${MAX_RESTARTS:-6}" --run-dir "$T/$name" \
+    -o "$T/$name.json" "$@"
+  [ "$RC" -eq 0 ] || { cat "$T/$name.out" "$T/$name.err" >&2; die "$name: exit $RC"; }
+  validate "$T/$name.json"
+}
+parts_sum() {  # NAME
+  assert_json "$T/$1.json" "abs(sum($L['split_s'].values()) - $L['wall_s']) <= 0.01 * $L['wall_s']" "$1: parts sum to the wall time"
+}
+
+# --- --async-checkpoint with --state-bytes: committed, verified, resumed from --------------------------------
+SHARD=$((8 * 1024 * 1024))
+run async --ranks 2 --steps 30 --checkpoint-every 5 --state-bytes 8M --async-checkpoint --keep 3 \
+  --faults "crash@step=23,rank=1"
+grep -E '^checkpoints:' "$T/async.out"
+assert_json "$T/async.json" "$R['metrics']['steps_completed']['value'] == 30 and $R['params']['async_checkpoint'] is True" "async: completes 30 steps"
+assert_json "$T/async.json" "all(e['async'] is True and e['ok'] is True for e in $(ev ckpt_save_end)) and len($(ev ckpt_save_end)) >= 6" "async: every save was asynchronous"
+assert_json "$T/async.json" "all(e['bytes'] == 2 * $SHARD for e in $(ev ckpt_commit)) and len($(ev ckpt_commit)) >= 5" "async: commits of 2 shards of --state-bytes 8M"
+assert_json "$T/async.json" "{e['step'] for e in $(ev ckpt_commit)} >= {5, 10, 15, 25, 30}" "async: committed at 5, 10, 15, 25, 30"
+# The crash may catch a background write before its commit: that directory is skipped as incomplete, never as
+# corrupt, and the previous committed checkpoint is taken.
+assert_json "$T/async.json" "$L['checkpoints']['restored_steps'][0] == 0 and $L['checkpoints']['restored_steps'][1] in {e['step'] for e in $(ev ckpt_commit)} and all(s['reason'].startswith('incomplete: no manifest') for s in $L['checkpoints']['skipped'])" "async: the relaunch resumed from a committed async checkpoint (only incomplete ones skipped)"
+assert_json "$T/async.json" "$R['metrics']['ckpt_save_blocking_s']['value'] >= 0 and $R['metrics']['ckpt_write_gbps']['value'] > 0" "async: blocking time and write bandwidth reported"
+for s in 25 30; do
+  f="$T/async/checkpoints/step-000000$s/rank-00001.shard"
+  [ "$(stat -c %s "$f")" -eq "$SHARD" ] && ok "async: step $s shard is $SHARD bytes" || fail "async: $f size $(stat -c %s "$f")"
+done
+parts_sum async
+# The newest async checkpoint verifies: train alone resumes from it (nothing skipped) and has nothing left to do.
+run_capture resume mpirun --oversubscribe -np 2 "$FACTORYBENCH" train --model tiny-dense --backend host --steps 30 \
+  --run-dir "$T/async" --resume --state-bytes 8M -o "$T/resume.json"
+[ "$RC" -eq 0 ] || { cat "$T/resume.out" "$T/resume.err" >&2; fail "resume from the async checkpoint: exit $RC"; }
+"$PY" - "$T/async/events.jsonl" <<'EOF' && ok "async: train --resume restored step 30, verified" || fail "async: resume"
+import json, sys
+ends = [json.loads(l) for l in open(sys.argv[1]) if '"ckpt_restore_end"' in l]
+sys.exit(0 if ends[-1]["step"] == 30 and ends[-1]["skipped"] == [] and ends[-1]["bytes"] == 2 * 8 * 2**20 else 1)
+EOF
+
+# --- --checkpoint-interval DURATION and auto ----------------------------------------------------------------
+run fixed --ranks 2 --steps 24 --checkpoint-interval 300ms --faults "crash@step=30,rank=1"
+assert_json "$T/fixed.json" "[(e['policy'], e['interval_s']) for e in $(ev ckpt_interval)] == [('fixed', 0.3)] and $(ev ckpt_interval)[0]['interval_steps'] >= 1" "interval: the fixed interval is logged with its steps"
+assert_json "$T/fixed.json" "$L['checkpoints']['interval_policy'] == 'fixed' and $R['metrics']['ckpt_interval_s']['value'] == 0.3" "interval: in the ledger and the metrics"
+assert_json "$T/fixed.json" "[e['step'] for e in $(ev ckpt_commit)] == list(range($(ev ckpt_interval)[0]['interval_steps'], 25, $(ev ckpt_interval)[0]['interval_steps']))" "interval: a checkpoint every interval_steps steps"
+run daly --ranks 2 --steps 24 --checkpoint-interval auto --mtbf 30s --faults "crash@step=15,rank=1"
+assert_json "$T/daly.json" "len($(ev ckpt_interval)) == 2 and $(ev ckpt_interval)[0]['policy'] == 'daly' and $(ev ckpt_interval)[0]['mtbf_s'] == 30 and $(ev ckpt_interval)[0]['save_cost_s'] > 0" "auto: Daly's interval logged with the measured save cost"
+assert_json "$T/daly.json" "(lambda a, b: b['save_cost_s'] == a['save_cost_s'] and b['interval_s'] == a['interval_s'] and b['attempt'] == 2)(*$(ev ckpt_interval))" "auto: the relaunch reuses the measured cost (no measuring save after the restore)"
+assert_json "$T/daly.json" "len([e for e in $(ev ckpt_save_end) if e['attempt'] == 2 and e['step'] == $L['checkpoints']['restored_steps'][-1] + 1]) == 0 or $(ev ckpt_interval)[1]['interval_steps'] == 1" "auto: no save right after the restore"
+assert_json "$T/daly.json" "(lambda e: (lambda c, m: abs(e['interval_s'] - ((2 * c * m) ** 0.5 * (1 + ((c / (2 * m)) ** 0.5) / 3 + c / (2 * m) / 9) - c)) < 1e-9 * m)(e['save_cost_s'], 30.0))($(ev ckpt_interval)[0])" "auto: interval = Daly(save cost, 30 s)"
+assert_json "$T/daly.json" "[e['step'] for e in $(ev ckpt_commit)][0] == 1 and $R['metrics']['ckpt_interval_s']['value'] == $(ev ckpt_interval)[0]['interval_s']" "auto: the first step's save measured the cost; the interval is reported"
+expect_error noauto 2 "--checkpoint-interval auto needs --mtbf" \
+  fb resilience --ranks 2 --backend host --checkpoint-interval auto --faults "crash@step=3" --run-dir "$T/bad"
+# More than the host's memory: the job refuses it (exit 2, before any step) and the supervisor stops there
+# instead of relaunching a job that would refuse it again.
+run_capture huge fb resilience "${COMMON[@]}" --ranks 2 --steps 5 --state-bytes 64T --faults "crash@step=99" \
+  --run-dir "$T/huge" -o "$T/huge.json"
+[ "$RC" -eq 1 ] && ok "state-bytes beyond memory: exit 1" || fail "huge --state-bytes: exit $RC"
+assert_json "$T/huge.json" "'rejected its options: invalid --state-bytes 64 TiB' in $R['extra']['stop_reason'] and $L['attempts'] == 1 and $R['metrics']['failures']['value'] == 0" "state-bytes beyond memory: named, one attempt, no failure counted"
+expect_error badsize 2 "--state-bytes" \
+  fb resilience --ranks 2 --backend host --state-bytes lots --faults "crash@step=3" --run-dir "$T/bad"
+
+# --- --time-budget ------------------------------------------------------------------------------------------
+run budget --ranks 2 --time-budget 8s --checkpoint-every 5 --faults "crash@step=8,rank=1"
+assert_json "$T/budget.json" "$R['status'] == 'ok' and $R['extra']['stop_reason'] == 'time budget spent' and $R['params']['steps'] is None" "budget: no --steps: runs until the budget is spent, ok"
+assert_json "$T/budget.json" "$(ev attempt_end)[-1]['reason'] == 'time budget' and $R['metrics']['steps_completed']['value'] > 8" "budget: the job stopped itself at a step boundary"
+assert_json "$T/budget.json" "8 <= $R['metrics']['wall_s']['value'] < 8 + 10 and $R['metrics']['failures']['value'] == 1" "budget: wall time about the budget; the crash counted"
+parts_sum budget
+run_capture short fb resilience "${COMMON[@]}" --ranks 2 --steps 100000 --time-budget 2s --faults "crash@step=99999" \
+  --run-dir "$T/short" -o "$T/short.json"
+[ "$RC" -eq 1 ] && ok "budget: --steps not reached within the budget: exit 1" || fail "budget with --steps: exit $RC"
+assert_json "$T/short.json" "$R['status'] == 'failed' and 'time budget spent' in $R['error']" "budget: the result says why"
+expect_error zerobudget 2 "invalid --time-budget '0s'" \
+  fb resilience --ranks 2 --backend host --time-budget 0s --faults "crash@step=3" --run-dir "$T/bad"
+
+# --- NaN: the origin rank ------------------------------------------------------------------------------------
+run nan3 --ranks 3 --steps 12 --checkpoint-every 5 --faults "nan@step=8,rank=2"
+assert_json "$T/nan3.json" "[(f['kind'], f['rank']) for f in $L['failure_list']] == [('nan', 2)]" "nan: detected on rank 2, where it originated"
+assert_json "$T/nan3.json" "$L['checkpoints']['restored_steps'] == [0, 5]" "nan: rolled back to step 5"
+
+# --- --policy compare on a random plan with a flaky rank -----------------------------------------------------
+# Every fault lands on the one flaky rank (flaky-share=1): with drain, its first failure moves it to the spare
+# and no fault follows; with none, it keeps failing. Same seed, same plan for both: seed 5 puts faults on slot 0
+# at 0.7, 5.8, 9.5, 30.4 s of job time (one due while the job is down fires at the next attempt's first step;
+# 200 steps cannot be done by 5.8 s after the first crash, so none fails at least twice).
+MAX_RESTARTS=10 run compare --ranks 4 --steps 200 --checkpoint-every 10 --policy compare --spares 1 \
+  --drain-after 1 --straggler-threshold 0.2 --faults "random:mtbf=8s,mix=crash:0.8/nan:0.2,flaky-ranks=1,flaky-share=1,seed=5"
+cat "$T/compare.out"
+N='[r for r in d["results"] if r["params"]["policy"] == "none"][0]'
+D='[r for r in d["results"] if r["params"]["policy"] == "drain"][0]'
+assert_json "$T/compare.json" "len(d['results']) == 2 and all(r['metrics']['steps_completed']['value'] == 200 for r in d['results'])" "compare: both policies finish"
+assert_json "$T/compare.json" "$N['metrics']['failures']['value'] >= 2 and len({f['rank'] for f in $N['extra']['ledger']['failure_list']}) == 1" "compare: none keeps failing on the flaky rank"
+assert_json "$T/compare.json" "$D['metrics']['failures']['value'] == 1 and len($D['extra']['drains']) == 1 and $D['extra']['drains'][0]['cause'] == 'failures'" "compare: drain fails once, drains that rank to the spare"
+assert_json "$T/compare.json" "$D['extra']['drains'][0]['rank'] == $D['extra']['ledger']['failure_list'][0]['rank'] == $N['extra']['ledger']['failure_list'][0]['rank'] and $D['extra']['drains'][0]['to_slot'] == 4" "compare: the drained rank is the flaky one (same seed), moved to spare slot 4"
+assert_json "$T/compare.json" "not [e for e in d['events'] if e.get('policy') == 'drain' and e['type'] == 'fault_injected' and e['t'] > $D['extra']['drains'][0]['t']]" "compare: no fault after the drain (the spare does not inherit them)"
+assert_json "$T/compare.json" "abs(d['summary']['compare']['mttf_ratio'] - $D['metrics']['mttf_s']['value'] / $N['metrics']['mttf_s']['value']) < 1e-9 and d['summary']['compare']['mttf_ratio'] > 1" "compare: MTTF ratio drain/none reported (> 1)"
+assert_json "$T/compare.json" "abs(d['summary']['compare']['goodput_pct_difference'] - ($D['metrics']['goodput_pct']['value'] - $N['metrics']['goodput_pct']['value'])) < 1e-6" "compare: goodput difference reported"
+assert_json "$T/compare.json" "$D['extra']['mttf_before_drain_s'] > 0 and $D['extra']['mttf_after_drain_s'] > 0" "compare: MTTF before and after draining"
+grep -qE '^drain vs none: MTTF x[0-9.]+, goodput [+-][0-9.]+ points$' "$T/compare.out" && ok "compare: printed" || fail "compare line: $(tail -1 "$T/compare.out")"
+pgrep -f "$T/" >/dev/null && fail "ranks left running" || ok "no ranks left running"
+finish

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# factorybench resilience --preflight (issue 9): `factorybench health` through the launcher before every
+# (re)launch, recorded in the event log and accounted as init time; a rank that fails it is drained to a spare
+# and the new placement is checked again. The test hook FACTORYBENCH_TEST_PREFLIGHT_FAIL_SLOT=1 makes the rank
+# on slot 1 fail (health's read-only checkpoint directory hook, FACTORYBENCH_TEST_READONLY_CKPT_RANK, for
+# whichever rank holds that slot), so the bad "node" stays bad and its replacement passes.
+. "$(dirname "$0")/../lib.sh"
+set -e
+
+COMMON=(--launcher mpirun --launcher-args "--oversubscribe" --model tiny-dense --backend host --max-restarts 4
+        --hang-timeout 4s --heartbeat-timeout 60s --preflight
+        --preflight-args "--gemm-size 128 --gemm-floor 0.01 --min-free-memory 0.05 --checkpoint-size 1M --allreduce-size 64K")
+ev() { echo "[e for e in d['events'] if e['type'] == '$1']"; }
+R='d["results"][0]'
+L="$R[\"extra\"][\"ledger\"]"
+
+# --- A bad slot, one spare: drained before the first launch; a crash later brings a second check ---------------
+run_capture drain env FACTORYBENCH_TEST_PREFLIGHT_FAIL_SLOT=1 "$FACTORYBENCH" resilience --ranks 2 "${COMMON[@]}" \
+  --spares 1 --steps 16 --checkpoint-every 5 --faults "crash@step=8,rank=0" --run-dir "$T/drain" -o "$T/drain.json"
+cat "$T/drain.out"
+[ "$RC" -eq 0 ] || { cat "$T/drain.err" >&2; die "preflight with a spare: exit $RC"; }
+validate "$T/drain.json"
+P=$(ev preflight)
+assert_json "$T/drain.json" "[(e['attempt'], e['round'], e['verdict'].replace('warn', 'pass')) for e in $P] == [(1, 1, 'fail'), (1, 2, 'pass'), (2, 1, 'pass')]" "checks: attempt 1 fails, passes after the drain; attempt 2 passes"
+assert_json "$T/drain.json" "$P[0]['failed'][0]['rank'] == 1 and $P[0]['failed'][0]['slot'] == 1 and 'checkpoint_dir' in $P[0]['failed'][0]['reason'] and 'not writable' in $P[0]['failed'][0]['reason'] and $P[0]['action'] == 'drain'" "the failing rank, its slot and the reason are recorded"
+assert_json "$T/drain.json" "[(e['rank'], e['from_slot'], e['to_slot'], e['cause']) for e in $(ev drain)] == [(1, 1, 2, 'preflight')]" "rank 1 drained from slot 1 to spare slot 2"
+assert_json "$T/drain.json" "[e['slots'] for e in $(ev attempt_start)] == [[0, 2], [0, 2]]" "both attempts run on the new placement"
+assert_json "$T/drain.json" "all(e['t_start'] <= e['t'] and e['report'].startswith('preflight-') for e in $P)" "each check has its interval and report"
+assert_json "$T/drain.json" "$R['metrics']['steps_completed']['value'] == 16 and $R['metrics']['failures']['value'] == 1" "the job completes; the crash is its one failure"
+assert_json "$T/drain.json" "$L['preflight']['checks'] == 3 and $L['preflight']['failed'] == 1 and abs($L['preflight']['seconds'] - sum(e['t'] - e['t_start'] for e in $P)) < 1e-6" "ledger counts the checks and their time"
+assert_json "$T/drain.json" "$L['split_s']['init'] >= $L['preflight']['seconds'] > 0 and $R['metrics']['preflight_s']['value'] > 0" "check time is init time"
+assert_json "$T/drain.json" "abs(sum($L['split_s'].values()) - $L['wall_s']) <= 0.01 * $L['wall_s']" "parts still sum to the wall time"
+[ -s "$T/drain/preflight-1.json" ] && [ -s "$T/drain/preflight-1-2.json" ] && [ -s "$T/drain/preflight-2.json" ] \
+  && ok "the health reports are kept in the run dir" || fail "health reports: $(ls "$T/drain")"
+grep -qE '^pre-flight: 3 health check\(s\), 1 failed' "$T/drain.out" && ok "printed" || fail "no pre-flight line"
+grep -qE '^  drained rank 1: slot 1 -> 2 \(pre-flight health check failed: checkpoint_dir' "$T/drain.out" \
+  && ok "drain printed with the reason" || fail "no drain line"
+
+# --- No spare: recorded, launched anyway -----------------------------------------------------------------------
+run_capture nospare env FACTORYBENCH_TEST_PREFLIGHT_FAIL_SLOT=1 "$FACTORYBENCH" resilience --ranks 2 "${COMMON[@]}" \
+  --steps 6 --faults "crash@step=99" --run-dir "$T/nospare" -o "$T/nospare.json"
+[ "$RC" -eq 0 ] || { cat "$T/nospare.out" "$T/nospare.err" >&2; die "preflight without a spare: exit $RC"; }
+assert_json "$T/nospare.json" "[(e['verdict'], e['action']) for e in $(ev preflight)] == [('fail', 'none: not enough spares, launching anyway')] and $(ev drain) == []" "no spare: the failure is recorded, nothing drained"
+assert_json "$T/nospare.json" "$R['metrics']['steps_completed']['value'] == 6 and $L['preflight']['failed'] == 1" "no spare: the job still runs"
+
+expect_error noflag 2 "--preflight-args needs --preflight" \
+  fb resilience --ranks 2 --backend host --preflight-args "--gemm-size 64" --faults "crash@step=3" --run-dir "$T/bad"
+finish

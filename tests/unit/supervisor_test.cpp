@@ -1,0 +1,122 @@
+// The supervisor's pure helpers for srun and the pre-flight, on hand-written launcher and squeue output:
+// which node a failed task ran on, the per-attempt step name, the step ids squeue lists under that name,
+// and the command lines of an attempt and of its pre-flight health job.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <regex>
+
+#include "resilience/supervisor.hpp"
+
+namespace fb::resilience {
+namespace {
+
+TEST(SrunOutput, FailedHostIsTheNodeOfTheFirstFailedTask) {
+  // srun 23.02 after one task was SIGKILLed with --kill-on-bad-exit=1: the others are killed in turn.
+  const std::string killed =
+      "srun: error: gpu-a-07: task 3: Killed\n"
+      "srun: launch/slurm: _step_signal: Terminating StepId=4242.3\n"
+      "slurmstepd: error: *** STEP 4242.3 ON gpu-a-01 CANCELLED AT 2025-01-12T10:11:12 ***\n"
+      "srun: error: gpu-a-01: tasks 0-2: Killed\n"
+      "srun: error: gpu-a-08: task 4: Killed\n";
+  EXPECT_EQ(failed_host_from_launcher_output(killed), "gpu-a-07");
+  EXPECT_EQ(failed_rank_from_launcher_output(killed), 3);
+  // A watchdog exit (status 75) and an abort.
+  EXPECT_EQ(failed_host_from_launcher_output("srun: error: node12: task 0: Exited with exit code 75\n"),
+            "node12");
+  EXPECT_EQ(
+      failed_host_from_launcher_output("srun: error: n3.cluster.local: task 9: Aborted (core dumped)\n"),
+      "n3.cluster.local");
+}
+
+TEST(SrunOutput, NoFailedTaskNoHost) {
+  EXPECT_EQ(failed_host_from_launcher_output(""), "");
+  EXPECT_EQ(
+      failed_host_from_launcher_output("srun: Job step aborted: Waiting up to 32 seconds for job step to "
+                                       "finish.\nslurmstepd: error: *** STEP 12.0 ON node1 CANCELLED AT "
+                                       "2025-01-12T10:11:12 ***\n"),
+      "");
+  // Open MPI's report names a rank, not an srun task: no host from it.
+  EXPECT_EQ(
+      failed_host_from_launcher_output("mpirun noticed that process rank 1 with PID 77 on node vm exited "
+                                       "on signal 9 (Killed).\n"),
+      "");
+  // "tasks 0-2" (a range, killed after the first failure) is not the first failed task.
+  EXPECT_EQ(failed_host_from_launcher_output("srun: error: node1: tasks 0-2: Killed\n"), "");
+}
+
+TEST(SrunStepName, UniquePerRunDirectoryAndAttempt) {
+  SupervisorOptions a, b;
+  a.run_dir = "/scratch/runs/a";
+  b.run_dir = "/scratch/runs/b";
+  const auto name = srun_step_name(a, 3);
+  EXPECT_TRUE(std::regex_match(name, std::regex("fb-train-[0-9a-f]{8}-3"))) << name;
+  EXPECT_EQ(name, srun_step_name(a, 3));  // stable: the supervisor finds its steps again by name
+  EXPECT_NE(name, srun_step_name(a, 4));
+  EXPECT_NE(name, srun_step_name(b, 3));
+  EXPECT_EQ(name.substr(0, 18), srun_step_name(a, 4).substr(0, 18));  // same run dir, same hash
+  // A relative run directory names the same directory as its absolute form.
+  SupervisorOptions rel, abs;
+  rel.run_dir = "run";
+  abs.run_dir = std::filesystem::absolute("run");
+  EXPECT_EQ(srun_step_name(rel, 1), srun_step_name(abs, 1));
+}
+
+TEST(SlurmSteps, IdsOfTheStepsWithExactlyThatName) {
+  // `squeue -h -s -o "%i %j"`: step id and step name, one step per line.
+  const std::string squeue =
+      "4242.0 fb-train-0badf00d-1\n"
+      "4242.1 fb-train-0badf00d-2\n"
+      "4242.batch batch\n"
+      "4243.0 fb-train-0badf00d-2\n"
+      "4242.2 fb-train-0badf00d-21\n"
+      "4244.0 fb-train-deadbeef-2\n";
+  EXPECT_EQ(slurm_steps_named(squeue, "fb-train-0badf00d-2"), (std::vector<std::string>{"4242.1", "4243.0"}));
+  EXPECT_EQ(slurm_steps_named(squeue, "fb-train-0badf00d-1"), (std::vector<std::string>{"4242.0"}));
+  EXPECT_TRUE(slurm_steps_named(squeue, "fb-train-0badf00d-3").empty());
+  EXPECT_TRUE(slurm_steps_named("", "fb-train-0badf00d-2").empty());
+  EXPECT_TRUE(slurm_steps_named("squeue: error: Invalid user\n", "fb-train-0badf00d-2").empty());
+}
+
+TEST(SrunLaunch, ExcludesDrainedHostsAndNamesTheStep) {
+  SupervisorOptions o;
+  o.ranks = 4;
+  o.launcher = "srun";
+  o.launcher_args = {"--mpi=pmix"};
+  o.binary = "/opt/fb/bin/factorybench";
+  o.run_dir = "/scratch/run";
+  o.steps = 10;
+  o.exclude_hosts = {"node3", "node9"};
+  const auto cmd = launch_command(o, 2);
+  ASSERT_GE(cmd.size(), 8u);
+  const std::vector<std::string> head(cmd.begin(), cmd.begin() + 8);
+  EXPECT_EQ(head, (std::vector<std::string>{"srun", "-n", "4", "--kill-on-bad-exit=1",
+                                            "--job-name=" + srun_step_name(o, 2), "--exclude=node3,node9",
+                                            "--mpi=pmix", "/opt/fb/bin/factorybench"}));
+  EXPECT_EQ(cmd[8], "train");
+}
+
+TEST(Preflight, HealthThroughTheSameLauncherOnTheRunsCheckpointDirectory) {
+  SupervisorOptions o;
+  o.ranks = 2;
+  o.launcher_args = {"--oversubscribe"};
+  o.binary = "/opt/fb/bin/factorybench";
+  o.run_dir = "/scratch/run";
+  o.preflight_args = {"--backend", "host", "--gemm-floor", "0.5"};
+  EXPECT_EQ(
+      preflight_command(o, 3, 1, "/scratch/run/preflight-3.json"),
+      (std::vector<std::string>{"mpirun", "-np", "2", "--oversubscribe", "/opt/fb/bin/factorybench", "health",
+                                "--backend", "host", "--gemm-floor", "0.5", "--checkpoint-dir",
+                                "/scratch/run/checkpoints", "--output", "/scratch/run/preflight-3.json"}));
+  // A --checkpoint-dir of the user's is kept, not doubled.
+  o.preflight_args = {"--checkpoint-dir", "/lustre/ckpt"};
+  const auto cmd = preflight_command(o, 1, 2, "r.json");
+  EXPECT_EQ(std::count(cmd.begin(), cmd.end(), "--checkpoint-dir"), 1);
+  // srun: a step name of its own per round, so a leftover is never mistaken for the training step.
+  o.launcher = "srun";
+  const auto s = preflight_command(o, 1, 2, "r.json");
+  EXPECT_NE(std::find(s.begin(), s.end(), "--job-name=" + srun_step_name(o, 1) + "-preflight-2"), s.end());
+}
+
+}  // namespace
+}  // namespace fb::resilience
