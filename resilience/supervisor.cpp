@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <optional>
 #include <regex>
@@ -23,6 +24,7 @@
 #include "core/logging.hpp"
 #include "reports/report_json.hpp"
 #include "resilience/event_log.hpp"
+#include "resilience/launch_environment.hpp"
 #include "workloads/health_check.hpp"
 
 namespace fb::resilience {
@@ -127,10 +129,46 @@ std::vector<std::string> launcher_prefix(const SupervisorOptions& o, const std::
 
 // Runs `cmd` in a process group of its own, stdout and stderr to `out_path`, with `env` set (a null value
 // unsets); the whole group is killed after `timeout_s`. Returns the wait status.
-int run_child(const std::vector<std::string>& cmd, const fs::path& out_path,
-              const std::vector<std::pair<std::string, std::optional<std::string>>>& env, double timeout_s,
-              bool& timed_out) {
-  timed_out = false;
+// The first sentence of a launcher's error output (Open MPI frames its messages in dashed lines), with a hint
+// for the two complaints a first run meets most.
+std::string launcher_complaint(const std::string& output) {
+  std::istringstream in(output);
+  std::string line, text;
+  while (std::getline(in, line)) {
+    const auto b = line.find_first_not_of(" \t");
+    if (b == std::string::npos || line.find_first_not_of('-') == std::string::npos) {
+      if (!text.empty()) break;  // the paragraph ended
+      continue;
+    }
+    text += (text.empty() ? "" : " ") + line.substr(b);
+    if (text.size() > 160 || text.back() == '.' || text.back() == ':') break;
+  }
+  if (text.empty()) return "no output from the launcher";
+  if (text.back() == ':') text.pop_back();
+  if (output.find("not enough slots") != std::string::npos)
+    text += " (more ranks than cores: add --launcher-args \"--oversubscribe\")";
+  else if (output.find("run as root") != std::string::npos)
+    text += " (as root: export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1)";
+  return text;
+}
+
+using EnvChanges = std::vector<std::pair<std::string, std::optional<std::string>>>;
+
+// Starts `cmd` in a process group of its own, stdout and stderr to `out_path`. Its environment is ours
+// without an enclosing MPI job's wiring (resilience/launch_environment.hpp: the supervisor may itself be a
+// rank of a `suite` job) plus `changes` (a null value unsets). Everything is prepared before fork(): the
+// child only redirects and execs.
+pid_t spawn(const std::vector<std::string>& cmd, const fs::path& out_path, const EnvChanges& changes) {
+  std::vector<std::string> env = launcher_environment(environ);
+  for (const auto& [name, value] : changes) {
+    std::erase_if(env, [&](const std::string& e) { return e.starts_with(name + "="); });
+    if (value) env.push_back(name + "=" + *value);
+  }
+  std::vector<char*> argv, envp;
+  for (const auto& a : cmd) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  for (auto& e : env) envp.push_back(e.data());
+  envp.push_back(nullptr);
   const pid_t child = ::fork();
   if (child < 0) throw runtime_error("fork failed");
   if (child == 0) {
@@ -141,16 +179,21 @@ int run_child(const std::vector<std::string>& cmd, const fs::path& out_path,
       ::dup2(fd, 2);
       ::close(fd);
     }
-    for (const auto& [name, value] : env)
-      value ? ::setenv(name.c_str(), value->c_str(), 1) : ::unsetenv(name.c_str());
-    std::vector<char*> argv;
-    for (const auto& a : cmd) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    ::execvp(argv[0], argv.data());
-    std::fprintf(stderr, "cannot run %s\n", argv[0]);
+    ::execvpe(argv[0], argv.data(), envp.data());
+    const char* msg = "cannot run the launcher: ";
+    [[maybe_unused]] auto n = ::write(2, msg, std::strlen(msg));
+    n = ::write(2, argv[0], std::strlen(argv[0]));
+    n = ::write(2, "\n", 1);
     std::_Exit(127);
   }
   ::setpgid(child, child);
+  return child;
+}
+
+int run_child(const std::vector<std::string>& cmd, const fs::path& out_path, const EnvChanges& env,
+              double timeout_s, bool& timed_out) {
+  timed_out = false;
+  const pid_t child = spawn(cmd, out_path, env);
   int status = 0;
   const double t0 = wall_now();
   while (::waitpid(child, &status, WNOHANG) != child) {
@@ -367,6 +410,7 @@ SupervisorResult run_supervisor(const SupervisorOptions& o) {
     result.drains.push_back(e);
   };
   int attempt = 0;
+  int failed_launches = 0;  // consecutive attempts that ended before any rank finished its start-up
   while (true) {
     ++attempt;
     if (o.preflight) {
@@ -407,30 +451,12 @@ SupervisorResult run_supervisor(const SupervisorOptions& o) {
       log.append(e, Durability::fsync);
     }
     const auto out_path = o.run_dir / fmt::format("attempt-{}.log", attempt);
-    const pid_t child = ::fork();
-    if (child < 0) throw runtime_error("fork failed");
-    if (child == 0) {
-      ::setpgid(0, 0);
-      const int fd = ::open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-      if (fd >= 0) {
-        ::dup2(fd, 1);
-        ::dup2(fd, 2);
-        ::close(fd);
-      }
-      ::setenv("FB_SUPERVISED", "1", 1);
-      ::setenv("FB_ATTEMPT", std::to_string(attempt).c_str(), 1);
-      ::setenv("FB_SPARES", std::to_string(o.spares).c_str(), 1);
-      // The job stops by itself at the first step boundary past the deadline (rank 0's clock decides).
-      if (o.time_budget_s > 0)
-        ::setenv("FB_DEADLINE", fmt::format("{:.6f}", t_job + o.time_budget_s).c_str(), 1);
-      std::vector<char*> argv;
-      for (const auto& a : cmd) argv.push_back(const_cast<char*>(a.c_str()));
-      argv.push_back(nullptr);
-      ::execvp(argv[0], argv.data());
-      std::fprintf(stderr, "cannot run %s\n", argv[0]);
-      std::_Exit(127);
-    }
-    ::setpgid(child, child);
+    EnvChanges env{{"FB_SUPERVISED", "1"},
+                   {"FB_ATTEMPT", std::to_string(attempt)},
+                   {"FB_SPARES", std::to_string(o.spares)}};
+    // The job stops by itself at the first step boundary past the deadline (rank 0's clock decides).
+    if (o.time_budget_s > 0) env.emplace_back("FB_DEADLINE", fmt::format("{:.6f}", t_job + o.time_budget_s));
+    const pid_t child = spawn(cmd, out_path, env);
     int status = 0;
     std::uint64_t seen = log_size(log_path);
     double last_beat = wall_now(), detected_at = 0;
@@ -467,8 +493,9 @@ SupervisorResult run_supervisor(const SupervisorOptions& o) {
     std::vector<nlohmann::json> mine(events.begin() + static_cast<long>(std::min(first_event, events.size())),
                                      events.end());
     std::int64_t last_step = 0;
-    bool completed = false, failure_logged = false, budget_end = false;
+    bool completed = false, failure_logged = false, budget_end = false, started = false;
     for (const auto& e : mine) {
+      if (e["type"] == event::init_done) started = true;
       if (e["type"] == event::step)
         last_step = std::max<std::int64_t>(last_step, e["step"].get<std::int64_t>());
       if (e["type"] == event::attempt_end && e.value("reason", "") == "completed") completed = true;
@@ -491,6 +518,16 @@ SupervisorResult run_supervisor(const SupervisorOptions& o) {
       if (const auto at = why.find("error: "); at != std::string::npos) why = why.substr(at + 7);
       if (const auto nl = why.find('\n'); nl != std::string::npos) why.resize(nl);
       result.stop_reason = fmt::format("the training job rejected its options: {}", why);
+      break;
+    }
+    // The launcher itself failed (no slots, refused to run as root, a bad host): no rank got through its
+    // start-up. Once may be a node's hiccup; twice in a row is the set-up, and relaunching cannot fix it.
+    failed_launches =
+        !completed && !started && !failure_logged && !budget && !silent ? failed_launches + 1 : 0;
+    if (failed_launches >= 2) {
+      result.stop_reason = fmt::format("attempts {} and {} failed before any rank started ({}): {}; see {}",
+                                       attempt - 1, attempt, describe_status(status),
+                                       launcher_complaint(tail_of(out_path, 8192)), out_path.string());
       break;
     }
     int failed_rank = -1;

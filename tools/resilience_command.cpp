@@ -1,12 +1,23 @@
 // factorybench resilience: the training workload under injected faults, supervised (launch, watch, relaunch),
 // with goodput accounting from the event log. Also defines the resilience options `train` takes.
+#include <mpi.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <sstream>
+#include <thread>
 
 #include <fmt/format.h>
 
 #include "core/error.hpp"
+#include "core/logging.hpp"
+#include "core/mpi_check.hpp"
+#include "core/mpi_context.hpp"
 #include "core/units.hpp"
 #include "resilience/event_log.hpp"
 #include "resilience/fault_plan.hpp"
@@ -206,10 +217,24 @@ void print_result(const reports::Result& r, const resilience::SupervisorResult& 
   if (r.error) std::cout << "FAILED: " << *r.error << "\n";
 }
 
+void supervise(const ResilienceCommandOptions& o, resilience::SupervisorOptions& s, Session& session,
+               reports::Report& report);
+
+// A barrier the other ranks wait in with sleeps while rank 0 supervises: a blocking collective would
+// busy-wait on the cores the supervised training job runs on.
+void wait_for_root(MpiContext& mpi) {
+  MPI_Request request;
+  FB_CHECK_MPI(MPI_Ibarrier(mpi.world(), &request));
+  for (int done = 0;;) {
+    FB_CHECK_MPI(MPI_Test(&request, &done, MPI_STATUS_IGNORE));
+    if (done) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
 int run_resilience(const ResilienceCommandOptions& o, Session& session) {
   if (o.res.faults.empty())
     throw usage_error("--faults SPEC|FILE is required (use 'random:mtbf=…' for a random plan)");
-  if (o.res.run_dir.empty()) throw usage_error("--run-dir DIR is required");
   if (o.policy != "none" && o.policy != "drain" && o.policy != "compare")
     throw usage_error(fmt::format("invalid --policy '{}': expected none, drain or compare", o.policy));
   // Validate the plan and options here, before anything is launched.
@@ -242,20 +267,54 @@ int run_resilience(const ResilienceCommandOptions& o, Session& session) {
   s.spares = o.spares;
   s.drain_after = o.drain_after;
   s.heartbeat_timeout_s = parse_duration(o.heartbeat_timeout, "--heartbeat-timeout");
-  auto report = session.begin_report(false);
+
+  // Run as an MPI job's rank (a `suite` step, or `mpirun -np N factorybench resilience`): one supervisor,
+  // on rank 0; it launches its own job (its launcher gets none of this job's MPI wiring). Under a suite the
+  // other ranks wait for its exit status without spinning on the cores the training job needs; launched
+  // bare, they have nothing to do.
+  if (!session.mpi_started() && launcher_rank() != 0) return 0;
+  auto report = session.begin_report(false);  // collective when MPI is up: every rank, before the split
+  if (session.mpi_started() && session.mpi().size() > 1) {
+    auto& mpi = session.mpi();
+    if (mpi.is_root()) {
+      try {
+        supervise(o, s, session, report);
+      } catch (...) {
+        wait_for_root(mpi);  // the others must not wait forever; main reports the error and ends the job
+        throw;
+      }
+    }
+    wait_for_root(mpi);
+    return session.finish(report);  // collective (telemetry); only rank 0's report has results
+  }
+  supervise(o, s, session, report);
+  return session.finish(report);
+}
+
+void supervise(const ResilienceCommandOptions& o, resilience::SupervisorOptions& s, Session& session,
+               reports::Report& report) {
+  std::filesystem::path run_dir = o.res.run_dir;
+  if (run_dir.empty()) {  // a fresh directory of its own, named in the report and on stdout
+    std::string templ = (std::filesystem::temp_directory_path() / "factorybench-resilience-XXXXXX").string();
+    if (!::mkdtemp(templ.data()))
+      throw runtime_error(
+          fmt::format("cannot create a run directory from {}: {}", templ, std::strerror(errno)));
+    run_dir = templ;
+    log::info("run directory: {} (--run-dir to choose one)", run_dir.string());
+  }
   const std::vector<std::string> policies =
       o.policy == "compare" ? std::vector<std::string>{"none", "drain"} : std::vector<std::string>{o.policy};
   std::vector<resilience::SupervisorResult> runs;
   for (const auto& policy : policies) {
     s.policy = policy;
-    s.run_dir = policies.size() > 1 ? std::filesystem::path(o.res.run_dir) / policy
-                                    : std::filesystem::path(o.res.run_dir);
+    s.run_dir = policies.size() > 1 ? run_dir / policy : run_dir;
     std::error_code ec;
     std::filesystem::remove_all(s.run_dir / "checkpoints", ec);  // a fresh job in this run dir
     std::filesystem::remove(s.run_dir / "events.jsonl", ec);
     std::filesystem::remove(s.run_dir / "faults.fired", ec);
     runs.push_back(resilience::run_supervisor(s));
     report.results.push_back(ledger_result(runs.back(), policy, o));
+    report.results.back().params["run_dir"] = s.run_dir.string();
     for (const auto& e : runs.back().events) {
       auto ev = e;
       if (policies.size() > 1) ev["policy"] = policy;
@@ -275,15 +334,14 @@ int run_resilience(const ResilienceCommandOptions& o, Session& session) {
                                  {"mttf_none_s", a.mttf_s},
                                  {"mttf_drain_s", b.mttf_s}};
   }
-  const int rc = session.finish(report);
   if (!session.options().quiet) {
     for (std::size_t i = 0; i < runs.size(); ++i) print_result(report.results[i], runs[i]);
     if (runs.size() == 2)
       std::cout << fmt::format("drain vs none: MTTF x{:.2f}, goodput {:+.1f} points\n",
                                report.summary["compare"]["mttf_ratio"].get<double>(),
                                report.summary["compare"]["goodput_pct_difference"].get<double>());
+    std::cout.flush();
   }
-  return rc;
 }
 
 }  // namespace

@@ -36,6 +36,7 @@ class Session {
 
   // Initialises MPI on first use and checks that every rank got the same arguments.
   MpiContext& mpi();
+  bool mpi_started() const { return mpi_ != nullptr; }  // mpi() was called (a suite starts it for its steps)
   Backend& backend();
   const workloads::DevicePeak& peak();
   bool is_root();  // rank 0 (or the launcher's rank 0 before MPI is up)

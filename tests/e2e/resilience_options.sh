@@ -110,5 +110,13 @@ assert_json "$T/compare.json" "abs(d['summary']['compare']['mttf_ratio'] - $D['m
 assert_json "$T/compare.json" "abs(d['summary']['compare']['goodput_pct_difference'] - ($D['metrics']['goodput_pct']['value'] - $N['metrics']['goodput_pct']['value'])) < 1e-6" "compare: goodput difference reported"
 assert_json "$T/compare.json" "$D['extra']['mttf_before_drain_s'] > 0 and $D['extra']['mttf_after_drain_s'] > 0" "compare: MTTF before and after draining"
 grep -qE '^drain vs none: MTTF x[0-9.]+, goodput [+-][0-9.]+ points$' "$T/compare.out" && ok "compare: printed" || fail "compare line: $(tail -1 "$T/compare.out")"
+# A launcher that cannot start the job (more ranks than cores without --oversubscribe): two attempts that end
+# before any rank started stop the supervisor with mpirun's own complaint and a hint, not ten blind relaunches.
+run_capture nolaunch env -u OMPI_MCA_rmaps_base_oversubscribe "$FACTORYBENCH" resilience --backend host \
+  --ranks $(($(nproc) + 2)) --model tiny-dense --steps 4 --faults "crash@step=2" --run-dir "$T/run-nolaunch" \
+  --output "$T/nolaunch.json"
+[ "$RC" -eq 1 ] && ok "launch failure: exit 1" || fail "launch failure: exit $RC: $(tail -3 "$T/nolaunch.err")"
+assert_json "$T/nolaunch.json" "d['results'][0]['status'] == 'failed' and 'failed before any rank started' in d['results'][0]['error'] and 'not enough slots' in d['results'][0]['error'] and '--oversubscribe' in d['results'][0]['error']" "launch failure: the launcher's complaint and the hint in the result"
+assert_json "$T/nolaunch.json" "d['results'][0]['extra']['ledger']['attempts'] == 2" "launch failure: stopped after two attempts"
 pgrep -f "$T/" >/dev/null && fail "ranks left running" || ok "no ranks left running"
 finish

@@ -20,7 +20,17 @@ grep -q "\[2/2\] second: ok" "$T/ok.err" && ok "progress lines" || fail "progres
 run_capture quick fb_mpirun 4 suite quickstart --backend host -o "$T/quick.json"
 [ "$RC" -eq 0 ] || fail "suite quickstart exited $RC: $(tail -5 "$T/quick.err")"
 validate "$T/quick.json"
-assert_json "$T/quick.json" "{r['benchmark'] for r in d['results']} == {'gemm', 'collective', 'train'}" "gemm, collective and train results"
+assert_json "$T/quick.json" "{r['benchmark'] for r in d['results']} == {'gemm', 'collective', 'train', 'resilience'}" "gemm, collective, train and resilience results"
+# The resilience step: rank 0 supervised its own mpirun job (launched from inside this one) through a crash and a
+# hang, in a run directory of its own.
+R="[r for r in d['results'] if r['benchmark'] == 'resilience'][0]"
+assert_json "$T/quick.json" "$R['metrics']['steps_completed']['value'] == 30 and $R['metrics']['failures']['value'] == 2" "resilience step: 30 steps through 2 failures"
+assert_json "$T/quick.json" "sorted(f['kind'] for f in $R['extra']['ledger']['failure_list']) == ['crash', 'hang']" "resilience step: a crash and a hang"
+assert_json "$T/quick.json" "abs(sum($R['extra']['ledger']['split_s'].values()) - $R['metrics']['wall_s']['value']) < 0.01 * $R['metrics']['wall_s']['value']" "resilience step: the parts sum to the wall time"
+RUN_DIR=$(json "$T/quick.json" "$R['params']['run_dir']")
+[ -f "$RUN_DIR/events.jsonl" ] && ok "resilience step: its run directory holds the event log" || fail "no event log in '$RUN_DIR'"
+pgrep -f "$RUN_DIR" >/dev/null && fail "training ranks left running" || ok "no training ranks left running"
+rm -rf "$RUN_DIR"
 assert_json "$T/quick.json" "all(r['status'] == 'ok' for r in d['results']) and d['run']['world_size'] == 4" "all ok on 4 ranks"
 assert_json "$T/quick.json" "len(set((r['benchmark'], r['name']) for r in d['results'])) == len(d['results'])" "result identities unique"
 
