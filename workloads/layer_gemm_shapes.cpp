@@ -18,17 +18,7 @@ struct Builder {
               std::int64_t batch = 1) {
     if (rows == 0) rows = tokens;
     auto add = [&](const char* pass, std::int64_t m, std::int64_t n, std::int64_t k, bool ta, bool tb) {
-      LayerGemm g;
-      g.name = fmt::format("{}/{}/{}", prefix, role, pass);
-      g.role = role;
-      g.pass = pass;
-      g.problem.m = m;
-      g.problem.n = n;
-      g.problem.k = k;
-      g.problem.batch = batch;
-      g.problem.transa = ta;
-      g.problem.transb = tb;
-      this->out.push_back(std::move(g));
+      this->out.push_back(make_layer_gemm(prefix, role, pass, m, n, k, ta, tb, batch));
     };
     add("fwd", out_features, rows, in, true, false);
     if (!backward) return;
@@ -45,6 +35,22 @@ std::int64_t split(const ModelConfig& m, const char* what, std::int64_t value, s
 }
 
 }  // namespace
+
+LayerGemm make_layer_gemm(const std::string& prefix, const std::string& role, const char* pass,
+                          std::int64_t m, std::int64_t n, std::int64_t k, bool transa, bool transb,
+                          std::int64_t batch) {
+  LayerGemm g;
+  g.name = fmt::format("{}/{}/{}", prefix, role, pass);
+  g.role = role;
+  g.pass = pass;
+  g.problem.m = m;
+  g.problem.n = n;
+  g.problem.k = k;
+  g.problem.batch = batch;
+  g.problem.transa = transa;
+  g.problem.transb = transb;
+  return g;
+}
 
 std::vector<Projection> mla_projections(const ModelConfig& model, std::int64_t tp) {
   if (!model.mla) throw input_error(model.name + ": no mla section");

@@ -46,6 +46,11 @@ struct LayerGemm {
   kernels::GemmProblem problem;  // dtype left at its default: the caller sets it
 };
 
+// A pass of a layer's GEMM, named "PREFIX/ROLE/PASS", C[m×n] = op(A)·op(B) with k the reduced dimension.
+LayerGemm make_layer_gemm(const std::string& prefix, const std::string& role, const char* pass,
+                          std::int64_t m, std::int64_t n, std::int64_t k, bool transa, bool transb,
+                          std::int64_t batch = 1);
+
 // One linear layer of a rank: `in` → `out` features.
 struct Projection {
   std::string role;

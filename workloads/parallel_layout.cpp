@@ -273,16 +273,7 @@ TrainPlan make_plan(const ModelConfig& m, const ParallelConfig& c, const StepSha
   const auto add = [&](const std::string& role, const char* pass, std::int64_t mm, std::int64_t n,
                        std::int64_t k, bool ta, bool tb, std::int64_t batch, std::int64_t calls,
                        std::int64_t layers, std::string note) {
-    LayerGemm g;
-    g.name = fmt::format("{}/{}/{}", prefix, role, pass);
-    g.role = role;
-    g.pass = pass;
-    g.problem.m = mm;
-    g.problem.n = n;
-    g.problem.k = k;
-    g.problem.transa = ta;
-    g.problem.transb = tb;
-    g.problem.batch = batch;
+    LayerGemm g = make_layer_gemm(prefix, role, pass, mm, n, k, ta, tb, batch);
     g.problem.dtype = s.dtype;
     plan.gemms.push_back({std::move(g), calls, layers, std::move(note)});
   };
