@@ -10,29 +10,16 @@
 #include "core/communicator.hpp"
 #include "core/error.hpp"
 #include "core/mpi_context.hpp"
+#include "tests/gpu/cuda_test_backend.hpp"
 #include "workloads/collective_benchmark.hpp"
 
 namespace fb {
 namespace {
 
 MpiContext& mpi() {
-  static MpiContext context(nullptr, nullptr);  // singleton MPI: a world of one process
-  return context;
+  return gpu_test::test_mpi();
 }
-
-// The cuda backend, or the reason there is none.
-std::unique_ptr<Backend> cuda_backend(std::string& reason) {
-  if (!cuda_compiled_in()) {
-    reason = "built without CUDA";
-    return nullptr;
-  }
-  try {
-    return make_backend(BackendChoice::cuda, mpi().local_rank(), mpi().local_size());
-  } catch (const Error& e) {
-    reason = e.what();
-    return nullptr;
-  }
-}
+using gpu_test::cuda_backend;
 
 void expect_all_pass(const workloads::CollectiveRun& run, const std::string& what) {
   EXPECT_EQ(run.summary.value("engine", ""), "nccl") << what;

@@ -11,6 +11,7 @@
 #include "core/mpi_context.hpp"
 #include "kernels/gemm_engine.hpp"
 #include "kernels/host/gemm_reference.hpp"
+#include "tests/gpu/cuda_test_backend.hpp"
 #include "workloads/gemm_benchmark.hpp"
 
 using namespace fb;
@@ -18,22 +19,9 @@ using namespace fb::kernels;
 
 namespace {
 
-std::unique_ptr<Backend> cuda_or_skip(std::string& why) {
-  if (!cuda_compiled_in()) {
-    why = "built without the cuda backend";
-    return nullptr;
-  }
-  try {
-    return make_backend(BackendChoice::cuda, 0, 1);
-  } catch (const Error& e) {
-    why = e.what();
-    return nullptr;
-  }
-}
-
-#define REQUIRE_GPU(backend)         \
-  std::string why_;                  \
-  auto backend = cuda_or_skip(why_); \
+#define REQUIRE_GPU(backend)                       \
+  std::string why_;                                \
+  auto backend = fb::gpu_test::cuda_backend(why_); \
   if (!backend) GTEST_SKIP() << why_;
 
 struct Operands {
@@ -169,7 +157,7 @@ TEST(CudaEngineShapes, Fp8RejectsNonTnLayouts) {
 
 TEST(CudaBenchmark, Bf16RunReportsAlgoAndPasses) {
   REQUIRE_GPU(backend);
-  static MpiContext mpi(nullptr, nullptr);
+  MpiContext& mpi = fb::gpu_test::test_mpi();
   workloads::DevicePeak peak;
   peak.tflops["bf16"] = 989;
   peak.source = "test";

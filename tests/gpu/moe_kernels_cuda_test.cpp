@@ -14,28 +14,16 @@
 #include "core/random_fill.hpp"
 #include "kernels/host/train_kernels_host.hpp"
 #include "kernels/train_kernels.hpp"
+#include "tests/gpu/cuda_test_backend.hpp"
 #include "workloads/train_step.hpp"
 
 namespace fb {
 namespace {
 
 MpiContext& mpi() {
-  static MpiContext context(nullptr, nullptr);
-  return context;
+  return gpu_test::test_mpi();
 }
-
-std::unique_ptr<Backend> cuda_backend(std::string& reason) {
-  if (!cuda_compiled_in()) {
-    reason = "built without CUDA";
-    return nullptr;
-  }
-  try {
-    return make_backend(BackendChoice::cuda, mpi().local_rank(), mpi().local_size());
-  } catch (const Error& e) {
-    reason = e.what();
-    return nullptr;
-  }
-}
+using gpu_test::cuda_backend;
 
 template <typename T>
 DeviceBuffer upload(Backend& b, const std::vector<T>& v) {
