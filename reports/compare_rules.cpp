@@ -8,6 +8,7 @@
 
 #include "core/atomic_file.hpp"
 #include "core/error.hpp"
+#include "reports/json_cursor.hpp"
 
 namespace fb::reports {
 namespace {
@@ -30,14 +31,7 @@ std::optional<double> parse_double(std::string_view s) {
 }
 
 // A JSON value with its path, so every error names where it happened.
-struct Node {
-  const json& j;
-  std::string path;
-  const std::string& source;
-
-  [[noreturn]] void fail(const std::string& what) const {
-    throw input_error(source + ": " + path + ": " + what);
-  }
+struct Node : JsonCursor<Node> {
   double number() const {
     if (!j.is_number()) fail("expected a number");
     const double v = j.get<double>();
@@ -71,7 +65,7 @@ MetricRule rule_from_object(const Node& n) {
   MetricRule r;
   r.where = n.source + ": " + n.path;
   for (const auto& [key, value] : n.j.items()) {
-    const Node field{value, n.path + "." + key, n.source};
+    const Node field = n.child(value, n.path + "." + key);
     if (key == "benchmark") {
       r.benchmark = field.glob();
     } else if (key == "result") {
@@ -181,11 +175,11 @@ MetricRule parse_bound_rule(std::string_view text, const std::string& where) {
 }
 
 CompareRules compare_rules_from_json(const nlohmann::json& j, const std::string& source) {
-  const Node root{j, "$", source};
+  const Node root{{j, "$", source}};
   if (!j.is_object()) root.fail("expected an object");
   CompareRules rules;
   for (const auto& [key, value] : j.items()) {
-    const Node field{value, "$." + key, source};
+    const Node field = root.child(value, "$." + key);
     if (key == "tolerance") {
       rules.tolerance = field.tolerance();
     } else if (key == "noise_sigmas") {
@@ -198,7 +192,7 @@ CompareRules compare_rules_from_json(const nlohmann::json& j, const std::string&
     } else if (key == "rules") {
       if (!value.is_array()) field.fail("expected an array of rule objects or strings");
       for (std::size_t i = 0; i < value.size(); ++i) {
-        const Node item{value[i], field.path + "[" + std::to_string(i) + "]", source};
+        const Node item = field.at(i);
         if (item.j.is_string())
           rules.rules.push_back(parse_bound_rule(item.j.get<std::string>(), source + ": " + item.path));
         else if (item.j.is_object())

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.hpp"
+#include "reports/json_cursor.hpp"
 
 namespace fb::reports {
 namespace {
@@ -187,20 +188,7 @@ Parsed parse_text(const std::string& text, const std::string& source) {
 }
 
 // JSON values with their path, for errors that say where.
-struct Node {
-  const json& j;
-  std::string path;
-  const std::string& source;
-  [[noreturn]] void fail(const std::string& what) const {
-    throw input_error(source + ": " + path + ": " + what);
-  }
-  Node at(const std::string& key) const {
-    if (!j.is_object()) fail("expected an object");
-    if (!j.contains(key)) fail("missing required field \"" + key + "\"");
-    return {j.at(key), path + "." + key, source};
-  }
-  Node at(std::size_t i) const { return {j.at(i), path + "[" + std::to_string(i) + "]", source}; }
-  bool has(const std::string& key) const { return j.is_object() && j.contains(key) && !j.at(key).is_null(); }
+struct Node : JsonCursor<Node> {
   double number() const {
     if (j.is_number()) return j.get<double>();
     if (j.is_string() && j.get<std::string>() == "nan") return std::nan("");  // nccl-tests writes NaN so
@@ -220,7 +208,7 @@ Parsed parse_json(const std::string& text, const std::string& source) {
     throw input_error(source + ": malformed JSON at byte " + std::to_string(e.byte));
   }
   Parsed p;
-  const Node root{j, "$", source};
+  const Node root{{j, "$", source}};
   if (!j.is_object()) root.fail("expected an object (nccl-tests -J output)");
   p.format = "nccl-tests JSON";
   if (root.has("version")) p.format += " v" + j["version"].dump();

@@ -5,6 +5,7 @@
 
 #include "core/atomic_file.hpp"
 #include "core/error.hpp"
+#include "reports/json_cursor.hpp"
 
 namespace fb::reports {
 namespace {
@@ -51,20 +52,7 @@ json result_json(const Result& r) {
 }
 
 // Reading: a cursor that knows its JSON path so every error names where it happened.
-struct Cursor {
-  const json& j;
-  std::string path;
-  const std::string& source;
-
-  [[noreturn]] void fail(const std::string& what) const {
-    throw input_error(source + ": " + path + ": " + what);
-  }
-  Cursor at(const std::string& key) const {
-    if (!j.is_object()) fail("expected an object");
-    if (!j.contains(key)) fail("missing required field \"" + key + "\"");
-    return {j.at(key), path + "." + key, source};
-  }
-  Cursor at(std::size_t i) const { return {j.at(i), path + "[" + std::to_string(i) + "]", source}; }
+struct Cursor : JsonCursor<Cursor> {
   std::string str() const {
     if (!j.is_string()) fail("expected a string");
     return j.get<std::string>();
@@ -107,7 +95,7 @@ Result read_result(const Cursor& c) {
   if (c.j.contains("params")) r.params = c.at("params").object();
   const Cursor metrics = c.at("metrics");
   for (const auto& [name, value] : metrics.object().items()) {
-    const Cursor m{value, metrics.path + "." + name, c.source};
+    const Cursor m = c.child(value, metrics.path + "." + name);
     m.object();
     Metric metric;
     metric.value = m.at("value").num();
@@ -123,7 +111,7 @@ Result read_result(const Cursor& c) {
   if (c.j.contains("per_rank")) {
     const Cursor pr = c.at("per_rank");
     for (const auto& [name, arr] : pr.object().items()) {
-      const Cursor a{arr, pr.path + "." + name, c.source};
+      const Cursor a = c.child(arr, pr.path + "." + name);
       std::vector<double> values;
       for (std::size_t i = 0; i < a.array().size(); ++i) values.push_back(a.at(i).num());
       r.per_rank.emplace_back(name, std::move(values));
@@ -151,7 +139,7 @@ nlohmann::json to_json(const Report& report) {
 }
 
 Report report_from_json(const nlohmann::json& j, const std::string& source) {
-  const Cursor root{j, "$", source};
+  const Cursor root{{j, "$", source}};
   root.object();
   Report report;
   report.schema = root.at("schema").str();

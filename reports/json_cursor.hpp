@@ -1,0 +1,36 @@
+#pragma once
+// Reading JSON input (reports, compare rules, nccl-tests -J files) with its path at hand, so that every error
+// names the file and the place: "mine.json: $.results[3].metrics.tflops: expected a number". Each reader
+// derives its own cursor (CRTP) for the value checks of its format.
+#include <string>
+#include <utility>
+
+#include <nlohmann/json.hpp>
+
+#include "core/error.hpp"
+
+namespace fb::reports {
+
+template <class Self>
+struct JsonCursor {
+  const nlohmann::json& j;
+  std::string path;           // "$.results[3]"
+  const std::string& source;  // the file (or label) the document came from
+
+  [[noreturn]] void fail(const std::string& what) const {
+    throw input_error(source + ": " + path + ": " + what);
+  }
+  Self child(const nlohmann::json& value, std::string child_path) const {
+    return Self{{value, std::move(child_path), source}};
+  }
+  // A required field of an object.
+  Self at(const std::string& key) const {
+    if (!j.is_object()) fail("expected an object");
+    if (!j.contains(key)) fail("missing required field \"" + key + "\"");
+    return child(j.at(key), path + "." + key);
+  }
+  Self at(std::size_t i) const { return child(j.at(i), path + "[" + std::to_string(i) + "]"); }
+  bool has(const std::string& key) const { return j.is_object() && j.contains(key) && !j.at(key).is_null(); }
+};
+
+}  // namespace fb::reports
