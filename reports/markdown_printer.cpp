@@ -79,7 +79,9 @@ ReportFormat parse_report_format(std::string_view text) {
   if (text == "html") return ReportFormat::html;
   if (text == "junit") return ReportFormat::junit;
   if (text == "prometheus") return ReportFormat::prometheus;
-  throw usage_error("invalid --format '" + std::string(text) + "': expected md, html, junit or prometheus");
+  if (text == "summary") return ReportFormat::summary;
+  throw usage_error("invalid --format '" + std::string(text) +
+                    "': expected md, html, junit, prometheus or summary");
 }
 
 std::string render_report(const std::vector<NamedReport>& reports, ReportFormat format) {
@@ -92,6 +94,8 @@ std::string render_report(const std::vector<NamedReport>& reports, ReportFormat 
       return render_junit(reports);
     case ReportFormat::prometheus:
       return render_prometheus(reports);
+    case ReportFormat::summary:
+      return render_summary(reports);
   }
   return render_markdown(reports);
 }

@@ -16,14 +16,17 @@ struct NamedReport {
   Report report;
 };
 
-enum class ReportFormat { markdown, html, junit, prometheus };
-// "md" (or "markdown"), "html", "junit", "prometheus"; throws a usage Error naming --format otherwise.
+enum class ReportFormat { markdown, html, junit, prometheus, summary };
+// "md" (or "markdown"), "html", "junit", "prometheus", "summary"; throws a usage Error naming --format
+// otherwise.
 ReportFormat parse_report_format(std::string_view text);
 
 std::string render_markdown(const std::vector<NamedReport>& reports);
 std::string render_html(const std::vector<NamedReport>& reports);
 std::string render_junit(const std::vector<NamedReport>& reports);
 std::string render_prometheus(const std::vector<NamedReport>& reports);
+// One line per step with its headline figure and verdict (reports/headline.hpp), per report.
+std::string render_summary(const std::vector<NamedReport>& reports);
 std::string render_report(const std::vector<NamedReport>& reports, ReportFormat format);
 
 }  // namespace fb::reports

@@ -38,13 +38,14 @@ int run_report(const ReportOptions& opt, Session& session) {
 Command add_report_command(CLI::App& app) {
   auto opt = std::make_shared<ReportOptions>();
   auto* sub = app.add_subcommand(
-      "report", "Render reports as Markdown, HTML with charts, JUnit XML or Prometheus text");
+      "report", "Render reports as Markdown, HTML with charts, JUnit XML, Prometheus text or a summary");
   sub->add_option("reports", opt->inputs, "Report files; several render side by side, in the order given")
       ->required();
   sub->add_option(
       "--format", opt->format,
       "md (default): tables per benchmark; html: one self-contained page with SVG charts; junit: one "
-      "testcase per result; prometheus: text exposition for node_exporter's textfile collector");
+      "testcase per result; prometheus: text exposition for node_exporter's textfile collector; summary: one "
+      "line per suite step (or benchmark) with its headline figure and verdict");
   sub->footer(
       "Output: stdout, or with -o/--output FILE the rendering is written to FILE (atomically).\n"
       "Exit status: 0 rendered; 2 usage or input error (a malformed report names the file and JSON path).");

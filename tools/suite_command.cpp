@@ -15,6 +15,7 @@
 #include "core/error.hpp"
 #include "core/json_file.hpp"
 #include "core/logging.hpp"
+#include "reports/headline.hpp"
 #include "tools/commands.hpp"
 
 namespace fb::tools {
@@ -160,6 +161,7 @@ int run_suite(const SuiteOptions& opt, Session& session) {
       failed.benchmark = "suite";
       failed.name = step.name;
       failed.params = {{"args", step.args}};
+      failed.extra["suite_step"] = step.name;
       failed.fail(error);
       report.results.push_back(std::move(failed));
     }
@@ -176,6 +178,10 @@ int run_suite(const SuiteOptions& opt, Session& session) {
   report.summary["suite"]["steps"] = step_log;
   mpi.barrier();
   const int finish_rc = session.finish(report);
+  if (session.is_root())  // one line per step: its headline figure and verdict
+    std::cout << fmt::format("suite {}: {} step{}\n", suite.name, suite.steps.size(),
+                             suite.steps.size() == 1 ? "" : "s")
+              << reports::render_headlines(reports::headlines(report));
   return rc != 0 ? rc : finish_rc;
 }
 

@@ -33,6 +33,16 @@ pgrep -f "$RUN_DIR" >/dev/null && fail "training ranks left running" || ok "no t
 rm -rf "$RUN_DIR"
 assert_json "$T/quick.json" "all(r['status'] == 'ok' for r in d['results']) and d['run']['world_size'] == 4" "all ok on 4 ranks"
 assert_json "$T/quick.json" "len(set((r['benchmark'], r['name']) for r in d['results'])) == len(d['results'])" "result identities unique"
+# It ends with one line per step: its headline figure and verdict, the same lines `report --format summary` prints.
+tail -n 6 "$T/quick.out" >"$T/quick.tail"
+for step in gemm collectives moe-dispatch train-dense train-moe resilience; do
+  grep -Eq "^  $step +ok +" "$T/quick.tail" || fail "no summary line for step $step: $(cat "$T/quick.tail")"
+done
+grep -Eq "^  gemm +ok +peak [0-9.e+-]+ TFLOP/s \(fp32/" "$T/quick.tail" && grep -Eq "^  resilience +ok +goodput [0-9.]+% .*failures 2" "$T/quick.tail" \
+  && ok "suite ends with one headline line per step" || fail "headline lines: $(cat "$T/quick.tail")"
+fb report "$T/quick.json" --format summary >"$T/summary.txt" || fail "report --format summary exited $?"
+diff <(tail -n 6 "$T/summary.txt") "$T/quick.tail" >/dev/null && ok "report --format summary prints the same lines" \
+  || fail "summary differs: $(diff <(tail -n 6 "$T/summary.txt") "$T/quick.tail")"
 
 # A step whose input is bad fails, is recorded with its reason, and the next step still runs.
 cat >"$T/bad.json" <<'JSON'

@@ -1,0 +1,166 @@
+// Headline figures per step: one rule per benchmark kind names the metric that heads it, how the best result
+// is picked and which of that result's metrics follow it.
+#include "reports/headline.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <string_view>
+
+#include <fmt/format.h>
+
+#include "reports/text_format.hpp"
+
+namespace fb::reports {
+namespace {
+
+enum class Pick { highest, first };
+
+struct HeadlineRule {
+  std::string_view benchmark;
+  std::string_view metric;  // the figure that heads the step
+  Pick pick;
+  std::array<std::string_view, 3> also;  // metrics of the same result that follow it ("" = none)
+};
+
+// gemm: the fastest shape and its MFU; collective: the peak bus bandwidth (nccl-tests' busbw); train: the
+// step's MFU; resilience: goodput and ETTR; simulate: the median projected goodput.
+constexpr std::array kRules{
+    HeadlineRule{"gemm", "tflops", Pick::highest, {"mfu", "", ""}},
+    HeadlineRule{"collective", "busbw_gbps", Pick::highest, {"", "", ""}},
+    HeadlineRule{"train", "mfu", Pick::first, {"step_time_s", "model_tflops_per_gpu", "loss"}},
+    HeadlineRule{"resilience", "goodput_pct", Pick::first, {"ettr", "failures", "mttf_s"}},
+    HeadlineRule{"simulate", "goodput_pct", Pick::first, {"ettr", "job_mtbf_h", ""}},
+    HeadlineRule{"mlperf", "time_to_train_min", Pick::first, {"", "", ""}},
+};
+
+const HeadlineRule* rule_for(std::string_view benchmark) {
+  for (const auto& r : kRules)
+    if (r.benchmark == benchmark) return &r;
+  return nullptr;
+}
+
+// Short labels for the figures a headline shows; other metrics keep their names.
+std::string_view label_of(std::string_view name) {
+  static constexpr std::array<std::pair<std::string_view, std::string_view>, 11> kLabels{{
+      {"mfu", "MFU"},
+      {"step_time_s", "step"},
+      {"model_tflops_per_gpu", "per GPU"},
+      {"goodput_pct", "goodput"},
+      {"ettr", "ETTR"},
+      {"mttf_s", "MTTF"},
+      {"job_mtbf_h", "job MTBF"},
+      {"busbw_gbps", "peak busbw"},
+      {"tflops", "peak"},
+      {"time_to_train_min", "time to train"},
+      {"failures", "failures"},
+  }};
+  for (const auto& [key, label] : kLabels)
+    if (key == name) return label;
+  return name;
+}
+
+std::string metric_text(std::string_view name, const Metric& m) {
+  const std::string_view label = label_of(name);
+  if (!std::isfinite(m.value)) return fmt::format("{} n/a", label);
+  if (m.unit == "fraction") return fmt::format("{} {:.1f}%", label, 100 * m.value);
+  if (m.unit == "%") return fmt::format("{} {:.1f}%", label, m.value);
+  const bool unitless = m.unit == "count" || m.unit == "value" || m.unit == "score" || m.unit.empty();
+  return fmt::format("{} {:.4g}{}", label, m.value, unitless ? "" : " " + m.unit);
+}
+
+std::string head_text(std::string_view name, const Metric& m) {
+  return metric_text(name, m);
+}
+
+// Aggregated rows (avg_busbw) carry no shape: the peak is taken over measured sizes only.
+bool is_aggregate(const Result& r) {
+  return r.name.find("avg_busbw") != std::string::npos;
+}
+
+std::string figure_for(const std::vector<const Result*>& results) {
+  const Result* first = results.front();
+  const HeadlineRule* rule = rule_for(first->benchmark);
+  const Result* best = nullptr;
+  const Metric* head = nullptr;
+  if (rule) {
+    for (const Result* r : results) {
+      const Metric* m = r->metric(rule->metric);
+      if (!m || r->status != Status::ok || is_aggregate(*r)) continue;
+      if (!best || (rule->pick == Pick::highest && m->value > head->value)) best = r, head = m;
+      if (rule->pick == Pick::first) break;
+    }
+  }
+  if (!best) {  // no rule, or no ok result carrying it: the first metric of the first result
+    for (const Result* r : results)
+      if (!r->metrics.empty()) {
+        best = r;
+        head = &r->metrics.front().second;
+        break;
+      }
+    if (!best) return "";
+    return fmt::format("{} ({})", metric_text(best->metrics.front().first, *head), best->name);
+  }
+  std::string out = fmt::format("{} ({})", head_text(rule->metric, *head), best->name);
+  for (std::string_view name : rule->also) {
+    if (name.empty()) continue;
+    if (const Metric* m = best->metric(name)) out += ", " + metric_text(name, *m);
+  }
+  return out;
+}
+
+std::string step_of(const Result& r) {
+  if (r.extra.is_object()) {
+    const auto it = r.extra.find("suite_step");
+    if (it != r.extra.end() && it->is_string()) return it->get<std::string>();
+  }
+  return r.benchmark;
+}
+
+}  // namespace
+
+std::vector<Headline> headlines(const Report& report) {
+  std::vector<std::string> order;
+  std::vector<std::vector<const Result*>> groups;
+  for (const auto& r : report.results) {
+    const std::string step = step_of(r);
+    auto it = std::find(order.begin(), order.end(), step);
+    if (it == order.end()) {
+      order.push_back(step);
+      groups.emplace_back();
+      it = order.end() - 1;
+    }
+    groups[static_cast<std::size_t>(it - order.begin())].push_back(&r);
+  }
+  std::vector<Headline> out;
+  for (std::size_t i = 0; i < order.size(); ++i) {
+    Headline h;
+    h.step = order[i];
+    h.results = groups[i].size();
+    std::size_t skipped = 0;
+    for (const Result* r : groups[i]) {
+      if (r->status == Status::failed) {
+        if (h.failed++ == 0) h.reason = r->name + ": " + r->error.value_or("failed");
+      }
+      skipped += r->status == Status::skipped ? 1 : 0;
+    }
+    h.verdict = h.failed ? "FAILED" : skipped == h.results ? "skipped" : "ok";
+    h.figure = figure_for(groups[i]);
+    out.push_back(std::move(h));
+  }
+  return out;
+}
+
+std::string render_headlines(const std::vector<Headline>& lines) {
+  std::size_t width = 4;
+  for (const auto& h : lines) width = std::max(width, display_width(h.step));
+  std::string out;
+  for (const auto& h : lines) {
+    out += fmt::format("  {}  {}  {}", pad_right(h.step, width), pad_right(h.verdict, 7), h.figure);
+    if (h.failed) out += fmt::format("  [{} of {} failed: {}]", h.failed, h.results, h.reason);
+    out += "\n";
+  }
+  return out;
+}
+
+}  // namespace fb::reports

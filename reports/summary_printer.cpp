@@ -1,0 +1,24 @@
+// `report --format summary`: one line per step with its headline figure and verdict, per report.
+#include <fmt/format.h>
+
+#include "reports/headline.hpp"
+#include "reports/report_printers.hpp"
+#include "reports/report_view.hpp"
+
+namespace fb::reports {
+
+std::string render_summary(const std::vector<NamedReport>& reports) {
+  std::string out;
+  for (std::size_t i = 0; i < reports.size(); ++i) {
+    const auto lines = headlines(reports[i].report);
+    std::size_t failed = 0;
+    for (const auto& h : lines) failed += h.verdict == "FAILED" ? 1 : 0;
+    out +=
+        fmt::format("{}: {} step{}, {}\n", run_label(reports, i), lines.size(), lines.size() == 1 ? "" : "s",
+                    failed ? fmt::format("{} FAILED", failed) : std::string("all ok"));
+    out += render_headlines(lines);
+  }
+  return out;
+}
+
+}  // namespace fb::reports

@@ -1,0 +1,92 @@
+// The one-line-per-step summary: which figure heads each step, how steps are grouped and the verdict.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+
+#include "reports/headline.hpp"
+#include "reports/report_printers.hpp"
+
+namespace fb::reports {
+namespace {
+
+Result result(std::string benchmark, std::string name, std::string step,
+              std::vector<std::pair<std::string, Metric>> metrics) {
+  Result r;
+  r.benchmark = std::move(benchmark);
+  r.name = std::move(name);
+  r.metrics = std::move(metrics);
+  if (!step.empty()) r.extra["suite_step"] = step;
+  return r;
+}
+
+Metric m(double value, std::string unit) {
+  return Metric{value, std::move(unit), Better::higher, {}};
+}
+
+Report suite_report() {
+  Report rep;
+  rep.results.push_back(result("gemm", "bf16/4096x4096x4096", "gemm",
+                               {{"tflops", m(610.5, "TFLOP/s")}, {"mfu", m(0.617, "fraction")}}));
+  rep.results.push_back(result("gemm", "bf16/8192x8192x8192", "gemm",
+                               {{"tflops", m(701.6, "TFLOP/s")}, {"mfu", m(0.709, "fraction")}}));
+  rep.results.push_back(
+      result("collective", "allreduce/bf16/1048576", "collectives", {{"busbw_gbps", m(120.25, "GB/s")}}));
+  rep.results.push_back(
+      result("collective", "allreduce/bf16/8388608", "collectives", {{"busbw_gbps", m(350.5, "GB/s")}}));
+  // The average row is not a measured size: it never heads the step even when larger.
+  rep.results.push_back(result("collective", "avg_busbw", "collectives", {{"busbw_gbps", m(999, "GB/s")}}));
+  rep.results.push_back(result("train", "llama3-8b/tp1/bf16", "train",
+                               {{"step_time_s", m(0.177, "s")}, {"mfu", m(0.429, "fraction")}}));
+  Result res =
+      result("resilience", "tiny-dense/ranks4", "resilience",
+             {{"goodput_pct", m(81.25, "%")}, {"ettr", m(0.9, "fraction")}, {"failures", m(2, "count")}});
+  rep.results.push_back(res);
+  return rep;
+}
+
+TEST(HeadlineTest, EachStepIsHeadedByItsRuleFigure) {
+  const auto lines = headlines(suite_report());
+  ASSERT_EQ(lines.size(), 4u);
+  EXPECT_EQ(lines[0].step, "gemm");
+  EXPECT_EQ(lines[0].figure, "peak 701.6 TFLOP/s (bf16/8192x8192x8192), MFU 70.9%");
+  EXPECT_EQ(lines[1].step, "collectives");
+  EXPECT_EQ(lines[1].figure, "peak busbw 350.5 GB/s (allreduce/bf16/8388608)");
+  EXPECT_EQ(lines[2].figure, "MFU 42.9% (llama3-8b/tp1/bf16), step 0.177 s");
+  EXPECT_EQ(lines[3].figure, "goodput 81.2% (tiny-dense/ranks4), ETTR 90.0%, failures 2");
+  for (const auto& h : lines) EXPECT_EQ(h.verdict, "ok") << h.step;
+}
+
+TEST(HeadlineTest, AFailedResultFailsItsStepWithTheFirstReason) {
+  Report rep = suite_report();
+  rep.results[2].fail("wrong elements: 3");
+  rep.results[3].fail("wrong elements: 5");
+  const auto lines = headlines(rep);
+  EXPECT_EQ(lines[1].verdict, "FAILED");
+  EXPECT_EQ(lines[1].failed, 2u);
+  EXPECT_EQ(lines[1].results, 3u);
+  EXPECT_EQ(lines[1].reason, "allreduce/bf16/1048576: wrong elements: 3");
+  EXPECT_EQ(lines[0].verdict, "ok");
+  const std::string text = render_headlines(lines);
+  EXPECT_NE(text.find("[2 of 3 failed: allreduce/bf16/1048576: wrong elements: 3]"), std::string::npos)
+      << text;
+}
+
+TEST(HeadlineTest, OutsideASuiteStepsAreBenchmarksAndUnknownKindsShowTheirFirstMetric) {
+  Report rep;
+  rep.results.push_back(result("health", "rank0/gemm", "", {{"fraction_of_expected", m(0.93, "fraction")}}));
+  rep.results.push_back(result("health", "rank1/gemm", "", {{"fraction_of_expected", m(0.91, "fraction")}}));
+  const auto lines = headlines(rep);
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_EQ(lines[0].step, "health");
+  EXPECT_EQ(lines[0].figure, "fraction_of_expected 93.0% (rank0/gemm)");
+}
+
+TEST(HeadlineTest, SummaryFormatRendersOneLinePerStepUnderItsRun) {
+  const std::string text = render_report({{"runs/a.json", suite_report()}}, parse_report_format("summary"));
+  EXPECT_EQ(text.substr(0, text.find('\n')), "a: 4 steps, all ok");
+  EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 5);
+}
+
+}  // namespace
+}  // namespace fb::reports
