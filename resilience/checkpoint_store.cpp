@@ -15,6 +15,7 @@
 
 #include "core/atomic_file.hpp"
 #include "core/error.hpp"
+#include "resilience/checkpoint_test_hook.hpp"
 
 namespace fb::resilience {
 namespace fs = std::filesystem;
@@ -249,6 +250,7 @@ ShardInfo CheckpointStore::write_shard(std::int64_t step, int rank, std::span<co
   }
   info.xxh64 = XXH64_digest(state);
   XXH64_freeState(state);
+  checkpoint_test_pause(CheckpointPhase::shard, step, rank);
   if (::fsync(fd) != 0) fail(errno, "fsync failed");
   if (::close(fd) != 0) {
     const int err = errno;
@@ -290,6 +292,7 @@ CheckpointInfo CheckpointStore::commit(std::int64_t step, std::vector<ShardInfo>
                       {"total_bytes", info.total_bytes},
                       {"shards", list}};
   j["checksum"] = hex64(manifest_checksum(j));
+  checkpoint_test_pause(CheckpointPhase::manifest, step, 0);
   write_file_atomic(info.dir / "manifest.json", j.dump(1) + "\n");
   info.shards = std::move(shards);
   return info;
@@ -384,6 +387,7 @@ std::vector<std::string> CheckpointStore::prune(int keep) const {
       const auto dir = dir_for(s);
       std::error_code ec;
       fs::remove(dir / "manifest.json", ec);  // uncommit first: a half-removed checkpoint is never taken
+      checkpoint_test_pause(CheckpointPhase::prune, s, 0);
       fs::remove_all(dir, ec);
       removed.push_back(name_for(s));
     }

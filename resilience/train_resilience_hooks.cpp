@@ -22,6 +22,7 @@
 #include "core/system_info.hpp"
 #include "core/units.hpp"
 #include "resilience/checkpoint_interval.hpp"
+#include "resilience/checkpoint_test_hook.hpp"
 
 namespace fb::resilience {
 namespace fs = std::filesystem;
@@ -534,10 +535,12 @@ void TrainResilienceHooks::save_checkpoint(std::int64_t step) {
   if (o_.async_checkpoint) {
     // The blocking part: the snapshot into the host buffer (device to host on a GPU) and the hand-off.
     state_->snapshot(std::span<std::byte>(spare_.data(), state_->bytes()));
+    checkpoint_test_pause(CheckpointPhase::snapshot, step, mpi_.rank());
     async_.start(store_, step, mpi_.rank(), std::move(spare_), wopt);
     async_started_ = t0;
   } else {
     state_->snapshot(std::span<std::byte>(buffer_.data(), state_->bytes()));
+    checkpoint_test_pause(CheckpointPhase::snapshot, step, mpi_.rank());
     try {
       mine = store_.write_shard(step, mpi_.rank(), buffer_, wopt);
     } catch (const Error& ex) {
