@@ -286,6 +286,15 @@ CheckpointInfo CheckpointStore::commit(std::int64_t step, std::vector<ShardInfo>
                     {"xxh64", hex64(shards[r].xxh64)}});
     info.total_bytes += shards[r].bytes;
   }
+  for (const auto& shard : shards) {
+    std::error_code ec;
+    const auto path = info.dir / shard.file;
+    const auto size = fs::file_size(path, ec);
+    if (ec || size != shard.bytes)
+      throw runtime_error(
+          fmt::format("checkpoint {}: not committed: shard {} {}", info.name, shard.file,
+                      ec ? "is missing" : fmt::format("has {} bytes, expected {}", size, shard.bytes)));
+  }
   nlohmann::json j = {{"format", kFormat},
                       {"step", step},
                       {"world_size", info.world_size},
@@ -325,10 +334,11 @@ std::optional<CheckpointInfo> CheckpointStore::verify(std::int64_t step, int wor
   return info;
 }
 
-ResumeChoice CheckpointStore::find_newest_valid(int world_size) const {
+ResumeChoice CheckpointStore::find_newest_valid(int world_size, std::optional<std::int64_t> below) const {
   ResumeChoice choice;
   auto steps = list_steps();
   for (auto it = steps.rbegin(); it != steps.rend(); ++it) {
+    if (below && *it >= *below) continue;
     std::string reason;
     if (auto info = verify(*it, world_size, &reason)) {
       choice.chosen = std::move(info);
@@ -373,24 +383,33 @@ std::vector<std::int64_t> CheckpointStore::committed_steps() const {
   return out;
 }
 
-std::vector<std::string> CheckpointStore::prune(int keep) const {
-  std::vector<std::string> removed;
+std::vector<std::int64_t> steps_to_prune(const std::vector<std::int64_t>& present,
+                                         const std::vector<std::int64_t>& verified, int keep) {
+  const auto n = static_cast<std::size_t>(std::max(keep, 1));
+  if (verified.size() < n) return {};
+  const std::int64_t oldest_kept = verified[verified.size() - n];
+  std::vector<std::int64_t> out;
+  for (const auto s : present)
+    if (s < oldest_kept) out.push_back(s);
+  return out;
+}
+
+std::vector<std::string> CheckpointStore::prune(int keep, int world_size) const {
+  const auto present = list_steps();
   const auto committed = committed_steps();
-  if (committed.empty()) return removed;
-  const std::int64_t newest = committed.back();
-  const auto first_kept = committed.size() > static_cast<std::size_t>(std::max(keep, 1))
-                              ? committed[committed.size() - static_cast<std::size_t>(std::max(keep, 1))]
-                              : committed.front();
-  for (const auto s : list_steps()) {
-    const bool is_committed = std::binary_search(committed.begin(), committed.end(), s);
-    if ((is_committed && s < first_kept) || (!is_committed && s < newest)) {
-      const auto dir = dir_for(s);
-      std::error_code ec;
-      fs::remove(dir / "manifest.json", ec);  // uncommit first: a half-removed checkpoint is never taken
-      checkpoint_test_pause(CheckpointPhase::prune, s, 0);
-      fs::remove_all(dir, ec);
-      removed.push_back(name_for(s));
-    }
+  std::vector<std::int64_t> verified;  // newest first while checking, then ascending
+  for (auto it = committed.rbegin();
+       it != committed.rend() && verified.size() < static_cast<std::size_t>(keep); ++it)
+    if (verify(*it, world_size, nullptr)) verified.push_back(*it);
+  std::reverse(verified.begin(), verified.end());
+  std::vector<std::string> removed;
+  for (const auto s : steps_to_prune(present, verified, keep)) {
+    const auto dir = dir_for(s);
+    std::error_code ec;
+    fs::remove(dir / "manifest.json", ec);  // uncommit first: a half-removed checkpoint is never taken
+    checkpoint_test_pause(CheckpointPhase::prune, s, 0);
+    fs::remove_all(dir, ec);
+    removed.push_back(name_for(s));
   }
   if (!removed.empty()) sync_directory(root_);
   return removed;
