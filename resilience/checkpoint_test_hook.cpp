@@ -15,7 +15,7 @@ namespace fb::resilience {
 namespace {
 
 constexpr const char* kPauseVar = "FACTORYBENCH_TEST_CKPT_PAUSE";
-constexpr std::string_view kPhaseNames[] = {"snapshot", "shard", "manifest", "prune"};
+constexpr std::string_view kPhaseNames[] = {"snapshot", "shard", "manifest", "prune", "restore"};
 
 std::string_view trim(std::string_view s) {
   while (!s.empty() && s.front() == ' ') s.remove_prefix(1);
@@ -52,7 +52,7 @@ std::vector<CheckpointPause> parse_checkpoint_pauses(std::string_view text) {
     std::size_t index = 0;
     while (index < std::size(kPhaseNames) && kPhaseNames[index] != name) ++index;
     if (index == std::size(kPhaseNames))
-      throw bad(item, fmt::format("unknown phase '{}' (snapshot, shard, manifest, prune)", name));
+      throw bad(item, fmt::format("unknown phase '{}' (snapshot, shard, manifest, prune, restore)", name));
     p.phase = static_cast<CheckpointPhase>(index);
     auto value = std::string(item.substr(eq + 1));
     if (const auto at = value.find('@'); at != std::string::npos) {

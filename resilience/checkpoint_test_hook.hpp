@@ -7,7 +7,8 @@
 //
 // Phases, in save order: snapshot (state copied, write not started), shard (temporary shard file written,
 // not yet fsync'ed and renamed), manifest (every shard durable, manifest not written), prune (an old
-// checkpoint's manifest removed, its directory not yet). Unset: no effect and no cost beyond one getenv.
+// checkpoint's manifest removed, its directory not yet), and on resume restore (rank 0 chose the checkpoint,
+// no rank has read its shard yet). Unset: no effect and no cost beyond one getenv.
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -15,7 +16,7 @@
 
 namespace fb::resilience {
 
-enum class CheckpointPhase { snapshot, shard, manifest, prune };
+enum class CheckpointPhase { snapshot, shard, manifest, prune, restore };
 
 struct CheckpointPause {
   CheckpointPhase phase{};

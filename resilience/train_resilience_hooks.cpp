@@ -253,6 +253,7 @@ std::int64_t TrainResilienceHooks::on_start(workloads::TrainStateAccess& state) 
       }
       FB_CHECK_MPI(MPI_Bcast(&chosen, 1, MPI_INT64_T, 0, mpi_.world()));
       if (chosen < 0) break;
+      checkpoint_test_pause(CheckpointPhase::restore, chosen, mpi_.rank());
       std::string why;
       std::optional<CheckpointInfo> info;
       try {
@@ -270,9 +271,6 @@ std::int64_t TrainResilienceHooks::on_start(workloads::TrainStateAccess& state) 
         restored_step_ = chosen;
         break;
       }
-      if (!info)
-        log::warn("checkpoint {} failed on rank {} during the restore: {}", CheckpointStore::name_for(chosen),
-                  mpi_.rank(), why);
       if (mpi_.is_root())
         choice.skipped.push_back(
             {CheckpointStore::name_for(chosen), info ? "failed to verify on another rank during the restore"

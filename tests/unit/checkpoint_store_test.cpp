@@ -1,6 +1,8 @@
 // The checkpoint store on real files: write/commit/verify/restore, corruption and incomplete checkpoints
-// skipped with reasons, injected ENOSPC, pruning, async writes, and a writer process killed with SIGKILL at
-// several offsets mid-write: the next resume always finds a verified checkpoint.
+// skipped with reasons, injected ENOSPC, pruning (--keep counts verified checkpoints only: issue 16), the
+// walk-back below a failed step, commits refused for missing shards, async writes, the pause hook's syntax,
+// and a writer process killed with SIGKILL at several offsets mid-write: the next resume always finds a
+// verified checkpoint.
 #include <gtest/gtest.h>
 
 #include <signal.h>
@@ -271,14 +273,16 @@ TEST_F(CheckpointStoreTest, CommitRefusesAMissingShard) {
 }
 
 TEST(CheckpointPauses, ParsesPhasesSecondsAndSteps) {
-  const auto p = parse_checkpoint_pauses("shard=1.5, manifest=2@20,prune=0");
-  ASSERT_EQ(p.size(), 3u);
+  const auto p = parse_checkpoint_pauses("shard=1.5, manifest=2@20,prune=0,restore=3@0");
+  ASSERT_EQ(p.size(), 4u);
   EXPECT_EQ(p[0].phase, CheckpointPhase::shard);
   EXPECT_DOUBLE_EQ(p[0].seconds, 1.5);
   EXPECT_EQ(p[0].step, -1);
   EXPECT_EQ(p[1].phase, CheckpointPhase::manifest);
   EXPECT_EQ(p[1].step, 20);
   EXPECT_EQ(p[2].phase, CheckpointPhase::prune);
+  EXPECT_EQ(p[3].phase, CheckpointPhase::restore);
+  EXPECT_EQ(p[3].step, 0);
   EXPECT_TRUE(parse_checkpoint_pauses("").empty());
   for (const char* bad : {"shard", "write=1", "shard=x", "shard=-1", "shard=1@", "shard=1@-2", "shard=1e9"}) {
     try {
