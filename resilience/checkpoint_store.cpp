@@ -170,7 +170,40 @@ std::optional<std::uint64_t> hash_file(const fs::path& path, std::uint64_t expec
   return h;
 }
 
+std::int64_t nanoseconds(const struct timespec& t) {
+  return static_cast<std::int64_t>(t.tv_sec) * 1'000'000'000 + t.tv_nsec;
+}
+
 }  // namespace
+
+std::optional<std::uint64_t> CheckpointStore::shard_hash(const fs::path& path, std::uint64_t bytes,
+                                                         std::string* reason) const {
+  const auto stamp = [&]() -> std::optional<FileStamp> {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0) return std::nullopt;
+    return FileStamp{static_cast<std::uint64_t>(st.st_dev), static_cast<std::uint64_t>(st.st_ino),
+                     static_cast<std::uint64_t>(st.st_size), nanoseconds(st.st_mtim),
+                     nanoseconds(st.st_ctim)};
+  };
+  const auto before = stamp();
+  if (const auto it = hashed_.find(path.string());
+      it != hashed_.end() && before && it->second.stamp == *before && before->size == bytes)
+    return it->second.xxh64;
+  const auto started_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                              std::chrono::system_clock::now().time_since_epoch())
+                              .count();
+  const auto h = hash_file(path, bytes, {}, reason);
+  // Trust the hash later only if the file did not change while it was read and its last change is over a
+  // second older than the read: file times are coarse (a clock tick), so a write right after the read could
+  // otherwise leave the same stamp (git's "racily clean" index entries have the same problem).
+  const auto after = stamp();
+  if (h && before && after && *before == *after &&
+      std::max(before->mtime_ns, before->ctime_ns) < started_ns - 1'000'000'000)
+    hashed_[path.string()] = {*before, *h};
+  else
+    hashed_.erase(path.string());
+  return h;
+}
 
 std::uint64_t checksum64(std::span<const std::byte> data) {
   return XXH64(data.data(), data.size(), 0);
@@ -317,7 +350,7 @@ std::optional<CheckpointInfo> CheckpointStore::verify(std::int64_t step, int wor
   }
   if (info) {
     for (const auto& s : info->shards) {
-      const auto h = hash_file(info->dir / s.file, s.bytes, {}, &why);
+      const auto h = shard_hash(info->dir / s.file, s.bytes, &why);
       if (!h) {
         info.reset();
         break;
@@ -394,13 +427,25 @@ std::vector<std::int64_t> steps_to_prune(const std::vector<std::int64_t>& presen
   return out;
 }
 
-std::vector<std::string> CheckpointStore::prune(int keep, int world_size) const {
+std::vector<std::string> CheckpointStore::prune(int keep, int world_size,
+                                                std::optional<std::int64_t> committed_now) const {
   const auto present = list_steps();
   const auto committed = committed_steps();
+  const auto just_written = [&](std::int64_t step) {
+    std::string why;
+    const auto info = read_manifest(dir_for(step), step, &why);
+    if (!info || info->world_size != world_size) return false;
+    for (const auto& shard : info->shards) {
+      std::error_code ec;
+      if (fs::file_size(info->dir / shard.file, ec) != shard.bytes || ec) return false;
+    }
+    return true;
+  };
   std::vector<std::int64_t> verified;  // newest first while checking, then ascending
   for (auto it = committed.rbegin();
        it != committed.rend() && verified.size() < static_cast<std::size_t>(keep); ++it)
-    if (verify(*it, world_size, nullptr)) verified.push_back(*it);
+    if (*it == committed_now ? just_written(*it) : verify(*it, world_size, nullptr).has_value())
+      verified.push_back(*it);
   std::reverse(verified.begin(), verified.end());
   std::vector<std::string> removed;
   for (const auto s : steps_to_prune(present, verified, keep)) {

@@ -18,6 +18,7 @@
 #include <filesystem>
 #include <functional>
 #include <future>
+#include <map>
 #include <optional>
 #include <span>
 #include <string>
@@ -76,6 +77,9 @@ class CheckpointStore {
   CheckpointInfo commit(std::int64_t step, std::vector<ShardInfo> shards) const;
 
   // Reads and checks the manifest and every shard (size, xxHash64). nullopt + reason when it does not verify.
+  // A shard this store object already hashed is not read again while its file is provably unchanged (same
+  // device, inode, size, mtime and ctime, last modified over a second before it was hashed: a later write
+  // in place or a rename over it changes the stamp); the first verification in a process always reads.
   std::optional<CheckpointInfo> verify(std::int64_t step, int world_size, std::string* reason) const;
   // The newest checkpoint that verifies, below step `below` when given (the walk-back after a checkpoint
   // failed on another rank); newer ones that do not verify are listed with the reason.
@@ -90,11 +94,30 @@ class CheckpointStore {
   // Keeps the `keep` newest checkpoints that verify for `world_size` ranks (every shard hashed: the
   // committed ones are checked newest first until `keep` verify) and removes every step directory older
   // than the oldest of them (checkpoints, damaged ones, uncommitted leftovers), manifest first. Removes
-  // nothing while fewer than `keep` verify. Returns the names removed, oldest first.
-  std::vector<std::string> prune(int keep, int world_size) const;
+  // nothing while fewer than `keep` verify. Returns the names removed, oldest first. `committed_now`: the
+  // checkpoint the caller has just committed; its manifest is read back and its shard sizes checked, but
+  // its bytes are not re-read (the writers hashed exactly what they wrote and fsync'ed; it is read at the
+  // next prune, once it is no longer the newest).
+  std::vector<std::string> prune(int keep, int world_size,
+                                 std::optional<std::int64_t> committed_now = std::nullopt) const;
 
  private:
+  struct FileStamp {
+    std::uint64_t dev = 0, ino = 0, size = 0;
+    std::int64_t mtime_ns = 0, ctime_ns = 0;
+    bool operator==(const FileStamp&) const = default;
+  };
+  struct HashedFile {
+    FileStamp stamp;
+    std::uint64_t xxh64 = 0;
+  };
+  std::optional<std::uint64_t> shard_hash(const std::filesystem::path& path, std::uint64_t bytes,
+                                          std::string* reason) const;
+
   std::filesystem::path root_;
+  // Shard hashes computed by verify (prune re-checks the kept checkpoints at every commit; this spares
+  // re-reading the unchanged ones). Used by one thread: verify and prune run on the training thread.
+  mutable std::map<std::string, HashedFile> hashed_;
 };
 
 // The steps a prune removes, given the step directories present and those that verify: everything older

@@ -532,7 +532,7 @@ void TrainResilienceHooks::commit_gathered(std::int64_t step, const ShardInfo& m
     info = store_.commit(step, shards);
     // Only now, with this checkpoint committed, may older ones go; prune keeps the --keep newest that
     // verify (this one included when it does).
-    pruned = store_.prune(o_.keep, mpi_.size());
+    pruned = store_.prune(o_.keep, mpi_.size(), step);
   } catch (const Error& ex) {
     refused = ex.what();
   }

@@ -198,7 +198,7 @@ TEST_F(CheckpointStoreTest, PruneCountsOnlyVerifiedCheckpoints) {
   save(store, 10, 2, 4096);
   corrupt(store, 10, 0);
   save(store, 15, 2, 4096);
-  EXPECT_TRUE(store.prune(2, 2).empty());
+  EXPECT_TRUE(store.prune(2, 2, 15).empty());  // as the training job calls it, right after committing 15
   EXPECT_EQ(store.list_steps(), (std::vector<std::int64_t>{5, 10, 15}));
   corrupt(store, 15, 1);
   auto choice = store.find_newest_valid(2);
@@ -242,6 +242,35 @@ TEST_F(CheckpointStoreTest, PruneWithFewerVerifiedThanKeepRemovesNothing) {
   EXPECT_EQ(store.list_steps(), (std::vector<std::int64_t>{5, 10, 20, 30}));
   // A checkpoint written by another world size does not verify for this one and does not count either.
   EXPECT_TRUE(store.prune(1, 3).empty());
+}
+
+// verify remembers the hashes of unchanged shards (prune re-checks kept checkpoints at every commit), but
+// a write in place after that, even the next instant, is still found.
+TEST_F(CheckpointStoreTest, RememberedHashesNeverHideALaterCorruption) {
+  CheckpointStore store(root);
+  save(store, 10, 2, 1 << 16);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1100));  // older than the file-time granularity rule
+  ASSERT_TRUE(store.verify(10, 2, nullptr));
+  ASSERT_TRUE(store.verify(10, 2, nullptr));  // from the remembered hashes
+  corrupt(store, 10, 1);
+  std::string why;
+  EXPECT_FALSE(store.verify(10, 2, &why));
+  EXPECT_NE(why.find("rank-00001.shard checksum mismatch"), std::string::npos) << why;
+  // Replaced by a rename (a re-run of the step writes a new shard): read again, verifies again.
+  store.write_shard(10, 1, state_bytes(1 << 16, 1001));
+  EXPECT_TRUE(store.verify(10, 2, nullptr));
+}
+
+// The checkpoint just committed counts without re-reading its bytes, but only if its manifest reads back
+// and every shard is there with its size.
+TEST_F(CheckpointStoreTest, TheJustCommittedCheckpointCountsOnlyWhenWhole) {
+  CheckpointStore store(root);
+  for (const std::int64_t s : {10, 20, 30}) save(store, s, 2, 2048);
+  fs::remove(store.dir_for(30) / CheckpointStore::shard_file(1));
+  EXPECT_EQ(store.prune(1, 2, 30), (std::vector<std::string>{"step-00000010"}));  // 20 is the one kept
+  EXPECT_EQ(store.list_steps(), (std::vector<std::int64_t>{20, 30}));
+  save(store, 40, 2, 2048);
+  EXPECT_EQ(store.prune(1, 2, 40), (std::vector<std::string>{"step-00000020", "step-00000030"}));
 }
 
 TEST_F(CheckpointStoreTest, WalkBackBelowAStepThatFailedElsewhere) {
