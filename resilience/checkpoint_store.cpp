@@ -15,6 +15,7 @@
 
 #include "core/atomic_file.hpp"
 #include "core/error.hpp"
+#include "resilience/checkpoint_test_hook.hpp"
 
 namespace fb::resilience {
 namespace fs = std::filesystem;
@@ -169,7 +170,40 @@ std::optional<std::uint64_t> hash_file(const fs::path& path, std::uint64_t expec
   return h;
 }
 
+std::int64_t nanoseconds(const struct timespec& t) {
+  return static_cast<std::int64_t>(t.tv_sec) * 1'000'000'000 + t.tv_nsec;
+}
+
 }  // namespace
+
+std::optional<std::uint64_t> CheckpointStore::shard_hash(const fs::path& path, std::uint64_t bytes,
+                                                         std::string* reason) const {
+  const auto stamp = [&]() -> std::optional<FileStamp> {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0) return std::nullopt;
+    return FileStamp{static_cast<std::uint64_t>(st.st_dev), static_cast<std::uint64_t>(st.st_ino),
+                     static_cast<std::uint64_t>(st.st_size), nanoseconds(st.st_mtim),
+                     nanoseconds(st.st_ctim)};
+  };
+  const auto before = stamp();
+  if (const auto it = hashed_.find(path.string());
+      it != hashed_.end() && before && it->second.stamp == *before && before->size == bytes)
+    return it->second.xxh64;
+  const auto started_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                              std::chrono::system_clock::now().time_since_epoch())
+                              .count();
+  const auto h = hash_file(path, bytes, {}, reason);
+  // Trust the hash later only if the file did not change while it was read and its last change is over a
+  // second older than the read: file times are coarse (a clock tick), so a write right after the read could
+  // otherwise leave the same stamp (git's "racily clean" index entries have the same problem).
+  const auto after = stamp();
+  if (h && before && after && *before == *after &&
+      std::max(before->mtime_ns, before->ctime_ns) < started_ns - 1'000'000'000)
+    hashed_[path.string()] = {*before, *h};
+  else
+    hashed_.erase(path.string());
+  return h;
+}
 
 std::uint64_t checksum64(std::span<const std::byte> data) {
   return XXH64(data.data(), data.size(), 0);
@@ -249,6 +283,7 @@ ShardInfo CheckpointStore::write_shard(std::int64_t step, int rank, std::span<co
   }
   info.xxh64 = XXH64_digest(state);
   XXH64_freeState(state);
+  checkpoint_test_pause(CheckpointPhase::shard, step, rank);
   if (::fsync(fd) != 0) fail(errno, "fsync failed");
   if (::close(fd) != 0) {
     const int err = errno;
@@ -284,12 +319,22 @@ CheckpointInfo CheckpointStore::commit(std::int64_t step, std::vector<ShardInfo>
                     {"xxh64", hex64(shards[r].xxh64)}});
     info.total_bytes += shards[r].bytes;
   }
+  for (const auto& shard : shards) {
+    std::error_code ec;
+    const auto path = info.dir / shard.file;
+    const auto size = fs::file_size(path, ec);
+    if (ec || size != shard.bytes)
+      throw runtime_error(
+          fmt::format("checkpoint {}: not committed: shard {} {}", info.name, shard.file,
+                      ec ? "is missing" : fmt::format("has {} bytes, expected {}", size, shard.bytes)));
+  }
   nlohmann::json j = {{"format", kFormat},
                       {"step", step},
                       {"world_size", info.world_size},
                       {"total_bytes", info.total_bytes},
                       {"shards", list}};
   j["checksum"] = hex64(manifest_checksum(j));
+  checkpoint_test_pause(CheckpointPhase::manifest, step, 0);
   write_file_atomic(info.dir / "manifest.json", j.dump(1) + "\n");
   info.shards = std::move(shards);
   return info;
@@ -305,7 +350,7 @@ std::optional<CheckpointInfo> CheckpointStore::verify(std::int64_t step, int wor
   }
   if (info) {
     for (const auto& s : info->shards) {
-      const auto h = hash_file(info->dir / s.file, s.bytes, {}, &why);
+      const auto h = shard_hash(info->dir / s.file, s.bytes, &why);
       if (!h) {
         info.reset();
         break;
@@ -322,10 +367,11 @@ std::optional<CheckpointInfo> CheckpointStore::verify(std::int64_t step, int wor
   return info;
 }
 
-ResumeChoice CheckpointStore::find_newest_valid(int world_size) const {
+ResumeChoice CheckpointStore::find_newest_valid(int world_size, std::optional<std::int64_t> below) const {
   ResumeChoice choice;
   auto steps = list_steps();
   for (auto it = steps.rbegin(); it != steps.rend(); ++it) {
+    if (below && *it >= *below) continue;
     std::string reason;
     if (auto info = verify(*it, world_size, &reason)) {
       choice.chosen = std::move(info);
@@ -370,23 +416,45 @@ std::vector<std::int64_t> CheckpointStore::committed_steps() const {
   return out;
 }
 
-std::vector<std::string> CheckpointStore::prune(int keep) const {
-  std::vector<std::string> removed;
+std::vector<std::int64_t> steps_to_prune(const std::vector<std::int64_t>& present,
+                                         const std::vector<std::int64_t>& verified, int keep) {
+  const auto n = static_cast<std::size_t>(std::max(keep, 1));
+  if (verified.size() < n) return {};
+  const std::int64_t oldest_kept = verified[verified.size() - n];
+  std::vector<std::int64_t> out;
+  for (const auto s : present)
+    if (s < oldest_kept) out.push_back(s);
+  return out;
+}
+
+std::vector<std::string> CheckpointStore::prune(int keep, int world_size,
+                                                std::optional<std::int64_t> committed_now) const {
+  const auto present = list_steps();
   const auto committed = committed_steps();
-  if (committed.empty()) return removed;
-  const std::int64_t newest = committed.back();
-  const auto first_kept = committed.size() > static_cast<std::size_t>(std::max(keep, 1))
-                              ? committed[committed.size() - static_cast<std::size_t>(std::max(keep, 1))]
-                              : committed.front();
-  for (const auto s : list_steps()) {
-    const bool is_committed = std::binary_search(committed.begin(), committed.end(), s);
-    if ((is_committed && s < first_kept) || (!is_committed && s < newest)) {
-      const auto dir = dir_for(s);
+  const auto just_written = [&](std::int64_t step) {
+    std::string why;
+    const auto info = read_manifest(dir_for(step), step, &why);
+    if (!info || info->world_size != world_size) return false;
+    for (const auto& shard : info->shards) {
       std::error_code ec;
-      fs::remove(dir / "manifest.json", ec);  // uncommit first: a half-removed checkpoint is never taken
-      fs::remove_all(dir, ec);
-      removed.push_back(name_for(s));
+      if (fs::file_size(info->dir / shard.file, ec) != shard.bytes || ec) return false;
     }
+    return true;
+  };
+  std::vector<std::int64_t> verified;  // newest first while checking, then ascending
+  for (auto it = committed.rbegin();
+       it != committed.rend() && verified.size() < static_cast<std::size_t>(keep); ++it)
+    if (*it == committed_now ? just_written(*it) : verify(*it, world_size, nullptr).has_value())
+      verified.push_back(*it);
+  std::reverse(verified.begin(), verified.end());
+  std::vector<std::string> removed;
+  for (const auto s : steps_to_prune(present, verified, keep)) {
+    const auto dir = dir_for(s);
+    std::error_code ec;
+    fs::remove(dir / "manifest.json", ec);  // uncommit first: a half-removed checkpoint is never taken
+    checkpoint_test_pause(CheckpointPhase::prune, s, 0);
+    fs::remove_all(dir, ec);
+    removed.push_back(name_for(s));
   }
   if (!removed.empty()) sync_directory(root_);
   return removed;

@@ -8,12 +8,17 @@
 //      manifest.json atomically (tmp + fsync + rename + directory fsync) with each shard's size and xxHash64
 //      and the manifest's own checksum (commit). A checkpoint without a manifest does not exist.
 // Resume takes the newest checkpoint whose manifest and every shard verify and says why newer ones were
-// skipped. This class does file I/O only; MPI coordination lives in the caller (train_resilience_hooks).
+// skipped. Retention (prune) counts verified checkpoints only: `--keep N` means N checkpoints that verify
+// exist at every instant once N were written; nothing is removed until N newer ones verify, so the newest
+// verified checkpoint is never removed. (It used to count every manifest: a checkpoint damaged after its
+// commit still counted, and the commit of the next one pruned the last good older one: issue 16.)
+// This class does file I/O only; MPI coordination lives in the caller (train_resilience_hooks).
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
 #include <future>
+#include <map>
 #include <optional>
 #include <span>
 #include <string>
@@ -66,13 +71,19 @@ class CheckpointStore {
   // Step 1 of the protocol for one rank. Throws a runtime Error (the temporary file removed) on failure.
   ShardInfo write_shard(std::int64_t step, int rank, std::span<const std::byte> data,
                         const ShardWriteOptions& options = {}) const;
-  // Step 2, rank 0 only, after every rank's write_shard returned. `shards` index = rank.
+  // Step 2, rank 0 only, after every rank's write_shard returned. `shards` index = rank. Refuses (runtime
+  // Error, no manifest) when a listed shard file is missing or has another size: a manifest never names a
+  // shard that is not there.
   CheckpointInfo commit(std::int64_t step, std::vector<ShardInfo> shards) const;
 
   // Reads and checks the manifest and every shard (size, xxHash64). nullopt + reason when it does not verify.
+  // A shard this store object already hashed is not read again while its file is provably unchanged (same
+  // device, inode, size, mtime and ctime, last modified over a second before it was hashed: a later write
+  // in place or a rename over it changes the stamp); the first verification in a process always reads.
   std::optional<CheckpointInfo> verify(std::int64_t step, int world_size, std::string* reason) const;
-  // The newest checkpoint that verifies; newer ones that do not are listed with the reason.
-  ResumeChoice find_newest_valid(int world_size) const;
+  // The newest checkpoint that verifies, below step `below` when given (the walk-back after a checkpoint
+  // failed on another rank); newer ones that do not verify are listed with the reason.
+  ResumeChoice find_newest_valid(int world_size, std::optional<std::int64_t> below = std::nullopt) const;
   // Reads one shard into `out` (must be the shard's size) and checks its checksum; runtime Error otherwise.
   void read_shard(const CheckpointInfo& checkpoint, int rank, std::span<std::byte> out) const;
 
@@ -80,13 +91,41 @@ class CheckpointStore {
   std::vector<std::int64_t> list_steps() const;
   // Steps with a manifest that parses (shards not read), oldest first.
   std::vector<std::int64_t> committed_steps() const;
-  // Keeps the `keep` newest committed checkpoints; removes older ones and uncommitted leftovers older than
-  // the newest committed one. Returns the names removed.
-  std::vector<std::string> prune(int keep) const;
+  // Keeps the `keep` newest checkpoints that verify for `world_size` ranks (every shard hashed: the
+  // committed ones are checked newest first until `keep` verify) and removes every step directory older
+  // than the oldest of them (checkpoints, damaged ones, uncommitted leftovers), manifest first. Removes
+  // nothing while fewer than `keep` verify. Returns the names removed, oldest first. `committed_now`: the
+  // checkpoint the caller has just committed; its manifest is read back and its shard sizes checked, but
+  // its bytes are not re-read (the writers hashed exactly what they wrote and fsync'ed; it is read at the
+  // next prune, once it is no longer the newest).
+  std::vector<std::string> prune(int keep, int world_size,
+                                 std::optional<std::int64_t> committed_now = std::nullopt) const;
 
  private:
+  struct FileStamp {
+    std::uint64_t dev = 0, ino = 0, size = 0;
+    std::int64_t mtime_ns = 0, ctime_ns = 0;
+    bool operator==(const FileStamp&) const = default;
+  };
+  struct HashedFile {
+    FileStamp stamp;
+    std::uint64_t xxh64 = 0;
+  };
+  std::optional<std::uint64_t> shard_hash(const std::filesystem::path& path, std::uint64_t bytes,
+                                          std::string* reason) const;
+
   std::filesystem::path root_;
+  // Shard hashes computed by verify (prune re-checks the kept checkpoints at every commit; this spares
+  // re-reading the unchanged ones). Used by one thread: verify and prune run on the training thread.
+  mutable std::map<std::string, HashedFile> hashed_;
 };
+
+// The steps a prune removes, given the step directories present and those that verify: everything older
+// than the oldest of the `keep` newest verified steps; nothing while fewer than `keep` verify. Directories
+// newer than that are never removed (a save in flight, or a damaged checkpoint a re-run step overwrites).
+// Pure; both lists ascending.
+std::vector<std::int64_t> steps_to_prune(const std::vector<std::int64_t>& present,
+                                         const std::vector<std::int64_t>& verified, int keep);
 
 // xxHash64 (seed 0) of a buffer, as stored in manifests.
 std::uint64_t checksum64(std::span<const std::byte> data);

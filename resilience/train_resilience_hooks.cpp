@@ -22,6 +22,7 @@
 #include "core/system_info.hpp"
 #include "core/units.hpp"
 #include "resilience/checkpoint_interval.hpp"
+#include "resilience/checkpoint_test_hook.hpp"
 
 namespace fb::resilience {
 namespace fs = std::filesystem;
@@ -237,24 +238,44 @@ std::int64_t TrainResilienceHooks::on_start(workloads::TrainStateAccess& state) 
   if (o_.resume) {
     const double t0 = wall_now();
     if (mpi_.is_root()) log(make_event(event::ckpt_restore_start, t0));
+    // Walk back through every verified checkpoint before starting from scratch: rank 0 picks the newest
+    // that verifies; if any rank then fails to read its shard (damaged since), all agree to try the next
+    // older one.
     std::int64_t chosen = -1;
-    ResumeChoice choice;
-    if (mpi_.is_root()) {
-      choice = store_.find_newest_valid(mpi_.size());
-      chosen = choice.chosen ? choice.chosen->step : -1;
-    }
-    FB_CHECK_MPI(MPI_Bcast(&chosen, 1, MPI_INT64_T, 0, mpi_.world()));
+    ResumeChoice choice;  // rank 0: everything skipped, over all rounds
+    std::optional<std::int64_t> below;
     std::uint64_t read_bytes = 0;
-    if (chosen >= 0) {
+    while (true) {
+      if (mpi_.is_root()) {
+        auto round = store_.find_newest_valid(mpi_.size(), below);
+        choice.skipped.insert(choice.skipped.end(), round.skipped.begin(), round.skipped.end());
+        chosen = round.chosen ? round.chosen->step : -1;
+      }
+      FB_CHECK_MPI(MPI_Bcast(&chosen, 1, MPI_INT64_T, 0, mpi_.world()));
+      if (chosen < 0) break;
+      checkpoint_test_pause(CheckpointPhase::restore, chosen, mpi_.rank());
       std::string why;
-      auto info = store_.verify(chosen, mpi_.size(), &why);  // each rank reads the manifest and its own shard
-      if (!info)
-        throw runtime_error(
-            fmt::format("checkpoint {} vanished during restore: {}", CheckpointStore::name_for(chosen), why));
-      store_.read_shard(*info, mpi_.rank(), buffer_);
-      state.restore(std::span<const std::byte>(buffer_.data(), state.bytes()));
-      read_bytes = info->total_bytes;
-      restored_step_ = chosen;
+      std::optional<CheckpointInfo> info;
+      try {
+        info = store_.verify(chosen, mpi_.size(), &why);  // each rank reads the manifest and its own shard
+        if (info) store_.read_shard(*info, mpi_.rank(), buffer_);
+      } catch (const Error& ex) {
+        why = ex.what();
+        info.reset();
+      }
+      int ok = info ? 1 : 0;
+      FB_CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, mpi_.world()));
+      if (ok == 1) {
+        state.restore(std::span<const std::byte>(buffer_.data(), state.bytes()));
+        read_bytes = info->total_bytes;
+        restored_step_ = chosen;
+        break;
+      }
+      if (mpi_.is_root())
+        choice.skipped.push_back(
+            {CheckpointStore::name_for(chosen), info ? "failed to verify on another rank during the restore"
+                                                     : "failed to verify during the restore: " + why});
+      below = chosen;
     }
     mpi_.barrier();
     if (mpi_.is_root()) {
@@ -504,13 +525,32 @@ void TrainResilienceHooks::commit_gathered(std::int64_t step, const ShardInfo& m
   for (int r = 0; r < mpi_.size(); ++r)
     shards.push_back({r, CheckpointStore::shard_file(r), all[2 * static_cast<std::size_t>(r)],
                       all[2 * static_cast<std::size_t>(r) + 1], 0});
-  const auto info = store_.commit(step, shards);
-  const auto pruned = store_.prune(o_.keep);
+  std::optional<CheckpointInfo> info;
+  std::vector<std::string> pruned;
+  std::string refused;
+  try {
+    info = store_.commit(step, shards);
+    // Only now, with this checkpoint committed, may older ones go; prune keeps the --keep newest that
+    // verify (this one included when it does).
+    pruned = store_.prune(o_.keep, mpi_.size(), step);
+  } catch (const Error& ex) {
+    refused = ex.what();
+  }
   FB_CHECK_MPI(MPI_Barrier(mpi_.world()));
+  if (!info) {  // not fatal: the previous checkpoints stay, as after a failed shard write
+    auto e = make_event(event::failure_detected);
+    e["kind"] = "ckpt-write-fail";
+    e["rank"] = 0;
+    e["step"] = step;
+    e["fatal"] = false;
+    e["how"] = "commit refused: " + refused;
+    log(e, Durability::fsync);
+    return;
+  }
   auto e = make_event(event::ckpt_commit);
   e["step"] = step;
-  e["checkpoint"] = info.name;
-  e["bytes"] = info.total_bytes;
+  e["checkpoint"] = info->name;
+  e["bytes"] = info->total_bytes;
   e["write_s"] = write_s;
   e["pruned"] = pruned;
   log(e, Durability::fsync);
@@ -534,10 +574,12 @@ void TrainResilienceHooks::save_checkpoint(std::int64_t step) {
   if (o_.async_checkpoint) {
     // The blocking part: the snapshot into the host buffer (device to host on a GPU) and the hand-off.
     state_->snapshot(std::span<std::byte>(spare_.data(), state_->bytes()));
+    checkpoint_test_pause(CheckpointPhase::snapshot, step, mpi_.rank());
     async_.start(store_, step, mpi_.rank(), std::move(spare_), wopt);
     async_started_ = t0;
   } else {
     state_->snapshot(std::span<std::byte>(buffer_.data(), state_->bytes()));
+    checkpoint_test_pause(CheckpointPhase::snapshot, step, mpi_.rank());
     try {
       mine = store_.write_shard(step, mpi_.rank(), buffer_, wopt);
     } catch (const Error& ex) {

@@ -37,7 +37,7 @@ void add_resilience_options(CLI::App& sub, resilience::ResilienceOptions& o, std
       "--checkpoint-interval", o.checkpoint_interval,
       "Checkpoint every DURATION, or auto (Daly's interval from the measured save cost and --mtbf)");
   sub.add_option("--mtbf", mtbf, "Mean time between failures for --checkpoint-interval auto (e.g. 30m)");
-  sub.add_option("--keep", o.keep, "Committed checkpoints kept")->capture_default_str();
+  sub.add_option("--keep", o.keep, "Verified checkpoints kept (older ones removed)")->capture_default_str();
   sub.add_option(
       "--state-bytes", state_bytes,
       "Checkpoint bytes per rank (default: the model shard's fp32 master weights and two moments)");

@@ -1,6 +1,8 @@
 // The checkpoint store on real files: write/commit/verify/restore, corruption and incomplete checkpoints
-// skipped with reasons, injected ENOSPC, pruning, async writes, and a writer process killed with SIGKILL at
-// several offsets mid-write: the next resume always finds a verified checkpoint.
+// skipped with reasons, injected ENOSPC, pruning (--keep counts verified checkpoints only: issue 16), the
+// walk-back below a failed step, commits refused for missing shards, async writes, the pause hook's syntax,
+// and a writer process killed with SIGKILL at several offsets mid-write: the next resume always finds a
+// verified checkpoint.
 #include <gtest/gtest.h>
 
 #include <signal.h>
@@ -16,6 +18,7 @@
 #include "core/error.hpp"
 #include "core/random_fill.hpp"
 #include "resilience/checkpoint_store.hpp"
+#include "resilience/checkpoint_test_hook.hpp"
 
 namespace fb::resilience {
 namespace {
@@ -44,6 +47,19 @@ class CheckpointStoreTest : public ::testing::Test {
       shards.push_back(
           store.write_shard(step, r, state_bytes(bytes, static_cast<std::uint64_t>(step * 100 + r))));
     return store.commit(step, shards);
+  }
+  // Flips 8 bytes in the middle of one shard, as the ckpt-corrupt fault does.
+  void corrupt(const CheckpointStore& store, std::int64_t step, int rank) {
+    std::fstream f(store.dir_for(step) / CheckpointStore::shard_file(rank),
+                   std::ios::in | std::ios::out | std::ios::binary);
+    f.seekg(0, std::ios::end);
+    const auto middle = f.tellg() / 2;
+    char bytes[8];
+    f.seekg(middle);
+    f.read(bytes, sizeof bytes);
+    for (auto& b : bytes) b = static_cast<char>(b ^ 0xA5);
+    f.seekp(middle);
+    f.write(bytes, sizeof bytes);
   }
   fs::path root;
 };
@@ -136,11 +152,176 @@ TEST_F(CheckpointStoreTest, PruneKeepsTheNewestCommitted) {
   for (int s = 1; s <= 5; ++s) save(store, s * 10, 1, 512);
   store.write_shard(25, 0, state_bytes(512, 3));  // leftover of a crashed save
   store.write_shard(60, 0, state_bytes(512, 3));  // newer than the newest commit: may be in progress, kept
-  const auto removed = store.prune(2);
+  const auto removed = store.prune(2, 1);
   EXPECT_EQ(removed,
             (std::vector<std::string>{"step-00000010", "step-00000020", "step-00000025", "step-00000030"}));
   EXPECT_EQ(store.committed_steps(), (std::vector<std::int64_t>{40, 50}));
   EXPECT_EQ(store.list_steps(), (std::vector<std::int64_t>{40, 50, 60}));
+}
+
+// Every way the steps present, the verified ones among them and --keep can combine (6 steps, keep 1..3):
+// nothing is removed while fewer than `keep` verify, the `keep` newest verified are never removed (so the
+// newest verified never is), and nothing newer than the oldest kept one is removed.
+TEST(StepsToPrune, KeepsTheNewestVerifiedInEveryCombination) {
+  const std::vector<std::int64_t> all{5, 10, 15, 20, 25, 30};
+  for (unsigned present_mask = 0; present_mask < 64; ++present_mask)
+    for (unsigned verified_mask = present_mask;; verified_mask = (verified_mask - 1) & present_mask) {
+      std::vector<std::int64_t> present, verified;
+      for (std::size_t i = 0; i < all.size(); ++i) {
+        if (present_mask >> i & 1) present.push_back(all[i]);
+        if (verified_mask >> i & 1) verified.push_back(all[i]);
+      }
+      for (int keep = 1; keep <= 3; ++keep) {
+        SCOPED_TRACE(::testing::Message()
+                     << "present " << present_mask << " verified " << verified_mask << " keep " << keep);
+        const auto removed = steps_to_prune(present, verified, keep);
+        const auto gone = [&](std::int64_t s) { return std::count(removed.begin(), removed.end(), s) > 0; };
+        for (const auto s : removed) EXPECT_TRUE(std::count(present.begin(), present.end(), s) == 1);
+        if (static_cast<int>(verified.size()) < keep) {
+          EXPECT_TRUE(removed.empty());
+          continue;
+        }
+        const auto kept_from = verified.end() - keep;
+        for (auto it = kept_from; it != verified.end(); ++it) EXPECT_FALSE(gone(*it));
+        for (const auto s : present) EXPECT_EQ(gone(s), s < *kept_from) << "step " << s;
+      }
+      if (verified_mask == 0) break;
+    }
+}
+
+// The H200 sequence of issue 16 on the store alone: 10 damaged after its commit (the ckpt-corrupt fault
+// fired while 15 was in flight), then 15 committed. Pruning to 2 must keep 5 (10 does not count), so when
+// 15 is damaged too the restore still has 5 to walk back to.
+TEST_F(CheckpointStoreTest, PruneCountsOnlyVerifiedCheckpoints) {
+  CheckpointStore store(root);
+  save(store, 5, 2, 4096);
+  save(store, 10, 2, 4096);
+  corrupt(store, 10, 0);
+  save(store, 15, 2, 4096);
+  EXPECT_TRUE(store.prune(2, 2, 15).empty());  // as the training job calls it, right after committing 15
+  EXPECT_EQ(store.list_steps(), (std::vector<std::int64_t>{5, 10, 15}));
+  corrupt(store, 15, 1);
+  auto choice = store.find_newest_valid(2);
+  ASSERT_TRUE(choice.chosen);
+  EXPECT_EQ(choice.chosen->step, 5);
+  ASSERT_EQ(choice.skipped.size(), 2u);
+  EXPECT_NE(choice.skipped[0].reason.find("rank-00001.shard checksum mismatch"), std::string::npos);
+  EXPECT_NE(choice.skipped[1].reason.find("rank-00000.shard checksum mismatch"), std::string::npos);
+  // Once 20 verifies, 15 and 10 (damaged) sit between the kept 5 and 20: only older ones may go.
+  save(store, 20, 2, 4096);
+  EXPECT_TRUE(store.prune(2, 2).empty());
+  save(store, 25, 2, 4096);
+  EXPECT_EQ(store.prune(2, 2), (std::vector<std::string>{"step-00000005", "step-00000010", "step-00000015"}));
+  EXPECT_EQ(store.list_steps(), (std::vector<std::int64_t>{20, 25}));
+}
+
+// After a walk-back (restored 5; 15 and 20 damaged), the re-run's commit of 10 must not be pruned in favour
+// of the newer damaged ones, as a prune by step number over manifests did.
+TEST_F(CheckpointStoreTest, PruneAfterAWalkBackKeepsTheNewCommit) {
+  CheckpointStore store(root);
+  for (const std::int64_t s : {5, 15, 20}) save(store, s, 1, 2048);
+  corrupt(store, 15, 0);
+  corrupt(store, 20, 0);
+  save(store, 10, 1, 2048);
+  EXPECT_TRUE(store.prune(2, 1).empty());
+  const auto choice = store.find_newest_valid(1);
+  ASSERT_TRUE(choice.chosen);
+  EXPECT_EQ(choice.chosen->step, 10);
+  save(store, 15, 1, 2048);  // the re-run overwrites the damaged 15; now 5 may go
+  EXPECT_EQ(store.prune(2, 1), (std::vector<std::string>{"step-00000005"}));
+  EXPECT_EQ(store.list_steps(), (std::vector<std::int64_t>{10, 15, 20}));
+}
+
+TEST_F(CheckpointStoreTest, PruneWithFewerVerifiedThanKeepRemovesNothing) {
+  CheckpointStore store(root);
+  for (const std::int64_t s : {10, 20, 30}) save(store, s, 1, 1024);
+  corrupt(store, 20, 0);
+  corrupt(store, 30, 0);
+  store.write_shard(5, 0, state_bytes(1024, 1));  // an uncommitted leftover, older than every checkpoint
+  EXPECT_TRUE(store.prune(2, 1).empty());
+  EXPECT_EQ(store.list_steps(), (std::vector<std::int64_t>{5, 10, 20, 30}));
+  // A checkpoint written by another world size does not verify for this one and does not count either.
+  EXPECT_TRUE(store.prune(1, 3).empty());
+}
+
+// verify remembers the hashes of unchanged shards (prune re-checks kept checkpoints at every commit), but
+// a write in place after that, even the next instant, is still found.
+TEST_F(CheckpointStoreTest, RememberedHashesNeverHideALaterCorruption) {
+  CheckpointStore store(root);
+  save(store, 10, 2, 1 << 16);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1100));  // older than the file-time granularity rule
+  ASSERT_TRUE(store.verify(10, 2, nullptr));
+  ASSERT_TRUE(store.verify(10, 2, nullptr));  // from the remembered hashes
+  corrupt(store, 10, 1);
+  std::string why;
+  EXPECT_FALSE(store.verify(10, 2, &why));
+  EXPECT_NE(why.find("rank-00001.shard checksum mismatch"), std::string::npos) << why;
+  // Replaced by a rename (a re-run of the step writes a new shard): read again, verifies again.
+  store.write_shard(10, 1, state_bytes(1 << 16, 1001));
+  EXPECT_TRUE(store.verify(10, 2, nullptr));
+}
+
+// The checkpoint just committed counts without re-reading its bytes, but only if its manifest reads back
+// and every shard is there with its size.
+TEST_F(CheckpointStoreTest, TheJustCommittedCheckpointCountsOnlyWhenWhole) {
+  CheckpointStore store(root);
+  for (const std::int64_t s : {10, 20, 30}) save(store, s, 2, 2048);
+  fs::remove(store.dir_for(30) / CheckpointStore::shard_file(1));
+  EXPECT_EQ(store.prune(1, 2, 30), (std::vector<std::string>{"step-00000010"}));  // 20 is the one kept
+  EXPECT_EQ(store.list_steps(), (std::vector<std::int64_t>{20, 30}));
+  save(store, 40, 2, 2048);
+  EXPECT_EQ(store.prune(1, 2, 40), (std::vector<std::string>{"step-00000020", "step-00000030"}));
+}
+
+TEST_F(CheckpointStoreTest, WalkBackBelowAStepThatFailedElsewhere) {
+  CheckpointStore store(root);
+  for (const std::int64_t s : {10, 20, 30}) save(store, s, 2, 1024);
+  const auto choice = store.find_newest_valid(2, 30);
+  ASSERT_TRUE(choice.chosen);
+  EXPECT_EQ(choice.chosen->step, 20);
+  EXPECT_TRUE(choice.skipped.empty());
+  EXPECT_FALSE(store.find_newest_valid(2, 10).chosen);
+}
+
+TEST_F(CheckpointStoreTest, CommitRefusesAMissingShard) {
+  CheckpointStore store(root);
+  std::vector<ShardInfo> shards{store.write_shard(10, 0, state_bytes(1024, 1)),
+                                store.write_shard(10, 1, state_bytes(1024, 2))};
+  fs::remove(store.dir_for(10) / CheckpointStore::shard_file(1));
+  try {
+    store.commit(10, shards);
+    FAIL() << "expected the commit to be refused";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("shard rank-00001.shard is missing"), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(fs::exists(store.dir_for(10) / "manifest.json"));
+  shards[1].bytes = 1000;  // wrong size listed
+  store.write_shard(10, 1, state_bytes(1024, 2));
+  EXPECT_THROW(store.commit(10, shards), Error);
+  EXPECT_TRUE(store.committed_steps().empty());
+}
+
+TEST(CheckpointPauses, ParsesPhasesSecondsAndSteps) {
+  const auto p = parse_checkpoint_pauses("shard=1.5, manifest=2@20,prune=0,restore=3@0");
+  ASSERT_EQ(p.size(), 4u);
+  EXPECT_EQ(p[0].phase, CheckpointPhase::shard);
+  EXPECT_DOUBLE_EQ(p[0].seconds, 1.5);
+  EXPECT_EQ(p[0].step, -1);
+  EXPECT_EQ(p[1].phase, CheckpointPhase::manifest);
+  EXPECT_EQ(p[1].step, 20);
+  EXPECT_EQ(p[2].phase, CheckpointPhase::prune);
+  EXPECT_EQ(p[3].phase, CheckpointPhase::restore);
+  EXPECT_EQ(p[3].step, 0);
+  EXPECT_TRUE(parse_checkpoint_pauses("").empty());
+  for (const char* bad : {"shard", "write=1", "shard=x", "shard=-1", "shard=1@", "shard=1@-2", "shard=1e9"}) {
+    try {
+      parse_checkpoint_pauses(bad);
+      ADD_FAILURE() << "accepted " << bad;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::usage) << bad;
+      EXPECT_NE(std::string(e.what()).find("FACTORYBENCH_TEST_CKPT_PAUSE"), std::string::npos) << e.what();
+    }
+  }
 }
 
 TEST_F(CheckpointStoreTest, AsyncWriterWritesFromItsOwnCopy) {
@@ -216,7 +397,7 @@ TEST_F(CheckpointStoreTest, KillNineMidWriteNeverLosesTheLastCheckpoint) {
               store.write_shard(step, r, state_bytes(kShard, static_cast<std::uint64_t>(step)), paced));
         std::this_thread::sleep_for(std::chrono::milliseconds(20));  // shards durable, manifest not yet
         store.commit(step, shards);
-        store.prune(2);
+        store.prune(2, 2);
         const char c = 'c';
         if (::write(ready[1], &c, 1) != 1) ::_exit(1);
       }
