@@ -163,6 +163,7 @@ void run_measurements(reports::Result& r, const TrainPlan& plan, const TrainRun&
   metric("steps_completed", static_cast<double>(run.steps_run), "count", Better::none);
   if (plan.model.moe) metric("moe_load_imbalance", run.moe_imbalance, "ratio", Better::lower);
   r.extra["breakdown"] = run.breakdown_seconds;
+  r.extra["breakdown_categories"] = train::breakdown_categories();  // stacking order for printers
   double parts = 0;
   for (const auto& [k, v] : run.breakdown_seconds) parts += v;
   r.extra["breakdown_note"] = fmt::format(
