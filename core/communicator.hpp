@@ -109,4 +109,9 @@ std::unique_ptr<Communicator> make_communicator(MpiContext& mpi, Backend& backen
 // MPI engine over a duplicate of `comm` (freed on destruction); buffers must be host memory.
 std::unique_ptr<Communicator> make_mpi_communicator(MPI_Comm comm, Backend& backend);
 
+// MPI engine over a duplicate of the world for host values whatever the run's backend: the control plane
+// (agreed losses, step times, counters) of a workload whose data plane may be NCCL. Collective over the
+// world.
+std::unique_ptr<Communicator> make_host_communicator(MpiContext& mpi);
+
 }  // namespace fb

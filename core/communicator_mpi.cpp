@@ -16,6 +16,8 @@
 #include "core/communicator.hpp"
 #include "core/element_access.hpp"
 #include "core/error.hpp"
+#include "core/host_backend.hpp"
+#include "core/mpi_context.hpp"
 #include "core/mpi_check.hpp"
 
 namespace fb {
@@ -306,6 +308,12 @@ std::unique_ptr<Communicator> make_mpi_communicator(MPI_Comm comm, Backend& back
   MPI_Comm dup = MPI_COMM_NULL;
   FB_CHECK_MPI(MPI_Comm_dup(comm, &dup));
   return std::make_unique<MpiCommunicator>(dup, backend, std::make_shared<MpiTypes>());
+}
+
+std::unique_ptr<Communicator> make_host_communicator(MpiContext& mpi) {
+  // The engine only calls the backend's synchronize(), a no-op on the host backend; one shared instance.
+  static HostBackend host;
+  return make_mpi_communicator(mpi.world(), host);
 }
 
 }  // namespace fb

@@ -2,7 +2,8 @@
 // Charts (each a <figure class="chart"> holding exactly one <svg>):
 //   busbw vs message size per collective (log x)        results "collective" with params.bytes, busbw_gbps
 //   GEMM TFLOP/s per shape with peak and MAMF lines     results "gemm" with tflops; system.peak_tflops
-//   training-step breakdown as stacked bars             results "train" with extra.breakdown {category: s}
+//   training-step breakdown as stacked bars             results "train" with extra.breakdown {category: s},
+//                                                         segments in extra.breakdown_categories' order
 //   resilience timeline as a Gantt strip                summary.timeline, or derived from report.events
 //   per-rank heat strips that make a straggler visible  results' per_rank arrays
 //   benchmark timeline, then clocks and temperature     results' extra.telemetry windows; summary.telemetry
@@ -178,13 +179,16 @@ std::vector<Figure> train_figures(const std::vector<NamedReport>& reports) {
   svg::StackedBarChart chart;
   chart.title = "Training step: where the time goes";
   chart.y_label = "seconds per step";
-  Ordered<int> segments;
+  Ordered<int> segments, declared;  // declared: the order results give in extra.breakdown_categories
   std::vector<std::map<std::string, double>> bars;
   for (std::size_t i = 0; i < reports.size(); ++i) {
     for (const auto& r : reports[i].report.results) {
       if (r.benchmark != "train" || !r.extra.is_object() || !r.extra.contains("breakdown") ||
           !r.extra["breakdown"].is_object())
         continue;
+      if (r.extra.contains("breakdown_categories") && r.extra["breakdown_categories"].is_array())
+        for (const auto& cat : r.extra["breakdown_categories"])
+          if (cat.is_string()) declared[cat.get<std::string>()];
       std::map<std::string, double> bar;
       for (const auto& [cat, v] : r.extra["breakdown"].items()) {
         if (!v.is_number()) continue;
@@ -199,18 +203,9 @@ std::vector<Figure> train_figures(const std::vector<NamedReport>& reports) {
     }
   }
   if (bars.empty()) return {};
-  // Segments in the training step's own order (compute at the bottom, exposed communication above), then
-  // any other categories in order of appearance.
-  static const char* const kStepOrder[] = {"gemm",
-                                           "attention",
-                                           "moe_dispatch_combine",
-                                           "elementwise",
-                                           "exposed_tp_comm",
-                                           "exposed_ep_comm",
-                                           "exposed_dp_comm",
-                                           "optimizer",
-                                           "pipeline_bubble"};
-  for (const char* cat : kStepOrder)
+  // Segments in the order the results declare (the training step's: compute at the bottom, exposed
+  // communication above), then any other categories in order of appearance.
+  for (const auto& cat : declared.order)
     if (segments.items.count(cat)) chart.segment_names.push_back(cat);
   for (const auto& cat : segments.order)
     if (std::find(chart.segment_names.begin(), chart.segment_names.end(), cat) == chart.segment_names.end())

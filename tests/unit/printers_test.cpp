@@ -259,6 +259,24 @@ TEST(ReportHtml, OneSvgPerChartAndSelfContained) {
   EXPECT_NE(html.find("rank 2 is more than 5% slower than the median in 3 of 3 rows"), std::string::npos);
 }
 
+TEST(ReportHtml, TrainBreakdownSegmentsFollowTheCategoriesTheResultCarries) {
+  // The printer knows no category names: the result's extra.breakdown_categories gives the stacking order,
+  // categories it does not list follow in order of appearance.
+  auto train = result("train", "tiny/tp1/fp32", {{"step_time_s", metric(1, Better::lower, "s")}});
+  train.extra["breakdown"] = {{"alpha", 0.2}, {"mid", 0.3}, {"unlisted", 0.1}, {"zulu", 0.4}};
+  train.extra["breakdown_categories"] = {"zulu", "alpha", "mid"};
+  const std::string html = render_html({{"r.json", run("r", {train})}});
+  // Each segment's rectangle is titled "<bar> \u2014 <segment>: <value>", in stacking order.
+  const auto at = [&](const char* segment) { return html.find(std::string("\u2014 ") + segment + ": "); };
+  ASSERT_NE(at("zulu"), std::string::npos) << html;
+  ASSERT_NE(at("alpha"), std::string::npos);
+  ASSERT_NE(at("mid"), std::string::npos);
+  ASSERT_NE(at("unlisted"), std::string::npos);
+  EXPECT_LT(at("zulu"), at("alpha"));
+  EXPECT_LT(at("alpha"), at("mid"));
+  EXPECT_LT(at("mid"), at("unlisted"));
+}
+
 TEST(ReportHtml, TelemetryTimelineWithClocksAndTemperatureUnderIt) {
   // --telemetry full: two results with their windows, two ranks' series (GPU readings on rank 0, the host's
   // on rank 1, which started 0.5 s later), so: the timeline, a clock chart and a temperature chart.

@@ -1,0 +1,37 @@
+#include "workloads/train/gradient_reduction.hpp"
+
+#include <algorithm>
+
+namespace fb::workloads::train {
+
+void GradientReduction::layer_done(std::int64_t layer) {
+  const std::int64_t n_layers = static_cast<std::int64_t>(w_.layers.size()), bucket = c_.o.bucket_layers;
+  if (layer < n_layers && layer % bucket != 0) return;  // a bucket completes at its first layer
+  const std::int64_t end_layer = layer == n_layers ? n_layers + 1 : std::min(layer + bucket, n_layers);
+  reduce_range(w_.dense, c_.groups.dp.get(), c_.o.parallel.dp, w_.dense.layer_begin[layer],
+               w_.dense.layer_begin[end_layer], "dp_allreduce/grads");
+  if (w_.experts.count && layer < n_layers)
+    reduce_range(w_.experts, c_.groups.edp.get(), c_.groups.edp->size(), w_.experts.layer_begin[layer],
+                 w_.experts.layer_begin[std::min(end_layer, n_layers)], "edp_allreduce/expert_grads");
+}
+
+void GradientReduction::reduce_range(Region& r, Communicator* comm, std::int64_t size, std::int64_t begin,
+                                     std::int64_t end, const char* name) {
+  if (size <= 1 || end <= begin) return;
+  c_.mark(kDpComm);
+  void* p = c_.at(r.grad, begin);
+  const auto count = static_cast<std::size_t>(end - begin);
+  c_.count_bytes(name, static_cast<double>((end - begin) * c_.elem()));
+  if (c_.o.overlap)
+    pending_.push_back(comm->start_allreduce(p, p, count, c_.dt, ReduceOp::sum));
+  else
+    comm->allreduce(p, p, count, c_.dt, ReduceOp::sum);
+}
+
+void GradientReduction::finish() {
+  c_.mark(kDpComm);
+  for (auto& r : pending_) r->wait();
+  pending_.clear();
+}
+
+}  // namespace fb::workloads::train

@@ -1,0 +1,76 @@
+#include "workloads/train/model_state.hpp"
+
+#include <fmt/format.h>
+#include <xxhash.h>
+
+#include <cstring>
+#include <vector>
+
+#include "core/error.hpp"
+#include "core/numeric_formats.hpp"
+
+namespace fb::workloads::train {
+
+std::uint64_t ModelState::bytes() const {
+  return static_cast<std::uint64_t>(w_.dense.count + w_.experts.count) * 12;
+}
+
+void ModelState::check_size(std::size_t n) const {
+  if (n != bytes())
+    throw runtime_error(fmt::format("train state: buffer of {} bytes, expected {}", n, bytes()));
+}
+
+void ModelState::snapshot(std::span<std::byte> out) {
+  check_size(out.size());
+  std::size_t at = 0;
+  for (Region* r : {&w_.dense, &w_.experts})
+    for (DeviceBuffer* b : {&r->master, &r->m, &r->v}) {
+      const std::size_t n = static_cast<std::size_t>(r->count) * 4;
+      if (n) c_.backend.copy_to_host(out.data() + at, *b, n);
+      at += n;
+    }
+}
+
+void ModelState::restore(std::span<const std::byte> in) {
+  check_size(in.size());
+  std::size_t at = 0;
+  for (Region* r : {&w_.dense, &w_.experts}) {
+    for (DeviceBuffer* b : {&r->master, &r->m, &r->v}) {
+      const std::size_t n = static_cast<std::size_t>(r->count) * 4;
+      if (n) c_.backend.copy_to_device(*b, in.data() + at, n);
+      at += n;
+    }
+    if (r->count) c_.k->convert_from_fp32(r->master.as<float>(), r->param.data(), c_.dt, r->count);
+  }
+  c_.backend.synchronize();
+}
+
+std::uint64_t ModelState::replicated_checksum() {
+  std::vector<float> host(static_cast<std::size_t>(w_.dense.count));
+  c_.backend.copy_to_host(host.data(), w_.dense.master, host.size() * 4);
+  return XXH3_64bits(host.data(), host.size() * 4);
+}
+
+void ModelState::flip_bit(std::uint64_t bit_index) {
+  const std::uint64_t bits = static_cast<std::uint64_t>(w_.dense.count) * 32;
+  const std::uint64_t b = bit_index % bits;
+  const std::size_t element = static_cast<std::size_t>(b / 32);
+  std::uint32_t word = 0;
+  c_.backend.copy_to_host(&word, w_.dense.master, 4, element * 4);
+  word ^= 1u << (b % 32);
+  c_.backend.copy_to_device(w_.dense.master, &word, 4, element * 4);
+  float value;
+  std::memcpy(&value, &word, 4);
+  // The working copy in the step dtype follows the master weight.
+  std::vector<std::byte> converted(c_.e);
+  if (c_.dt == DType::fp32) {
+    std::memcpy(converted.data(), &value, 4);
+  } else {
+    const std::uint16_t bf = fb::float_to_bf16(value);
+    std::memcpy(converted.data(), &bf, 2);
+  }
+  c_.backend.copy_to_device(w_.dense.param, converted.data(), c_.e, element * c_.e);
+  c_.backend.synchronize();
+}
+
+}  // namespace fb::workloads::train

@@ -1,0 +1,133 @@
+#include "workloads/train/model_weights.hpp"
+
+#include <cmath>
+#include <utility>
+
+#include "core/random_fill.hpp"
+#include "workloads/layer_gemm_shapes.hpp"
+
+namespace fb::workloads::train {
+
+std::int64_t Region::add(std::int64_t in, std::int64_t out, bool tp_replicated) {
+  tensors.push_back({count, in, out, tp_replicated});
+  seed_ids.push_back(next_id++);
+  count += in * out;
+  return static_cast<std::int64_t>(tensors.size()) - 1;
+}
+
+namespace {
+
+void add_attention(const StepContext& c, Region& dense, LayerWeights& w) {
+  if (c.m.mla) {
+    for (const auto& p : mla_projections(c.m, c.o.parallel.tp)) {
+      const std::int64_t t = dense.add(p.in, p.out, p.tp_replicated);
+      if (p.role == "q_down") w.q_down = t;
+      if (p.role == "q_up") w.q_up = t;
+      if (p.role == "q") w.q = t;
+      if (p.role == "kv_down") w.kv_down = t;
+      if (p.role == "kv_up") w.kv_up = t;
+      if (p.role == "attn_out") w.attn_out = t;
+    }
+  } else {
+    w.qkv = dense.add(c.m.hidden, c.l.qkv_width);
+    w.attn_out = dense.add(c.l.heads * c.l.head_dim, c.m.hidden);
+  }
+}
+
+void add_feed_forward(const StepContext& c, ModelWeights& mw, LayerWeights& w) {
+  const std::int64_t h = c.m.hidden, up = c.swiglu() ? 2 : 1;
+  if (w.moe) {
+    w.router = mw.dense.add(h, c.m.moe->experts, true);
+    if (c.l.shared_ffn > 0) {
+      w.shared_up = mw.dense.add(h, up * c.l.shared_ffn);
+      w.shared_down = mw.dense.add(c.l.shared_ffn, h);
+    }
+    w.expert_up = static_cast<std::int64_t>(mw.experts.tensors.size());
+    for (std::int64_t e = 0; e < c.l.local_experts; ++e) {
+      mw.experts.add(h, up * c.l.expert_ffn);
+      mw.experts.add(c.l.expert_ffn, h);
+    }
+  } else {
+    w.mlp_up = mw.dense.add(h, up * c.l.ffn);
+    w.mlp_down = mw.dense.add(c.l.ffn, h);
+  }
+}
+
+// Allocates a region's buffers and fills the weights (fp32 master, converted to the step dtype).
+void initialise(StepContext& c, Region& r, std::uint64_t seed, std::uint64_t replicated_seed) {
+  r.param = c.alloc(r.count, c.e);
+  r.grad = c.alloc(r.count, c.e);
+  r.master = c.alloc(r.count, 4);
+  r.m = c.alloc(r.count, 4);
+  r.v = c.alloc(r.count, 4);
+  if (r.count == 0) return;
+  std::vector<float> host(static_cast<std::size_t>(r.count));
+  for (std::size_t t = 0; t < r.tensors.size(); ++t) {
+    const auto& ten = r.tensors[t];
+    const double a = 1.0 / std::sqrt(static_cast<double>(ten.in));
+    fill_random_host(host.data() + ten.offset, static_cast<std::size_t>(ten.in * ten.out), DType::fp32,
+                     derive_seed(ten.tp_replicated ? replicated_seed : seed, r.seed_ids[t]), a / 16, a);
+  }
+  c.backend.copy_to_device(r.master, host.data(), host.size() * 4);
+  c.k->convert_from_fp32(r.master.as<float>(), r.param.data(), c.dt, r.count);
+  c.k->scale(r.m.data(), DType::fp32, r.count, 0.0f);
+  c.k->scale(r.v.data(), DType::fp32, r.count, 0.0f);
+}
+
+}  // namespace
+
+ModelWeights make_model_weights(StepContext& c, std::int64_t first_layer, bool last_stage) {
+  ModelWeights mw;
+  mw.layers.resize(static_cast<std::size_t>(c.l.layers));
+  for (std::int64_t i = 0; i < c.l.layers; ++i) {
+    auto& w = mw.layers[static_cast<std::size_t>(i)];
+    mw.dense.layer_begin.push_back(mw.dense.count);
+    mw.experts.layer_begin.push_back(mw.experts.count);
+    mw.dense.next_id = static_cast<std::uint64_t>(first_layer + i) << 8;
+    mw.experts.next_id = static_cast<std::uint64_t>(first_layer + i) << 24;
+    add_attention(c, mw.dense, w);
+    w.moe = c.m.is_moe_layer(first_layer + i);
+    add_feed_forward(c, mw, w);
+  }
+  mw.dense.layer_begin.push_back(mw.dense.count);
+  mw.experts.layer_begin.push_back(mw.experts.count);
+  mw.dense.next_id = std::uint64_t{1} << 40;
+  if (last_stage) mw.logits = mw.dense.add(c.m.hidden, c.l.vocab);
+  mw.dense.layer_begin.push_back(mw.dense.count);
+
+  // Seeded by this rank's TP shard (experts: EP rank) and the tensor's place in the model: the same on every
+  // data-parallel replica, and the same model whatever the pipeline split.
+  const std::uint64_t replicated_seed = derive_seed(c.o.seed, 999);
+  initialise(c, mw.dense, derive_seed(c.o.seed, static_cast<std::uint64_t>(1000 + c.coords.t)),
+             replicated_seed);
+  initialise(c, mw.experts, derive_seed(c.o.seed, static_cast<std::uint64_t>(500000 + c.coords.ep_rank)),
+             replicated_seed);
+  return mw;
+}
+
+const void* weight(const StepContext& c, const Region& r, std::int64_t t) {
+  return c.at(r.param, r.tensors[static_cast<std::size_t>(t)].offset);
+}
+void* weight_grad(const StepContext& c, Region& r, std::int64_t t) {
+  return c.at(r.grad, r.tensors[static_cast<std::size_t>(t)].offset);
+}
+
+void linear_forward(StepContext& c, const Region& r, std::int64_t t, const void* x, std::int64_t rows,
+                    void* y, double beta) {
+  const auto& w = r.tensors[static_cast<std::size_t>(t)];
+  c.gemm(w.out, rows, w.in, true, false, weight(c, r, t), w.in, x, w.in, y, w.out, beta);
+}
+
+void linear_dgrad(StepContext& c, const Region& r, std::int64_t t, const void* dy, std::int64_t rows,
+                  void* dx, double beta) {
+  const auto& w = r.tensors[static_cast<std::size_t>(t)];
+  c.gemm(w.in, rows, w.out, false, false, weight(c, r, t), w.in, dy, w.out, dx, w.in, beta);
+}
+
+void linear_wgrad(StepContext& c, Region& r, std::int64_t t, const void* x, const void* dy,
+                  std::int64_t rows) {
+  const auto& w = r.tensors[static_cast<std::size_t>(t)];
+  c.gemm(w.in, w.out, rows, false, true, x, w.in, dy, w.out, weight_grad(c, r, t), w.in, 1.0);
+}
+
+}  // namespace fb::workloads::train

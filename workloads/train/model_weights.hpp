@@ -1,0 +1,63 @@
+#pragma once
+// A rank's shard of the model's parameters: where each tensor lives, how it is seeded, and the linear-layer
+// GEMMs on it (forward, input gradient, weight gradient).
+#include <cstdint>
+#include <vector>
+
+#include "core/backend.hpp"
+#include "workloads/train/step_context.hpp"
+
+namespace fb::workloads::train {
+
+// One parameter region (dense: replicated over DP; experts: over expert-DP): weights and gradients in the
+// step dtype, fp32 master weights and Adam moments.
+struct Region {
+  std::int64_t count = 0;
+  DeviceBuffer param, grad, master, m, v;
+  struct Tensor {
+    std::int64_t offset, in, out;
+    bool tp_replicated;  // identical on every TP rank (router, MLA down projections): seeded without t
+  };
+  std::vector<Tensor> tensors;
+  std::vector<std::int64_t> layer_begin;  // element offset where each layer's tensors begin (+ end sentinel)
+  // Seed id of each tensor: set `next_id` per model layer so that a tensor's initial values depend on its
+  // place in the model, not on how pipeline stages split the layers.
+  std::vector<std::uint64_t> seed_ids;
+  std::uint64_t next_id = 0;
+  std::int64_t add(std::int64_t in, std::int64_t out, bool tp_replicated = false);
+};
+
+// Tensor indices of one layer (-1: absent). MoE layers index their first local expert's up projection in
+// the expert region; expert e's up and down projections are expert_up + 2e and expert_up + 2e + 1.
+struct LayerWeights {
+  std::int64_t qkv = -1, attn_out = -1, mlp_up = -1, mlp_down = -1, router = -1, shared_up = -1,
+               shared_down = -1;
+  std::int64_t q_down = -1, q_up = -1, q = -1, kv_down = -1, kv_up = -1;  // MLA (q: q_lora_rank 0)
+  std::int64_t expert_up = -1;
+  bool moe = false;
+};
+
+struct ModelWeights {
+  Region dense, experts;
+  std::vector<LayerWeights> layers;  // this pipeline stage's layers
+  std::int64_t logits = -1;          // the output layer (last stage only)
+};
+
+// Lays out this stage's layers (global indices first_layer…) and initialises them: weights ~ ±[1/16, 1]/√in,
+// seeded by the tensor's place in the model and this rank's TP shard (experts: EP rank); moments zero.
+ModelWeights make_model_weights(StepContext& c, std::int64_t first_layer, bool last_stage);
+
+// Linear layer with W stored in×out (column-major, lda = in), activations width×rows.
+const void* weight(const StepContext& c, const Region& r, std::int64_t t);
+void* weight_grad(const StepContext& c, Region& r, std::int64_t t);
+// y = Wᵀx (+ beta·y).
+void linear_forward(StepContext& c, const Region& r, std::int64_t t, const void* x, std::int64_t rows,
+                    void* y, double beta = 0);
+// dx = W·dy (+ beta·dx).
+void linear_dgrad(StepContext& c, const Region& r, std::int64_t t, const void* dy, std::int64_t rows,
+                  void* dx, double beta = 0);
+// dW += x·dyᵀ.
+void linear_wgrad(StepContext& c, Region& r, std::int64_t t, const void* x, const void* dy,
+                  std::int64_t rows);
+
+}  // namespace fb::workloads::train

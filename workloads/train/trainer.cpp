@@ -1,0 +1,154 @@
+#include "workloads/train/trainer.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "core/random_fill.hpp"
+#include "workloads/train/mla_attention.hpp"
+
+namespace fb::workloads::train {
+
+Trainer::Trainer(const TrainOptions& o, const TrainPlan& plan, MpiContext& mpi, Backend& backend,
+                 Communicator& control)
+    : c_(o, plan, mpi, backend),
+      mpi_(mpi),
+      control_(control),
+      first_stage_(c_.coords.p == 0),
+      last_stage_(c_.coords.p == o.parallel.pp - 1),
+      first_layer_(stage_layers(plan.model, o.parallel, c_.coords.p).first),
+      w_(make_model_weights(c_, first_layer_, last_stage_)),
+      state_(c_, w_),
+      pipeline_(c_),
+      attention_(c_, w_.dense,
+                 plan.model.mla ? make_mla_projection(c_, w_.dense) : make_gqa_projection(c_, w_.dense)),
+      mlp_(c_, w_.dense),
+      moe_(plan.model.moe ? std::make_unique<MoeLayer>(c_, w_) : nullptr),
+      grads_(c_, w_),
+      optimizer_(c_, w_) {
+  allocate_activations();
+  init_data();
+}
+
+// One set per micro-batch in flight (1F1B: min(P − stage, grad_accum); 1 without pipelining), and the
+// workspace sized for the widest activation.
+void Trainer::allocate_activations() {
+  const auto& l = c_.l;
+  const std::int64_t T = l.tokens, h = c_.m.hidden, up = c_.swiglu() ? 2 : 1;
+  acts_.resize(static_cast<std::size_t>(pipeline_.slots()));
+  for (auto& slot_acts : acts_) {
+    slot_acts.resize(w_.layers.size());
+    for (std::size_t i = 0; i < w_.layers.size(); ++i) {
+      attention_.allocate(slot_acts[i], w_.layers[i]);
+      feed_forward(w_.layers[i]).allocate(slot_acts[i], w_.layers[i]);
+    }
+  }
+  x_out_ = c_.act(T * h);
+  if (last_stage_) logits_ = c_.act(T * l.vocab);
+  const std::int64_t widest = std::max({h, l.qkv_width, l.heads * l.head_dim, l.heads * l.v_head_dim,
+                                        up * std::max(l.ffn, l.shared_ffn), l.vocab});
+  c_.ws.tmp = c_.act(T * std::max(h, l.heads * l.head_dim));
+  c_.ws.g_a = c_.act(T * widest);
+  c_.ws.g_b = c_.act(T * widest);
+  c_.ws.g_c = c_.act(T * widest);
+}
+
+// Input activations (the embedding output) per data-parallel rank on the first pipeline stage; TP ranks of a
+// group share them.
+void Trainer::init_data() {
+  if (!first_stage_) return;
+  input_ = c_.act(c_.l.tokens * c_.m.hidden);
+  c_.backend.fill_random(
+      input_, c_.dt,
+      derive_seed(c_.o.seed, static_cast<std::uint64_t>(77 + c_.coords.p * 4096 + c_.coords.d)), 0.0625, 1.0);
+}
+
+std::vector<LayerActs>& Trainer::slot(std::int64_t micro_batch) {
+  return acts_[static_cast<std::size_t>(micro_batch % static_cast<std::int64_t>(acts_.size()))];
+}
+
+StepStats Trainer::step(std::int64_t step_number, bool profile) {
+  c_.backend.synchronize();
+  mpi_.barrier();
+  c_.timer.start(profile);
+  c_.k->scale(w_.dense.grad.data(), c_.dt, w_.dense.count, 0.0f);
+  if (w_.experts.count) c_.k->scale(w_.experts.grad.data(), c_.dt, w_.experts.count, 0.0f);
+  const double local_loss = pipeline_.run(*this);
+  grads_.finish();
+  const double sq = optimizer_.gradient_sum_squares();
+  optimizer_.update(step_number);
+  c_.mark(kElementwise);
+  c_.backend.synchronize();
+  StepStats s;
+  s.seconds = c_.timer.stop();
+  s.cat = c_.timer.seconds();
+
+  // Loss and gradient norm agreed by all ranks (a NaN anywhere spreads, as it would through the gradients).
+  double sums[2] = {local_loss / static_cast<double>(c_.plan.shape.grad_accum), sq};
+  if (state_.take_poison()) sums[0] = sums[1] = std::numeric_limits<double>::quiet_NaN();
+  s.local_finite = std::isfinite(sums[0]) && std::isfinite(sums[1]);
+  control_.allreduce(sums, sums, 2, DType::fp64, ReduceOp::sum);
+  s.loss = sums[0] / static_cast<double>(mpi_.size() / c_.o.parallel.pp);  // the last stage's ranks
+  s.grad_norm = std::sqrt(sums[1]);
+  return s;
+}
+
+std::map<std::string, double> Trainer::take_collective_bytes() {
+  auto out = std::move(c_.coll_bytes);
+  c_.coll_bytes.clear();
+  return out;
+}
+
+// One micro-batch through this stage's layers; the first stage reads the embedding output, the last runs
+// the output layer and returns the loss.
+double Trainer::forward(std::int64_t micro_batch) {
+  auto& acts = slot(micro_batch);
+  if (first_stage_) {
+    c_.mark(kElementwise);
+    c_.copy(c_.my_rows(acts[0].x_in), c_.my_rows(input_), c_.rows * c_.m.hidden);
+  }
+  for (std::size_t i = 0; i < w_.layers.size(); ++i) {
+    void* out = i + 1 < w_.layers.size() ? acts[i + 1].x_in.data() : x_out_.data();
+    attention_.forward(acts[i], w_.layers[i], acts[i].x_mid.data());
+    feed_forward(w_.layers[i]).forward(acts[i], w_.layers[i], out);
+  }
+  return last_stage_ ? output_forward() : 0.0;
+}
+
+// One micro-batch back through this stage's layers. g_a holds the gradient w.r.t. the stage output (the last
+// stage: from the output layer; others: received from the next stage) and ends holding the gradient w.r.t.
+// the stage input (this rank's rows).
+void Trainer::backward(std::int64_t micro_batch, bool last_micro_batch) {
+  auto& acts = slot(micro_batch);
+  if (last_stage_) output_backward(last_micro_batch);
+  for (std::size_t i = w_.layers.size(); i-- > 0;) {
+    feed_forward(w_.layers[i]).backward(acts[i], w_.layers[i]);  // g_a → g_b (d x_mid)
+    attention_.backward(acts[i], w_.layers[i]);                  // g_b → g_a (d x_in)
+    if (last_micro_batch) grads_.layer_done(static_cast<std::int64_t>(i));
+  }
+}
+
+// Output layer and synthetic loss: mean square of this rank's logits (a deterministic function of weights
+// and data); its gradient, scaled, starts the backward pass.
+double Trainer::output_forward() {
+  const std::int64_t T = c_.l.tokens, V = c_.l.vocab;
+  c_.tp_gather(x_out_.data(), "logits_in");
+  c_.mark(kGemm);
+  linear_forward(c_, w_.dense, w_.logits, x_out_.data(), T, logits_.data());
+  c_.mark(kElementwise);
+  const double loss = c_.k->sum_squares(logits_.data(), c_.dt, T * V) / static_cast<double>(T * V);
+  c_.k->scale(logits_.data(), c_.dt, T * V, 2.0f / static_cast<float>(T));
+  return loss;
+}
+
+// d x_out (g_a) = logits dgrad; wgrad of the output layer (its own gradient bucket).
+void Trainer::output_backward(bool last_micro_batch) {
+  const std::int64_t T = c_.l.tokens;
+  c_.mark(kGemm);
+  linear_dgrad(c_, w_.dense, w_.logits, logits_.data(), T, c_.ws.g_a.data());
+  linear_wgrad(c_, w_.dense, w_.logits, x_out_.data(), logits_.data(), T);
+  c_.tp_reduce(c_.ws.g_a.data(), "logits_dgrad");
+  if (last_micro_batch) grads_.layer_done(static_cast<std::int64_t>(w_.layers.size()));
+}
+
+}  // namespace fb::workloads::train
