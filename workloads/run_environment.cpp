@@ -36,7 +36,8 @@ std::string utc_timestamp() {
 std::string version_line() {
   const auto v = library_versions();
   std::string cuda = build::kCuda
-                         ? fmt::format("cuda {}, cublasLt {}, nccl {}", v.cuda_runtime, v.cublaslt, v.nccl)
+                         ? fmt::format("cuda {}, cublasLt {}, nccl {}, cudnn attention {}", v.cuda_runtime,
+                                       v.cublaslt, v.nccl, v.cudnn)
                          : std::string("cuda: off");
   return fmt::format("factorybench {} ({}; {}; {})", build::kVersion, cuda, v.mpi_short,
                      kernels::openblas_version());
