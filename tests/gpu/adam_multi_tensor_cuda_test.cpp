@@ -77,7 +77,7 @@ TEST(AdamMultiTensorCuda, OneLaunchMatchesTheHostReference) {
       h.param = encode(h.master, type);
       auto upload = [&](const void* data, std::size_t bytes, std::size_t offset_bytes) {
         buffers.push_back(backend->allocate(bytes + offset_bytes + 16));
-        if (bytes) backend->copy_to_device(buffers.back(), data, bytes, offset_bytes);
+        if (data && bytes) backend->copy_to_device(buffers.back(), data, bytes, offset_bytes);
         return static_cast<std::uint8_t*>(buffers.back().data()) + offset_bytes;
       };
       AdamTensor d;
