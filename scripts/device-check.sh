@@ -10,7 +10,7 @@
 # figure, anchor and ratio. Designed to end in under 8 minutes. Logs go to $OUT (default /tmp/fb-device-check).
 # Usage: scripts/device-check.sh [--dry-run] [BUILD_DIR]   (default .device/build)
 #   --dry-run: check the build and list what would run, without a GPU; exit 0 when everything is there.
-# Exit: 0 done (see the table), 2 no build to run, 77 no GPU here (nothing measured).
+# Exit: 0 done (see the table), 1 a GPU test failed, 2 no build to run, 77 no GPU here (nothing measured).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 DRY=0
@@ -88,9 +88,11 @@ with_libs "$FB" info --backend cuda -o "$OUT/info.json" >"$OUT/info.log" 2>&1 ||
 
 echo "== GPU tests, run directly (${#GPU_TESTS[@]} executables)"
 failed=()
+skipped=()
 for t in "${GPU_TESTS[@]}"; do
   if with_libs timeout "${GPU_TEST_TIMEOUT:-120}" "$t" --gtest_brief=1 >"$OUT/$(basename "$t").log" 2>&1; then
     echo "pass $(basename "$t")"
+    if grep -q "SKIPPED" "$OUT/$(basename "$t").log"; then skipped+=("$(basename "$t")"); fi
   else
     echo "FAIL $(basename "$t") (exit $?): $(grep -m3 -E 'Failure|FAILED|error' "$OUT/$(basename "$t").log" | paste -sd' ')"
     failed+=("$(basename "$t")")
@@ -107,7 +109,7 @@ for d in bf16 fp8_e4m3; do
     --warmup 10 -o "$OUT/gemm-$d.json" >"$OUT/gemm-$d.log" 2>&1
   OURS[gemm_$d]=$(field "$OUT/gemm-$d.json" "'%.1f' % r[0]['metrics']['tflops']['value']")
 done
-OURS[attention]=n/a OURS[adam]=n/a OURS[adam_norm]=n/a
+OURS[attention]=n/a OURS[adam]=n/a OURS[adam_gbs]=n/a OURS[copy]=n/a
 if [ -x "$BENCH_DIR/attention_bench" ]; then
   with_libs timeout 120 "$BENCH_DIR/attention_bench" 2>&1 | tee "$OUT/attention-bench.log"
   OURS[attention]=$(sed -n 's/.* \([0-9.]*\) TFLOP\/s.*/\1/p' "$OUT/attention-bench.log" | head -n1)
@@ -116,6 +118,7 @@ if [ -x "$BENCH_DIR/adam_bench" ]; then
   with_libs timeout 150 "$BENCH_DIR/adam_bench" 2>&1 | tee "$OUT/adam-bench.log"
   OURS[adam]=$(grep -v "sum of squares" "$OUT/adam-bench.log" | sed -n 's/.*fraction \([0-9.]*\).*/\1/p' | head -n1)
   OURS[adam_gbs]=$(grep -v "sum of squares" "$OUT/adam-bench.log" | sed -n 's/.* \([0-9.]*\) GB\/s (28.*/\1/p' | head -n1)
+  OURS[copy]=$(sed -n 's/.*copy \([0-9.]*\) GB\/s read+write.*/\1/p' "$OUT/adam-bench.log" | head -n1)
 fi
 train_field() {  # FILE EXPR over r (the first result)
   python3 -c "import json,sys; d=json.load(open(sys.argv[1])); r=d['results'][0]; print($2)" "$1" 2>/dev/null || echo n/a
@@ -166,7 +169,9 @@ torch_step=$(anchor "torch eager step")
 echo
 row "check" "factorybench" "anchor, same session" "ratio"
 row "---" "---" "---" "---"
-row "GPU tests run directly (${#GPU_TESTS[@]})" "${#failed[@]} failed ${failed[*]:-}" "0 failed" "-"
+row "GPU tests run directly (${#GPU_TESTS[@]} executables)" \
+  "${#failed[@]} failed${failed[*]:+ (${failed[*]})}, ${#skipped[@]} with skipped tests${skipped[*]:+ (${skipped[*]})}" \
+  "0 failed, 0 skipped" "-"
 t=$(anchor "torch.matmul bf16")
 row "GEMM bf16 8192^3, autotune 8 (TFLOP/s)" "${OURS[gemm_bf16]}" "torch.matmul $t" "$(ratio "${OURS[gemm_bf16]}" "$t")"
 t=$(anchor "torch._scaled_mm fp8")
@@ -175,6 +180,8 @@ t=$(anchor "torch SDPA cudnn")
 row "attention fwd+bwd causal s8192 32/8 heads d128 (TFLOP/s)" "${OURS[attention]:-n/a}" "torch SDPA cuDNN $t" "$(ratio "${OURS[attention]:-n/a}" "$t")"
 t=$(anchor "torch SDPA flash")
 row "attention fwd+bwd, vs FlashAttention backend (TFLOP/s)" "${OURS[attention]:-n/a}" "torch SDPA flash $t" "$(ratio "${OURS[attention]:-n/a}" "$t")"
+t=$(anchor "torch copy 1 GiB")
+row "device copy 1 GiB, read+write (GB/s)" "${OURS[copy]:-n/a}" "torch copy_ $t" "$(ratio "${OURS[copy]:-n/a}" "$t")"
 row "Adam bf16 512 Mi params, fraction of copy bandwidth" "${OURS[adam]:-n/a} (${OURS[adam_gbs]:-n/a} GB/s)" \
   "torch AdamW fused fp32 ${copy_frac:-n/a}" "$(ratio "${OURS[adam]:-n/a}" "${copy_frac:-n/a}")"
 row "train llama3-8b --layers 4 seq 8192 bf16 (s/step, MFU)" "${OURS[step]} s, MFU ${OURS[mfu]}" \
@@ -192,3 +199,4 @@ row "health --expect-gpu H200" "exit $?, $(field "$OUT/health.json" "d['summary'
 echo
 echo "== summary table ($TABLE)"
 cat "$TABLE"
+[ ${#failed[@]} -eq 0 ]
