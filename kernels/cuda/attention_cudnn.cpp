@@ -216,7 +216,13 @@ class CudnnAttention final : public FusedAttention {
   }
 
   void execute(const Graph& g, std::unordered_map<std::int64_t, void*>& pack) {
-    check(g->execute(handle_, pack, workspace_.data()), "execute", ErrorKind::runtime);
+    try {
+      check(g->execute(handle_, pack, workspace_.data()), "execute", ErrorKind::runtime);
+    } catch (const Error&) {
+      throw;
+    } catch (const std::exception& e) {  // a symbol the frontend resolves lazily from libcudnn
+      throw runtime_error(std::string("cuDNN attention: execute: ") + e.what());
+    }
   }
 
   Backend& backend_;
