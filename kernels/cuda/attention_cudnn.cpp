@@ -12,6 +12,7 @@
 
 #include <bit>
 #include <cstdint>
+#include <cstdlib>
 #include <exception>
 #include <map>
 #include <string>
@@ -99,6 +100,10 @@ class CudnnAttention final : public FusedAttention {
     const auto& lib = cudnn_library();
     if (!lib.handle) throw unsupported_error("cuDNN did not load: " + lib.error);
     fe::cudnn_dlhandle = lib.handle;
+    // The frontend dlopens the CUDA runtime too, trying libcudart.so.12 and .13; name the one this build
+    // links (it is already loaded, so dlopen returns it) unless the user chose one.
+    setenv("CUDNN_FRONTEND_CUDART_LIB_NAME",
+           ("libcudart.so." + std::to_string(CUDART_VERSION / 1000)).c_str(), 0);
     if (fe::detail::create_handle(&handle_) != CUDNN_STATUS_SUCCESS)
       throw unsupported_error("cuDNN attention: cudnnCreate failed (no usable GPU for cuDNN)");
     if (fe::detail::set_stream(handle_, stream_) != CUDNN_STATUS_SUCCESS)
