@@ -4,11 +4,15 @@
 
 #include <fmt/format.h>
 
+#include "core/cudnn_library.hpp"
 #include "core/mpi_context.hpp"
 #ifdef FB_HAVE_CUDA
 #include <cublasLt.h>
 #include <cuda_runtime_api.h>
 #include <nccl.h>
+#endif
+#ifdef FB_HAVE_CUDNN
+#include <cudnn_frontend_version.h>
 #endif
 
 namespace fb {
@@ -28,6 +32,15 @@ LibraryVersions library_versions() {
   int nccl = 0;
   if (ncclGetVersion(&nccl) == ncclSuccess)
     v.nccl = fmt::format("{}.{}.{}", nccl / 10000, (nccl / 100) % 100, nccl % 100);
+#endif
+#ifdef FB_HAVE_CUDNN
+  const std::string frontend = fmt::format("frontend {}.{}.{}", CUDNN_FRONTEND_MAJOR_VERSION,
+                                           CUDNN_FRONTEND_MINOR_VERSION, CUDNN_FRONTEND_PATCH_VERSION);
+  const auto& cudnn = cudnn_library();
+  v.cudnn = cudnn.handle ? fmt::format("{} ({})", cudnn.version, frontend)
+                         : fmt::format("unavailable ({}): {}", frontend, cudnn.error);
+#else
+  v.cudnn = "off";
 #endif
   v.mpi = mpi_library_version();
 #if defined(OMPI_MAJOR_VERSION)

@@ -17,18 +17,53 @@ for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
 
-if [ ${#missing[@]} -eq 0 ]; then
-  echo "install-deps: all ${#PACKAGES[@]} packages already installed"
-  exit 0
-fi
-
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then
-  command -v sudo >/dev/null || { echo "install-deps: need root or sudo to install: ${missing[*]}" >&2; exit 1; }
+  command -v sudo >/dev/null || { echo "install-deps: need root or sudo" >&2; exit 1; }
   SUDO=sudo
 fi
-echo "install-deps: installing ${missing[*]}"
-export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -qq
-$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-echo "install-deps: installed ${#missing[@]} package(s): ${missing[*]}"
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#PACKAGES[@]} packages already installed"
+else
+  echo "install-deps: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  echo "install-deps: installed ${#missing[@]} package(s): ${missing[*]}"
+fi
+
+# ---- cuDNN frontend headers (issue 15) ----
+# The cuDNN frontend C++ API is header-only; NVIDIA ships the headers in the nvidia-cudnn-frontend wheel
+# (include/cudnn_frontend*.h, no dependencies). Only the headers are taken: the wheel's Python part is not
+# installed, so the local Python version does not matter. cmake/FactorybenchCudnn.cmake looks in this prefix.
+# cuDNN 9 itself (libcudnn, cudnn.h) comes with the CUDA installation or NVIDIA's cudnn packages.
+CUDNN_FRONTEND_VERSION=${CUDNN_FRONTEND_VERSION:-1.32.0}
+CUDNN_FRONTEND_PREFIX=${CUDNN_FRONTEND_PREFIX:-/opt/cudnn-frontend}
+if [ -f "$CUDNN_FRONTEND_PREFIX/include/cudnn_frontend.h" ] &&
+   grep -qx "$CUDNN_FRONTEND_VERSION" "$CUDNN_FRONTEND_PREFIX/VERSION" 2>/dev/null; then
+  echo "install-deps: cudnn-frontend $CUDNN_FRONTEND_VERSION headers already in $CUDNN_FRONTEND_PREFIX"
+else
+  python3 -m pip --version >/dev/null 2>&1 || {
+    $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends python3-pip >/dev/null
+  }
+  wheels=$(mktemp -d)
+  # Any platform wheel carries the same headers; pin manylinux x86-64 CPython 3.12 so one always matches.
+  python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
+    --platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64 -d "$wheels" \
+    "nvidia-cudnn-frontend==$CUDNN_FRONTEND_VERSION"
+  $SUDO mkdir -p "$CUDNN_FRONTEND_PREFIX"
+  $SUDO python3 - "$wheels" "$CUDNN_FRONTEND_PREFIX" "$CUDNN_FRONTEND_VERSION" <<'PY'
+import glob, os, sys, zipfile
+wheels, prefix, version = sys.argv[1:]
+with zipfile.ZipFile(glob.glob(os.path.join(wheels, "*.whl"))[0]) as whl:
+    headers = [n for n in whl.namelist() if n.startswith("include/") and n.endswith(".h")]
+    if not any(n.endswith("/cudnn_frontend.h") for n in headers):
+        sys.exit("install-deps: the nvidia-cudnn-frontend wheel has no include/cudnn_frontend.h")
+    for n in headers:
+        whl.extract(n, prefix)
+open(os.path.join(prefix, "VERSION"), "w").write(version + "\n")
+print(f"install-deps: cudnn-frontend {version}: {len(headers)} headers in {prefix}/include")
+PY
+  rm -rf "$wheels"
+fi
+# ---- end of cuDNN frontend headers ----

@@ -35,9 +35,9 @@ std::string utc_timestamp() {
 
 std::string version_line() {
   const auto v = library_versions();
-  std::string cuda = build::kCuda
-                         ? fmt::format("cuda {}, cublasLt {}, nccl {}", v.cuda_runtime, v.cublaslt, v.nccl)
-                         : std::string("cuda: off");
+  std::string cuda = build::kCuda ? fmt::format("cuda {}, cublasLt {}, nccl {}, cudnn attention {}",
+                                                v.cuda_runtime, v.cublaslt, v.nccl, v.cudnn)
+                                  : std::string("cuda: off");
   return fmt::format("factorybench {} ({}; {}; {})", build::kVersion, cuda, v.mpi_short,
                      kernels::openblas_version());
 }
@@ -165,6 +165,7 @@ reports::Report begin_report(const MpiContext* mpi, const Backend* backend, cons
     system["driver"] = versions.cuda_driver;
     system["cublas"] = versions.cublaslt;
     system["nccl"] = versions.nccl;
+    system["cudnn"] = versions.cudnn;  // the cuDNN attention engine: version, "off" or why it is unavailable
   }
   if (backend) {
     json mine{{"host", host.hostname}, {"device", device_json(backend->device())}};

@@ -1,0 +1,86 @@
+#include "kernels/attention_engine.hpp"
+
+#include <string>
+#include <utility>
+
+#include "core/cudnn_library.hpp"
+#include "core/error.hpp"
+#ifdef FB_HAVE_CUDNN
+#include "kernels/cuda/attention_cudnn.hpp"
+#endif
+
+namespace fb::kernels {
+
+AttentionEngineChoice parse_attention_engine_choice(std::string_view text) {
+  if (text == "auto") return AttentionEngineChoice::automatic;
+  if (text == "cudnn") return AttentionEngineChoice::cudnn;
+  if (text == "gemm") return AttentionEngineChoice::gemm;
+  throw usage_error("--attention-engine must be auto, cudnn or gemm, not '" + std::string(text) + "'");
+}
+
+std::string_view to_string(AttentionEngineChoice choice) {
+  switch (choice) {
+    case AttentionEngineChoice::cudnn:
+      return "cudnn";
+    case AttentionEngineChoice::gemm:
+      return "gemm";
+    default:
+      return "auto";
+  }
+}
+
+void check_attention_shape(const AttentionShape& s) {
+  const std::pair<const char*, std::int64_t> sizes[] = {{"batch", s.batch},       {"seq", s.seq},
+                                                        {"heads", s.heads},       {"kv_heads", s.kv_heads},
+                                                        {"head_dim", s.head_dim}, {"value_dim", s.value_dim}};
+  for (const auto& [name, value] : sizes)
+    if (value <= 0)
+      throw usage_error(std::string("attention: ") + name + " must be positive, not " +
+                        std::to_string(value));
+  if (s.heads % s.kv_heads != 0)
+    throw usage_error("attention: heads (" + std::to_string(s.heads) + ") must be a multiple of kv_heads (" +
+                      std::to_string(s.kv_heads) + ")");
+  if (!(s.scale > 0)) throw usage_error("attention: scale must be positive");
+}
+
+namespace {
+
+// Why the cuDNN engine cannot be used on this backend, or empty when it can be tried.
+std::string cudnn_unusable(const Backend& backend) {
+  if (!cudnn_attention_compiled_in()) return "this build has no cuDNN attention engine (FACTORYBENCH_CUDNN)";
+  if (backend.kind() != BackendKind::cuda) return "cuDNN attention needs the cuda backend";
+  const auto& lib = cudnn_library();
+  if (!lib.handle) return "cuDNN did not load: " + lib.error;
+  return {};
+}
+
+}  // namespace
+
+AttentionEngineSelection make_attention_engine(Backend& backend, AttentionEngineChoice choice,
+                                               const AttentionShape* shape, DType type) {
+  AttentionEngineSelection out;
+  out.engine = "gemm";
+  if (choice == AttentionEngineChoice::gemm) return out;
+  std::string reason = cudnn_unusable(backend);
+#ifdef FB_HAVE_CUDNN
+  if (reason.empty()) {
+    try {
+      auto fused = make_cudnn_attention(backend);
+      if (!shape || fused->supports(*shape, type, reason)) {
+        out.engine = "cudnn";
+        out.fused = std::move(fused);
+        return out;
+      }
+    } catch (const Error& e) {
+      reason = e.what();
+    }
+  }
+#else
+  (void)shape, (void)type;
+#endif
+  if (choice == AttentionEngineChoice::cudnn) throw unsupported_error("--attention-engine cudnn: " + reason);
+  out.notice = "attention engine: gemm (" + reason + ")";
+  return out;
+}
+
+}  // namespace fb::kernels

@@ -1,0 +1,247 @@
+// cuDNN SDPA forward and backward. One cuDNN graph per (direction, shape, type), built on first use and
+// cached: building runs cuDNN's heuristics and compiles kernels (milliseconds to seconds), executing a built
+// graph is one launch sequence. The tensors are described in the engine layout ([batch, seq, heads, dim],
+// heads side by side in a token row) through strides over cuDNN's logical [batch, heads, seq, dim] order,
+// so no transposes are needed. The causal mask is cuDNN's diagonal band with the diagonal at the top left
+// and right bound 0 (query i sees keys j <= i). Stats are the per-row log-sum-exp the backward pass needs.
+// API: NVIDIA cudnn-frontend, docs/operations/Attention.md and samples/cpp/sdpa.
+#include "kernels/cuda/attention_cudnn.hpp"
+
+#include <cuda_runtime.h>
+#include <cudnn_frontend.h>
+
+#include <bit>
+#include <cstdint>
+#include <cstdlib>
+#include <exception>
+#include <map>
+#include <string>
+#include <tuple>
+#include <unordered_map>
+
+#include "core/cuda_check.hpp"
+#include "core/cudnn_library.hpp"
+#include "core/error.hpp"
+
+// The frontend's dynamic loading (NV_CUDNN_FRONTEND_USE_DYNAMIC_LOADING) resolves cuDNN symbols from this
+// handle, set from core/cudnn_library.cpp's dlopen before any graph is built.
+namespace cudnn_frontend {
+void* cudnn_dlhandle = nullptr;
+}  // namespace cudnn_frontend
+
+namespace fb::kernels {
+namespace {
+
+namespace fe = cudnn_frontend;
+
+// Tensor ids in a graph's variant pack.
+enum Uid : std::int64_t { kQ = 1, kK, kV, kO, kStats, kDO, kDQ, kDK, kDV };
+
+struct GraphKey {
+  bool backward;
+  std::int64_t batch, seq, heads, kv_heads, head_dim, value_dim;
+  bool causal;
+  std::uint32_t scale_bits;
+  DType type;
+  auto tie() const {
+    return std::tie(backward, batch, seq, heads, kv_heads, head_dim, value_dim, causal, scale_bits, type);
+  }
+  bool operator<(const GraphKey& o) const { return tie() < o.tie(); }
+};
+
+GraphKey key_of(bool backward, const AttentionShape& s, DType type) {
+  return {backward,    s.batch,    s.seq,
+          s.heads,     s.kv_heads, s.head_dim,
+          s.value_dim, s.causal,   std::bit_cast<std::uint32_t>(s.scale),
+          type};
+}
+
+fe::DataType_t io_type(DType type) {
+  if (type == DType::bf16) return fe::DataType_t::BFLOAT16;
+  if (type == DType::fp16) return fe::DataType_t::HALF;
+  throw unsupported_error("cuDNN attention supports bf16 and fp16, not " + std::string(to_string(type)));
+}
+
+// Logical dims [batch, heads, seq, dim] with the strides of the [batch, seq, heads, dim] memory layout.
+fe::graph::Tensor_attributes bshd(const char* name, Uid uid, const AttentionShape& s, std::int64_t heads,
+                                  std::int64_t dim) {
+  return fe::graph::Tensor_attributes()
+      .set_name(name)
+      .set_uid(uid)
+      .set_dim({s.batch, heads, s.seq, dim})
+      .set_stride({s.seq * heads * dim, dim, heads * dim, 1});
+}
+// Stats: [batch, heads, seq, 1] fp32, dense.
+fe::graph::Tensor_attributes stats_tensor(const AttentionShape& s) {
+  return fe::graph::Tensor_attributes()
+      .set_name("stats")
+      .set_uid(kStats)
+      .set_dim({s.batch, s.heads, s.seq, 1})
+      .set_stride({s.heads * s.seq, s.seq, 1, 1})
+      .set_data_type(fe::DataType_t::FLOAT);
+}
+
+template <typename Attributes>
+void set_mask(Attributes& a, const AttentionShape& s) {
+  if (s.causal) a.set_diagonal_alignment(fe::DiagonalAlignment_t::TOP_LEFT).set_diagonal_band_right_bound(0);
+}
+
+// Throws with cuDNN's message when a frontend step failed: while building, cuDNN cannot run the shape
+// (unsupported); while executing, the call failed (runtime).
+void check(fe::error_t status, const char* step, ErrorKind kind = ErrorKind::unsupported) {
+  if (status.is_bad())
+    throw Error(kind, std::string("cuDNN attention: ") + step + ": " + status.get_message());
+}
+
+class CudnnAttention final : public FusedAttention {
+ public:
+  explicit CudnnAttention(Backend& backend)
+      : backend_(backend), stream_(static_cast<cudaStream_t>(backend.native_stream())) {
+    const auto& lib = cudnn_library();
+    if (!lib.handle) throw unsupported_error("cuDNN did not load: " + lib.error);
+    fe::cudnn_dlhandle = lib.handle;
+    // The frontend dlopens the CUDA runtime too, trying libcudart.so.12 and .13; name the one this build
+    // links (it is already loaded, so dlopen returns it) unless the user chose one.
+    setenv("CUDNN_FRONTEND_CUDART_LIB_NAME",
+           ("libcudart.so." + std::to_string(CUDART_VERSION / 1000)).c_str(), 0);
+    if (fe::detail::create_handle(&handle_) != CUDNN_STATUS_SUCCESS)
+      throw unsupported_error("cuDNN attention: cudnnCreate failed (no usable GPU for cuDNN)");
+    if (fe::detail::set_stream(handle_, stream_) != CUDNN_STATUS_SUCCESS)
+      throw runtime_error("cuDNN attention: cudnnSetStream failed");
+  }
+  ~CudnnAttention() override {
+    if (handle_) fe::detail::destroy_handle(handle_);
+  }
+  CudnnAttention(const CudnnAttention&) = delete;
+  CudnnAttention& operator=(const CudnnAttention&) = delete;
+
+  std::string_view name() const override { return "cudnn"; }
+
+  bool supports(const AttentionShape& s, DType type, std::string& reason) override {
+    try {
+      graph(false, s, type);
+      graph(true, s, type);
+      return true;
+    } catch (const Error& e) {
+      reason = e.what();
+      return false;
+    }
+  }
+
+  void forward(const AttentionShape& s, DType type, const void* q, const void* k, const void* v, void* o,
+               float* stats) override {
+    const auto& g = graph(false, s, type);
+    std::unordered_map<std::int64_t, void*> pack{{kQ, const_cast<void*>(q)},
+                                                 {kK, const_cast<void*>(k)},
+                                                 {kV, const_cast<void*>(v)},
+                                                 {kO, o},
+                                                 {kStats, stats}};
+    execute(g, pack);
+  }
+
+  void backward(const AttentionShape& s, DType type, const void* q, const void* k, const void* v,
+                const void* o, const void* d_o, const float* stats, void* dq, void* dk, void* dv) override {
+    const auto& g = graph(true, s, type);
+    std::unordered_map<std::int64_t, void*> pack{{kQ, const_cast<void*>(q)},
+                                                 {kK, const_cast<void*>(k)},
+                                                 {kV, const_cast<void*>(v)},
+                                                 {kO, const_cast<void*>(o)},
+                                                 {kDO, const_cast<void*>(d_o)},
+                                                 {kStats, const_cast<float*>(stats)},
+                                                 {kDQ, dq},
+                                                 {kDK, dk},
+                                                 {kDV, dv}};
+    execute(g, pack);
+  }
+
+ private:
+  using Graph = std::shared_ptr<fe::graph::Graph>;
+
+  const Graph& graph(bool backward, const AttentionShape& s, DType type) {
+    check_attention_shape(s);
+    const GraphKey key = key_of(backward, s, type);
+    if (auto it = graphs_.find(key); it != graphs_.end()) return it->second;
+    Graph g;
+    try {
+      g = build(backward, s, type);
+    } catch (const Error&) {
+      throw;
+    } catch (const std::exception& e) {  // the frontend throws on loader and descriptor failures
+      throw unsupported_error(std::string("cuDNN attention: ") + e.what());
+    }
+    return graphs_.emplace(key, std::move(g)).first->second;
+  }
+
+  Graph build(bool backward, const AttentionShape& s, DType type) {
+    auto g = std::make_shared<fe::graph::Graph>();
+    g->set_io_data_type(io_type(type))
+        .set_intermediate_data_type(fe::DataType_t::FLOAT)
+        .set_compute_data_type(fe::DataType_t::FLOAT);
+    auto q = g->tensor(bshd("q", kQ, s, s.heads, s.head_dim));
+    auto k = g->tensor(bshd("k", kK, s, s.kv_heads, s.head_dim));
+    auto v = g->tensor(bshd("v", kV, s, s.kv_heads, s.value_dim));
+    if (!backward) {
+      auto a = fe::graph::SDPA_attributes()
+                   .set_name("sdpa_forward")
+                   .set_generate_stats(true)
+                   .set_attn_scale(s.scale);
+      set_mask(a, s);
+      auto [o, stats] = g->sdpa(q, k, v, a);
+      auto o_layout = bshd("o", kO, s, s.heads, s.value_dim);
+      o->set_output(true).set_uid(kO).set_dim(o_layout.get_dim()).set_stride(o_layout.get_stride());
+      const auto st = stats_tensor(s);
+      stats->set_output(true)
+          .set_uid(kStats)
+          .set_data_type(fe::DataType_t::FLOAT)
+          .set_dim(st.get_dim())
+          .set_stride(st.get_stride());
+    } else {
+      auto o = g->tensor(bshd("o", kO, s, s.heads, s.value_dim));
+      auto d_o = g->tensor(bshd("d_o", kDO, s, s.heads, s.value_dim));
+      auto stats = g->tensor(stats_tensor(s));
+      auto a = fe::graph::SDPA_backward_attributes().set_name("sdpa_backward").set_attn_scale(s.scale);
+      set_mask(a, s);
+      auto [dq, dk, dv] = g->sdpa_backward(q, k, v, o, d_o, stats, a);
+      const auto lq = bshd("dq", kDQ, s, s.heads, s.head_dim),
+                 lk = bshd("dk", kDK, s, s.kv_heads, s.head_dim),
+                 lv = bshd("dv", kDV, s, s.kv_heads, s.value_dim);
+      dq->set_output(true).set_uid(kDQ).set_dim(lq.get_dim()).set_stride(lq.get_stride());
+      dk->set_output(true).set_uid(kDK).set_dim(lk.get_dim()).set_stride(lk.get_stride());
+      dv->set_output(true).set_uid(kDV).set_dim(lv.get_dim()).set_stride(lv.get_stride());
+    }
+    check(g->validate(), "validate");
+    check(g->build_operation_graph(handle_), "build_operation_graph");
+    check(g->create_execution_plans({fe::HeurMode_t::A}), "create_execution_plans");
+    check(g->check_support(handle_), "check_support");
+    check(g->build_plans(handle_), "build_plans");
+    std::int64_t workspace = 0;
+    check(g->get_workspace_size(workspace), "get_workspace_size");
+    if (static_cast<std::size_t>(workspace) > workspace_.bytes()) workspace_ = backend_.allocate(workspace);
+    return g;
+  }
+
+  void execute(const Graph& g, std::unordered_map<std::int64_t, void*>& pack) {
+    try {
+      check(g->execute(handle_, pack, workspace_.data()), "execute", ErrorKind::runtime);
+    } catch (const Error&) {
+      throw;
+    } catch (const std::exception& e) {  // a symbol the frontend resolves lazily from libcudnn
+      throw runtime_error(std::string("cuDNN attention: execute: ") + e.what());
+    }
+  }
+
+  Backend& backend_;
+  cudaStream_t stream_;
+  cudnnHandle_t handle_ = nullptr;
+  std::map<GraphKey, Graph> graphs_;
+  DeviceBuffer workspace_;  // the largest workspace any cached graph needs
+};
+
+}  // namespace
+
+std::unique_ptr<FusedAttention> make_cudnn_attention(Backend& backend) {
+  if (backend.kind() != BackendKind::cuda) throw unsupported_error("cuDNN attention needs the cuda backend");
+  return std::make_unique<CudnnAttention>(backend);
+}
+
+}  // namespace fb::kernels

@@ -1,0 +1,174 @@
+#!/usr/bin/env python3
+"""PyTorch anchors for scripts/device-check.sh (issue 15): the same work as factorybench's GPU figures, run by
+the framework users already have, in the same session, so every GPU figure is reported as a ratio.
+
+Prints one JSON object per line: {"anchor": NAME, "value": X, "unit": U, "note": ...} or {"anchor": NAME,
+"error": WHY}. Timing: CUDA events around `iters` back-to-back calls after `warmup` calls, as our own figures.
+
+  python3 scripts/torch_anchors.py [--quick]      (--quick: small shapes, for a smoke run)
+"""
+import json
+import sys
+import time
+
+
+def emit(name, value=None, unit="", note="", error=None):
+    row = {"anchor": name}
+    if error is not None:
+        row["error"] = error
+    else:
+        row.update(value=round(value, 4), unit=unit, note=note)
+    print(json.dumps(row), flush=True)
+
+
+def timed(torch, fn, warmup, iters):
+    """Seconds per call of fn()."""
+    for _ in range(warmup):
+        fn()
+    start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    for _ in range(iters):
+        fn()
+    stop.record()
+    stop.synchronize()
+    return start.elapsed_time(stop) / 1e3 / iters
+
+
+def matmul_bf16(torch, n):
+    a = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
+    b = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
+    s = timed(torch, lambda: torch.matmul(a, b), 10, 50)
+    emit("torch.matmul bf16 %d^3" % n, 2.0 * n**3 / s / 1e12, "TFLOP/s")
+
+
+def scaled_mm_fp8(torch, n):
+    a = torch.randn(n, n, device="cuda").to(torch.float8_e4m3fn)
+    b = torch.randn(n, n, device="cuda").to(torch.float8_e4m3fn).t()  # column-major, as _scaled_mm requires
+    one = torch.tensor(1.0, device="cuda")
+    s = timed(torch, lambda: torch._scaled_mm(a, b, scale_a=one, scale_b=one, out_dtype=torch.bfloat16), 10, 50)
+    emit("torch._scaled_mm fp8 e4m3 %d^3" % n, 2.0 * n**3 / s / 1e12, "TFLOP/s")
+
+
+def sdpa_fwd_bwd(torch, seq, heads, kv_heads, dim):
+    """Causal SDPA forward + backward, per cuDNN and flash backends; Megatron's count 3·(2·2·s²·h)/2."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    import torch.nn.functional as F
+
+    flops = 3.0 * (2.0 * 2.0 * seq * seq * heads * dim) / 2.0
+    q = torch.randn(1, heads, seq, dim, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+    # K/V with kv_heads heads, expanded to the query heads outside the timed region (GQA as the step runs it).
+    k0 = torch.randn(1, kv_heads, seq, dim, device="cuda", dtype=torch.bfloat16)
+    v0 = torch.randn(1, kv_heads, seq, dim, device="cuda", dtype=torch.bfloat16)
+    k = k0.repeat_interleave(heads // kv_heads, dim=1).requires_grad_()
+    v = v0.repeat_interleave(heads // kv_heads, dim=1).requires_grad_()
+    d_o = torch.randn_like(q)
+    for name, backend in (("cudnn", SDPBackend.CUDNN_ATTENTION), ("flash", SDPBackend.FLASH_ATTENTION)):
+        label = "torch SDPA %s causal fwd+bwd s%d h%d/%d d%d" % (name, seq, heads, kv_heads, dim)
+        try:
+            with sdpa_kernel(backend):
+                def step():
+                    o = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+                    o.backward(d_o)
+                s = timed(torch, step, 3, 20)
+            emit(label, flops / s / 1e12, "TFLOP/s", "%.3f ms" % (s * 1e3))
+        except Exception as e:  # a backend this torch or GPU lacks
+            emit(label, error=str(e).splitlines()[0][:200])
+
+
+def copy_and_adamw(torch, params):
+    """Device copy bandwidth (read+write bytes/s) and fused AdamW on fp32 params: 28 B/param (p, g, m, v read;
+    p, m, v written), as our bf16 Adam counts its 28 B/param."""
+    src = torch.empty(1 << 30, dtype=torch.uint8, device="cuda")
+    dst = torch.empty_like(src)
+    s = timed(torch, lambda: dst.copy_(src), 3, 20)
+    copy = 2.0 * src.numel() / s
+    emit("torch copy 1 GiB (read+write)", copy / 1e9, "GB/s")
+    del src, dst
+    sizes = [4096 * 4096, 4096 * 1024, 4096 * 1024, 4096 * 4096, 3 * 4096 * 14336]
+    tensors, total = [], 0
+    while total < params:
+        for n in sizes:
+            n = min(n, params - total)
+            if n <= 0:
+                break
+            p = torch.nn.Parameter(torch.full((n,), 0.5, device="cuda"))
+            p.grad = torch.full_like(p, 1e-3)
+            tensors.append(p)
+            total += n
+    opt = torch.optim.AdamW(tensors, lr=1e-4, fused=True)
+    s = timed(torch, opt.step, 3, 20)
+    bw = 28.0 * total / s
+    emit("torch AdamW fused fp32 %d params" % total, bw / 1e9, "GB/s", "fraction of copy %.3f" % (bw / copy))
+
+
+def eager_step(torch, layers, seq, hidden, heads, kv_heads, ffn, vocab):
+    """One eager training step of the decoder shapes factorybench's `train` runs: per layer QKV, causal SDPA,
+    output projection, residual, SwiGLU MLP, residual; then the output layer and a mean-square loss; backward;
+    fused AdamW. bf16 weights. Like factorybench it runs no embedding lookup, norms or rotary embedding."""
+    import torch.nn.functional as F
+
+    d = hidden // heads
+    dev, dt = "cuda", torch.bfloat16
+    lin = lambda i, o: torch.nn.Linear(i, o, bias=False, device=dev, dtype=dt)
+    blocks = torch.nn.ModuleList()
+    for _ in range(layers):
+        blocks.append(torch.nn.ModuleDict({"qkv": lin(hidden, (heads + 2 * kv_heads) * d), "o": lin(heads * d, hidden),
+                                           "up": lin(hidden, 2 * ffn), "down": lin(ffn, hidden)}))
+    head = lin(hidden, vocab)
+    params = list(blocks.parameters()) + list(head.parameters())
+    opt = torch.optim.AdamW(params, lr=1e-4, fused=True)
+    x0 = torch.randn(1, seq, hidden, device=dev, dtype=dt)
+
+    def step():
+        x = x0
+        for b in blocks:
+            q, k, v = b["qkv"](x).split([heads * d, kv_heads * d, kv_heads * d], dim=-1)
+            q = q.view(1, seq, heads, d).transpose(1, 2)
+            k = k.view(1, seq, kv_heads, d).transpose(1, 2).repeat_interleave(heads // kv_heads, dim=1)
+            v = v.view(1, seq, kv_heads, d).transpose(1, 2).repeat_interleave(heads // kv_heads, dim=1)
+            a = F.scaled_dot_product_attention(q, k, v, is_causal=True).transpose(1, 2).reshape(1, seq, heads * d)
+            x = x + b["o"](a)
+            g, u = b["up"](x).chunk(2, dim=-1)
+            x = x + b["down"](F.silu(g) * u)
+        loss = head(x).float().pow(2).mean()
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+
+    s = timed(torch, step, 2, 5)
+    emit("torch eager step %d layers seq %d (d %d, %d/%d heads, ffn %d, vocab %d)" % (layers, seq, hidden, heads,
+         kv_heads, ffn, vocab), s, "s/step")
+
+
+def main():
+    quick = "--quick" in sys.argv[1:]
+    try:
+        import torch
+    except ImportError as e:
+        emit("torch", error="PyTorch not importable: %s" % e)
+        return 1
+    if not torch.cuda.is_available():
+        emit("torch", error="no CUDA device visible to PyTorch")
+        return 1
+    emit("torch %s on %s" % (torch.__version__, torch.cuda.get_device_name()), 0.0, "", "versions")
+    n = 1024 if quick else 8192
+    checks = [
+        ("matmul_bf16", lambda: matmul_bf16(torch, n)),
+        ("scaled_mm_fp8", lambda: scaled_mm_fp8(torch, n)),
+        ("sdpa", lambda: sdpa_fwd_bwd(torch, 1024 if quick else 8192, 32, 8, 128)),
+        ("copy_and_adamw", lambda: copy_and_adamw(torch, (1 << 24) if quick else (1 << 29))),
+        ("eager_step", lambda: eager_step(torch, 4, 1024 if quick else 8192, 4096, 32, 8, 14336, 128256)),
+    ]
+    for name, check in checks:
+        t0 = time.time()
+        try:
+            check()
+        except Exception as e:  # one anchor failing (memory, a missing kernel) must not stop the others
+            emit(name, error=(str(e).splitlines() or [repr(e)])[0][:200])
+        torch.cuda.empty_cache()
+        print(json.dumps({"check": name, "elapsed_s": round(time.time() - t0, 1)}), file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

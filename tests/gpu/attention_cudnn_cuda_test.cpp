@@ -1,0 +1,152 @@
+// cuDNN fused attention (kernels/cuda/attention_cudnn.cpp) against the host reference attention
+// (kernels/host/attention_reference.cpp) on small shapes: output, log-sum-exp stats and the three gradients,
+// causal and not, grouped-query heads, bf16 and fp16. Skips without a GPU or without cuDNN.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "core/backend.hpp"
+#include "core/cudnn_library.hpp"
+#include "core/numeric_formats.hpp"
+#include "core/random_fill.hpp"
+#include "kernels/attention_engine.hpp"
+#include "kernels/host/attention_reference.hpp"
+#include "tests/gpu/cuda_test_backend.hpp"
+
+namespace fb::kernels {
+namespace {
+
+// Random values in [-1, 1) rounded to `type`, as floats (the reference sees exactly what the GPU sees).
+std::vector<float> random_rounded(std::size_t n, std::uint64_t seed, DType type) {
+  SplitMix64 rng(seed);
+  std::vector<float> x(n);
+  for (auto& e : x) {
+    const float f = static_cast<float>(rng.uniform() * 2.0 - 1.0);
+    e = type == DType::bf16 ? bf16_to_float(float_to_bf16(f)) : fp16_to_float(float_to_fp16(f));
+  }
+  return x;
+}
+std::vector<std::uint16_t> encode(const std::vector<float>& x, DType type) {
+  std::vector<std::uint16_t> out(x.size());
+  for (std::size_t i = 0; i < x.size(); ++i)
+    out[i] = type == DType::bf16 ? float_to_bf16(x[i]) : float_to_fp16(x[i]);
+  return out;
+}
+std::vector<float> decode(const std::vector<std::uint16_t>& x, DType type) {
+  std::vector<float> out(x.size());
+  for (std::size_t i = 0; i < x.size(); ++i)
+    out[i] = type == DType::bf16 ? bf16_to_float(x[i]) : fp16_to_float(x[i]);
+  return out;
+}
+
+// Largest |got − want| relative to the largest |want|: one number per tensor, robust to near-zero entries.
+double relative_error(const std::vector<float>& got, const std::vector<float>& want) {
+  double err = 0, scale = 0;
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    err = std::max(err, static_cast<double>(std::fabs(got[i] - want[i])));
+    scale = std::max(scale, static_cast<double>(std::fabs(want[i])));
+  }
+  return err / std::max(scale, 1e-30);
+}
+
+TEST(AttentionCudnnCuda, ForwardAndGradientsMatchTheHostReference) {
+  std::string reason;
+  auto backend = gpu_test::cuda_backend(reason);
+  if (!backend) GTEST_SKIP() << reason;
+  if (!cudnn_attention_compiled_in() || !cudnn_library().handle) GTEST_SKIP() << cudnn_library().error;
+  auto selection = make_attention_engine(*backend, AttentionEngineChoice::cudnn);
+  ASSERT_EQ(selection.engine, "cudnn");
+  FusedAttention& fused = *selection.fused;
+
+  struct Case {
+    std::int64_t batch, seq, heads, kv_heads, dim, value_dim;
+    bool causal;
+    bool optional;  // run where cuDNN supports it (MLA's wider query/key heads), else print why not
+  };
+  const Case cases[] = {{2, 128, 8, 2, 64, 64, true, false},
+                        {1, 256, 4, 4, 128, 128, true, false},
+                        {2, 96, 4, 1, 64, 64, false, false},
+                        {1, 128, 4, 4, 192, 128, true, true}};
+  for (const DType type : {DType::bf16, DType::fp16}) {
+    // bf16 keeps 8 significant bits, fp16 11: P and dS are rounded to the type inside the fused kernels.
+    const double tol = type == DType::bf16 ? 3e-2 : 8e-3;
+    for (const Case& c : cases) {
+      AttentionShape s;
+      s.batch = c.batch, s.seq = c.seq, s.heads = c.heads, s.kv_heads = c.kv_heads;
+      s.head_dim = c.dim, s.value_dim = c.value_dim, s.causal = c.causal;
+      s.scale = 1.0f / std::sqrt(static_cast<float>(c.dim));
+      if (std::string why; c.optional && !fused.supports(s, type, why)) {
+        std::printf("optional case d %lld/%lld not supported by this cuDNN: %s\n",
+                    static_cast<long long>(c.dim), static_cast<long long>(c.value_dim), why.c_str());
+        continue;
+      }
+      const std::size_t tq = s.batch * s.seq * s.heads, tk = s.batch * s.seq * s.kv_heads;
+      const std::size_t nq = tq * s.head_dim, nk = tk * s.head_dim, no = tq * s.value_dim,
+                        nv = tk * s.value_dim;
+      const std::size_t ns = s.batch * s.heads * s.seq;
+      const auto q = random_rounded(nq, 1, type), k = random_rounded(nk, 2, type),
+                 v = random_rounded(nv, 3, type);
+      const auto d_o = random_rounded(no, 4, type);
+      std::vector<float> o(no), stats(ns), dq(nq), dk(nk), dv(nv);
+      attention_forward_reference(s, q.data(), k.data(), v.data(), o.data(), stats.data());
+      attention_backward_reference(s, q.data(), k.data(), v.data(), o.data(), d_o.data(), dq.data(),
+                                   dk.data(), dv.data());
+
+      auto upload = [&](const std::vector<float>& x) {
+        const auto bits = encode(x, type);
+        auto buf = backend->allocate(bits.size() * 2);
+        backend->copy_to_device(buf, bits.data(), bits.size() * 2);
+        return buf;
+      };
+      auto d_q = upload(q), d_k = upload(k), d_v = upload(v), d_do = upload(d_o);
+      auto d_out = backend->allocate(no * 2), d_stats = backend->allocate(ns * 4);
+      auto d_dq = backend->allocate(nq * 2), d_dk = backend->allocate(nk * 2),
+           d_dv = backend->allocate(nv * 2);
+      fused.forward(s, type, d_q.data(), d_k.data(), d_v.data(), d_out.data(), d_stats.as<float>());
+      // Backward from the GPU's own forward output, as a training step runs it.
+      fused.backward(s, type, d_q.data(), d_k.data(), d_v.data(), d_out.data(), d_do.data(),
+                     d_stats.as<float>(), d_dq.data(), d_dk.data(), d_dv.data());
+      backend->synchronize();
+      auto download = [&](const DeviceBuffer& buf, std::size_t n) {
+        std::vector<std::uint16_t> bits(n);
+        backend->copy_to_host(bits.data(), buf, n * 2);
+        return decode(bits, type);
+      };
+      std::vector<float> got_stats(ns);
+      backend->copy_to_host(got_stats.data(), d_stats, ns * 4);
+      const std::string what = std::string(to_string(type)) + " b" + std::to_string(c.batch) + " s" +
+                               std::to_string(c.seq) + " h" + std::to_string(c.heads) + "/" +
+                               std::to_string(c.kv_heads) + " d" + std::to_string(c.dim) + "/" +
+                               std::to_string(c.value_dim) + (c.causal ? " causal" : " full");
+      EXPECT_LT(relative_error(download(d_out, no), o), tol) << what << ": o";
+      EXPECT_LT(relative_error(got_stats, stats), 1e-3) << what << ": stats (log-sum-exp)";
+      EXPECT_LT(relative_error(download(d_dq, nq), dq), tol) << what << ": dq";
+      EXPECT_LT(relative_error(download(d_dk, nk), dk), tol) << what << ": dk";
+      EXPECT_LT(relative_error(download(d_dv, nv), dv), tol) << what << ": dv";
+    }
+  }
+}
+
+TEST(AttentionCudnnCuda, AutoPicksCudnnOnAGpuWithCudnn) {
+  std::string reason;
+  auto backend = gpu_test::cuda_backend(reason);
+  if (!backend) GTEST_SKIP() << reason;
+  if (!cudnn_attention_compiled_in() || !cudnn_library().handle) GTEST_SKIP() << cudnn_library().error;
+  // Llama 3 8B's attention at a short sequence: 32 query heads, 8 KV heads of 128.
+  AttentionShape s;
+  s.batch = 1, s.seq = 512, s.heads = 32, s.kv_heads = 8, s.head_dim = 128, s.value_dim = 128;
+  s.scale = 1.0f / std::sqrt(128.0f);
+  auto selection = make_attention_engine(*backend, AttentionEngineChoice::automatic, &s, DType::bf16);
+  EXPECT_EQ(selection.engine, "cudnn") << selection.notice;
+  EXPECT_EQ(selection.notice, "");
+  ASSERT_NE(selection.fused, nullptr);
+  EXPECT_EQ(selection.fused->name(), "cudnn");
+}
+
+}  // namespace
+}  // namespace fb::kernels
