@@ -37,7 +37,7 @@ BackendDefaults host_defaults() {
   BackendDefaults d;
   d.gemm = {DType::fp32, 1024, {256, 512, 768}, false, 0, host_last_level_cache_bytes()};
   d.collective = {2};
-  d.health = {768, 1, 3, std::uint64_t{4} << 20, std::uint64_t{32} << 20};
+  d.health = {768, 1, 10, std::uint64_t{4} << 20, std::uint64_t{32} << 20};
   return d;
 }
 

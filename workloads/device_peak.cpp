@@ -18,10 +18,12 @@ std::optional<double> DevicePeak::for_dtype(const std::string& dtype) const {
 
 DevicePeak resolve_device_peak(const MpiContext& mpi, const Backend& backend) {
   DevicePeak peak;
+  const auto table = load_hardware_table();
   if (backend.defaults().peak_from_table) {
-    const auto table = load_hardware_table();
     const auto device = backend.device();
     if (const auto hw = find_hardware(table, device.name)) {
+      peak.health_gemm_floor = hw->health_gemm_floor;
+      peak.class_name = hw->name;
       peak.tflops = hw->peak_tflops;
       peak.mamf_tflops = hw->mamf_tflops;
       peak.source = fmt::format("hardware table: {} ({}), dense peaks", hw->name, hw->file);
@@ -45,6 +47,10 @@ DevicePeak resolve_device_peak(const MpiContext& mpi, const Backend& backend) {
   // This rank's share of the node's cores (fractional when ranks outnumber cores).
   const double cores = static_cast<double>(host.cpu_cores_online) / static_cast<double>(mpi.local_size());
   peak.measured = true;
+  if (const auto hw = find_hardware_class(table, "cpu")) {
+    peak.health_gemm_floor = hw->health_gemm_floor;
+    peak.class_name = hw->name;
+  }
   peak.tflops["fp32"] = per_core[0] * cores / 1e3;
   peak.tflops["fp64"] = per_core[1] * cores / 1e3;
   // bf16 on this host runs as fp32 arithmetic on rounded inputs (no bf16 instructions): same ceiling.

@@ -277,7 +277,9 @@ GemmMeasurement measure_gemm_case(const MpiContext& mpi, Backend& backend, kerne
     backend.synchronize();
     if (o.telemetry) m.timed_to_s = o.telemetry->mark();
   };
-  m.seconds = measure(backend, loop, run_set).seconds;
+  Measurement timed = measure(backend, loop, run_set);
+  m.seconds = std::move(timed.seconds);
+  m.cpu_seconds = timed.cpu_seconds;
 
   if (o.check || o.after_run_hook) {
     // Recompute set 0 (autotuning may have left any candidate's output there) and check it.

@@ -91,6 +91,7 @@ struct GemmRunOutput {
 // measurement loop, then set 0 recomputed and sampled against the fp64 reference when options.check.
 struct GemmMeasurement {
   std::vector<double> seconds;  // per timed iteration
+  double cpu_seconds = 0;       // process CPU time of the timed iterations (Measurement::cpu_seconds)
   kernels::GemmPlanInfo plan;
   int sets = 0;
   kernels::GemmCheck check;

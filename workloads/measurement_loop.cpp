@@ -1,11 +1,22 @@
 #include "workloads/measurement_loop.hpp"
 
+#include <time.h>
+
 #include <algorithm>
 #include <memory>
 
 #include "core/mpi_check.hpp"
 
 namespace fb::workloads {
+namespace {
+
+double process_cpu_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+}  // namespace
 
 Measurement measure(Backend& backend, const MeasureLoop& loop, const std::function<void(int)>& iteration) {
   const int buffers = std::max(1, loop.buffers);
@@ -17,6 +28,7 @@ Measurement measure(Backend& backend, const MeasureLoop& loop, const std::functi
   };
   for (int i = 0; i < loop.warmup; ++i) iteration(i % buffers);
   settle(loop.before_timing);
+  const double cpu_from = process_cpu_seconds();
   std::vector<std::unique_ptr<Timer>> timers;
   timers.reserve(static_cast<std::size_t>(loop.iters));
   for (int i = 0; i < loop.iters; ++i) {
@@ -27,6 +39,7 @@ Measurement measure(Backend& backend, const MeasureLoop& loop, const std::functi
   }
   settle(loop.after_timing);
   Measurement m;
+  m.cpu_seconds = process_cpu_seconds() - cpu_from;
   m.seconds.reserve(timers.size());
   for (auto& t : timers) m.seconds.push_back(t->seconds());
   m.stats = summarize(m.seconds);

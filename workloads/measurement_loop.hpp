@@ -31,6 +31,9 @@ struct MeasureLoop {
 struct Measurement {
   std::vector<double> seconds;  // one per timed iteration, in order
   SampleStats stats;            // of `seconds`
+  // Process CPU time over the timed iterations (all threads). On a shared host it counts the work the
+  // rank did, not the time it waited for a core, so it compares ranks where wall time cannot.
+  double cpu_seconds = 0;
 };
 
 // Runs `iteration(buffer)` warmup + iters times and times the last iters of them.
