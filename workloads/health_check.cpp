@@ -326,44 +326,11 @@ std::optional<json> gemm_window(const Context& c) {
   return c.telemetry->summary(*c.gemm_from_s, *c.gemm_to_s);
 }
 
-CheckOutcome check_clocks(Context& c) {
-  const auto window = gemm_window(c);
-  std::vector<std::string> problems, seen;
-  Verdict verdict = Verdict::pass;
-  CheckOutcome o;
-  std::optional<double> max_clock, load_clock;
-  if (c.cuda) {
-    if (!c.gpu) return outcome("clocks", Verdict::skip, nvml_skip(c));
-    const auto l = c.gpu->limits();
-    if (l.power_limit_w && l.default_power_limit_w && *l.default_power_limit_w > 0) {
-      const double ratio = *l.power_limit_w / *l.default_power_limit_w;
-      const std::string text =
-          fmt::format("power limit {:.0f} W of default {:.0f} W", *l.power_limit_w, *l.default_power_limit_w);
-      if (ratio < kFailPowerLimit) {
-        verdict = Verdict::fail;
-        problems.push_back(text + fmt::format(" (below {})", percent(kFailPowerLimit)));
-      } else if (ratio < kWarnPowerLimit) {
-        verdict = Verdict::warn;
-        problems.push_back(text);
-      } else {
-        seen.push_back(text);
-      }
-      o.metrics.emplace_back("power_limit_w", metric(*l.power_limit_w, "W", Better::higher));
-      o.metrics.emplace_back("default_power_limit_w", metric(*l.default_power_limit_w, "W", Better::none));
-    }
-    max_clock = l.max_sm_clock_mhz;
-    if (window && window->contains("gpu") && (*window)["gpu"].contains("sm_clock_mhz"))
-      load_clock = (*window)["gpu"]["sm_clock_mhz"]["median"].get<double>();
-    else if (const auto r = c.gpu->read(false); r.sm_clock_mhz)
-      seen.push_back(fmt::format("SM clock {:.0f} MHz idle", *r.sm_clock_mhz));
-  } else {
-    max_clock = host::read_cpu_max_mhz("/", host::affinity_cpus());
-    if (window && (*window)["host"].contains("cpu_mhz"))
-      load_clock = (*window)["host"]["cpu_mhz"]["median"].get<double>();
-    else if (const auto mhz = host::read_cpu_mhz("/", host::affinity_cpus()); !mhz.empty())
-      load_clock = summarize(mhz).median;
-  }
-  const char* unit_name = c.cuda ? "SM clock" : "CPU clock";
+// The clocks verdict from what was read: power-limit findings so far, the max clock and the clock under
+// load (the GEMM window's median, else a reading now).
+CheckOutcome clocks_outcome(const char* unit_name, Verdict verdict, std::vector<std::string> problems,
+                            std::vector<std::string> seen, CheckOutcome o, std::optional<double> max_clock,
+                            std::optional<double> load_clock) {
   if (load_clock) {
     o.metrics.emplace_back("clock_under_load_mhz", metric(*load_clock, "MHz", Better::higher));
     std::string text = fmt::format("{} {:.0f} MHz under load", unit_name, *load_clock);
@@ -388,35 +355,23 @@ CheckOutcome check_clocks(Context& c) {
   return o;
 }
 
+CheckOutcome check_clocks(Context& c) {
+  const auto window = gemm_window(c);
+  if (c.cuda)
+    return c.gpu ? gpu_clocks_outcome(*c.gpu, window) : outcome("clocks", Verdict::skip, nvml_skip(c));
+  std::optional<double> load_clock;
+  if (window && (*window)["host"].contains("cpu_mhz"))
+    load_clock = (*window)["host"]["cpu_mhz"]["median"].get<double>();
+  else if (const auto mhz = host::read_cpu_mhz("/", host::affinity_cpus()); !mhz.empty())
+    load_clock = summarize(mhz).median;
+  return clocks_outcome("CPU clock", Verdict::pass, {}, {}, {},
+                        host::read_cpu_max_mhz("/", host::affinity_cpus()), load_clock);
+}
+
 CheckOutcome check_slowdown(Context& c) {
   if (!c.cuda) return outcome("slowdown", Verdict::skip, "no clock-event reasons on the host backend");
   if (!c.gpu) return outcome("slowdown", Verdict::skip, nvml_skip(c));
-  const auto now = c.gpu->read(false).clock_event_reasons;
-  std::set<std::string> active, other;
-  if (now) {
-    for (const auto& n : nvml::clock_event_reason_names(*now & nvml::kSlowdownReasons)) active.insert(n);
-    for (const auto& n : nvml::clock_event_reason_names(*now & ~nvml::kSlowdownReasons)) other.insert(n);
-  }
-  bool during = false;
-  if (const auto window = gemm_window(c);
-      window && window->contains("gpu") && (*window)["gpu"].contains("slowdown_reasons")) {
-    during = true;
-    for (const auto& n : (*window)["gpu"]["slowdown_reasons"]) active.insert(n.get<std::string>());
-    for (const auto& n : (*window)["gpu"]["clock_event_reasons"]) other.insert(n.get<std::string>());
-  }
-  if (!now && !during) return outcome("slowdown", Verdict::skip, "clock-event reasons unavailable");
-  for (const auto& n : active) other.erase(n);
-  CheckOutcome o =
-      !active.empty()
-          ? outcome("slowdown", Verdict::fail,
-                    fmt::format("active hardware slowdown{}: {}", during ? " (now or during the GEMM)" : "",
-                                fmt::join(active, ", ")))
-          : outcome("slowdown", Verdict::pass,
-                    other.empty() ? std::string("no clock-event reasons")
-                                  : fmt::format("no slowdown; other reasons: {}", fmt::join(other, ", ")));
-  o.metrics.emplace_back("slowdown_reasons",
-                         metric(static_cast<double>(active.size()), "count", Better::lower));
-  return o;
+  return gpu_slowdown_outcome(*c.gpu, gemm_window(c));
 }
 
 CheckOutcome check_allreduce(Context& c) {
@@ -668,6 +623,64 @@ bool gpu_model_matches(std::string_view device_name, std::string_view expected) 
     start = end + 1;
   }
   return false;
+}
+
+CheckOutcome gpu_clocks_outcome(const nvml::Device& gpu, const std::optional<json>& window) {
+  std::vector<std::string> problems, seen;
+  Verdict verdict = Verdict::pass;
+  CheckOutcome o;
+  const auto l = gpu.limits();
+  if (l.power_limit_w && l.default_power_limit_w && *l.default_power_limit_w > 0) {
+    const double ratio = *l.power_limit_w / *l.default_power_limit_w;
+    const std::string text =
+        fmt::format("power limit {:.0f} W of default {:.0f} W", *l.power_limit_w, *l.default_power_limit_w);
+    if (ratio < kFailPowerLimit) {
+      verdict = Verdict::fail;
+      problems.push_back(text + fmt::format(" (below {})", percent(kFailPowerLimit)));
+    } else if (ratio < kWarnPowerLimit) {
+      verdict = Verdict::warn;
+      problems.push_back(text);
+    } else {
+      seen.push_back(text);
+    }
+    o.metrics.emplace_back("power_limit_w", metric(*l.power_limit_w, "W", Better::higher));
+    o.metrics.emplace_back("default_power_limit_w", metric(*l.default_power_limit_w, "W", Better::none));
+  }
+  std::optional<double> load_clock;
+  if (window && window->contains("gpu") && (*window)["gpu"].contains("sm_clock_mhz"))
+    load_clock = (*window)["gpu"]["sm_clock_mhz"]["median"].get<double>();
+  else if (const auto r = gpu.read(false); r.sm_clock_mhz)
+    seen.push_back(fmt::format("SM clock {:.0f} MHz idle", *r.sm_clock_mhz));
+  return clocks_outcome("SM clock", verdict, std::move(problems), std::move(seen), std::move(o),
+                        l.max_sm_clock_mhz, load_clock);
+}
+
+CheckOutcome gpu_slowdown_outcome(const nvml::Device& gpu, const std::optional<json>& window) {
+  const auto now = gpu.read(false).clock_event_reasons;
+  std::set<std::string> active, other;
+  if (now) {
+    for (const auto& n : nvml::clock_event_reason_names(*now & nvml::kSlowdownReasons)) active.insert(n);
+    for (const auto& n : nvml::clock_event_reason_names(*now & ~nvml::kSlowdownReasons)) other.insert(n);
+  }
+  bool during = false;
+  if (window && window->contains("gpu") && (*window)["gpu"].contains("slowdown_reasons")) {
+    during = true;
+    for (const auto& n : (*window)["gpu"]["slowdown_reasons"]) active.insert(n.get<std::string>());
+    for (const auto& n : (*window)["gpu"]["clock_event_reasons"]) other.insert(n.get<std::string>());
+  }
+  if (!now && !during) return outcome("slowdown", Verdict::skip, "clock-event reasons unavailable");
+  for (const auto& n : active) other.erase(n);
+  CheckOutcome o =
+      !active.empty()
+          ? outcome("slowdown", Verdict::fail,
+                    fmt::format("active hardware slowdown{}: {}", during ? " (now or during the GEMM)" : "",
+                                fmt::join(active, ", ")))
+          : outcome("slowdown", Verdict::pass,
+                    other.empty() ? std::string("no clock-event reasons")
+                                  : fmt::format("no slowdown; other reasons: {}", fmt::join(other, ", ")));
+  o.metrics.emplace_back("slowdown_reasons",
+                         metric(static_cast<double>(active.size()), "count", Better::lower));
+  return o;
 }
 
 std::optional<GemmExpectation> gemm_expectation(const DevicePeak& peak, const std::string& dtype,

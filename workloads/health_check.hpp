@@ -24,6 +24,7 @@
 
 #include "core/backend.hpp"
 #include "core/mpi_context.hpp"
+#include "core/nvml_loader.hpp"
 #include "core/telemetry_sampler.hpp"
 #include "reports/report.hpp"
 #include "workloads/device_peak.hpp"
@@ -93,6 +94,12 @@ std::optional<GemmExpectation> gemm_expectation(const DevicePeak& peak, const st
                                                 std::span<const double> rank_tflops);
 // The floor in force: --gemm-floor, else the device class's, else kDefaultGemmFloor.
 double gemm_floor(const HealthOptions& options, const DevicePeak& peak);
+
+// The cuda path's NVML verdicts, from the device and the GEMM window's telemetry summary (nullopt: none):
+// `clocks` (power limit vs default, SM clock under load vs max) and `slowdown` (active hardware slowdown
+// reasons now or during the GEMM). Exposed for the scripted-NVML tests (tests/fakes/fake_nvml.c).
+CheckOutcome gpu_clocks_outcome(const nvml::Device& gpu, const std::optional<nlohmann::json>& window);
+CheckOutcome gpu_slowdown_outcome(const nvml::Device& gpu, const std::optional<nlohmann::json>& window);
 
 // Usage Errors naming the option (--expect-gpu, --gemm-floor, --gemm-size, --min-free-memory).
 void validate_health_options(const HealthOptions& options);

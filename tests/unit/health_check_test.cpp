@@ -1,5 +1,6 @@
 // The pure parts of `factorybench health`: model matching, verdict arithmetic, the report shape and the
 // supervisor's reading of it back.
+#include <dlfcn.h>
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -8,6 +9,7 @@
 
 #include "core/error.hpp"
 #include "core/hardware_table.hpp"
+#include "core/nvml_loader.hpp"
 #include "reports/report_json.hpp"
 #include "workloads/health_check.hpp"
 
@@ -210,6 +212,64 @@ TEST(HealthCheck, HardwareFloorOutOfRangeIsAnInputError) {
               std::string::npos);
   }
   setenv("FACTORYBENCH_CONFIG_DIR", FB_SOURCE_DIR "/configs", 1);
+}
+
+// The cuda path's NVML verdicts on the scripted NVML (tests/fakes/fake_nvml.c): a healthy GPU passes; a
+// throttled one (hardware thermal slowdown, a capped power limit, a low clock under load) fails or warns
+// with the reason.
+class HealthFakeNvml : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    handle_ = dlopen(FB_FAKE_NVML_PATH, RTLD_NOW | RTLD_LOCAL);
+    ASSERT_NE(handle_, nullptr) << dlerror();
+    set_ = reinterpret_cast<int (*)(const char*, unsigned long long)>(dlsym(handle_, "fake_nvml_set"));
+    ASSERT_NE(set_, nullptr);
+    set("reset", 0);
+    lib_ = nvml::Library::open(FB_FAKE_NVML_PATH);
+    ASSERT_TRUE(lib_->available()) << lib_->reason();
+    gpu_ = lib_->device("0000:01:00.0", 0);
+    ASSERT_TRUE(gpu_);
+  }
+  void TearDown() override {
+    gpu_.reset();
+    lib_.reset();
+    if (handle_) dlclose(handle_);
+  }
+  void set(const char* key, unsigned long long value) { ASSERT_EQ(set_(key, value), 0) << key; }
+
+  void* handle_ = nullptr;
+  int (*set_)(const char*, unsigned long long) = nullptr;
+  std::shared_ptr<nvml::Library> lib_;
+  std::optional<nvml::Device> gpu_;
+};
+
+TEST_F(HealthFakeNvml, HealthyGpuPasses) {
+  const auto clocks = gpu_clocks_outcome(*gpu_, std::nullopt);
+  EXPECT_EQ(clocks.verdict, Verdict::pass) << clocks.reason;
+  EXPECT_EQ(clocks.reason, "power limit 700 W of default 700 W; SM clock 1980 MHz idle");
+  const auto slow = gpu_slowdown_outcome(*gpu_, std::nullopt);
+  EXPECT_EQ(slow.verdict, Verdict::pass) << slow.reason;
+}
+
+TEST_F(HealthFakeNvml, ThermalSlowdownFails) {
+  set("reasons", nvml::kReasonHwThermalSlowdown | nvml::kReasonSwThermalSlowdown);
+  const auto o = gpu_slowdown_outcome(*gpu_, std::nullopt);
+  EXPECT_EQ(o.verdict, Verdict::fail);
+  EXPECT_NE(o.reason.find("active hardware slowdown: "), std::string::npos) << o.reason;
+  EXPECT_NE(o.reason.find("hw_thermal_slowdown"), std::string::npos) << o.reason;
+}
+
+TEST_F(HealthFakeNvml, CappedPowerLimitFailsAndLowClockUnderLoadWarns) {
+  set("power_limit_mw", 400000);  // 400 of 700 W: below 75%
+  auto o = gpu_clocks_outcome(*gpu_, std::nullopt);
+  EXPECT_EQ(o.verdict, Verdict::fail);
+  EXPECT_NE(o.reason.find("power limit 400 W of default 700 W (below 75%)"), std::string::npos) << o.reason;
+  set("power_limit_mw", 700000);
+  const nlohmann::json window = {{"gpu", {{"sm_clock_mhz", {{"median", 990.0}}}}}};  // half the max clock
+  o = gpu_clocks_outcome(*gpu_, window);
+  EXPECT_EQ(o.verdict, Verdict::warn);
+  EXPECT_NE(o.reason.find("SM clock 990 MHz under load of max 1980 (below 70%)"), std::string::npos)
+      << o.reason;
 }
 
 }  // namespace
