@@ -116,6 +116,12 @@ struct HealthRun {
 HealthRun run_health_checks(MpiContext& mpi, Backend& backend, const DevicePeak& peak,
                             const HealthOptions& options, TelemetrySampler* telemetry = nullptr);
 
+// A check's outcome (workloads/health_report.cpp holds the report side).
+CheckOutcome make_outcome(std::string_view check, Verdict verdict, std::string reason);
+// One rank's health as JSON and back: what the ranks gather to rank 0.
+nlohmann::json health_rank_to_json(const RankHealth& rank);
+RankHealth health_rank_from_json(const nlohmann::json& j);
+
 // Rank 0: the report's results (one per rank per check) and summary["health"].
 std::vector<reports::Result> health_results(const HealthRun& run);
 nlohmann::json health_summary(const HealthRun& run, const HealthOptions& options);
