@@ -95,6 +95,13 @@ std::optional<GemmExpectation> gemm_expectation(const DevicePeak& peak, const st
 // The floor in force: --gemm-floor, else the device class's, else kDefaultGemmFloor.
 double gemm_floor(const HealthOptions& options, const DevicePeak& peak);
 
+// The clocks verdict from the readings: the clock under load (the GEMM window's median, else a reading
+// now) against the max clock (warn below 70%), after the power-limit findings so far (`verdict`,
+// `problems`, `seen`, and `o`'s metrics). `unit_name`: "SM clock" or "CPU clock".
+CheckOutcome clocks_outcome(const char* unit_name, Verdict verdict, std::vector<std::string> problems,
+                            std::vector<std::string> seen, CheckOutcome o, std::optional<double> max_clock,
+                            std::optional<double> load_clock);
+
 // The cuda path's NVML verdicts, from the device and the GEMM window's telemetry summary (nullopt: none):
 // `clocks` (power limit vs default, SM clock under load vs max) and `slowdown` (active hardware slowdown
 // reasons now or during the GEMM). Exposed for the scripted-NVML tests (tests/fakes/fake_nvml.c).
