@@ -24,29 +24,16 @@ struct HealthCliOptions {
   double min_free_memory = 0.5;
 };
 
-// Test hook: FACTORYBENCH_TEST_READONLY_CKPT_RANK=R makes rank R check a read-only directory instead of
-// --checkpoint-dir, so the failure path can be exercised on any machine.
-std::optional<int> readonly_checkpoint_rank_from_env() {
-  const char* env = std::getenv("FACTORYBENCH_TEST_READONLY_CKPT_RANK");
+// The test hooks name a rank in the environment, so their failure paths can be exercised on any machine:
+// FACTORYBENCH_TEST_READONLY_CKPT_RANK=R makes rank R check a read-only directory instead of
+// --checkpoint-dir; FACTORYBENCH_TEST_SLOW_GEMM_RANK=R makes rank R run every health GEMM several times.
+std::optional<int> hook_rank_from_env(const char* name) {
+  const char* env = std::getenv(name);
   if (!env || !*env) return std::nullopt;
   char* end = nullptr;
   const long r = std::strtol(env, &end, 10);
   if (*end != '\0' || r < 0)
-    throw usage_error(
-        fmt::format("invalid FACTORYBENCH_TEST_READONLY_CKPT_RANK '{}': expected a rank number", env));
-  return static_cast<int>(r);
-}
-
-// Test hook: FACTORYBENCH_TEST_SLOW_GEMM_RANK=R makes rank R run every health GEMM several times, a slow
-// rank for real, so the slow-rank path can be exercised on any machine.
-std::optional<int> slow_gemm_rank_from_env() {
-  const char* env = std::getenv("FACTORYBENCH_TEST_SLOW_GEMM_RANK");
-  if (!env || !*env) return std::nullopt;
-  char* end = nullptr;
-  const long r = std::strtol(env, &end, 10);
-  if (*end != '\0' || r < 0)
-    throw usage_error(
-        fmt::format("invalid FACTORYBENCH_TEST_SLOW_GEMM_RANK '{}': expected a rank number", env));
+    throw usage_error(fmt::format("invalid {} '{}': expected a rank number", name, env));
   return static_cast<int>(r);
 }
 
@@ -102,8 +89,8 @@ int run_health(const HealthCliOptions& cli, Session& session) {
     throw usage_error("invalid --checkpoint-size '" + cli.checkpoint_size + "': must be positive");
   o.checkpoint_dir = cli.checkpoint_dir;
   o.min_free_memory = cli.min_free_memory;
-  o.readonly_checkpoint_rank = readonly_checkpoint_rank_from_env();
-  o.slow_gemm_rank = slow_gemm_rank_from_env();
+  o.readonly_checkpoint_rank = hook_rank_from_env("FACTORYBENCH_TEST_READONLY_CKPT_RANK");
+  o.slow_gemm_rank = hook_rank_from_env("FACTORYBENCH_TEST_SLOW_GEMM_RANK");
   o.seed = session.options().seed;
   workloads::validate_health_options(o);
 

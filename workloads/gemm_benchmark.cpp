@@ -434,6 +434,7 @@ GemmRunOutput run_gemm_benchmark(const MpiContext& mpi, Backend& backend, const 
   kernels::GemmEngineOptions eo;
   eo.autotune = o.autotune;
   eo.local_ranks = mpi.local_size();
+  eo.workspace_bytes = workspace_bytes(backend);
   auto engine = kernels::make_gemm_engine(backend, dtype, eo);
 
   GemmRunOutput out;

@@ -222,6 +222,7 @@ GemmMeasurement measure_health_gemm(Context& c, const GemmCase& gc) {
   kernels::GemmEngineOptions eo;
   eo.autotune = 4;
   eo.local_ranks = c.mpi.local_size();
+  eo.workspace_bytes = d.gemm.workspace_bytes;
   std::unique_ptr<kernels::GemmEngine> engine = kernels::make_gemm_engine(c.backend, gc.problem.dtype, eo);
   if (c.options.slow_gemm_rank == c.mpi.rank())
     engine = std::make_unique<RepeatingEngine>(std::move(engine), kSlowGemmRepeat);
