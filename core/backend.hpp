@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/dtype.hpp"
 
@@ -29,6 +30,30 @@ struct DeviceInfo {
   int memory_clock_mhz = 0;
   std::string uuid;
   std::string pci_bus_id;
+};
+
+// What differs between backends for the workloads that run on them, so callers ask the backend instead of
+// testing its kind. The values are the documented defaults (docs/gemm.md, docs/collective.md,
+// docs/health.md).
+struct BackendDefaults {
+  // Peaks (and MFU's denominator) come from the hardware table (GPUs) or are measured (host).
+  bool peak_from_table = false;
+  struct Gemm {
+    DType dtype;                           // bf16 on GPUs (tensor cores), fp32 on the host
+    std::int64_t dim;                      // m = n = k when none is given
+    std::vector<std::int64_t> sweep_dims;  // the MAMF-style sweep's dims (each of m, n, k)
+    bool autotunes;                        // the engine times heuristic candidates (cuBLASLt)
+    std::uint64_t workspace_bytes;         // engine workspace beside the operands
+    std::uint64_t cache_bytes;             // the last-level cache input rotation must defeat
+  } gemm;
+  struct Collective {
+    int inplace_buffers;  // buffers of the largest size when also measuring in place (NCCL stages a third)
+  } collective;
+  struct Health {
+    std::int64_t gemm_dim;
+    int gemm_warmup, gemm_iters;
+    std::uint64_t allreduce_bytes, checkpoint_bytes;
+  } health;
 };
 
 class Backend;
@@ -73,6 +98,7 @@ class Backend {
   virtual ~Backend() = default;
   virtual BackendKind kind() const = 0;
   virtual DeviceInfo device() const = 0;
+  virtual const BackendDefaults& defaults() const = 0;
   // Bytes that may still be allocated (device memory, or available host memory).
   virtual std::uint64_t free_memory_bytes() const = 0;
 

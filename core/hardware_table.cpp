@@ -22,7 +22,15 @@ HardwarePeaks parse_entry(const nlohmann::json& j, const std::string& file) {
     for (const auto& [k, v] : j.at("peak_tflops").items()) hw.peak_tflops[k] = v.get<double>();
     if (j.contains("mamf_tflops"))
       for (const auto& [k, v] : j.at("mamf_tflops").items()) hw.mamf_tflops[k] = v.get<double>();
+    hw.kind = j.value("kind", std::string("gpu"));
+    if (hw.kind != "gpu" && hw.kind != "cpu") throw input_error(where("kind") + ": expected gpu or cpu");
     hw.hbm_tbps = j.value("hbm_tbps", 0.0);
+    if (j.contains("health") && j.at("health").contains("gemm_floor")) {
+      const double f = j.at("health").at("gemm_floor").get<double>();
+      if (!(f >= 0 && f <= 1))
+        throw input_error(where("health.gemm_floor") + ": must be a fraction in [0, 1]");
+      hw.health_gemm_floor = f;
+    }
     hw.source = j.value("source", std::string());
   } catch (const nlohmann::json::exception& e) {
     throw input_error(where("invalid hardware entry") + ": " + e.what());
@@ -64,6 +72,13 @@ std::optional<HardwarePeaks> find_hardware(const std::vector<HardwarePeaks>& tab
       }
   if (!best) return std::nullopt;
   return *best;
+}
+
+std::optional<HardwarePeaks> find_hardware_class(const std::vector<HardwarePeaks>& table,
+                                                 const std::string& kind) {
+  for (const auto& hw : table)
+    if (hw.kind == kind) return hw;
+  return std::nullopt;
 }
 
 std::optional<double> peak_for(const HardwarePeaks& hw, const std::string& dtype) {

@@ -9,11 +9,15 @@ namespace fb {
 
 struct HardwarePeaks {
   std::string name;                // "H200 SXM"
+  std::string kind = "gpu";        // "gpu", or "cpu" for the host class (peaks measured, not tabled)
   std::vector<std::string> match;  // substrings of the CUDA device name
   std::map<std::string, double>
       peak_tflops;  // dense (not sparse) TFLOP/s by dtype name: bf16, fp16, fp8, ...
   std::map<std::string, double> mamf_tflops;  // best achievable matmul measured by others, by dtype
   double hbm_tbps = 0;
+  // health: fail the GEMM below this fraction of the class's expected throughput (MAMF on GPUs, the job's
+  // median rank on the host); --gemm-floor overrides.
+  std::optional<double> health_gemm_floor;
   std::string source;  // provenance of the figures
   std::string file;    // where it was loaded from
 };
@@ -23,6 +27,10 @@ std::vector<HardwarePeaks> load_hardware_table();
 // The entry whose longest `match` substring occurs in `device_name`, if any.
 std::optional<HardwarePeaks> find_hardware(const std::vector<HardwarePeaks>& table,
                                            const std::string& device_name);
+
+// The first entry of `kind` ("cpu": the host class), if any.
+std::optional<HardwarePeaks> find_hardware_class(const std::vector<HardwarePeaks>& table,
+                                                 const std::string& kind);
 
 // The peak for a dtype name, with the usual aliases (fp8_e4m3/fp8_e5m2 -> fp8); nullopt when unknown.
 std::optional<double> peak_for(const HardwarePeaks& hw, const std::string& dtype);

@@ -1,9 +1,13 @@
 #include "core/host_backend.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <new>
+#include <string>
 
 #include "core/error.hpp"
 #include "core/system_info.hpp"
@@ -28,7 +32,33 @@ void check_range(const DeviceBuffer& buf, std::size_t bytes, std::size_t offset)
                         " overruns a buffer of " + std::to_string(buf.bytes()) + " bytes");
 }
 
+// Sized for seconds on two cores: OpenBLAS on one core reaches ~0.1 TFLOP/s.
+BackendDefaults host_defaults() {
+  BackendDefaults d;
+  d.gemm = {DType::fp32, 1024, {256, 512, 768}, false, 0, host_last_level_cache_bytes()};
+  d.collective = {2};
+  d.health = {768, 1, 10, std::uint64_t{4} << 20, std::uint64_t{32} << 20};
+  return d;
+}
+
 }  // namespace
+
+std::uint64_t host_last_level_cache_bytes() {
+  std::uint64_t largest = 0;
+  std::error_code ec;
+  const std::filesystem::path dir = "/sys/devices/system/cpu/cpu0/cache";
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    if (entry.path().filename().string().rfind("index", 0) != 0) continue;
+    std::ifstream in(entry.path() / "size");
+    std::string text;
+    if (!(in >> text)) continue;
+    try {
+      largest = std::max(largest, parse_size(text, "cache size"));  // "32768K"
+    } catch (const Error&) {
+    }
+  }
+  return largest ? largest : std::uint64_t{32} << 20;
+}
 
 HostBackend::HostBackend(int local_size) : local_size_(local_size < 1 ? 1 : local_size) {
   const HostInfo host = read_host_info();
@@ -38,6 +68,7 @@ HostBackend::HostBackend(int local_size) : local_size_(local_size < 1 ? 1 : loca
   info_.multiprocessors = host.cores_available;
   info_.memory_bytes = host.memory_bytes / static_cast<std::uint64_t>(local_size_);
   info_.clock_mhz = host.cpu_max_mhz;
+  defaults_ = host_defaults();
 }
 
 std::uint64_t HostBackend::free_memory_bytes() const {

@@ -92,7 +92,8 @@ int run_gemm(const GemmCliOptions& cli, Session& session) {
 
   auto& mpi = session.mpi();
   auto& backend = session.backend();
-  const DType type = dtype.value_or(backend.kind() == BackendKind::cuda ? DType::bf16 : DType::fp32);
+  const auto& defaults = backend.defaults().gemm;
+  const DType type = dtype.value_or(defaults.dtype);
   if (const auto why = kernels::gemm_unsupported_reason(backend.kind(), type); !why.empty())
     throw unsupported_error(why);
 
@@ -101,8 +102,7 @@ int run_gemm(const GemmCliOptions& cli, Session& session) {
     cases = workloads::gemm_cases_for_model(*model, {cli.tp, cli.seq, cli.micro_batch}, type);
   } else {
     const std::vector<std::int64_t> fallback =
-        cli.sweep ? workloads::default_sweep_dims(backend.kind())
-                  : std::vector<std::int64_t>{backend.kind() == BackendKind::cuda ? 8192 : 1024};
+        cli.sweep ? defaults.sweep_dims : std::vector<std::int64_t>{defaults.dim};
     if (ms.empty()) ms = fallback;
     if (ns.empty()) ns = fallback;
     if (ks.empty()) ks = fallback;

@@ -16,7 +16,7 @@ namespace {
 
 struct HealthCliOptions {
   std::string expect_gpu;
-  double gemm_floor = 0.8;
+  std::optional<double> gemm_floor;
   std::int64_t gemm_size = 0;
   std::string allreduce_size;
   std::string checkpoint_dir = "./";
@@ -24,16 +24,16 @@ struct HealthCliOptions {
   double min_free_memory = 0.5;
 };
 
-// Test hook: FACTORYBENCH_TEST_READONLY_CKPT_RANK=R makes rank R check a read-only directory instead of
-// --checkpoint-dir, so the failure path can be exercised on any machine.
-std::optional<int> readonly_checkpoint_rank_from_env() {
-  const char* env = std::getenv("FACTORYBENCH_TEST_READONLY_CKPT_RANK");
+// The test hooks name a rank in the environment, so their failure paths can be exercised on any machine:
+// FACTORYBENCH_TEST_READONLY_CKPT_RANK=R makes rank R check a read-only directory instead of
+// --checkpoint-dir; FACTORYBENCH_TEST_SLOW_GEMM_RANK=R makes rank R run every health GEMM several times.
+std::optional<int> hook_rank_from_env(const char* name) {
+  const char* env = std::getenv(name);
   if (!env || !*env) return std::nullopt;
   char* end = nullptr;
   const long r = std::strtol(env, &end, 10);
   if (*end != '\0' || r < 0)
-    throw usage_error(
-        fmt::format("invalid FACTORYBENCH_TEST_READONLY_CKPT_RANK '{}': expected a rank number", env));
+    throw usage_error(fmt::format("invalid {} '{}': expected a rank number", name, env));
   return static_cast<int>(r);
 }
 
@@ -89,7 +89,8 @@ int run_health(const HealthCliOptions& cli, Session& session) {
     throw usage_error("invalid --checkpoint-size '" + cli.checkpoint_size + "': must be positive");
   o.checkpoint_dir = cli.checkpoint_dir;
   o.min_free_memory = cli.min_free_memory;
-  o.readonly_checkpoint_rank = readonly_checkpoint_rank_from_env();
+  o.readonly_checkpoint_rank = hook_rank_from_env("FACTORYBENCH_TEST_READONLY_CKPT_RANK");
+  o.slow_gemm_rank = hook_rank_from_env("FACTORYBENCH_TEST_SLOW_GEMM_RANK");
   o.seed = session.options().seed;
   workloads::validate_health_options(o);
 
@@ -121,10 +122,9 @@ Command add_health_command(CLI::App& app) {
   sub->add_option("--expect-gpu", opt->expect_gpu, "Fail unless every rank's GPU is this model")
       ->check(CLI::IsMember({"H100", "H200", "B200", "GB200", "GB300"}));
   sub->add_option(
-         "--gemm-floor", opt->gemm_floor,
-         "Fail the GEMM below this fraction of the expected throughput (MAMF on GPUs, the measured FMA "
-         "peak on the host)")
-      ->capture_default_str();
+      "--gemm-floor", opt->gemm_floor,
+      "Fail the GEMM below this fraction of the expected throughput (MAMF on GPUs, the job's median "
+      "rank on the host). Default: the device class's floor in configs/hardware (0.8 GPUs, 0.5 host)");
   sub->add_option("--gemm-size", opt->gemm_size, "GEMM m = n = k (default 8192 on cuda, 768 on host)");
   sub->add_option("--allreduce-size", opt->allreduce_size,
                   "All-reduce size (default 256M on cuda, 4M on host)");

@@ -1,59 +1,10 @@
 #include "workloads/collective_bandwidth.hpp"
 
-#include <array>
 #include <string>
 
 #include "core/error.hpp"
 
 namespace fb::workloads {
-namespace {
-
-// name, split, reduces, rooted, factor_num·(n−1)/n + factor_constant
-constexpr std::array<CollectiveInfo, 8> kCollectives{{
-    {CollectiveOp::allreduce, "allreduce", SizeSplit::whole, true, false, 2, 0},
-    {CollectiveOp::allgather, "allgather", SizeSplit::per_rank, false, false, 1, 0},
-    {CollectiveOp::reducescatter, "reducescatter", SizeSplit::per_rank, true, false, 1, 0},
-    {CollectiveOp::alltoall, "alltoall", SizeSplit::per_rank, false, false, 1, 0},
-    {CollectiveOp::alltoallv, "alltoallv", SizeSplit::per_rank, false, false, 1, 0},
-    {CollectiveOp::broadcast, "broadcast", SizeSplit::whole, false, true, 0, 1},
-    {CollectiveOp::reduce, "reduce", SizeSplit::whole, true, true, 0, 1},
-    {CollectiveOp::sendrecv, "sendrecv", SizeSplit::whole, false, false, 0, 1},
-}};
-
-struct Alias {
-  std::string_view alias;
-  CollectiveOp op;
-};
-constexpr std::array<Alias, 6> kAliases{{
-    {"all_reduce", CollectiveOp::allreduce},
-    {"all_gather", CollectiveOp::allgather},
-    {"reduce_scatter", CollectiveOp::reducescatter},
-    {"all_to_all", CollectiveOp::alltoall},
-    {"all_to_allv", CollectiveOp::alltoallv},
-    {"send_recv", CollectiveOp::sendrecv},
-}};
-
-}  // namespace
-
-std::span<const CollectiveInfo> all_collectives() {
-  return kCollectives;
-}
-
-const CollectiveInfo& collective_info(CollectiveOp op) {
-  for (const auto& info : kCollectives)
-    if (info.op == op) return info;
-  throw runtime_error("unknown collective enumerator");
-}
-
-CollectiveOp parse_collective(std::string_view text) {
-  for (const auto& info : kCollectives)
-    if (info.name == text) return info.op;
-  for (const auto& alias : kAliases)
-    if (alias.alias == text) return alias.op;
-  std::string names;
-  for (const auto& info : kCollectives) names += std::string(info.name) + ", ";
-  throw usage_error("invalid --op '" + std::string(text) + "' (expected one of " + names + "all)");
-}
 
 double bus_factor(CollectiveOp op, int ranks) {
   const auto& info = collective_info(op);
@@ -69,31 +20,18 @@ std::size_t aligned_per_rank_count(std::uint64_t size_bytes, std::size_t elem_by
 }
 
 CollectiveCounts collective_counts(CollectiveOp op, std::uint64_t size_bytes, DType type, int ranks) {
+  const auto& info = collective_info(op);
   const std::size_t elem = dtype_bytes(type);
   const auto n = static_cast<std::size_t>(ranks);
   CollectiveCounts c;
-  switch (op) {
-    case CollectiveOp::allreduce:
-    case CollectiveOp::broadcast:
-    case CollectiveOp::reduce:
-    case CollectiveOp::sendrecv:
-      c.count = c.send_count = c.recv_count = static_cast<std::size_t>(size_bytes / elem);
-      c.bytes = c.count * elem;
-      return c;
-    case CollectiveOp::allgather:
-      c.count = c.send_count = aligned_per_rank_count(size_bytes, elem, ranks);
-      c.recv_count = c.count * n;
-      break;
-    case CollectiveOp::reducescatter:
-      c.count = c.recv_count = aligned_per_rank_count(size_bytes, elem, ranks);
-      c.send_count = c.count * n;
-      break;
-    case CollectiveOp::alltoall:
-    case CollectiveOp::alltoallv:
-      c.count = aligned_per_rank_count(size_bytes, elem, ranks);
-      c.send_count = c.recv_count = c.count * n;
-      break;
+  if (info.split == SizeSplit::whole) {
+    c.count = c.send_count = c.recv_count = static_cast<std::size_t>(size_bytes / elem);
+    c.bytes = c.count * elem;
+    return c;
   }
+  c.count = aligned_per_rank_count(size_bytes, elem, ranks);
+  c.send_count = info.send_per_peer ? c.count * n : c.count;
+  c.recv_count = info.recv_per_peer ? c.count * n : c.count;
   c.bytes = static_cast<std::uint64_t>(c.count) * n * elem;
   return c;
 }

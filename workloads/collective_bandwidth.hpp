@@ -1,6 +1,8 @@
 #pragma once
-// Everything that differs between collectives, in one table (nccl-tests' testColl): the name, how the
-// size S maps to per-rank element counts, and the bus-bandwidth factor. Pure functions only.
+// Everything that differs between collectives, in one table (nccl-tests' testColl; rows in
+// workloads/collective_table.cpp): the name, how the size S maps to per-rank element counts, the
+// bus-bandwidth factor, the in-place layout, the engine call and the reference check. The functions
+// declared here are pure.
 //
 // Semantics follow NVIDIA nccl-tests (src/*.cu getCollByteCount/getBw and doc/PERFORMANCE.md):
 //   S (bytes, the "size" column): allreduce, broadcast, reduce, sendrecv: count·elem;
@@ -35,6 +37,16 @@ enum class SizeSplit {
   per_rank,  // S is size·count: count = floor(S / elem / size), rounded down to 16 bytes
 };
 
+// Where an in-place run puts the send (or receive) buffer inside the one buffer (nccl-tests' offsets).
+enum class InPlace {
+  same,                // send = recv
+  send_is_rank_block,  // allgather: this rank's block of the gathered array
+  recv_is_rank_block,  // reducescatter: this rank's block of the scattered array
+};
+
+struct CollectiveCall;  // workloads/collective_table.hpp
+struct CheckAccess;
+
 struct CollectiveInfo {
   CollectiveOp op;
   std::string_view name;  // command line and result names (nccl-tests spelling without "_")
@@ -44,6 +56,13 @@ struct CollectiveInfo {
   // busbw / algbw as num·(n−1)/n + constant: allreduce 2(n−1)/n, allgather... (n−1)/n, broadcast... 1.
   int factor_num;       // 2, 1 or 0 (× (n−1)/n)
   int factor_constant;  // 1 for the rooted and point-to-point ops, else 0
+  bool send_per_peer;   // per_rank split: the send buffer holds count elements per rank (else count)
+  bool recv_per_peer;   // likewise the receive buffer
+  InPlace inplace;
+  bool uneven;  // counts per peer come from a traffic matrix (alltoallv), not from S
+  void (*issue)(const CollectiveCall& call);         // the engine call
+  void (*check_inputs)(const CheckAccess& access);   // --check: this rank's inputs (access.at = write)
+  void (*check_outputs)(const CheckAccess& access);  // --check: this rank's expected outputs (at = compare)
 };
 
 std::span<const CollectiveInfo> all_collectives();

@@ -18,6 +18,8 @@
 #include "core/statistics.hpp"
 #include "core/units.hpp"
 #include "workloads/collective_check.hpp"
+#include "workloads/collective_table.hpp"
+#include "workloads/measurement_loop.hpp"
 #include "workloads/telemetry_report.hpp"
 
 namespace fb::workloads {
@@ -99,7 +101,7 @@ std::vector<Case> build_cases(const CollectiveOptions& o, int n) {
       Case c;
       c.op = op;
       c.label = std::string(to_string(op));
-      if (op == CollectiveOp::alltoallv) {
+      if (collective_info(op).uneven) {
         c.matrix = uneven_alltoallv(s, elem, n);
         c.counts.count = c.matrix->busiest_elements();
         c.counts.bytes = c.counts.count * elem;
@@ -119,16 +121,11 @@ std::vector<Case> build_cases(const CollectiveOptions& o, int n) {
 
 Pointers pointers(const Case& c, int rank, DeviceBuffer& send, DeviceBuffer& recv, std::size_t elem) {
   if (!c.inplace) return {send.data(), recv.data()};
+  const auto& info = collective_info(c.op);
   char* base = recv.as<char>();
-  const std::size_t offset = static_cast<std::size_t>(rank) * c.counts.count * elem;
-  if (c.op == CollectiveOp::allgather) return {base + offset, base};
-  if (c.op == CollectiveOp::reducescatter) return {base, base + offset};
-  return {base, base};
+  return {base + inplace_send_offset(info, rank, c.counts.count) * elem,
+          base + inplace_recv_offset(info, rank, c.counts.count) * elem};
 }
-
-struct AlltoallvLayout {
-  std::vector<std::size_t> send_counts, send_displs, recv_counts, recv_displs;
-};
 
 AlltoallvLayout layout(const TrafficMatrix& m, int rank) {
   AlltoallvLayout l;
@@ -141,39 +138,13 @@ AlltoallvLayout layout(const TrafficMatrix& m, int rank) {
 
 void issue(const Case& c, const CollectiveOptions& o, Communicator& comm, const Pointers& p,
            const AlltoallvLayout* v) {
-  const int n = comm.size(), r = comm.rank();
-  const std::size_t count = c.counts.count;
-  switch (c.op) {
-    case CollectiveOp::allreduce:
-      comm.allreduce(p.send, p.recv, count, o.type, o.redop);
-      break;
-    case CollectiveOp::allgather:
-      comm.allgather(p.send, p.recv, count, o.type);
-      break;
-    case CollectiveOp::reducescatter:
-      comm.reduce_scatter(p.send, p.recv, count, o.type, o.redop);
-      break;
-    case CollectiveOp::alltoall:
-      comm.alltoall(p.send, p.recv, count, o.type);
-      break;
-    case CollectiveOp::alltoallv:
-      comm.alltoallv(p.send, v->send_counts, v->send_displs, p.recv, v->recv_counts, v->recv_displs, o.type);
-      break;
-    case CollectiveOp::broadcast:
-      comm.broadcast(p.send, p.recv, count, o.type, o.root);
-      break;
-    case CollectiveOp::reduce:
-      comm.reduce(p.send, p.recv, count, o.type, o.redop, o.root);
-      break;
-    case CollectiveOp::sendrecv:
-      comm.sendrecv(p.send, (r + 1) % n, p.recv, (r - 1 + n) % n, count, o.type);
-      break;
-  }
+  collective_info(c.op).issue({comm, p.send, p.recv, c.counts.count, o.type, o.redop, o.root, v});
 }
 
 // Writes the --check inputs, runs the case once and counts this rank's wrong elements.
 std::uint64_t check_case(const Case& c, const CollectiveOptions& o, Communicator& comm, Backend& backend,
                          DeviceBuffer& send, DeviceBuffer& recv, const AlltoallvLayout* v) {
+  const auto& info = collective_info(c.op);
   const int n = comm.size(), r = comm.rank();
   const std::size_t elem = elem_bytes(o), count = c.counts.count;
   const CheckPattern pattern(o.type, o.redop, n);
@@ -185,41 +156,16 @@ std::uint64_t check_case(const Case& c, const CollectiveOptions& o, Communicator
   std::vector<unsigned char> out(recv_elems * elem), in(in_elems * elem);
   for (std::size_t i = 0; i < recv_elems; ++i) store_element(out.data(), o.type, i, CheckPattern::kSentinel);
   std::vector<unsigned char>& input = c.inplace ? out : in;
-  const std::size_t base =
-      c.inplace && c.op == CollectiveOp::allgather ? static_cast<std::size_t>(r) * count : 0;
-  auto put = [&](std::size_t i, double value) { store_element(input.data(), o.type, base + i, value); };
-  switch (c.op) {
-    case CollectiveOp::allreduce:
-    case CollectiveOp::reduce:
-      for (std::size_t i = 0; i < count; ++i) put(i, pattern.reduce_input(r, i));
-      break;
-    case CollectiveOp::reducescatter:
-      for (std::size_t i = 0; i < count * static_cast<std::size_t>(n); ++i)
-        put(i, pattern.reduce_input(r, i));
-      break;
-    case CollectiveOp::allgather:
-    case CollectiveOp::sendrecv:
-      for (std::size_t i = 0; i < count; ++i) put(i, pattern.move_value(r, 0, i));
-      break;
-    case CollectiveOp::broadcast:
-      if (r == o.root)
-        for (std::size_t i = 0; i < count; ++i) put(i, pattern.move_value(r, 0, i));
-      break;
-    case CollectiveOp::alltoall:
-      for (int d = 0; d < n; ++d)
-        for (std::size_t k = 0; k < count; ++k)
-          put(static_cast<std::size_t>(d) * count + k, pattern.move_value(r, d, k));
-      break;
-    case CollectiveOp::alltoallv: {
-      // In place, what goes to rank d is read from the receive layout (symmetric counts).
-      const auto& counts = c.inplace ? v->recv_counts : v->send_counts;
-      const auto& displs = c.inplace ? v->recv_displs : v->send_displs;
-      for (std::size_t d = 0; d < counts.size(); ++d)
-        for (std::size_t k = 0; k < counts[d]; ++k)
-          put(displs[d] + k, pattern.move_value(r, static_cast<int>(d), k));
-      break;
-    }
-  }
+  const std::size_t in_base = c.inplace ? inplace_send_offset(info, r, count) : 0;
+  CheckAccess access{r,
+                     n,
+                     o.root,
+                     count,
+                     c.inplace,
+                     pattern,
+                     v,
+                     [&](std::size_t i, double value) { store_element(input.data(), o.type, in_base + i, value); }};
+  info.check_inputs(access);
   backend.copy_to_device(recv, out.data(), out.size());
   if (!c.inplace) backend.copy_to_device(send, in.data(), in.size());
   comm.barrier();
@@ -228,45 +174,11 @@ std::uint64_t check_case(const Case& c, const CollectiveOptions& o, Communicator
   backend.copy_to_host(out.data(), recv, out.size());
 
   std::uint64_t wrong = 0;
-  const std::size_t result_base =
-      c.inplace && c.op == CollectiveOp::reducescatter ? static_cast<std::size_t>(r) * count : 0;
-  auto expect = [&](std::size_t i, double value) {
-    if (!pattern.matches(load_element(out.data(), o.type, result_base + i), value)) ++wrong;
+  const std::size_t out_base = c.inplace ? inplace_recv_offset(info, r, count) : 0;
+  access.at = [&](std::size_t i, double value) {
+    if (!pattern.matches(load_element(out.data(), o.type, out_base + i), value)) ++wrong;
   };
-  switch (c.op) {
-    case CollectiveOp::allreduce:
-      for (std::size_t i = 0; i < count; ++i) expect(i, pattern.reduce_expected(i));
-      break;
-    case CollectiveOp::reduce:
-      if (r == o.root)
-        for (std::size_t i = 0; i < count; ++i) expect(i, pattern.reduce_expected(i));
-      break;
-    case CollectiveOp::reducescatter:
-      for (std::size_t i = 0; i < count; ++i)
-        expect(i, pattern.reduce_expected(static_cast<std::size_t>(r) * count + i));
-      break;
-    case CollectiveOp::allgather:
-      for (int s = 0; s < n; ++s)
-        for (std::size_t k = 0; k < count; ++k)
-          expect(static_cast<std::size_t>(s) * count + k, pattern.move_value(s, 0, k));
-      break;
-    case CollectiveOp::sendrecv:
-      for (std::size_t i = 0; i < count; ++i) expect(i, pattern.move_value((r - 1 + n) % n, 0, i));
-      break;
-    case CollectiveOp::broadcast:
-      for (std::size_t i = 0; i < count; ++i) expect(i, pattern.move_value(o.root, 0, i));
-      break;
-    case CollectiveOp::alltoall:
-      for (int s = 0; s < n; ++s)
-        for (std::size_t k = 0; k < count; ++k)
-          expect(static_cast<std::size_t>(s) * count + k, pattern.move_value(s, r, k));
-      break;
-    case CollectiveOp::alltoallv:
-      for (std::size_t s = 0; s < v->recv_counts.size(); ++s)
-        for (std::size_t k = 0; k < v->recv_counts[s]; ++k)
-          expect(v->recv_displs[s] + k, pattern.move_value(static_cast<int>(s), r, k));
-      break;
-  }
+  info.check_outputs(access);
   return wrong;
 }
 
@@ -348,19 +260,16 @@ void validate_collective_options(const CollectiveOptions& o, int world) {
   }
 }
 
-CollectiveRun run_collective_benchmark(const CollectiveOptions& o, MpiContext& mpi, Backend& backend) {
-  validate_collective_options(o, mpi.size());
-  const int world = mpi.size();
-  const int n = group_size(o, world);
-  const int group = mpi.rank() / n;
-  const std::size_t elem = elem_bytes(o);
-  const std::vector<Case> cases = build_cases(o, n);
+namespace {
 
-  // Memory: two buffers of the largest case (a third for NCCL's in-place staging), checked against the
-  // smallest free memory of all ranks so every rank stops alike, before anything is allocated.
+// Two buffers of the largest case (a third for NCCL's in-place staging), checked against the smallest free
+// memory of all ranks so every rank stops alike, before anything is allocated. Returns one buffer's bytes.
+std::uint64_t checked_buffer_bytes(const CollectiveOptions& o, const MpiContext& mpi, const Backend& backend,
+                                   const std::vector<Case>& cases, int n) {
+  const std::size_t elem = elem_bytes(o);
   std::uint64_t buffer_bytes = 0;
   for (const auto& c : cases) buffer_bytes = std::max(buffer_bytes, case_buffer_bytes(c, elem));
-  const std::uint64_t need = buffer_bytes * (backend.kind() == BackendKind::cuda && o.inplace ? 3 : 2);
+  const std::uint64_t need = buffer_bytes * (o.inplace ? backend.defaults().collective.inplace_buffers : 2);
   unsigned long long free_local = backend.free_memory_bytes(), free_min = 0;
   FB_CHECK_MPI(MPI_Allreduce(&free_local, &free_min, 1, MPI_UNSIGNED_LONG_LONG, MPI_MIN, mpi.world()));
   if (need > free_min)
@@ -373,11 +282,10 @@ CollectiveRun run_collective_benchmark(const CollectiveOptions& o, MpiContext& m
     throw usage_error(
         fmt::format("invalid size range: every size from -b {} to -e {} rounds to 0 bytes on {} ranks",
                     o.min_bytes, o.max_bytes, n));
+  return buffer_bytes;
+}
 
-  auto world_comm = make_communicator(mpi, backend);
-  std::unique_ptr<Communicator> group_comm;
-  if (o.split > 0) group_comm = world_comm->split(group, mpi.rank());
-  Communicator& comm = o.split > 0 ? *group_comm : *world_comm;
+void check_supported(const CollectiveOptions& o, const Communicator& comm) {
   for (const CollectiveOp op : o.ops) {
     const auto& info = collective_info(op);
     if (!comm.supports(o.type, info.reduces, o.redop))
@@ -385,37 +293,181 @@ CollectiveRun run_collective_benchmark(const CollectiveOptions& o, MpiContext& m
           "--op {} with --dtype {}{} is not supported by the {} engine", info.name, to_string(o.type),
           info.reduces ? fmt::format(" --redop {}", to_string(o.redop)) : "", comm.engine()));
   }
+}
 
-  CollectiveRun run;
-  // MoE: every rank computed the routing on its own; they must agree (a mismatch would hang alltoallv).
-  std::vector<double> routing_checksums;
-  if (o.moe) {
-    const auto checksum = static_cast<unsigned long long>(moe_dispatch_tokens(*o.moe, n).checksum());
-    std::vector<unsigned long long> all(static_cast<std::size_t>(world));
-    FB_CHECK_MPI(MPI_Allgather(&checksum, 1, MPI_UNSIGNED_LONG_LONG, all.data(), 1, MPI_UNSIGNED_LONG_LONG,
-                               mpi.world()));
-    for (const auto c : all) {
-      if (c != all[0]) throw runtime_error("MoE routing differs between ranks (non-deterministic routing)");
-      routing_checksums.push_back(static_cast<double>(c));
-    }
+// MoE: every rank computed the routing on its own; they must agree (a mismatch would hang alltoallv).
+std::vector<double> routing_checksums(const CollectiveOptions& o, const MpiContext& mpi, int n) {
+  std::vector<double> out;
+  if (!o.moe) return out;
+  const auto checksum = static_cast<unsigned long long>(moe_dispatch_tokens(*o.moe, n).checksum());
+  std::vector<unsigned long long> all(static_cast<std::size_t>(mpi.size()));
+  FB_CHECK_MPI(MPI_Allgather(&checksum, 1, MPI_UNSIGNED_LONG_LONG, all.data(), 1, MPI_UNSIGNED_LONG_LONG,
+                             mpi.world()));
+  for (const auto c : all) {
+    if (c != all[0]) throw runtime_error("MoE routing differs between ranks (non-deterministic routing)");
+    out.push_back(static_cast<double>(c));
   }
+  return out;
+}
+
+// Everything the run shares across cases.
+struct Bench {
+  const CollectiveOptions& o;
+  MpiContext& mpi;
+  Backend& backend;
+  Communicator& comm;
+  DeviceBuffer& send;
+  DeviceBuffer& recv;
+  int n;  // ranks per group
+  std::vector<double> checksums;
+};
+
+// Every rank's per-iteration seconds (rank 0) and wrong-element counts for one case.
+struct CaseSamples {
+  std::vector<double> all_seconds;
+  std::vector<unsigned long long> all_wrong;
+  nlohmann::json window;
+};
+
+CaseSamples run_case(const Case& c, Bench& b) {
+  const CollectiveOptions& o = b.o;
+  log::debug("{} {} bytes{}", c.label, c.counts.bytes, c.inplace ? " in place" : "");
+  std::optional<AlltoallvLayout> v;
+  if (c.matrix) v = layout(*c.matrix, b.comm.rank());
+  const AlltoallvLayout* vp = v ? &*v : nullptr;
+  const Pointers p = pointers(c, b.comm.rank(), b.send, b.recv, elem_bytes(o));
+  const double window_from = o.telemetry ? o.telemetry->mark() : 0;
+  MeasureLoop loop;
+  loop.warmup = o.warmup;
+  loop.iters = o.iters;
+  loop.before_timing = [&] {
+    b.comm.synchronize();
+    b.comm.barrier();
+  };
+  loop.after_timing = [&] { b.comm.synchronize(); };
+  const Measurement m = measure(b.backend, loop, [&](int) { issue(c, o, b.comm, p, vp); });
+
+  unsigned long long wrong = 0;
+  if (o.check) wrong = check_case(c, o, b.comm, b.backend, b.send, b.recv, vp);
+  CaseSamples out;
+  out.all_seconds = gather_samples(b.mpi, m.seconds);
+  out.all_wrong.resize(static_cast<std::size_t>(b.mpi.size()));
+  FB_CHECK_MPI(MPI_Gather(&wrong, 1, MPI_UNSIGNED_LONG_LONG, out.all_wrong.data(), 1, MPI_UNSIGNED_LONG_LONG,
+                          0, b.mpi.world()));
+  if (o.telemetry) out.window = gather_telemetry(b.mpi, *o.telemetry, window_from, o.telemetry->mark());
+  return out;
+}
+
+// The tokens each rank sent each other rank, [src][dst] (deduplicated per destination rank).
+nlohmann::json tokens_sent(const Case& c, const MoeRouting& moe, int n) {
+  nlohmann::json tokens = nlohmann::json::array();
+  const TrafficMatrix tm = moe_dispatch_tokens(moe, n);
+  for (int src = 0; src < n; ++src) {
+    nlohmann::json row = nlohmann::json::array();
+    for (int dst = 0; dst < n; ++dst)
+      row.push_back(c.label == "moe_combine" ? tm.at(dst, src) : tm.at(src, dst));
+    tokens.push_back(row);
+  }
+  return tokens;
+}
+
+// Rank 0: the result of group `g` for one measured case.
+Result group_result(const Case& c, const Bench& b, const CaseSamples& s, int g) {
+  const CollectiveOptions& o = b.o;
+  const int n = b.n, first = g * n;
+  const auto iters = static_cast<std::size_t>(o.iters);
+  const std::vector<double> t = reduce_times(s.all_seconds, first, n, o.iters, o.average);
+  std::vector<double> t_us(t.size());
+  std::transform(t.begin(), t.end(), t_us.begin(), [](double x) { return x * 1e6; });
+  const SampleStats stats = summarize(t_us);
+  const double seconds = stats.mean / 1e6;  // nccl-tests: time = mean over the iterations
+  const double algbw = algbw_gbps(c.counts.bytes, seconds);
+  Result res = make_result(c, o, n, g);
+  res.set_metric("time_us", Metric{stats.mean, "us", Better::lower, stats});
+  res.set_metric("algbw_gbps", Metric{algbw, "GB/s", Better::higher, std::nullopt});
+  res.set_metric("busbw_gbps", Metric{algbw * bus_factor(c.op, n), "GB/s", Better::higher, std::nullopt});
+  if (c.matrix && o.moe)
+    res.set_metric("busiest_share",
+                   Metric{c.matrix->busiest_share(), "fraction", Better::lower, std::nullopt});
+  std::vector<double> rank_means;
+  std::uint64_t group_wrong = 0;
+  for (int k = 0; k < n; ++k) {
+    const auto rk = static_cast<std::size_t>(first + k);
+    const double* x = &s.all_seconds[rk * iters];
+    rank_means.push_back(std::accumulate(x, x + iters, 0.0) / static_cast<double>(iters) * 1e6);
+    group_wrong += s.all_wrong[rk];
+  }
+  res.set_per_rank("time_us", rank_means);
+  if (o.moe) {
+    res.set_per_rank("routing_checksum",
+                     std::vector<double>(b.checksums.begin() + first, b.checksums.begin() + first + n));
+    res.extra["tokens_sent"] = tokens_sent(c, *o.moe, n);
+  }
+  if (o.check) {
+    res.set_metric("wrong", Metric{static_cast<double>(group_wrong), "count", Better::lower, std::nullopt});
+    if (group_wrong > 0) res.fail(fmt::format("{} wrong element(s) in --check", group_wrong));
+  }
+  attach_telemetry(res, s.window);
+  return res;
+}
+
+// Rank 0: one `avg_busbw` result per group (failed under --min-busbw), averaged over its measured rows.
+void add_averages(CollectiveRun& run, const CollectiveOptions& o, int n, int groups,
+                  std::string_view engine) {
+  for (int g = 0; g < groups; ++g) {
+    double sum = 0;
+    int rows = 0;
+    for (const auto& r : run.results)
+      if (r.status != reports::Status::skipped && r.params.contains("op") &&
+          (o.split == 0 || r.params.value("group", -1) == g)) {
+        sum += r.metric("busbw_gbps")->value;
+        ++rows;
+      }
+    const double avg = rows ? sum / rows : 0.0;
+    Result res;
+    res.benchmark = "collective";
+    res.name = o.split > 0 ? fmt::format("avg_busbw/group{}", g) : "avg_busbw";
+    res.params = {{"dtype", std::string(to_string(o.type))}, {"ranks", n}, {"rows", rows}};
+    if (o.split > 0) {
+      res.params["split"] = o.split;
+      res.params["group"] = g;
+    }
+    if (o.min_busbw_gbps) res.params["min_busbw_gbps"] = *o.min_busbw_gbps;
+    res.set_metric("busbw_gbps", Metric{avg, "GB/s", Better::higher, std::nullopt});
+    if (o.min_busbw_gbps && avg < *o.min_busbw_gbps)
+      res.fail(fmt::format("average busbw {:.3f} GB/s is below --min-busbw {:.3f}", avg, *o.min_busbw_gbps));
+    run.summary[g == 0 && o.split == 0 ? "avg_busbw_gbps" : fmt::format("avg_busbw_gbps_group{}", g)] = avg;
+    run.results.push_back(std::move(res));
+  }
+  run.summary["engine"] = std::string(engine);
+}
+
+}  // namespace
+
+CollectiveRun run_collective_benchmark(const CollectiveOptions& o, MpiContext& mpi, Backend& backend) {
+  validate_collective_options(o, mpi.size());
+  const int n = group_size(o, mpi.size());
+  const int groups = mpi.size() / n;
+  const std::vector<Case> cases = build_cases(o, n);
+  const std::uint64_t buffer_bytes = checked_buffer_bytes(o, mpi, backend, cases, n);
+
+  auto world_comm = make_communicator(mpi, backend);
+  std::unique_ptr<Communicator> group_comm;
+  if (o.split > 0) group_comm = world_comm->split(mpi.rank() / n, mpi.rank());
+  Communicator& comm = o.split > 0 ? *group_comm : *world_comm;
+  check_supported(o, comm);
 
   DeviceBuffer send = backend.allocate(buffer_bytes);
   DeviceBuffer recv = backend.allocate(buffer_bytes);
   backend.fill_random(send, o.type, derive_seed(o.seed, static_cast<std::uint64_t>(mpi.rank()) * 2));
   backend.fill_random(recv, o.type, derive_seed(o.seed, static_cast<std::uint64_t>(mpi.rank()) * 2 + 1));
-  std::vector<std::unique_ptr<Timer>> timers;
-  for (int i = 0; i < o.iters; ++i) timers.push_back(backend.make_timer());
+  Bench bench{o, mpi, backend, comm, send, recv, n, routing_checksums(o, mpi, n)};
 
-  const auto iters = static_cast<std::size_t>(o.iters);
-  std::vector<double> samples(iters),
-      all_samples(mpi.is_root() ? iters * static_cast<std::size_t>(world) : 0);
-  std::vector<double> per_group_busbw_sum(static_cast<std::size_t>(world / n), 0.0);
-  std::vector<int> per_group_rows(static_cast<std::size_t>(world / n), 0);
+  CollectiveRun run;
   for (const Case& c : cases) {
     if (!c.skip_reason.empty()) {
       if (mpi.is_root())
-        for (int g = 0; g < world / n; ++g) {
+        for (int g = 0; g < groups; ++g) {
           Result res = make_result(c, o, n, g);
           res.status = reports::Status::skipped;
           res.error = c.skip_reason;
@@ -423,107 +475,11 @@ CollectiveRun run_collective_benchmark(const CollectiveOptions& o, MpiContext& m
         }
       continue;
     }
-    log::debug("{} {} bytes{}", c.label, c.counts.bytes, c.inplace ? " in place" : "");
-    std::optional<AlltoallvLayout> v;
-    if (c.matrix) v = layout(*c.matrix, comm.rank());
-    const AlltoallvLayout* vp = v ? &*v : nullptr;
-    const Pointers p = pointers(c, comm.rank(), send, recv, elem);
-    const double window_from = o.telemetry ? o.telemetry->mark() : 0;
-    for (int i = 0; i < o.warmup; ++i) issue(c, o, comm, p, vp);
-    comm.synchronize();
-    comm.barrier();
-    for (std::size_t i = 0; i < iters; ++i) {
-      timers[i]->start();
-      issue(c, o, comm, p, vp);
-      timers[i]->stop();
-    }
-    comm.synchronize();
-    for (std::size_t i = 0; i < iters; ++i) samples[i] = timers[i]->seconds();
-
-    unsigned long long wrong = 0;
-    if (o.check) wrong = check_case(c, o, comm, backend, send, recv, vp);
-    std::vector<unsigned long long> all_wrong(static_cast<std::size_t>(world));
-    FB_CHECK_MPI(MPI_Gather(samples.data(), o.iters, MPI_DOUBLE, all_samples.data(), o.iters, MPI_DOUBLE, 0,
-                            mpi.world()));
-    FB_CHECK_MPI(MPI_Gather(&wrong, 1, MPI_UNSIGNED_LONG_LONG, all_wrong.data(), 1, MPI_UNSIGNED_LONG_LONG, 0,
-                            mpi.world()));
-    const nlohmann::json window = o.telemetry
-                                      ? gather_telemetry(mpi, *o.telemetry, window_from, o.telemetry->mark())
-                                      : nlohmann::json();
+    const CaseSamples samples = run_case(c, bench);
     if (!mpi.is_root()) continue;
-
-    for (int g = 0; g < world / n; ++g) {
-      const int first = g * n;
-      const std::vector<double> t = reduce_times(all_samples, first, n, o.iters, o.average);
-      std::vector<double> t_us(t.size());
-      std::transform(t.begin(), t.end(), t_us.begin(), [](double s) { return s * 1e6; });
-      const SampleStats stats = summarize(t_us);
-      const double seconds = stats.mean / 1e6;  // nccl-tests: time = mean over the iterations
-      const double algbw = algbw_gbps(c.counts.bytes, seconds);
-      const double busbw = algbw * bus_factor(c.op, n);
-      Result res = make_result(c, o, n, g);
-      res.set_metric("time_us", Metric{stats.mean, "us", Better::lower, stats});
-      res.set_metric("algbw_gbps", Metric{algbw, "GB/s", Better::higher, std::nullopt});
-      res.set_metric("busbw_gbps", Metric{busbw, "GB/s", Better::higher, std::nullopt});
-      if (c.matrix && o.moe)
-        res.set_metric("busiest_share",
-                       Metric{c.matrix->busiest_share(), "fraction", Better::lower, std::nullopt});
-      std::vector<double> rank_means;
-      std::uint64_t group_wrong = 0;
-      for (int k = 0; k < n; ++k) {
-        const auto rk = static_cast<std::size_t>(first + k);
-        const double* s = &all_samples[rk * iters];
-        rank_means.push_back(std::accumulate(s, s + iters, 0.0) / static_cast<double>(iters) * 1e6);
-        group_wrong += all_wrong[rk];
-      }
-      res.set_per_rank("time_us", rank_means);
-      if (o.moe) {
-        res.set_per_rank("routing_checksum", std::vector<double>(routing_checksums.begin() + first,
-                                                                 routing_checksums.begin() + first + n));
-        nlohmann::json tokens = nlohmann::json::array();
-        const TrafficMatrix tm = moe_dispatch_tokens(*o.moe, n);
-        for (int src = 0; src < n; ++src) {
-          nlohmann::json row = nlohmann::json::array();
-          for (int dst = 0; dst < n; ++dst)
-            row.push_back(c.label == "moe_combine" ? tm.at(dst, src) : tm.at(src, dst));
-          tokens.push_back(row);
-        }
-        res.extra["tokens_sent"] = tokens;  // [src][dst], deduplicated per destination rank
-      }
-      if (o.check) {
-        res.set_metric("wrong",
-                       Metric{static_cast<double>(group_wrong), "count", Better::lower, std::nullopt});
-        if (group_wrong > 0) res.fail(fmt::format("{} wrong element(s) in --check", group_wrong));
-      }
-      attach_telemetry(res, window);
-      per_group_busbw_sum[static_cast<std::size_t>(g)] += busbw;
-      per_group_rows[static_cast<std::size_t>(g)] += 1;
-      run.results.push_back(std::move(res));
-    }
+    for (int g = 0; g < groups; ++g) run.results.push_back(group_result(c, bench, samples, g));
   }
-
-  if (mpi.is_root()) {
-    for (int g = 0; g < world / n; ++g) {
-      const auto gi = static_cast<std::size_t>(g);
-      const double avg = per_group_rows[gi] ? per_group_busbw_sum[gi] / per_group_rows[gi] : 0.0;
-      Result res;
-      res.benchmark = "collective";
-      res.name = o.split > 0 ? fmt::format("avg_busbw/group{}", g) : "avg_busbw";
-      res.params = {{"dtype", std::string(to_string(o.type))}, {"ranks", n}, {"rows", per_group_rows[gi]}};
-      if (o.split > 0) {
-        res.params["split"] = o.split;
-        res.params["group"] = g;
-      }
-      if (o.min_busbw_gbps) res.params["min_busbw_gbps"] = *o.min_busbw_gbps;
-      res.set_metric("busbw_gbps", Metric{avg, "GB/s", Better::higher, std::nullopt});
-      if (o.min_busbw_gbps && avg < *o.min_busbw_gbps)
-        res.fail(
-            fmt::format("average busbw {:.3f} GB/s is below --min-busbw {:.3f}", avg, *o.min_busbw_gbps));
-      run.summary[g == 0 && o.split == 0 ? "avg_busbw_gbps" : fmt::format("avg_busbw_gbps_group{}", g)] = avg;
-      run.results.push_back(std::move(res));
-    }
-    run.summary["engine"] = std::string(comm.engine());
-  }
+  if (mpi.is_root()) add_averages(run, o, n, groups, comm.engine());
   return run;
 }
 

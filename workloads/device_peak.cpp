@@ -5,7 +5,7 @@
 #include "core/hardware_table.hpp"
 #include "core/mpi_check.hpp"
 #include "core/system_info.hpp"
-#include "kernels/host/fma_peak.hpp"
+#include "kernels/device_probe.hpp"
 
 namespace fb::workloads {
 
@@ -18,10 +18,12 @@ std::optional<double> DevicePeak::for_dtype(const std::string& dtype) const {
 
 DevicePeak resolve_device_peak(const MpiContext& mpi, const Backend& backend) {
   DevicePeak peak;
-  if (backend.kind() == BackendKind::cuda) {
-    const auto table = load_hardware_table();
+  const auto table = load_hardware_table();
+  if (backend.defaults().peak_from_table) {
     const auto device = backend.device();
     if (const auto hw = find_hardware(table, device.name)) {
+      peak.health_gemm_floor = hw->health_gemm_floor;
+      peak.class_name = hw->name;
       peak.tflops = hw->peak_tflops;
       peak.mamf_tflops = hw->mamf_tflops;
       peak.source = fmt::format("hardware table: {} ({}), dense peaks", hw->name, hw->file);
@@ -32,18 +34,23 @@ DevicePeak resolve_device_peak(const MpiContext& mpi, const Backend& backend) {
   }
   // One measurement per node, so ranks sharing cores do not slow each other's measurement.
   double per_core[2] = {0, 0};
-  const char* isa = "";
+  std::string isa;
   if (mpi.local_rank() == 0) {
-    const auto p = kernels::measure_core_peak();
-    per_core[0] = p.fp32_gflops;
-    per_core[1] = p.fp64_gflops;
-    isa = p.isa;
+    if (const auto p = kernels::device_peak_probe(backend)) {
+      per_core[0] = p->fp32_gflops;
+      per_core[1] = p->fp64_gflops;
+      isa = p->isa;
+    }
   }
   FB_CHECK_MPI(MPI_Bcast(per_core, 2, MPI_DOUBLE, 0, mpi.node()));
   const HostInfo host = read_host_info();
   // This rank's share of the node's cores (fractional when ranks outnumber cores).
   const double cores = static_cast<double>(host.cpu_cores_online) / static_cast<double>(mpi.local_size());
   peak.measured = true;
+  if (const auto hw = find_hardware_class(table, "cpu")) {
+    peak.health_gemm_floor = hw->health_gemm_floor;
+    peak.class_name = hw->name;
+  }
   peak.tflops["fp32"] = per_core[0] * cores / 1e3;
   peak.tflops["fp64"] = per_core[1] * cores / 1e3;
   // bf16 on this host runs as fp32 arithmetic on rounded inputs (no bf16 instructions): same ceiling.

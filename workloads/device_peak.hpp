@@ -15,6 +15,9 @@ struct DevicePeak {
   std::map<std::string, double> mamf_tflops;
   std::string source;  // "hardware table: H200 SXM (configs/hardware/h200-sxm.json)" or "measured ..."
   bool measured = false;
+  // The device class's health floor (configs/hardware: health.gemm_floor), and which entry gave it.
+  std::optional<double> health_gemm_floor;
+  std::string class_name;  // "H200 SXM", "host CPU"; empty when no entry matched
   std::optional<double> for_dtype(const std::string& dtype) const;
 };
 

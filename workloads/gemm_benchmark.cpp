@@ -2,8 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <filesystem>
-#include <fstream>
 #include <limits>
 #include <string_view>
 
@@ -18,6 +16,7 @@
 #include "kernels/host/gemm_reference.hpp"
 #include "workloads/gemm_flops.hpp"
 #include "workloads/layer_gemm_shapes.hpp"
+#include "workloads/measurement_loop.hpp"
 #include "workloads/telemetry_report.hpp"
 
 namespace fb::workloads {
@@ -65,96 +64,63 @@ double set_bytes_exact(const kernels::GemmProblem& p) {
 }
 
 std::uint64_t workspace_bytes(const Backend& backend) {
-  return backend.kind() == BackendKind::cuda ? kernels::GemmEngineOptions{}.workspace_bytes : 0;
+  return backend.defaults().gemm.workspace_bytes;
 }
 
 std::string shape_text(const kernels::GemmProblem& p) {
   return fmt::format("{}x{}x{}{}", p.m, p.n, p.k, p.batch > 1 ? fmt::format(" batch {}", p.batch) : "");
 }
 
+struct OperandBytes {
+  std::size_t a, b, c;
+};
+
+OperandBytes operand_bytes(const kernels::GemmProblem& p) {
+  const auto types = kernels::gemm_types(p.dtype);
+  return {static_cast<std::size_t>(bytes_of(p.elements_a(), types.a)),
+          static_cast<std::size_t>(bytes_of(p.elements_b(), types.b)),
+          static_cast<std::size_t>(bytes_of(p.elements_c(), types.c))};
+}
+
 struct BufferSet {
   DeviceBuffer a, b, c;
 };
 
-// One rank's measurement of one case.
-struct Measured {
-  std::vector<double> seconds;  // per timed iteration
-  kernels::GemmPlanInfo plan;
-  int sets = 0;
-  kernels::GemmCheck check;
-  bool checked = false;
-};
-
-Measured measure_case(const MpiContext& mpi, Backend& backend, kernels::GemmEngine& engine,
-                      const GemmCase& gc, const GemmRunOptions& o, std::size_t case_index) {
-  const kernels::GemmProblem& p = gc.problem;
+// Seeded random inputs, different per rank, case, set and operand; C too, so an unwritten output fails.
+std::vector<BufferSet> make_sets(Backend& backend, const kernels::GemmProblem& p, int count,
+                                 std::uint64_t base) {
   const auto types = kernels::gemm_types(p.dtype);
-  const std::size_t a_bytes = static_cast<std::size_t>(bytes_of(p.elements_a(), types.a));
-  const std::size_t b_bytes = static_cast<std::size_t>(bytes_of(p.elements_b(), types.b));
-  const std::size_t c_bytes = static_cast<std::size_t>(bytes_of(p.elements_c(), types.c));
-  const std::uint64_t free_bytes = backend.free_memory_bytes();
-  Measured m;
-  m.sets =
-      gemm_buffer_sets(a_bytes + b_bytes + c_bytes, last_level_cache_bytes(backend.kind()),
-                       free_bytes > workspace_bytes(backend) ? free_bytes - workspace_bytes(backend) : 0);
-
-  // Seeded random inputs, different per rank, case, set and operand; C too, so an unwritten output fails.
-  std::vector<BufferSet> sets(static_cast<std::size_t>(m.sets));
-  const std::uint64_t base =
-      derive_seed(derive_seed(o.seed, static_cast<std::uint64_t>(mpi.rank())), case_index);
+  const OperandBytes bytes = operand_bytes(p);
+  std::vector<BufferSet> sets(static_cast<std::size_t>(count));
   for (std::size_t s = 0; s < sets.size(); ++s) {
-    sets[s].a = backend.allocate(a_bytes);
-    sets[s].b = backend.allocate(b_bytes);
-    sets[s].c = backend.allocate(c_bytes);
+    sets[s].a = backend.allocate(bytes.a);
+    sets[s].b = backend.allocate(bytes.b);
+    sets[s].c = backend.allocate(bytes.c);
     backend.fill_random(sets[s].a, types.a, derive_seed(base, 3 * s));
     backend.fill_random(sets[s].b, types.b, derive_seed(base, 3 * s + 1));
     backend.fill_random(sets[s].c, types.c, derive_seed(base, 3 * s + 2));
   }
-  auto run_set = [&](std::size_t s) { engine.run(p, sets[s].a.data(), sets[s].b.data(), sets[s].c.data()); };
-
-  m.plan = engine.prepare(p, sets[0].a.data(), sets[0].b.data(), sets[0].c.data());
-  for (int i = 0; i < o.warmup; ++i) run_set(static_cast<std::size_t>(i) % sets.size());
-  backend.synchronize();
-  auto timer = backend.make_timer();
-  m.seconds.reserve(static_cast<std::size_t>(o.iters));
-  for (int i = 0; i < o.iters; ++i) {
-    timer->start();
-    run_set(static_cast<std::size_t>(i) % sets.size());
-    timer->stop();
-    m.seconds.push_back(timer->seconds());
-  }
-
-  if (o.check || o.after_run_hook) {
-    // Recompute set 0 (autotuning may have left any candidate's output there) and check it.
-    run_set(0);
-    backend.synchronize();
-    if (o.after_run_hook) o.after_run_hook(backend, sets[0].c, p);
-  }
-  if (o.check) {
-    std::vector<unsigned char> a_host(a_bytes), b_host(b_bytes);
-    backend.copy_to_host(a_host.data(), sets[0].a, a_bytes);
-    backend.copy_to_host(b_host.data(), sets[0].b, b_bytes);
-    const auto samples = kernels::gemm_sample_positions(p, o.check_samples, derive_seed(base, 0xC4EC));
-    const std::size_t elem = dtype_bytes(types.c);
-    std::vector<double> values;
-    values.reserve(samples.size());
-    for (const auto& s : samples) {
-      unsigned char raw[8] = {};
-      backend.copy_to_host(raw, sets[0].c, elem, kernels::gemm_c_index(p, s) * elem);
-      values.push_back(kernels::element_as_double(raw, types.c, 0));
-    }
-    m.check = kernels::check_gemm_samples(p, a_host.data(), b_host.data(), samples, values);
-    m.checked = true;
-  }
-  return m;
+  return sets;
 }
 
-// Every rank's samples on rank 0, concatenated in rank order (all ranks time the same number of iterations).
-std::vector<double> gather_samples(const MpiContext& mpi, const std::vector<double>& mine) {
-  std::vector<double> all(mpi.is_root() ? mine.size() * static_cast<std::size_t>(mpi.size()) : 0);
-  FB_CHECK_MPI(MPI_Gather(mine.data(), static_cast<int>(mine.size()), MPI_DOUBLE, all.data(),
-                          static_cast<int>(mine.size()), MPI_DOUBLE, 0, mpi.world()));
-  return all;
+// Sampled outputs of one set compared with the fp64 reference on the host.
+kernels::GemmCheck check_set(Backend& backend, const kernels::GemmProblem& p, const BufferSet& set,
+                             std::size_t samples_wanted, std::uint64_t seed) {
+  const auto types = kernels::gemm_types(p.dtype);
+  const OperandBytes bytes = operand_bytes(p);
+  std::vector<unsigned char> a_host(bytes.a), b_host(bytes.b);
+  backend.copy_to_host(a_host.data(), set.a, bytes.a);
+  backend.copy_to_host(b_host.data(), set.b, bytes.b);
+  const auto samples = kernels::gemm_sample_positions(p, samples_wanted, seed);
+  const std::size_t elem = dtype_bytes(types.c);
+  std::vector<double> values;
+  values.reserve(samples.size());
+  for (const auto& s : samples) {
+    unsigned char raw[8] = {};
+    backend.copy_to_host(raw, set.c, elem, kernels::gemm_c_index(p, s) * elem);
+    values.push_back(kernels::element_as_double(raw, types.c, 0));
+  }
+  return kernels::check_gemm_samples(p, a_host.data(), b_host.data(), samples, values);
 }
 
 nlohmann::json problem_params(const kernels::GemmProblem& p) {
@@ -229,11 +195,6 @@ std::vector<GemmCase> gemm_cases_from_dims(DType dtype, std::span<const std::int
   return cases;
 }
 
-std::vector<std::int64_t> default_sweep_dims(BackendKind backend) {
-  if (backend == BackendKind::cuda) return {2048, 4096, 6144, 8192};
-  return {256, 512, 768};
-}
-
 std::vector<GemmCase> gemm_cases_for_model(const ModelConfig& model, const ModelShapeRequest& r,
                                            DType dtype) {
   LayerShapeOptions o;
@@ -267,32 +228,6 @@ std::uint64_t gemm_set_bytes(const kernels::GemmProblem& p) {
   return b >= 1.8e19 ? std::numeric_limits<std::uint64_t>::max() : static_cast<std::uint64_t>(b);
 }
 
-std::uint64_t last_level_cache_bytes(BackendKind backend) {
-  if (backend == BackendKind::cuda) return std::uint64_t{128} << 20;
-  std::uint64_t largest = 0;
-  std::error_code ec;
-  const std::filesystem::path dir = "/sys/devices/system/cpu/cpu0/cache";
-  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
-    if (entry.path().filename().string().rfind("index", 0) != 0) continue;
-    std::ifstream in(entry.path() / "size");
-    std::string text;
-    if (!(in >> text)) continue;
-    try {
-      largest = std::max(largest, parse_size(text, "cache size"));  // "32768K"
-    } catch (const Error&) {
-    }
-  }
-  return largest ? largest : std::uint64_t{32} << 20;  // sysfs unreadable (containers): assume 32 MiB
-}
-
-int gemm_buffer_sets(std::uint64_t set_bytes, std::uint64_t cache_bytes, std::uint64_t free_bytes) {
-  if (set_bytes == 0) return 1;
-  std::uint64_t sets = std::clamp<std::uint64_t>(cache_bytes / set_bytes + 2, 2, 64);
-  // Leave a fifth of free memory to everyone else (reference copies, the runtime).
-  const std::uint64_t fit = free_bytes / 5 * 4 / set_bytes;
-  return static_cast<int>(std::max<std::uint64_t>(1, std::min(sets, fit)));
-}
-
 void check_gemm_memory(const MpiContext& mpi, const Backend& backend, std::span<const GemmCase> cases) {
   const double free_bytes = static_cast<double>(backend.free_memory_bytes());
   std::string problem;
@@ -314,111 +249,129 @@ void check_gemm_memory(const MpiContext& mpi, const Backend& backend, std::span<
   }
 }
 
-GemmRunOutput run_gemm_benchmark(const MpiContext& mpi, Backend& backend, const DevicePeak& peak, DType dtype,
-                                 std::span<const GemmCase> cases, const GemmRunOptions& o, bool sweep) {
-  kernels::GemmEngineOptions eo;
-  eo.autotune = o.autotune;
-  eo.local_ranks = mpi.local_size();
-  auto engine = kernels::make_gemm_engine(backend, dtype, eo);
+GemmMeasurement measure_gemm_case(const MpiContext& mpi, Backend& backend, kernels::GemmEngine& engine,
+                                  const GemmCase& gc, const GemmRunOptions& o, std::size_t case_index) {
+  const kernels::GemmProblem& p = gc.problem;
+  const std::uint64_t free_bytes = backend.free_memory_bytes();
+  GemmMeasurement m;
+  m.sets = rotation_sets(gemm_set_bytes(p), backend.defaults().gemm.cache_bytes,
+                         free_bytes > workspace_bytes(backend) ? free_bytes - workspace_bytes(backend) : 0);
+  const std::uint64_t base =
+      derive_seed(derive_seed(o.seed, static_cast<std::uint64_t>(mpi.rank())), case_index);
+  std::vector<BufferSet> sets = make_sets(backend, p, m.sets, base);
+  auto run_set = [&](int s) {
+    const auto& set = sets[static_cast<std::size_t>(s)];
+    engine.run(p, set.a.data(), set.b.data(), set.c.data());
+  };
 
-  GemmRunOutput out;
-  out.engine = engine->name();
-  out.emulated = engine->emulated();
-  const auto peak_tflops = peak.for_dtype(std::string(to_string(dtype)));
-  const auto& hosts = mpi.hostnames();
+  m.plan = engine.prepare(p, sets[0].a.data(), sets[0].b.data(), sets[0].c.data());
+  MeasureLoop loop;
+  loop.warmup = o.warmup;
+  loop.iters = o.iters;
+  loop.buffers = m.sets;
+  loop.before_timing = [&] {
+    backend.synchronize();
+    if (o.telemetry) m.timed_from_s = o.telemetry->mark();
+  };
+  loop.after_timing = [&] {
+    backend.synchronize();
+    if (o.telemetry) m.timed_to_s = o.telemetry->mark();
+  };
+  Measurement timed = measure(backend, loop, run_set);
+  m.seconds = std::move(timed.seconds);
+  m.cpu_seconds = timed.cpu_seconds;
 
-  for (std::size_t ci = 0; ci < cases.size(); ++ci) {
-    const GemmCase& gc = cases[ci];
-    const double window_from = o.telemetry ? o.telemetry->mark() : 0;
-    const Measured m = measure_case(mpi, backend, *engine, gc, o, ci);
-    const nlohmann::json window = o.telemetry
-                                      ? gather_telemetry(mpi, *o.telemetry, window_from, o.telemetry->mark())
-                                      : nlohmann::json();
-    const double flops = gemm_flops(gc.problem.m, gc.problem.n, gc.problem.k, gc.problem.batch);
-    const auto mine = summarize(m.seconds);
-    const double my_tflops = tflops(flops, mine.median);
-
-    const auto all_seconds = gather_samples(mpi, m.seconds);
-    const auto rank_tflops = gather_to_root(mpi.world(), my_tflops);
-    const auto rank_time_us = gather_to_root(mpi.world(), mine.median * 1e6);
-    const auto rank_mismatch = gather_to_root(mpi.world(), static_cast<double>(m.check.mismatches));
-    const auto rank_detail = gather_to_root(mpi.world(), m.check.detail);
-    if (!mpi.is_root()) continue;
-
-    reports::Result r;
-    r.benchmark = "gemm";
-    r.name = gc.name;
-    r.params = problem_params(gc.problem);
-    r.params.update(gc.params);
-    r.params["engine"] = out.engine;
-    r.params["emulated"] = out.emulated;
-    r.params["iters"] = o.iters;
-    r.params["warmup"] = o.warmup;
-    r.params["buffer_sets"] = m.sets;
-    r.params["set_bytes"] = gemm_set_bytes(gc.problem);
-    r.params["flops"] = flops;
-    r.params["check"] = o.check;
-    if (backend.kind() == BackendKind::cuda) {
-      r.params["autotune"] = o.autotune;
-      r.params["algo"] = m.plan.algo;
-    }
-    r.params["peak_source"] = peak.source;
-    if (peak_tflops) r.params["peak_tflops"] = *peak_tflops;
-
-    std::vector<double> tf, us;
-    for (const double s : all_seconds) {
-      tf.push_back(tflops(flops, s));
-      us.push_back(s * 1e6);
-    }
-    r.set_metric("tflops", reports::metric_from_samples(tf, "TFLOP/s", reports::Better::higher));
-    r.set_metric("time_us", reports::metric_from_samples(us, "us", reports::Better::lower));
-    if (peak_tflops && *peak_tflops > 0)
-      r.set_metric("mfu",
-                   {mfu(r.metric("tflops")->value, *peak_tflops), "fraction", reports::Better::higher, {}});
-    if (m.plan.algo_id >= 0)
-      r.set_metric("algo", {static_cast<double>(m.plan.algo_id), "id", reports::Better::none, {}});
-    r.set_per_rank("tflops", rank_tflops);
-    r.set_per_rank("time_us", rank_time_us);
-    if (m.checked) {
-      r.extra["check"] = {{"samples", m.check.checked},
-                          {"tolerance", kernels::gemm_tolerance(dtype)},
-                          {"reference", "fp64 on the host"},
-                          {"worst_error_ratio", m.check.worst}};
-    }
-    if (backend.kind() == BackendKind::cuda)
-      r.extra["autotune"] = {
-          {"candidates", m.plan.candidates}, {"timed", m.plan.timed}, {"best_time_us", m.plan.best_time_us}};
-
-    // A wrong answer on any rank fails the result, naming the first such rank.
-    for (std::size_t rank = 0; rank < rank_mismatch.size(); ++rank) {
-      if (rank_mismatch[rank] > 0) {
-        r.fail(fmt::format("rank {}: {} of {} sampled outputs differ from the fp64 reference; first: {}",
-                           rank, rank_mismatch[rank], o.check_samples, rank_detail[rank]));
-        break;
-      }
-    }
-
-    if (mpi.size() > 1) {
-      const double med = median_of(rank_tflops);
-      for (const int slow : slow_ranks(rank_tflops, o.outlier_threshold)) {
-        const double v = rank_tflops[static_cast<std::size_t>(slow)];
-        out.slow_ranks.push_back(
-            {slow, hosts[static_cast<std::size_t>(slow)], gc.name, v, med, 1.0 - v / med});
-      }
-    }
-    attach_telemetry(r, window);
-    out.results.push_back(std::move(r));
+  if (o.check || o.after_run_hook) {
+    // Recompute set 0 (autotuning may have left any candidate's output there) and check it.
+    run_set(0);
+    backend.synchronize();
+    if (o.after_run_hook) o.after_run_hook(backend, sets[0].c, p);
   }
+  if (o.check) {
+    m.check = check_set(backend, p, sets[0], o.check_samples, derive_seed(base, 0xC4EC));
+    m.checked = true;
+  }
+  return m;
+}
 
-  if (!mpi.is_root()) return out;
-  auto& s = out.summary;
+namespace {
+
+// Rank 0's result of one case from every rank's figures.
+reports::Result gemm_result(const GemmCase& gc, const GemmMeasurement& m, const GemmRunOutput& out,
+                            const GemmRunOptions& o, const Backend& backend, const DevicePeak& peak,
+                            std::span<const double> all_seconds, std::span<const double> rank_tflops,
+                            std::span<const double> rank_time_us) {
+  const double flops = gemm_flops(gc.problem.m, gc.problem.n, gc.problem.k, gc.problem.batch);
+  const auto peak_tflops = peak.for_dtype(std::string(to_string(gc.problem.dtype)));
+  const bool autotunes = backend.defaults().gemm.autotunes;
+  reports::Result r;
+  r.benchmark = "gemm";
+  r.name = gc.name;
+  r.params = problem_params(gc.problem);
+  r.params.update(gc.params);
+  r.params["engine"] = out.engine;
+  r.params["emulated"] = out.emulated;
+  r.params["iters"] = o.iters;
+  r.params["warmup"] = o.warmup;
+  r.params["buffer_sets"] = m.sets;
+  r.params["set_bytes"] = gemm_set_bytes(gc.problem);
+  r.params["flops"] = flops;
+  r.params["check"] = o.check;
+  if (autotunes) {
+    r.params["autotune"] = o.autotune;
+    r.params["algo"] = m.plan.algo;
+  }
+  r.params["peak_source"] = peak.source;
+  if (peak_tflops) r.params["peak_tflops"] = *peak_tflops;
+
+  std::vector<double> tf, us;
+  for (const double s : all_seconds) {
+    tf.push_back(tflops(flops, s));
+    us.push_back(s * 1e6);
+  }
+  r.set_metric("tflops", reports::metric_from_samples(tf, "TFLOP/s", reports::Better::higher));
+  r.set_metric("time_us", reports::metric_from_samples(us, "us", reports::Better::lower));
+  if (peak_tflops && *peak_tflops > 0)
+    r.set_metric("mfu",
+                 {mfu(r.metric("tflops")->value, *peak_tflops), "fraction", reports::Better::higher, {}});
+  if (m.plan.algo_id >= 0)
+    r.set_metric("algo", {static_cast<double>(m.plan.algo_id), "id", reports::Better::none, {}});
+  r.set_per_rank("tflops", std::vector<double>(rank_tflops.begin(), rank_tflops.end()));
+  r.set_per_rank("time_us", std::vector<double>(rank_time_us.begin(), rank_time_us.end()));
+  if (m.checked) {
+    r.extra["check"] = {{"samples", m.check.checked},
+                        {"tolerance", kernels::gemm_tolerance(gc.problem.dtype)},
+                        {"reference", "fp64 on the host"},
+                        {"worst_error_ratio", m.check.worst}};
+  }
+  if (autotunes)
+    r.extra["autotune"] = {
+        {"candidates", m.plan.candidates}, {"timed", m.plan.timed}, {"best_time_us", m.plan.best_time_us}};
+  return r;
+}
+
+// A wrong answer on any rank fails the result, naming the first such rank.
+void fail_on_mismatch(reports::Result& r, std::span<const double> rank_mismatch,
+                      std::span<const std::string> rank_detail, std::size_t samples) {
+  for (std::size_t rank = 0; rank < rank_mismatch.size(); ++rank) {
+    if (rank_mismatch[rank] > 0) {
+      r.fail(fmt::format("rank {}: {} of {} sampled outputs differ from the fp64 reference; first: {}", rank,
+                         rank_mismatch[rank], samples, rank_detail[rank]));
+      return;
+    }
+  }
+}
+
+nlohmann::json gemm_summary(const GemmRunOutput& out, DType dtype, const DevicePeak& peak,
+                            const GemmRunOptions& o, int ranks) {
+  nlohmann::json s;
   s["engine"] = out.engine;
   s["emulated"] = out.emulated;
   s["dtype"] = std::string(to_string(dtype));
   s["peak_source"] = peak.source;
-  if (peak_tflops) s["peak_tflops"] = *peak_tflops;
+  if (const auto p = peak.for_dtype(std::string(to_string(dtype)))) s["peak_tflops"] = *p;
   s["outlier_threshold"] = o.outlier_threshold;
-  s["ranks"] = mpi.size();
+  s["ranks"] = ranks;
   s["results"] = out.results.size();
   s["failed"] = std::count_if(out.results.begin(), out.results.end(),
                               [](const reports::Result& r) { return r.status == reports::Status::failed; });
@@ -431,44 +384,94 @@ GemmRunOutput run_gemm_benchmark(const MpiContext& mpi, Backend& backend, const 
                     {"median_tflops", sr.median_tflops},
                     {"slower_by", sr.slower_by}});
   s["slow_ranks"] = slow;
+  return s;
+}
+
+// The sweep's best shape and mean into the summary, and its answer as a result of its own, `DTYPE/mamf`,
+// so it compares by name with the published MAMF figures in configs/references (maximum achievable
+// matmul FLOPS: the best shape's median).
+void add_sweep(GemmRunOutput& out, DType dtype) {
   const reports::Result* best = nullptr;
   double sum = 0;
   std::size_t counted = 0;
-  if (sweep)
-    for (const auto& r : out.results) {
-      if (r.status != reports::Status::ok || !r.metric("tflops")) continue;  // a wrong result is no record
-      const double v = r.metric("tflops")->value;
-      sum += v;
-      ++counted;
-      if (!best || v > best->metric("tflops")->value) best = &r;
-    }
-  if (best) {
-    const double mean = sum / static_cast<double>(counted);
-    s["sweep"] = {{"shapes", out.results.size()},
-                  {"best",
-                   {{"name", best->name},
-                    {"tflops", best->metric("tflops")->value},
-                    {"m", best->params["m"]},
-                    {"n", best->params["n"]},
-                    {"k", best->params["k"]}}},
-                  {"mean_tflops", mean}};
-    // The sweep's answer as a result of its own, `DTYPE/mamf`, so it compares by name with the published
-    // MAMF figures in configs/references (maximum achievable matmul FLOPS: the best shape's median).
-    reports::Result m;
-    m.benchmark = "gemm";
-    m.name = fmt::format("{}/mamf", to_string(dtype));
-    m.params = {{"dtype", std::string(to_string(dtype))},
-                {"best_shape", best->name},
-                {"m", best->params["m"]},
-                {"n", best->params["n"]},
-                {"k", best->params["k"]},
-                {"shapes", counted}};
-    m.set_metric("tflops", {best->metric("tflops")->value, "TFLOP/s", reports::Better::higher, std::nullopt});
-    m.set_metric("mean_tflops", {mean, "TFLOP/s", reports::Better::higher, std::nullopt});
-    if (const auto* f = best->metric("mfu"))
-      m.set_metric("mfu", {f->value, "fraction", reports::Better::higher, std::nullopt});
-    out.results.push_back(std::move(m));
+  for (const auto& r : out.results) {
+    if (r.status != reports::Status::ok || !r.metric("tflops")) continue;  // a wrong result is no record
+    const double v = r.metric("tflops")->value;
+    sum += v;
+    ++counted;
+    if (!best || v > best->metric("tflops")->value) best = &r;
   }
+  if (!best) return;
+  const double mean = sum / static_cast<double>(counted);
+  out.summary["sweep"] = {{"shapes", out.results.size()},
+                          {"best",
+                           {{"name", best->name},
+                            {"tflops", best->metric("tflops")->value},
+                            {"m", best->params["m"]},
+                            {"n", best->params["n"]},
+                            {"k", best->params["k"]}}},
+                          {"mean_tflops", mean}};
+  reports::Result m;
+  m.benchmark = "gemm";
+  m.name = fmt::format("{}/mamf", to_string(dtype));
+  m.params = {{"dtype", std::string(to_string(dtype))},
+              {"best_shape", best->name},
+              {"m", best->params["m"]},
+              {"n", best->params["n"]},
+              {"k", best->params["k"]},
+              {"shapes", counted}};
+  m.set_metric("tflops", {best->metric("tflops")->value, "TFLOP/s", reports::Better::higher, std::nullopt});
+  m.set_metric("mean_tflops", {mean, "TFLOP/s", reports::Better::higher, std::nullopt});
+  if (const auto* f = best->metric("mfu"))
+    m.set_metric("mfu", {f->value, "fraction", reports::Better::higher, std::nullopt});
+  out.results.push_back(std::move(m));
+}
+
+}  // namespace
+
+GemmRunOutput run_gemm_benchmark(const MpiContext& mpi, Backend& backend, const DevicePeak& peak, DType dtype,
+                                 std::span<const GemmCase> cases, const GemmRunOptions& o, bool sweep) {
+  kernels::GemmEngineOptions eo;
+  eo.autotune = o.autotune;
+  eo.local_ranks = mpi.local_size();
+  eo.workspace_bytes = workspace_bytes(backend);
+  auto engine = kernels::make_gemm_engine(backend, dtype, eo);
+
+  GemmRunOutput out;
+  out.engine = engine->name();
+  out.emulated = engine->emulated();
+  for (std::size_t ci = 0; ci < cases.size(); ++ci) {
+    const GemmCase& gc = cases[ci];
+    const double window_from = o.telemetry ? o.telemetry->mark() : 0;
+    const GemmMeasurement m = measure_gemm_case(mpi, backend, *engine, gc, o, ci);
+    const nlohmann::json window = o.telemetry
+                                      ? gather_telemetry(mpi, *o.telemetry, window_from, o.telemetry->mark())
+                                      : nlohmann::json();
+    const double flops = gemm_flops(gc.problem.m, gc.problem.n, gc.problem.k, gc.problem.batch);
+    const double my_median = summarize(m.seconds).median;
+    const auto all_seconds = gather_samples(mpi, m.seconds);
+    const auto rank_tflops = gather_to_root(mpi.world(), tflops(flops, my_median));
+    const auto rank_time_us = gather_to_root(mpi.world(), my_median * 1e6);
+    const auto rank_mismatch = gather_to_root(mpi.world(), static_cast<double>(m.check.mismatches));
+    const auto rank_detail = gather_to_root(mpi.world(), m.check.detail);
+    if (!mpi.is_root()) continue;
+
+    reports::Result r = gemm_result(gc, m, out, o, backend, peak, all_seconds, rank_tflops, rank_time_us);
+    fail_on_mismatch(r, rank_mismatch, rank_detail, o.check_samples);
+    if (mpi.size() > 1) {
+      const double med = median_of(rank_tflops);
+      for (const int slow : slow_ranks(rank_tflops, o.outlier_threshold)) {
+        const double v = rank_tflops[static_cast<std::size_t>(slow)];
+        out.slow_ranks.push_back(
+            {slow, mpi.hostnames()[static_cast<std::size_t>(slow)], gc.name, v, med, 1.0 - v / med});
+      }
+    }
+    attach_telemetry(r, window);
+    out.results.push_back(std::move(r));
+  }
+  if (!mpi.is_root()) return out;
+  out.summary = gemm_summary(out, dtype, peak, o, mpi.size());
+  if (sweep) add_sweep(out, dtype);
   return out;
 }
 

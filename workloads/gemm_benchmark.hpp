@@ -3,6 +3,7 @@
 // check against an fp64 reference, and the slow-rank detector. Measures and returns data; never prints.
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -13,6 +14,7 @@
 #include "core/mpi_context.hpp"
 #include "core/telemetry_sampler.hpp"
 #include "kernels/gemm_engine.hpp"
+#include "kernels/host/gemm_reference.hpp"
 #include "reports/report.hpp"
 #include "workloads/device_peak.hpp"
 #include "workloads/model_config.hpp"
@@ -41,10 +43,6 @@ std::vector<GemmCase> gemm_cases_from_dims(DType dtype, std::span<const std::int
                                            std::span<const std::int64_t> ns, std::span<const std::int64_t> ks,
                                            std::int64_t batch, bool transa, bool transb);
 
-// The MAMF-style sweep's default dims per backend: cuda {2048, 4096, 6144, 8192}³ (64 shapes), host
-// {256, 512, 768}³ (27 shapes, seconds on two cores).
-std::vector<std::int64_t> default_sweep_dims(BackendKind backend);
-
 struct ModelShapeRequest {
   std::int64_t tp = 1;
   std::int64_t seq = 0;  // 0 = the model's
@@ -57,14 +55,6 @@ std::vector<GemmCase> gemm_cases_for_model(const ModelConfig& model, const Model
 
 // Bytes of one set of A, B and C for a case.
 std::uint64_t gemm_set_bytes(const kernels::GemmProblem& problem);
-
-// The last-level cache input rotation must defeat: the largest cache in /sys/devices/system/cpu/cpu0/cache
-// (host); 128 MiB on cuda, above the L2 of H100/H200 (50 MB) and B200 (126 MB).
-std::uint64_t last_level_cache_bytes(BackendKind backend);
-
-// Buffer sets to rotate through: enough that together they exceed the cache (at least 2, at most 64), fewer
-// when memory is short (never below 1).
-int gemm_buffer_sets(std::uint64_t set_bytes, std::uint64_t cache_bytes, std::uint64_t free_bytes);
 
 struct GemmRunOptions {
   int iters = 20;
@@ -95,6 +85,21 @@ struct GemmRunOutput {
   std::string engine;  // engine name ("cublaslt", "openblas cblas_sgemm (bf16 emulated)")
   bool emulated = false;
 };
+
+// One rank's measurement of one case (the gemm benchmark's, and health's GEMM check): buffer sets rotated
+// past the last-level cache (BackendDefaults::gemm.cache_bytes), the engine prepared on set 0, the
+// measurement loop, then set 0 recomputed and sampled against the fp64 reference when options.check.
+struct GemmMeasurement {
+  std::vector<double> seconds;  // per timed iteration
+  double cpu_seconds = 0;       // process CPU time of the timed iterations (Measurement::cpu_seconds)
+  kernels::GemmPlanInfo plan;
+  int sets = 0;
+  kernels::GemmCheck check;
+  bool checked = false;
+  std::optional<double> timed_from_s, timed_to_s;  // options.telemetry marks around the timed iterations
+};
+GemmMeasurement measure_gemm_case(const MpiContext& mpi, Backend& backend, kernels::GemmEngine& engine,
+                                  const GemmCase& gc, const GemmRunOptions& options, std::size_t case_index);
 
 // Throws a usage Error, on every rank, before allocating anything, when a case's buffers cannot fit
 // in free memory (one set of A, B and C plus the engine workspace).

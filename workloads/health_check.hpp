@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -23,6 +24,7 @@
 
 #include "core/backend.hpp"
 #include "core/mpi_context.hpp"
+#include "core/nvml_loader.hpp"
 #include "core/telemetry_sampler.hpp"
 #include "reports/report.hpp"
 #include "workloads/device_peak.hpp"
@@ -59,8 +61,10 @@ struct RankHealth {
 };
 
 struct HealthOptions {
-  std::string expect_gpu;   // "", H100, H200, B200, GB200 or GB300
-  double gemm_floor = 0.8;  // pass when achieved/peak >= floor x expected fraction (MAMF/peak, or 1 on host)
+  std::string expect_gpu;  // "", H100, H200, B200, GB200 or GB300
+  // Pass the GEMM at or above floor x the expected throughput (gemm_expectation). Unset: the device
+  // class's floor (configs/hardware health.gemm_floor), else kDefaultGemmFloor.
+  std::optional<double> gemm_floor;
   std::int64_t gemm_size = 0;          // m = n = k; 0 = 8192 (cuda) or 768 (host)
   std::uint64_t allreduce_bytes = 0;   // 0 = 256 MiB (cuda) or 4 MiB (host)
   std::uint64_t checkpoint_bytes = 0;  // written and fsync'ed; 0 = 256 MiB (cuda) or 32 MiB (host)
@@ -68,8 +72,41 @@ struct HealthOptions {
   double min_free_memory = 0.5;  // fail below this fraction of device (host) memory free; warn below 0.9
   // Test hook (FACTORYBENCH_TEST_READONLY_CKPT_RANK): this rank checks a read-only directory instead.
   std::optional<int> readonly_checkpoint_rank;
+  // Test hook (FACTORYBENCH_TEST_SLOW_GEMM_RANK): this rank runs every GEMM kSlowGemmRepeat times, a
+  // genuinely slow rank.
+  std::optional<int> slow_gemm_rank;
   std::uint64_t seed = 42;
 };
+
+inline constexpr double kDefaultGemmFloor = 0.8;
+inline constexpr int kSlowGemmRepeat = 8;
+
+// What a rank's GEMM is judged against, per device class: on GPUs the MAMF of the hardware table (the best
+// achievable matmul others measured; the dense peak when the table has none); on the host, the median of
+// the job's ranks running the same OpenBLAS GEMM on the same share of cores (a calibration on this
+// machine, not the FMA peak, which OpenBLAS reaches only in part). `rank_tflops`: every rank's figure
+// (0 = that rank failed to measure). nullopt when there is nothing to judge against.
+struct GemmExpectation {
+  double tflops = 0;
+  std::string basis;  // "MAMF 783.5 (H200 SXM)", "median of 2 ranks"
+};
+std::optional<GemmExpectation> gemm_expectation(const DevicePeak& peak, const std::string& dtype,
+                                                std::span<const double> rank_tflops);
+// The floor in force: --gemm-floor, else the device class's, else kDefaultGemmFloor.
+double gemm_floor(const HealthOptions& options, const DevicePeak& peak);
+
+// The clocks verdict from the readings: the clock under load (the GEMM window's median, else a reading
+// now) against the max clock (warn below 70%), after the power-limit findings so far (`verdict`,
+// `problems`, `seen`, and `o`'s metrics). `unit_name`: "SM clock" or "CPU clock".
+CheckOutcome clocks_outcome(const char* unit_name, Verdict verdict, std::vector<std::string> problems,
+                            std::vector<std::string> seen, CheckOutcome o, std::optional<double> max_clock,
+                            std::optional<double> load_clock);
+
+// The cuda path's NVML verdicts, from the device and the GEMM window's telemetry summary (nullopt: none):
+// `clocks` (power limit vs default, SM clock under load vs max) and `slowdown` (active hardware slowdown
+// reasons now or during the GEMM). Exposed for the scripted-NVML tests (tests/fakes/fake_nvml.c).
+CheckOutcome gpu_clocks_outcome(const nvml::Device& gpu, const std::optional<nlohmann::json>& window);
+CheckOutcome gpu_slowdown_outcome(const nvml::Device& gpu, const std::optional<nlohmann::json>& window);
 
 // Usage Errors naming the option (--expect-gpu, --gemm-floor, --gemm-size, --min-free-memory).
 void validate_health_options(const HealthOptions& options);
@@ -85,6 +122,12 @@ struct HealthRun {
 // the GEMM; without it only the readings before and after are used.
 HealthRun run_health_checks(MpiContext& mpi, Backend& backend, const DevicePeak& peak,
                             const HealthOptions& options, TelemetrySampler* telemetry = nullptr);
+
+// A check's outcome (workloads/health_report.cpp holds the report side).
+CheckOutcome make_outcome(std::string_view check, Verdict verdict, std::string reason);
+// One rank's health as JSON and back: what the ranks gather to rank 0.
+nlohmann::json health_rank_to_json(const RankHealth& rank);
+RankHealth health_rank_from_json(const nlohmann::json& j);
 
 // Rank 0: the report's results (one per rank per check) and summary["health"].
 std::vector<reports::Result> health_results(const HealthRun& run);

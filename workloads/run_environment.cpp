@@ -15,7 +15,7 @@
 #include "core/gather.hpp"
 #include "core/library_versions.hpp"
 #include "core/system_info.hpp"
-#include "kernels/host/openblas_info.hpp"
+#include "kernels/device_probe.hpp"
 
 namespace fb::workloads {
 
@@ -39,7 +39,7 @@ std::string version_line() {
                                                 v.cuda_runtime, v.cublaslt, v.nccl, v.cudnn)
                                   : std::string("cuda: off");
   return fmt::format("factorybench {} ({}; {}; {})", build::kVersion, cuda, v.mpi_short,
-                     kernels::openblas_version());
+                     kernels::blas_library_info());
 }
 
 namespace {
@@ -159,7 +159,7 @@ reports::Report begin_report(const MpiContext* mpi, const Backend* backend, cons
       {"os", host.os},
       {"kernel", host.kernel},
       {"mpi", versions.mpi},
-      {"openblas", kernels::openblas_version()}};
+      {"openblas", kernels::blas_library_info()}};
   if (build::kCuda) {
     system["cuda"] = versions.cuda_runtime;
     system["driver"] = versions.cuda_driver;

@@ -1,13 +1,22 @@
 #!/usr/bin/env bash
-# `factorybench health` on 2 host ranks: every check runs for real and passes; with the test hook
-# FACTORYBENCH_TEST_READONLY_CKPT_RANK=1 rank 1's checkpoint directory is read-only, so rank 1 fails with the
-# reason and the job exits 1. Both reports validate; telemetry rides along in every result.
+# `factorybench health` on 2 host ranks: every check runs for real and passes at the default floors (the
+# host class's in configs/hardware/host-cpu.json: this loaded 2-core CI machine is a healthy machine, issue 16
+# finding 4); with the test hook FACTORYBENCH_TEST_READONLY_CKPT_RANK=1 rank 1's checkpoint directory is
+# read-only, and with FACTORYBENCH_TEST_SLOW_GEMM_RANK=1 rank 1 runs every GEMM 8 times, so rank 1 fails with
+# the reason and the job exits 1. The reports validate; telemetry rides along in every result.
 . "$(dirname "$0")/../lib.sh"
 cd "$T"
 mkdir -p "$T/ckpt"
-# Floors are loose: this checks the plumbing on a shared CI machine, not the machine's speed.
-COMMON=(health --backend host --gemm-size 256 --gemm-floor 0.02 --min-free-memory 0.05 --checkpoint-dir "$T/ckpt"
+COMMON=(health --backend host --gemm-size 256 --min-free-memory 0.05 --checkpoint-dir "$T/ckpt"
         --checkpoint-size 4M --allreduce-size 1M)
+
+# The issue's command: every default (768^3 GEMM, 4 MiB all-reduce, 32 MiB checkpoint probe, class floors).
+run_capture defaults timeout 300 mpirun --oversubscribe -np 2 "$FACTORYBENCH" health --backend host \
+  --checkpoint-dir "$T/ckpt" --min-free-memory 0.05 --output "$T/defaults.json"
+cat "$T/defaults.out"
+[ "$RC" -eq 0 ] && ok "defaults on 2 host ranks: exit 0" || fail "defaults: exit $RC: $(cat "$T/defaults.out" "$T/defaults.err")"
+assert_json "$T/defaults.json" "all(r['extra']['verdict'] == 'pass' and r['metrics']['expected_tflops']['value'] > 0 and 'median of 2 rank(s)' in r['extra']['reason'] and r['metrics']['cpu_tflops']['value'] > 0 for r in d['results'] if r['params']['check'] == 'gemm')" "GEMM judged against the job's median rank and passes"
+assert_json "$T/defaults.json" "d['summary']['health']['options']['gemm_floor'] is None" "no --gemm-floor: the class floor applies"
 
 run_capture pass timeout 300 mpirun --oversubscribe -np 2 "$FACTORYBENCH" "${COMMON[@]}" --output "$T/pass.json"
 [ "$RC" -eq 0 ] || die "health on 2 host ranks exited $RC: $(cat "$T/pass.out" "$T/pass.err")"
@@ -44,6 +53,18 @@ assert_json "$T/hook.json" "'not writable' in [r['error'] for r in d['results'] 
 assert_json "$T/hook.json" "[r['status'] for r in d['results'] if r['name'] == 'checkpoint_dir/rank0'] == ['ok']" "checkpoint_dir/rank0 ok"
 assert_json "$T/hook.json" "d['summary']['health']['verdict'] == 'fail' and d['summary']['health']['ranks_failed'] == [1]" "summary: rank 1 failed"
 assert_json "$T/hook.json" "d['summary']['health']['ranks'][1]['failed'] == ['checkpoint_dir']" "summary names the failed check"
+
+# The hook: rank 1 is slow for real (every GEMM 8 times); its GEMM fails against the job's median.
+run_capture slow timeout 300 mpirun --oversubscribe -np 2 -x FACTORYBENCH_TEST_SLOW_GEMM_RANK=1 "$FACTORYBENCH" \
+  "${COMMON[@]}" --output "$T/slow.json"
+cat "$T/slow.out"
+[ "$RC" -eq 1 ] && ok "slow rank 1: exit 1" || fail "slow hook: exit $RC, expected 1: $(cat "$T/slow.err")"
+grep -qE '^rank 1 \(.*\): FAIL gemm: fp32 256x256x256: .* TFLOP/s per CPU-second = .* x the expected .* \(median of 2 rank\(s\) running the same GEMM\), below the floor .* = the host CPU class floor 0.5 x expected' "$T/slow.out" \
+  && ok "rank 1 line names the slow GEMM and the class floor" || fail "slow rank 1 line: $(grep '^rank 1' "$T/slow.out")"
+grep -qE '^rank 0 \(.*\): (PASS|WARN)' "$T/slow.out" && ok "rank 0 still passes" || fail "rank 0 line: $(grep '^rank 0' "$T/slow.out")"
+assert_json "$T/slow.json" "d['summary']['health']['ranks_failed'] == [1] and d['summary']['health']['ranks'][1]['failed'] == ['gemm']" "summary: rank 1 failed its GEMM only"
+expect_error bad_slow_hook 2 "invalid FACTORYBENCH_TEST_SLOW_GEMM_RANK 'y'" \
+  env FACTORYBENCH_TEST_SLOW_GEMM_RANK=y "$FACTORYBENCH" health --backend host --output "$T/bad.json"
 
 # --telemetry full keeps each rank's time series; off leaves the results without telemetry.
 run_capture full timeout 300 mpirun --oversubscribe -np 2 "$FACTORYBENCH" "${COMMON[@]}" --telemetry full \

@@ -1,8 +1,15 @@
 // The pure parts of `factorybench health`: model matching, verdict arithmetic, the report shape and the
 // supervisor's reading of it back.
+#include <dlfcn.h>
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
 #include "core/error.hpp"
+#include "core/hardware_table.hpp"
+#include "core/nvml_loader.hpp"
 #include "reports/report_json.hpp"
 #include "workloads/health_check.hpp"
 
@@ -128,6 +135,141 @@ TEST(HealthCheck, VerdictsReadBackFromAReport) {
   } catch (const Error& e) {
     EXPECT_STREQ(e.what(), "results[0] (gemm/rank0).params.rank: missing or not an integer");
   }
+}
+
+// The host class is calibrated by the job itself: the median of the ranks' figures (a failed rank's 0
+// left out), never the FMA peak that OpenBLAS reaches only in part.
+TEST(HealthCheck, HostExpectationIsTheJobsMedianRank) {
+  DevicePeak host;
+  host.measured = true;
+  host.tflops["fp32"] = 0.28;  // FMA peak: not what the GEMM is judged against
+  const double ranks[] = {0.10, 0.11, 0.01, 0.0};
+  const auto e = gemm_expectation(host, "fp32", ranks);
+  ASSERT_TRUE(e);
+  EXPECT_DOUBLE_EQ(e->tflops, 0.10);
+  EXPECT_EQ(e->basis, "median of 3 rank(s) running the same GEMM");
+  const double none[] = {0.0, 0.0};
+  EXPECT_FALSE(gemm_expectation(host, "fp32", none));
+}
+
+TEST(HealthCheck, GpuExpectationIsMamfThenPeak) {
+  DevicePeak gpu;
+  gpu.class_name = "H200 SXM";
+  gpu.tflops = {{"bf16", 989.0}, {"fp32", 67.0}};
+  gpu.mamf_tflops = {{"bf16", 783.5}};
+  const double ranks[] = {700.0};
+  auto e = gemm_expectation(gpu, "bf16", ranks);
+  ASSERT_TRUE(e);
+  EXPECT_DOUBLE_EQ(e->tflops, 783.5);  // 0.8 x 783.5 = 627: the H200's 745.9 passes
+  EXPECT_EQ(e->basis, "MAMF 783.5 (H200 SXM)");
+  e = gemm_expectation(gpu, "fp32", ranks);
+  ASSERT_TRUE(e);
+  EXPECT_DOUBLE_EQ(e->tflops, 67.0);
+  EXPECT_FALSE(gemm_expectation(gpu, "fp64", ranks));
+}
+
+TEST(HealthCheck, FloorComesFromTheOptionThenTheClass) {
+  DevicePeak peak;
+  HealthOptions o;
+  EXPECT_DOUBLE_EQ(gemm_floor(o, peak), kDefaultGemmFloor);
+  peak.health_gemm_floor = 0.5;
+  EXPECT_DOUBLE_EQ(gemm_floor(o, peak), 0.5);
+  o.gemm_floor = 0.9;
+  EXPECT_DOUBLE_EQ(gemm_floor(o, peak), 0.9);
+}
+
+// The shipped tables: every GPU class has a floor, and the host class exists with its own.
+TEST(HealthCheck, HardwareTablesCarryClassFloors) {
+  setenv("FACTORYBENCH_CONFIG_DIR", FB_SOURCE_DIR "/configs", 1);
+  const auto table = load_hardware_table();
+  const auto cpu = find_hardware_class(table, "cpu");
+  ASSERT_TRUE(cpu);
+  EXPECT_EQ(cpu->health_gemm_floor, 0.5);
+  EXPECT_TRUE(cpu->match.empty());  // never matched by a GPU's name
+  int gpus = 0;
+  for (const auto& hw : table)
+    if (hw.kind == "gpu") {
+      ++gpus;
+      EXPECT_EQ(hw.health_gemm_floor, 0.8) << hw.file;
+    }
+  EXPECT_GE(gpus, 5);
+  const auto h200 = find_hardware(table, "NVIDIA H200");
+  ASSERT_TRUE(h200);
+  EXPECT_EQ(h200->name, "H200 SXM");
+}
+
+TEST(HealthCheck, HardwareFloorOutOfRangeIsAnInputError) {
+  const auto dir = std::string(::testing::TempDir()) + "/fb_hw_floor";
+  std::filesystem::create_directories(dir + "/hardware");
+  std::ofstream(dir + "/hardware/x.json")
+      << R"({"name": "X", "match": ["X"], "peak_tflops": {}, "health": {"gemm_floor": 1.5}})";
+  setenv("FACTORYBENCH_CONFIG_DIR", dir.c_str(), 1);
+  try {
+    load_hardware_table();
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("health.gemm_floor: must be a fraction in [0, 1]"),
+              std::string::npos);
+  }
+  setenv("FACTORYBENCH_CONFIG_DIR", FB_SOURCE_DIR "/configs", 1);
+}
+
+// The cuda path's NVML verdicts on the scripted NVML (tests/fakes/fake_nvml.c): a healthy GPU passes; a
+// throttled one (hardware thermal slowdown, a capped power limit, a low clock under load) fails or warns
+// with the reason.
+class HealthFakeNvml : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    handle_ = dlopen(FB_FAKE_NVML_PATH, RTLD_NOW | RTLD_LOCAL);
+    ASSERT_NE(handle_, nullptr) << dlerror();
+    set_ = reinterpret_cast<int (*)(const char*, unsigned long long)>(dlsym(handle_, "fake_nvml_set"));
+    ASSERT_NE(set_, nullptr);
+    set("reset", 0);
+    lib_ = nvml::Library::open(FB_FAKE_NVML_PATH);
+    ASSERT_TRUE(lib_->available()) << lib_->reason();
+    gpu_ = lib_->device("0000:01:00.0", 0);
+    ASSERT_TRUE(gpu_);
+  }
+  void TearDown() override {
+    gpu_.reset();
+    lib_.reset();
+    if (handle_) dlclose(handle_);
+  }
+  void set(const char* key, unsigned long long value) { ASSERT_EQ(set_(key, value), 0) << key; }
+
+  void* handle_ = nullptr;
+  int (*set_)(const char*, unsigned long long) = nullptr;
+  std::shared_ptr<nvml::Library> lib_;
+  std::optional<nvml::Device> gpu_;
+};
+
+TEST_F(HealthFakeNvml, HealthyGpuPasses) {
+  const auto clocks = gpu_clocks_outcome(*gpu_, std::nullopt);
+  EXPECT_EQ(clocks.verdict, Verdict::pass) << clocks.reason;
+  EXPECT_EQ(clocks.reason, "power limit 700 W of default 700 W; SM clock 1980 MHz idle");
+  const auto slow = gpu_slowdown_outcome(*gpu_, std::nullopt);
+  EXPECT_EQ(slow.verdict, Verdict::pass) << slow.reason;
+}
+
+TEST_F(HealthFakeNvml, ThermalSlowdownFails) {
+  set("reasons", nvml::kReasonHwThermalSlowdown | nvml::kReasonSwThermalSlowdown);
+  const auto o = gpu_slowdown_outcome(*gpu_, std::nullopt);
+  EXPECT_EQ(o.verdict, Verdict::fail);
+  EXPECT_NE(o.reason.find("active hardware slowdown: "), std::string::npos) << o.reason;
+  EXPECT_NE(o.reason.find("hw_thermal_slowdown"), std::string::npos) << o.reason;
+}
+
+TEST_F(HealthFakeNvml, CappedPowerLimitFailsAndLowClockUnderLoadWarns) {
+  set("power_limit_mw", 400000);  // 400 of 700 W: below 75%
+  auto o = gpu_clocks_outcome(*gpu_, std::nullopt);
+  EXPECT_EQ(o.verdict, Verdict::fail);
+  EXPECT_NE(o.reason.find("power limit 400 W of default 700 W (below 75%)"), std::string::npos) << o.reason;
+  set("power_limit_mw", 700000);
+  const nlohmann::json window = {{"gpu", {{"sm_clock_mhz", {{"median", 990.0}}}}}};  // half the max clock
+  o = gpu_clocks_outcome(*gpu_, window);
+  EXPECT_EQ(o.verdict, Verdict::warn);
+  EXPECT_NE(o.reason.find("SM clock 990 MHz under load of max 1980 (below 70%)"), std::string::npos)
+      << o.reason;
 }
 
 }  // namespace

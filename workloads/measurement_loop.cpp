@@ -1,0 +1,63 @@
+#include "workloads/measurement_loop.hpp"
+
+#include <time.h>
+
+#include <algorithm>
+#include <memory>
+
+#include "core/mpi_check.hpp"
+
+namespace fb::workloads {
+namespace {
+
+double process_cpu_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+}  // namespace
+
+Measurement measure(Backend& backend, const MeasureLoop& loop, const std::function<void(int)>& iteration) {
+  const int buffers = std::max(1, loop.buffers);
+  const auto settle = [&](const std::function<void()>& hook) {
+    if (hook)
+      hook();
+    else
+      backend.synchronize();
+  };
+  for (int i = 0; i < loop.warmup; ++i) iteration(i % buffers);
+  settle(loop.before_timing);
+  const double cpu_from = process_cpu_seconds();
+  std::vector<std::unique_ptr<Timer>> timers;
+  timers.reserve(static_cast<std::size_t>(loop.iters));
+  for (int i = 0; i < loop.iters; ++i) {
+    timers.push_back(backend.make_timer());
+    timers.back()->start();
+    iteration((loop.warmup + i) % buffers);
+    timers.back()->stop();
+  }
+  settle(loop.after_timing);
+  Measurement m;
+  m.cpu_seconds = process_cpu_seconds() - cpu_from;
+  m.seconds.reserve(timers.size());
+  for (auto& t : timers) m.seconds.push_back(t->seconds());
+  m.stats = summarize(m.seconds);
+  return m;
+}
+
+int rotation_sets(std::uint64_t set_bytes, std::uint64_t cache_bytes, std::uint64_t free_bytes) {
+  if (set_bytes == 0) return 1;
+  const std::uint64_t sets = std::clamp<std::uint64_t>(cache_bytes / set_bytes + 2, 2, 64);
+  const std::uint64_t fit = free_bytes / 5 * 4 / set_bytes;
+  return static_cast<int>(std::max<std::uint64_t>(1, std::min(sets, fit)));
+}
+
+std::vector<double> gather_samples(const MpiContext& mpi, std::span<const double> mine) {
+  std::vector<double> all(mpi.is_root() ? mine.size() * static_cast<std::size_t>(mpi.size()) : 0);
+  FB_CHECK_MPI(MPI_Gather(mine.data(), static_cast<int>(mine.size()), MPI_DOUBLE, all.data(),
+                          static_cast<int>(mine.size()), MPI_DOUBLE, 0, mpi.world()));
+  return all;
+}
+
+}  // namespace fb::workloads

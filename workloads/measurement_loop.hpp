@@ -1,0 +1,51 @@
+#pragma once
+// The one measurement loop of gemm, collective, health (and fault localization): warm-up, rotating
+// buffers, timed iterations with the backend's timer, medians and the per-rank gather. Callers say what
+// one iteration does; the loop owns when it is timed.
+//
+// Iteration i (warm-up and timed alike) works on buffer set i mod `buffers`, so inputs rotate through
+// enough sets to leave the last-level cache (nvbench/MAMF practice: a GEMM timed on cache-resident inputs
+// overstates what training sees). Each timed iteration has its own Timer, read only after the loop, so on
+// cuda the work is issued back to back and only the events bracket it.
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <vector>
+
+#include "core/backend.hpp"
+#include "core/mpi_context.hpp"
+#include "core/statistics.hpp"
+
+namespace fb::workloads {
+
+struct MeasureLoop {
+  int warmup = 5;   // untimed iterations first
+  int iters = 20;   // timed iterations
+  int buffers = 1;  // buffer sets to rotate through (iteration i uses i mod buffers)
+  // Called after the warm-up and after the timed iterations. Empty: Backend::synchronize(). Collectives
+  // pass their communicator's synchronize (and a barrier before timing, so ranks start together).
+  std::function<void()> before_timing;
+  std::function<void()> after_timing;
+};
+
+struct Measurement {
+  std::vector<double> seconds;  // one per timed iteration, in order
+  SampleStats stats;            // of `seconds`
+  // Process CPU time over the timed iterations (all threads). On a shared host it counts the work the
+  // rank did, not the time it waited for a core, so it compares ranks where wall time cannot.
+  double cpu_seconds = 0;
+};
+
+// Runs `iteration(buffer)` warmup + iters times and times the last iters of them.
+Measurement measure(Backend& backend, const MeasureLoop& loop,
+                    const std::function<void(int buffer)>& iteration);
+
+// Buffer sets to rotate through: enough that together they exceed `cache_bytes` (at least 2, at most 64),
+// fewer when memory is short (never below 1). A fifth of free memory is left to everyone else.
+int rotation_sets(std::uint64_t set_bytes, std::uint64_t cache_bytes, std::uint64_t free_bytes);
+
+// Every rank's samples on rank 0, concatenated in rank order (all ranks pass the same count); empty on
+// the other ranks. Collective over the world.
+std::vector<double> gather_samples(const MpiContext& mpi, std::span<const double> mine);
+
+}  // namespace fb::workloads
