@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <cmath>
 #include <cstdlib>
 #include <map>
@@ -87,6 +88,14 @@ std::optional<double> to_double(std::string s) {
   const double v = std::strtod(s.c_str(), &end);
   if (end != s.c_str() + s.size()) return std::nullopt;
   return v;
+}
+
+// Text taken from a file into the report (hosts, device names, types): nccl-tests prints ASCII, and the
+// report must stay valid UTF-8 JSON whatever the file holds, so other bytes become '?'.
+std::string ascii(std::string s) {
+  for (char& c : s)
+    if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) >= 0x7f) c = '?';
+  return s;
 }
 
 bool is_integer(const std::string& s) {
@@ -240,8 +249,7 @@ Parsed parse_text(const std::string& text, const std::string& source) {
     ++lineno;
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (!strip_launcher_prefix(line)) continue;
-    if (line.size() > 4096)
-      continue;  // no nccl-tests line is this long; keeps std::regex's recursion bounded
+    if (line.size() > 1024) continue;  // no nccl-tests line is this long; bounds std::regex's recursion
     const auto t = split_ws(line);
     const bool comment =
         line.find_first_not_of(' ') != std::string::npos && line[line.find_first_not_of(' ')] == '#';
@@ -270,8 +278,8 @@ Parsed parse_text(const std::string& text, const std::string& source) {
       };
       row.bytes = static_cast<std::uint64_t>(whole(0, "size", 0, kMaxCount));
       row.count = static_cast<std::uint64_t>(whole(layout->count, "count", 0, kMaxCount));
-      row.type = t[layout->type];
-      if (layout->redop) row.redop = t[*layout->redop];
+      row.type = ascii(t[layout->type]);
+      if (layout->redop) row.redop = ascii(t[*layout->redop]);
       if (layout->root) row.root = static_cast<long>(whole(*layout->root, "root", -1, kMaxRank));
       for (std::size_t s = 0; s < layout->sides.size(); ++s) {
         const auto& c = layout->sides[s];
@@ -312,20 +320,20 @@ Parsed parse_text(const std::string& text, const std::string& source) {
     }
     if (std::regex_search(line, m, kRank)) {
       if (m[1].length() > 9 || m[3].length() > 9) continue;  // not a rank nccl-tests printed
-      p.devices[std::stoi(m[1])] = {m[2], m[5], m[4], std::stoi(m[3])};
+      p.devices[std::stoi(m[1])] = {ascii(m[2]), ascii(m[5]), ascii(m[4]), std::stoi(m[3])};
     } else if (std::regex_search(line, m, kAvg)) {
       if (current() && open) current()->avg_busbw = to_double(m[1]);
       open = false;
     } else if (std::regex_search(line, m, kOob)) {
       if (current() && open && m[1].length() <= 15) current()->out_of_bounds = std::stol(m[1]);
     } else if (std::regex_search(line, m, kProgram)) {
-      program = m[1];
+      program = ascii(m[1]);
       program_from = "\"Collective test starting:\"";
       open = false;
     } else if (line.find("Collective test concluded") != std::string::npos) {
       open = false;
     } else if (std::regex_search(line, m, kVersion)) {
-      p.tests_version = m[1];
+      p.tests_version = ascii(m[1]);
       if (std::regex_search(line, m, kLibrary) && m[1].length() <= 6)
         p.nccl_version = nccl_version_from_code(std::stol(m[1]));
     } else if (std::regex_search(line, m, kIters) && m[1].length() <= 9 && m[2].length() <= 9) {
