@@ -9,6 +9,7 @@
 #include "core/error.hpp"
 #include "reports/import_mlperf.hpp"
 #include "reports/import_nccl_tests.hpp"
+#include "reports/report_json.hpp"
 
 namespace fb::reports {
 namespace {
@@ -153,6 +154,15 @@ TEST(ImportNcclTests, LauncherPrefixes) {
   NcclTestsImportOptions op;
   op.op = "all_reduce_perf_mpi";
   EXPECT_EQ(import_nccl_tests({{"tagged.txt", tagged}}, op).results[0].name, "allreduce/fp32/1024");
+}
+
+// A byte that is not UTF-8 in a host name must not make the report unwritable (it made `import` exit 3).
+TEST(ImportNcclTests, NonAsciiBytesStayValidJson) {
+  std::string text = kText;
+  text.replace(text.find("node02"), 6, "node\xff\x01");
+  const Report rep = import_nccl_tests(text, "bytes.txt");
+  EXPECT_EQ(rep.run["hosts"][1], "node??");
+  EXPECT_NO_THROW(to_json(rep).dump());
 }
 
 // Several files of the same test: one result per size, every repeat kept.
