@@ -70,7 +70,7 @@ Command add_import_command(CLI::App& app) {
   opt->mlperf->add_option("logs", opt->mlperf_logs, "MLPerf log files, one per run")
       ->required()
       ->check(CLI::ExistingFile);
-  sub->footer(
+  const std::string footer =
       "Output: the JSON report on stdout, or with -o/--output FILE written to FILE (atomically).\n"
       "Several nccl-tests files make one report: a size measured more than once (repetitions, or files of\n"
       "the same test) is one result with the median and spread of its repeats.\n"
@@ -82,7 +82,8 @@ Command add_import_command(CLI::App& app) {
       "  2  usage or input error, one line naming FILE:LINE or the JSON path: no result table, a\n"
       "     malformed row or :::MLLOG line, a time that is not a finite number, run_stop not after\n"
       "     run_start, a collective that cannot be told from the output (give --op), the same size\n"
-      "     on different rank counts\n");
+      "     on different rank counts\n";
+  for (CLI::App* app_with_help : {sub, opt->nccl, opt->mlperf}) app_with_help->footer(footer);
   return {sub, [opt](Session& s) { return run_import(*opt, s); }};
 }
 
