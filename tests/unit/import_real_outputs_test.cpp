@@ -92,7 +92,7 @@ TEST(ImportRealOutputs, TaggedMpiBuildRepeats) {
   EXPECT_DOUBLE_EQ(find(two, "allreduce/fp32/4194304").metric("time_us")->stats->max, 5369.49);
 }
 
-// nccl-tests before 2.11 on 2 x p4d.24xlarge over EFA: "error" column (max deviation 5e-07 is within
+// Older nccl-tests on 2 x p4d.24xlarge over EFA: "error" column (max deviation 5e-07 is within
 // float's bound: no failure), no root column, NCCL INFO lines inside the table, ranks from "nranks 16".
 TEST(ImportRealOutputs, OldEfaTagged) {
   const Report rep = nccl({"nccl_2.x_old_efa_p4d_tagoutput_allreduce.txt"});
