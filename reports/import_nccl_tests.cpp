@@ -701,8 +701,10 @@ Report import_nccl_tests(const std::vector<NcclTestsFile>& files, const NcclTest
     if (!wrong.empty())
       r.set_metric("wrong",
                    {*std::max_element(wrong.begin(), wrong.end()), "count", Better::lower, std::nullopt});
+    // Shown, not gated: rounding noise (2e-07 against 5e-07) is no regression; the bound above is the
+    // verdict.
     if (!max_error.empty())
-      r.set_metric("max_error", {*std::max_element(max_error.begin(), max_error.end()), "abs", Better::lower,
+      r.set_metric("max_error", {*std::max_element(max_error.begin(), max_error.end()), "abs", Better::none,
                                  std::nullopt});
     if (!failures.empty()) {
       std::string msg = "nccl-tests reported " + failures[0];
