@@ -295,7 +295,9 @@ Parsed parse_text(const std::string& text, const std::string& source) {
           if (!v || !std::isfinite(*v) || *v < 0)
             throw input_error(fmt::format("{}:{}: column {}: expected a number or N/A, got '{}'", source,
                                           lineno, c.max_error ? "error" : "#wrong", t[*c.check]));
-          (c.max_error ? side.max_error : side.wrong) = *v;
+          // The header says which it is; a value that is not a whole number ("7e-07") is a deviation
+          // whatever the header says, never a count of wrong elements.
+          (c.max_error || !is_integer(cell) ? side.max_error : side.wrong) = *v;
         }
         (s == 0 ? row.out_of_place : row.in_place) = side;
       }

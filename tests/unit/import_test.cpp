@@ -113,6 +113,14 @@ TEST(ImportNcclTests, OldErrorColumnAndMissingColumns) {
   EXPECT_EQ(rep.results[3].name, "allreduce/fp32/64/inplace");
   EXPECT_EQ(rep.results[3].status, Status::failed);  // 3e-05 > 1e-5: the one out-of-bounds value
   EXPECT_EQ(rep.results[2].status, Status::ok);
+  // The value's form decides too: "7e-07" under "#wrong" is a deviation, not 7e-07 wrong elements.
+  std::string mislabelled = named;
+  const std::string label = "busbw  error     time";
+  mislabelled.replace(mislabelled.find(label), label.size(), "busbw #wrong     time");
+  const Report m = import_nccl_tests(mislabelled, "old.txt");
+  EXPECT_EQ(m.results[0].metric("wrong"), nullptr);
+  EXPECT_DOUBLE_EQ(m.results[0].metric("max_error")->value, 2e-07);
+  EXPECT_EQ(m.results[0].status, Status::ok);
   EXPECT_EQ(rep.results[4].name, "allgather/fp32/32");
   EXPECT_EQ(rep.results[4].params["redop"], "none");  // no redop column: not the next number
   EXPECT_EQ(rep.results[4].params["root"], -1);
