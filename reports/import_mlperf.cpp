@@ -19,18 +19,38 @@ namespace {
 using nlohmann::json;
 
 constexpr std::string_view kTag = ":::MLLOG";
+constexpr std::string_view kSysTag = ":::SYSJSON";
 
 struct Run {
   std::string source;
   std::string benchmark;
   std::map<std::string, json> submission;  // submission_* and global_batch_size values
   std::optional<double> start_ms, stop_ms;
+  std::size_t start_line = 0, stop_line = 0;
   std::string stop_status;
   std::vector<double> throughput;  // samples/s, every value logged
   std::optional<double> eval_accuracy;
   std::optional<double> train_samples;
   std::optional<double> nodes, accelerators_per_node;
+  json sysjson;  // the `:::SYSJSON` object (NVIDIA's run scripts print it before the MLLOG lines)
+  std::optional<int> world() const {
+    if (nodes && accelerators_per_node)
+      return static_cast<int>(*nodes * std::max(*accelerators_per_node, 1.0));
+    return std::nullopt;
+  }
 };
+
+// SYSJSON values are strings ("128"); the counts are used only when they are whole positive numbers.
+std::optional<double> sysjson_count(const json& sys, const char* key) {
+  if (!sys.is_object() || !sys.contains(key)) return std::nullopt;
+  const json& v = sys[key];
+  if (v.is_number()) return v.get<double>();
+  if (!v.is_string()) return std::nullopt;
+  const std::string s = v.get<std::string>();
+  if (s.empty() || s.size() > 9 || s.find_first_not_of("0123456789") != std::string::npos)
+    return std::nullopt;
+  return std::stod(s);
+}
 
 Run parse_log(const MlperfLog& log) {
   Run run;
@@ -40,12 +60,23 @@ Run parse_log(const MlperfLog& log) {
   std::size_t lineno = 0;
   while (std::getline(in, line)) {
     ++lineno;
+    if (const auto sys = line.find(kSysTag); sys != std::string::npos && run.sysjson.is_null()) {
+      try {
+        run.sysjson = json::parse(line.substr(sys + kSysTag.size()));
+      } catch (const json::exception&) {
+        throw input_error(fmt::format(
+            "{}:{}: malformed :::SYSJSON line (expected a JSON object after the tag)", log.source, lineno));
+      }
+      if (!run.sysjson.is_object())
+        throw input_error(fmt::format("{}:{}: :::SYSJSON is not a JSON object", log.source, lineno));
+      continue;
+    }
     const auto at = line.find(kTag);
     if (at == std::string::npos) continue;
     json e;
     try {
       e = json::parse(line.substr(at + kTag.size()));
-    } catch (const json::parse_error&) {
+    } catch (const json::exception&) {
       throw input_error(fmt::format("{}:{}: malformed :::MLLOG line (expected a JSON object after the tag)",
                                     log.source, lineno));
     }
@@ -55,15 +86,25 @@ Run parse_log(const MlperfLog& log) {
     const json value = e.value("value", json());
     const json meta = e.value("metadata", json::object());
     const auto time_ms = [&]() -> double {
-      if (!e.contains("time_ms") || !e["time_ms"].is_number())
+      if (!e.contains("time_ms") || !e["time_ms"].is_number() || !std::isfinite(e["time_ms"].get<double>()))
         throw input_error(
-            fmt::format("{}:{}: {} event without a numeric \"time_ms\"", log.source, lineno, key));
+            fmt::format("{}:{}: {} event without a finite numeric \"time_ms\"", log.source, lineno, key));
       return e["time_ms"].get<double>();
     };
+    const auto finite = [&](const json& v) {
+      const double x = v.get<double>();
+      if (!std::isfinite(x))
+        throw input_error(fmt::format("{}:{}: {} value is not a finite number", log.source, lineno, key));
+      return x;
+    };
     if (key == "run_start") {
-      if (!run.start_ms) run.start_ms = time_ms();
+      if (!run.start_ms) {
+        run.start_ms = time_ms();
+        run.start_line = lineno;
+      }
     } else if (key == "run_stop") {
       run.stop_ms = time_ms();
+      run.stop_line = lineno;
       run.stop_status = meta.is_object() ? meta.value("status", "") : "";
     } else if (key == "submission_benchmark" && value.is_string()) {
       run.benchmark = value.get<std::string>();
@@ -71,22 +112,29 @@ Run parse_log(const MlperfLog& log) {
     } else if (key.starts_with("submission_") || key == "global_batch_size") {
       run.submission[key] = value;
     } else if (key == "throughput" && value.is_number()) {
-      run.throughput.push_back(value.get<double>());
+      run.throughput.push_back(finite(value));
     } else if (key == "tracked_stats" && value.is_object() && value.contains("throughput") &&
                value["throughput"].is_number()) {
-      run.throughput.push_back(value["throughput"].get<double>());
+      run.throughput.push_back(finite(value["throughput"]));
     } else if (key == "eval_accuracy" && value.is_number()) {
-      run.eval_accuracy = value.get<double>();
+      run.eval_accuracy = finite(value);
     } else if (key == "train_samples" && value.is_number()) {
-      run.train_samples = value.get<double>();
+      run.train_samples = finite(value);
     } else if (key == "number_of_nodes" && value.is_number()) {
-      run.nodes = value.get<double>();
+      run.nodes = finite(value);
     } else if (key == "accelerators_per_node" && value.is_number()) {
-      run.accelerators_per_node = value.get<double>();
+      run.accelerators_per_node = finite(value);
     }
   }
   if (!run.start_ms && !run.stop_ms && run.submission.empty())
     throw input_error(log.source + ": no :::MLLOG lines (expected an MLPerf Training log)");
+  if (run.start_ms && run.stop_ms && !(*run.stop_ms > *run.start_ms))
+    throw input_error(
+        fmt::format("{}:{}: run_stop (time_ms {:.0f}) does not follow run_start (line {}, time_ms {:.0f})",
+                    log.source, run.stop_line, *run.stop_ms, run.start_line, *run.start_ms));
+  if (!run.nodes) run.nodes = sysjson_count(run.sysjson, "number_of_nodes");
+  if (!run.accelerators_per_node)
+    run.accelerators_per_node = sysjson_count(run.sysjson, "accelerators_per_node");
   if (run.benchmark.empty()) run.benchmark = "unknown";
   return run;
 }
@@ -107,18 +155,35 @@ double olympic_mean(std::vector<double> values) {
   return sum / static_cast<double>(values.size() - 2 * drop);
 }
 
+std::optional<double> mlperf_olympic_score(std::vector<double> successful, std::size_t dropped,
+                                           std::size_t max_dropped) {
+  if (dropped > max_dropped) return std::nullopt;  // "Too many non-converging runs"
+  std::sort(successful.begin(), successful.end());
+  const std::size_t drop_slow = max_dropped - dropped;
+  if (successful.size() <= max_dropped + drop_slow) return std::nullopt;
+  const auto first = successful.begin() + static_cast<long>(max_dropped);
+  const auto last = successful.end() - static_cast<long>(drop_slow);
+  return std::accumulate(first, last, 0.0) / static_cast<double>(last - first);
+}
+
+std::size_t mlperf_max_dropped_runs(const std::string& benchmark) {
+  return benchmark == "unet3d" ? 4 : 1;
+}
+
 Report import_mlperf(const std::vector<MlperfLog>& logs) {
   std::vector<Run> runs;
   for (const auto& log : logs) runs.push_back(parse_log(log));
 
   Report rep;
-  int world = 1;
-  if (runs[0].nodes && runs[0].accelerators_per_node)
-    world = static_cast<int>(*runs[0].nodes * *runs[0].accelerators_per_node);
-  rep.run = {{"world_size", std::max(world, 1)}, {"hosts", json::array()}, {"backend", "none"}};
+  // World size: what the logs say (number_of_nodes × accelerators_per_node, from MLLOG or SYSJSON), and
+  // only when they all say the same; unknown (null) otherwise.
+  std::optional<int> world = runs.empty() ? std::nullopt : runs[0].world();
+  for (const auto& run : runs)
+    if (run.world() != world) world.reset();
+  rep.run = {{"world_size", world ? json(*world) : json()}, {"hosts", json::array()}, {"backend", "none"}};
   json summary_runs = json::array();
   std::map<std::string, std::vector<double>> ttt_by_benchmark;  // successful runs
-  std::map<std::string, std::size_t> index_by_benchmark;
+  std::map<std::string, std::size_t> index_by_benchmark, failed_by_benchmark;
   std::vector<std::string> order;
 
   for (const auto& run : runs) {
@@ -151,33 +216,57 @@ Report import_mlperf(const std::vector<MlperfLog>& logs) {
       r.fail("no run_stop event (the run did not finish)");
     else if (run.stop_status != "success")
       r.fail(fmt::format("run_stop status \"{}\"", run.stop_status.empty() ? "missing" : run.stop_status));
+    if (r.status == Status::failed) ++failed_by_benchmark[run.benchmark];
     summary_runs.push_back(
         {{"source", run.source}, {"benchmark", run.benchmark}, {"status", run.stop_status}});
     rep.results.push_back(std::move(r));
   }
   for (const auto& bench : order) {
-    const auto it = ttt_by_benchmark.find(bench);
-    if (it == ttt_by_benchmark.end() || index_by_benchmark[bench] < 2) continue;
-    const auto& v = it->second;
+    const std::size_t total = index_by_benchmark[bench];
+    if (total < 2) continue;
+    const auto& v = ttt_by_benchmark[bench];
+    const std::size_t failed = failed_by_benchmark[bench];
+    const std::size_t max_dropped = mlperf_max_dropped_runs(bench);
     Result r;
     r.benchmark = "mlperf";
     r.name = bench + "/score";
     r.params = {
-        {"runs", index_by_benchmark[bench]},
+        {"runs", total},
         {"successful_runs", v.size()},
-        {"method", v.size() >= 3 ? "mean after dropping the fastest and the slowest run (MLPerf Training)"
-                                 : "mean (fewer than 3 successful runs)"}};
-    Metric m{olympic_mean(v), "min", Better::lower, std::nullopt};
-    if (v.size() > 1) m.stats = summarize(v);
-    r.set_metric("time_to_train_min", m);
+        {"max_dropped_runs", max_dropped},
+        {"method",
+         "MLCommons result summarizer: the fastest run and the slowest are dropped, a run that did not "
+         "succeed counting as the slowest; mean of the rest"}};
+    const auto score = mlperf_olympic_score(v, failed, max_dropped);
+    if (score) {
+      Metric m{*score, "min", Better::lower, std::nullopt};
+      if (v.size() > 1) m.stats = summarize(v);
+      r.set_metric("time_to_train_min", m);
+    } else if (failed > max_dropped) {
+      r.fail(fmt::format("{} of {} runs did not succeed; MLPerf scores at most {} such run", failed, total,
+                         max_dropped));
+    } else {
+      r.status = Status::skipped;
+      r.error = fmt::format(
+          "{} successful runs leave none to average after dropping the fastest and the slowest", v.size());
+    }
     rep.results.push_back(std::move(r));
   }
   rep.summary = {
       {"import", {{"format", "MLPerf Training :::MLLOG"}, {"logs", logs.size()}, {"runs", summary_runs}}}};
   if (!runs.empty()) {
+    const Run& first = runs[0];
     json meta = json::object();
-    for (const auto& [k, v] : runs[0].submission) meta[k] = v;
+    for (const auto& [k, v] : first.submission) meta[k] = v;
+    // The system as the submission names it: SYSJSON's system_name, else the logged platform.
+    std::string system = "unknown";
+    if (first.sysjson.is_object() && first.sysjson.value("system_name", json()).is_string())
+      system = first.sysjson["system_name"].get<std::string>();
+    else if (meta.contains("submission_platform") && meta["submission_platform"].is_string())
+      system = meta["submission_platform"].get<std::string>();
+    meta["system"] = system;
     rep.summary["mlperf"] = meta;
+    if (first.sysjson.is_object()) rep.system["mlperf_system"] = first.sysjson;
   }
   return rep;
 }

@@ -3,9 +3,12 @@
 // run: time to train = run_stop.time_ms − run_start.time_ms (minutes), throughput where the log carries it
 // (key "throughput", or "tracked_stats" with value.throughput; samples/s), the last eval_accuracy, and the
 // submission metadata (submission_benchmark, _org, _division, _status, _platform, global_batch_size).
-// A run whose run_stop status is not "success" (or that has no run_stop) is a failed result.
-// With several runs of one benchmark, result BENCHMARK/score holds the MLPerf-style score: the mean time to
-// train of the successful runs after dropping the fastest and the slowest (when there are at least 3).
+// A run whose run_stop status is not "success" (or that has no run_stop) is a failed result; a run_stop
+// that does not follow run_start, or a time that is not a finite number, is an input error.
+// With several runs of one benchmark, result BENCHMARK/score holds the MLPerf score as MLCommons' result
+// summarizer computes it (mlperf_olympic_score). The system comes from the `:::SYSJSON` line when the log
+// has one (system_name, accelerators), else from submission_platform; what a log does not say is unknown.
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -27,5 +30,15 @@ Report import_mlperf(const std::vector<MlperfLog>& logs);
 // Mean after dropping one fastest and one slowest value when there are at least 3 (MLPerf Training's
 // "olympic" average); plain mean below that. Empty input gives NaN.
 double olympic_mean(std::vector<double> values);
+
+// MLCommons' result summarizer (mlcommons/logging, mlperf_logging/result_summarizer/result_summarizer.py,
+// _compute_olympic_average and _compute_strong_score_standalone): `dropped` runs that did not succeed
+// count as the slowest ones dropped, so of the successful times the fastest `max_dropped` and the slowest
+// (max_dropped − dropped) are removed and the rest averaged. No score (nullopt) when more than
+// max_dropped runs failed or nothing is left to average. max_dropped is 1 (4 for unet3d).
+std::optional<double> mlperf_olympic_score(std::vector<double> successful, std::size_t dropped,
+                                           std::size_t max_dropped);
+// max_dropped for a benchmark, as the summarizer sets it.
+std::size_t mlperf_max_dropped_runs(const std::string& benchmark);
 
 }  // namespace fb::reports

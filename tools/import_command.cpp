@@ -14,6 +14,7 @@ namespace {
 
 struct ImportOptions {
   std::vector<std::string> nccl_files;
+  std::string op;
   std::vector<std::string> mlperf_logs;
   CLI::App* nccl = nullptr;
   CLI::App* mlperf = nullptr;
@@ -28,6 +29,8 @@ int finish_import(Session& session, reports::Report imported) {
   for (const char* key : {"world_size", "hosts", "backend"})
     if (imported.run.contains(key)) report.run[key] = imported.run[key];
   report.system = std::move(imported.system);
+  // The features line names this build's libraries (its NCCL among them); nothing imported ran with them.
+  report.tool.erase("features");
   const int rc = session.finish(report);
   if (session.options().output.empty() && session.is_root())
     std::cout << reports::to_json(report).dump(2) << "\n";
@@ -36,18 +39,11 @@ int finish_import(Session& session, reports::Report imported) {
 
 int run_import(const ImportOptions& opt, Session& session) {
   if (opt.nccl->parsed()) {
-    reports::Report merged;
-    for (const auto& path : opt.nccl_files) {
-      auto one = reports::import_nccl_tests(read_text_file(path), path);
-      if (merged.results.empty() && merged.run.empty()) {
-        merged = std::move(one);
-        merged.summary = {{"import", nlohmann::json::array({merged.summary["import"]})}};
-        continue;
-      }
-      for (auto& r : one.results) merged.results.push_back(std::move(r));
-      merged.summary["import"].push_back(one.summary["import"]);
-    }
-    return finish_import(session, std::move(merged));
+    std::vector<reports::NcclTestsFile> files;
+    for (const auto& path : opt.nccl_files) files.push_back({path, read_text_file(path)});
+    reports::NcclTestsImportOptions options;
+    if (!opt.op.empty()) options.op = opt.op;
+    return finish_import(session, reports::import_nccl_tests(files, options));
   }
   std::vector<reports::MlperfLog> logs;
   for (const auto& path : opt.mlperf_logs) logs.push_back({path, read_text_file(path)});
@@ -65,15 +61,30 @@ Command add_import_command(CLI::App& app) {
   opt->nccl->add_option("files", opt->nccl_files, "nccl-tests output files (several: one report)")
       ->required()
       ->check(CLI::ExistingFile);
+  opt->nccl->add_option(
+      "--op", opt->op,
+      "The collective (allreduce, allgather, reducescatter, alltoall, broadcast, reduce, "
+      "sendrecv, ...; nccl-tests names like all_reduce_perf_mpi work too). Default: from the "
+      "output (\"Collective test starting\", a program name, or the table's shape)");
   opt->mlperf = sub->add_subcommand("mlperf", "MLPerf Training logs (:::MLLOG lines), one log per run");
   opt->mlperf->add_option("logs", opt->mlperf_logs, "MLPerf log files, one per run")
       ->required()
       ->check(CLI::ExistingFile);
-  sub->footer(
+  const std::string footer =
       "Output: the JSON report on stdout, or with -o/--output FILE written to FILE (atomically).\n"
-      "Exit status: 0 imported; 1 a result failed (nccl-tests wrong elements, an MLPerf run that did not "
-      "succeed);\n"
-      "2 usage or input error (naming FILE:LINE or the JSON path).");
+      "Several nccl-tests files make one report: a size measured more than once (repetitions, or files of\n"
+      "the same test) is one result with the median and spread of its repeats.\n"
+      "Exit status:\n"
+      "  0  imported, every result ok\n"
+      "  1  imported, a result failed: nccl-tests counted wrong elements (or, in older versions, a max "
+      "error\n"
+      "     above its bound for the type), or an MLPerf run did not succeed, or too many runs failed\n"
+      "     for an MLPerf score\n"
+      "  2  usage or input error, one line naming FILE:LINE or the JSON path: no result table, a\n"
+      "     malformed row or :::MLLOG line, a time that is not a finite number, run_stop not after\n"
+      "     run_start, a collective that cannot be told from the output (give --op), the same size\n"
+      "     on different rank counts\n";
+  for (CLI::App* app_with_help : {sub, opt->nccl, opt->mlperf}) app_with_help->footer(footer);
   return {sub, [opt](Session& s) { return run_import(*opt, s); }};
 }
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Imports round-trip through compare: nccl-tests text and JSON output (hand-written samples in the formats
-# nccl-tests prints) and MLPerf Training logs become schema-valid reports that compare like ours.
+# nccl-tests prints, and genuine outputs in tests/data/real) and MLPerf Training logs become schema-valid
+# reports that compare like ours; exit codes 0/1/2 as `import --help` states them.
 . "$(dirname "$0")/../lib.sh"
 set -e
 DATA="$FB_SOURCE_DIR/tests/data"
@@ -50,6 +51,62 @@ fb compare "$T/ml_base.json" "$T/ml_cand.json" --format json >"$T/ml_cmp.json" &
 assert_json "$T/ml_cmp.json" \
   '[c["verdict"] for c in d["comparisons"] if c["result"] == "llama2_70b_lora/score"] == ["WORSE"]' "time to train WORSE"
 
+# Real outputs (tests/data/real, provenance in its README.md): exit codes, figures, unknown metadata.
+REAL="$DATA/real"
+for f in nccl_2.x_a3mega_h100_2node_allreduce nccl_2.18_tagoutput_allreduce_mpi_rtx5090_3reps \
+  nccl_2.x_old_efa_p4d_tagoutput_allreduce nccl_issue290_h100_1node_8gpu_allreduce \
+  nccl_issue290_srun_label_h100_2node_allreduce; do
+  run_capture "$f" fb import nccl-tests "$REAL/$f.txt" -o "$T/$f.json"
+  [ "$RC" -eq 0 ] && ok "real $f: exit 0" || fail "real $f: rc=$RC $(cat "$T/$f.err")"
+  validate "$T/$f.json"
+done
+assert_json "$T/nccl_2.x_old_efa_p4d_tagoutput_allreduce.json" \
+  'd["run"]["world_size"] == 16 and all(r["status"] == "ok" for r in d["results"]) and "features" not in d["tool"]' \
+  "old 'error' column (max deviation 5e-07) is not read as wrong elements; no local library versions"
+run_capture issue37 fb import nccl-tests "$REAL/nccl_issue37_v100_allgather_error_column.txt" -o "$T/issue37.json"
+[ "$RC" -eq 1 ] && ok "issue #37 (error 1e+00, 2 out of bounds): exit 1" || fail "issue37: rc=$RC $(cat "$T/issue37.err")"
+validate "$T/issue37.json"
+assert_json "$T/issue37.json" \
+  'd["run"]["world_size"] is None and [r["name"] for r in d["results"] if r["status"] == "failed"] == ["allgather/fp32/4294967296", "allgather/fp32/4294967296/inplace"]' \
+  "issue #37: both sides failed, world size unknown"
+# Two files of the same test: one report, no duplicate names, repeats counted.
+fb import nccl-tests "$REAL/nccl_2.18_tagoutput_allreduce_mpi_rtx5090_3reps.txt" \
+  "$REAL/nccl_2.18_tagoutput_allreduce_mpi_rtx5090_nthreads4.txt" -o "$T/two.json"
+validate "$T/two.json"
+assert_json "$T/two.json" \
+  'len({r["name"] for r in d["results"]}) == len(d["results"]) == 17 and d["results"][0]["params"]["repeats"] == 4' \
+  "two files of one test: 17 unique results with 4 repeats each"
+# The 2-node srun run against the 2-node A3 Mega run: same names, same world size, verdicts per size.
+fb compare "$T/nccl_2.x_a3mega_h100_2node_allreduce.json" "$T/nccl_issue290_srun_label_h100_2node_allreduce.json" \
+  --format json >"$T/real_cmp.json" && rc=0 || rc=$?
+[ "$rc" -eq 1 ] && ok "A3 Mega vs issue #290 nodes: exit 1 (slower sizes)" || fail "real compare: rc=$rc"
+assert_json "$T/real_cmp.json" \
+  '[c["verdict"] for c in d["comparisons"] if c["result"] == "allreduce/fp32/8589934592" and c["metric"] == "busbw_gbps"] == ["WORSE"] and not any("world sizes" in w for w in d["warnings"])' \
+  "8 GiB busbw 338.82 -> 155.57 is WORSE; 16 vs 16 ranks: no warning"
+# Unknown world size (null) against a known one: no "world sizes differ" warning.
+fb compare "$T/issue37.json" "$T/issue37.json" --format json >"$T/unknown_cmp.json" || true
+assert_json "$T/unknown_cmp.json" 'not any("world sizes" in w for w in d["warnings"])' "unknown world size: no warning"
+fb compare "$T/nccl_2.x_a3mega_h100_2node_allreduce.json" "$T/issue37.json" --format json >"$T/mixed_cmp.json" || true
+assert_json "$T/mixed_cmp.json" 'not any("world sizes" in w for w in d["warnings"])' "16 vs unknown: no warning"
+# --op names the collective where the output does not.
+fb import nccl-tests "$REAL/nccl_issue290_h100_1node_8gpu_allreduce.txt" --op all_reduce_perf_mpi -o "$T/op.json"
+assert_json "$T/op.json" 'd["results"][0]["name"] == "allreduce/fp32/134217728" and d["summary"]["import"][0]["ops"][0]["from"] == "--op"' "--op"
+expect_error bad_op 2 "invalid --op 'allfoo'" fb import nccl-tests "$REAL/nccl_issue290_h100_1node_8gpu_allreduce.txt" --op allfoo
+# MLPerf v4.0 logs from two submitters: the system from SYSJSON or the platform, world size only when said.
+run_capture ml_real fb import mlperf "$REAL/mlperf_v4.0_nvidia_eos_n128_llama2_70b_lora_result_0.txt" -o "$T/ml_nv.json"
+[ "$RC" -eq 0 ] && ok "MLPerf NVIDIA Eos log: exit 0" || fail "ml_real: rc=$RC $(cat "$T/ml_real.err")"
+validate "$T/ml_nv.json"
+assert_json "$T/ml_nv.json" 'd["summary"]["mlperf"]["system"] == "Eos_n128" and d["run"]["world_size"] == 1024' "SYSJSON: Eos_n128, 1024 GPUs"
+fb import mlperf "$REAL/mlperf_v4.0_asustek_esc_n8a_e12_llama2_70b_lora_result_0.txt" -o "$T/ml_asus.json"
+validate "$T/ml_asus.json"
+assert_json "$T/ml_asus.json" \
+  'd["run"]["world_size"] is None and abs(d["results"][0]["metrics"]["time_to_train_min"]["value"] - 29.5544) < 1e-3' \
+  "ASUSTeK (CRLF): 29.554 min, world size unknown"
+# The exit codes are in --help.
+fb import --help >"$T/help.txt"
+grep -q "2  usage or input error" "$T/help.txt" && grep -q "1  imported, a result failed" "$T/help.txt" \
+  && ok "exit codes in --help" || fail "exit codes missing from import --help"
+
 # Errors: one line, exit 2.
 printf '%s\n' '{"results": [{"size": 8, "type": "float", "out_of_place": {"time": "x", "alg_bw": 1, "bus_bw": 1}}]}' >"$T/bad.json"
 expect_error bad_json 2 'bad.json: \$\.results\[0\]\.out_of_place\.time: expected a number' fb import nccl-tests "$T/bad.json"
@@ -57,4 +114,11 @@ printf ':::MLLOG {oops\n' >"$T/bad.log"
 expect_error bad_log 2 'bad.log:1: malformed :::MLLOG line' fb import mlperf "$T/bad.log"
 expect_error no_file 2 'nope.txt' fb import nccl-tests "$T/nope.txt"
 expect_error no_kind 2 'subcommand is required' fb import
+sed 's/"time_ms": 1764400096000, "event_type": "INTERVAL_START", "key": "run_start"/"time_ms": 1764409999999, "event_type": "INTERVAL_START", "key": "run_start"/' \
+  "$DATA/mlperf_llama2_70b_lora_base_1.log" >"$T/reversed.log"
+expect_error reversed 2 'reversed.log:[0-9]+: run_stop \(time_ms [0-9]+\) does not follow run_start' fb import mlperf "$T/reversed.log"
+printf '# size count type redop root time algbw busbw #wrong\n  8  2  float  sum  -1  nan  0.00  0.00  0\n' >"$T/nan.txt"
+expect_error nan_time 2 "nan.txt:2: column time: expected a number, got 'nan'" fb import nccl-tests "$T/nan.txt"
+printf '# size count type redop root time algbw busbw #wrong\n  8  2  float  none  -1  1.0  0.00  0.00  0\n' >"$T/which.txt"
+expect_error which_op 2 'which.txt:1: cannot tell which collective .* give --op' fb import nccl-tests "$T/which.txt"
 finish

@@ -3,11 +3,13 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <set>
 #include <string>
 
 #include "core/error.hpp"
 #include "reports/import_mlperf.hpp"
 #include "reports/import_nccl_tests.hpp"
+#include "reports/report_json.hpp"
 
 namespace fb::reports {
 namespace {
@@ -53,9 +55,133 @@ TEST(ImportNcclTests, TextTable) {
   EXPECT_EQ(rep.results[1].metric("wrong"), nullptr);  // N/A: not checked
   EXPECT_EQ(rep.results[2].name, "allgather/bf16/4096");
   EXPECT_EQ(rep.results[2].status, Status::failed);
-  EXPECT_EQ(*rep.results[2].error, "nccl-tests reported 3 wrong elements");
+  EXPECT_EQ(*rep.results[2].error, "nccl-tests reported 3 wrong elements (ag.txt:14)");
   EXPECT_EQ(rep.results[4].name, "avg_busbw");
   EXPECT_DOUBLE_EQ(rep.results[4].metric("busbw_gbps")->value, 0.0775);
+  // What the file says, not what this build links: nccl-library=22203 is NCCL 2.22.3.
+  EXPECT_EQ(rep.system["nccl"], "2.22.3");
+  EXPECT_EQ(r0.params["ranks"], 2);
+}
+
+// Older nccl-tests (2.10.0 among them): "error" is the largest deviation (a float), not a count, and a table
+// may have neither redop nor root (all_gather) or root without redop (broadcast).
+TEST(ImportNcclTests, OldErrorColumnAndMissingColumns) {
+  const std::string text =
+      R"(# nThread 1 nGpus 4 minBytes 8 maxBytes 64 step: 2(factor) warmup iters: 5 iters: 20 validation: 1
+#
+# Using devices
+#   Rank  0 Pid  100 on     host-a device  0 [0x36] Tesla V100-SXM3-32GB
+#   Rank  1 Pid  100 on     host-a device  1 [0x39] Tesla V100-SXM3-32GB
+#   Rank  2 Pid  100 on     host-a device  2 [0x5c] Tesla V100-SXM3-32GB
+#   Rank  3 Pid  100 on     host-a device  3 [0x5e] Tesla V100-SXM3-32GB
+#
+#                                                     out-of-place                       in-place
+#       size         count    type   redop     time   algbw   busbw  error     time   algbw   busbw  error
+#        (B)    (elements)                     (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)
+           8             2   float     sum    61.03    0.00    0.00  2e-07    61.04    0.00    0.00  1e-07
+          64            16   float     sum    60.26    1.00    1.50  6e-08    60.69    1.00    1.50  3e-05
+# Out of bounds values : 1 FAILED
+# Avg bus bandwidth    : 0.75
+#
+#                                             out-of-place                       in-place
+#       size         count    type     time   algbw   busbw  error     time   algbw   busbw  error
+#        (B)    (elements)             (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)
+          32             2   float    57.30    0.00    0.00  0e+00    57.09    0.00    0.00  0e+00
+          32             2   float    57.12    0.00    0.00  0e+00    57.62    0.00    0.00  0e+00
+# Out of bounds values : 0 OK
+# Avg bus bandwidth    : 0
+)";
+  try {  // the second table (allgather or alltoall: same shape) cannot be told apart
+    import_nccl_tests(text, "old.txt");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "old.txt:18: cannot tell which collective this table measured (no \"Collective test starting\" "
+              "line or program name, and its shape fits several); give --op");
+  }
+  std::string named = text;
+  named.insert(named.find("#                                             out-of-place"),
+               "Running: ./build/all_gather_perf -g 4\n");
+  const Report rep = import_nccl_tests(named, "old.txt");
+  EXPECT_EQ(rep.run["world_size"], 4);
+  EXPECT_EQ(rep.system["nccl"], "unknown");
+  ASSERT_EQ(rep.results.size(), 8u);  // allreduce: 2 sizes x 2; allgather: 1 size x 2; 2 avg_busbw
+  EXPECT_EQ(rep.results[0].name, "allreduce/fp32/8");  // from the shape: size = count x 4, busbw > algbw
+  EXPECT_EQ(rep.results[0].status, Status::ok);        // 2e-07 is within float's 1e-5
+  EXPECT_DOUBLE_EQ(rep.results[0].metric("max_error")->value, 2e-07);
+  EXPECT_EQ(rep.results[0].metric("wrong"), nullptr);
+  EXPECT_EQ(rep.results[3].name, "allreduce/fp32/64/inplace");
+  EXPECT_EQ(rep.results[3].status, Status::failed);  // 3e-05 > 1e-5: the one out-of-bounds value
+  EXPECT_EQ(rep.results[2].status, Status::ok);
+  // The value's form decides too: "7e-07" under "#wrong" is a deviation, not 7e-07 wrong elements.
+  std::string mislabelled = named;
+  const std::string label = "busbw  error     time";
+  mislabelled.replace(mislabelled.find(label), label.size(), "busbw #wrong     time");
+  const Report m = import_nccl_tests(mislabelled, "old.txt");
+  EXPECT_EQ(m.results[0].metric("wrong"), nullptr);
+  EXPECT_DOUBLE_EQ(m.results[0].metric("max_error")->value, 2e-07);
+  EXPECT_EQ(m.results[0].status, Status::ok);
+  EXPECT_EQ(rep.results[4].name, "allgather/fp32/32");
+  EXPECT_EQ(rep.results[4].params["redop"], "none");  // no redop column: not the next number
+  EXPECT_EQ(rep.results[4].params["root"], -1);
+  EXPECT_EQ(rep.results[4].params["repeats"], 2);  // the size ran twice: both kept
+  EXPECT_DOUBLE_EQ(rep.results[4].metric("time_us")->value, (57.30 + 57.12) / 2);
+  ASSERT_TRUE(rep.results[4].metric("time_us")->stats);
+  EXPECT_EQ(rep.results[4].metric("time_us")->stats->n, 2u);
+  EXPECT_EQ(rep.results[6].name, "allgather/avg_busbw");
+  EXPECT_EQ(rep.results[7].name, "allreduce/avg_busbw");
+  NcclTestsImportOptions op;
+  op.op = "allfoo";
+  EXPECT_THROW(import_nccl_tests({{"old.txt", text}}, op), Error);
+}
+
+// mpirun --tag-output and srun --label prefixes, NCCL INFO lines inside the table, rank stderr.
+TEST(ImportNcclTests, LauncherPrefixes) {
+  const std::string tagged = R"([1,1]<stderr>:12 34 56 this is stderr
+[1,0]<stdout>:# Collective test starting: reduce_scatter_perf_mpi
+[1,0]<stdout>:#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong
+[1,0]<stdout>:host:1:1 [0] NCCL INFO Launch mode Parallel
+[1,1]<stdout>:host:2:2 [1] NCCL INFO comm 0x7f rank 1 nranks 2 cudaDev 1 busId 101d0 - Init COMPLETE
+[1,0]<stdout>:        1024           128     float     sum      -1    10.00    0.10    0.05      0     9.50    0.11    0.05      0
+)";
+  const Report a = import_nccl_tests(tagged, "tagged.txt");
+  ASSERT_EQ(a.results.size(), 2u);
+  EXPECT_EQ(a.results[0].name, "reducescatter/fp32/1024");
+  EXPECT_EQ(a.run["world_size"], 2);  // from NCCL INFO "nranks 2": the output lists no devices
+  const std::string labelled =
+      R"( 0: #       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong
+ 0:         1024           256     float     sum      -1    10.00    0.10    0.19    N/A     9.50    0.11    0.20    N/A
+12:         2048           512     float     sum      -1    20.00    0.10    0.19    N/A    19.00    0.11    0.20    N/A
+)";
+  const Report b = import_nccl_tests(labelled, "srun.txt");
+  ASSERT_EQ(b.results.size(), 4u);
+  EXPECT_EQ(b.results[2].name, "allreduce/fp32/2048");  // shape: size = count x 4 and busbw/algbw > 1
+  EXPECT_TRUE(b.run["world_size"].is_null());           // the output does not say
+  EXPECT_EQ(b.results[0].metric("wrong"), nullptr);
+  // --op names the collective (nccl-tests' spelling or ours) where the shape would say otherwise.
+  NcclTestsImportOptions op;
+  op.op = "all_reduce_perf_mpi";
+  EXPECT_EQ(import_nccl_tests({{"tagged.txt", tagged}}, op).results[0].name, "allreduce/fp32/1024");
+}
+
+// A byte that is not UTF-8 in a host name must not make the report unwritable (it made `import` exit 3).
+TEST(ImportNcclTests, NonAsciiBytesStayValidJson) {
+  std::string text = kText;
+  text.replace(text.find("node02"), 6, "node\xff\x01");
+  const Report rep = import_nccl_tests(text, "bytes.txt");
+  EXPECT_EQ(rep.run["hosts"][1], "node??");
+  EXPECT_NO_THROW(to_json(rep).dump());
+}
+
+// Several files of the same test: one result per size, every repeat kept.
+TEST(ImportNcclTests, FilesOfTheSameTestAreRepeats) {
+  const Report rep = import_nccl_tests({{"a.txt", kText}, {"b.txt", kText}}, {});
+  ASSERT_EQ(rep.results.size(), 5u);
+  std::set<std::string> names;
+  for (const auto& r : rep.results) EXPECT_TRUE(names.insert(r.name).second) << r.name;
+  EXPECT_EQ(rep.results[0].params["repeats"], 2);
+  EXPECT_EQ(*rep.results[2].error, "nccl-tests reported 3 wrong elements (a.txt:14) and 1 more");
+  EXPECT_EQ(rep.summary["import"].size(), 2u);
 }
 
 TEST(ImportNcclTests, JsonOutput) {
@@ -66,7 +192,7 @@ TEST(ImportNcclTests, JsonOutput) {
       "devices":[{"rank":0,"group":0,"pid":1,"hostname":"n1","device":0,"device_hex":"0000:18:00","device_info":"NVIDIA H200"}]},
     "results":[{"size":8,"count":2,"type":"float","redop":"sum","root":"    -1",
       "out_of_place":{"time":24.5,"alg_bw":0.0,"bus_bw":0.0,"nwrong":0.0},
-      "in_place":{"time":"nan","alg_bw":0.0,"bus_bw":0.0,"nwrong":null},"actual_iterations":20,"experiment_name":""}],
+      "in_place":{"time":23.5,"alg_bw":0.0,"bus_bw":0.0,"nwrong":null},"actual_iterations":20,"experiment_name":""}],
     "average_bus_bandwidth":{"bandwidth":0.0,"okay":"unchecked"}})";
   const Report rep = import_nccl_tests(json, "ar.json");
   ASSERT_EQ(rep.results.size(), 3u);
@@ -74,8 +200,18 @@ TEST(ImportNcclTests, JsonOutput) {
   EXPECT_EQ(rep.results[0].params["root"], -1);
   EXPECT_DOUBLE_EQ(rep.results[0].metric("time_us")->value, 24.5);
   EXPECT_DOUBLE_EQ(rep.results[0].metric("wrong")->value, 0.0);
-  EXPECT_TRUE(std::isnan(rep.results[1].metric("time_us")->value));
+  EXPECT_EQ(rep.results[1].metric("wrong"), nullptr);
   EXPECT_EQ(rep.system["ranks"][0]["device"]["name"], "NVIDIA H200");
+  EXPECT_EQ(rep.system["nccl"], "2.22.3");
+  // A time nccl-tests could not measure is an error, not a null on an ok result.
+  std::string nan = json;
+  nan.replace(nan.find("\"time\":23.5"), 11, "\"time\":\"nan\"");
+  try {
+    import_nccl_tests(nan, "ar.json");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()), "ar.json: $.results[0].in_place.time: not a number (nan)");
+  }
 }
 
 TEST(ImportNcclTests, ErrorsSayWhere) {
@@ -101,6 +237,8 @@ TEST(ImportNcclTests, ErrorsSayWhere) {
 TEST(ImportNcclTests, Names) {
   EXPECT_EQ(nccl_tests_op_name("./build/reduce_scatter_perf"), "reducescatter");
   EXPECT_EQ(nccl_tests_op_name("alltoall_perf"), "alltoall");
+  EXPECT_EQ(nccl_tests_op_name("/usr/bin/all_reduce_perf_mpi"), "allreduce");  // NGC's MPI builds
+  EXPECT_EQ(nccl_tests_op_name("all_gather"), "allgather");
   EXPECT_EQ(nccl_tests_dtype_name("half"), "fp16");
   EXPECT_EQ(nccl_tests_dtype_name("f8e4m3"), "fp8_e4m3");
   EXPECT_EQ(nccl_tests_dtype_name("uint8"), "uint8");
@@ -145,9 +283,69 @@ TEST(ImportMlperf, TimeToTrainThroughputAndScore) {
   EXPECT_EQ(*rep.results[4].error, "run_stop status \"aborted\"");
   const Result& score = rep.results[5];
   EXPECT_EQ(score.name, "bert/score");
-  // Successful runs 10, 12, 20, 11: drop 10 and 20, mean of 12 and 11.
-  EXPECT_DOUBLE_EQ(score.metric("time_to_train_min")->value, 11.5);
+  // Successful runs 10, 12, 20, 11 and one aborted: the aborted run is the dropped slowest (MLCommons'
+  // result summarizer), so only the fastest (10) is dropped: mean of 11, 12 and 20.
+  EXPECT_DOUBLE_EQ(score.metric("time_to_train_min")->value, (11.0 + 12.0 + 20.0) / 3);
+  EXPECT_EQ(score.status, Status::ok);
   EXPECT_EQ(rep.summary["mlperf"]["submission_benchmark"], "bert");
+  EXPECT_EQ(rep.summary["mlperf"]["system"], "unknown");  // no SYSJSON, no submission_platform
+  EXPECT_TRUE(rep.run["world_size"].is_null());           // no number_of_nodes: unknown, not 1
+}
+
+TEST(ImportMlperf, TwoFailedRunsGiveNoScore) {
+  const Report rep = import_mlperf({{"r1.log", run_log(10)},
+                                    {"r2.log", run_log(12)},
+                                    {"r3.log", run_log(11)},
+                                    {"r4.log", run_log(9, "aborted")},
+                                    {"r5.log", run_log(9, "")}});
+  const Result& score = rep.results.back();
+  EXPECT_EQ(score.name, "bert/score");
+  EXPECT_EQ(score.status, Status::failed);
+  EXPECT_EQ(*score.error, "2 of 5 runs did not succeed; MLPerf scores at most 1 such run");
+  EXPECT_EQ(score.metric("time_to_train_min"), nullptr);
+}
+
+TEST(ImportMlperf, SummarizerScore) {
+  EXPECT_DOUBLE_EQ(*mlperf_olympic_score({5, 1, 3}, 0, 1), 3.0);
+  EXPECT_DOUBLE_EQ(*mlperf_olympic_score({5, 1, 3, 4}, 1, 1), 4.0);  // drop 1; the failed run was the slowest
+  EXPECT_FALSE(mlperf_olympic_score({5, 1, 3}, 2, 1));               // too many failed runs
+  EXPECT_FALSE(mlperf_olympic_score({5, 1}, 0, 1));                  // nothing left after dropping two
+  EXPECT_DOUBLE_EQ(*mlperf_olympic_score({1, 2, 3, 4, 5, 6, 7, 8, 9, 10}, 2, 4), 6.5);  // unet3d: 5..8
+  EXPECT_EQ(mlperf_max_dropped_runs("unet3d"), 4u);
+  EXPECT_EQ(mlperf_max_dropped_runs("llama2_70b_lora"), 1u);
+}
+
+TEST(ImportMlperf, TimesMustBeOrderedAndFinite) {
+  const double t0 = 1.7e12;
+  const std::string reversed = mllog("submission_benchmark", "\"bert\"", t0) +
+                               mllog("run_start", "null", t0 + 5000) +
+                               mllog("run_stop", "null", t0, "{\"status\": \"success\"}");
+  try {
+    import_mlperf({{"rev.log", reversed}});
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "rev.log:3: run_stop (time_ms 1700000000000) does not follow run_start (line 2, time_ms "
+              "1700000005000)");
+  }
+  const std::string huge =
+      ":::MLLOG {\"time_ms\": 1e999, \"key\": \"run_start\", \"value\": null, \"metadata\": {}}\n";
+  EXPECT_THROW(import_mlperf({{"inf.log", huge}}), Error);
+  const std::string nan_throughput =
+      mllog("run_start", "null", t0) + ":::MLLOG {\"time_ms\": 1, \"key\": \"throughput\", \"value\": NaN}\n";
+  EXPECT_THROW(import_mlperf({{"nan.log", nan_throughput}}), Error);
+}
+
+TEST(ImportMlperf, SysjsonNamesTheSystem) {
+  const std::string log =
+      ":::SYSJSON {\"submitter\":\"Org\",\"system_name\":\"Big_n4\",\"number_of_nodes\":\"4\","
+      "\"accelerators_per_node\":\"8\"}\n" +
+      run_log(10);
+  const Report rep = import_mlperf({{"s.log", log}});
+  EXPECT_EQ(rep.summary["mlperf"]["system"], "Big_n4");
+  EXPECT_EQ(rep.run["world_size"], 32);
+  EXPECT_EQ(rep.system["mlperf_system"]["submitter"], "Org");
+  EXPECT_THROW(import_mlperf({{"bad.log", ":::SYSJSON {nope\n" + run_log(10)}}), Error);
 }
 
 TEST(ImportMlperf, UnfinishedRunAndBadLines) {
