@@ -10,9 +10,8 @@
 #include "core/error.hpp"
 
 namespace fb {
-namespace {
 
-HardwarePeaks parse_entry(const nlohmann::json& j, const std::string& file) {
+HardwarePeaks parse_hardware_entry(const nlohmann::json& j, const std::string& file) {
   const auto where = [&](const std::string& key) { return file + ": " + key; };
   HardwarePeaks hw;
   hw.file = file;
@@ -30,8 +29,6 @@ HardwarePeaks parse_entry(const nlohmann::json& j, const std::string& file) {
   return hw;
 }
 
-}  // namespace
-
 std::vector<HardwarePeaks> load_hardware_table() {
   std::vector<HardwarePeaks> out;
   const auto dir = config_dir() / "hardware";
@@ -47,7 +44,7 @@ std::vector<HardwarePeaks> load_hardware_table() {
     } catch (const nlohmann::json::parse_error& e) {
       throw input_error(f.string() + ": malformed JSON: " + e.what());
     }
-    out.push_back(parse_entry(j, f.string()));
+    out.push_back(parse_hardware_entry(j, f.string()));
   }
   return out;
 }
