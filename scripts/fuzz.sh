@@ -13,9 +13,6 @@ SECONDS_EACH=${FB_FUZZ_SECONDS:-15}
 BUILD=build/fuzz
 JOBS=${JOBS:-$(nproc)}
 
-echo "== fuzz: configure and build ($BUILD, clang, -fsanitize=fuzzer,address,undefined)"
-cmake --preset fuzz >"$BUILD.configure.log" 2>&1 || { cat "$BUILD.configure.log"; exit 1; }
-cmake --build "$BUILD" -j "$JOBS" --target fuzz_targets
 
 # Seeds per target: files and folders (every file in a folder).
 seeds() {
@@ -37,6 +34,10 @@ if [ $# -gt 0 ]; then targets=("$@"); else
   for f in tests/fuzz/*_fuzz.cpp; do n=$(basename "$f" .cpp); targets+=("${n%_fuzz}"); done
 fi
 
+echo "== fuzz: configure and build ($BUILD, clang, -fsanitize=fuzzer,address,undefined)"
+cmake --preset fuzz >"$BUILD.configure.log" 2>&1 || { cat "$BUILD.configure.log"; exit 1; }
+cmake --build "$BUILD" -j "$JOBS" --target "${targets[@]/%/_fuzz}"
+
 # ASan's leak check stays on; UBSan reports are fatal (-fno-sanitize-recover) and print a stack.
 export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=1:detect_leaks=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
@@ -52,8 +53,9 @@ for t in "${targets[@]}"; do
     if [ -d "$s" ]; then find "$s" -maxdepth 1 -type f -exec cp -n {} "$corpus/" \; ; elif [ -f "$s" ]; then cp -n "$s" "$corpus/"; fi
   done
   log="$BUILD/findings/$t.log"
-  regressions=(tests/fuzz/regressions/"$t"/*)
-  if [ -e "${regressions[0]}" ]; then
+  regressions=()
+  for r in tests/fuzz/regressions/"$t"/*; do [ -f "$r" ] && regressions+=("$r"); done
+  if [ ${#regressions[@]} -gt 0 ]; then
     # Files (not a folder) as arguments: libFuzzer runs each once instead of fuzzing.
     if ! "$bin" -rss_limit_mb=4096 -timeout=30 "${regressions[@]}" >"$log" 2>&1; then
       echo "FAIL fuzz $t: a regression input fails again ($log):"; tail -30 "$log"; failed+=("$t"); continue
