@@ -41,7 +41,7 @@ std::vector<HardwarePeaks> load_hardware_table() {
     nlohmann::json j;
     try {
       j = nlohmann::json::parse(read_text_file(f));
-    } catch (const nlohmann::json::parse_error& e) {
+    } catch (const nlohmann::json::exception& e) {  // parse_error, or out_of_range for 1e5000
       throw input_error(f.string() + ": malformed JSON: " + e.what());
     }
     out.push_back(parse_hardware_entry(j, f.string()));

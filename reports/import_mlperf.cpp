@@ -45,7 +45,7 @@ Run parse_log(const MlperfLog& log) {
     json e;
     try {
       e = json::parse(line.substr(at + kTag.size()));
-    } catch (const json::parse_error&) {
+    } catch (const json::exception&) {  // parse_error, or out_of_range for 1e5000
       throw input_error(fmt::format("{}:{}: malformed :::MLLOG line (expected a JSON object after the tag)",
                                     log.source, lineno));
     }

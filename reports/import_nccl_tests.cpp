@@ -163,12 +163,20 @@ Parsed parse_text(const std::string& text, const std::string& source) {
             fmt::format("{}:{}: column {}: expected a number, got '{}'", source, lineno, what, t[col]));
       return *v;
     };
+    // size, count and root are whole numbers; anything else (1e400, -3, 2.5) is refused before the cast.
+    const auto whole = [&](std::size_t col, const char* what, double lo) {
+      const double v = number(col, what);
+      if (!(v >= lo && v <= 9.0e18) || v != std::floor(v))
+        throw input_error(
+            fmt::format("{}:{}: column {}: expected a whole number, got '{}'", source, lineno, what, t[col]));
+      return v;
+    };
     Row row;
-    row.bytes = static_cast<std::uint64_t>(number(layout->size, "size"));
-    row.count = static_cast<std::uint64_t>(number(layout->count, "count"));
+    row.bytes = static_cast<std::uint64_t>(whole(layout->size, "size", 0));
+    row.count = static_cast<std::uint64_t>(whole(layout->count, "count", 0));
     row.type = t[layout->type];
     row.redop = t[layout->redop];
-    if (layout->root) row.root = static_cast<long>(number(*layout->root, "root"));
+    if (layout->root) row.root = static_cast<long>(whole(*layout->root, "root", -1));
     for (std::size_t s = 0; s < layout->sides.size(); ++s) {
       const auto& c = layout->sides[s];
       Side side;
@@ -206,6 +214,8 @@ Parsed parse_json(const std::string& text, const std::string& source) {
     j = json::parse(text);
   } catch (const json::parse_error& e) {
     throw input_error(source + ": malformed JSON at byte " + std::to_string(e.byte));
+  } catch (const json::exception& e) {  // out_of_range.406: a number beyond double (1e5000)
+    throw input_error(source + ": malformed JSON: " + e.what());
   }
   Parsed p;
   const Node root{{j, "$", source}};

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.hpp"
+#include "core/json_file.hpp"
 
 namespace fb::fuzz {
 
@@ -36,10 +37,10 @@ inline std::string text(const std::uint8_t* data, std::size_t size) {
   return std::string(reinterpret_cast<const char*>(data), size);
 }
 
-// The input as JSON, or nothing when it does not parse (the file readers turn that into "malformed JSON").
+// The input as JSON through the readers' own parse (core/json_file), or nothing when they reject it.
 inline std::optional<nlohmann::json> json(const std::uint8_t* data, std::size_t size) {
-  auto j = nlohmann::json::parse(data, data + size, nullptr, false);
-  if (j.is_discarded()) return std::nullopt;
+  std::optional<nlohmann::json> j;
+  expect_clean([&] { j = parse_json_text(text(data, size), "fuzz.json"); });
   return j;
 }
 
