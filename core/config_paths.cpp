@@ -32,6 +32,9 @@ std::filesystem::path resolve_config(std::string_view category, std::string_view
   const bool looks_like_path = given.has_parent_path() || given.extension() == ".json";
   if (looks_like_path) {
     if (std::filesystem::is_regular_file(given, ec)) return given;
+    // A path that exists but is no regular file (/dev/null, a folder) is not "not found".
+    if (std::filesystem::exists(given, ec))
+      throw input_error(given.string() + " is not a " + std::string(category) + " file (not a regular file)");
     throw input_error(std::string(category) + " file not found: " + given.string());
   }
   const auto dir = config_dir() / category;

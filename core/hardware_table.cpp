@@ -10,9 +10,8 @@
 #include "core/error.hpp"
 
 namespace fb {
-namespace {
 
-HardwarePeaks parse_entry(const nlohmann::json& j, const std::string& file) {
+HardwarePeaks parse_hardware_entry(const nlohmann::json& j, const std::string& file) {
   const auto where = [&](const std::string& key) { return file + ": " + key; };
   HardwarePeaks hw;
   hw.file = file;
@@ -38,8 +37,6 @@ HardwarePeaks parse_entry(const nlohmann::json& j, const std::string& file) {
   return hw;
 }
 
-}  // namespace
-
 std::vector<HardwarePeaks> load_hardware_table() {
   std::vector<HardwarePeaks> out;
   const auto dir = config_dir() / "hardware";
@@ -52,10 +49,10 @@ std::vector<HardwarePeaks> load_hardware_table() {
     nlohmann::json j;
     try {
       j = nlohmann::json::parse(read_text_file(f));
-    } catch (const nlohmann::json::parse_error& e) {
+    } catch (const nlohmann::json::exception& e) {  // parse_error, or out_of_range for 1e5000
       throw input_error(f.string() + ": malformed JSON: " + e.what());
     }
-    out.push_back(parse_entry(j, f.string()));
+    out.push_back(parse_hardware_entry(j, f.string()));
   }
   return out;
 }

@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
 namespace fb {
 
 struct HardwarePeaks {
@@ -22,6 +24,8 @@ struct HardwarePeaks {
   std::string file;    // where it was loaded from
 };
 
+// One entry (one configs/hardware file); input Error naming `file` when a field is missing or mistyped.
+HardwarePeaks parse_hardware_entry(const nlohmann::json& j, const std::string& file);
 // All entries of configs/hardware; throws an input Error naming the file and field on malformed JSON.
 std::vector<HardwarePeaks> load_hardware_table();
 // The entry whose longest `match` substring occurs in `device_name`, if any.

@@ -1,6 +1,8 @@
 #pragma once
 // A JSON file read whole, with one error wording for every reader: "PATH: malformed JSON at byte N".
 #include <filesystem>
+#include <string>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
@@ -8,5 +10,8 @@ namespace fb {
 
 // Throws an input Error naming the path when the file is missing, unreadable or not JSON.
 nlohmann::json read_json_file(const std::filesystem::path& path);
+// The same for text already read; `source` names it in errors (a number beyond double, 1e5000, is malformed
+// JSON too, not an internal error).
+nlohmann::json parse_json_text(std::string_view text, const std::string& source);
 
 }  // namespace fb

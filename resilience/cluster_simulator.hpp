@@ -6,6 +6,7 @@
 // every trial, plus a bounded sample buffer for percentiles (exact up to kExactSampleCap trials, then P²).
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -128,9 +129,12 @@ struct SimulationSummary {
   double mean_drained_nodes = 0;
 };
 
+// Called after every trial with the trials done so far in that call, for progress displays (issue 16).
+using TrialProgress = std::function<void(int trials_done)>;
+
 // Runs `trials` trials at checkpoint interval `interval_s` (compute time between two checkpoints).
 SimulationSummary simulate(const FailureModel& model, const ClusterConfig& config, double interval_s,
-                           int trials, std::uint64_t seed);
+                           int trials, std::uint64_t seed, const TrialProgress& progress = {});
 // One trial (exposed for tests).
 TrialOutcome simulate_trial(const FailureModel& model, const ClusterConfig& config, double interval_s,
                             std::uint64_t trial_seed);
@@ -147,7 +151,21 @@ struct IntervalChoice {
 // seeds for every candidate (common random numbers) and min(trials, 200) trials each.
 IntervalChoice choose_interval(IntervalPolicy policy, std::optional<double> fixed_s,
                                const FailureModel& model, const ClusterConfig& config, int trials,
-                               std::uint64_t seed);
+                               std::uint64_t seed, const TrialProgress& progress = {});
+// Trials choose_interval runs before the final simulation: 13 candidates × min(trials, 200) for search.
+int interval_search_trials(IntervalPolicy policy, int trials);
+
+// The work of one trial in simulator events, estimated before running: the failures the model expects in
+// the trial's wall time (for a fixed work, the work itself at 50% goodput, capped by the window) plus a tenth
+// of an event per node for the per-trial state reset. A trial costs O(events), so the CLI multiplies by the
+// trials to refuse runs that would take hours and to know when to show progress.
+double estimated_trial_events(const FailureModel& model, const ClusterConfig& config);
+
+// Bounds on the inputs beyond which a run is refused up front rather than left to run for hours.
+inline constexpr std::int64_t kMaxGpus = std::int64_t{1} << 24;  // 16.8 M GPUs
+inline constexpr double kMaxDays = 36500;                        // 100 years of wall time or work
+inline constexpr int kMaxTrials = 10'000'000;
+inline constexpr double kMaxEvents = 4e9;  // all cases together: 5 to 10 minutes on one core here
 
 // Recovery costs measured by `factorybench resilience` (issue 6 contract), from the result's
 // extra.ledger: checkpoint = checkpoints.save_blocking_s / saves; per failure, detection = badput_s.detection

@@ -148,7 +148,7 @@ FailureModel load_failure_model(std::string_view name_or_path) {
   json j;
   try {
     j = json::parse(read_text_file(path));
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error, or out_of_range for 1e5000
     throw input_error(path.string() + ": malformed JSON: " + e.what());
   }
   auto m = parse_failure_model(j, path.string());

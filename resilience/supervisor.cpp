@@ -161,7 +161,8 @@ using EnvChanges = std::vector<std::pair<std::string, std::optional<std::string>
 pid_t spawn(const std::vector<std::string>& cmd, const fs::path& out_path, const EnvChanges& changes) {
   std::vector<std::string> env = launcher_environment(environ);
   for (const auto& [name, value] : changes) {
-    std::erase_if(env, [&](const std::string& e) { return e.starts_with(name + "="); });
+    const std::string prefix = name + "=";  // clang 14 (the fuzz build) cannot capture a structured binding
+    std::erase_if(env, [&](const std::string& e) { return e.starts_with(prefix); });
     if (value) env.push_back(name + "=" + *value);
   }
   std::vector<char*> argv, envp;

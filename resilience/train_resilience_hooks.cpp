@@ -121,6 +121,11 @@ TrainResilienceHooks::TrainResilienceHooks(ResilienceOptions options, MpiContext
       dir_(o_.run_dir),
       store_(dir_ / "checkpoints"),
       hang_(parse_hang_timeout(o_.hang_timeout)) {
+  // The plan is checked against the real world size before the run dir is touched: a bad --faults leaves
+  // nothing behind (issue 16).
+  const int spares = std::max(0, env_int("FB_SPARES", 0));
+  if (!o_.faults.empty())
+    plan_ = load_fault_plan(o_.faults, mpi.size() + spares, 7 * 86400.0, o_.seed, spares);
   const double created = wall_now();
   std::error_code ec;
   fs::create_directories(dir_ / "heartbeat", ec);
@@ -136,9 +141,6 @@ TrainResilienceHooks::TrainResilienceHooks(ResilienceOptions options, MpiContext
       slot_since_s_ = j["since_s"][r].get<double>();
   }
   if (const char* d = std::getenv("FB_DEADLINE"); d && *d) deadline_ = std::atof(d);
-  const int spares = std::max(0, env_int("FB_SPARES", 0));
-  if (!o_.faults.empty())
-    plan_ = load_fault_plan(o_.faults, mpi.size() + spares, 7 * 86400.0, o_.seed, spares);
   fired_ = std::make_unique<FiredRecord>(dir_ / "faults.fired");
   heartbeat_fd_ = ::open((dir_ / "heartbeat" / fmt::format("rank-{:05d}", mpi.rank())).c_str(),
                          O_WRONLY | O_CREAT | O_CLOEXEC, 0644);

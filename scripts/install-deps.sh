@@ -10,6 +10,7 @@ PACKAGES=(
   libcli11-dev nlohmann-json3-dev libfmt-dev libxxhash-dev
   libgtest-dev libbenchmark-dev
   python3 python3-jsonschema libxml2-utils chromium
+  clang libclang-rt-14-dev  # libFuzzer and the clang sanitizer runtimes (scripts/fuzz.sh)
 )
 
 missing=()

@@ -1,6 +1,10 @@
 #!/usr/bin/env bash
-# One command from a fresh clone to every test: installs dependencies, configures (cuda backend when nvcc
-# is present), builds with all cores, runs ctest. Exit status is ctest's.
+# One command from a fresh clone to every test: installs dependencies, then
+#   1. release build (cuda backend when nvcc is present) and every ctest test: unit, gpu, mpi, e2e;
+#      skipped tests (exit 77 in a script, GTEST_SKIP in a gtest) are counted and named, not hidden as passed;
+#   2. scripts/test-sanitizers.sh: the `debug` preset (ASan + UBSan), unit and MPI tests (FB_SANITIZE=0 skips);
+#   3. scripts/fuzz.sh: every libFuzzer target for FB_FUZZ_SECONDS each, after its regressions (FB_FUZZ=0 skips).
+# Every step runs even when an earlier one failed; the exit status is non-zero when any step failed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -9,6 +13,7 @@ bash scripts/install-deps.sh
 BUILD_DIR=${BUILD_DIR:-build/release}
 JOBS=${JOBS:-$(nproc)}
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+failed=()
 
 echo "== configure ($BUILD_DIR)"
 cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DFACTORYBENCH_CUDA="${FACTORYBENCH_CUDA:-AUTO}" \
@@ -18,6 +23,25 @@ cmake --build "$BUILD_DIR" -j "$JOBS"
 "$BUILD_DIR/tools/factorybench" --version
 
 echo "== test"
-cd "$BUILD_DIR"
 # GPU-labelled tests skip themselves where no GPU is visible.
-ctest --output-on-failure -j "${CTEST_JOBS:-2}" --timeout 900
+log="$BUILD_DIR/ctest.log"
+(cd "$BUILD_DIR" && ctest --output-on-failure -j "${CTEST_JOBS:-2}" --timeout 900) 2>&1 | tee "$log" || failed+=(ctest)
+# ctest lists skipped tests under "The following tests did not run:" as "NN - NAME (Skipped)".
+skipped=$(grep -E '^[[:space:]]*[0-9]+ - .* \(Skipped\)$' "$log" | sed -E 's/^[[:space:]]*[0-9]+ - (.*) \(Skipped\)$/\1/' || true)
+count=$(printf '%s' "$skipped" | grep -c . || true)
+echo "== skipped: $count test(s)${skipped:+: $(echo $skipped)}"
+
+if [ "${FB_SANITIZE:-1}" != 0 ]; then
+  echo "== sanitizers (debug preset: ASan + UBSan)"
+  bash scripts/test-sanitizers.sh || failed+=(sanitizers)
+fi
+if [ "${FB_FUZZ:-1}" != 0 ]; then
+  echo "== fuzz"
+  bash scripts/fuzz.sh || failed+=(fuzz)
+fi
+
+if [ ${#failed[@]} -gt 0 ]; then
+  echo "== FAILED: ${failed[*]}" >&2
+  exit 1
+fi
+echo "== all passed ($count skipped)"

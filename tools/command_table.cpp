@@ -9,7 +9,15 @@ void add_global_options(CLI::App& app, GlobalOptions& global) {
                  "Device backend: auto (cuda when a GPU is visible), cuda or host")
       ->check(CLI::IsMember({"auto", "cuda", "host"}));
   app.add_option("-o,--output", global.output, "Write the JSON report to this file (rank 0, atomically)");
-  app.add_option("--seed", global.seed, "Seed for all random data and random fault plans");
+  // CLI11 2.1 would read "-1" into the unsigned seed as 2^64-1; a seed is a non-negative integer.
+  app.add_option("--seed", global.seed, "Seed for all random data and random fault plans")
+      ->check(CLI::Validator(
+          [](const std::string& text) {
+            return !text.empty() && text.find_first_not_of("0123456789") == std::string::npos
+                       ? std::string()
+                       : "'" + text + "' is not a non-negative integer";
+          },
+          "UINT", "seed"));
   app.add_flag("-q,--quiet", global.quiet, "Print errors only");
   app.add_option("--log-level", global.log_level, "error, warn, info or debug (debug: every rank logs)")
       ->check(CLI::IsMember({"error", "warn", "info", "debug"}));

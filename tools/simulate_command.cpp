@@ -1,5 +1,6 @@
 // factorybench simulate: cluster-scale goodput from a failure model and recovery costs (Monte Carlo over
 // trials). Needs no device and no MPI: the report is begun without them, so the command starts at once.
+#include <chrono>
 #include <cmath>
 #include <iostream>
 #include <optional>
@@ -131,13 +132,46 @@ nlohmann::json percentiles(const resilience::StreamingSummary& s) {
   return {{"p5", s.percentile(5)}, {"p50", s.percentile(50)}, {"p95", s.percentile(95)}, {"mean", s.mean()}};
 }
 
+// Progress on stderr for runs that take more than a few seconds (issue 16): the share of the estimated
+// simulator events done, trials done in the current case, and the time left at the rate measured so far.
+class ProgressMeter {
+ public:
+  explicit ProgressMeter(double total_events) : total_(total_events) {}
+  // A callback for one simulate() call whose trials each cost `trial_events`.
+  resilience::TrialProgress for_call(std::string label, int trials, double trial_events) {
+    const double base = done_;
+    return [this, label = std::move(label), trials, trial_events, base](int k) {
+      done_ = base + k * trial_events;
+      const auto now = Clock::now();
+      if (now < next_) return;
+      next_ = now + std::chrono::seconds(2);
+      const double elapsed = std::chrono::duration<double>(now - start_).count();
+      const double share = std::min(1.0, done_ / total_);
+      log::info("simulate: {:.0f}% ({}: {}/{} trials), {} elapsed, about {} left", 100 * share, label, k,
+                trials, format_duration(elapsed), format_duration(elapsed * (1 - share) / share));
+    };
+  }
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  double total_, done_ = 0;
+  Clock::time_point start_ = Clock::now(), next_ = start_ + std::chrono::seconds(3);
+};
+
 reports::Result run_case(const FailureModel& model, const ClusterConfig& base, const Case& c,
-                         const SimulateOptions& opt, std::uint64_t seed, const CostSources& src) {
+                         const SimulateOptions& opt, std::uint64_t seed, const CostSources& src,
+                         ProgressMeter& meter) {
   ClusterConfig cfg = base;
   cfg.gpus = c.gpus;
   resilience::validate(cfg);
-  const auto choice = resilience::choose_interval(c.policy, c.fixed_s, model, cfg, opt.trials, seed);
-  const auto sim = resilience::simulate(model, cfg, choice.interval_s, opt.trials, seed);
+  const double trial_events = resilience::estimated_trial_events(model, cfg);
+  const std::string label = fmt::format("{} GPUs", c.gpus);
+  const int search_trials = resilience::interval_search_trials(c.policy, opt.trials);
+  const auto choice =
+      resilience::choose_interval(c.policy, c.fixed_s, model, cfg, opt.trials, seed,
+                                  meter.for_call(label + ", interval search", search_trials, trial_events));
+  const auto sim = resilience::simulate(model, cfg, choice.interval_s, opt.trials, seed,
+                                        meter.for_call(label, opt.trials, trial_events));
   const auto& k = cfg.costs;
   const double mtbf = sim.model_mtbf_s;
 
@@ -307,15 +341,19 @@ int run_simulate(const SimulateOptions& opt, Session& session) {
       !opt.job_mtbf.empty()
           ? resilience::single_rate_model(positive_duration(opt.job_mtbf, "--job-mtbf"))
           : resilience::load_failure_model(opt.failure_model.empty() ? "llama3-h100" : opt.failure_model);
-  if (opt.trials < 1) throw usage_error(fmt::format("invalid --trials {}: must be at least 1", opt.trials));
+  if (opt.trials < 1 || opt.trials > resilience::kMaxTrials)
+    throw usage_error(
+        fmt::format("invalid --trials {}: must be in [1, {}]", opt.trials, resilience::kMaxTrials));
   if (opt.days && opt.work_days)
     throw usage_error(
         "--days and --work-days are exclusive: a window of wall time or a fixed amount of work");
-  if (opt.days && (!(*opt.days > 0) || !std::isfinite(*opt.days)))
-    throw usage_error(fmt::format("invalid --days {}: must be a positive number of days", *opt.days));
-  if (opt.work_days && (!(*opt.work_days > 0) || !std::isfinite(*opt.work_days) || *opt.work_days > 36500))
-    throw usage_error(fmt::format("invalid --work-days {}: must be a positive number of days (at most 36500)",
-                                  *opt.work_days));
+  constexpr double max_days = resilience::kMaxDays;
+  if (opt.days && (!(*opt.days > 0) || !std::isfinite(*opt.days) || *opt.days > max_days))
+    throw usage_error(fmt::format("invalid --days {}: must be a positive number of days (at most {})",
+                                  *opt.days, max_days));
+  if (opt.work_days && (!(*opt.work_days > 0) || !std::isfinite(*opt.work_days) || *opt.work_days > max_days))
+    throw usage_error(fmt::format("invalid --work-days {}: must be a positive number of days (at most {})",
+                                  *opt.work_days, max_days));
 
   nlohmann::json notes = nlohmann::json::object();
   CostSources src;
@@ -366,6 +404,7 @@ int run_simulate(const SimulateOptions& opt, Session& session) {
     intervals.emplace_back(IntervalPolicy::fixed, fixed, opt.interval);
   }
   std::vector<Case> cases;
+  double total_events = 0;
   for (auto g : gpu_counts)
     for (const auto& [policy, fixed, text] : intervals) {
       Case c{g, policy, fixed};
@@ -378,11 +417,20 @@ int run_simulate(const SimulateOptions& opt, Session& session) {
                         opt.sweep_interval.empty() ? "--checkpoint-interval" : "--sweep-interval", text,
                         format_duration(cfg.costs.checkpoint_s)));
       cases.push_back(c);
+      total_events += (opt.trials + resilience::interval_search_trials(policy, opt.trials)) *
+                      resilience::estimated_trial_events(model, cfg);
     }
+  // Estimated up front: a run of hours is refused with the figures rather than left running silently.
+  if (total_events > resilience::kMaxEvents)
+    throw usage_error(fmt::format(
+        "simulate would run about {:.2g} failure and node events ({} trials of {} case(s)), over the limit "
+        "of {:.2g}: lower --trials, --days or --gpus",
+        total_events, opt.trials, cases.size(), resilience::kMaxEvents));
 
+  ProgressMeter meter(total_events);
   auto report = session.begin_report(false);
   for (const auto& c : cases)
-    report.results.push_back(run_case(model, base, c, opt, session.options().seed, src));
+    report.results.push_back(run_case(model, base, c, opt, session.options().seed, src, meter));
 
   const auto& first = report.results.front();
   report.summary = {{"failure_model", model.name},

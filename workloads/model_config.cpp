@@ -126,7 +126,7 @@ ModelConfig parse_model_json(std::string_view text, const std::string& source_na
   json j;
   try {
     j = json::parse(text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error, or out_of_range for 1e5000
     throw input_error(fmt::format("{}: malformed JSON: {}", source_name, e.what()));
   }
   ObjectReader r(j, source_name, "$");

@@ -109,5 +109,18 @@ bad zero-trials "invalid --trials 0" --gpus 1024 --trials 0
 bad work-and-days "--days and --work-days are exclusive" --gpus 1024 --days 3 --work-days 3
 bad zero-work "invalid --work-days 0" --gpus 1024 --work-days 0
 bad flaky-share "invalid --flaky-share 0.9" --gpus 1024 --flaky-share 0.9
+# Absurd sizes are refused at once instead of running for hours in silence (issue 16, finding 7).
+bad huge-gpus "invalid --gpus 1000000000: at most 16777216 GPUs" --gpus 1000000000 --days 1
+bad huge-days "invalid --days 1000000000: .*at most 36500" --gpus 8 --days 1e9
+bad huge-trials "invalid --trials 100000000: must be in \\[1, 10000000\\]" --gpus 8 --trials 100000000
+bad huge-work "simulate would run about .* events .* over the limit" --gpus 131072 --trials 9000000
+expect_error negative-seed 2 "--seed: '-1' is not a non-negative integer" fb simulate --gpus 8 --seed -1
+
+# A run of more than a few seconds shows progress on stderr; Ctrl-C (SIGINT) during it leaves no report.
+run_capture progress timeout -s INT 8 "$FACTORYBENCH" simulate --gpus 16384 --trials 5000000 --output "$T/interrupted.json"
+[ "$RC" -ne 0 ] && ok "SIGINT ended the run (exit $RC)" || fail "the long run was not interrupted"
+grep -qE "^simulate: [0-9]+% \(16384 GPUs: [0-9]+/5000000 trials\), .* elapsed, about .* left$" "$T/progress.err" \
+  && ok "progress on stderr: $(tail -1 "$T/progress.err")" || fail "no progress line: $(cat "$T/progress.err")"
+[ -z "$(ls "$T" | grep interrupted)" ] && ok "no report, no temporary file after SIGINT" || fail "left: $(ls "$T")"
 
 finish

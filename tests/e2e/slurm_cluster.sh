@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # factorybench under a real Slurm cluster on this machine (scripts/slurm/local-cluster.sh: munge, slurmctld, slurmd
 # from Debian's packages, one node declaring 4 CPUs): srun direct launch over PMIx, the report's run.slurm block,
-# sbatch, and the resilience supervisor relaunching through srun after a crash. Skipped (exit 0, with the reason)
+# sbatch, and the resilience supervisor relaunching through srun after a crash. Skipped (exit 77, with the reason)
 # only when Slurm cannot start here: not root, packages not installable, daemons refusing to start.
 . "$(dirname "$0")/../lib.sh"
 cd "$T"
@@ -16,9 +16,8 @@ export OMPI_MCA_mpi_yield_when_idle=1
 trap '"$CLUSTER" stop >/dev/null 2>&1; [ -n "${FB_KEEP_TMP:-}" ] || rm -rf "$T"' EXIT
 
 if ! "$CLUSTER" start >"$T/start.out" 2>"$T/start.err"; then
-  echo "SKIP: Slurm cannot start on this machine:" >&2
   cat "$T/start.err" >&2
-  exit 0
+  skip "Slurm cannot start on this machine (the reason above)"
 fi
 cat "$T/start.out"
 NODE=$(hostname -s)

@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <vector>
 
 #include "core/error.hpp"
 #include "reports/report.hpp"
@@ -214,6 +215,41 @@ TEST(ClusterSimulator, RejectsBadConfigurations) {
   c = config(1024, 1);
   c.straggler_factor = 0.5;
   EXPECT_THROW(validate(c), Error);
+}
+
+TEST(ClusterSimulator, RefusesAbsurdSizes) {
+  auto c = config(kMaxGpus + 8, 1);
+  EXPECT_THROW(validate(c), Error);
+  c = config(8, kMaxDays + 1);
+  EXPECT_THROW(validate(c), Error);
+  EXPECT_THROW(simulate(single_rate_model(6 * kHour), config(8, 1), 600, kMaxTrials + 1, 1), Error);
+}
+
+TEST(ClusterSimulator, EstimatesTheEventsOfATrial) {
+  // 1024 GPUs, a job MTBF of 6 h, 30 days: 120 expected failures plus 128 node resets at a tenth of an event
+  // each, plus one.
+  EXPECT_NEAR(estimated_trial_events(single_rate_model(6 * kHour), config(1024, 30)), 120 + 12.8 + 1, 1e-9);
+  // A fixed work of 10 days is estimated at 50% goodput: 20 days of wall time, 80 failures.
+  auto c = config(1024, 1);
+  c.work_s = 10 * kDay;
+  c.wall_s = 100 * c.work_s;
+  EXPECT_NEAR(estimated_trial_events(single_rate_model(6 * kHour), c), 80 + 12.8 + 1, 1e-9);
+}
+
+TEST(ClusterSimulator, ReportsProgressAfterEveryTrial) {
+  const auto model = single_rate_model(6 * kHour);
+  std::vector<int> seen;
+  simulate(model, config(64, 2), 3600, 5, 3, [&](int done) { seen.push_back(done); });
+  EXPECT_EQ(seen, (std::vector<int>{1, 2, 3, 4, 5}));
+  // The interval search counts across its candidates: 13 × min(trials, 200).
+  int last = 0, calls = 0;
+  choose_interval(IntervalPolicy::search, std::nullopt, model, config(64, 2), 4, 3, [&](int done) {
+    EXPECT_EQ(done, last + 1);
+    last = done, ++calls;
+  });
+  EXPECT_EQ(calls, interval_search_trials(IntervalPolicy::search, 4));
+  EXPECT_EQ(calls, 52);
+  EXPECT_EQ(interval_search_trials(IntervalPolicy::daly, 4), 0);
 }
 
 TEST(StreamingSummary, ExactPercentilesThenBoundedEstimates) {

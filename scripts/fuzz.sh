@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets (tests/fuzz; CMake preset `fuzz`: clang, ASan + UBSan) and runs each one:
+# first its regression inputs (tests/fuzz/regressions/TARGET, every input that once crashed it), then
+# FB_FUZZ_SECONDS (default 15) of fuzzing from a corpus seeded from tests/data, configs and tests/fuzz/seeds.
+# Fails on any crash, leak, timeout or sanitizer report; the input that caused it is left in
+# build/fuzz/findings/TARGET/ (copy it into tests/fuzz/regressions/TARGET/ once fixed).
+#   scripts/fuzz.sh                 all targets
+#   scripts/fuzz.sh units suite     some targets (names without _fuzz)
+#   FB_FUZZ_SECONDS=0 scripts/fuzz.sh   regressions and seeds only
+set -euo pipefail
+cd "$(dirname "$0")/.."
+SECONDS_EACH=${FB_FUZZ_SECONDS:-15}
+BUILD=build/fuzz
+JOBS=${JOBS:-$(nproc)}
+
+
+# Seeds per target: files and folders (every file in a folder).
+seeds() {
+  case $1 in
+    report_json) echo tests/data/report_sample.json tests/data/nccl_tests_allreduce_h100.json configs/references ;;
+    compare_rules) echo configs/rules ;;
+    suite) echo configs/suites ;;
+    model_config) echo configs/models ;;
+    failure_model) echo configs/failure-models ;;
+    hardware_table) echo configs/hardware ;;
+    nccl_tests_import) echo tests/data/nccl_tests_allreduce_h100.txt tests/data/real ;;
+    mlperf_import) echo tests/data/mlperf_llama2_70b_lora_base_1.log tests/data/mlperf_llama2_70b_lora_cand_1.log ;;
+  esac
+  echo "tests/fuzz/seeds/$1"
+}
+
+if [ $# -gt 0 ]; then targets=("$@"); else
+  targets=()
+  for f in tests/fuzz/*_fuzz.cpp; do n=$(basename "$f" .cpp); targets+=("${n%_fuzz}"); done
+fi
+
+echo "== fuzz: configure and build ($BUILD, clang, -fsanitize=fuzzer,address,undefined)"
+cmake --preset fuzz >"$BUILD.configure.log" 2>&1 || { cat "$BUILD.configure.log"; exit 1; }
+cmake --build "$BUILD" -j "$JOBS" --target "${targets[@]/%/_fuzz}"
+
+# ASan's leak check stays on; UBSan reports are fatal (-fno-sanitize-recover) and print a stack.
+export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=1:detect_leaks=1}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+# Targets read configs/ for presets (suite steps name models and suites).
+export FACTORYBENCH_CONFIG_DIR="$PWD/configs"
+failed=()
+for t in "${targets[@]}"; do
+  bin="$BUILD/tests/fuzz/${t}_fuzz"
+  [ -x "$bin" ] || { echo "fuzz: no target '$t' ($bin)" >&2; exit 2; }
+  corpus="$BUILD/corpus/$t" findings="$BUILD/findings/$t"
+  mkdir -p "$corpus" "$findings"
+  for s in $(seeds "$t"); do
+    if [ -d "$s" ]; then find "$s" -maxdepth 1 -type f -exec cp -n {} "$corpus/" \; ; elif [ -f "$s" ]; then cp -n "$s" "$corpus/"; fi
+  done
+  log="$BUILD/findings/$t.log"
+  regressions=()
+  for r in tests/fuzz/regressions/"$t"/*; do [ -f "$r" ] && regressions+=("$r"); done
+  if [ ${#regressions[@]} -gt 0 ]; then
+    # Files (not a folder) as arguments: libFuzzer runs each once instead of fuzzing.
+    if ! "$bin" -rss_limit_mb=4096 -timeout=30 "${regressions[@]}" >"$log" 2>&1; then
+      echo "FAIL fuzz $t: a regression input fails again ($log):"; tail -30 "$log"; failed+=("$t"); continue
+    fi
+  fi
+  if "$bin" -max_total_time="$SECONDS_EACH" -timeout=10 -rss_limit_mb=4096 -max_len=65536 -print_final_stats=1 \
+    -artifact_prefix="$findings/" "$corpus" >>"$log" 2>&1; then
+    echo "ok fuzz $t: ${#regressions[@]} regression input(s), $(grep -m1 -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$') runs in ${SECONDS_EACH}s, corpus $(ls "$corpus" | wc -l)"
+  else
+    echo "FAIL fuzz $t ($log; input in $findings/):"; grep -E "ERROR|SUMMARY|fuzz:|runtime error" "$log" | head -10
+    failed+=("$t")
+  fi
+done
+if [ ${#failed[@]} -gt 0 ]; then echo "fuzz: ${#failed[@]} target(s) failed: ${failed[*]}" >&2; exit 1; fi
+echo "fuzz: ${#targets[@]} target(s) clean"

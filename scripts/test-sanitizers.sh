@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# The `debug` preset (ASan + UBSan, CMakePresets.json) for CI: builds factorybench and the unit tests only
+# (not the benchmarks, not the GPU tests) and runs the unit and MPI tests under the sanitizers. UBSan
+# reports are fatal; LeakSanitizer runs with tests/sanitizers/lsan.supp, which names Open MPI's own
+# allocations it never frees (ours are still checked). Called by scripts/test.sh; runs alone as well.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BUILD=build/debug
+JOBS=${JOBS:-$(nproc)}
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+
+cmake --preset debug -DFACTORYBENCH_BENCH=OFF >"$BUILD.configure.log" 2>&1 || { cat "$BUILD.configure.log"; exit 1; }
+units=()
+for f in tests/unit/*_test.cpp; do units+=("$(basename "$f" .cpp)"); done
+cmake --build "$BUILD" -j "$JOBS" --target factorybench fb_fake_nvml "${units[@]}"
+
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:detect_stack_use_after_return=0}
+export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$PWD/tests/sanitizers/lsan.supp:print_suppressions=0}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+cd "$BUILD"
+ctest --output-on-failure -j "${CTEST_JOBS:-2}" --timeout 1800 -L '^(unit|mpi)$'

@@ -1,0 +1,99 @@
+#include "tools/suite_file.hpp"
+
+#include <fmt/format.h>
+
+#include "core/config_paths.hpp"
+#include "core/error.hpp"
+#include "core/json_file.hpp"
+
+namespace fb::tools {
+namespace {
+
+std::vector<std::string> split_words(const std::string& text) {
+  std::vector<std::string> out;
+  std::string word;
+  for (char c : text) {
+    if (c == ' ' || c == '\t') {
+      if (!word.empty()) out.push_back(std::move(word)), word.clear();
+    } else {
+      word += c;
+    }
+  }
+  if (!word.empty()) out.push_back(word);
+  return out;
+}
+
+}  // namespace
+
+Suite parse_suite(const nlohmann::json& j, const std::string& src, const std::string& default_name) {
+  const auto bad = [&](const std::string& where, const std::string& what) {
+    return input_error(src + ": " + where + ": " + what);
+  };
+  if (!j.is_object()) throw bad("$", "expected an object with \"steps\"");
+  Suite suite;
+  for (const char* key : {"name", "description"})
+    if (j.contains(key) && !j[key].is_string()) throw bad(std::string("$.") + key, "expected a string");
+  suite.name = j.value("name", default_name);
+  suite.description = j.value("description", "");
+  if (!j.contains("steps") || !j["steps"].is_array() || j["steps"].empty())
+    throw bad("$.steps", "expected a non-empty array of steps");
+  for (std::size_t i = 0; i < j["steps"].size(); ++i) {
+    const auto& s = j["steps"][i];
+    const std::string where = fmt::format("$.steps[{}]", i);
+    if (!s.is_object()) throw bad(where, "expected an object with \"command\"");
+    for (const auto& [key, value] : s.items())
+      if (key != "name" && key != "command" && key != "args") throw bad(where + "." + key, "unknown field");
+    if (!s.contains("command") || !s["command"].is_string())
+      throw bad(where + ".command", "expected a string");
+    SuiteStep step;
+    step.args.push_back(s["command"].get<std::string>());
+    if (s.contains("args")) {
+      const auto& a = s["args"];
+      if (a.is_string()) {
+        for (auto& w : split_words(a.get<std::string>())) step.args.push_back(std::move(w));
+      } else if (a.is_array()) {
+        for (std::size_t k = 0; k < a.size(); ++k) {
+          if (!a[k].is_string()) throw bad(fmt::format("{}.args[{}]", where, k), "expected a string");
+          step.args.push_back(a[k].get<std::string>());
+        }
+      } else {
+        throw bad(where + ".args", "expected a string or an array of strings");
+      }
+    }
+    if (step.args.front() == "suite") throw bad(where + ".command", "a suite cannot run another suite");
+    if (s.contains("name") && !s["name"].is_string()) throw bad(where + ".name", "expected a string");
+    step.name = s.value("name", fmt::format("{}-{}", i + 1, step.args.front()));
+    suite.steps.push_back(std::move(step));
+  }
+  return suite;
+}
+
+Suite load_suite(const std::string& name_or_path) {
+  const auto path = resolve_config("suites", name_or_path);
+  return parse_suite(read_json_file(path), path.string(), path.stem().string());
+}
+
+std::pair<std::unique_ptr<CLI::App>, CommandAction> parse_suite_step(const SuiteStep& step) {
+  auto app = std::make_unique<CLI::App>("suite step", "factorybench");
+  app->require_subcommand(1);
+  app->fallthrough();
+  GlobalOptions step_global;
+  add_global_options(*app, step_global);
+  const auto commands = add_all_commands(*app);
+  std::vector<std::string> reversed(step.args.rbegin(), step.args.rend());  // CLI11 parses a reversed vector
+  try {
+    app->parse(reversed);
+  } catch (const CLI::ParseError& e) {
+    throw usage_error(fmt::format("suite step '{}': {}", step.name, e.what()));
+  }
+  const GlobalOptions defaults;
+  if (step_global.backend != defaults.backend || !step_global.output.empty() ||
+      step_global.seed != defaults.seed)
+    throw usage_error(fmt::format(
+        "suite step '{}': --backend, --output and --seed belong on the suite command line", step.name));
+  for (const auto& c : commands)
+    if (c.app->parsed()) return {std::move(app), c.action};
+  throw usage_error(fmt::format("suite step '{}': no subcommand", step.name));
+}
+
+}  // namespace fb::tools

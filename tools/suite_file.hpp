@@ -1,0 +1,34 @@
+#pragma once
+// A suite file: several factorybench command lines run in one MPI job (factorybench suite). Parsed apart from
+// the command so the fuzz targets (tests/fuzz) can reach it without MPI.
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include "tools/commands.hpp"
+
+namespace fb::tools {
+
+struct SuiteStep {
+  std::string name;
+  std::vector<std::string> args;  // subcommand first
+};
+
+struct Suite {
+  std::string name, description;
+  std::vector<SuiteStep> steps;
+};
+
+// The suite in `j`; input Errors name `source` and the JSON path. `default_name` when it has no "name".
+Suite parse_suite(const nlohmann::json& j, const std::string& source, const std::string& default_name);
+// A preset name (configs/suites) or a file.
+Suite load_suite(const std::string& name_or_path);
+// Parses one step with a fresh command table (global options belong on the suite's command line); usage
+// Error naming the step otherwise.
+std::pair<std::unique_ptr<CLI::App>, CommandAction> parse_suite_step(const SuiteStep& step);
+
+}  // namespace fb::tools
