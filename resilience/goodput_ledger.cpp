@@ -52,11 +52,11 @@ struct StepRecord {
   bool wasted = false;
 };
 
-bool is_fatal_fault(const std::string& kind) {
+}  // namespace
+
+bool is_fatal_fault_kind(std::string_view kind) {
   return kind == "crash" || kind == "hang" || kind == "sdc" || kind == "nan";
 }
-
-}  // namespace
 
 double Badput::total() const {
   return productive_s + slowdown_s + init_s + ckpt_save_s + ckpt_restore_s + wasted_s + detection_s +
@@ -88,7 +88,8 @@ Ledger compute_ledger(std::span<const nlohmann::json> events) {
   double pending_relaunch = kNone;  // detection time of the last fatal failure awaiting a relaunch
   double last_fault_at = kNone;     // latest fatal fault injected in this attempt
   double restore_start_at = kNone;
-  long awaiting_resume = -1;  // failure_list index whose resume time is not yet known
+  long awaiting_resume = -1;    // failure_list index whose resume time is not yet known
+  std::string last_fatal_kind;  // of the failure the next relaunch answers
 
   const auto rollback_to = [&](std::int64_t step) {  // steps after `step` in the lineage are lost
     while (!kept.empty() && steps[kept.back()].step > step) {
@@ -194,7 +195,7 @@ Ledger compute_ledger(std::span<const nlohmann::json> events) {
       L.ckpt_write_s += r.number_or("write_s", 0);
     } else if (type == event::fault_injected) {
       ++L.faults_injected;
-      if (is_fatal_fault(r.text_or("kind", ""))) last_fault_at = t;
+      if (is_fatal_fault_kind(r.text_or("kind", ""))) last_fault_at = t;
     } else if (type == event::failure_detected) {
       const std::string kind = r.text_or("kind", "unknown");
       if (!r.flag_or("fatal", true)) {
@@ -203,6 +204,19 @@ Ledger compute_ledger(std::span<const nlohmann::json> events) {
       }
       if (attempt_failed) continue;  // the same failure seen again (e.g. the supervisor after the watchdog)
       attempt_failed = true;
+      last_fatal_kind = kind;
+      pending_relaunch = t;
+      if (kind == kLaunchFailure) {
+        // No rank started: the attempt's time is failed start-up (init, failure-caused), and neither a
+        // failure of the running job (MTTF) nor a repair (MTTR).
+        ++L.launch_failures;
+        L.launch_failure_list.push_back({L.attempts, kind, -1, r.text_or("how", ""), attempt_begin, t, {}});
+        intervals.push_back({attempt_begin, t, kInit});
+        restart_init_s += t - attempt_begin;
+        attempt_open = false;
+        last_activity = t;
+        continue;
+      }
       double failed_at = r.number_or("failed_at", std::isnan(last_fault_at) ? last_activity : last_fault_at);
       failed_at = std::min(failed_at, t);
       ++L.failures;
@@ -215,11 +229,10 @@ Ledger compute_ledger(std::span<const nlohmann::json> events) {
       L.failure_list.push_back({L.attempts, kind, static_cast<int>(r.number_or("rank", -1)),
                                 r.text_or("how", ""), failed_at, t, std::nullopt});
       awaiting_resume = static_cast<long>(L.failure_list.size()) - 1;
-      pending_relaunch = t;
       last_activity = t;
     } else if (type == event::relaunch) {
       ++L.restarts;
-      if (!L.failure_list.empty()) ++L.restarts_by_kind[L.failure_list.back().kind];
+      if (!last_fatal_kind.empty()) ++L.restarts_by_kind[last_fatal_kind];
     } else if (type == event::straggler_detected) {
       ++L.stragglers;
     } else if (type == event::drain) {
@@ -287,7 +300,8 @@ Ledger compute_ledger(std::span<const nlohmann::json> events) {
     L.goodput = L.productive_time_s / L.wall_s;
     L.goodput_ref = P.productive_s / L.wall_s;
     const double loss = P.ckpt_restore_s + P.wasted_s + P.detection_s + P.relaunch_s + restart_init_s;
-    L.ettr = std::clamp(1.0 - loss / L.wall_s, 0.0, 1.0);
+    // A job that never kept a step trained for none of its time.
+    L.ettr = L.kept_steps > 0 ? std::clamp(1.0 - loss / L.wall_s, 0.0, 1.0) : 0.0;
   }
   L.mttf_censored = L.failures == 0;
   L.mttf_s = L.failures > 0 ? L.uptime_s / L.failures : L.uptime_s;
@@ -314,13 +328,26 @@ nlohmann::json ledger_to_json(const Ledger& L) {
     const auto st = summarize(v);
     latency[kind] = {{"mean_s", st.mean}, {"max_s", st.max}, {"n", st.n}};
   }
-  nlohmann::json failures = nlohmann::json::array();
-  for (const auto& f : L.failure_list) {
-    nlohmann::json j = {{"attempt", f.attempt}, {"kind", f.kind},           {"rank", f.rank},
-                        {"how", f.how},         {"failed_at", f.failed_at}, {"detected_at", f.detected_at}};
-    j["resumed_at"] = f.resumed_at ? nlohmann::json(*f.resumed_at) : nlohmann::json(nullptr);
-    failures.push_back(j);
-  }
+  const auto failure_json = [](const std::vector<FailureRecord>& list) {
+    nlohmann::json out = nlohmann::json::array();
+    for (const auto& f : list) {
+      nlohmann::json j = {{"attempt", f.attempt}, {"kind", f.kind},           {"rank", f.rank},
+                          {"how", f.how},         {"failed_at", f.failed_at}, {"detected_at", f.detected_at}};
+      j["resumed_at"] = f.resumed_at ? nlohmann::json(*f.resumed_at) : nlohmann::json(nullptr);
+      out.push_back(j);
+    }
+    return out;
+  };
+  // Both goodput definitions, each with the productive seconds it divides by the wall time.
+  const nlohmann::json definitions = {
+      {"step_time",
+       {{"goodput", L.goodput},
+        {"productive_s", L.productive_time_s},
+        {"counts", "kept step time, slow steps included: split_s productive + slowdown"}}},
+      {"reference_step",
+       {{"goodput", L.goodput_ref},
+        {"productive_s", L.parts.productive_s},
+        {"counts", "kept steps at the reference step time: split_s productive; slowdown is badput"}}}};
   nlohmann::json skipped = nlohmann::json::array();
   for (const auto& s : L.ckpt_skipped)
     skipped.push_back({{"checkpoint", s.checkpoint}, {"reason", s.reason}});
@@ -335,6 +362,7 @@ nlohmann::json ledger_to_json(const Ledger& L) {
           {"reference_step_s", L.reference_step_s},
           {"goodput", L.goodput},
           {"goodput_ref", L.goodput_ref},
+          {"goodput_definitions", definitions},
           {"ettr", L.ettr},
           {"uptime_s", L.uptime_s},
           {"mttf_s", L.mttf_s},
@@ -347,7 +375,9 @@ nlohmann::json ledger_to_json(const Ledger& L) {
           {"restarts_by_kind", L.restarts_by_kind},
           {"nonfatal_by_kind", L.nonfatal_by_kind},
           {"detection_latency_by_kind", latency},
-          {"failure_list", failures},
+          {"failure_list", failure_json(L.failure_list)},
+          {"launch_failures", L.launch_failures},
+          {"launch_failure_list", failure_json(L.launch_failure_list)},
           {"steps_completed", L.steps_completed},
           {"kept_steps", L.kept_steps},
           {"wasted_steps", L.wasted_steps},

@@ -1247,8 +1247,13 @@ std::uint16_t Trainer::float_to_bf16_bits(float v) {
 }  // namespace
 
 TrainRun run_training(const TrainOptions& o, MpiContext& mpi, Backend& backend, TrainHooks* hooks) {
+  return run_training(o, prepare_training(o, mpi.size()), mpi, backend, hooks);
+}
+
+TrainRun run_training(const TrainOptions& o, TrainPlan prepared, MpiContext& mpi, Backend& backend,
+                      TrainHooks* hooks) {
   TrainRun run;
-  run.plan = prepare_training(o, mpi.size());
+  run.plan = std::move(prepared);
   const auto& plan = run.plan;
   if (plan.shape.distributed_optimizer)
     throw unsupported_error(
@@ -1376,7 +1381,10 @@ reports::Result train_result(const TrainOptions& o, const TrainPlan& plan, const
               {"dtype", std::string(to_string(plan.shape.dtype))},
               {"attention_flops", std::string(to_string(plan.shape.attention))},
               {"recompute", std::string(to_string(plan.shape.recompute))},
+              {"distributed_optimizer", plan.shape.distributed_optimizer},
               {"overlap", o.overlap},
+              {"bucket_layers", o.bucket_layers},
+              {"learning_rate", o.learning_rate},
               {"routing_skew", o.routing_skew},
               {"steps", o.steps},
               {"warmup_steps", o.warmup_steps},

@@ -26,6 +26,8 @@ golden() {  # NAME ARGS...: a resilience run (exit 0) compared with tests/data/g
   fi
   assert_json "$T/$name.json" "abs(sum($L['split_s'].values()) - $L['wall_s']) <= 1e-6 * $L['wall_s']" \
     "$name: the split partitions the wall time"
+  assert_json "$T/$name.json" "abs($R['metrics']['productive_s']['value'] + sum(d['summary']['badput_s'].values()) - d['summary']['wall_s']) <= 1e-6 * d['summary']['wall_s']" \
+    "$name: productive_s + summary badput_s = wall_s (slowdown counted once)"
 }
 
 # Two ranks under mpirun: a crash, a corrupted checkpoint the restore skips, a second crash; keep 2.

@@ -81,7 +81,7 @@ TEST(SlurmSteps, IdsOfTheStepsWithExactlyThatName) {
 TEST(SrunLaunch, ExcludesDrainedHostsAndNamesTheStep) {
   SupervisorOptions o;
   o.ranks = 4;
-  o.launcher = "srun";
+  o.launcher = Launcher::srun;
   o.launcher_args = {"--mpi=pmix"};
   o.binary = "/opt/fb/bin/factorybench";
   o.run_dir = "/scratch/run";
@@ -113,7 +113,7 @@ TEST(Preflight, HealthThroughTheSameLauncherOnTheRunsCheckpointDirectory) {
   const auto cmd = preflight_command(o, 1, 2, "r.json");
   EXPECT_EQ(std::count(cmd.begin(), cmd.end(), "--checkpoint-dir"), 1);
   // srun: a step name of its own per round, so a leftover is never mistaken for the training step.
-  o.launcher = "srun";
+  o.launcher = Launcher::srun;
   const auto s = preflight_command(o, 1, 2, "r.json");
   EXPECT_NE(std::find(s.begin(), s.end(), "--job-name=" + srun_step_name(o, 1) + "-preflight-2"), s.end());
 }
