@@ -43,7 +43,6 @@ TrainPlan prepare_training(const TrainOptions& o, std::int64_t world) {
   positive("--grad-accum", o.shape.grad_accum);
   positive("--steps", o.steps);
   positive("--bucket-layers", o.bucket_layers);
-  if (o.shape.seq < 0) throw usage_error(fmt::format("invalid --seq {}: must be positive", o.shape.seq));
   if (o.warmup_steps < 0 || o.warmup_steps >= o.steps)
     throw usage_error(
         fmt::format("invalid --warmup-steps {}: must be in [0, --steps {})", o.warmup_steps, o.steps));
