@@ -390,6 +390,7 @@ class Supervision {
       if (o_.preflight) run_preflights(attempt);
       const auto a = run_attempt(attempt);
       if (const auto why = rejected_options(a)) {
+        result_.stop = StopReason::rejected_options;
         result_.stop_reason = *why;
         break;
       }
@@ -399,6 +400,7 @@ class Supervision {
       strike_failed_rank(a);
       // Once may be a node's hiccup; twice in a row is the set-up, and relaunching cannot fix it.
       if (failed_launches >= 2) {
+        result_.stop = StopReason::launch_failed;
         result_.stop_reason = fmt::format(
             "attempts {} and {} failed before any rank started ({}): {}; see {}", attempt - 1, attempt,
             describe_status(a.status), launcher_complaint(tail_of(a.out_path, 8192)), a.out_path.string());
@@ -406,14 +408,17 @@ class Supervision {
       }
       if (a.completed) {
         result_.completed = true;
+        result_.stop = StopReason::completed;
         result_.stop_reason = "completed";
         break;
       }
       if (a.budget || budget_spent()) {
+        result_.stop = StopReason::time_budget;
         result_.stop_reason = "time budget spent";
         break;
       }
       if (attempt - 1 >= o_.max_restarts) {
+        result_.stop = StopReason::restarts_exhausted;
         result_.stop_reason = "restarts exhausted";
         break;
       }

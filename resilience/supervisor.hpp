@@ -49,11 +49,15 @@ struct SupervisorOptions {
 // step boundary after the deadline (FB_DEADLINE); this covers one that cannot (still initialising, hung).
 inline constexpr double kTimeBudgetGraceS = 10;
 
+// Why the supervisor stopped relaunching.
+enum class StopReason { completed, time_budget, restarts_exhausted, rejected_options, launch_failed };
+
 struct SupervisorResult {
   Ledger ledger;
   std::vector<nlohmann::json> events;
   bool completed = false;
-  std::string stop_reason;  // completed | restarts exhausted | time budget spent
+  StopReason stop = StopReason::completed;
+  std::string stop_reason;  // in words: "completed", "time budget spent", "restarts exhausted", or the cause
   int preflights = 0, preflight_failures = 0;
   std::vector<nlohmann::json> drains;
   double mttf_before_drain_s = 0, mttf_after_drain_s = 0;

@@ -213,7 +213,8 @@ reports::Result ledger_result(const resilience::SupervisorResult& s, std::string
     r.extra["mttf_after_drain_s"] = s.mttf_after_drain_s;
   }
   // A job stopped by --time-budget alone (no --steps) did what it was asked.
-  const bool budget_only = !o.steps_given && !o.time_budget.empty() && s.stop_reason == "time budget spent";
+  const bool budget_only =
+      !o.steps_given && !o.time_budget.empty() && s.stop == resilience::StopReason::time_budget;
   if (!s.completed && !budget_only)
     r.fail(fmt::format("the job did not finish its {} steps: {}", o.train.steps, s.stop_reason));
   return r;

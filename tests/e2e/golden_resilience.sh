@@ -33,6 +33,7 @@ golden() {  # NAME ARGS...: a resilience run (exit 0) compared with tests/data/g
 # Two ranks under mpirun: a crash, a corrupted checkpoint the restore skips, a second crash; keep 2.
 golden mpirun --launcher mpirun --launcher-args "--oversubscribe" --ranks 2 --steps 12 --checkpoint-every 3 \
   --keep 2 --faults "crash@step=5,rank=1;ckpt-corrupt@step=9;crash@step=11,rank=0"
-# One rank without a launcher.
+# One rank without a launcher: the crashed rank is the fault plan's (rank 0), not -1 (issue 16 finding 3).
 golden none --launcher none --steps 6 --checkpoint-every 2 --faults "crash@step=4"
+assert_json "$T/none.json" "[(f['kind'], f['rank']) for f in $L['failure_list']] == [('crash', 0)]" "none: the crash is on rank 0"
 finish
