@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/enum_names.hpp"
 #include "core/statistics.hpp"
 #include "reports/report.hpp"
 #include "resilience/failure_model.hpp"
@@ -31,7 +32,11 @@ enum class IntervalPolicy { fixed, young, daly, search };  // search: best simul
 std::string_view to_string(IntervalPolicy p);
 IntervalPolicy parse_interval_policy(std::string_view text);  // young|daly|auto; throws usage Error
 
+// none: failed nodes are replaced and come back after repair. drain: a node that failed `drain_after` times
+// (or straggles) is retired to a spare. Shared by `simulate --policy` and the supervisor.
 enum class DrainPolicy { none, drain };
+inline constexpr EnumNames<DrainPolicy, 2> kDrainPolicyNames{
+    {{DrainPolicy::none, "none"}, {DrainPolicy::drain, "drain"}}};
 
 struct ClusterConfig {
   std::int64_t gpus = 0;

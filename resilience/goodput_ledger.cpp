@@ -52,11 +52,11 @@ struct StepRecord {
   bool wasted = false;
 };
 
-bool is_fatal_fault(const std::string& kind) {
+}  // namespace
+
+bool is_fatal_fault_kind(std::string_view kind) {
   return kind == "crash" || kind == "hang" || kind == "sdc" || kind == "nan";
 }
-
-}  // namespace
 
 double Badput::total() const {
   return productive_s + slowdown_s + init_s + ckpt_save_s + ckpt_restore_s + wasted_s + detection_s +
@@ -69,175 +69,19 @@ std::vector<std::pair<std::string, double>> Badput::items() const {
           {"detection", detection_s},   {"relaunch", relaunch_s},         {"other", other_s}};
 }
 
-Ledger compute_ledger(std::span<const nlohmann::json> events) {
-  Ledger L;
-  if (events.empty()) return L;
-  std::vector<Interval> intervals;
-  std::vector<StepRecord> steps;  // every step event, in order
-  std::vector<std::size_t> kept;  // indices into steps of the current lineage
-  double t0 = events.front().value("t", 0.0), t_end = t0;
-  bool have_job_start = false, have_job_end = false;
-  std::optional<double> reference;
-  double restart_init_s = 0;
+namespace {
 
-  // Per attempt state.
-  double attempt_begin = t0, last_activity = t0;
-  bool attempt_open = false, attempt_failed = false;
-  // NaN = none. (std::optional<double> here trips GCC 12's -Wmaybe-uninitialized.)
-  constexpr double kNone = std::numeric_limits<double>::quiet_NaN();
-  double pending_relaunch = kNone;  // detection time of the last fatal failure awaiting a relaunch
-  double last_fault_at = kNone;     // latest fatal fault injected in this attempt
-  double restore_start_at = kNone;
-  long awaiting_resume = -1;  // failure_list index whose resume time is not yet known
+// NaN = none. (std::optional<double> in this state trips GCC 12's -Wmaybe-uninitialized.)
+constexpr double kNone = std::numeric_limits<double>::quiet_NaN();
 
-  const auto rollback_to = [&](std::int64_t step) {  // steps after `step` in the lineage are lost
-    while (!kept.empty() && steps[kept.back()].step > step) {
-      steps[kept.back()].wasted = true;
-      kept.pop_back();
-    }
-  };
-  const auto mark_resumed = [&](double t) {
-    if (awaiting_resume >= 0) {
-      L.failure_list[static_cast<std::size_t>(awaiting_resume)].resumed_at = t;
-      awaiting_resume = -1;
-    }
-  };
-  const auto close_attempt = [&](double t) {
-    if (attempt_open && !attempt_failed) L.uptime_s += std::max(0.0, t - attempt_begin);
-    attempt_open = false;
-  };
+// Seconds per category: each elementary segment of [t0, t_end] goes to the first category covering it
+// (the enum's order); `covered` is what any category covers, the rest is "other".
+struct Split {
+  std::array<double, kCategories> seconds{};
+  double covered = 0;
+};
 
-  for (std::size_t i = 0; i < events.size(); ++i) {
-    const auto& e = events[i];
-    const Reader r(e, i);
-    const std::string type = e.value("type", "");
-    const double t = r.number("t");
-    t_end = std::max(t_end, t);
-    if (type == event::job_start) {
-      have_job_start = true;
-      t0 = t;
-      attempt_begin = last_activity = t;
-      if (e.contains("reference_step_s") && e["reference_step_s"].is_number())
-        reference = e["reference_step_s"].get<double>();
-    } else if (type == event::attempt_start) {
-      close_attempt(t);
-      if (!std::isnan(pending_relaunch)) {
-        intervals.push_back({pending_relaunch, t, kRelaunch});
-        pending_relaunch = kNone;
-      }
-      ++L.attempts;
-      attempt_open = true;
-      attempt_failed = false;
-      attempt_begin = last_activity = t;
-      last_fault_at = kNone;
-      restore_start_at = kNone;
-    } else if (type == event::init_done) {
-      if (!attempt_open) {  // a log without attempt_start events: the job start is the attempt start
-        ++L.attempts;
-        attempt_open = true;
-      }
-      intervals.push_back({attempt_begin, t, kInit});
-      if (L.attempts > 1) restart_init_s += t - attempt_begin;
-      last_activity = t;
-    } else if (type == event::preflight) {
-      // Health checks before a launch: init time (of the attempt about to start; a re-attempt's is
-      // failure-caused, as its init is).
-      const double begin = std::min(t, r.number_or("t_start", t - r.number_or("seconds", 0)));
-      intervals.push_back({begin, t, kInit});
-      ++L.preflights;
-      if (r.text_or("verdict", "") == "fail") ++L.preflight_failures;
-      L.preflight_s += t - begin;
-      if (L.attempts > 0) restart_init_s += t - begin;
-      last_activity = t;
-    } else if (type == event::ckpt_interval) {
-      L.ckpt_interval_policy = r.text_or("policy", "");
-      L.ckpt_interval_s = r.number_or("interval_s", 0);
-      L.ckpt_interval_steps = static_cast<std::int64_t>(r.number_or("interval_steps", 0));
-    } else if (type == event::ckpt_restore_start) {
-      restore_start_at = t;
-    } else if (type == event::ckpt_restore_end) {
-      const double begin = std::isnan(restore_start_at) ? t - r.number_or("seconds", 0) : restore_start_at;
-      intervals.push_back({begin, t, kRestore});
-      const auto step = static_cast<std::int64_t>(r.number_or("step", 0));
-      rollback_to(step);
-      ++L.ckpt_restores;
-      L.restored_steps.push_back(step);
-      L.ckpt_restore_s += t - begin;
-      L.ckpt_restore_bytes += static_cast<std::uint64_t>(r.number_or("bytes", 0));
-      if (e.contains("skipped") && e["skipped"].is_array())
-        for (const auto& s : e["skipped"])
-          L.ckpt_skipped.push_back({s.value("checkpoint", ""), s.value("reason", "")});
-      mark_resumed(t);
-      last_activity = t;
-    } else if (type == event::step) {
-      const auto step = static_cast<std::int64_t>(r.number("step"));
-      const double begin = r.number("t_start");
-      rollback_to(step - 1);  // a step run again means the earlier run of it (and later ones) was lost
-      mark_resumed(begin);
-      steps.push_back({step, begin, t});
-      kept.push_back(steps.size() - 1);
-      last_activity = t;
-    } else if (type == event::ckpt_save_start) {
-      // interval recorded at ckpt_save_end (which carries its own start when the start event is missing)
-    } else if (type == event::ckpt_save_end) {
-      const double begin = r.number_or("t_start", t - r.number_or("seconds", 0));
-      intervals.push_back({begin, t, kSave});
-      L.ckpt_save_blocking_s += t - begin;
-      if (r.flag_or("ok", true))
-        ++L.ckpt_saves;
-      else
-        ++L.ckpt_save_failures;
-      last_activity = t;
-    } else if (type == event::ckpt_commit) {
-      ++L.ckpt_commits;
-      L.ckpt_write_bytes += static_cast<std::uint64_t>(r.number_or("bytes", 0));
-      L.ckpt_write_s += r.number_or("write_s", 0);
-    } else if (type == event::fault_injected) {
-      ++L.faults_injected;
-      if (is_fatal_fault(r.text_or("kind", ""))) last_fault_at = t;
-    } else if (type == event::failure_detected) {
-      const std::string kind = r.text_or("kind", "unknown");
-      if (!r.flag_or("fatal", true)) {
-        ++L.nonfatal_by_kind[kind];
-        continue;
-      }
-      if (attempt_failed) continue;  // the same failure seen again (e.g. the supervisor after the watchdog)
-      attempt_failed = true;
-      double failed_at = r.number_or("failed_at", std::isnan(last_fault_at) ? last_activity : last_fault_at);
-      failed_at = std::min(failed_at, t);
-      ++L.failures;
-      ++L.failures_by_kind[kind];
-      L.detection_latency_s_by_kind[kind].push_back(t - failed_at);
-      if (last_activity < failed_at) intervals.push_back({last_activity, failed_at, kPartial});
-      intervals.push_back({std::max(failed_at, last_activity), t, kDetection});
-      if (attempt_open) L.uptime_s += std::max(0.0, failed_at - attempt_begin);
-      attempt_open = false;
-      L.failure_list.push_back({L.attempts, kind, static_cast<int>(r.number_or("rank", -1)),
-                                r.text_or("how", ""), failed_at, t, std::nullopt});
-      awaiting_resume = static_cast<long>(L.failure_list.size()) - 1;
-      pending_relaunch = t;
-      last_activity = t;
-    } else if (type == event::relaunch) {
-      ++L.restarts;
-      if (!L.failure_list.empty()) ++L.restarts_by_kind[L.failure_list.back().kind];
-    } else if (type == event::straggler_detected) {
-      ++L.stragglers;
-    } else if (type == event::drain) {
-      ++L.drains;
-    } else if (type == event::job_end) {
-      have_job_end = true;
-      t_end = t;
-    }
-  }
-  (void)have_job_start;
-  (void)have_job_end;
-  close_attempt(t_end);
-  if (!std::isnan(pending_relaunch)) intervals.push_back({pending_relaunch, t_end, kRelaunch});
-
-  for (const auto& s : steps) intervals.push_back({s.begin, s.end, s.wasted ? kWasted : kProductive});
-  L.wall_s = std::max(0.0, t_end - t0);
-
-  // Sweep: each elementary segment of [t0, t_end] goes to the first category covering it, else "other".
+Split sweep(const std::vector<Interval>& intervals, double t0, double t_end) {
   std::vector<std::pair<double, int>> edges;  // (time, +/-(category+1))
   for (const auto& iv : intervals) {
     const double b = std::clamp(iv.begin, t0, t_end), en = std::clamp(iv.end, t0, t_end);
@@ -246,63 +90,293 @@ Ledger compute_ledger(std::span<const nlohmann::json> events) {
     edges.emplace_back(en, -(static_cast<int>(iv.category) + 1));
   }
   std::sort(edges.begin(), edges.end());
-  std::array<double, kCategories> seconds{};
+  Split out;
   std::array<int, kCategories> open{};
-  double covered = 0, prev = t0;
+  double prev = t0;
   for (const auto& [time, code] : edges) {
     if (time > prev) {
       for (int c = 0; c < kCategories; ++c)
         if (open[c] > 0) {
-          seconds[c] += time - prev;
-          covered += time - prev;
+          out.seconds[c] += time - prev;
+          out.covered += time - prev;
           break;
         }
       prev = time;
     }
     open[std::abs(code) - 1] += code > 0 ? 1 : -1;
   }
+  return out;
+}
 
-  // Steps: productive lineage and wasted re-done work.
-  std::vector<double> kept_durations;
-  for (const auto idx : kept) kept_durations.push_back(steps[idx].end - steps[idx].begin);
-  L.kept_steps = static_cast<std::int64_t>(kept.size());
-  L.steps_completed = kept.empty() ? 0 : steps[kept.back()].step;
-  for (const auto& s : steps) L.wasted_steps += s.wasted ? 1 : 0;
-  L.reference_step_s = reference.value_or(summarize(kept_durations).median);
+// Reads the log event by event (one handler per event type that matters), collecting intervals, steps and
+// counts; finish() turns them into the ledger.
+class LedgerBuilder {
+ public:
+  explicit LedgerBuilder(double t0) : t0_(t0), t_end_(t0), attempt_begin_(t0), last_activity_(t0) {}
 
-  auto& P = L.parts;
-  L.productive_time_s = seconds[kProductive];
-  const double at_reference = static_cast<double>(L.kept_steps) * L.reference_step_s;
-  P.slowdown_s = std::max(0.0, seconds[kProductive] - at_reference);
-  P.productive_s = seconds[kProductive] - P.slowdown_s;
-  P.init_s = seconds[kInit];
-  P.ckpt_save_s = seconds[kSave];
-  P.ckpt_restore_s = seconds[kRestore];
-  P.wasted_s = seconds[kWasted] + seconds[kPartial];
-  P.detection_s = seconds[kDetection];
-  P.relaunch_s = seconds[kRelaunch];
-  P.other_s = std::max(0.0, L.wall_s - covered);
-
-  if (L.wall_s > 0) {
-    L.goodput = L.productive_time_s / L.wall_s;
-    L.goodput_ref = P.productive_s / L.wall_s;
-    const double loss = P.ckpt_restore_s + P.wasted_s + P.detection_s + P.relaunch_s + restart_init_s;
-    L.ettr = std::clamp(1.0 - loss / L.wall_s, 0.0, 1.0);
-  }
-  L.mttf_censored = L.failures == 0;
-  L.mttf_s = L.failures > 0 ? L.uptime_s / L.failures : L.uptime_s;
-  double repair = 0;
-  int repaired = 0;
-  for (const auto& f : L.failure_list)
-    if (f.resumed_at) {
-      repair += *f.resumed_at - f.failed_at;
-      ++repaired;
+  void add(const nlohmann::json& e, std::size_t index) {
+    const Reader r(e, index);
+    const std::string type = e.value("type", "");
+    const double t = r.number("t");
+    t_end_ = std::max(t_end_, t);
+    if (type == event::job_start) {
+      t0_ = t;
+      attempt_begin_ = last_activity_ = t;
+      if (e.contains("reference_step_s") && e["reference_step_s"].is_number())
+        reference_ = e["reference_step_s"].get<double>();
+    } else if (type == event::attempt_start) {
+      on_attempt_start(t);
+    } else if (type == event::init_done) {
+      on_init_done(t);
+    } else if (type == event::preflight) {
+      on_preflight(r, t);
+    } else if (type == event::ckpt_interval) {
+      L_.ckpt_interval_policy = r.text_or("policy", "");
+      L_.ckpt_interval_s = r.number_or("interval_s", 0);
+      L_.ckpt_interval_steps = static_cast<std::int64_t>(r.number_or("interval_steps", 0));
+    } else if (type == event::ckpt_restore_start) {
+      restore_start_at_ = t;
+    } else if (type == event::ckpt_restore_end) {
+      on_restore_end(e, r, t);
+    } else if (type == event::step) {
+      on_step(r, t);
+    } else if (type == event::ckpt_save_end) {  // (ckpt_save_end carries its own start)
+      on_save_end(r, t);
+    } else if (type == event::ckpt_commit) {
+      ++L_.ckpt_commits;
+      L_.ckpt_write_bytes += static_cast<std::uint64_t>(r.number_or("bytes", 0));
+      L_.ckpt_write_s += r.number_or("write_s", 0);
+    } else if (type == event::fault_injected) {
+      ++L_.faults_injected;
+      if (is_fatal_fault_kind(r.text_or("kind", ""))) last_fault_at_ = t;
+    } else if (type == event::failure_detected) {
+      on_failure(r, t);
+    } else if (type == event::relaunch) {
+      ++L_.restarts;
+      if (!last_fatal_kind_.empty()) ++L_.restarts_by_kind[last_fatal_kind_];
+    } else if (type == event::straggler_detected) {
+      ++L_.stragglers;
+    } else if (type == event::drain) {
+      ++L_.drains;
+    } else if (type == event::job_end) {
+      t_end_ = t;
     }
-  L.mttr_s = repaired > 0 ? repair / repaired : 0;
-  if (L.ckpt_write_s > 0) L.ckpt_write_gbps = static_cast<double>(L.ckpt_write_bytes) / L.ckpt_write_s / 1e9;
-  if (L.ckpt_restore_s > 0)
-    L.ckpt_restore_gbps = static_cast<double>(L.ckpt_restore_bytes) / L.ckpt_restore_s / 1e9;
-  return L;
+  }
+
+  Ledger finish() {
+    close_attempt(t_end_);
+    if (!std::isnan(pending_relaunch_)) intervals_.push_back({pending_relaunch_, t_end_, kRelaunch});
+    for (const auto& s : steps_) intervals_.push_back({s.begin, s.end, s.wasted ? kWasted : kProductive});
+    L_.wall_s = std::max(0.0, t_end_ - t0_);
+    const Split split = sweep(intervals_, t0_, t_end_);
+    count_steps();
+    fill_parts(split);
+    fill_rates();
+    return L_;
+  }
+
+ private:
+  void rollback_to(std::int64_t step) {  // steps after `step` in the lineage are lost
+    while (!kept_.empty() && steps_[kept_.back()].step > step) {
+      steps_[kept_.back()].wasted = true;
+      kept_.pop_back();
+    }
+  }
+  void mark_resumed(double t) {
+    if (awaiting_resume_ < 0) return;
+    L_.failure_list[static_cast<std::size_t>(awaiting_resume_)].resumed_at = t;
+    awaiting_resume_ = -1;
+  }
+  void close_attempt(double t) {
+    if (attempt_open_ && !attempt_failed_) L_.uptime_s += std::max(0.0, t - attempt_begin_);
+    attempt_open_ = false;
+  }
+
+  void on_attempt_start(double t) {
+    close_attempt(t);
+    if (!std::isnan(pending_relaunch_)) {
+      intervals_.push_back({pending_relaunch_, t, kRelaunch});
+      pending_relaunch_ = kNone;
+    }
+    ++L_.attempts;
+    attempt_open_ = true;
+    attempt_failed_ = false;
+    attempt_begin_ = last_activity_ = t;
+    last_fault_at_ = kNone;
+    restore_start_at_ = kNone;
+  }
+
+  void on_init_done(double t) {
+    if (!attempt_open_) {  // a log without attempt_start events: the job start is the attempt start
+      ++L_.attempts;
+      attempt_open_ = true;
+    }
+    intervals_.push_back({attempt_begin_, t, kInit});
+    if (L_.attempts > 1) restart_init_s_ += t - attempt_begin_;
+    last_activity_ = t;
+  }
+
+  // Health checks before a launch: init time (of the attempt about to start; a re-attempt's is
+  // failure-caused, as its init is).
+  void on_preflight(const Reader& r, double t) {
+    const double begin = std::min(t, r.number_or("t_start", t - r.number_or("seconds", 0)));
+    intervals_.push_back({begin, t, kInit});
+    ++L_.preflights;
+    if (r.text_or("verdict", "") == "fail") ++L_.preflight_failures;
+    L_.preflight_s += t - begin;
+    if (L_.attempts > 0) restart_init_s_ += t - begin;
+    last_activity_ = t;
+  }
+
+  void on_restore_end(const nlohmann::json& e, const Reader& r, double t) {
+    const double begin = std::isnan(restore_start_at_) ? t - r.number_or("seconds", 0) : restore_start_at_;
+    intervals_.push_back({begin, t, kRestore});
+    const auto step = static_cast<std::int64_t>(r.number_or("step", 0));
+    rollback_to(step);
+    ++L_.ckpt_restores;
+    L_.restored_steps.push_back(step);
+    L_.ckpt_restore_s += t - begin;
+    L_.ckpt_restore_bytes += static_cast<std::uint64_t>(r.number_or("bytes", 0));
+    if (e.contains("skipped") && e["skipped"].is_array())
+      for (const auto& s : e["skipped"])
+        L_.ckpt_skipped.push_back({s.value("checkpoint", ""), s.value("reason", "")});
+    mark_resumed(t);
+    last_activity_ = t;
+  }
+
+  void on_step(const Reader& r, double t) {
+    const auto step = static_cast<std::int64_t>(r.number("step"));
+    const double begin = r.number("t_start");
+    rollback_to(step - 1);  // a step run again means the earlier run of it (and later ones) was lost
+    mark_resumed(begin);
+    steps_.push_back({step, begin, t});
+    kept_.push_back(steps_.size() - 1);
+    last_activity_ = t;
+  }
+
+  void on_save_end(const Reader& r, double t) {
+    const double begin = r.number_or("t_start", t - r.number_or("seconds", 0));
+    intervals_.push_back({begin, t, kSave});
+    L_.ckpt_save_blocking_s += t - begin;
+    if (r.flag_or("ok", true))
+      ++L_.ckpt_saves;
+    else
+      ++L_.ckpt_save_failures;
+    last_activity_ = t;
+  }
+
+  void on_failure(const Reader& r, double t) {
+    const std::string kind = r.text_or("kind", "unknown");
+    if (!r.flag_or("fatal", true)) {
+      ++L_.nonfatal_by_kind[kind];
+      return;
+    }
+    if (attempt_failed_) return;  // the same failure seen again (e.g. the supervisor after the watchdog)
+    attempt_failed_ = true;
+    last_fatal_kind_ = kind;
+    pending_relaunch_ = t;
+    if (kind == kLaunchFailure) {
+      // No rank started: the attempt's time is failed start-up (init, failure-caused), and neither a
+      // failure of the running job (MTTF) nor a repair (MTTR).
+      ++L_.launch_failures;
+      L_.launch_failure_list.push_back({L_.attempts, kind, -1, r.text_or("how", ""), attempt_begin_, t, {}});
+      intervals_.push_back({attempt_begin_, t, kInit});
+      restart_init_s_ += t - attempt_begin_;
+      attempt_open_ = false;
+      last_activity_ = t;
+      return;
+    }
+    double failed_at = r.number_or("failed_at", std::isnan(last_fault_at_) ? last_activity_ : last_fault_at_);
+    failed_at = std::min(failed_at, t);
+    ++L_.failures;
+    ++L_.failures_by_kind[kind];
+    L_.detection_latency_s_by_kind[kind].push_back(t - failed_at);
+    if (last_activity_ < failed_at) intervals_.push_back({last_activity_, failed_at, kPartial});
+    intervals_.push_back({std::max(failed_at, last_activity_), t, kDetection});
+    if (attempt_open_) L_.uptime_s += std::max(0.0, failed_at - attempt_begin_);
+    attempt_open_ = false;
+    L_.failure_list.push_back({L_.attempts, kind, static_cast<int>(r.number_or("rank", -1)),
+                               r.text_or("how", ""), failed_at, t, std::nullopt});
+    awaiting_resume_ = static_cast<long>(L_.failure_list.size()) - 1;
+    last_activity_ = t;
+  }
+
+  // Steps: the productive lineage and the wasted re-done work; the reference step.
+  void count_steps() {
+    std::vector<double> kept_durations;
+    for (const auto idx : kept_) kept_durations.push_back(steps_[idx].end - steps_[idx].begin);
+    L_.kept_steps = static_cast<std::int64_t>(kept_.size());
+    L_.steps_completed = kept_.empty() ? 0 : steps_[kept_.back()].step;
+    for (const auto& s : steps_) L_.wasted_steps += s.wasted ? 1 : 0;
+    L_.reference_step_s = reference_.value_or(summarize(kept_durations).median);
+  }
+
+  void fill_parts(const Split& split) {
+    const auto& seconds = split.seconds;
+    auto& P = L_.parts;
+    L_.productive_time_s = seconds[kProductive];
+    const double at_reference = static_cast<double>(L_.kept_steps) * L_.reference_step_s;
+    P.slowdown_s = std::max(0.0, seconds[kProductive] - at_reference);
+    P.productive_s = seconds[kProductive] - P.slowdown_s;
+    P.init_s = seconds[kInit];
+    P.ckpt_save_s = seconds[kSave];
+    P.ckpt_restore_s = seconds[kRestore];
+    P.wasted_s = seconds[kWasted] + seconds[kPartial];
+    P.detection_s = seconds[kDetection];
+    P.relaunch_s = seconds[kRelaunch];
+    P.other_s = std::max(0.0, L_.wall_s - split.covered);
+  }
+
+  // Goodput, ETTR, MTTF, MTTR and bandwidths from the parts and the failure list.
+  void fill_rates() {
+    const auto& P = L_.parts;
+    if (L_.wall_s > 0) {
+      L_.goodput = L_.productive_time_s / L_.wall_s;
+      L_.goodput_ref = P.productive_s / L_.wall_s;
+      const double loss = P.ckpt_restore_s + P.wasted_s + P.detection_s + P.relaunch_s + restart_init_s_;
+      // A job that never kept a step trained for none of its time.
+      L_.ettr = L_.kept_steps > 0 ? std::clamp(1.0 - loss / L_.wall_s, 0.0, 1.0) : 0.0;
+    }
+    L_.mttf_censored = L_.failures == 0;
+    L_.mttf_s = L_.failures > 0 ? L_.uptime_s / L_.failures : L_.uptime_s;
+    double repair = 0;
+    int repaired = 0;
+    for (const auto& f : L_.failure_list)
+      if (f.resumed_at) {
+        repair += *f.resumed_at - f.failed_at;
+        ++repaired;
+      }
+    L_.mttr_s = repaired > 0 ? repair / repaired : 0;
+    if (L_.ckpt_write_s > 0)
+      L_.ckpt_write_gbps = static_cast<double>(L_.ckpt_write_bytes) / L_.ckpt_write_s / 1e9;
+    if (L_.ckpt_restore_s > 0)
+      L_.ckpt_restore_gbps = static_cast<double>(L_.ckpt_restore_bytes) / L_.ckpt_restore_s / 1e9;
+  }
+
+  Ledger L_;
+  std::vector<Interval> intervals_;
+  std::vector<StepRecord> steps_;  // every step event, in order
+  std::vector<std::size_t> kept_;  // indices into steps_ of the current lineage
+  double t0_, t_end_;
+  std::optional<double> reference_;
+  double restart_init_s_ = 0;
+  // Per attempt.
+  double attempt_begin_, last_activity_;
+  bool attempt_open_ = false, attempt_failed_ = false;
+  double pending_relaunch_ = kNone;  // detection time of the last fatal failure awaiting a relaunch
+  double last_fault_at_ = kNone;     // latest fatal fault injected in this attempt
+  double restore_start_at_ = kNone;
+  long awaiting_resume_ = -1;    // failure_list index whose resume time is not yet known
+  std::string last_fatal_kind_;  // of the failure the next relaunch answers
+};
+
+}  // namespace
+
+Ledger compute_ledger(std::span<const nlohmann::json> events) {
+  if (events.empty()) return {};
+  LedgerBuilder builder(events.front().value("t", 0.0));
+  for (std::size_t i = 0; i < events.size(); ++i) builder.add(events[i], i);
+  return builder.finish();
 }
 
 nlohmann::json ledger_to_json(const Ledger& L) {
@@ -314,13 +388,26 @@ nlohmann::json ledger_to_json(const Ledger& L) {
     const auto st = summarize(v);
     latency[kind] = {{"mean_s", st.mean}, {"max_s", st.max}, {"n", st.n}};
   }
-  nlohmann::json failures = nlohmann::json::array();
-  for (const auto& f : L.failure_list) {
-    nlohmann::json j = {{"attempt", f.attempt}, {"kind", f.kind},           {"rank", f.rank},
-                        {"how", f.how},         {"failed_at", f.failed_at}, {"detected_at", f.detected_at}};
-    j["resumed_at"] = f.resumed_at ? nlohmann::json(*f.resumed_at) : nlohmann::json(nullptr);
-    failures.push_back(j);
-  }
+  const auto failure_json = [](const std::vector<FailureRecord>& list) {
+    nlohmann::json out = nlohmann::json::array();
+    for (const auto& f : list) {
+      nlohmann::json j = {{"attempt", f.attempt}, {"kind", f.kind},           {"rank", f.rank},
+                          {"how", f.how},         {"failed_at", f.failed_at}, {"detected_at", f.detected_at}};
+      j["resumed_at"] = f.resumed_at ? nlohmann::json(*f.resumed_at) : nlohmann::json(nullptr);
+      out.push_back(j);
+    }
+    return out;
+  };
+  // Both goodput definitions, each with the productive seconds it divides by the wall time.
+  const nlohmann::json definitions = {
+      {"step_time",
+       {{"goodput", L.goodput},
+        {"productive_s", L.productive_time_s},
+        {"counts", "kept step time, slow steps included: split_s productive + slowdown"}}},
+      {"reference_step",
+       {{"goodput", L.goodput_ref},
+        {"productive_s", L.parts.productive_s},
+        {"counts", "kept steps at the reference step time: split_s productive; slowdown is badput"}}}};
   nlohmann::json skipped = nlohmann::json::array();
   for (const auto& s : L.ckpt_skipped)
     skipped.push_back({{"checkpoint", s.checkpoint}, {"reason", s.reason}});
@@ -335,6 +422,7 @@ nlohmann::json ledger_to_json(const Ledger& L) {
           {"reference_step_s", L.reference_step_s},
           {"goodput", L.goodput},
           {"goodput_ref", L.goodput_ref},
+          {"goodput_definitions", definitions},
           {"ettr", L.ettr},
           {"uptime_s", L.uptime_s},
           {"mttf_s", L.mttf_s},
@@ -347,7 +435,9 @@ nlohmann::json ledger_to_json(const Ledger& L) {
           {"restarts_by_kind", L.restarts_by_kind},
           {"nonfatal_by_kind", L.nonfatal_by_kind},
           {"detection_latency_by_kind", latency},
-          {"failure_list", failures},
+          {"failure_list", failure_json(L.failure_list)},
+          {"launch_failures", L.launch_failures},
+          {"launch_failure_list", failure_json(L.launch_failure_list)},
           {"steps_completed", L.steps_completed},
           {"kept_steps", L.kept_steps},
           {"wasted_steps", L.wasted_steps},

@@ -15,20 +15,29 @@
 //   relaunch     failure detected → next attempt start (teardown, scheduling, relaunch)
 //   other        the rest (hook overhead between steps, the tail after the last step)
 //
-// Definitions (docs/metrics.md, shared/REFERENCES.md): goodput (productive-time) = kept step time / wall;
-// goodput (reference-step) = productive / wall; ETTR = 1 − failure-caused loss / wall, where the loss is
-// restore + wasted + detection + relaunch + init of re-attempts; MTTF = uptime / failures; MTTR = mean of
-// failure instant → training resumed.
+// Definitions (docs/metrics.md, shared/REFERENCES.md): goodput (productive-time, "step_time") = kept step
+// time / wall = (productive + slowdown) / wall; goodput (reference-step) = productive / wall; ETTR = 1 −
+// failure-caused loss / wall, where the loss is restore + wasted + detection + relaunch + init of
+// re-attempts and failed launches, and ETTR = 0 for a job that kept no step; MTTF = uptime / failures;
+// MTTR = mean of failure instant → training resumed.
+// A failed launch (failure_detected kind "launch": no rank got through its start-up) is not a failure of
+// the job: it is counted apart (launch_failures), its time is init, and it is in neither MTTF nor MTTR.
 #include <cstdint>
 #include <map>
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 namespace fb::resilience {
+
+inline constexpr std::string_view kLaunchFailure = "launch";
+
+// crash, hang, sdc, nan: faults that end an attempt (the others slow it or damage a checkpoint).
+bool is_fatal_fault_kind(std::string_view kind);
 
 struct Badput {
   double productive_s = 0, slowdown_s = 0, init_s = 0, ckpt_save_s = 0, ckpt_restore_s = 0, wasted_s = 0,
@@ -65,6 +74,8 @@ struct Ledger {
   std::map<std::string, int> failures_by_kind, restarts_by_kind, nonfatal_by_kind;
   std::map<std::string, std::vector<double>> detection_latency_s_by_kind;
   std::vector<FailureRecord> failure_list;
+  int launch_failures = 0;  // attempts in which no rank started (not in failures, MTTF or MTTR)
+  std::vector<FailureRecord> launch_failure_list;  // rank -1; failed_at = the attempt's start
   int stragglers = 0, drains = 0, faults_injected = 0;
   // Pre-flight health checks (resilience --preflight); their time is part of init.
   int preflights = 0, preflight_failures = 0;

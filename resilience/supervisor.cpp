@@ -114,9 +114,9 @@ void stop_srun_attempt(pid_t child, int& status, bool reaped, const std::string&
 // The launcher and the binary: `mpirun -np N [args] factorybench` or `srun -n N ... [args] factorybench`.
 std::vector<std::string> launcher_prefix(const SupervisorOptions& o, const std::string& step_name) {
   std::vector<std::string> cmd;
-  if (o.launcher == "mpirun") {
+  if (o.launcher == Launcher::mpirun) {
     cmd = {"mpirun", "-np", std::to_string(o.ranks)};
-  } else if (o.launcher == "srun") {
+  } else if (o.launcher == Launcher::srun) {
     // --kill-on-bad-exit: one dead rank ends the step instead of leaving the others blocked in a collective.
     cmd = {"srun", "-n", std::to_string(o.ranks), "--kill-on-bad-exit=1", "--job-name=" + step_name};
     if (!o.exclude_hosts.empty())
@@ -244,8 +244,10 @@ std::vector<std::string> launch_command(const SupervisorOptions& o, int attempt)
   auto cmd = launcher_prefix(o, srun_step_name(o, attempt));
   cmd.push_back("train");
   for (const auto& a : o.train_args) cmd.push_back(a);
+  // Each attempt's own report (its params show what the job was given) next to its console log.
   cmd.insert(cmd.end(), {"--run-dir", o.run_dir.string(), "--steps", std::to_string(o.steps), "--resume",
-                         "--warmup-steps", "0"});
+                         "--warmup-steps", "0", "--output",
+                         (o.run_dir / fmt::format("attempt-{}.json", attempt)).string()});
   if (!o.faults.empty()) cmd.insert(cmd.end(), {"--faults", o.faults});
   return cmd;
 }
@@ -340,279 +342,367 @@ PreflightOutcome run_preflight(const SupervisorOptions& o, int attempt, int roun
 
 }  // namespace
 
-SupervisorResult run_supervisor(const SupervisorOptions& o) {
+void validate_supervisor_options(const SupervisorOptions& o) {
   if (o.ranks < 1) throw usage_error(fmt::format("invalid --ranks {}: must be at least 1", o.ranks));
-  if (o.launcher != "mpirun" && o.launcher != "srun" && o.launcher != "none")
-    throw usage_error(fmt::format("invalid --launcher '{}': expected mpirun, srun or none", o.launcher));
-  if (o.launcher == "none" && o.ranks != 1)
+  if (o.launcher == Launcher::none && o.ranks != 1)
     throw usage_error(fmt::format("--launcher none runs one rank; --ranks {} needs mpirun or srun", o.ranks));
   if (o.steps < 1) throw usage_error(fmt::format("invalid --steps {}: must be at least 1", o.steps));
   if (o.max_restarts < 0)
     throw usage_error(fmt::format("invalid --max-restarts {}: must not be negative", o.max_restarts));
-  if (o.policy != "none" && o.policy != "drain")
-    throw usage_error(fmt::format("invalid --policy '{}': expected none, drain or compare", o.policy));
   if (o.drain_after < 1)
     throw usage_error(fmt::format("invalid --drain-after {}: must be at least 1", o.drain_after));
   if (o.spares < 0) throw usage_error(fmt::format("invalid --spares {}: must not be negative", o.spares));
   if (o.time_budget_s < 0)
     throw usage_error(fmt::format("invalid --time-budget {} s: must not be negative", o.time_budget_s));
+}
 
-  std::error_code ec;
-  fs::create_directories(o.run_dir, ec);
-  if (ec)
-    throw runtime_error(fmt::format("cannot create --run-dir {}: {}", o.run_dir.string(), ec.message()));
-  const auto log_path = o.run_dir / "events.jsonl";
-  EventLog log(log_path);
-  const double t_job = wall_now();
-  {
-    auto e = make_event(event::job_start, t_job);
-    e["ranks"] = o.ranks;
-    e["steps"] = o.steps;
-    e["policy"] = o.policy;
-    e["spares"] = o.spares;
-    e["faults"] = o.faults;
-    e["launcher"] = o.launcher;
-    if (o.time_budget_s > 0) e["time_budget_s"] = o.time_budget_s;
-    e["preflight"] = o.preflight;
-    log.append(e, Durability::fsync);
+namespace {
+
+// How one attempt ended, from the wait and from its part of the event log.
+struct AttemptOutcome {
+  fs::path out_path;            // the launcher's stdout and stderr
+  std::size_t first_event;      // index of the attempt's first event in the log
+  int status = 0;               // wait status of the launcher (or the binary, --launcher none)
+  double detected_at = 0;       // when the supervisor saw the end
+  bool silent = false;          // killed: the log was silent for --heartbeat-timeout
+  bool budget = false;          // killed or stopped for the time budget
+  bool completed = false;       // every step done, exit 0
+  bool started = false;         // some rank finished its start-up (init_done)
+  bool failure_logged = false;  // the job logged its own fatal failure
+  std::int64_t last_step = 0;
+  int fault_rank = -1;  // the rank of this attempt's last fatal injected fault (the fault plan's), -1 if none
+};
+
+// One supervised job: the attempts, the placement of ranks on slots, the strikes that drain a slot.
+class Supervision {
+ public:
+  explicit Supervision(const SupervisorOptions& o)
+      : o_(o), current_(o), log_path_(o.run_dir / "events.jsonl"), log_(log_path_), t_job_(wall_now()) {
+    for (int r = 0; r < o.ranks; ++r) slots_.push_back(r);
+    since_.assign(static_cast<std::size_t>(o.ranks), 0.0);
+    next_spare_ = o.ranks;
+    spares_left_ = o.spares;
   }
-  std::vector<int> slots(static_cast<std::size_t>(o.ranks));
-  for (int r = 0; r < o.ranks; ++r) slots[static_cast<std::size_t>(r)] = r;
-  // Job time at which each rank's slot entered service (a spare's faults from before then do not apply).
-  std::vector<double> since(static_cast<std::size_t>(o.ranks), 0.0);
-  int next_spare = o.ranks, spares_left = o.spares;
-  std::map<int, int> strikes;  // slot → failures + straggler reports
-  std::map<int, std::string>
-      slot_host;                  // srun: slot → node it last failed on, excluded when the slot is drained
-  SupervisorOptions current = o;  // srun: exclude_hosts grows with the drained nodes
-  SupervisorResult result;
-  const auto budget_spent = [&] { return o.time_budget_s > 0 && wall_now() - t_job >= o.time_budget_s; };
-  // Moves rank r to the next spare slot; returns the drain event (not yet logged).
-  const auto drain_rank = [&](int r, const std::string& cause, const std::string& reason,
-                              const std::string& host) {
-    const int slot = slots[static_cast<std::size_t>(r)];
+
+  SupervisorResult run() {
+    log_job_start();
+    int failed_launches = 0;  // consecutive attempts that ended before any rank finished its start-up
+    for (int attempt = 1;; ++attempt) {
+      if (o_.preflight) run_preflights(attempt);
+      const auto a = run_attempt(attempt);
+      if (const auto why = rejected_options(a)) {
+        result_.stop = StopReason::rejected_options;
+        result_.stop_reason = *why;
+        break;
+      }
+      const bool launch_failed = !a.completed && !a.started && !a.failure_logged && !a.budget && !a.silent;
+      failed_launches = launch_failed ? failed_launches + 1 : 0;
+      if (!a.completed && !a.failure_logged && !a.budget) log_failure(a, launch_failed);
+      strike_failed_rank(a);
+      // Once may be a node's hiccup; twice in a row is the set-up, and relaunching cannot fix it.
+      if (failed_launches >= 2) {
+        result_.stop = StopReason::launch_failed;
+        result_.stop_reason = fmt::format(
+            "attempts {} and {} failed before any rank started ({}): {}; see {}", attempt - 1, attempt,
+            describe_status(a.status), launcher_complaint(tail_of(a.out_path, 8192)), a.out_path.string());
+        break;
+      }
+      if (a.completed) {
+        result_.completed = true;
+        result_.stop = StopReason::completed;
+        result_.stop_reason = "completed";
+        break;
+      }
+      if (a.budget || budget_spent()) {
+        result_.stop = StopReason::time_budget;
+        result_.stop_reason = "time budget spent";
+        break;
+      }
+      if (attempt - 1 >= o_.max_restarts) {
+        result_.stop = StopReason::restarts_exhausted;
+        result_.stop_reason = "restarts exhausted";
+        break;
+      }
+      if (o_.policy == DrainPolicy::drain) drain_struck_slots();
+      auto e = make_event(event::relaunch);
+      e["next_attempt"] = attempt + 1;
+      log_.append(e, Durability::fsync);
+    }
+    return finish();
+  }
+
+ private:
+  void log_job_start() {
+    auto e = make_event(event::job_start, t_job_);
+    e["ranks"] = o_.ranks;
+    e["steps"] = o_.steps;
+    e["policy"] = enum_name(kDrainPolicyNames, o_.policy);
+    e["spares"] = o_.spares;
+    e["faults"] = o_.faults;
+    e["launcher"] = enum_name(kLauncherNames, o_.launcher);
+    if (o_.time_budget_s > 0) e["time_budget_s"] = o_.time_budget_s;
+    e["preflight"] = o_.preflight;
+    log_.append(e, Durability::fsync);
+  }
+
+  bool budget_spent() const { return o_.time_budget_s > 0 && wall_now() - t_job_ >= o_.time_budget_s; }
+
+  // Moves rank r to the next spare slot and logs the drain.
+  void drain_rank(int r, const std::string& cause, const std::string& reason, const std::string& host) {
+    const int slot = slots_[static_cast<std::size_t>(r)];
     auto e = make_event(event::drain);
     e["rank"] = r;
     e["cause"] = cause;  // failures (--drain-after) | preflight
     e["from_slot"] = slot;
-    e["to_slot"] = next_spare;
-    e["strikes"] = strikes[slot];
+    e["to_slot"] = next_spare_;
+    e["strikes"] = strikes_[slot];
     e["reason"] = reason;
-    if (!host.empty() && o.launcher == "srun" &&
-        std::find(current.exclude_hosts.begin(), current.exclude_hosts.end(), host) ==
-            current.exclude_hosts.end()) {
+    auto& excluded = current_.exclude_hosts;
+    if (!host.empty() && o_.launcher == Launcher::srun &&
+        std::find(excluded.begin(), excluded.end(), host) == excluded.end()) {
       e["host"] = host;
-      current.exclude_hosts.push_back(host);  // srun --exclude from the next attempt on
+      excluded.push_back(host);  // srun --exclude from the next attempt on
     }
-    slots[static_cast<std::size_t>(r)] = next_spare++;
-    since[static_cast<std::size_t>(r)] = e["t"].get<double>() - t_job;
-    --spares_left;
-    log.append(e, Durability::fsync);
-    result.drains.push_back(e);
-  };
-  int attempt = 0;
-  int failed_launches = 0;  // consecutive attempts that ended before any rank finished its start-up
-  while (true) {
-    ++attempt;
-    if (o.preflight) {
-      // Health checks on the placement this attempt would get; failing ranks go to spares while they last,
-      // and the new placement is checked again.
-      for (int round = 1;; ++round) {
-        auto pf = run_preflight(current, attempt, round, slots);
-        ++result.preflights;
-        if (pf.verdict == "fail") ++result.preflight_failures;
-        const bool drain =
-            !pf.failed_ranks.empty() && spares_left >= static_cast<int>(pf.failed_ranks.size());
-        pf.event["action"] = pf.failed_ranks.empty() ? "none"
-                             : drain                 ? "drain"
-                                                     : "none: not enough spares, launching anyway";
-        log.append(pf.event, Durability::fsync);
-        if (!drain) {
-          if (!pf.failed_ranks.empty())
-            log::warn(
-                "supervisor: pre-flight failed on {} rank(s) and {} spare(s) are left; launching anyway",
-                pf.failed_ranks.size(), spares_left);
-          break;
-        }
-        for (const auto& f : pf.event["failed"])
-          drain_rank(f["rank"].get<int>(), "preflight",
-                     fmt::format("pre-flight health check failed: {}", f["reason"].get<std::string>()),
-                     f["host"].get<std::string>());
+    slots_[static_cast<std::size_t>(r)] = next_spare_++;
+    since_[static_cast<std::size_t>(r)] = e["t"].get<double>() - t_job_;
+    --spares_left_;
+    log_.append(e, Durability::fsync);
+    result_.drains.push_back(e);
+  }
+
+  // Health checks on the placement this attempt would get; failing ranks go to spares while they last, and
+  // the new placement is checked again.
+  void run_preflights(int attempt) {
+    for (int round = 1;; ++round) {
+      auto pf = run_preflight(current_, attempt, round, slots_);
+      ++result_.preflights;
+      if (pf.verdict == "fail") ++result_.preflight_failures;
+      const bool drain = !pf.failed_ranks.empty() && spares_left_ >= static_cast<int>(pf.failed_ranks.size());
+      pf.event["action"] = pf.failed_ranks.empty() ? "none"
+                           : drain                 ? "drain"
+                                                   : "none: not enough spares, launching anyway";
+      log_.append(pf.event, Durability::fsync);
+      if (!drain) {
+        if (!pf.failed_ranks.empty())
+          log::warn("supervisor: pre-flight failed on {} rank(s) and {} spare(s) are left; launching anyway",
+                    pf.failed_ranks.size(), spares_left_);
+        return;
       }
+      for (const auto& f : pf.event["failed"])
+        drain_rank(f["rank"].get<int>(), "preflight",
+                   fmt::format("pre-flight health check failed: {}", f["reason"].get<std::string>()),
+                   f["host"].get<std::string>());
     }
-    write_file_atomic(o.run_dir / "placement.json",
-                      nlohmann::json{{"slots", slots}, {"since_s", since}}.dump() + "\n");
-    const auto first_event = read_event_log(log_path).events.size();
-    const auto cmd = launch_command(current, attempt);
+  }
+
+  // Launches attempt `attempt`, watches it until it ends (or kills it: silent log, time budget), and reads
+  // its events.
+  AttemptOutcome run_attempt(int attempt) {
+    write_file_atomic(o_.run_dir / "placement.json",
+                      nlohmann::json{{"slots", slots_}, {"since_s", since_}}.dump() + "\n");
+    AttemptOutcome a;
+    a.first_event = read_event_log(log_path_).events.size();
+    a.out_path = o_.run_dir / fmt::format("attempt-{}.log", attempt);
+    const auto cmd = launch_command(current_, attempt);
     {
       auto e = make_event(event::attempt_start);
       e["attempt"] = attempt;
-      e["slots"] = slots;
+      e["slots"] = slots_;
       e["command"] = cmd;
-      log.append(e, Durability::fsync);
+      log_.append(e, Durability::fsync);
     }
-    const auto out_path = o.run_dir / fmt::format("attempt-{}.log", attempt);
     EnvChanges env{{"FB_SUPERVISED", "1"},
                    {"FB_ATTEMPT", std::to_string(attempt)},
-                   {"FB_SPARES", std::to_string(o.spares)}};
+                   {"FB_SPARES", std::to_string(o_.spares)}};
     // The job stops by itself at the first step boundary past the deadline (rank 0's clock decides).
-    if (o.time_budget_s > 0) env.emplace_back("FB_DEADLINE", fmt::format("{:.6f}", t_job + o.time_budget_s));
-    const pid_t child = spawn(cmd, out_path, env);
-    int status = 0;
-    std::uint64_t seen = log_size(log_path);
-    double last_beat = wall_now(), detected_at = 0;
-    bool silent = false, budget = false;
+    if (o_.time_budget_s > 0)
+      env.emplace_back("FB_DEADLINE", fmt::format("{:.6f}", t_job_ + o_.time_budget_s));
+    watch(spawn(cmd, a.out_path, env), attempt, a);
+    read_attempt_events(a);
+    return a;
+  }
+
+  // Waits for the attempt's process group to end, or kills it when the log stays silent or the budget (and
+  // its grace) is spent; leaves nothing of the group behind.
+  void watch(pid_t child, int attempt, AttemptOutcome& a) {
+    std::uint64_t seen = log_size(log_path_);
+    double last_beat = wall_now();
     while (true) {
-      const pid_t w = ::waitpid(child, &status, WNOHANG);
-      if (w == child) {
-        detected_at = wall_now();
+      if (::waitpid(child, &a.status, WNOHANG) == child) {
+        a.detected_at = wall_now();
         break;
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
-      const auto size = log_size(log_path);
+      const auto size = log_size(log_path_);
       const double now = wall_now();
       if (size != seen) seen = size, last_beat = now;
-      if (now - last_beat > o.heartbeat_timeout_s) silent = true;
-      if (o.time_budget_s > 0 && now - t_job > o.time_budget_s + kTimeBudgetGraceS) budget = true;
-      if (silent || budget) {
-        detected_at = now;
-        if (o.launcher == "srun") {
-          stop_srun_attempt(child, status, false, srun_step_name(o, attempt));
+      if (now - last_beat > o_.heartbeat_timeout_s) a.silent = true;
+      if (o_.time_budget_s > 0 && now - t_job_ > o_.time_budget_s + kTimeBudgetGraceS) a.budget = true;
+      if (a.silent || a.budget) {
+        a.detected_at = now;
+        if (o_.launcher == Launcher::srun) {
+          stop_srun_attempt(child, a.status, false, srun_step_name(o_, attempt));
         } else {
           ::kill(-child, SIGKILL);
-          ::waitpid(child, &status, 0);
+          ::waitpid(child, &a.status, 0);
         }
         break;
       }
     }
-    if (o.launcher == "srun" && !silent && !budget)
-      stop_srun_attempt(child, status, true, srun_step_name(o, attempt));
+    if (o_.launcher == Launcher::srun && !a.silent && !a.budget)
+      stop_srun_attempt(child, a.status, true, srun_step_name(o_, attempt));
     ::kill(-child,
            SIGKILL);  // whatever is left of the attempt's process group (ranks, the launcher's helpers)
+  }
 
-    auto events = read_event_log(log_path).events;
-    std::vector<nlohmann::json> mine(events.begin() + static_cast<long>(std::min(first_event, events.size())),
-                                     events.end());
-    std::int64_t last_step = 0;
-    bool completed = false, failure_logged = false, budget_end = false, started = false;
-    for (const auto& e : mine) {
-      if (e["type"] == event::init_done) started = true;
+  void read_attempt_events(AttemptOutcome& a) {
+    const auto events = read_event_log(log_path_).events;
+    bool completed = false, budget_end = false;
+    for (std::size_t i = std::min(a.first_event, events.size()); i < events.size(); ++i) {
+      const auto& e = events[i];
+      if (e["type"] == event::init_done) a.started = true;
       if (e["type"] == event::step)
-        last_step = std::max<std::int64_t>(last_step, e["step"].get<std::int64_t>());
+        a.last_step = std::max<std::int64_t>(a.last_step, e["step"].get<std::int64_t>());
       if (e["type"] == event::attempt_end && e.value("reason", "") == "completed") completed = true;
       if (e["type"] == event::attempt_end && e.value("reason", "") == "time budget") budget_end = true;
-      if (e["type"] == event::failure_detected && e.value("fatal", true)) failure_logged = true;
+      if (e["type"] == event::failure_detected && e.value("fatal", true)) a.failure_logged = true;
+      if (e["type"] == event::fault_injected && is_fatal_fault_kind(e.value("kind", "")))
+        a.fault_rank = e.value("rank", -1);
       if (e["type"] == event::straggler_detected) {
         const int r = e.value("rank", -1);
-        if (r >= 0 && r < o.ranks) ++strikes[slots[static_cast<std::size_t>(r)]];
+        if (r >= 0 && r < o_.ranks) ++strikes_[slots_[static_cast<std::size_t>(r)]];
       }
     }
     // A job that stopped for the deadline after its last step did finish.
-    completed = (completed || budget_end) && last_step >= o.steps && WIFEXITED(status) &&
-                WEXITSTATUS(status) == 0 && !budget;
-    if (budget_end && !completed) budget = true;
-    // Exit status 2 before any step: the job rejected its options (e.g. --state-bytes beyond the memory);
-    // every relaunch would do the same.
-    if (!completed && !failure_logged && !budget && !silent && last_step == 0 && WIFEXITED(status) &&
-        WEXITSTATUS(status) == 2) {
-      std::string why = tail_of(out_path, 4096);
-      if (const auto at = why.find("error: "); at != std::string::npos) why = why.substr(at + 7);
-      if (const auto nl = why.find('\n'); nl != std::string::npos) why.resize(nl);
-      result.stop_reason = fmt::format("the training job rejected its options: {}", why);
-      break;
+    a.completed = (completed || budget_end) && a.last_step >= o_.steps && WIFEXITED(a.status) &&
+                  WEXITSTATUS(a.status) == 0 && !a.budget;
+    if (budget_end && !a.completed) a.budget = true;
+  }
+
+  // Exit status 2 before any step: the job rejected its options (e.g. --state-bytes beyond the memory);
+  // every relaunch would do the same. The reason, or nothing.
+  static std::optional<std::string> rejected_options(const AttemptOutcome& a) {
+    if (a.completed || a.failure_logged || a.budget || a.silent || a.last_step != 0 || !WIFEXITED(a.status) ||
+        WEXITSTATUS(a.status) != 2)
+      return std::nullopt;
+    std::string why = tail_of(a.out_path, 4096);
+    if (const auto at = why.find("error: "); at != std::string::npos) why = why.substr(at + 7);
+    if (const auto nl = why.find('\n'); nl != std::string::npos) why.resize(nl);
+    return fmt::format("the training job rejected its options: {}", why);
+  }
+
+  // The failure the job could not log itself: a launch that failed (no rank started: no slots, a bad
+  // launcher option, refused to run as root), a crash (the exit seen) or a hang (the log silent). The rank:
+  // the launcher's word, else the fault plan's rank of the fault that fired, else the only rank.
+  void log_failure(const AttemptOutcome& a, bool launch_failed) {
+    const std::string out = tail_of(a.out_path, 64 * 1024);
+    auto e = make_event(event::failure_detected, a.detected_at);
+    if (launch_failed) {
+      e["kind"] = "launch";
+      e["rank"] = -1;
+      e["how"] = fmt::format("supervisor: the launch failed ({}): {}", describe_status(a.status),
+                             launcher_complaint(out));
+      log_.append(e, Durability::fsync);
+      return;
     }
-    // The launcher itself failed (no slots, refused to run as root, a bad host): no rank got through its
-    // start-up. Once may be a node's hiccup; twice in a row is the set-up, and relaunching cannot fix it.
-    failed_launches =
-        !completed && !started && !failure_logged && !budget && !silent ? failed_launches + 1 : 0;
-    if (failed_launches >= 2) {
-      result.stop_reason = fmt::format("attempts {} and {} failed before any rank started ({}): {}; see {}",
-                                       attempt - 1, attempt, describe_status(status),
-                                       launcher_complaint(tail_of(out_path, 8192)), out_path.string());
-      break;
-    }
-    int failed_rank = -1;
-    if (!completed && !failure_logged && !budget) {
-      const std::string out = tail_of(out_path, 64 * 1024);
-      failed_rank = failed_rank_from_launcher_output(out);
-      auto e = make_event(event::failure_detected, detected_at);
-      e["kind"] = silent ? "hang" : "crash";
-      e["rank"] = failed_rank;
-      e["how"] =
-          silent ? fmt::format("supervisor: event log silent for {:.0f} s; job killed", o.heartbeat_timeout_s)
-                 : fmt::format("supervisor: job ended ({}){}", describe_status(status),
-                               failed_rank >= 0 ? fmt::format("; launcher: rank {} died", failed_rank) : "");
-      log.append(e, Durability::fsync);
-    }
-    {  // the rank blamed by this attempt's fatal failure gets a strike
-      auto ev = read_event_log(log_path).events;
-      for (std::size_t i = first_event; i < ev.size(); ++i)
-        if (ev[i]["type"] == event::failure_detected && ev[i].value("fatal", true)) {
-          const int r = ev[i].value("rank", -1);
-          if (r >= 0 && r < o.ranks) ++strikes[slots[static_cast<std::size_t>(r)]];
-          if (r >= 0 && r < o.ranks && o.launcher == "srun") {
-            std::string host = ev[i].value("host", "");
-            if (host.empty()) host = failed_host_from_launcher_output(tail_of(out_path, 64 * 1024));
-            if (!host.empty()) slot_host[slots[static_cast<std::size_t>(r)]] = host;
-          }
-          break;
-        }
-    }
-    if (completed) {
-      result.completed = true;
-      result.stop_reason = "completed";
-      break;
-    }
-    if (budget || budget_spent()) {
-      result.stop_reason = "time budget spent";
-      break;
-    }
-    if (attempt - 1 >= o.max_restarts) {
-      result.stop_reason = "restarts exhausted";
-      break;
-    }
-    if (o.policy == "drain") {
-      for (int r = 0; r < o.ranks; ++r) {
-        const int slot = slots[static_cast<std::size_t>(r)];
-        if (strikes[slot] < o.drain_after || spares_left == 0) continue;
-        const auto h = slot_host.find(slot);
-        drain_rank(r, "failures",
-                   fmt::format("slot {} failed or straggled {} time(s) (--drain-after {})", slot,
-                               strikes[slot], o.drain_after),
-                   h != slot_host.end() ? h->second : std::string());
+    int rank = failed_rank_from_launcher_output(out);
+    const bool named = rank >= 0;
+    if (rank < 0) rank = a.fault_rank;
+    if (rank < 0 && o_.ranks == 1) rank = 0;
+    e["kind"] = a.silent ? "hang" : "crash";
+    e["rank"] = rank;
+    e["how"] = a.silent ? fmt::format("supervisor: event log silent for {:.0f} s; job killed",
+                                      o_.heartbeat_timeout_s)
+                        : fmt::format("supervisor: job ended ({}){}", describe_status(a.status),
+                                      named ? fmt::format("; launcher: rank {} died", rank) : "");
+    log_.append(e, Durability::fsync);
+  }
+
+  // The rank blamed by this attempt's fatal failure gets a strike (and, under srun, its node is noted).
+  void strike_failed_rank(const AttemptOutcome& a) {
+    const auto ev = read_event_log(log_path_).events;
+    for (std::size_t i = a.first_event; i < ev.size(); ++i) {
+      if (ev[i]["type"] != event::failure_detected || !ev[i].value("fatal", true)) continue;
+      const int r = ev[i].value("rank", -1);
+      if (r < 0 || r >= o_.ranks) return;
+      const int slot = slots_[static_cast<std::size_t>(r)];
+      ++strikes_[slot];
+      if (o_.launcher == Launcher::srun) {
+        std::string host = ev[i].value("host", "");
+        if (host.empty()) host = failed_host_from_launcher_output(tail_of(a.out_path, 64 * 1024));
+        if (!host.empty()) slot_host_[slot] = host;
       }
+      return;
     }
-    auto e = make_event(event::relaunch);
-    e["next_attempt"] = attempt + 1;
-    log.append(e, Durability::fsync);
   }
-  {
-    auto e = make_event(event::job_end);
-    e["reason"] = result.stop_reason;
-    e["completed"] = result.completed;
-    log.append(e, Durability::fsync);
+
+  void drain_struck_slots() {
+    for (int r = 0; r < o_.ranks; ++r) {
+      const int slot = slots_[static_cast<std::size_t>(r)];
+      if (strikes_[slot] < o_.drain_after || spares_left_ == 0) continue;
+      const auto h = slot_host_.find(slot);
+      drain_rank(r, "failures",
+                 fmt::format("slot {} failed or straggled {} time(s) (--drain-after {})", slot,
+                             strikes_[slot], o_.drain_after),
+                 h != slot_host_.end() ? h->second : std::string());
+    }
   }
-  const auto contents = read_event_log(log_path);
-  result.events = contents.events;
-  result.ledger = compute_ledger(result.events);
-  result.ledger.torn_lines = contents.torn_lines;
-  // MTTF before and after the first drain for failures: the log split at the drain.
-  const auto first = std::find_if(result.drains.begin(), result.drains.end(),
-                                  [](const nlohmann::json& d) { return d.value("cause", "") == "failures"; });
-  if (first != result.drains.end()) {
+
+  // Logs the job's end and accounts it; MTTF before and after the first drain for failures (the log split
+  // at the drain).
+  SupervisorResult finish() {
+    auto end = make_event(event::job_end);
+    end["reason"] = result_.stop_reason;
+    end["completed"] = result_.completed;
+    log_.append(end, Durability::fsync);
+    const auto contents = read_event_log(log_path_);
+    result_.events = contents.events;
+    result_.ledger = compute_ledger(result_.events);
+    result_.ledger.torn_lines = contents.torn_lines;
+    const auto first =
+        std::find_if(result_.drains.begin(), result_.drains.end(),
+                     [](const nlohmann::json& d) { return d.value("cause", "") == "failures"; });
+    if (first == result_.drains.end()) return result_;
     const double t_drain = (*first)["t"].get<double>();
     std::vector<nlohmann::json> before, after;
-    for (const auto& ev : result.events) (ev["t"].get<double>() < t_drain ? before : after).push_back(ev);
-    auto end = make_event(event::job_end, t_drain);
-    before.push_back(end);
+    for (const auto& ev : result_.events) (ev["t"].get<double>() < t_drain ? before : after).push_back(ev);
+    before.push_back(make_event(event::job_end, t_drain));
     after.insert(after.begin(), make_event(event::job_start, t_drain));
     const auto lb = compute_ledger(before), la = compute_ledger(after);
-    result.mttf_before_drain_s = lb.mttf_s;
-    result.mttf_after_drain_s = la.mttf_s;
-    result.failures_before_drain = lb.failures;
-    result.failures_after_drain = la.failures;
+    result_.mttf_before_drain_s = lb.mttf_s;
+    result_.mttf_after_drain_s = la.mttf_s;
+    result_.failures_before_drain = lb.failures;
+    result_.failures_after_drain = la.failures;
+    return result_;
   }
-  return result;
+
+  const SupervisorOptions& o_;
+  SupervisorOptions current_;  // srun: exclude_hosts grows with the drained nodes
+  fs::path log_path_;
+  EventLog log_;
+  double t_job_;
+  std::vector<int> slots_;     // rank → slot
+  std::vector<double> since_;  // job time at which each rank's slot entered service
+  int next_spare_ = 0, spares_left_ = 0;
+  std::map<int, int> strikes_;            // slot → failures + straggler reports
+  std::map<int, std::string> slot_host_;  // srun: slot → node it last failed on, excluded when drained
+  SupervisorResult result_;
+};
+
+// The run directory exists before the log is opened in it.
+const SupervisorOptions& with_run_dir(const SupervisorOptions& o) {
+  std::error_code ec;
+  fs::create_directories(o.run_dir, ec);
+  if (ec)
+    throw runtime_error(fmt::format("cannot create --run-dir {}: {}", o.run_dir.string(), ec.message()));
+  return o;
+}
+
+}  // namespace
+
+SupervisorResult run_supervisor(const SupervisorOptions& o) {
+  validate_supervisor_options(o);
+  return Supervision(with_run_dir(o)).run();
 }
 
 }  // namespace fb::resilience

@@ -11,13 +11,20 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/enum_names.hpp"
+#include "resilience/cluster_simulator.hpp"
 #include "resilience/goodput_ledger.hpp"
 
 namespace fb::resilience {
 
+// How each attempt is started: `mpirun -np N`, `srun -n N`, or the binary itself (one rank, no launcher).
+enum class Launcher { mpirun, srun, none };
+inline constexpr EnumNames<Launcher, 3> kLauncherNames{
+    {{Launcher::mpirun, "mpirun"}, {Launcher::srun, "srun"}, {Launcher::none, "none"}}};
+
 struct SupervisorOptions {
   int ranks = 1;
-  std::string launcher = "mpirun";  // mpirun | srun | none
+  Launcher launcher = Launcher::mpirun;
   std::vector<std::string> launcher_args;
   std::string binary;                   // factorybench (default: /proc/self/exe)
   std::vector<std::string> train_args;  // forwarded to `train` (model, layout, checkpoint options, …)
@@ -26,7 +33,7 @@ struct SupervisorOptions {
   std::int64_t steps = 0;
   double time_budget_s = 0;  // 0 = none
   int max_restarts = 10;
-  std::string policy = "none";  // none | drain
+  DrainPolicy policy = DrainPolicy::none;
   int spares = 0;
   int drain_after = 1;
   double heartbeat_timeout_s = 120;        // the log silent this long: killed, counted as a hang
@@ -42,21 +49,30 @@ struct SupervisorOptions {
 // step boundary after the deadline (FB_DEADLINE); this covers one that cannot (still initialising, hung).
 inline constexpr double kTimeBudgetGraceS = 10;
 
+// Why the supervisor stopped relaunching.
+enum class StopReason { completed, time_budget, restarts_exhausted, rejected_options, launch_failed };
+
 struct SupervisorResult {
   Ledger ledger;
   std::vector<nlohmann::json> events;
   bool completed = false;
-  std::string stop_reason;  // completed | restarts exhausted | time budget spent
+  StopReason stop = StopReason::completed;
+  std::string stop_reason;  // in words: "completed", "time budget spent", "restarts exhausted", or the cause
   int preflights = 0, preflight_failures = 0;
   std::vector<nlohmann::json> drains;
   double mttf_before_drain_s = 0, mttf_after_drain_s = 0;
   int failures_before_drain = 0, failures_after_drain = 0;
 };
 
-// Throws usage Errors for bad options; runtime Errors when a launch is impossible.
+// Throws a usage Error naming the first bad option (ranks, steps, restarts, spares, ...).
+void validate_supervisor_options(const SupervisorOptions& options);
+
+// Validates, then supervises. Throws usage Errors for bad options; runtime Errors when a launch is
+// impossible.
 SupervisorResult run_supervisor(const SupervisorOptions& options);
 
-// The launcher command line of one attempt (pure; for tests and the report).
+// The launcher command line of one attempt (pure; for tests and the report). The attempt writes its
+// report to RUN_DIR/attempt-N.json.
 std::vector<std::string> launch_command(const SupervisorOptions& options, int attempt);
 // The pre-flight health job before attempt `attempt` (round: 1, 2, ... after drains), writing `report`.
 std::vector<std::string> preflight_command(const SupervisorOptions& options, int attempt, int round,

@@ -78,7 +78,6 @@ int run_gemm(const GemmCliOptions& cli, Session& session) {
     if (dims_given || cli.sweep || cli.batch != 1)
       throw usage_error("--model takes its shapes from the model: drop --m/--n/--k/--batch/--sweep");
     if (cli.tp < 1) throw usage_error(fmt::format("invalid --tp {}: must be at least 1", cli.tp));
-    if (cli.seq < 0) throw usage_error(fmt::format("invalid --seq {}: must be positive", cli.seq));
     if (cli.micro_batch < 1)
       throw usage_error(fmt::format("invalid --micro-batch {}: must be at least 1", cli.micro_batch));
     model = workloads::load_model(cli.model);

@@ -23,9 +23,11 @@
 #include "resilience/fault_plan.hpp"
 #include "resilience/supervisor.hpp"
 #include "tools/commands.hpp"
+#include "tools/enum_option.hpp"
 #include "tools/resilience_options.hpp"
 #include "tools/train_options.hpp"
 #include "workloads/parallel_layout.hpp"
+#include "workloads/train_step.hpp"
 
 namespace fb::tools {
 
@@ -54,6 +56,29 @@ void add_resilience_options(CLI::App& sub, resilience::ResilienceOptions& o, std
       ->capture_default_str();
 }
 
+std::vector<std::string> resilience_options_argv(const resilience::ResilienceOptions& o,
+                                                 const std::string& state_bytes, const std::string& mtbf) {
+  const resilience::ResilienceOptions d;
+  std::vector<std::string> a;
+  const auto put = [&](const char* name, const std::string& value, const std::string& default_value) {
+    if (value != default_value) a.insert(a.end(), {name, value});
+  };
+  put("--run-dir", o.run_dir, d.run_dir);
+  put("--checkpoint-every", std::to_string(o.checkpoint_every), std::to_string(d.checkpoint_every));
+  put("--checkpoint-interval", o.checkpoint_interval, d.checkpoint_interval);
+  put("--mtbf", mtbf, "");
+  put("--keep", std::to_string(o.keep), std::to_string(d.keep));
+  put("--state-bytes", state_bytes, "");
+  if (o.async_checkpoint) a.push_back("--async-checkpoint");
+  if (o.resume) a.push_back("--resume");
+  put("--faults", o.faults, d.faults);
+  put("--hang-timeout", o.hang_timeout, d.hang_timeout);
+  put("--straggler-threshold", fmt::format("{}", o.straggler_threshold),
+      fmt::format("{}", d.straggler_threshold));
+  put("--check-every", std::to_string(o.check_every), std::to_string(d.check_every));
+  return a;
+}
+
 std::unique_ptr<workloads::TrainHooks> make_train_hooks(resilience::ResilienceOptions o,
                                                         const std::string& state_bytes,
                                                         const std::string& mtbf, MpiContext& mpi,
@@ -72,14 +97,33 @@ std::unique_ptr<workloads::TrainHooks> make_train_hooks(resilience::ResilienceOp
 
 namespace {
 
+// --policy: one supervisor policy, or both in turn with the same fault seed.
+enum class PolicyChoice { none, drain, compare };
+constexpr EnumNames<PolicyChoice, 3> kPolicyChoiceNames{
+    {{PolicyChoice::none, "none"}, {PolicyChoice::drain, "drain"}, {PolicyChoice::compare, "compare"}}};
+
+std::vector<resilience::DrainPolicy> policies_of(PolicyChoice c) {
+  using resilience::DrainPolicy;
+  switch (c) {
+    case PolicyChoice::drain:
+      return {DrainPolicy::drain};
+    case PolicyChoice::compare:
+      return {DrainPolicy::none, DrainPolicy::drain};
+    case PolicyChoice::none:
+      break;
+  }
+  return {DrainPolicy::none};
+}
+
 struct ResilienceCommandOptions {
   int ranks = 1;
-  std::string launcher = "mpirun", launcher_args;
+  resilience::Launcher launcher = resilience::Launcher::mpirun;
+  std::string launcher_args;
   TrainCliOptions train;
   resilience::ResilienceOptions res;
   std::string state_bytes, mtbf, time_budget;
   int max_restarts = 10, spares = 0, drain_after = 1;
-  std::string policy = "none";
+  PolicyChoice policy = PolicyChoice::none;
   std::string heartbeat_timeout = "120s";
   bool preflight = false;
   std::string preflight_args, preflight_timeout = "300s";
@@ -97,33 +141,24 @@ std::vector<std::string> split_args(const std::string& s) {
   return out;
 }
 
+// The training job's arguments: the global options it needs, then every train and resilience option as
+// parsed (one serializer each), less those the supervisor sets per attempt (--run-dir, --steps, --resume,
+// --warmup-steps, --faults: resilience/supervisor.cpp launch_command).
 std::vector<std::string> forwarded_train_args(const ResilienceCommandOptions& o, const GlobalOptions& g) {
-  const auto& t = o.train;
-  std::vector<std::string> a{"--model",       t.model,
-                             "--tp",          std::to_string(t.tp),
-                             "--ep",          std::to_string(t.ep),
-                             "--micro-batch", std::to_string(t.micro_batch),
-                             "--grad-accum",  std::to_string(t.grad_accum),
-                             "--seed",        std::to_string(g.seed),
-                             "--backend",     g.backend,
-                             "--log-level",   "warn"};
-  if (t.dp > 0) a.insert(a.end(), {"--dp", std::to_string(t.dp)});
-  if (t.seq > 0) a.insert(a.end(), {"--seq", std::to_string(t.seq)});
-  if (t.layers > 0) a.insert(a.end(), {"--layers", std::to_string(t.layers)});
-  if (!t.dtype.empty()) a.insert(a.end(), {"--dtype", t.dtype});
-  const auto& r = o.res;
-  if (r.checkpoint_every > 0) a.insert(a.end(), {"--checkpoint-every", std::to_string(r.checkpoint_every)});
-  if (!r.checkpoint_interval.empty()) a.insert(a.end(), {"--checkpoint-interval", r.checkpoint_interval});
-  if (!o.mtbf.empty()) a.insert(a.end(), {"--mtbf", o.mtbf});
-  if (!o.state_bytes.empty()) a.insert(a.end(), {"--state-bytes", o.state_bytes});
-  if (r.async_checkpoint) a.push_back("--async-checkpoint");
-  a.insert(a.end(),
-           {"--keep", std::to_string(r.keep), "--hang-timeout", r.hang_timeout, "--straggler-threshold",
-            fmt::format("{}", r.straggler_threshold), "--check-every", std::to_string(r.check_every)});
+  std::vector<std::string> a{"--seed", std::to_string(g.seed), "--backend", g.backend, "--log-level", "warn"};
+  auto train = o.train;
+  train.steps = TrainCliOptions{}.steps;
+  train.warmup_steps = TrainCliOptions{}.warmup_steps;
+  for (auto& arg : train_options_argv(train)) a.push_back(std::move(arg));
+  auto res = o.res;
+  res.run_dir.clear();
+  res.resume = false;
+  res.faults.clear();
+  for (auto& arg : resilience_options_argv(res, o.state_bytes, o.mtbf)) a.push_back(std::move(arg));
   return a;
 }
 
-reports::Result ledger_result(const resilience::SupervisorResult& s, const std::string& policy,
+reports::Result ledger_result(const resilience::SupervisorResult& s, std::string_view policy,
                               const ResilienceCommandOptions& o) {
   using reports::Better;
   const auto& L = s.ledger;
@@ -131,7 +166,7 @@ reports::Result ledger_result(const resilience::SupervisorResult& s, const std::
   r.benchmark = "resilience";
   r.name = fmt::format("{}/ranks{}/policy-{}", o.train.model, o.ranks, policy);
   r.params = {{"ranks", o.ranks},
-              {"launcher", o.launcher},
+              {"launcher", enum_name(resilience::kLauncherNames, o.launcher)},
               {"policy", policy},
               {"faults", o.res.faults},
               {"steps", o.train.steps},
@@ -159,7 +194,11 @@ reports::Result ledger_result(const resilience::SupervisorResult& s, const std::
   m("wasted_steps", static_cast<double>(L.wasted_steps), "count", Better::lower);
   m("steps_completed", static_cast<double>(L.steps_completed), "count", Better::higher);
   m("wall_s", L.wall_s, "s", Better::lower);
-  m("productive_s", L.productive_time_s, "s", Better::higher);
+  // The partition of wall_s (productive_s + extra.ledger.badput_s = wall_s) is the reference-step one; the
+  // step-time definition's productive seconds (slow steps included) are productive_time_s.
+  m("productive_s", L.parts.productive_s, "s", Better::higher);
+  m("productive_time_s", L.productive_time_s, "s", Better::higher);
+  if (L.launch_failures > 0) m("launch_failures", L.launch_failures, "count", Better::lower);
   m("ckpt_save_s", L.parts.ckpt_save_s, "s", Better::lower);
   m("ckpt_restore_s", L.parts.ckpt_restore_s, "s", Better::lower);
   m("ckpt_write_gbps", L.ckpt_write_gbps, "GB/s", Better::higher);
@@ -174,7 +213,8 @@ reports::Result ledger_result(const resilience::SupervisorResult& s, const std::
     r.extra["mttf_after_drain_s"] = s.mttf_after_drain_s;
   }
   // A job stopped by --time-budget alone (no --steps) did what it was asked.
-  const bool budget_only = !o.steps_given && !o.time_budget.empty() && s.stop_reason == "time budget spent";
+  const bool budget_only =
+      !o.steps_given && !o.time_budget.empty() && s.stop == resilience::StopReason::time_budget;
   if (!s.completed && !budget_only)
     r.fail(fmt::format("the job did not finish its {} steps: {}", o.train.steps, s.stop_reason));
   return r;
@@ -186,7 +226,7 @@ void print_result(const reports::Result& r, const resilience::SupervisorResult& 
                            r.name, L.steps_completed, L.wall_s, L.failures, L.restarts, L.wasted_steps,
                            s.completed ? "" : fmt::format(" ({})", s.stop_reason));
   std::cout << fmt::format(
-      "goodput {:.1f}% (reference-step {:.1f}%), ETTR {:.3f}, MTTF {:.2f} s{}, MTTR {:.2f} s\n",
+      "goodput {:.1f}% (step-time), {:.1f}% (reference-step), ETTR {:.3f}, MTTF {:.2f} s{}, MTTR {:.2f} s\n",
       100 * L.goodput, 100 * L.goodput_ref, L.ettr, L.mttf_s, L.mttf_censored ? " (no failure)" : "",
       L.mttr_s);
   std::cout << "where the wall time went:\n";
@@ -196,6 +236,8 @@ void print_result(const reports::Result& r, const resilience::SupervisorResult& 
   for (const auto& f : L.failure_list)
     std::cout << fmt::format("  failure: {} on rank {} (attempt {}), detected after {:.2f} s: {}\n", f.kind,
                              f.rank, f.attempt, f.detected_at - f.failed_at, f.how);
+  for (const auto& f : L.launch_failure_list)
+    std::cout << fmt::format("  launch failed (attempt {}), no rank started: {}\n", f.attempt, f.how);
   for (const auto& k : L.ckpt_skipped) std::cout << fmt::format("  skipped {}: {}\n", k.checkpoint, k.reason);
   std::cout << fmt::format(
       "checkpoints: {} saved, {} committed, blocking {:.3f} s in all, write {:.3f} GB/s\n", L.ckpt_saves,
@@ -235,10 +277,9 @@ void wait_for_root(MpiContext& mpi) {
 int run_resilience(const ResilienceCommandOptions& o, Session& session) {
   if (o.res.faults.empty())
     throw usage_error("--faults SPEC|FILE is required (use 'random:mtbf=…' for a random plan)");
-  if (o.policy != "none" && o.policy != "drain" && o.policy != "compare")
-    throw usage_error(fmt::format("invalid --policy '{}': expected none, drain or compare", o.policy));
   // Validate the plan and options here, before anything is launched.
   if (o.spares < 0) throw usage_error(fmt::format("invalid --spares {}: must not be negative", o.spares));
+  if (o.ranks < 1) throw usage_error(fmt::format("invalid --ranks {}: must be at least 1", o.ranks));
   (void)resilience::load_fault_plan(o.res.faults, o.ranks + o.spares, 7 * 86400.0, session.options().seed,
                                     o.spares);
   auto check = o.res;
@@ -246,6 +287,9 @@ int run_resilience(const ResilienceCommandOptions& o, Session& session) {
   if (!o.mtbf.empty()) check.mtbf_s = parse_duration(o.mtbf, "--mtbf");
   resilience::validate_resilience_options(check, o.ranks);
   if (!o.state_bytes.empty()) (void)parse_size(o.state_bytes, "--state-bytes");
+  // The training options as the job will see them (model, layout): a bad one is named before any launch.
+  (void)workloads::prepare_training(
+      make_train_options(o.train, BackendKind::host, o.ranks, session.options().seed), o.ranks);
   resilience::SupervisorOptions s;
   s.ranks = o.ranks;
   s.launcher = o.launcher;
@@ -267,6 +311,7 @@ int run_resilience(const ResilienceCommandOptions& o, Session& session) {
   s.spares = o.spares;
   s.drain_after = o.drain_after;
   s.heartbeat_timeout_s = parse_duration(o.heartbeat_timeout, "--heartbeat-timeout");
+  resilience::validate_supervisor_options(s);
 
   // Run as an MPI job's rank (a `suite` step, or `mpirun -np N factorybench resilience`): one supervisor,
   // on rank 0; it launches its own job (its launcher gets none of this job's MPI wiring). Under a suite the
@@ -302,11 +347,11 @@ void supervise(const ResilienceCommandOptions& o, resilience::SupervisorOptions&
     run_dir = templ;
     log::info("run directory: {} (--run-dir to choose one)", run_dir.string());
   }
-  const std::vector<std::string> policies =
-      o.policy == "compare" ? std::vector<std::string>{"none", "drain"} : std::vector<std::string>{o.policy};
+  const auto policies = policies_of(o.policy);
   std::vector<resilience::SupervisorResult> runs;
-  for (const auto& policy : policies) {
-    s.policy = policy;
+  for (const auto policy_value : policies) {
+    const std::string policy(enum_name(resilience::kDrainPolicyNames, policy_value));
+    s.policy = policy_value;
     s.run_dir = policies.size() > 1 ? run_dir / policy : run_dir;
     std::error_code ec;
     std::filesystem::remove_all(s.run_dir / "checkpoints", ec);  // a fresh job in this run dir
@@ -325,6 +370,7 @@ void supervise(const ResilienceCommandOptions& o, resilience::SupervisorOptions&
   nlohmann::json badput = nlohmann::json::object();
   for (const auto& [name, v] : L.parts.items())
     if (name != "productive") badput[name] = v;
+  report.summary["productive_s"] = L.parts.productive_s;  // + Σ badput_s = wall_s
   report.summary["badput_s"] = badput;
   report.summary["wall_s"] = L.wall_s;
   if (runs.size() == 2) {
@@ -351,14 +397,14 @@ Command add_resilience_command(CLI::App& app) {
   auto* sub = app.add_subcommand(
       "resilience", "Training under injected faults, supervised and relaunched: goodput, ETTR, MTTF, MTTR");
   sub->add_option("--ranks", opt->ranks, "Ranks per attempt")->capture_default_str();
-  sub->add_option("--launcher", opt->launcher, "mpirun, srun or none")->capture_default_str();
+  add_enum_option(*sub, "--launcher", opt->launcher, resilience::kLauncherNames, "How each attempt starts");
   sub->add_option("--launcher-args", opt->launcher_args, "Extra launcher arguments (quoted)");
   add_train_options(*sub, opt->train);
   add_resilience_options(*sub, opt->res, opt->state_bytes, opt->mtbf);
   sub->add_option("--time-budget", opt->time_budget, "Stop after this much wall time (e.g. 10m)");
   sub->add_option("--max-restarts", opt->max_restarts, "Relaunches allowed")->capture_default_str();
-  sub->add_option("--policy", opt->policy, "none, drain or compare (both, same fault seed)")
-      ->capture_default_str();
+  add_enum_option(*sub, "--policy", opt->policy, kPolicyChoiceNames,
+                  "Drain failing slots to spares or not; compare runs both with the same fault seed");
   sub->add_option("--spares", opt->spares, "Spare slots for --policy drain")->capture_default_str();
   sub->add_option("--drain-after", opt->drain_after, "Failures or straggler reports before a slot is drained")
       ->capture_default_str();

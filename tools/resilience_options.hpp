@@ -3,6 +3,8 @@
 // they create. Defined in tools/resilience_command.cpp; `resilience` forwards the same options to train.
 #include <cstdint>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
@@ -17,6 +19,12 @@ namespace fb::tools {
 // --resume, --faults, --hang-timeout, --straggler-threshold, --check-every to `sub`.
 void add_resilience_options(CLI::App& sub, resilience::ResilienceOptions& options,
                             std::string& state_bytes_text, std::string& mtbf_text);
+
+// The options back as arguments that add_resilience_options parses to the same values (those at their
+// default are left out; mtbf_s, state_bytes and seed come from the texts and --seed), for a relaunched job.
+std::vector<std::string> resilience_options_argv(const resilience::ResilienceOptions& options,
+                                                 const std::string& state_bytes_text,
+                                                 const std::string& mtbf_text);
 
 // Validates and returns the hooks for a train run (null when --run-dir is not given).
 std::unique_ptr<workloads::TrainHooks> make_train_hooks(resilience::ResilienceOptions options,

@@ -5,12 +5,15 @@
 #include <iostream>
 #include <memory>
 #include <string>
+#include <type_traits>
+#include <vector>
 
 #include <fmt/format.h>
 
 #include "core/error.hpp"
 #include "core/units.hpp"
 #include "tools/commands.hpp"
+#include "tools/enum_option.hpp"
 #include "tools/resilience_options.hpp"
 #include "tools/train_options.hpp"
 #include "workloads/run_environment.hpp"
@@ -138,13 +141,16 @@ void print_run(const reports::Result& r) {
   if (r.error) std::cout << "FAILED: " << *r.error << "\n";
 }
 
+DType default_dtype(BackendKind backend) {
+  return backend == BackendKind::cuda ? DType::bf16 : DType::fp32;
+}
+
 int run_train(const TrainCommandOptions& opt, Session& session) {
   auto& mpi = session.mpi();
   if (opt.dry_run) {
     // The plan for the requested layout, whatever the size of this job (plan a cluster from a laptop).
     const std::int64_t world = opt.train.tp * std::max<std::int64_t>(opt.train.dp, 1) * opt.train.pp;
-    auto options = make_train_options(opt.train, BackendKind::host, world, session.options().seed);
-    if (!opt.train.dtype.empty()) options.shape.dtype = parse_dtype(opt.train.dtype);
+    const auto options = make_train_options(opt.train, BackendKind::host, world, session.options().seed);
     const auto plan = workloads::prepare_training(options, world);
     auto report = session.begin_report(false);
     report.results.push_back(workloads::train_result(options, plan, nullptr, {}, world));
@@ -152,14 +158,18 @@ int run_train(const TrainCommandOptions& opt, Session& session) {
     if (mpi.is_root() && !session.options().quiet) print_plan(plan, 0);
     return rc;
   }
-  // Validate everything that needs no device first.
+  // Everything that needs no device is validated first, and the model loaded once: the options, the model,
+  // the layout (with the host's default dtype; the device's, when it differs, only changes the plan's sizes).
   auto options = make_train_options(opt.train, BackendKind::host, mpi.size(), session.options().seed);
-  (void)workloads::prepare_training(options, mpi.size());
+  auto plan = workloads::prepare_training(options, mpi.size());
   auto& backend = session.backend();
-  options = make_train_options(opt.train, backend.kind(), mpi.size(), session.options().seed);
+  if (opt.train.dtype.empty() && default_dtype(backend.kind()) != options.shape.dtype) {
+    options.shape.dtype = default_dtype(backend.kind());
+    plan = workloads::make_plan(plan.model, options.parallel, options.shape);
+  }
   const auto hooks =
       make_train_hooks(opt.resilience, opt.state_bytes, opt.mtbf, mpi, options, session.options().seed);
-  const auto run = workloads::run_training(options, mpi, backend, hooks.get());
+  const auto run = workloads::run_training(options, std::move(plan), mpi, backend, hooks.get());
   auto report = session.begin_report();
   report.results.push_back(workloads::train_result(options, run.plan, &run, session.peak(), mpi.size()));
   const int rc = session.finish(report);
@@ -195,11 +205,10 @@ void add_train_options(CLI::App& sub, TrainCliOptions& o) {
   sub.add_option("--layers", o.layers, "Instantiate only N layers (FLOPs and MFU are for what runs)");
   sub.add_option("--routing-skew", o.routing_skew, "MoE expert popularity skew (0 = uniform)")
       ->capture_default_str();
-  sub.add_option("--recompute", o.recompute, "none, selective or full: what HFU counts as recomputed")
-      ->capture_default_str();
-  sub.add_option("--attention-flops", o.attention_flops,
-                 "causal (Megatron today) or full (legacy s^2 count, NeMo <= 25.07)")
-      ->capture_default_str();
+  add_enum_option(sub, "--recompute", o.recompute, workloads::kRecomputeNames,
+                  "What HFU counts as recomputed");
+  add_enum_option(sub, "--attention-flops", o.attention_flops, workloads::kAttentionFlopsNames,
+                  "Attention FLOPs: causal (Megatron today) or full (legacy s^2 count, NeMo <= 25.07)");
   sub.add_flag(
       "--sequence-parallel", o.sequence_parallel,
       "Megatron sequence parallelism: TP all-reduces become reduce-scatter + all-gather; residual work on "
@@ -208,6 +217,45 @@ void add_train_options(CLI::App& sub, TrainCliOptions& o) {
   sub.add_flag("--overlap", o.overlap, "Overlap the DP gradient reduction with backward (non-blocking)");
   sub.add_option("--bucket-layers", o.bucket_layers, "Layers per DP gradient bucket")->capture_default_str();
   sub.add_option("--lr", o.learning_rate, "Adam learning rate")->capture_default_str();
+}
+
+std::vector<std::string> train_options_argv(const TrainCliOptions& o) {
+  const TrainCliOptions d;
+  std::vector<std::string> a;
+  const auto put = [&](const char* name, const auto& value, const auto& default_value) {
+    if (value == default_value) return;
+    a.push_back(name);
+    if constexpr (std::is_floating_point_v<std::decay_t<decltype(value)>>)
+      a.push_back(fmt::format("{}", value));  // shortest form that reads back to the same double
+    else if constexpr (std::is_integral_v<std::decay_t<decltype(value)>>)
+      a.push_back(std::to_string(value));
+    else
+      a.push_back(std::string(value));
+  };
+  const auto flag = [&](const char* name, bool on) {
+    if (on) a.push_back(name);
+  };
+  put("--model", o.model, d.model);
+  put("--tp", o.tp, d.tp);
+  put("--dp", o.dp, d.dp);
+  put("--ep", o.ep, d.ep);
+  put("--pp", o.pp, d.pp);
+  put("--seq", o.seq, d.seq);
+  put("--micro-batch", o.micro_batch, d.micro_batch);
+  put("--grad-accum", o.grad_accum, d.grad_accum);
+  put("--steps", o.steps, d.steps);
+  put("--warmup-steps", o.warmup_steps, d.warmup_steps);
+  put("--dtype", o.dtype, d.dtype);
+  put("--layers", o.layers, d.layers);
+  put("--routing-skew", o.routing_skew, d.routing_skew);
+  put("--recompute", to_string(o.recompute), to_string(d.recompute));
+  put("--attention-flops", to_string(o.attention_flops), to_string(d.attention_flops));
+  flag("--sequence-parallel", o.sequence_parallel);
+  flag("--distributed-optimizer", o.distributed_optimizer);
+  flag("--overlap", o.overlap);
+  put("--bucket-layers", o.bucket_layers, d.bucket_layers);
+  put("--lr", o.learning_rate, d.learning_rate);
+  return a;
 }
 
 workloads::TrainOptions make_train_options(const TrainCliOptions& cli, BackendKind backend,
@@ -227,13 +275,11 @@ workloads::TrainOptions make_train_options(const TrainCliOptions& cli, BackendKi
   o.shape.seq = cli.seq;
   o.shape.micro_batch = cli.micro_batch;
   o.shape.grad_accum = cli.grad_accum;
-  o.shape.dtype = !cli.dtype.empty()             ? parse_dtype(cli.dtype)
-                  : backend == BackendKind::cuda ? DType::bf16
-                                                 : DType::fp32;
+  o.shape.dtype = !cli.dtype.empty() ? parse_dtype(cli.dtype) : default_dtype(backend);
   o.shape.sequence_parallel = cli.sequence_parallel;
   o.shape.distributed_optimizer = cli.distributed_optimizer;
-  o.shape.attention = workloads::parse_attention_flops(cli.attention_flops);
-  o.shape.recompute = workloads::parse_recompute(cli.recompute);
+  o.shape.attention = cli.attention_flops;
+  o.shape.recompute = cli.recompute;
   o.layers = cli.layers;
   o.steps = cli.steps;
   o.warmup_steps = cli.warmup_steps;

@@ -70,6 +70,13 @@ std::vector<Projection> mla_projections(const ModelConfig& model, std::int64_t t
   return out;
 }
 
+std::int64_t sequence_length(const ModelConfig& model, std::int64_t seq) {
+  if (seq < 0) throw usage_error(fmt::format("invalid --seq {}: must be positive", seq));
+  const std::int64_t length = seq > 0 ? seq : model.seq;
+  if (length < 1) throw input_error(model.name + ": no training sequence length; pass --seq");
+  return length;
+}
+
 std::vector<LayerGemm> layer_gemm_shapes(const ModelConfig& model, const LayerShapeOptions& o) {
   const auto positive = [](const char* option, std::int64_t v) {
     if (v < 1) throw usage_error(fmt::format("invalid {} {}: must be at least 1", option, v));
@@ -77,9 +84,7 @@ std::vector<LayerGemm> layer_gemm_shapes(const ModelConfig& model, const LayerSh
   positive("--tp", o.tp);
   positive("--ep", o.ep);
   positive("--micro-batch", o.micro_batch);
-  if (o.seq < 0) throw usage_error(fmt::format("invalid --seq {}: must be positive", o.seq));
-  const std::int64_t seq = o.seq ? o.seq : model.seq;
-  if (seq < 1) throw input_error(model.name + ": no training sequence length; pass --seq");
+  const std::int64_t seq = sequence_length(model, o.seq);
 
   Builder b{fmt::format("{}/tp{}", model.name, o.tp), seq * o.micro_batch, o.backward, {}};
   const std::int64_t tp = o.tp;

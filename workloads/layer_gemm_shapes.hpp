@@ -66,6 +66,10 @@ struct Projection {
 // projections column-parallel, attn_out row-parallel. Throws an input Error when tp does not divide heads.
 std::vector<Projection> mla_projections(const ModelConfig& model, std::int64_t tp);
 
+// The training sequence length for `--seq seq` (0 = the model's): the one check of --seq. Throws a usage
+// Error for a negative --seq, an input Error when neither gives a length.
+std::int64_t sequence_length(const ModelConfig& model, std::int64_t seq);
+
 // Throws an input Error naming the model and option when the split is impossible (heads not divisible by tp,
 // experts not divisible by ep, …) and a usage Error for tp/ep/seq/micro_batch below 1.
 std::vector<LayerGemm> layer_gemm_shapes(const ModelConfig& model, const LayerShapeOptions& options);

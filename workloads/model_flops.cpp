@@ -7,32 +7,19 @@
 namespace fb::workloads {
 
 AttentionFlops parse_attention_flops(std::string_view text) {
-  if (text == "causal") return AttentionFlops::causal;
-  if (text == "full") return AttentionFlops::full;
-  throw usage_error("invalid --attention-flops '" + std::string(text) + "': expected causal or full");
+  return parse_enum(kAttentionFlopsNames, text, "--attention-flops");
 }
 
 std::string_view to_string(AttentionFlops a) {
-  return a == AttentionFlops::causal ? "causal" : "full";
+  return enum_name(kAttentionFlopsNames, a);
 }
 
 Recompute parse_recompute(std::string_view text) {
-  if (text == "none") return Recompute::none;
-  if (text == "selective") return Recompute::selective;
-  if (text == "full") return Recompute::full;
-  throw usage_error("invalid --recompute '" + std::string(text) + "': expected none, selective or full");
+  return parse_enum(kRecomputeNames, text, "--recompute");
 }
 
 std::string_view to_string(Recompute r) {
-  switch (r) {
-    case Recompute::none:
-      return "none";
-    case Recompute::selective:
-      return "selective";
-    case Recompute::full:
-      return "full";
-  }
-  return "none";
+  return enum_name(kRecomputeNames, r);
 }
 
 FlopsPerToken model_flops_per_token(const ModelConfig& m, std::int64_t seq_len, AttentionFlops attention) {

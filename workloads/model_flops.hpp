@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <string_view>
 
+#include "core/enum_names.hpp"
 #include "workloads/model_config.hpp"
 
 namespace fb::workloads {
@@ -16,12 +17,16 @@ namespace fb::workloads {
 // causal: only the lower triangle of s×s scores is computed (Megatron-LM today, NeMo ≥ 25.09).
 // full:   the legacy s² count (NeMo ≤ 25.07 and the older Megatron formula).
 enum class AttentionFlops { causal, full };
+inline constexpr EnumNames<AttentionFlops, 2> kAttentionFlopsNames{
+    {{AttentionFlops::causal, "causal"}, {AttentionFlops::full, "full"}}};
 AttentionFlops parse_attention_flops(std::string_view text);  // causal|full; usage Error otherwise
 std::string_view to_string(AttentionFlops a);
 
 // none: nothing recomputed. selective: the attention core (scores, softmax, context) is recomputed in
 // backward (Korthikanti et al. 2022). full: every transformer layer's forward is recomputed.
 enum class Recompute { none, selective, full };
+inline constexpr EnumNames<Recompute, 3> kRecomputeNames{
+    {{Recompute::none, "none"}, {Recompute::selective, "selective"}, {Recompute::full, "full"}}};
 Recompute parse_recompute(std::string_view text);  // none|selective|full; usage Error otherwise
 std::string_view to_string(Recompute r);
 

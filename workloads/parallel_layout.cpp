@@ -6,6 +6,7 @@
 
 #include "core/error.hpp"
 #include "core/units.hpp"
+#include "workloads/layer_gemm_shapes.hpp"
 
 namespace fb::workloads {
 namespace {
@@ -129,7 +130,7 @@ StageParams stage_params(const ModelConfig& m, const ParallelConfig& c, const Lo
 
 LocalDims local_dims(const ModelConfig& m, const ParallelConfig& c, const StepShape& s) {
   LocalDims l;
-  l.seq = s.seq > 0 ? s.seq : m.seq;
+  l.seq = sequence_length(m, s.seq);
   l.tokens = l.seq * s.micro_batch;
   l.moe_tokens = ceil_div(l.tokens, c.tp);
   l.sp_tokens = s.sequence_parallel ? ceil_div(l.tokens, c.tp) : l.tokens;

@@ -33,7 +33,6 @@ TrainPlan prepare_training(const TrainOptions& o, std::int64_t world) {
   positive("--grad-accum", o.shape.grad_accum);
   positive("--steps", o.steps);
   positive("--bucket-layers", o.bucket_layers);
-  if (o.shape.seq < 0) throw usage_error(fmt::format("invalid --seq {}: must be positive", o.shape.seq));
   if (o.warmup_steps < 0 || o.warmup_steps >= o.steps)
     throw usage_error(
         fmt::format("invalid --warmup-steps {}: must be in [0, --steps {})", o.warmup_steps, o.steps));
@@ -131,8 +130,13 @@ void agree_counters(TrainRun& run, const train::Trainer& trainer, Communicator& 
 }  // namespace
 
 TrainRun run_training(const TrainOptions& o, MpiContext& mpi, Backend& backend, TrainHooks* hooks) {
+  return run_training(o, prepare_training(o, mpi.size()), mpi, backend, hooks);
+}
+
+TrainRun run_training(const TrainOptions& o, TrainPlan prepared, MpiContext& mpi, Backend& backend,
+                      TrainHooks* hooks) {
   TrainRun run;
-  run.plan = prepare_training(o, mpi.size());
+  run.plan = std::move(prepared);
   const auto& plan = run.plan;
   auto control = make_host_communicator(mpi);
   check_runnable(plan, mpi, backend, *control);

@@ -56,6 +56,9 @@ struct TrainRun {
 // Runs the training loop on every rank: builds the model shard, calls `hooks` (may be null) at the points
 // workloads/train_hooks.hpp defines, and returns the measurements (identical on every rank where agreed).
 TrainRun run_training(const TrainOptions& options, MpiContext& mpi, Backend& backend, TrainHooks* hooks);
+// The same with the plan prepare_training(options, mpi.size()) returned: the model loaded and validated once.
+TrainRun run_training(const TrainOptions& options, TrainPlan plan, MpiContext& mpi, Backend& backend,
+                      TrainHooks* hooks);
 
 // The report result for a run (or, with run == nullptr, for a --dry-run plan). `peak` gives MFU.
 reports::Result train_result(const TrainOptions& options, const TrainPlan& plan, const TrainRun* run,

@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <vector>
@@ -49,6 +50,30 @@ double sum_of_parts(const Ledger& L) {
   return L.parts.total();
 }
 
+// Issue 16 finding 3: the JSON partitions the wall time as the console does. split_s sums to wall_s;
+// productive + Σ badput_s = wall_s (slowdown counted once); both goodput definitions are named, each with
+// the productive seconds it divides by the wall time.
+void expect_partition(const Ledger& L) {
+  const double eps = 1e-9 * std::max(1.0, L.wall_s);
+  EXPECT_NEAR(sum_of_parts(L), L.wall_s, eps);
+  const json j = ledger_to_json(L);
+  double split = 0, badput = 0;
+  for (const auto& [name, v] : j["split_s"].items()) split += v.get<double>();
+  for (const auto& [name, v] : j["badput_s"].items()) badput += v.get<double>();
+  EXPECT_NEAR(split, j["wall_s"].get<double>(), eps);
+  EXPECT_FALSE(j["badput_s"].contains("productive"));
+  EXPECT_NEAR(j["split_s"]["productive"].get<double>() + badput, j["wall_s"].get<double>(), eps);
+  const auto& d = j["goodput_definitions"];
+  EXPECT_NEAR(d["reference_step"]["productive_s"].get<double>(), j["split_s"]["productive"].get<double>(),
+              eps);
+  EXPECT_NEAR(d["step_time"]["productive_s"].get<double>(),
+              j["split_s"]["productive"].get<double>() + j["split_s"]["slowdown"].get<double>(), eps);
+  if (L.wall_s > 0) {
+    EXPECT_NEAR(d["step_time"]["goodput"].get<double>(), L.productive_time_s / L.wall_s, 1e-12);
+    EXPECT_NEAR(d["reference_step"]["goodput"].get<double>(), L.parts.productive_s / L.wall_s, 1e-12);
+  }
+}
+
 // REFERENCES.md: 200 min total → productive 100 (50%), checkpoint load 10 (5%), lost progress 40 (20%),
 // restart 15 (7.5%), checkpoint save 10 (5%), slowdown 25 (12.5%). Reference step = 1 min.
 std::vector<json> worked_example() {
@@ -86,6 +111,7 @@ std::vector<json> worked_example() {
 TEST(GoodputLedger, ReferencesWorkedExampleGivesItsSplit) {
   const auto events = worked_example();
   const Ledger L = compute_ledger(events);
+  expect_partition(L);
   constexpr double eps = 1e-6;
   EXPECT_NEAR(L.wall_s / kMin, 200, eps);
   EXPECT_NEAR(L.parts.productive_s / kMin, 100, eps);
@@ -122,6 +148,7 @@ TEST(GoodputLedger, MedianIsTheReferenceStepWhenNoneIsGiven) {
   auto events = worked_example();
   events[0].erase("reference_step_s");
   const Ledger L = compute_ledger(events);
+  expect_partition(L);
   EXPECT_NEAR(L.reference_step_s, 60, 1e-6);  // 75 of the 100 kept steps take 1 min
   EXPECT_NEAR(L.parts.slowdown_s / kMin, 25, 1e-6);
 }
@@ -180,6 +207,8 @@ TEST(GoodputLedger, IssueScenarioCountsTwentyWastedSteps) {
   b.add(event::job_end, t + 0.01);
 
   const Ledger L = compute_ledger(b.events);
+
+  expect_partition(L);
   EXPECT_EQ(L.failures, 3);
   EXPECT_EQ(L.restarts, 3);
   EXPECT_EQ(L.attempts, 4);
@@ -212,6 +241,7 @@ TEST(GoodputLedger, NonFatalDetectionsDoNotCountAsFailures) {
   b.add(event::straggler_detected, t)["rank"] = 2;
   b.add(event::job_end, t);
   const Ledger L = compute_ledger(b.events);
+  expect_partition(L);
   EXPECT_EQ(L.failures, 0);
   EXPECT_TRUE(L.mttf_censored);
   EXPECT_NEAR(L.mttf_s, L.uptime_s, 1e-9);
@@ -246,6 +276,7 @@ TEST(GoodputLedger, SilentCorruptionDetectedLaterWastesTheStepsInBetween) {
   b.steps(11, 15, 1, &t);
   b.add(event::job_end, t);
   const Ledger L = compute_ledger(b.events);
+  expect_partition(L);
   EXPECT_EQ(L.wasted_steps, 5);
   EXPECT_NEAR(L.parts.wasted_s / kMin, 5, 1e-6);
   EXPECT_NEAR(L.parts.detection_s / kMin, 0.25, 1e-6);  // only the part after the last step
@@ -287,6 +318,7 @@ TEST(GoodputLedger, PreflightChecksAreInitTime) {
   b.steps(5, 6, 1, &t);
   b.add(event::job_end, t);
   const Ledger L = compute_ledger(b.events);
+  expect_partition(L);
   EXPECT_EQ(L.preflights, 3);
   EXPECT_EQ(L.preflight_failures, 1);
   EXPECT_NEAR(L.preflight_s / kMin, 0.5 + 0.25 + 0.5, 1e-6);
@@ -302,6 +334,69 @@ TEST(GoodputLedger, PreflightChecksAreInitTime) {
   const auto j = ledger_to_json(L);
   EXPECT_EQ(j["preflight"]["checks"], 3);
   EXPECT_EQ(j["checkpoints"]["interval_steps"], 2);
+}
+
+// Issue 16 finding 3: a job whose launcher failed twice (no rank ever started) trained for none of its time.
+// Its failures are launch failures with the launcher's message, not crashes on rank -1, and not in MTTF.
+TEST(GoodputLedger, AJobThatNeverStartedHasEttrZeroAndLaunchFailuresOnly) {
+  LogBuilder b;
+  b.add(event::job_start, 0);
+  b.add(event::attempt_start, 0)["attempt"] = 1;
+  const std::string how = "supervisor: the launch failed (exit status 1): mpirun: Error: unknown option";
+  {
+    auto& f1 = b.add(event::failure_detected, 0.5);  // (a reference into the log: not kept past the next add)
+    f1["kind"] = "launch";
+    f1["rank"] = -1;
+    f1["how"] = how;
+  }
+  b.add(event::relaunch, 0.6);
+  b.add(event::attempt_start, 1)["attempt"] = 2;
+  b.add(event::failure_detected, 1.5)["kind"] = "launch";
+  b.add(event::job_end, 1.6);
+  const Ledger L = compute_ledger(b.events);
+  expect_partition(L);
+  EXPECT_EQ(L.ettr, 0);
+  EXPECT_EQ(L.goodput, 0);
+  EXPECT_EQ(L.failures, 0);
+  EXPECT_TRUE(L.failure_list.empty());
+  EXPECT_TRUE(L.failures_by_kind.empty());
+  EXPECT_EQ(L.launch_failures, 2);
+  ASSERT_EQ(L.launch_failure_list.size(), 2u);
+  EXPECT_EQ(L.launch_failure_list[0].attempt, 1);
+  EXPECT_EQ(L.launch_failure_list[0].how, how);
+  EXPECT_EQ(L.launch_failure_list[1].attempt, 2);
+  EXPECT_TRUE(L.mttf_censored);
+  EXPECT_EQ(L.mttf_s, 0);  // no uptime at all
+  EXPECT_EQ(L.mttr_s, 0);
+  EXPECT_EQ(L.restarts, 1);
+  EXPECT_EQ(L.restarts_by_kind.at("launch"), 1);
+  // The failed launches are start-up time (0–0.5 and 1–1.5 min); after each, relaunch (0.5–1, 1.5–1.6).
+  EXPECT_NEAR(L.parts.init_s, 1.0 * kMin, 1e-6);
+  EXPECT_NEAR(L.parts.relaunch_s, 0.6 * kMin, 1e-6);
+}
+
+// A launch that failed once and then ran: the run's ETTR counts the failed launch as lost time, MTTF does not
+// count it as a failure.
+TEST(GoodputLedger, AFailedLaunchIsLostTimeButNotAFailure) {
+  LogBuilder b;
+  b.add(event::job_start, 0)["reference_step_s"] = 60.0;
+  b.add(event::attempt_start, 0)["attempt"] = 1;
+  b.add(event::failure_detected, 2)["kind"] = "launch";
+  b.add(event::relaunch, 2);
+  b.add(event::attempt_start, 2)["attempt"] = 2;
+  b.add(event::init_done, 2);
+  double t = 2;
+  b.steps(1, 8, 1, &t);  // 2–10
+  b.add(event::job_end, 10);
+  const Ledger L = compute_ledger(b.events);
+  expect_partition(L);
+  EXPECT_EQ(L.failures, 0);
+  EXPECT_EQ(L.launch_failures, 1);
+  EXPECT_TRUE(L.mttf_censored);
+  EXPECT_NEAR(L.mttf_s, 8 * kMin, 1e-6);  // the second attempt's uptime
+  EXPECT_NEAR(L.parts.productive_s, 8 * kMin, 1e-6);
+  EXPECT_NEAR(L.parts.init_s, 2 * kMin, 1e-6);
+  EXPECT_NEAR(L.ettr, 0.8, 1e-9);  // 2 of 10 minutes lost to the failed launch
 }
 
 TEST(GoodputLedger, MissingFieldNamesTheEvent) {

@@ -68,6 +68,8 @@ TEST(Supervisor, LaunchCommandResumesFromTheRunDir) {
                                           "--resume",
                                           "--warmup-steps",
                                           "0",
+                                          "--output",
+                                          "/tmp/run/attempt-2.json",
                                           "--faults",
                                           "crash@step=15,rank=1"};
   EXPECT_EQ(cmd, expected);

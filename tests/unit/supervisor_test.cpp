@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <regex>
 
+#include "core/error.hpp"
 #include "resilience/supervisor.hpp"
 
 namespace fb::resilience {
@@ -81,7 +82,7 @@ TEST(SlurmSteps, IdsOfTheStepsWithExactlyThatName) {
 TEST(SrunLaunch, ExcludesDrainedHostsAndNamesTheStep) {
   SupervisorOptions o;
   o.ranks = 4;
-  o.launcher = "srun";
+  o.launcher = Launcher::srun;
   o.launcher_args = {"--mpi=pmix"};
   o.binary = "/opt/fb/bin/factorybench";
   o.run_dir = "/scratch/run";
@@ -113,9 +114,53 @@ TEST(Preflight, HealthThroughTheSameLauncherOnTheRunsCheckpointDirectory) {
   const auto cmd = preflight_command(o, 1, 2, "r.json");
   EXPECT_EQ(std::count(cmd.begin(), cmd.end(), "--checkpoint-dir"), 1);
   // srun: a step name of its own per round, so a leftover is never mistaken for the training step.
-  o.launcher = "srun";
+  o.launcher = Launcher::srun;
   const auto s = preflight_command(o, 1, 2, "r.json");
   EXPECT_NE(std::find(s.begin(), s.end(), "--job-name=" + srun_step_name(o, 1) + "-preflight-2"), s.end());
+}
+
+// One validation of the supervisor's options, each message naming the option (issue 14).
+TEST(SupervisorOptions, ValidationNamesTheOption) {
+  const auto message = [](auto change) {
+    SupervisorOptions o;
+    o.steps = 10;
+    change(o);
+    try {
+      validate_supervisor_options(o);
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::usage);
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_EQ(message([](SupervisorOptions&) {}), "");
+  EXPECT_EQ(message([](SupervisorOptions& o) { o.ranks = 0; }), "invalid --ranks 0: must be at least 1");
+  EXPECT_EQ(message([](SupervisorOptions& o) {
+              o.launcher = Launcher::none;
+              o.ranks = 2;
+            }),
+            "--launcher none runs one rank; --ranks 2 needs mpirun or srun");
+  EXPECT_EQ(message([](SupervisorOptions& o) { o.steps = 0; }), "invalid --steps 0: must be at least 1");
+  EXPECT_EQ(message([](SupervisorOptions& o) { o.max_restarts = -1; }),
+            "invalid --max-restarts -1: must not be negative");
+  EXPECT_EQ(message([](SupervisorOptions& o) { o.drain_after = 0; }),
+            "invalid --drain-after 0: must be at least 1");
+  EXPECT_EQ(message([](SupervisorOptions& o) { o.spares = -1; }),
+            "invalid --spares -1: must not be negative");
+}
+
+// The launcher names are one table: each parses back to itself, and the command line follows the enum.
+TEST(SupervisorOptions, LauncherNamesRoundTrip) {
+  for (const auto& [value, name] : kLauncherNames) EXPECT_EQ(enum_value(kLauncherNames, name), value);
+  EXPECT_EQ(enum_choices(kLauncherNames), "mpirun, srun or none");
+  SupervisorOptions o;
+  o.steps = 3;
+  o.run_dir = "/tmp/r";
+  o.binary = "fb";
+  o.launcher = Launcher::none;
+  EXPECT_EQ(launch_command(o, 1).front(), "fb");
+  o.launcher = Launcher::mpirun;
+  EXPECT_EQ(launch_command(o, 1).front(), "mpirun");
 }
 
 }  // namespace
