@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/backend.hpp"
+#include "core/call_log.hpp"
 #include "core/communicator.hpp"
 #include "core/communicator_engines.hpp"
 #include "core/cuda_check.hpp"
@@ -199,6 +200,15 @@ class NcclCommunicator final : public Communicator {
     FB_CHECK_NCCL(ncclSend(src, count, dt, peer_send, comm_, stream_));
     FB_CHECK_NCCL(ncclRecv(recv, count, dt, peer_recv, comm_, stream_));
     FB_CHECK_NCCL(ncclGroupEnd());
+  }
+
+  void send(const void* data, std::size_t count, DType type, int peer) override {
+    CallScope call("send", count * dtype_bytes(type));
+    FB_CHECK_NCCL(ncclSend(data, count, nccl_type(type), peer, comm_, stream_));
+  }
+  void recv(void* data, std::size_t count, DType type, int peer) override {
+    CallScope call("recv", count * dtype_bytes(type));
+    FB_CHECK_NCCL(ncclRecv(data, count, nccl_type(type), peer, comm_, stream_));
   }
 
   // NCCL has no barrier: a one-element allreduce that the host waits for.

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# `factorybench locate` on 8 host ranks declared as 4 hosts (FACTORYBENCH_FAKE_HOSTS=4: ranks 2h, 2h+1 on
+# host h). With a slow link (ranks 0-5) and a slow rank (3) injected (FACTORYBENCH_INJECT), on three seeds,
+# locate names exactly that link and that rank (p2p, scope rank) and that rank's host (bisection), nothing
+# else; without injection it names nothing. No timing is asserted: the injected delays (50 ms per message)
+# make the faulty links ~1000x slower, and --outlier-threshold 0.97 flags only what is 33x below the median.
+. "$(dirname "$0")/../lib.sh"
+cd "$T"
+COMMON=(locate --backend host --scope rank -b 256K --allreduce-size 256K --iters 4 --outlier-threshold 0.97)
+run8() { timeout 300 mpirun --oversubscribe -np 8 -x FACTORYBENCH_FAKE_HOSTS=4 "$@"; }
+
+for seed in 1 2 3; do
+  run_capture "inject$seed" run8 -x "FACTORYBENCH_INJECT=slow-link@ranks=0-5,delay=50ms;slow-rank@rank=3,delay=50ms" \
+    "$FACTORYBENCH" "${COMMON[@]}" --seed "$seed" --output "$T/inject$seed.json"
+  cat "$T/inject$seed.out"
+  [ "$RC" -eq 1 ] && ok "seed $seed: exit 1" || fail "seed $seed: exit $RC: $(cat "$T/inject$seed.err")"
+  validate "$T/inject$seed.json"
+  R="$T/inject$seed.json"
+  assert_json "$R" "[e['rank'] for e in d['summary']['locate']['p2p']['slow_endpoints']] == [3]" "seed $seed: the slow rank and only it"
+  assert_json "$R" "[(l['a']['rank'], l['b']['rank']) for l in d['summary']['locate']['p2p']['slow_links']] == [(0, 5)]" "seed $seed: the slow link and only it"
+  assert_json "$R" "[e['host'][-6:] for e in d['summary']['locate']['p2p']['slow_endpoints']] == ['-fake1'] and d['summary']['locate']['p2p']['slow_endpoints'][0]['local_rank'] == 1" "seed $seed: the slow rank's host and GPU"
+  assert_json "$R" "[h[-6:] for h in d['summary']['locate']['bisection']['slow_nodes']] == ['-fake1']" "seed $seed: bisection names the slow rank's host only"
+  assert_json "$R" "len(d['summary']['locate']['bisection']['rounds']) == 3 and [len(r) for r in d['summary']['locate']['bisection']['rounds']] == [1, 2, 4]" "seed $seed: log2(4) + 1 bisection rounds"
+  assert_json "$R" "[r['status'] for r in d['results'] if r['name'] == 'p2p/rank/262144'] == ['failed']" "seed $seed: the p2p result fails"
+  assert_json "$R" "len([r for r in d['results'] if r['name'] == 'p2p/rank/262144'][0]['extra']['matrix']['bw_gbps']) == 8" "seed $seed: 8x8 matrix in the report"
+  grep -q "^slow endpoint: .*-fake1 (rank 3, GPU 1)" "$T/inject$seed.out" && ok "seed $seed: console names rank 3" || fail "seed $seed: console"
+done
+
+# Node scope: endpoints are ranks 0, 2, 4, 6; a slow link between ranks 2 and 4 is the link between hosts 1 and 2.
+run_capture node run8 -x "FACTORYBENCH_INJECT=slow-link@ranks=2-4,delay=50ms" "$FACTORYBENCH" locate --backend host \
+  --scope node -b 64K,256K --tests p2p --iters 4 --outlier-threshold 0.97 --output "$T/node.json"
+cat "$T/node.out"
+[ "$RC" -eq 1 ] && ok "node scope: exit 1" || fail "node scope: exit $RC: $(cat "$T/node.err")"
+assert_json "$T/node.json" "[(l['a']['rank'], l['b']['rank']) for l in d['summary']['locate']['p2p']['slow_links']] == [(2, 4)] and d['summary']['locate']['p2p']['slow_endpoints'] == []" "node scope: the link between hosts 1 and 2 only"
+assert_json "$T/node.json" "sorted(r['params']['bytes'] for r in d['results']) == [65536, 262144] and 'bisection' not in d['summary']['locate']" "a size sweep, p2p only"
+
+# Nothing injected: nothing named.
+run_capture clean run8 "$FACTORYBENCH" "${COMMON[@]}" --output "$T/clean.json"
+cat "$T/clean.out"
+[ "$RC" -eq 0 ] && ok "no fault: exit 0" || fail "no fault: exit $RC: $(cat "$T/clean.out" "$T/clean.err")"
+assert_json "$T/clean.json" "all(r['status'] == 'ok' for r in d['results'])" "no fault: every result ok"
+grep -q "^locate: PASS" "$T/clean.out" && ok "no fault: PASS line" || fail "no fault: no PASS line"
+
+# Bad input: one line, exit 2, no report.
+expect_error bad_threshold 2 "invalid --outlier-threshold 1.5: must be a fraction in \(0, 1\)" \
+  fb locate --backend host --outlier-threshold 1.5 --output "$T/bad.json"
+expect_error bad_tests 2 "invalid --tests 'p2p,ring'" fb locate --backend host --tests p2p,ring --output "$T/bad.json"
+expect_error bad_bytes 2 "invalid -b/--bytes '0'" fb locate --backend host -b 0 --output "$T/bad.json"
+expect_error bad_inject 2 "invalid FACTORYBENCH_INJECT entry 'slow-link@ranks=1': missing delay=|ranks must be A-B" \
+  env FACTORYBENCH_INJECT=slow-link@ranks=1 "$FACTORYBENCH" locate --backend host --output "$T/bad.json"
+expect_error bad_hosts 2 "invalid FACTORYBENCH_FAKE_HOSTS '3': expected a number of hosts that divides the world size 1" \
+  env FACTORYBENCH_FAKE_HOSTS=3 "$FACTORYBENCH" locate --backend host --output "$T/bad.json"
+[ ! -e "$T/bad.json" ] && ok "no report written on bad input" || fail "a report was written on bad input"
+finish

@@ -1,0 +1,178 @@
+// factorybench locate: which node, rank or link is it? The pairwise point-to-point matrix and the
+// collective bisection (workloads/p2p_matrix.hpp, workloads/collective_bisection.hpp, docs/locate.md).
+// Exit 0 when nothing is named, 1 when a link, rank or node is.
+#include <iostream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "core/communicator.hpp"
+#include "core/error.hpp"
+#include "core/fault_injection.hpp"
+#include "core/units.hpp"
+#include "tools/commands.hpp"
+#include "workloads/collective_bisection.hpp"
+#include "workloads/p2p_matrix.hpp"
+
+namespace fb::tools {
+namespace {
+
+struct LocateCliOptions {
+  std::string tests = "p2p,bisection";
+  std::string scope = "node";
+  std::string bytes;  // default: 1M on host, 256M on cuda
+  double min_p2p_bw = 0;
+  double outlier_threshold = 0.5;
+  int iters = 5, warmup = 1;
+  std::string allreduce_size;  // default: 1M on host, 256M on cuda
+  double allreduce_floor = 0;
+};
+
+std::vector<std::uint64_t> parse_sizes(const std::string& text) {
+  std::vector<std::uint64_t> out;
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    const auto b = parse_size(item, "-b/--bytes");
+    if (b == 0) throw usage_error("invalid -b/--bytes '" + item + "': must be positive");
+    out.push_back(b);
+  }
+  if (out.empty()) throw usage_error("invalid -b/--bytes '': expected SIZE[,SIZE...]");
+  return out;
+}
+
+void print_matrix(std::ostream& out, const workloads::P2pRun& run) {
+  for (const auto& m : run.matrices) {
+    out << fmt::format("p2p bandwidth GB/s at {} (row = sender, column = receiver):\n",
+                       format_bytes(m.bytes));
+    out << fmt::format("{:>8}", "");
+    for (std::size_t j = 0; j < run.endpoints.size(); ++j)
+      out << fmt::format("{:>9}", fmt::format("r{}", run.endpoints[j].rank));
+    out << "\n";
+    for (std::size_t i = 0; i < run.endpoints.size(); ++i) {
+      out << fmt::format("{:>8}", fmt::format("r{}", run.endpoints[i].rank));
+      for (std::size_t j = 0; j < run.endpoints.size(); ++j)
+        out << (i == j ? fmt::format("{:>9}", "-") : fmt::format("{:>9.3g}", m.bw_gbps[i][j]));
+      out << "\n";
+    }
+  }
+}
+
+int run_locate(const LocateCliOptions& cli, Session& session) {
+  bool want_p2p = false, want_bisection = false;
+  {
+    std::stringstream in(cli.tests);
+    std::string t;
+    while (std::getline(in, t, ',')) {
+      if (t == "p2p")
+        want_p2p = true;
+      else if (t == "bisection")
+        want_bisection = true;
+      else
+        throw usage_error("invalid --tests '" + cli.tests + "': expected p2p, bisection or both");
+    }
+  }
+  if (cli.outlier_threshold <= 0 || cli.outlier_threshold >= 1)
+    throw usage_error(
+        fmt::format("invalid --outlier-threshold {:g}: must be a fraction in (0, 1)", cli.outlier_threshold));
+  if (cli.min_p2p_bw < 0)
+    throw usage_error(fmt::format("invalid --min-p2p-bw {:g}: must be >= 0", cli.min_p2p_bw));
+  if (cli.allreduce_floor < 0)
+    throw usage_error(fmt::format("invalid --allreduce-floor {:g}: must be >= 0", cli.allreduce_floor));
+  if (cli.iters < 1) throw usage_error(fmt::format("invalid --iters {}: must be at least 1", cli.iters));
+  if (cli.warmup < 0) throw usage_error(fmt::format("invalid --warmup {}: must be >= 0", cli.warmup));
+  std::vector<std::uint64_t> sizes;
+  if (!cli.bytes.empty()) sizes = parse_sizes(cli.bytes);
+  std::uint64_t allreduce_bytes = 0;
+  if (!cli.allreduce_size.empty()) {
+    allreduce_bytes = parse_size(cli.allreduce_size, "--allreduce-size");
+    if (allreduce_bytes == 0)
+      throw usage_error("invalid --allreduce-size '" + cli.allreduce_size + "': must be positive");
+  }
+
+  injected_faults();  // a bad FACTORYBENCH_INJECT stops here, before any measurement
+  auto& mpi = session.mpi();
+  auto& backend = session.backend();
+  const bool on_gpu = backend.kind() == BackendKind::cuda;
+  if (sizes.empty()) sizes = {on_gpu ? 256ull << 20 : 1ull << 20};
+  if (allreduce_bytes == 0) allreduce_bytes = on_gpu ? 256ull << 20 : 1ull << 20;
+  auto comm = make_communicator(mpi, backend);
+  auto report = session.begin_report();
+  std::vector<std::string> lines;
+  bool named = false;
+
+  workloads::P2pOptions p;
+  p.scope = cli.scope == "rank" ? workloads::P2pScope::rank : workloads::P2pScope::node;
+  p.sizes = sizes;
+  p.iterations = cli.iters;
+  p.warmup = cli.warmup;
+  p.min_bw_gbps = cli.min_p2p_bw;
+  p.outlier_threshold = cli.outlier_threshold;
+  p.seed = session.options().seed;
+  std::optional<workloads::P2pRun> p2p;
+  if (want_p2p) {
+    p2p = workloads::measure_p2p_matrix(mpi, backend, *comm, p);
+    for (auto& r : workloads::p2p_results(*p2p, p)) report.results.push_back(std::move(r));
+    report.summary["locate"]["p2p"] = workloads::p2p_summary(*p2p);
+    for (const auto& l : workloads::p2p_verdict_lines(*p2p)) lines.push_back(l);
+    named = named || !p2p->verdict.pass();
+  }
+  if (want_bisection) {
+    workloads::BisectionOptions b;
+    b.bytes = allreduce_bytes;
+    b.iterations = cli.iters;
+    b.warmup = cli.warmup;
+    b.floor_gbps = cli.allreduce_floor;
+    b.outlier_threshold = cli.outlier_threshold;
+    const auto run = workloads::run_bisection(mpi, backend, *comm, b);
+    report.results.push_back(workloads::bisection_result(run, b));
+    report.summary["locate"]["bisection"] = report.results.back().extra;
+    for (const auto& l : workloads::bisection_lines(run)) lines.push_back(l);
+    named = named || !run.verdict.nodes.empty();
+  }
+  session.finish(report);
+  if (mpi.is_root() && !session.options().quiet) {
+    if (p2p) print_matrix(std::cout, *p2p);
+    for (const auto& l : lines) std::cout << l << "\n";
+    std::cout << (named ? "locate: FAIL\n" : "locate: PASS\n");
+    std::cout.flush();
+  }
+  return named ? 1 : 0;
+}
+
+}  // namespace
+
+Command add_locate_command(CLI::App& app) {
+  auto opt = std::make_shared<LocateCliOptions>();
+  auto* sub = app.add_subcommand(
+      "locate",
+      "Find the bad node, rank or link: a pairwise point-to-point matrix (round-robin tournament, both\n"
+      "directions) and an all-reduce bisection over node-aligned groups. Exit 0 nothing named, 1 otherwise.");
+  sub->add_option("--tests", opt->tests, "Comma-separated: p2p, bisection")->capture_default_str();
+  sub->add_option("--scope", opt->scope, "p2p endpoints: node (first rank of each host) or rank (every rank)")
+      ->check(CLI::IsMember({"node", "rank"}))
+      ->capture_default_str();
+  sub->add_option("-b,--bytes", opt->bytes,
+                  "p2p message size, or a sweep SIZE,SIZE,... (default 1M host, 256M cuda)");
+  sub->add_option("--min-p2p-bw", opt->min_p2p_bw,
+                  "Flag p2p directions below this many GB/s (0 = no absolute floor)")
+      ->capture_default_str();
+  sub->add_option("--outlier-threshold", opt->outlier_threshold,
+                  "Flag p2p directions and all-reduce groups below the median by more than this fraction")
+      ->capture_default_str();
+  sub->add_option("--iters", opt->iters,
+                  "Timed iterations per measurement (the best is kept: a slow link is slow every time)")
+      ->capture_default_str();
+  sub->add_option("--warmup", opt->warmup, "Untimed iterations first")->capture_default_str();
+  sub->add_option("--allreduce-size", opt->allreduce_size,
+                  "Bisection all-reduce size (default 1M host, 256M cuda)");
+  sub->add_option("--allreduce-floor", opt->allreduce_floor,
+                  "All-reduce bus bandwidth floor in GB/s for every group (0 = relative test only)")
+      ->capture_default_str();
+  return {sub, [opt](Session& s) { return run_locate(*opt, s); }};
+}
+
+}  // namespace fb::tools
