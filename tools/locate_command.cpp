@@ -1,6 +1,7 @@
 // factorybench locate: which node, rank or link is it? The pairwise point-to-point matrix and the
 // collective bisection (workloads/p2p_matrix.hpp, workloads/collective_bisection.hpp, docs/locate.md).
 // Exit 0 when nothing is named, 1 when a link, rank or node is.
+#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <sstream>
@@ -12,10 +13,13 @@
 #include "core/communicator.hpp"
 #include "core/error.hpp"
 #include "core/fault_injection.hpp"
+#include "core/hang_watchdog.hpp"
 #include "core/units.hpp"
+#include "reports/report_json.hpp"
 #include "tools/commands.hpp"
 #include "workloads/collective_bisection.hpp"
 #include "workloads/p2p_matrix.hpp"
+#include "workloads/run_environment.hpp"
 
 namespace fb::tools {
 namespace {
@@ -26,9 +30,11 @@ struct LocateCliOptions {
   std::string bytes;  // default: 1M on host, 256M on cuda
   double min_p2p_bw = 0;
   double outlier_threshold = 0.5;
-  int iters = 5, warmup = 1;
+  int iters = 5, warmup = 1, confirm_passes = 2;
   std::string allreduce_size;  // default: 1M on host, 256M on cuda
   double allreduce_floor = 0;
+  std::string hang_timeout = "10m";
+  std::string run_dir = ".";
 };
 
 std::vector<std::uint64_t> parse_sizes(const std::string& text) {
@@ -83,6 +89,8 @@ int run_locate(const LocateCliOptions& cli, Session& session) {
   if (cli.allreduce_floor < 0)
     throw usage_error(fmt::format("invalid --allreduce-floor {:g}: must be >= 0", cli.allreduce_floor));
   if (cli.iters < 1) throw usage_error(fmt::format("invalid --iters {}: must be at least 1", cli.iters));
+  if (cli.confirm_passes < 0)
+    throw usage_error(fmt::format("invalid --confirm-passes {}: must be >= 0", cli.confirm_passes));
   if (cli.warmup < 0) throw usage_error(fmt::format("invalid --warmup {}: must be >= 0", cli.warmup));
   std::vector<std::uint64_t> sizes;
   if (!cli.bytes.empty()) sizes = parse_sizes(cli.bytes);
@@ -93,6 +101,7 @@ int run_locate(const LocateCliOptions& cli, Session& session) {
       throw usage_error("invalid --allreduce-size '" + cli.allreduce_size + "': must be positive");
   }
 
+  const double hang_timeout = parse_duration(cli.hang_timeout, "--hang-timeout");
   injected_faults();  // a bad FACTORYBENCH_INJECT stops here, before any measurement
   auto& mpi = session.mpi();
   auto& backend = session.backend();
@@ -102,6 +111,39 @@ int run_locate(const LocateCliOptions& cli, Session& session) {
   auto comm = make_communicator(mpi, backend);
   auto report = session.begin_report();
   std::vector<std::string> lines;
+
+  // The watchdog's side channel: <run-dir>/fb-hang-<run id>/rank-R.state. On a hang the lowest stuck rank
+  // prints the diagnosis and writes the report so far plus a failed "hang" result, then the job ends.
+  std::unique_ptr<HangWatchdog> watchdog;
+  const auto dir =
+      std::filesystem::path(cli.run_dir) / ("fb-hang-" + report.run.value("id", std::string("run")));
+  if (hang_timeout > 0) {
+    RankCallRecord me;
+    me.rank = mpi.rank();
+    me.host = mpi.hostname();
+    me.local_rank = mpi.local_rank();
+    const auto output = session.options().output;
+    auto partial = report;
+    watchdog = std::make_unique<HangWatchdog>(
+        dir, me, mpi.size(), hang_timeout,
+        [partial, output, dir](const std::vector<std::string>& found) mutable {
+          std::string msg;
+          for (const auto& l : found) {
+            std::cout << "hang: " << l << "\n";
+            msg += (msg.empty() ? "" : "; ") + l;
+          }
+          std::cout << "locate: FAIL (hang; rank states in " << dir.string() << ")" << std::endl;
+          reports::Result r;
+          r.benchmark = "locate";
+          r.name = "hang";
+          r.params = {{"test", "hang"}, {"run_dir", dir.string()}};
+          r.extra["diagnosis"] = found;
+          r.fail(msg);
+          partial.results.push_back(r);
+          partial.run["finished_at"] = workloads::utc_timestamp();
+          if (!output.empty()) reports::write_report(output, partial);
+        });
+  }
   bool named = false;
 
   workloads::P2pOptions p;
@@ -111,6 +153,7 @@ int run_locate(const LocateCliOptions& cli, Session& session) {
   p.warmup = cli.warmup;
   p.min_bw_gbps = cli.min_p2p_bw;
   p.outlier_threshold = cli.outlier_threshold;
+  p.confirm_passes = cli.confirm_passes;
   p.seed = session.options().seed;
   std::optional<workloads::P2pRun> p2p;
   if (want_p2p) {
@@ -132,6 +175,12 @@ int run_locate(const LocateCliOptions& cli, Session& session) {
     report.summary["locate"]["bisection"] = report.results.back().extra;
     for (const auto& l : workloads::bisection_lines(run)) lines.push_back(l);
     named = named || !run.verdict.nodes.empty();
+  }
+  if (watchdog) {  // no hang: the state files have served their purpose
+    watchdog.reset();
+    mpi.barrier();
+    std::error_code ec;
+    if (mpi.is_root()) std::filesystem::remove_all(dir, ec);
   }
   session.finish(report);
   if (mpi.is_root() && !session.options().quiet) {
@@ -166,11 +215,20 @@ Command add_locate_command(CLI::App& app) {
   sub->add_option("--iters", opt->iters,
                   "Timed iterations per measurement (the best is kept: a slow link is slow every time)")
       ->capture_default_str();
+  sub->add_option("--confirm-passes", opt->confirm_passes,
+                  "Re-measure flagged p2p links alone this many times before naming them")
+      ->capture_default_str();
   sub->add_option("--warmup", opt->warmup, "Untimed iterations first")->capture_default_str();
   sub->add_option("--allreduce-size", opt->allreduce_size,
                   "Bisection all-reduce size (default 1M host, 256M cuda)");
   sub->add_option("--allreduce-floor", opt->allreduce_floor,
                   "All-reduce bus bandwidth floor in GB/s for every group (0 = relative test only)")
+      ->capture_default_str();
+  sub->add_option("--hang-timeout", opt->hang_timeout,
+                  "Name the ranks that never entered, or never left, a call that ran this long (0 = off)")
+      ->capture_default_str();
+  sub->add_option("--run-dir", opt->run_dir,
+                  "Shared directory for the hang watchdog's per-rank state files (fb-hang-<run id>/)")
       ->capture_default_str();
   return {sub, [opt](Session& s) { return run_locate(*opt, s); }};
 }

@@ -2,7 +2,8 @@
 // The pairwise point-to-point matrix of `factorybench locate` (issue 17, docs/locate.md): bandwidth and
 // latency between every pair of nodes (scope node: the first rank of each host) or of ranks (scope rank),
 // both directions, scheduled as a round-robin tournament so no endpoint is in two transfers at once; each
-// entry is the best of the timed iterations.
+// entry is the best of the timed iterations, and a flagged link is measured again, alone, before it is
+// named (P2pOptions::confirm_passes).
 // Links below an absolute floor or below the median by more than a threshold are flagged; an endpoint on
 // at least three quarters of its links is named as the slow one instead of its links.
 #include <cstdint>
@@ -51,6 +52,8 @@ struct P2pVerdict {
   std::vector<int> slow_endpoints;  // on more than half of their links, both directions counted once
   std::vector<std::pair<int, int>> slow_links;  // flagged links between endpoints not named above (a < b)
   bool pass() const { return flags.empty(); }
+  // Every link with a flagged direction, (a, b) with a < b, ascending.
+  std::vector<std::pair<int, int>> flagged_links() const;
 };
 
 // Flags directions below `min_bw_gbps` (0 = no absolute floor) or below median·(1 − outlier_threshold),
@@ -65,6 +68,7 @@ struct P2pOptions {
   int iterations = 5;
   double min_bw_gbps = 0;
   double outlier_threshold = 0.5;
+  int confirm_passes = 2;  // flagged links re-measured alone this many times before they are named
   std::uint64_t seed = 42;
 };
 

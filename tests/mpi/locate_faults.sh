@@ -2,7 +2,7 @@
 # `factorybench locate` on 8 host ranks declared as 4 hosts (FACTORYBENCH_FAKE_HOSTS=4: ranks 2h, 2h+1 on
 # host h). With a slow link (ranks 0-5) and a slow rank (3) injected (FACTORYBENCH_INJECT), on three seeds,
 # locate names exactly that link and that rank (p2p, scope rank) and that rank's host (bisection), nothing
-# else; without injection it names nothing. No timing is asserted: the injected delays (50 ms per message)
+# else; a rank that never enters call #3 is named by the hang watchdog; without injection it names nothing. No timing is asserted: the injected delays (30 ms per message)
 # make the faulty links ~1000x slower, and --outlier-threshold 0.97 flags only what is 33x below the median.
 . "$(dirname "$0")/../lib.sh"
 cd "$T"
@@ -10,7 +10,7 @@ COMMON=(locate --backend host --scope rank -b 256K --allreduce-size 256K --iters
 run8() { timeout 300 mpirun --oversubscribe -np 8 -x FACTORYBENCH_FAKE_HOSTS=4 "$@"; }
 
 for seed in 1 2 3; do
-  run_capture "inject$seed" run8 -x "FACTORYBENCH_INJECT=slow-link@ranks=0-5,delay=50ms;slow-rank@rank=3,delay=50ms" \
+  run_capture "inject$seed" run8 -x "FACTORYBENCH_INJECT=slow-link@ranks=0-5,delay=30ms;slow-rank@rank=3,delay=30ms" \
     "$FACTORYBENCH" "${COMMON[@]}" --seed "$seed" --output "$T/inject$seed.json"
   cat "$T/inject$seed.out"
   [ "$RC" -eq 1 ] && ok "seed $seed: exit 1" || fail "seed $seed: exit $RC: $(cat "$T/inject$seed.err")"
@@ -26,8 +26,26 @@ for seed in 1 2 3; do
   grep -q "^slow endpoint: .*-fake1 (rank 3, GPU 1)" "$T/inject$seed.out" && ok "seed $seed: console names rank 3" || fail "seed $seed: console"
 done
 
+# A rank that never enters call #3 (the third all-reduce of the bisection's first round): the watchdog
+# (--hang-timeout 2s) names it through the state files in --run-dir, and nothing else as "never entered".
+for seed in 1 2 3; do
+  mkdir -p "$T/run$seed"
+  run_capture "hang$seed" run8 -x "FACTORYBENCH_INJECT=hang@rank=5,call=3" "$FACTORYBENCH" locate --backend host \
+    --tests bisection --allreduce-size 256K --iters 4 --seed "$seed" --hang-timeout 2s --run-dir "$T/run$seed" \
+    --output "$T/hang$seed.json"
+  cat "$T/hang$seed.out"
+  [ "$RC" -ne 0 ] && ok "hang seed $seed: non-zero exit ($RC)" || fail "hang seed $seed: exit 0"
+  grep -qE "^hang: rank 5 \(host .*-fake2, GPU 1\) never entered allreduce #3 \(256 KiB\)$" "$T/hang$seed.out" \
+    && ok "hang seed $seed: rank 5 never entered allreduce #3" || fail "hang seed $seed: $(cat "$T/hang$seed.out")"
+  [ "$(grep -c "never entered" "$T/hang$seed.out")" -eq 1 ] && ok "hang seed $seed: only rank 5 named as never entering" \
+    || fail "hang seed $seed: more than one rank named"
+  validate "$T/hang$seed.json"
+  assert_json "$T/hang$seed.json" "[r['status'] for r in d['results'] if r['name'] == 'hang'] == ['failed'] and 'rank 5 (host' in [r['error'] for r in d['results'] if r['name'] == 'hang'][0]" "hang seed $seed: the report's hang result names rank 5"
+  ls "$T/run$seed"/fb-hang-*/rank-5.state >/dev/null 2>&1 && ok "hang seed $seed: state files in --run-dir" || fail "hang seed $seed: no state files"
+done
+
 # Node scope: endpoints are ranks 0, 2, 4, 6; a slow link between ranks 2 and 4 is the link between hosts 1 and 2.
-run_capture node run8 -x "FACTORYBENCH_INJECT=slow-link@ranks=2-4,delay=50ms" "$FACTORYBENCH" locate --backend host \
+run_capture node run8 -x "FACTORYBENCH_INJECT=slow-link@ranks=2-4,delay=30ms" "$FACTORYBENCH" locate --backend host \
   --scope node -b 64K,256K --tests p2p --iters 4 --outlier-threshold 0.97 --output "$T/node.json"
 cat "$T/node.out"
 [ "$RC" -eq 1 ] && ok "node scope: exit 1" || fail "node scope: exit $RC: $(cat "$T/node.err")"
@@ -37,6 +55,7 @@ assert_json "$T/node.json" "sorted(r['params']['bytes'] for r in d['results']) =
 # Nothing injected: nothing named.
 run_capture clean run8 "$FACTORYBENCH" "${COMMON[@]}" --output "$T/clean.json"
 cat "$T/clean.out"
+[ -z "$(ls -d "$T"/fb-hang-* 2>/dev/null)" ] && ok "no fault: the watchdog's state files are removed" || fail "state files left behind"
 [ "$RC" -eq 0 ] && ok "no fault: exit 0" || fail "no fault: exit $RC: $(cat "$T/clean.out" "$T/clean.err")"
 assert_json "$T/clean.json" "all(r['status'] == 'ok' for r in d['results'])" "no fault: every result ok"
 grep -q "^locate: PASS" "$T/clean.out" && ok "no fault: PASS line" || fail "no fault: no PASS line"

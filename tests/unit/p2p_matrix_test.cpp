@@ -36,6 +36,7 @@ TEST(P2pMatrixTest, OneSlowLinkIsNamedByBothEndpointsAndNothingElse) {
   EXPECT_EQ(v.flags[0].reason, "90% below the median 10 GB/s");
   EXPECT_EQ(v.slow_links, (std::vector<std::pair<int, int>>{{2, 5}}));
   EXPECT_TRUE(v.slow_endpoints.empty());
+  EXPECT_EQ(v.flagged_links(), (std::vector<std::pair<int, int>>{{2, 5}}));
 }
 
 TEST(P2pMatrixTest, ASlowEndpointIsNamedInsteadOfItsLinks) {
