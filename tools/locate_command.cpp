@@ -170,6 +170,7 @@ int run_locate(const LocateCliOptions& cli, Session& session) {
     b.warmup = cli.warmup;
     b.floor_gbps = cli.allreduce_floor;
     b.outlier_threshold = cli.outlier_threshold;
+    b.confirm_passes = cli.confirm_passes;
     const auto run = workloads::run_bisection(mpi, backend, *comm, b);
     report.results.push_back(workloads::bisection_result(run, b));
     report.summary["locate"]["bisection"] = report.results.back().extra;
@@ -215,8 +216,9 @@ Command add_locate_command(CLI::App& app) {
   sub->add_option("--iters", opt->iters,
                   "Timed iterations per measurement (the best is kept: a slow link is slow every time)")
       ->capture_default_str();
-  sub->add_option("--confirm-passes", opt->confirm_passes,
-                  "Re-measure flagged p2p links alone this many times before naming them")
+  sub->add_option(
+         "--confirm-passes", opt->confirm_passes,
+         "Re-measure flagged p2p links alone, and every bisection round, this many more times (best kept)")
       ->capture_default_str();
   sub->add_option("--warmup", opt->warmup, "Untimed iterations first")->capture_default_str();
   sub->add_option("--allreduce-size", opt->allreduce_size,

@@ -49,6 +49,7 @@ struct BisectionOptions {
   int iterations = 5;
   double floor_gbps = 0;  // 0 = relative test only
   double outlier_threshold = 0.5;
+  int confirm_passes = 2;  // further passes over all rounds; each group keeps its best figure
 };
 
 struct BisectionRun {
