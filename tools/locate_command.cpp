@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -11,9 +12,11 @@
 #include <fmt/format.h>
 
 #include "core/communicator.hpp"
+#include "core/config_paths.hpp"
 #include "core/error.hpp"
 #include "core/fault_injection.hpp"
 #include "core/hang_watchdog.hpp"
+#include "core/json_file.hpp"
 #include "core/units.hpp"
 #include "reports/report_json.hpp"
 #include "tools/commands.hpp"
@@ -28,11 +31,12 @@ struct LocateCliOptions {
   std::string tests = "p2p,bisection";
   std::string scope = "node";
   std::string bytes;  // default: 1M on host, 256M on cuda
-  double min_p2p_bw = 0;
+  std::optional<double> min_p2p_bw;
   double outlier_threshold = 0.5;
   int iters = 5, warmup = 1, confirm_passes = 2;
   std::string allreduce_size;  // default: 1M on host, 256M on cuda
-  double allreduce_floor = 0;
+  std::optional<double> allreduce_floor;
+  std::string floors;
   std::string hang_timeout = "10m";
   std::string run_dir = ".";
 };
@@ -48,6 +52,35 @@ std::vector<std::uint64_t> parse_sizes(const std::string& text) {
   }
   if (out.empty()) throw usage_error("invalid -b/--bytes '': expected SIZE[,SIZE...]");
   return out;
+}
+
+// --floors NAME[,NAME...]: configs/floors/<name>.json (or a path), the published floor of a fabric class.
+// Later files fill what earlier ones left unset.
+struct Floors {
+  double allreduce_node = 0, allreduce_network = 0, p2p_node = 0;
+  nlohmann::json used = nlohmann::json::array();
+};
+
+Floors load_floors(const std::string& names) {
+  Floors f;
+  if (names.empty()) return f;
+  std::stringstream in(names);
+  std::string name;
+  while (std::getline(in, name, ',')) {
+    const auto path = resolve_config("floors", name);
+    const auto j = read_json_file(path);
+    auto take = [&](const char* key, double& into) {
+      if (!j.contains(key)) return;
+      if (!j[key].is_number() || j[key].get<double>() <= 0)
+        throw input_error(fmt::format("{}: {} must be a positive number", path.string(), key));
+      if (into == 0) into = j[key].get<double>();
+    };
+    take("allreduce_node_busbw_gbps", f.allreduce_node);
+    take("allreduce_network_busbw_gbps", f.allreduce_network);
+    take("p2p_node_bw_gbps", f.p2p_node);
+    f.used.push_back({{"name", j.value("name", name)}, {"source", j.value("source", "")}});
+  }
+  return f;
 }
 
 void print_matrix(std::ostream& out, const workloads::P2pRun& run) {
@@ -84,10 +117,11 @@ int run_locate(const LocateCliOptions& cli, Session& session) {
   if (cli.outlier_threshold <= 0 || cli.outlier_threshold >= 1)
     throw usage_error(
         fmt::format("invalid --outlier-threshold {:g}: must be a fraction in (0, 1)", cli.outlier_threshold));
-  if (cli.min_p2p_bw < 0)
-    throw usage_error(fmt::format("invalid --min-p2p-bw {:g}: must be >= 0", cli.min_p2p_bw));
-  if (cli.allreduce_floor < 0)
-    throw usage_error(fmt::format("invalid --allreduce-floor {:g}: must be >= 0", cli.allreduce_floor));
+  if (cli.min_p2p_bw && *cli.min_p2p_bw < 0)
+    throw usage_error(fmt::format("invalid --min-p2p-bw {:g}: must be >= 0", *cli.min_p2p_bw));
+  if (cli.allreduce_floor && *cli.allreduce_floor < 0)
+    throw usage_error(fmt::format("invalid --allreduce-floor {:g}: must be >= 0", *cli.allreduce_floor));
+  const Floors floors = load_floors(cli.floors);
   if (cli.iters < 1) throw usage_error(fmt::format("invalid --iters {}: must be at least 1", cli.iters));
   if (cli.confirm_passes < 0)
     throw usage_error(fmt::format("invalid --confirm-passes {}: must be >= 0", cli.confirm_passes));
@@ -111,6 +145,7 @@ int run_locate(const LocateCliOptions& cli, Session& session) {
   auto comm = make_communicator(mpi, backend);
   auto report = session.begin_report();
   std::vector<std::string> lines;
+  if (!floors.used.empty()) report.summary["locate"]["floors"] = floors.used;
 
   // The watchdog's side channel: <run-dir>/fb-hang-<run id>/rank-R.state. On a hang the lowest stuck rank
   // prints the diagnosis and writes the report so far plus a failed "hang" result, then the job ends.
@@ -151,7 +186,7 @@ int run_locate(const LocateCliOptions& cli, Session& session) {
   p.sizes = sizes;
   p.iterations = cli.iters;
   p.warmup = cli.warmup;
-  p.min_bw_gbps = cli.min_p2p_bw;
+  p.min_bw_gbps = cli.min_p2p_bw.value_or(p.scope == workloads::P2pScope::node ? floors.p2p_node : 0);
   p.outlier_threshold = cli.outlier_threshold;
   p.confirm_passes = cli.confirm_passes;
   p.seed = session.options().seed;
@@ -168,7 +203,8 @@ int run_locate(const LocateCliOptions& cli, Session& session) {
     b.bytes = allreduce_bytes;
     b.iterations = cli.iters;
     b.warmup = cli.warmup;
-    b.floor_gbps = cli.allreduce_floor;
+    b.node_floor_gbps = cli.allreduce_floor.value_or(floors.allreduce_node);
+    b.network_floor_gbps = cli.allreduce_floor.value_or(floors.allreduce_network);
     b.outlier_threshold = cli.outlier_threshold;
     b.confirm_passes = cli.confirm_passes;
     const auto run = workloads::run_bisection(mpi, backend, *comm, b);
@@ -208,8 +244,7 @@ Command add_locate_command(CLI::App& app) {
   sub->add_option("-b,--bytes", opt->bytes,
                   "p2p message size, or a sweep SIZE,SIZE,... (default 1M host, 256M cuda)");
   sub->add_option("--min-p2p-bw", opt->min_p2p_bw,
-                  "Flag p2p directions below this many GB/s (0 = no absolute floor)")
-      ->capture_default_str();
+                  "Flag p2p directions below this many GB/s (default: --floors' node p2p floor, else none)");
   sub->add_option("--outlier-threshold", opt->outlier_threshold,
                   "Flag p2p directions and all-reduce groups below the median by more than this fraction")
       ->capture_default_str();
@@ -223,9 +258,13 @@ Command add_locate_command(CLI::App& app) {
   sub->add_option("--warmup", opt->warmup, "Untimed iterations first")->capture_default_str();
   sub->add_option("--allreduce-size", opt->allreduce_size,
                   "Bisection all-reduce size (default 1M host, 256M cuda)");
-  sub->add_option("--allreduce-floor", opt->allreduce_floor,
-                  "All-reduce bus bandwidth floor in GB/s for every group (0 = relative test only)")
-      ->capture_default_str();
+  sub->add_option(
+      "--allreduce-floor", opt->allreduce_floor,
+      "All-reduce busbw floor in GB/s for every bisection group (default: from --floors, else none)");
+  sub->add_option(
+      "--floors", opt->floors,
+      "Published floors of a fabric class, configs/floors/NAME.json (h100-8gpu, h200-8gpu, gb200-nvl72,\n"
+      "gb300-nvl72, network-400g; several: h200-8gpu,network-400g) or a path");
   sub->add_option("--hang-timeout", opt->hang_timeout,
                   "Name the ranks that never entered, or never left, a call that ran this long (0 = off)")
       ->capture_default_str();

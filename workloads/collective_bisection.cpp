@@ -50,8 +50,8 @@ std::vector<std::vector<NodeGroup>> plan_bisection(int nodes) {
   return rounds;
 }
 
-BisectionVerdict judge_bisection(std::vector<std::vector<GroupMeasurement>>& rounds, double floor_gbps,
-                                 double outlier_threshold) {
+BisectionVerdict judge_bisection(std::vector<std::vector<GroupMeasurement>>& rounds, double node_floor_gbps,
+                                 double network_floor_gbps, double outlier_threshold) {
   for (auto& round : rounds) {
     std::vector<double> bw;
     for (const auto& m : round)
@@ -59,6 +59,7 @@ BisectionVerdict judge_bisection(std::vector<std::vector<GroupMeasurement>>& rou
     const double median = median_of(bw);
     for (auto& m : round) {
       if (!std::isfinite(m.busbw_gbps)) continue;
+      const double floor_gbps = m.group.size() == 1 ? node_floor_gbps : network_floor_gbps;
       m.below_floor = (floor_gbps > 0 && m.busbw_gbps < floor_gbps) ||
                       (bw.size() >= 2 && m.busbw_gbps < median * (1 - outlier_threshold));
     }
@@ -162,7 +163,7 @@ BisectionRun run_bisection(const MpiContext& mpi, Backend& backend, Communicator
       }
       comm.barrier();
     }
-  run.verdict = judge_bisection(run.rounds, o.floor_gbps, o.outlier_threshold);
+  run.verdict = judge_bisection(run.rounds, o.node_floor_gbps, o.network_floor_gbps, o.outlier_threshold);
   return run;
 }
 
@@ -200,9 +201,13 @@ reports::Result bisection_result(const BisectionRun& run, const BisectionOptions
   reports::Result r;
   r.benchmark = "locate";
   r.name = fmt::format("bisection/allreduce/{}", o.bytes);
-  r.params = {{"test", "bisection"},        {"bytes", o.bytes},
-              {"nodes", run.hosts.size()},  {"iterations", o.iterations},
-              {"floor_gbps", o.floor_gbps}, {"outlier_threshold", o.outlier_threshold}};
+  r.params = {{"test", "bisection"},
+              {"bytes", o.bytes},
+              {"nodes", run.hosts.size()},
+              {"iterations", o.iterations},
+              {"node_floor_gbps", o.node_floor_gbps},
+              {"network_floor_gbps", o.network_floor_gbps},
+              {"outlier_threshold", o.outlier_threshold}};
   if (!run.rounds.empty() && std::isfinite(run.rounds.front().front().busbw_gbps))
     r.set_metric("busbw_gbps",
                  {run.rounds.front().front().busbw_gbps, "GB/s", reports::Better::higher, std::nullopt});

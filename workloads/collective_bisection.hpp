@@ -2,9 +2,9 @@
 // Collective bisection for `factorybench locate` (issue 17, docs/locate.md): the all-reduce over the whole
 // job, then over node-aligned halves, quarters, ... down to single nodes (about log2 N rounds), each group
 // on its own communicator (Communicator::split), all groups of a round at once. A group is below floor when
-// its bus bandwidth is under the absolute floor, or (rounds with several groups) under the round's median
-// by more than the outlier threshold. The nodes named are those of the smallest groups below floor whose
-// subgroups all pass: the nodes whose presence drags their group down.
+// its bus bandwidth is under the absolute floor (one for single nodes, one for several), or (rounds with
+// several groups) under the round's median by more than the outlier threshold. The nodes named are those of
+// the smallest groups below floor whose subgroups all pass: the nodes whose presence drags their group down.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -40,14 +40,17 @@ struct BisectionVerdict {
 };
 
 // Marks each measurement below floor and names the nodes. `rounds` as planned, measured. Pure.
-BisectionVerdict judge_bisection(std::vector<std::vector<GroupMeasurement>>& rounds, double floor_gbps,
-                                 double outlier_threshold);
+// Single-node groups are held to `node_floor_gbps`, groups of several nodes to `network_floor_gbps` (0 =
+// no absolute floor).
+BisectionVerdict judge_bisection(std::vector<std::vector<GroupMeasurement>>& rounds, double node_floor_gbps,
+                                 double network_floor_gbps, double outlier_threshold);
 
 struct BisectionOptions {
   std::uint64_t bytes = 4 << 20;
   int warmup = 1;
   int iterations = 5;
-  double floor_gbps = 0;  // 0 = relative test only
+  double node_floor_gbps = 0;     // single-node groups (NVLink); 0 = relative test only
+  double network_floor_gbps = 0;  // groups of several nodes (the fabric); 0 = relative test only
   double outlier_threshold = 0.5;
   int confirm_passes = 2;  // further passes over all rounds; each group keeps its best figure
 };

@@ -60,7 +60,17 @@ cat "$T/clean.out"
 assert_json "$T/clean.json" "all(r['status'] == 'ok' for r in d['results'])" "no fault: every result ok"
 grep -q "^locate: PASS" "$T/clean.out" && ok "no fault: PASS line" || fail "no fault: no PASS line"
 
+# Published floors: a host's shared-memory all-reduce is far below the 431 GB/s of an 8x H200 node, so the
+# absolute test names the node even though no group is an outlier; the floors and their sources are recorded.
+run_capture floors timeout 300 mpirun --oversubscribe -np 2 "$FACTORYBENCH" locate --backend host --tests bisection \
+  --allreduce-size 256K --iters 2 --floors h200-8gpu,network-400g --output "$T/floors.json"
+[ "$RC" -eq 1 ] && ok "--floors h200-8gpu on a host: exit 1" || fail "floors: exit $RC: $(cat "$T/floors.err")"
+assert_json "$T/floors.json" "[f['name'] for f in d['summary']['locate']['floors']] == ['h200-8gpu', 'network-400g'] and '431' in d['summary']['locate']['floors'][0]['source']" "floors and sources recorded"
+assert_json "$T/floors.json" "[r['params']['node_floor_gbps'] for r in d['results']] == [431] and len(d['summary']['locate']['bisection']['slow_nodes']) == 1" "the node is held to 431 GB/s and named"
+
 # Bad input: one line, exit 2, no report.
+expect_error bad_floors 2 "unknown floors 'nope' \(available: gb200-nvl72, gb300-nvl72, h100-8gpu, h200-8gpu, network-400g\)" \
+  fb locate --backend host --floors nope --output "$T/bad.json"
 expect_error bad_threshold 2 "invalid --outlier-threshold 1.5: must be a fraction in \(0, 1\)" \
   fb locate --backend host --outlier-threshold 1.5 --output "$T/bad.json"
 expect_error bad_tests 2 "invalid --tests 'p2p,ring'" fb locate --backend host --tests p2p,ring --output "$T/bad.json"

@@ -40,7 +40,7 @@ std::vector<std::vector<GroupMeasurement>> measured(int nodes, int slow, double 
 
 TEST(CollectiveBisectionTest, NamesTheOneNodeThatDragsEveryGroupItIsIn) {
   auto rounds = measured(4, 1, 100, 2);
-  const auto v = judge_bisection(rounds, 0, 0.5);
+  const auto v = judge_bisection(rounds, 0, 0, 0.5);
   EXPECT_EQ(v.nodes, (std::vector<int>{1}));
   EXPECT_FALSE(rounds[0][0].below_floor);  // one group: no relative test, no floor given
   EXPECT_TRUE(rounds[1][0].below_floor);
@@ -50,26 +50,35 @@ TEST(CollectiveBisectionTest, NamesTheOneNodeThatDragsEveryGroupItIsIn) {
 
 TEST(CollectiveBisectionTest, HealthyJobNamesNobody) {
   auto rounds = measured(8, -1, 100, 0);
-  EXPECT_TRUE(judge_bisection(rounds, 50, 0.5).nodes.empty());
+  EXPECT_TRUE(judge_bisection(rounds, 50, 50, 0.5).nodes.empty());
 }
 
 TEST(CollectiveBisectionTest, AbsoluteFloorFailsTheJobAndGroupsButNamesOnlyTheSmallest) {
   // Everything below the floor: the smallest groups below it are the single nodes, so all are named.
   auto rounds = measured(4, -1, 10, 0);
-  EXPECT_EQ(judge_bisection(rounds, 50, 0.5).nodes, (std::vector<int>{0, 1, 2, 3}));
+  EXPECT_EQ(judge_bisection(rounds, 50, 50, 0.5).nodes, (std::vector<int>{0, 1, 2, 3}));
+}
+
+TEST(CollectiveBisectionTest, NodeAndNetworkFloorsApplyToTheirGroups) {
+  // 100 GB/s: above a 40 GB/s network floor, below a 431 GB/s single-node floor.
+  auto rounds = measured(2, -1, 100, 0);
+  EXPECT_EQ(judge_bisection(rounds, 431, 40, 0.5).nodes, (std::vector<int>{0, 1}));
+  EXPECT_FALSE(rounds[0][0].below_floor);
+  auto again = measured(2, -1, 100, 0);
+  EXPECT_TRUE(judge_bisection(again, 50, 40, 0.5).nodes.empty());
 }
 
 TEST(CollectiveBisectionTest, ASlowPairWithHealthyHalvesNamesBothNodes) {
   // Nodes 2 and 3 are fine alone but slow together (the link between them): the pair is named.
   auto rounds = measured(4, -1, 100, 0);
   rounds[1][1].busbw_gbps = 5;
-  EXPECT_EQ(judge_bisection(rounds, 0, 0.5).nodes, (std::vector<int>{2, 3}));
+  EXPECT_EQ(judge_bisection(rounds, 0, 0, 0.5).nodes, (std::vector<int>{2, 3}));
 }
 
 TEST(CollectiveBisectionTest, SingleRankGroupsAreNotJudged) {
   auto rounds = measured(2, 1, 100, 2);
   rounds[1][0].busbw_gbps = rounds[1][1].busbw_gbps = std::nan("");
-  EXPECT_TRUE(judge_bisection(rounds, 0, 0.5).nodes.empty());
+  EXPECT_TRUE(judge_bisection(rounds, 0, 0, 0.5).nodes.empty());
 }
 
 }  // namespace
