@@ -1,28 +1,34 @@
 // factorybench locate: which node, rank or link is it? The pairwise point-to-point matrix and the
 // collective bisection (workloads/p2p_matrix.hpp, workloads/collective_bisection.hpp, docs/locate.md).
 // Exit 0 when nothing is named, 1 when a link, rank or node is.
+#include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <iostream>
 #include <memory>
 #include <optional>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include <fmt/format.h>
 
+#include "core/atomic_file.hpp"
 #include "core/communicator.hpp"
 #include "core/config_paths.hpp"
 #include "core/error.hpp"
 #include "core/fault_injection.hpp"
 #include "core/hang_watchdog.hpp"
 #include "core/json_file.hpp"
+#include "core/mpi_context.hpp"
 #include "core/units.hpp"
 #include "reports/report_json.hpp"
 #include "tools/commands.hpp"
 #include "workloads/collective_bisection.hpp"
 #include "workloads/p2p_matrix.hpp"
 #include "workloads/run_environment.hpp"
+#include "workloads/transport_record.hpp"
 
 namespace fb::tools {
 namespace {
@@ -37,6 +43,8 @@ struct LocateCliOptions {
   std::string allreduce_size;  // default: 1M on host, 256M on cuda
   std::optional<double> allreduce_floor;
   std::string floors;
+  std::string expect_transport;
+  std::vector<std::string> nccl_logs;
   std::string hang_timeout = "10m";
   std::string run_dir = ".";
 };
@@ -83,6 +91,66 @@ Floors load_floors(const std::string& names) {
   return f;
 }
 
+// Files of `paths` (directories: every file inside), concatenated.
+std::string read_logs(const std::vector<std::string>& paths) {
+  std::string text;
+  for (const auto& p : paths) {
+    std::vector<std::filesystem::path> files;
+    if (std::filesystem::is_directory(p)) {
+      for (const auto& e : std::filesystem::directory_iterator(p))
+        if (e.is_regular_file()) files.push_back(e.path());
+    } else {
+      files.push_back(p);
+    }
+    std::sort(files.begin(), files.end());
+    for (const auto& f : files) text += read_text_file(f) + "\n";
+  }
+  return text;
+}
+
+// The transport record: NCCL's init log (cuda, or --nccl-log files from any run); on host without logs,
+// Open MPI's requested PML and BTL (OMPI_MCA_pml / OMPI_MCA_btl; empty = Open MPI selects at run time).
+reports::Result transport_result(const LocateCliOptions& cli, const std::vector<std::string>& logs,
+                                 const std::optional<std::set<std::string>>& expected) {
+  reports::Result r;
+  r.benchmark = "locate";
+  r.name = "transport";
+  r.params = {{"test", "transport"}};
+  if (!cli.expect_transport.empty()) r.params["expect"] = cli.expect_transport;
+  if (logs.empty()) {
+    auto env = [](const char* name) {
+      const char* v = std::getenv(name);
+      return std::string(v && *v ? v : "");
+    };
+    const auto pml = env("OMPI_MCA_pml"), btl = env("OMPI_MCA_btl");
+    r.extra["record"] = {{"engine", "mpi"},
+                         {"library", mpi_library_version()},
+                         {"pml_requested", pml.empty() ? "(auto)" : pml},
+                         {"btl_requested", btl.empty() ? "(auto)" : btl}};
+    r.extra["summary"] = fmt::format("MPI {}; pml {}, btl {} (requested)", mpi_library_version(),
+                                     pml.empty() ? "auto" : pml, btl.empty() ? "auto" : btl);
+    if (expected) r.fail("--expect-transport needs NCCL's log: run on the cuda backend or give --nccl-log");
+    return r;
+  }
+  const auto record = workloads::parse_nccl_init_log(read_logs(logs));
+  r.extra["record"] = record.to_json();
+  r.extra["record"]["engine"] = "nccl";
+  r.set_metric("nvls_channels",
+               {static_cast<double>(record.nvls_channels), "count", reports::Better::higher, std::nullopt});
+  r.extra["summary"] =
+      fmt::format("NCCL network {}, transports {}", record.network.empty() ? "-" : record.network,
+                  fmt::join(record.kinds, ","));
+  if (expected) {
+    const auto extra = workloads::unexpected_transports(record, *expected);
+    if (record.kinds.empty())
+      r.fail("--expect-transport " + cli.expect_transport + ": NCCL's log names no transport");
+    else if (!extra.empty())
+      r.fail(fmt::format("NCCL used {} but --expect-transport allows only {} ({})", fmt::join(extra, ","),
+                         cli.expect_transport, r.extra["summary"].get<std::string>()));
+  }
+  return r;
+}
+
 void print_matrix(std::ostream& out, const workloads::P2pRun& run) {
   for (const auto& m : run.matrices) {
     out << fmt::format("p2p bandwidth GB/s at {} (row = sender, column = receiver):\n",
@@ -101,7 +169,7 @@ void print_matrix(std::ostream& out, const workloads::P2pRun& run) {
 }
 
 int run_locate(const LocateCliOptions& cli, Session& session) {
-  bool want_p2p = false, want_bisection = false;
+  bool want_p2p = false, want_bisection = false, want_transport = false;
   {
     std::stringstream in(cli.tests);
     std::string t;
@@ -110,8 +178,10 @@ int run_locate(const LocateCliOptions& cli, Session& session) {
         want_p2p = true;
       else if (t == "bisection")
         want_bisection = true;
+      else if (t == "transport")
+        want_transport = true;
       else
-        throw usage_error("invalid --tests '" + cli.tests + "': expected p2p, bisection or both");
+        throw usage_error("invalid --tests '" + cli.tests + "': expected p2p, bisection, transport");
     }
   }
   if (cli.outlier_threshold <= 0 || cli.outlier_threshold >= 1)
@@ -122,6 +192,12 @@ int run_locate(const LocateCliOptions& cli, Session& session) {
   if (cli.allreduce_floor && *cli.allreduce_floor < 0)
     throw usage_error(fmt::format("invalid --allreduce-floor {:g}: must be >= 0", *cli.allreduce_floor));
   const Floors floors = load_floors(cli.floors);
+  std::optional<std::set<std::string>> expected_transports;
+  if (!cli.expect_transport.empty())
+    expected_transports = workloads::parse_transport_kinds(cli.expect_transport);
+  for (const auto& f : cli.nccl_logs)
+    if (!std::filesystem::exists(f))
+      throw usage_error("invalid --nccl-log '" + f + "': no such file or directory");
   if (cli.iters < 1) throw usage_error(fmt::format("invalid --iters {}: must be at least 1", cli.iters));
   if (cli.confirm_passes < 0)
     throw usage_error(fmt::format("invalid --confirm-passes {}: must be >= 0", cli.confirm_passes));
@@ -142,8 +218,19 @@ int run_locate(const LocateCliOptions& cli, Session& session) {
   const bool on_gpu = backend.kind() == BackendKind::cuda;
   if (sizes.empty()) sizes = {on_gpu ? 256ull << 20 : 1ull << 20};
   if (allreduce_bytes == 0) allreduce_bytes = on_gpu ? 256ull << 20 : 1ull << 20;
-  auto comm = make_communicator(mpi, backend);
   auto report = session.begin_report();
+  // NCCL's own init log into the run directory, read back for the transport record (unless the user set
+  // NCCL_DEBUG already, or gave logs with --nccl-log). Set before the NCCL communicator is created.
+  const auto run_id = report.run.value("id", std::string("run"));
+  const auto nccl_dir = std::filesystem::path(cli.run_dir) / ("fb-nccl-" + run_id);
+  const bool own_nccl_log = on_gpu && cli.nccl_logs.empty() && !std::getenv("NCCL_DEBUG");
+  if (own_nccl_log) {
+    std::filesystem::create_directories(nccl_dir);
+    ::setenv("NCCL_DEBUG", "INFO", 1);
+    ::setenv("NCCL_DEBUG_SUBSYS", "INIT,NET", 1);
+    ::setenv("NCCL_DEBUG_FILE", (nccl_dir / "%h.%p.log").c_str(), 1);
+  }
+  auto comm = make_communicator(mpi, backend);
   std::vector<std::string> lines;
   if (!floors.used.empty()) report.summary["locate"]["floors"] = floors.used;
 
@@ -213,6 +300,23 @@ int run_locate(const LocateCliOptions& cli, Session& session) {
     for (const auto& l : workloads::bisection_lines(run)) lines.push_back(l);
     named = named || !run.verdict.nodes.empty();
   }
+  if (want_transport || expected_transports) {
+    mpi.barrier();  // every rank's NCCL log is written
+    if (mpi.is_root()) {
+      reports::Result r =
+          transport_result(cli, own_nccl_log ? std::vector<std::string>{nccl_dir.string()} : cli.nccl_logs,
+                           expected_transports);
+      if (r.status == reports::Status::failed) {
+        named = true;
+        lines.push_back("transport: " + *r.error);
+      } else {
+        lines.push_back("transport: " + r.extra["summary"].get<std::string>());
+      }
+      report.summary["locate"]["transport"] = r.extra["record"];
+      report.results.push_back(std::move(r));
+    }
+    named = mpi.all_true(!named) ? false : true;
+  }
   if (watchdog) {  // no hang: the state files have served their purpose
     watchdog.reset();
     mpi.barrier();
@@ -237,7 +341,10 @@ Command add_locate_command(CLI::App& app) {
       "locate",
       "Find the bad node, rank or link: a pairwise point-to-point matrix (round-robin tournament, both\n"
       "directions) and an all-reduce bisection over node-aligned groups. Exit 0 nothing named, 1 otherwise.");
-  sub->add_option("--tests", opt->tests, "Comma-separated: p2p, bisection")->capture_default_str();
+  sub->add_option("--tests", opt->tests,
+                  "Comma-separated: p2p, bisection, transport (NCCL's or MPI's transports; implied by "
+                  "--expect-transport)")
+      ->capture_default_str();
   sub->add_option("--scope", opt->scope, "p2p endpoints: node (first rank of each host) or rank (every rank)")
       ->check(CLI::IsMember({"node", "rank"}))
       ->capture_default_str();
@@ -265,6 +372,10 @@ Command add_locate_command(CLI::App& app) {
       "--floors", opt->floors,
       "Published floors of a fabric class, configs/floors/NAME.json (h100-8gpu, h200-8gpu, gb200-nvl72,\n"
       "gb300-nvl72, network-400g; several: h200-8gpu,network-400g) or a path");
+  sub->add_option("--expect-transport", opt->expect_transport,
+                  "Fail unless NCCL used only these transports: p2p, shm, ib, socket, net, collnet, nvls");
+  sub->add_option("--nccl-log", opt->nccl_logs,
+                  "Read the transport record from these NCCL_DEBUG=INFO logs (files or directories) instead");
   sub->add_option("--hang-timeout", opt->hang_timeout,
                   "Name the ranks that never entered, or never left, a call that ran this long (0 = off)")
       ->capture_default_str();

@@ -272,7 +272,9 @@ std::vector<std::string> p2p_verdict_lines(const P2pRun& run) {
                            f.to == a ? "a" : "b", f.bw_gbps, f.reason);
     lines.push_back(fmt::format("slow link: a = {} <-> b = {}: {}", label(a), label(b), why));
   }
-  if (lines.empty())
+  if (run.endpoints.size() < 2)
+    lines.push_back(fmt::format("p2p: {} endpoint(s), no pair to measure", run.endpoints.size()));
+  else if (lines.empty())
     lines.push_back(fmt::format("p2p: no slow link or endpoint among {} endpoints (median {:.3g} GB/s)",
                                 run.endpoints.size(), v.median_gbps));
   return lines;

@@ -68,7 +68,26 @@ run_capture floors timeout 300 mpirun --oversubscribe -np 2 "$FACTORYBENCH" loca
 assert_json "$T/floors.json" "[f['name'] for f in d['summary']['locate']['floors']] == ['h200-8gpu', 'network-400g'] and '431' in d['summary']['locate']['floors'][0]['source']" "floors and sources recorded"
 assert_json "$T/floors.json" "[r['params']['node_floor_gbps'] for r in d['results']] == [431] and len(d['summary']['locate']['bisection']['slow_nodes']) == 1" "the node is held to 431 GB/s and named"
 
+# Transport record from NCCL INFO lines (format as in NVIDIA/nccl #952): a fallback to sockets fails
+# --expect-transport p2p,ib and passes p2p,socket; on host without a log, Open MPI's requested PML/BTL.
+cat >"$T/nccl.log" <<'LOG'
+c1:919:1150 [0] NCCL INFO Using network Socket
+c1:919:1150 [0] NCCL INFO Channel 01/0 : 0[0] -> 1[1] via P2P/IPC/read
+c1:926:1151 [1] NCCL INFO Channel 03/0 : 1[1] -> 2[0] [send] via NET/Socket/3
+LOG
+run_capture tr_fail "$FACTORYBENCH" locate --backend host --nccl-log "$T/nccl.log" --expect-transport p2p,ib --tests transport --output "$T/tr1.json"
+[ "$RC" -eq 1 ] && grep -q "^transport: NCCL used socket but --expect-transport allows only p2p,ib" "$T/tr_fail.out" \
+  && ok "socket fallback fails --expect-transport p2p,ib" || fail "tr_fail: exit $RC: $(cat "$T/tr_fail.out" "$T/tr_fail.err")"
+assert_json "$T/tr1.json" "d['summary']['locate']['transport']['kinds'] == ['p2p', 'socket'] and d['summary']['locate']['transport']['network'] == 'Socket'" "transport record in the report"
+run_capture tr_ok "$FACTORYBENCH" locate --backend host --nccl-log "$T/nccl.log" --expect-transport p2p,socket --output "$T/tr2.json" --tests transport
+[ "$RC" -eq 0 ] && ok "--expect-transport p2p,socket passes" || fail "tr_ok: exit $RC: $(cat "$T/tr_ok.out")"
+run_capture tr_mpi "$FACTORYBENCH" locate --backend host --tests transport --output "$T/tr3.json"
+[ "$RC" -eq 0 ] && ok "host transport record" || fail "tr_mpi: exit $RC"
+assert_json "$T/tr3.json" "d['summary']['locate']['transport']['engine'] == 'mpi' and 'pml_requested' in d['summary']['locate']['transport']" "Open MPI PML/BTL recorded"
+
 # Bad input: one line, exit 2, no report.
+expect_error bad_transport 2 "invalid --expect-transport 'nvlink': unknown kind 'nvlink'" \
+  fb locate --backend host --expect-transport nvlink --output "$T/bad.json"
 expect_error bad_floors 2 "unknown floors 'nope' \(available: gb200-nvl72, gb300-nvl72, h100-8gpu, h200-8gpu, network-400g\)" \
   fb locate --backend host --floors nope --output "$T/bad.json"
 expect_error bad_threshold 2 "invalid --outlier-threshold 1.5: must be a fraction in \(0, 1\)" \
