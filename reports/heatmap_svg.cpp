@@ -55,7 +55,12 @@ std::string render(const Heatmap& chart) {
                            : std::numeric_limits<double>::quiet_NaN();
       const int x = label_w + static_cast<int>(j) * cell;
       const bool ok = std::isfinite(v);
-      const std::string fill = !ok ? "#e5e7eb" : ramp(hi > lo ? (v - lo) / (hi - lo) : 1.0);
+      // Log scale when every value is positive: a link 100x slower stands apart from one 2x slower.
+      const bool log_scale = lo > 0;
+      const double t = !(hi > lo)  ? 1.0
+                       : log_scale ? std::log(v / lo) / std::log(hi / lo)
+                                   : (v - lo) / (hi - lo);
+      const std::string fill = !ok ? "#e5e7eb" : ramp(t);
       const std::string tip =
           ok ? fmt::format("{} → {}: {:.4g} {}", chart.labels[i], chart.labels[j], v, chart.unit)
              : fmt::format("{} → {}: n/a", chart.labels[i], chart.labels[j]);

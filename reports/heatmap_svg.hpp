@@ -1,6 +1,7 @@
 #pragma once
 // A square matrix as an SVG heatmap (issue 17: locate's point-to-point bandwidth matrix). Cells are
-// coloured from red (the lowest value) through amber to green (the highest); NaN cells (the diagonal,
+// coloured from red (the lowest value) through amber to green (the highest), on a log scale when all values
+// are positive (bandwidths of a bad link are orders of magnitude apart); NaN cells (the diagonal,
 // unmeasured pairs) are grey. Each cell carries its value as a <title> tooltip and, when the matrix is
 // small enough, as text. Self-contained like svg_chart.hpp.
 #include <string>
