@@ -6,6 +6,9 @@
 // Counts and displacements are in elements of `type`, never bytes. Every rank of the communicator must
 // call the same operations in the same order with matching arguments (as in MPI and NCCL).
 //
+// Every call is numbered in the process-wide CallLog (core/call_log.hpp) for hang localization, and the
+// MPI engine applies FACTORYBENCH_INJECT's slow links and slow ranks (core/fault_injection.hpp).
+//
 // Completion: host (MPI) calls return when the operation is complete. cuda (NCCL) calls are enqueued on
 // the backend's stream (Backend::native_stream) and return at once; the backend's Timer, a later kernel on
 // that stream or Backend::synchronize() / Communicator::synchronize() observe them in order.
@@ -83,6 +86,9 @@ class Communicator {
   // Sends `count` elements to peer_send while receiving `count` elements from peer_recv.
   virtual void sendrecv(const void* send, int peer_send, void* recv, int peer_recv, std::size_t count,
                         DType type) = 0;
+  // Point-to-point: `count` elements to / from `peer`; the peer calls the matching recv / send.
+  virtual void send(const void* data, std::size_t count, DType type, int peer) = 0;
+  virtual void recv(void* data, std::size_t count, DType type, int peer) = 0;
   virtual void barrier() = 0;
   // Waits for every operation issued on this communicator (cuda: its stream(s); host: nothing pending).
   virtual void synchronize() = 0;

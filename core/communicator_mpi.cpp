@@ -4,18 +4,22 @@
 // apply a built-in integer op to them by mistake. avg = sum, then division by the size on the host.
 #include <algorithm>
 #include <array>
+#include <chrono>
 #include <climits>
 #include <cstring>
 #include <functional>
 #include <memory>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
 #include "core/backend.hpp"
+#include "core/call_log.hpp"
 #include "core/communicator.hpp"
 #include "core/element_access.hpp"
 #include "core/error.hpp"
+#include "core/fault_injection.hpp"
 #include "core/host_backend.hpp"
 #include "core/mpi_context.hpp"
 #include "core/mpi_check.hpp"
@@ -129,6 +133,23 @@ void divide_in_place(void* data, std::size_t count, DType type, int divisor) {
     store_element(data, type, i, load_element(data, type, i) / static_cast<double>(divisor));
 }
 
+// World rank of every rank of `comm` (fault injection names world ranks).
+std::vector<int> world_ranks_of(MPI_Comm comm, int size) {
+  MPI_Group group = MPI_GROUP_NULL, world = MPI_GROUP_NULL;
+  FB_CHECK_MPI(MPI_Comm_group(comm, &group));
+  FB_CHECK_MPI(MPI_Comm_group(MPI_COMM_WORLD, &world));
+  std::vector<int> local(static_cast<std::size_t>(size)), out(static_cast<std::size_t>(size));
+  for (int i = 0; i < size; ++i) local[static_cast<std::size_t>(i)] = i;
+  FB_CHECK_MPI(MPI_Group_translate_ranks(group, size, local.data(), world, out.data()));
+  MPI_Group_free(&group);
+  MPI_Group_free(&world);
+  return out;
+}
+
+void sleep_seconds(double s) {
+  if (s > 0) std::this_thread::sleep_for(std::chrono::duration<double>(s));
+}
+
 class MpiRequest final : public CollectiveRequest {
  public:
   MpiRequest(MPI_Request request, std::function<void()> after)
@@ -155,6 +176,8 @@ class MpiCommunicator final : public Communicator {
       : comm_(comm), backend_(backend), types_(std::move(types)) {
     FB_CHECK_MPI(MPI_Comm_rank(comm_, &rank_));
     FB_CHECK_MPI(MPI_Comm_size(comm_, &size_));
+    world_ranks_ = world_ranks_of(comm_, size_);
+    CallLog::instance().set_world_rank(world_ranks_[static_cast<std::size_t>(rank_)]);
   }
   ~MpiCommunicator() override {
     if (comm_ != MPI_COMM_NULL && !mpi_finalized()) MPI_Comm_free(&comm_);
@@ -166,12 +189,16 @@ class MpiCommunicator final : public Communicator {
   bool supports(DType, bool, ReduceOp) const override { return true; }
 
   void allreduce(const void* send, void* recv, std::size_t count, DType type, ReduceOp op) override {
+    CallScope call("allreduce", count * dtype_bytes(type));
+    pause_before_collective();
     FB_CHECK_MPI(MPI_Allreduce(send == recv ? MPI_IN_PLACE : send, recv, mpi_count(count, "allreduce"),
                                types_->datatype(type), types_->op(type, op), comm_));
     if (op == ReduceOp::avg) divide_in_place(recv, count, type, size_);
   }
 
   void allgather(const void* send, void* recv, std::size_t send_count, DType type) override {
+    CallScope call("allgather", send_count * dtype_bytes(type));
+    pause_before_collective();
     const auto elem = dtype_bytes(type);
     const bool in_place =
         send == static_cast<char*>(recv) + static_cast<std::size_t>(rank_) * send_count * elem;
@@ -182,6 +209,8 @@ class MpiCommunicator final : public Communicator {
 
   void reduce_scatter(const void* send, void* recv, std::size_t recv_count, DType type,
                       ReduceOp op) override {
+    CallScope call("reduce_scatter", recv_count * dtype_bytes(type));
+    pause_before_collective();
     const void* in = prepare_reduce_scatter(send, recv, recv_count, type);
     FB_CHECK_MPI(MPI_Reduce_scatter_block(in, in == MPI_IN_PLACE ? const_cast<void*>(send) : recv,
                                           mpi_count(recv_count, "reduce_scatter"), types_->datatype(type),
@@ -190,6 +219,8 @@ class MpiCommunicator final : public Communicator {
   }
 
   void alltoall(const void* send, void* recv, std::size_t count, DType type) override {
+    CallScope call("alltoall", count * dtype_bytes(type) * static_cast<std::size_t>(size_));
+    pause_before_collective();
     const int n = mpi_count(count, "alltoall");
     const MPI_Datatype dt = types_->datatype(type);
     FB_CHECK_MPI(MPI_Alltoall(send == recv ? MPI_IN_PLACE : send, n, dt, recv, n, dt, comm_));
@@ -199,6 +230,8 @@ class MpiCommunicator final : public Communicator {
                  std::span<const std::size_t> send_displs, void* recv,
                  std::span<const std::size_t> recv_counts, std::span<const std::size_t> recv_displs,
                  DType type) override {
+    CallScope call("alltoallv", 0);
+    pause_before_collective();
     const auto n = static_cast<std::size_t>(size_);
     if (send_counts.size() != n || send_displs.size() != n || recv_counts.size() != n ||
         recv_displs.size() != n)
@@ -220,12 +253,16 @@ class MpiCommunicator final : public Communicator {
   }
 
   void broadcast(const void* send, void* recv, std::size_t count, DType type, int root) override {
+    CallScope call("broadcast", count * dtype_bytes(type));
+    pause_before_collective();
     const int n = mpi_count(count, "broadcast");
     if (rank_ == root && send != recv) std::memcpy(recv, send, count * dtype_bytes(type));
     FB_CHECK_MPI(MPI_Bcast(recv, n, types_->datatype(type), root, comm_));
   }
 
   void reduce(const void* send, void* recv, std::size_t count, DType type, ReduceOp op, int root) override {
+    CallScope call("reduce", count * dtype_bytes(type));
+    pause_before_collective();
     const void* in = (rank_ == root && send == recv) ? MPI_IN_PLACE : send;
     FB_CHECK_MPI(MPI_Reduce(in, recv, mpi_count(count, "reduce"), types_->datatype(type),
                             types_->op(type, op), root, comm_));
@@ -234,6 +271,8 @@ class MpiCommunicator final : public Communicator {
 
   void sendrecv(const void* send, int peer_send, void* recv, int peer_recv, std::size_t count,
                 DType type) override {
+    CallScope call("sendrecv", count * dtype_bytes(type));
+    pause_before_send(peer_send);
     const int n = mpi_count(count, "sendrecv");
     const MPI_Datatype dt = types_->datatype(type);
     constexpr int kTag = 0x5eed;
@@ -246,7 +285,21 @@ class MpiCommunicator final : public Communicator {
     }
   }
 
-  void barrier() override { FB_CHECK_MPI(MPI_Barrier(comm_)); }
+  void send(const void* data, std::size_t count, DType type, int peer) override {
+    CallScope call("send", count * dtype_bytes(type));
+    pause_before_send(peer);
+    FB_CHECK_MPI(MPI_Send(data, mpi_count(count, "send"), types_->datatype(type), peer, kP2pTag, comm_));
+  }
+  void recv(void* data, std::size_t count, DType type, int peer) override {
+    CallScope call("recv", count * dtype_bytes(type));
+    FB_CHECK_MPI(MPI_Recv(data, mpi_count(count, "recv"), types_->datatype(type), peer, kP2pTag, comm_,
+                          MPI_STATUS_IGNORE));
+  }
+
+  void barrier() override {
+    CallScope call("barrier", 0);
+    FB_CHECK_MPI(MPI_Barrier(comm_));
+  }
   void synchronize() override { backend_.synchronize(); }
 
   std::unique_ptr<Communicator> split(int color, int key) override {
@@ -294,8 +347,22 @@ class MpiCommunicator final : public Communicator {
     if (op == ReduceOp::avg) divide_in_place(recv, recv_count, type, size_);
   }
 
+  // FACTORYBENCH_INJECT (core/fault_injection.hpp): sleeps for an injected slow link or slow rank.
+  void pause_before_send(int peer) const {
+    const auto& f = injected_faults();
+    if (f.empty()) return;
+    sleep_seconds(f.send_delay(world_ranks_[static_cast<std::size_t>(rank_)],
+                               world_ranks_[static_cast<std::size_t>(peer)]));
+  }
+  void pause_before_collective() const {
+    const auto& f = injected_faults();
+    if (!f.empty()) sleep_seconds(f.collective_delay(world_ranks_[static_cast<std::size_t>(rank_)]));
+  }
+
+  static constexpr int kP2pTag = 0x9e2;
   MPI_Comm comm_;
   Backend& backend_;
+  std::vector<int> world_ranks_;  // world rank of each rank of comm_
   std::shared_ptr<MpiTypes> types_;
   int rank_ = 0, size_ = 1;
 };

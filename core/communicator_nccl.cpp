@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/backend.hpp"
+#include "core/call_log.hpp"
 #include "core/communicator.hpp"
 #include "core/communicator_engines.hpp"
 #include "core/cuda_check.hpp"
@@ -130,17 +131,21 @@ class NcclCommunicator final : public Communicator {
   }
 
   void allreduce(const void* send, void* recv, std::size_t count, DType type, ReduceOp op) override {
+    CallScope call("allreduce", count * dtype_bytes(type));
     FB_CHECK_NCCL(ncclAllReduce(send, recv, count, nccl_type(type), nccl_op(op), comm_, stream_));
   }
   void allgather(const void* send, void* recv, std::size_t send_count, DType type) override {
+    CallScope call("allgather", send_count * dtype_bytes(type));
     FB_CHECK_NCCL(ncclAllGather(send, recv, send_count, nccl_type(type), comm_, stream_));
   }
   void reduce_scatter(const void* send, void* recv, std::size_t recv_count, DType type,
                       ReduceOp op) override {
+    CallScope call("reduce_scatter", recv_count * dtype_bytes(type));
     FB_CHECK_NCCL(ncclReduceScatter(send, recv, recv_count, nccl_type(type), nccl_op(op), comm_, stream_));
   }
 
   void alltoall(const void* send, void* recv, std::size_t count, DType type) override {
+    CallScope call("alltoall", count * dtype_bytes(type) * static_cast<std::size_t>(size_));
     const auto n = static_cast<std::size_t>(size_);
     const void* src = send == recv ? stage(recv, n * count, type) : send;
     const ncclDataType_t dt = nccl_type(type);
@@ -157,6 +162,7 @@ class NcclCommunicator final : public Communicator {
                  std::span<const std::size_t> send_displs, void* recv,
                  std::span<const std::size_t> recv_counts, std::span<const std::size_t> recv_displs,
                  DType type) override {
+    CallScope call("alltoallv", 0);
     const auto n = static_cast<std::size_t>(size_);
     if (send_counts.size() != n || send_displs.size() != n || recv_counts.size() != n ||
         recv_displs.size() != n)
@@ -186,13 +192,16 @@ class NcclCommunicator final : public Communicator {
   }
 
   void broadcast(const void* send, void* recv, std::size_t count, DType type, int root) override {
+    CallScope call("broadcast", count * dtype_bytes(type));
     FB_CHECK_NCCL(ncclBroadcast(send, recv, count, nccl_type(type), root, comm_, stream_));
   }
   void reduce(const void* send, void* recv, std::size_t count, DType type, ReduceOp op, int root) override {
+    CallScope call("reduce", count * dtype_bytes(type));
     FB_CHECK_NCCL(ncclReduce(send, recv, count, nccl_type(type), nccl_op(op), root, comm_, stream_));
   }
   void sendrecv(const void* send, int peer_send, void* recv, int peer_recv, std::size_t count,
                 DType type) override {
+    CallScope call("sendrecv", count * dtype_bytes(type));
     const void* src = send == recv ? stage(recv, count, type) : send;
     const ncclDataType_t dt = nccl_type(type);
     FB_CHECK_NCCL(ncclGroupStart());
@@ -201,8 +210,18 @@ class NcclCommunicator final : public Communicator {
     FB_CHECK_NCCL(ncclGroupEnd());
   }
 
+  void send(const void* data, std::size_t count, DType type, int peer) override {
+    CallScope call("send", count * dtype_bytes(type));
+    FB_CHECK_NCCL(ncclSend(data, count, nccl_type(type), peer, comm_, stream_));
+  }
+  void recv(void* data, std::size_t count, DType type, int peer) override {
+    CallScope call("recv", count * dtype_bytes(type));
+    FB_CHECK_NCCL(ncclRecv(data, count, nccl_type(type), peer, comm_, stream_));
+  }
+
   // NCCL has no barrier: a one-element allreduce that the host waits for.
   void barrier() override {
+    CallScope call("barrier", 0);
     if (barrier_buffer_.bytes() == 0) barrier_buffer_ = backend_.allocate(sizeof(int));
     FB_CHECK_NCCL(
         ncclAllReduce(barrier_buffer_.data(), barrier_buffer_.data(), 1, ncclInt32, ncclSum, comm_, stream_));

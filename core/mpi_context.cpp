@@ -47,6 +47,26 @@ MpiContext::MpiContext(int* argc, char*** argv) {
   hostnames_.reserve(static_cast<std::size_t>(size_));
   for (int r = 0; r < size_; ++r)
     hostnames_.emplace_back(all.data() + static_cast<std::size_t>(r) * sizeof(name));
+  apply_fake_hosts();
+}
+
+// FACTORYBENCH_FAKE_HOSTS=H (tests, issue 17): the world is cut into H contiguous blocks of ranks, each
+// called "<real host>-fakeN", so one machine can stand in for H nodes when grouping ranks by host.
+// The local rank (the GPU a rank would use) becomes the index within its block.
+void MpiContext::apply_fake_hosts() {
+  const char* env = std::getenv("FACTORYBENCH_FAKE_HOSTS");
+  if (!env || !*env) return;
+  char* end = nullptr;
+  const long hosts = std::strtol(env, &end, 10);
+  if (*end != '\0' || hosts < 1 || hosts > size_ || size_ % hosts != 0)
+    throw usage_error("invalid FACTORYBENCH_FAKE_HOSTS '" + std::string(env) +
+                      "': expected a number of hosts that divides the world size " + std::to_string(size_));
+  const int per_host = size_ / static_cast<int>(hosts);
+  for (int r = 0; r < size_; ++r)
+    hostnames_[static_cast<std::size_t>(r)] += "-fake" + std::to_string(r / per_host);
+  hostname_ = hostnames_[static_cast<std::size_t>(rank_)];
+  local_rank_ = rank_ % per_host;
+  local_size_ = per_host;
 }
 
 MpiContext::~MpiContext() {

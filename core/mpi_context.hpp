@@ -24,6 +24,7 @@ class MpiContext {
   int local_rank() const { return local_rank_; }
   int local_size() const { return local_size_; }
   bool is_root() const { return rank_ == 0; }
+  // FACTORYBENCH_FAKE_HOSTS=H splits the world into H "hosts" for tests (mpi_context.cpp).
   const std::string& hostname() const { return hostname_; }
   // Host name of every rank, index = world rank.
   const std::vector<std::string>& hostnames() const { return hostnames_; }
@@ -38,6 +39,8 @@ class MpiContext {
   bool all_true(bool ok) const;
 
  private:
+  void apply_fake_hosts();
+
   int rank_ = 0, size_ = 1, local_rank_ = 0, local_size_ = 1;
   bool owns_init_ = false;
   MPI_Comm node_comm_ = MPI_COMM_NULL;

@@ -6,6 +6,7 @@
 //                                                         segments in extra.breakdown_categories' order
 //   resilience timeline as a Gantt strip                summary.timeline, or derived from report.events
 //   per-rank heat strips that make a straggler visible  results' per_rank arrays
+//   point-to-point heatmaps (locate)                    results with extra.matrix {labels, bw_gbps}
 //   benchmark timeline, then clocks and temperature     results' extra.telemetry windows; summary.telemetry
 //     under it (per rank)                                .ranks[].series (--telemetry full)
 // Then one table per benchmark (a trend table when several reports are given).
@@ -18,6 +19,7 @@
 #include <fmt/format.h>
 
 #include "reports/compare.hpp"
+#include "reports/heatmap_svg.hpp"
 #include "reports/report_printers.hpp"
 #include "reports/report_view.hpp"
 #include "reports/svg_chart.hpp"
@@ -339,6 +341,32 @@ std::vector<Figure> telemetry_figures(const std::vector<NamedReport>& reports) {
   return out;
 }
 
+// One heatmap per result that carries a matrix (locate's point-to-point bandwidth, issue 17).
+std::vector<Figure> matrix_figures(const std::vector<NamedReport>& reports) {
+  std::vector<Figure> out;
+  for (std::size_t i = 0; i < reports.size(); ++i)
+    for (const auto& r : reports[i].report.results) {
+      const auto it = r.extra.find("matrix");
+      if (it == r.extra.end() || !it->is_object() || !it->contains("labels") || !it->contains("bw_gbps"))
+        continue;
+      svg::Heatmap h;
+      h.title = fmt::format("{} — {}", r.name, run_label(reports, i));
+      h.unit = "GB/s";
+      for (const auto& l : (*it)["labels"])
+        h.labels.push_back(l.is_string() ? l.get<std::string>() : l.dump());
+      for (const auto& row : (*it)["bw_gbps"]) {
+        std::vector<double> values;
+        for (const auto& v : row) values.push_back(v.is_number() ? v.get<double>() : std::nan(""));
+        h.values.push_back(std::move(values));
+      }
+      out.push_back({fmt::format("matrix-{}-{}", i, slug(r.name)),
+                     fmt::format("Point-to-point bandwidth of {} ({}): red cells are the slowest directions.",
+                                 r.name, run_label(reports, i)),
+                     svg::render(h)});
+    }
+  return out;
+}
+
 // Direction of a per-rank series: from the result's metric of the same name, else from the name's unit.
 Better per_rank_direction(const Result& r, const std::string& key) {
   if (const Metric* m = r.metric(key); m && m->better != Better::none) return m->better;
@@ -563,7 +591,8 @@ std::string trend_table(const std::vector<NamedReport>& reports, const std::stri
 std::string render_html(const std::vector<NamedReport>& reports) {
   std::vector<Figure> figures;
   for (auto&& group : {collective_figures(reports), gemm_figures(reports), train_figures(reports),
-                       resilience_figures(reports), rank_figures(reports), telemetry_figures(reports)})
+                       resilience_figures(reports), rank_figures(reports), matrix_figures(reports),
+                       telemetry_figures(reports)})
     for (auto& f : group) figures.push_back(f);
 
   std::size_t results = 0;

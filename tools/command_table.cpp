@@ -42,6 +42,8 @@ std::vector<Command> add_all_commands(CLI::App& app) {
   commands.push_back(add_train_command(app));
   commands.push_back(add_health_command(app));
   commands.push_back(add_resilience_command(app));
+  commands.push_back(add_locate_command(app));
+  commands.push_back(add_burnin_command(app));
   return commands;
 }
 

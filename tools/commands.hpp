@@ -30,5 +30,7 @@ Command add_suite_command(CLI::App& app);
 Command add_train_command(CLI::App& app);
 Command add_health_command(CLI::App& app);
 Command add_resilience_command(CLI::App& app);
+Command add_locate_command(CLI::App& app);
+Command add_burnin_command(CLI::App& app);
 
 }  // namespace fb::tools

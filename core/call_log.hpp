@@ -1,0 +1,47 @@
+#pragma once
+// Per-rank sequence numbers of communication calls (issue 17, hang localization). Every collective and
+// point-to-point call of the communication engines enters and leaves the process-wide log; a watchdog
+// thread (core/hang_watchdog.hpp) reads it to say which call a rank is stuck in, or never entered.
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <string_view>
+
+namespace fb {
+
+struct CallState {
+  std::uint64_t entered = 0;  // sequence number of the last call entered (calls are numbered from 1)
+  std::uint64_t left = 0;     // ... and of the last call left; entered > left while inside a call
+  std::string op;             // the last call entered: "allreduce", "send", ...
+  std::uint64_t bytes = 0;    // its payload on this rank
+  double entered_at_s = 0;    // steady-clock seconds when it was entered
+};
+
+class CallLog {
+ public:
+  static CallLog& instance();
+  // Returns the new call's sequence number. Injected hangs (FACTORYBENCH_INJECT hang@rank=R,call=K) stop
+  // world rank R here, before call K is entered, for good.
+  std::uint64_t enter(std::string_view op, std::uint64_t bytes);
+  void leave();
+  CallState snapshot() const;
+  void set_world_rank(int rank) { world_rank_ = rank; }
+
+ private:
+  mutable std::mutex mutex_;
+  CallState state_;
+  int world_rank_ = -1;
+};
+
+// Enters on construction, leaves on destruction (also when the call throws).
+class CallScope {
+ public:
+  CallScope(std::string_view op, std::uint64_t bytes) { CallLog::instance().enter(op, bytes); }
+  ~CallScope() { CallLog::instance().leave(); }
+  CallScope(const CallScope&) = delete;
+  CallScope& operator=(const CallScope&) = delete;
+};
+
+double steady_seconds();
+
+}  // namespace fb

@@ -1,0 +1,108 @@
+#include "core/fault_injection.hpp"
+
+#include <cstdlib>
+#include <map>
+
+#include "core/error.hpp"
+#include "core/units.hpp"
+
+namespace fb {
+namespace {
+
+constexpr std::string_view kVar = "FACTORYBENCH_INJECT";
+
+std::vector<std::string_view> split(std::string_view text, char sep) {
+  std::vector<std::string_view> out;
+  while (true) {
+    const auto p = text.find(sep);
+    out.push_back(text.substr(0, p));
+    if (p == std::string_view::npos) break;
+    text.remove_prefix(p + 1);
+  }
+  return out;
+}
+
+[[noreturn]] void bad(std::string_view item, const std::string& why) {
+  throw usage_error("invalid " + std::string(kVar) + " entry '" + std::string(item) + "': " + why);
+}
+
+std::uint64_t number(std::string_view item, std::string_view key, std::string_view value) {
+  std::string s(value);
+  char* end = nullptr;
+  const long long v = s.empty() ? -1 : std::strtoll(s.c_str(), &end, 10);
+  if (s.empty() || *end != '\0' || v < 0) bad(item, std::string(key) + " must be a non-negative integer");
+  return static_cast<std::uint64_t>(v);
+}
+
+}  // namespace
+
+double InjectedFaults::send_delay(int from, int to) const {
+  double d = from == slow_rank ? slow_rank_delay_s : 0;
+  for (const auto& l : slow_links)
+    if ((l.a == from && l.b == to) || (l.a == to && l.b == from)) d += l.delay_s;
+  return d;
+}
+
+double InjectedFaults::collective_delay(int rank) const {
+  return rank == slow_rank ? slow_rank_delay_s : 0;
+}
+
+InjectedFaults parse_injected_faults(std::string_view spec) {
+  InjectedFaults f;
+  f.text = std::string(spec);
+  for (auto item : split(spec, ';')) {
+    if (item.empty()) continue;
+    const auto at = item.find('@');
+    if (at == std::string_view::npos) bad(item, "expected KIND@key=value,...");
+    const auto kind = item.substr(0, at);
+    std::map<std::string_view, std::string_view> kv;
+    for (auto part : split(item.substr(at + 1), ',')) {
+      const auto eq = part.find('=');
+      if (eq == std::string_view::npos) bad(item, "expected key=value, got '" + std::string(part) + "'");
+      kv[part.substr(0, eq)] = part.substr(eq + 1);
+    }
+    auto take = [&](std::string_view key) {
+      const auto it = kv.find(key);
+      if (it == kv.end()) bad(item, "missing " + std::string(key) + "=");
+      const auto v = it->second;
+      kv.erase(it);
+      return v;
+    };
+    if (kind == "slow-link") {
+      const auto ranks = take("ranks");
+      const auto dash = ranks.find('-');
+      if (dash == std::string_view::npos) bad(item, "ranks must be A-B");
+      InjectedFaults::SlowLink l;
+      l.a = static_cast<int>(number(item, "ranks", ranks.substr(0, dash)));
+      l.b = static_cast<int>(number(item, "ranks", ranks.substr(dash + 1)));
+      if (l.a == l.b) bad(item, "a link needs two different ranks");
+      l.delay_s = parse_duration(take("delay"), "delay");
+      f.slow_links.push_back(l);
+    } else if (kind == "slow-rank") {
+      f.slow_rank = static_cast<int>(number(item, "rank", take("rank")));
+      f.slow_rank_delay_s = parse_duration(take("delay"), "delay");
+    } else if (kind == "hang") {
+      f.hang_rank = static_cast<int>(number(item, "rank", take("rank")));
+      f.hang_call = number(item, "call", take("call"));
+      if (f.hang_call == 0) bad(item, "call numbers start at 1");
+    } else if (kind == "sdc") {
+      f.sdc_rank = static_cast<int>(number(item, "rank", take("rank")));
+      if (kv.count("check")) f.sdc_check = number(item, "check", take("check"));
+      if (f.sdc_check == 0) bad(item, "check numbers start at 1");
+    } else {
+      bad(item, "unknown kind '" + std::string(kind) + "' (expected slow-link, slow-rank, hang or sdc)");
+    }
+    if (!kv.empty()) bad(item, "unknown key '" + std::string(kv.begin()->first) + "'");
+  }
+  return f;
+}
+
+const InjectedFaults& injected_faults() {
+  static const InjectedFaults faults = [] {
+    const char* env = std::getenv(kVar.data());
+    return env && *env ? parse_injected_faults(env) : InjectedFaults{};
+  }();
+  return faults;
+}
+
+}  // namespace fb

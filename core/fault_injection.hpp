@@ -1,0 +1,48 @@
+#pragma once
+// Faults injected into the communication engine, so that `locate` and `burnin` can be tested on one machine
+// (issue 17): a slow link between two ranks, a slow rank, a rank that never enters call #k, a flipped bit in
+// one rank's GEMM result. Read once from the environment variable FACTORYBENCH_INJECT:
+//
+//   slow-link@ranks=A-B,delay=20ms   every message between world ranks A and B waits `delay` first
+//   slow-rank@rank=R,delay=20ms      every message rank R sends, and every collective it enters, waits first
+//   hang@rank=R,call=K               rank R never enters its communication call #K (sequence numbers from 1)
+//   sdc@rank=R[,check=N]             rank R flips one bit of its burn-in result at SDC check N (default 1)
+//
+// several separated by ';'. Ranks are world ranks. The delay is a sleep, not a busy loop, so an
+// oversubscribed CI machine still shows it as a slow link rather than as general noise.
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace fb {
+
+struct InjectedFaults {
+  struct SlowLink {
+    int a = 0, b = 0;
+    double delay_s = 0;
+  };
+  std::vector<SlowLink> slow_links;
+  int slow_rank = -1;
+  double slow_rank_delay_s = 0;
+  int hang_rank = -1;
+  std::uint64_t hang_call = 0;
+  int sdc_rank = -1;
+  std::uint64_t sdc_check = 1;
+  std::string text;  // the spec as given
+
+  bool empty() const { return text.empty(); }
+  // Seconds world rank `from` waits before a message to world rank `to`.
+  double send_delay(int from, int to) const;
+  // Seconds world rank `rank` waits before entering a collective.
+  double collective_delay(int rank) const;
+  // True when `rank` must never enter its call number `call`.
+  bool hangs_at(int rank, std::uint64_t call) const { return rank == hang_rank && call == hang_call; }
+};
+
+// Throws a usage Error naming FACTORYBENCH_INJECT and what is wrong.
+InjectedFaults parse_injected_faults(std::string_view spec);
+// FACTORYBENCH_INJECT, parsed on first use (empty when unset).
+const InjectedFaults& injected_faults();
+
+}  // namespace fb

@@ -1,0 +1,159 @@
+#include "core/hang_watchdog.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "core/error.hpp"
+#include "core/units.hpp"
+
+namespace fb {
+namespace {
+
+std::string call_text(const std::string& op, std::uint64_t seq, std::uint64_t bytes) {
+  return fmt::format("{} #{} ({})", op, seq, format_bytes(bytes));
+}
+
+std::string who(const RankCallRecord& r) {
+  return fmt::format("rank {} (host {}, GPU {})", r.rank, r.host, r.local_rank);
+}
+
+}  // namespace
+
+std::string format_record(const RankCallRecord& r) {
+  return fmt::format("{} {} {} {} {} {} {} {:.3f} {}\n", r.rank, r.host, r.local_rank, r.call.entered,
+                     r.call.left, r.call.op.empty() ? "-" : r.call.op, r.call.bytes, r.in_call_s,
+                     r.done ? 1 : 0);
+}
+
+std::optional<RankCallRecord> parse_record(const std::string& line) {
+  std::istringstream in(line);
+  RankCallRecord r;
+  int done = 0;
+  if (!(in >> r.rank >> r.host >> r.local_rank >> r.call.entered >> r.call.left >> r.call.op >>
+        r.call.bytes >> r.in_call_s >> done))
+    return std::nullopt;
+  if (r.call.op == "-") r.call.op.clear();
+  r.done = done != 0;
+  return r;
+}
+
+std::vector<std::string> diagnose_hang(const std::vector<RankCallRecord>& ranks, double timeout_s) {
+  std::vector<const RankCallRecord*> stuck, idle;
+  for (const auto& r : ranks) {
+    if (r.call.entered > r.call.left && r.in_call_s >= timeout_s)
+      stuck.push_back(&r);
+    else if (r.call.entered == r.call.left || r.done)
+      idle.push_back(&r);
+  }
+  std::vector<std::string> lines;
+  if (stuck.empty()) return lines;
+  // The call the stuck ranks wait in: the most common (op, sequence number) among them.
+  std::map<std::pair<std::string, std::uint64_t>, int> votes;
+  for (const auto* r : stuck) ++votes[{r->call.op, r->call.entered}];
+  const auto waited = std::max_element(votes.begin(), votes.end(), [](const auto& a, const auto& b) {
+                        return a.second < b.second;
+                      })->first;
+  std::uint64_t waited_bytes = 0;
+  for (const auto* r : stuck)
+    if (r->call.op == waited.first && r->call.entered == waited.second) waited_bytes = r->call.bytes;
+  for (const auto* r : idle)
+    lines.push_back(fmt::format("{} never entered {}{}", who(*r),
+                                call_text(waited.first, r->call.left + 1, waited_bytes),
+                                r->done ? " (it had finished)" : ""));
+  for (const auto* r : stuck)
+    lines.push_back(fmt::format("{} entered {} and never left (waited {})", who(*r),
+                                call_text(r->call.op, r->call.entered, r->call.bytes),
+                                format_duration(r->in_call_s)));
+  return lines;
+}
+
+HangWatchdog::HangWatchdog(std::filesystem::path dir, RankCallRecord identity, int world_size,
+                           double timeout_s, OnHang on_hang)
+    : dir_(std::move(dir)),
+      identity_(std::move(identity)),
+      world_size_(world_size),
+      timeout_s_(timeout_s),
+      on_hang_(std::move(on_hang)) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir_, ec);
+  if (ec) throw runtime_error("hang watchdog: cannot create '" + dir_.string() + "': " + ec.message());
+  write_state(false);
+  thread_ = std::thread([this] { loop(); });
+}
+
+HangWatchdog::~HangWatchdog() {
+  {
+    std::lock_guard lock(mutex_);
+    stop_ = true;
+  }
+  wake_.notify_all();
+  if (thread_.joinable()) thread_.join();
+  try {
+    write_state(true);
+  } catch (...) {
+  }
+}
+
+void HangWatchdog::write_state(bool done) {
+  RankCallRecord r = identity_;
+  r.call = CallLog::instance().snapshot();
+  r.in_call_s = r.call.entered > r.call.left ? steady_seconds() - r.call.entered_at_s : 0;
+  r.done = done;
+  // Write beside, then rename: a reader sees the old line or the new one, never half of one.
+  const auto path = dir_ / fmt::format("rank-{}.state", r.rank);
+  const auto tmp = dir_ / fmt::format(".rank-{}.state.tmp", r.rank);
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << format_record(r);
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+}
+
+std::vector<RankCallRecord> HangWatchdog::read_all() const {
+  std::vector<RankCallRecord> out;
+  for (int r = 0; r < world_size_; ++r) {
+    std::ifstream in(dir_ / fmt::format("rank-{}.state", r));
+    std::string line;
+    if (std::getline(in, line))
+      if (auto rec = parse_record(line)) out.push_back(*rec);
+  }
+  return out;
+}
+
+void HangWatchdog::loop() {
+  const double period = std::clamp(timeout_s_ / 4, 0.05, 1.0);
+  std::unique_lock lock(mutex_);
+  while (!stop_) {
+    wake_.wait_for(lock, std::chrono::duration<double>(period));
+    if (stop_) break;
+    write_state(false);
+    const auto mine = CallLog::instance().snapshot();
+    if (!(mine.entered > mine.left && steady_seconds() - mine.entered_at_s >= timeout_s_)) continue;
+    // Stuck: give every rank two periods to publish a fresh state, then read them all.
+    lock.unlock();
+    std::this_thread::sleep_for(std::chrono::duration<double>(2.5 * period));
+    write_state(false);
+    const auto all = read_all();
+    const auto lines = diagnose_hang(all, timeout_s_);
+    int reporter = identity_.rank;
+    for (const auto& r : all)
+      if (r.call.entered > r.call.left && r.in_call_s >= timeout_s_) reporter = std::min(reporter, r.rank);
+    if (reporter == identity_.rank && on_hang_)
+      on_hang_(lines);
+    else
+      std::this_thread::sleep_for(std::chrono::duration<double>(4 * period));  // let the reporter finish
+    std::fflush(nullptr);
+    std::_Exit(1);
+  }
+}
+
+}  // namespace fb

@@ -1,0 +1,69 @@
+#pragma once
+// Hang localization (issue 17): a watchdog thread per rank watches the rank's CallLog (core/call_log.hpp).
+// Every period it writes the rank's state (last call entered and left, op, bytes) to <dir>/rank-R.state,
+// a side channel that needs no communicator. When a call of this rank has not completed within the
+// timeout, the watchdog reads every rank's file and says which ranks never entered the call their peers
+// wait in, and which entered and never left:
+//   "rank 5 (host X, GPU 3) never entered allreduce #123 (2 MiB)"
+// The lowest stuck rank hands these lines to the callback (print, report) and every stuck rank then
+// ends its process with exit status 1, so the launcher tears the job down instead of waiting forever.
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/call_log.hpp"
+
+namespace fb {
+
+struct RankCallRecord {
+  int rank = 0;
+  std::string host;
+  int local_rank = 0;
+  CallState call;        // entered_at_s unused here
+  double in_call_s = 0;  // how long the current call has run (0 when not in one)
+  bool done = false;     // the rank finished its work (the watchdog stopped)
+};
+
+// One line of text and back ("rank host local entered left op bytes in_call_s done"); parse returns
+// nullopt for a malformed or partial line.
+std::string format_record(const RankCallRecord& r);
+std::optional<RankCallRecord> parse_record(const std::string& line);
+
+// The ranks stuck longer than `timeout_s` inside a call, and the ranks that never entered the call their
+// peers wait in (not in a call, or finished). Empty when no rank is stuck. Pure.
+std::vector<std::string> diagnose_hang(const std::vector<RankCallRecord>& ranks, double timeout_s);
+
+class HangWatchdog {
+ public:
+  using OnHang = std::function<void(const std::vector<std::string>& lines)>;
+  // `dir` must be shared by every rank (created if missing). timeout_s > 0.
+  HangWatchdog(std::filesystem::path dir, RankCallRecord identity, int world_size, double timeout_s,
+               OnHang on_hang);
+  ~HangWatchdog();  // marks this rank done and stops the thread
+  HangWatchdog(const HangWatchdog&) = delete;
+  HangWatchdog& operator=(const HangWatchdog&) = delete;
+
+ private:
+  void loop();
+  void write_state(bool done);
+  std::vector<RankCallRecord> read_all() const;
+
+  std::filesystem::path dir_;
+  RankCallRecord identity_;
+  int world_size_;
+  double timeout_s_;
+  OnHang on_hang_;
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  bool stop_ = false;
+  std::thread thread_;
+};
+
+}  // namespace fb

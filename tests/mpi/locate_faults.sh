@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# `factorybench locate` on 8 host ranks declared as 4 hosts (FACTORYBENCH_FAKE_HOSTS=4: ranks 2h, 2h+1 on
+# host h). With a slow link (ranks 0-5) and a slow rank (3) injected (FACTORYBENCH_INJECT), on three seeds,
+# locate names exactly that link and that rank (p2p, scope rank) and that rank's host (bisection), nothing
+# else; a rank that never enters call #3 is named by the hang watchdog; without injection it names nothing. No timing is asserted: the injected delays (30 ms per message)
+# make the faulty links ~1000x slower, and --outlier-threshold 0.97 flags only what is 33x below the median.
+. "$(dirname "$0")/../lib.sh"
+cd "$T"
+COMMON=(locate --backend host --scope rank -b 256K --allreduce-size 256K --iters 4 --outlier-threshold 0.97)
+run8() { timeout 300 mpirun --oversubscribe -np 8 -x FACTORYBENCH_FAKE_HOSTS=4 "$@"; }
+
+for seed in 1 2 3; do
+  run_capture "inject$seed" run8 -x "FACTORYBENCH_INJECT=slow-link@ranks=0-5,delay=30ms;slow-rank@rank=3,delay=30ms" \
+    "$FACTORYBENCH" "${COMMON[@]}" --seed "$seed" --output "$T/inject$seed.json"
+  cat "$T/inject$seed.out"
+  [ "$RC" -eq 1 ] && ok "seed $seed: exit 1" || fail "seed $seed: exit $RC: $(cat "$T/inject$seed.err")"
+  validate "$T/inject$seed.json"
+  R="$T/inject$seed.json"
+  assert_json "$R" "[e['rank'] for e in d['summary']['locate']['p2p']['slow_endpoints']] == [3]" "seed $seed: the slow rank and only it"
+  assert_json "$R" "[(l['a']['rank'], l['b']['rank']) for l in d['summary']['locate']['p2p']['slow_links']] == [(0, 5)]" "seed $seed: the slow link and only it"
+  assert_json "$R" "[e['host'][-6:] for e in d['summary']['locate']['p2p']['slow_endpoints']] == ['-fake1'] and d['summary']['locate']['p2p']['slow_endpoints'][0]['local_rank'] == 1" "seed $seed: the slow rank's host and GPU"
+  assert_json "$R" "[h[-6:] for h in d['summary']['locate']['bisection']['slow_nodes']] == ['-fake1']" "seed $seed: bisection names the slow rank's host only"
+  assert_json "$R" "len(d['summary']['locate']['bisection']['rounds']) == 3 and [len(r) for r in d['summary']['locate']['bisection']['rounds']] == [1, 2, 4]" "seed $seed: log2(4) + 1 bisection rounds"
+  assert_json "$R" "[r['status'] for r in d['results'] if r['name'] == 'p2p/rank/262144'] == ['failed']" "seed $seed: the p2p result fails"
+  assert_json "$R" "len([r for r in d['results'] if r['name'] == 'p2p/rank/262144'][0]['extra']['matrix']['bw_gbps']) == 8" "seed $seed: 8x8 matrix in the report"
+  grep -q "^slow endpoint: .*-fake1 (rank 3, GPU 1)" "$T/inject$seed.out" && ok "seed $seed: console names rank 3" || fail "seed $seed: console"
+done
+
+# A rank that never enters call #3 (the third all-reduce of the bisection's first round): the watchdog
+# (--hang-timeout 2s) names it through the state files in --run-dir, and nothing else as "never entered".
+for seed in 1 2 3; do
+  mkdir -p "$T/run$seed"
+  run_capture "hang$seed" run8 -x "FACTORYBENCH_INJECT=hang@rank=5,call=3" "$FACTORYBENCH" locate --backend host \
+    --tests bisection --allreduce-size 256K --iters 4 --seed "$seed" --hang-timeout 2s --run-dir "$T/run$seed" \
+    --output "$T/hang$seed.json"
+  cat "$T/hang$seed.out"
+  [ "$RC" -ne 0 ] && ok "hang seed $seed: non-zero exit ($RC)" || fail "hang seed $seed: exit 0"
+  grep -qE "^hang: rank 5 \(host .*-fake2, GPU 1\) never entered allreduce #3 \(256 KiB\)$" "$T/hang$seed.out" \
+    && ok "hang seed $seed: rank 5 never entered allreduce #3" || fail "hang seed $seed: $(cat "$T/hang$seed.out")"
+  [ "$(grep -c "never entered" "$T/hang$seed.out")" -eq 1 ] && ok "hang seed $seed: only rank 5 named as never entering" \
+    || fail "hang seed $seed: more than one rank named"
+  validate "$T/hang$seed.json"
+  assert_json "$T/hang$seed.json" "[r['status'] for r in d['results'] if r['name'] == 'hang'] == ['failed'] and 'rank 5 (host' in [r['error'] for r in d['results'] if r['name'] == 'hang'][0]" "hang seed $seed: the report's hang result names rank 5"
+  ls "$T/run$seed"/fb-hang-*/rank-5.state >/dev/null 2>&1 && ok "hang seed $seed: state files in --run-dir" || fail "hang seed $seed: no state files"
+done
+
+# Node scope: endpoints are ranks 0, 2, 4, 6; a slow link between ranks 2 and 4 is the link between hosts 1 and 2.
+run_capture node run8 -x "FACTORYBENCH_INJECT=slow-link@ranks=2-4,delay=30ms" "$FACTORYBENCH" locate --backend host \
+  --scope node -b 64K,256K --tests p2p --iters 4 --outlier-threshold 0.97 --output "$T/node.json"
+cat "$T/node.out"
+[ "$RC" -eq 1 ] && ok "node scope: exit 1" || fail "node scope: exit $RC: $(cat "$T/node.err")"
+assert_json "$T/node.json" "[(l['a']['rank'], l['b']['rank']) for l in d['summary']['locate']['p2p']['slow_links']] == [(2, 4)] and d['summary']['locate']['p2p']['slow_endpoints'] == []" "node scope: the link between hosts 1 and 2 only"
+assert_json "$T/node.json" "sorted(r['params']['bytes'] for r in d['results']) == [65536, 262144] and 'bisection' not in d['summary']['locate']" "a size sweep, p2p only"
+
+# Nothing injected: nothing named.
+run_capture clean run8 "$FACTORYBENCH" "${COMMON[@]}" --output "$T/clean.json"
+cat "$T/clean.out"
+[ -z "$(ls -d "$T"/fb-hang-* 2>/dev/null)" ] && ok "no fault: the watchdog's state files are removed" || fail "state files left behind"
+[ "$RC" -eq 0 ] && ok "no fault: exit 0" || fail "no fault: exit $RC: $(cat "$T/clean.out" "$T/clean.err")"
+assert_json "$T/clean.json" "all(r['status'] == 'ok' for r in d['results'])" "no fault: every result ok"
+grep -q "^locate: PASS" "$T/clean.out" && ok "no fault: PASS line" || fail "no fault: no PASS line"
+
+# Published floors: a host's shared-memory all-reduce is far below the 431 GB/s of an 8x H200 node, so the
+# absolute test names the node even though no group is an outlier; the floors and their sources are recorded.
+run_capture floors timeout 300 mpirun --oversubscribe -np 2 "$FACTORYBENCH" locate --backend host --tests bisection \
+  --allreduce-size 256K --iters 2 --floors h200-8gpu,network-400g --output "$T/floors.json"
+[ "$RC" -eq 1 ] && ok "--floors h200-8gpu on a host: exit 1" || fail "floors: exit $RC: $(cat "$T/floors.err")"
+assert_json "$T/floors.json" "[f['name'] for f in d['summary']['locate']['floors']] == ['h200-8gpu', 'network-400g'] and '431' in d['summary']['locate']['floors'][0]['source']" "floors and sources recorded"
+assert_json "$T/floors.json" "[r['params']['node_floor_gbps'] for r in d['results']] == [431] and len(d['summary']['locate']['bisection']['slow_nodes']) == 1" "the node is held to 431 GB/s and named"
+
+# Transport record from NCCL INFO lines (format as in NVIDIA/nccl #952): a fallback to sockets fails
+# --expect-transport p2p,ib and passes p2p,socket; on host without a log, Open MPI's requested PML/BTL.
+cat >"$T/nccl.log" <<'LOG'
+c1:919:1150 [0] NCCL INFO Using network Socket
+c1:919:1150 [0] NCCL INFO Channel 01/0 : 0[0] -> 1[1] via P2P/IPC/read
+c1:926:1151 [1] NCCL INFO Channel 03/0 : 1[1] -> 2[0] [send] via NET/Socket/3
+LOG
+run_capture tr_fail "$FACTORYBENCH" locate --backend host --nccl-log "$T/nccl.log" --expect-transport p2p,ib --tests transport --output "$T/tr1.json"
+[ "$RC" -eq 1 ] && grep -q "^transport: NCCL used socket but --expect-transport allows only p2p,ib" "$T/tr_fail.out" \
+  && ok "socket fallback fails --expect-transport p2p,ib" || fail "tr_fail: exit $RC: $(cat "$T/tr_fail.out" "$T/tr_fail.err")"
+assert_json "$T/tr1.json" "d['summary']['locate']['transport']['kinds'] == ['p2p', 'socket'] and d['summary']['locate']['transport']['network'] == 'Socket'" "transport record in the report"
+run_capture tr_ok "$FACTORYBENCH" locate --backend host --nccl-log "$T/nccl.log" --expect-transport p2p,socket --output "$T/tr2.json" --tests transport
+[ "$RC" -eq 0 ] && ok "--expect-transport p2p,socket passes" || fail "tr_ok: exit $RC: $(cat "$T/tr_ok.out")"
+run_capture tr_mpi "$FACTORYBENCH" locate --backend host --tests transport --output "$T/tr3.json"
+[ "$RC" -eq 0 ] && ok "host transport record" || fail "tr_mpi: exit $RC"
+assert_json "$T/tr3.json" "d['summary']['locate']['transport']['engine'] == 'mpi' and 'pml_requested' in d['summary']['locate']['transport']" "Open MPI PML/BTL recorded"
+
+# Bad input: one line, exit 2, no report.
+expect_error bad_transport 2 "invalid --expect-transport 'nvlink': unknown kind 'nvlink'" \
+  fb locate --backend host --expect-transport nvlink --output "$T/bad.json"
+expect_error bad_floors 2 "unknown floors 'nope' \(available: gb200-nvl72, gb300-nvl72, h100-8gpu, h200-8gpu, network-400g\)" \
+  fb locate --backend host --floors nope --output "$T/bad.json"
+expect_error bad_threshold 2 "invalid --outlier-threshold 1.5: must be a fraction in \(0, 1\)" \
+  fb locate --backend host --outlier-threshold 1.5 --output "$T/bad.json"
+expect_error bad_tests 2 "invalid --tests 'p2p,ring'" fb locate --backend host --tests p2p,ring --output "$T/bad.json"
+expect_error bad_bytes 2 "invalid -b/--bytes '0'" fb locate --backend host -b 0 --output "$T/bad.json"
+expect_error bad_inject 2 "invalid FACTORYBENCH_INJECT entry 'slow-link@ranks=1': missing delay=|ranks must be A-B" \
+  env FACTORYBENCH_INJECT=slow-link@ranks=1 "$FACTORYBENCH" locate --backend host --output "$T/bad.json"
+expect_error bad_hosts 2 "invalid FACTORYBENCH_FAKE_HOSTS '3': expected a number of hosts that divides the world size 1" \
+  env FACTORYBENCH_FAKE_HOSTS=3 "$FACTORYBENCH" locate --backend host --output "$T/bad.json"
+[ ! -e "$T/bad.json" ] && ok "no report written on bad input" || fail "a report was written on bad input"
+finish

@@ -1,0 +1,59 @@
+#include "workloads/burnin.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+namespace fb::workloads {
+namespace {
+
+RankChecks ranked(int rank, std::vector<std::uint64_t> sums, std::string device = "NVIDIA H200") {
+  RankChecks r;
+  r.rank = rank;
+  r.host = "node" + std::to_string(rank / 2);
+  r.device = std::move(device);
+  r.checksums = std::move(sums);
+  for (std::size_t i = 0; i < r.checksums.size(); ++i) r.at_s.push_back(10.0 * static_cast<double>(i));
+  return r;
+}
+
+TEST(BurninTest, ChecksumIsFnv1a64) {
+  EXPECT_EQ(checksum_bytes("", 0), 0xcbf29ce484222325ull);   // the FNV offset basis
+  EXPECT_EQ(checksum_bytes("a", 1), 0xaf63dc4c8601ec8cull);  // published FNV-1a 64 test vector
+  const float x[2] = {1.0f, 2.0f};
+  float y[2] = {1.0f, 2.0f};
+  EXPECT_EQ(checksum_bytes(x, sizeof x), checksum_bytes(y, sizeof y));
+  y[1] = std::nextafter(y[1], 3.0f);  // one bit
+  EXPECT_NE(checksum_bytes(x, sizeof x), checksum_bytes(y, sizeof y));
+}
+
+TEST(BurninTest, IdenticalChecksumsPass) {
+  EXPECT_TRUE(judge_burnin({ranked(0, {7, 7, 7}), ranked(1, {7, 7, 7}), ranked(2, {7, 7, 7})}).empty());
+}
+
+TEST(BurninTest, ARepeatThatChangesNamesTheRankAndWhenItWasFirstSeen) {
+  const auto p = judge_burnin({ranked(0, {7, 7, 7}), ranked(1, {7, 9, 9}), ranked(2, {7, 7, 7})});
+  ASSERT_EQ(p.size(), 1u);  // reported once, at the first check it was seen
+  EXPECT_EQ(p[0].rank, 1);
+  EXPECT_EQ(p[0].check, 1);
+  EXPECT_DOUBLE_EQ(p[0].first_seen_s, 10);
+  EXPECT_EQ(p[0].reason,
+            "checksum 0000000000000009 at check 1 differs from its own first result 0000000000000007");
+}
+
+TEST(BurninTest, ARankWrongFromTheStartDisagreesWithTheMajorityOfItsModel) {
+  const auto p = judge_burnin({ranked(0, {7, 7}), ranked(1, {7, 7}), ranked(2, {5, 5})});
+  ASSERT_EQ(p.size(), 1u);
+  EXPECT_EQ(p[0].rank, 2);
+  EXPECT_EQ(p[0].check, 0);
+  EXPECT_EQ(
+      p[0].reason,
+      "checksum 0000000000000005 at check 0 differs from 0000000000000007 of 2 other NVIDIA H200 rank(s)");
+}
+
+TEST(BurninTest, DifferentDeviceModelsAreNotCompared) {
+  EXPECT_TRUE(judge_burnin({ranked(0, {7, 7}), ranked(1, {7, 7}), ranked(2, {5, 5}, "NVIDIA B200")}).empty());
+}
+
+}  // namespace
+}  // namespace fb::workloads

@@ -1,0 +1,85 @@
+#include "workloads/collective_bisection.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+namespace fb::workloads {
+namespace {
+
+TEST(CollectiveBisectionTest, PlanHalvesDownToSingleNodes) {
+  const auto plan = plan_bisection(8);
+  ASSERT_EQ(plan.size(), 4u);  // log2(8) + 1 rounds
+  EXPECT_EQ(plan[0], (std::vector<NodeGroup>{{0, 8}}));
+  EXPECT_EQ(plan[1], (std::vector<NodeGroup>{{0, 4}, {4, 8}}));
+  EXPECT_EQ(plan[3].size(), 8u);
+  for (int i = 0; i < 8; ++i) EXPECT_EQ(plan[3][static_cast<std::size_t>(i)], (NodeGroup{i, i + 1}));
+}
+
+TEST(CollectiveBisectionTest, PlanForOddCountsGivesTheFirstHalfTheExtraNode) {
+  const auto plan = plan_bisection(5);
+  ASSERT_EQ(plan.size(), 4u);
+  EXPECT_EQ(plan[1], (std::vector<NodeGroup>{{0, 3}, {3, 5}}));
+  EXPECT_EQ(plan[2], (std::vector<NodeGroup>{{0, 2}, {2, 3}, {3, 4}, {4, 5}}));
+  EXPECT_EQ(plan[3].size(), 5u);
+  EXPECT_EQ(plan_bisection(1).size(), 1u);
+  EXPECT_TRUE(plan_bisection(0).empty());
+}
+
+// Measurements for a plan: every group at `bw`, except groups containing `slow` at `slow_bw`.
+std::vector<std::vector<GroupMeasurement>> measured(int nodes, int slow, double bw, double slow_bw) {
+  std::vector<std::vector<GroupMeasurement>> rounds;
+  for (const auto& groups : plan_bisection(nodes)) {
+    std::vector<GroupMeasurement> round;
+    for (const auto& g : groups)
+      round.push_back({g, 2 * g.size(), slow >= g.first && slow < g.last ? slow_bw : bw, false});
+    rounds.push_back(round);
+  }
+  return rounds;
+}
+
+TEST(CollectiveBisectionTest, NamesTheOneNodeThatDragsEveryGroupItIsIn) {
+  auto rounds = measured(4, 1, 100, 2);
+  const auto v = judge_bisection(rounds, 0, 0, 0.5);
+  EXPECT_EQ(v.nodes, (std::vector<int>{1}));
+  EXPECT_FALSE(rounds[0][0].below_floor);  // one group: no relative test, no floor given
+  EXPECT_TRUE(rounds[1][0].below_floor);
+  EXPECT_FALSE(rounds[1][1].below_floor);
+  EXPECT_TRUE(rounds[2][1].below_floor);
+}
+
+TEST(CollectiveBisectionTest, HealthyJobNamesNobody) {
+  auto rounds = measured(8, -1, 100, 0);
+  EXPECT_TRUE(judge_bisection(rounds, 50, 50, 0.5).nodes.empty());
+}
+
+TEST(CollectiveBisectionTest, AbsoluteFloorFailsTheJobAndGroupsButNamesOnlyTheSmallest) {
+  // Everything below the floor: the smallest groups below it are the single nodes, so all are named.
+  auto rounds = measured(4, -1, 10, 0);
+  EXPECT_EQ(judge_bisection(rounds, 50, 50, 0.5).nodes, (std::vector<int>{0, 1, 2, 3}));
+}
+
+TEST(CollectiveBisectionTest, NodeAndNetworkFloorsApplyToTheirGroups) {
+  // 100 GB/s: above a 40 GB/s network floor, below a 431 GB/s single-node floor.
+  auto rounds = measured(2, -1, 100, 0);
+  EXPECT_EQ(judge_bisection(rounds, 431, 40, 0.5).nodes, (std::vector<int>{0, 1}));
+  EXPECT_FALSE(rounds[0][0].below_floor);
+  auto again = measured(2, -1, 100, 0);
+  EXPECT_TRUE(judge_bisection(again, 50, 40, 0.5).nodes.empty());
+}
+
+TEST(CollectiveBisectionTest, ASlowPairWithHealthyHalvesNamesBothNodes) {
+  // Nodes 2 and 3 are fine alone but slow together (the link between them): the pair is named.
+  auto rounds = measured(4, -1, 100, 0);
+  rounds[1][1].busbw_gbps = 5;
+  EXPECT_EQ(judge_bisection(rounds, 0, 0, 0.5).nodes, (std::vector<int>{2, 3}));
+}
+
+TEST(CollectiveBisectionTest, SingleRankGroupsAreNotJudged) {
+  auto rounds = measured(2, 1, 100, 2);
+  rounds[1][0].busbw_gbps = rounds[1][1].busbw_gbps = std::nan("");
+  EXPECT_TRUE(judge_bisection(rounds, 0, 0, 0.5).nodes.empty());
+}
+
+}  // namespace
+}  // namespace fb::workloads

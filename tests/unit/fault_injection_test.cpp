@@ -1,0 +1,69 @@
+#include "core/fault_injection.hpp"
+
+#include <gtest/gtest.h>
+
+#include "core/error.hpp"
+
+namespace fb {
+namespace {
+
+TEST(FaultInjectionTest, ParsesEveryKind) {
+  const auto f = parse_injected_faults(
+      "slow-link@ranks=2-5,delay=20ms;slow-rank@rank=3,delay=1s;hang@rank=1,call=12;sdc@rank=0,check=2");
+  ASSERT_EQ(f.slow_links.size(), 1u);
+  EXPECT_EQ(f.slow_links[0].a, 2);
+  EXPECT_EQ(f.slow_links[0].b, 5);
+  EXPECT_DOUBLE_EQ(f.send_delay(2, 5), 0.020);
+  EXPECT_DOUBLE_EQ(f.send_delay(5, 2), 0.020);
+  EXPECT_DOUBLE_EQ(f.send_delay(2, 4), 0);
+  EXPECT_DOUBLE_EQ(f.send_delay(3, 0), 1.0);  // the slow rank sends late to everyone
+  EXPECT_DOUBLE_EQ(f.send_delay(0, 3), 0);
+  EXPECT_DOUBLE_EQ(f.collective_delay(3), 1.0);
+  EXPECT_DOUBLE_EQ(f.collective_delay(2), 0);
+  EXPECT_TRUE(f.hangs_at(1, 12));
+  EXPECT_FALSE(f.hangs_at(1, 11));
+  EXPECT_FALSE(f.hangs_at(0, 12));
+  EXPECT_EQ(f.sdc_rank, 0);
+  EXPECT_EQ(f.sdc_check, 2u);
+  EXPECT_FALSE(f.empty());
+}
+
+TEST(FaultInjectionTest, EmptySpecInjectsNothing) {
+  const auto f = parse_injected_faults("");
+  EXPECT_TRUE(f.empty());
+  EXPECT_DOUBLE_EQ(f.send_delay(0, 1), 0);
+  EXPECT_FALSE(f.hangs_at(0, 1));
+}
+
+void expect_usage(const char* spec, const char* message) {
+  try {
+    parse_injected_faults(spec);
+    ADD_FAILURE() << spec << " was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::usage);
+    EXPECT_EQ(std::string(e.what()), message);
+  }
+}
+
+TEST(FaultInjectionTest, BadSpecsSayWhatIsWrong) {
+  expect_usage("slow-link@ranks=2,delay=1ms",
+               "invalid FACTORYBENCH_INJECT entry 'slow-link@ranks=2,delay=1ms': ranks must be A-B");
+  expect_usage(
+      "slow-link@ranks=2-2,delay=1ms",
+      "invalid FACTORYBENCH_INJECT entry 'slow-link@ranks=2-2,delay=1ms': a link needs two different ranks");
+  expect_usage("hang@rank=1", "invalid FACTORYBENCH_INJECT entry 'hang@rank=1': missing call=");
+  expect_usage("hang@rank=1,call=0",
+               "invalid FACTORYBENCH_INJECT entry 'hang@rank=1,call=0': call numbers start at 1");
+  expect_usage(
+      "slow-rank@rank=x,delay=1ms",
+      "invalid FACTORYBENCH_INJECT entry 'slow-rank@rank=x,delay=1ms': rank must be a non-negative integer");
+  expect_usage("crash@rank=1",
+               "invalid FACTORYBENCH_INJECT entry 'crash@rank=1': unknown kind 'crash' (expected "
+               "slow-link, slow-rank, hang or sdc)");
+  expect_usage("sdc@rank=1,when=2",
+               "invalid FACTORYBENCH_INJECT entry 'sdc@rank=1,when=2': unknown key 'when'");
+  expect_usage("slow-rank", "invalid FACTORYBENCH_INJECT entry 'slow-rank': expected KIND@key=value,...");
+}
+
+}  // namespace
+}  // namespace fb

@@ -1,0 +1,63 @@
+#include "core/hang_watchdog.hpp"
+
+#include <gtest/gtest.h>
+
+namespace fb {
+namespace {
+
+RankCallRecord rec(int rank, std::uint64_t entered, std::uint64_t left, double in_call_s, bool done = false) {
+  RankCallRecord r;
+  r.rank = rank;
+  r.host = "node" + std::to_string(rank / 2);
+  r.local_rank = rank % 2;
+  r.call.entered = entered;
+  r.call.left = left;
+  r.call.op = "allreduce";
+  r.call.bytes = 2 << 20;
+  r.in_call_s = in_call_s;
+  r.done = done;
+  return r;
+}
+
+TEST(HangWatchdogTest, RecordRoundTripsThroughOneLine) {
+  auto r = rec(5, 123, 122, 7.5);
+  r.call.op = "send";
+  const auto back = parse_record(format_record(r));
+  ASSERT_TRUE(back);
+  EXPECT_EQ(back->rank, 5);
+  EXPECT_EQ(back->host, "node2");
+  EXPECT_EQ(back->local_rank, 1);
+  EXPECT_EQ(back->call.entered, 123u);
+  EXPECT_EQ(back->call.left, 122u);
+  EXPECT_EQ(back->call.op, "send");
+  EXPECT_EQ(back->call.bytes, 2u << 20);
+  EXPECT_DOUBLE_EQ(back->in_call_s, 7.5);
+  EXPECT_FALSE(back->done);
+  EXPECT_FALSE(parse_record("5 node2 1 123"));  // a partial line
+  EXPECT_FALSE(parse_record(""));
+}
+
+TEST(HangWatchdogTest, NamesTheRankThatNeverEnteredTheCall) {
+  std::vector<RankCallRecord> ranks;
+  for (int r = 0; r < 8; ++r) ranks.push_back(r == 5 ? rec(r, 122, 122, 0) : rec(r, 123, 122, 30));
+  const auto lines = diagnose_hang(ranks, 10);
+  ASSERT_EQ(lines.size(), 8u);
+  EXPECT_EQ(lines[0], "rank 5 (host node2, GPU 1) never entered allreduce #123 (2 MiB)");
+  EXPECT_EQ(lines[1],
+            "rank 0 (host node0, GPU 0) entered allreduce #123 (2 MiB) and never left (waited 30 s)");
+}
+
+TEST(HangWatchdogTest, NoStuckRankNoDiagnosis) {
+  std::vector<RankCallRecord> ranks{rec(0, 4, 4, 0), rec(1, 5, 4, 3), rec(2, 4, 4, 0, true)};
+  EXPECT_TRUE(diagnose_hang(ranks, 10).empty());  // rank 1 is in a call, but not for long
+}
+
+TEST(HangWatchdogTest, AFinishedRankIsSaidToHaveFinished) {
+  std::vector<RankCallRecord> ranks{rec(0, 9, 8, 12), rec(1, 8, 8, 0, true)};
+  const auto lines = diagnose_hang(ranks, 10);
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_EQ(lines[0], "rank 1 (host node0, GPU 1) never entered allreduce #9 (2 MiB) (it had finished)");
+}
+
+}  // namespace
+}  // namespace fb

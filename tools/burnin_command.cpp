@@ -1,0 +1,72 @@
+// factorybench burnin: sustained GEMMs on every rank with periodic silent-data-corruption checks and a
+// per-node verdict (workloads/burnin.hpp, docs/locate.md). Exit 0 every node passes, 1 otherwise.
+#include <iostream>
+#include <memory>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "core/error.hpp"
+#include "core/fault_injection.hpp"
+#include "core/units.hpp"
+#include "tools/commands.hpp"
+#include "workloads/burnin.hpp"
+
+namespace fb::tools {
+namespace {
+
+struct BurninCliOptions {
+  std::string duration = "20m";
+  std::string check_interval;
+  std::int64_t size = 0;
+};
+
+int run_burnin_command(const BurninCliOptions& cli, Session& session) {
+  workloads::BurninOptions o;
+  o.duration_s = parse_duration(cli.duration, "--duration");
+  if (o.duration_s <= 0) throw usage_error("invalid --duration '" + cli.duration + "': must be positive");
+  if (!cli.check_interval.empty()) {
+    o.check_interval_s = parse_duration(cli.check_interval, "--check-interval");
+    if (o.check_interval_s <= 0 || o.check_interval_s > o.duration_s)
+      throw usage_error("invalid --check-interval '" + cli.check_interval + "': must be in (0, --duration]");
+  }
+  if (cli.size < 0) throw usage_error(fmt::format("invalid --size {}: must be positive", cli.size));
+  o.size = cli.size;
+  o.seed = session.options().seed;
+  injected_faults();  // a bad FACTORYBENCH_INJECT stops here
+
+  auto& mpi = session.mpi();
+  auto& backend = session.backend();
+  auto report = session.begin_report();
+  const auto run = workloads::run_burnin(mpi, backend, o);
+  report.results = workloads::burnin_results(run);
+  report.summary["burnin"] = {{"verdict", run.pass() ? "pass" : "fail"},
+                              {"checks", run.ranks.front().checksums.size()},
+                              {"size", run.size},
+                              {"duration_s", run.duration_s}};
+  session.finish(report);
+  if (mpi.is_root() && !session.options().quiet) {
+    for (const auto& l : workloads::burnin_lines(run)) std::cout << l << "\n";
+    std::cout << (run.pass() ? "burnin: PASS\n" : "burnin: FAIL\n");
+    std::cout.flush();
+  }
+  return run.pass() ? 0 : 1;
+}
+
+}  // namespace
+
+Command add_burnin_command(CLI::App& app) {
+  auto opt = std::make_shared<BurninCliOptions>();
+  auto* sub = app.add_subcommand("burnin",
+                                 "Sustained GEMMs on every rank with periodic silent-data-corruption checks "
+                                 "(identical seeded inputs must\n"
+                                 "give bit-identical results across repeats and across ranks of one device "
+                                 "model). Exit 0 pass, 1 fail.");
+  sub->add_option("--duration", opt->duration, "How long to run (10s, 20m, 2h)")->capture_default_str();
+  sub->add_option("--check-interval", opt->check_interval,
+                  "Time between SDC checks (default: a tenth of --duration)");
+  sub->add_option("--size", opt->size, "GEMM m = n = k (default 8192 on cuda, 256 on host)");
+  return {sub, [opt](Session& s) { return run_burnin_command(*opt, s); }};
+}
+
+}  // namespace fb::tools

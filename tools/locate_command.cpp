@@ -1,0 +1,388 @@
+// factorybench locate: which node, rank or link is it? The pairwise point-to-point matrix and the
+// collective bisection (workloads/p2p_matrix.hpp, workloads/collective_bisection.hpp, docs/locate.md).
+// Exit 0 when nothing is named, 1 when a link, rank or node is.
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "core/atomic_file.hpp"
+#include "core/communicator.hpp"
+#include "core/config_paths.hpp"
+#include "core/error.hpp"
+#include "core/fault_injection.hpp"
+#include "core/hang_watchdog.hpp"
+#include "core/json_file.hpp"
+#include "core/mpi_context.hpp"
+#include "core/units.hpp"
+#include "reports/report_json.hpp"
+#include "tools/commands.hpp"
+#include "workloads/collective_bisection.hpp"
+#include "workloads/p2p_matrix.hpp"
+#include "workloads/run_environment.hpp"
+#include "workloads/transport_record.hpp"
+
+namespace fb::tools {
+namespace {
+
+struct LocateCliOptions {
+  std::string tests = "p2p,bisection";
+  std::string scope = "node";
+  std::string bytes;  // default: 1M on host, 256M on cuda
+  std::optional<double> min_p2p_bw;
+  double outlier_threshold = 0.5;
+  int iters = 5, warmup = 1, confirm_passes = 2;
+  std::string allreduce_size;  // default: 1M on host, 256M on cuda
+  std::optional<double> allreduce_floor;
+  std::string floors;
+  std::string expect_transport;
+  std::vector<std::string> nccl_logs;
+  std::string hang_timeout = "10m";
+  std::string run_dir = ".";
+};
+
+std::vector<std::uint64_t> parse_sizes(const std::string& text) {
+  std::vector<std::uint64_t> out;
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    const auto b = parse_size(item, "-b/--bytes");
+    if (b == 0) throw usage_error("invalid -b/--bytes '" + item + "': must be positive");
+    out.push_back(b);
+  }
+  if (out.empty()) throw usage_error("invalid -b/--bytes '': expected SIZE[,SIZE...]");
+  return out;
+}
+
+// --floors NAME[,NAME...]: configs/floors/<name>.json (or a path), the published floor of a fabric class.
+// Later files fill what earlier ones left unset.
+struct Floors {
+  double allreduce_node = 0, allreduce_network = 0, p2p_node = 0;
+  nlohmann::json used = nlohmann::json::array();
+};
+
+Floors load_floors(const std::string& names) {
+  Floors f;
+  if (names.empty()) return f;
+  std::stringstream in(names);
+  std::string name;
+  while (std::getline(in, name, ',')) {
+    const auto path = resolve_config("floors", name);
+    const auto j = read_json_file(path);
+    auto take = [&](const char* key, double& into) {
+      if (!j.contains(key)) return;
+      if (!j[key].is_number() || j[key].get<double>() <= 0)
+        throw input_error(fmt::format("{}: {} must be a positive number", path.string(), key));
+      if (into == 0) into = j[key].get<double>();
+    };
+    take("allreduce_node_busbw_gbps", f.allreduce_node);
+    take("allreduce_network_busbw_gbps", f.allreduce_network);
+    take("p2p_node_bw_gbps", f.p2p_node);
+    f.used.push_back({{"name", j.value("name", name)}, {"source", j.value("source", "")}});
+  }
+  return f;
+}
+
+// Files of `paths` (directories: every file inside), concatenated.
+std::string read_logs(const std::vector<std::string>& paths) {
+  std::string text;
+  for (const auto& p : paths) {
+    std::vector<std::filesystem::path> files;
+    if (std::filesystem::is_directory(p)) {
+      for (const auto& e : std::filesystem::directory_iterator(p))
+        if (e.is_regular_file()) files.push_back(e.path());
+    } else {
+      files.push_back(p);
+    }
+    std::sort(files.begin(), files.end());
+    for (const auto& f : files) text += read_text_file(f) + "\n";
+  }
+  return text;
+}
+
+// The transport record: NCCL's init log (cuda, or --nccl-log files from any run); on host without logs,
+// Open MPI's requested PML and BTL (OMPI_MCA_pml / OMPI_MCA_btl; empty = Open MPI selects at run time).
+reports::Result transport_result(const LocateCliOptions& cli, const std::vector<std::string>& logs,
+                                 const std::optional<std::set<std::string>>& expected) {
+  reports::Result r;
+  r.benchmark = "locate";
+  r.name = "transport";
+  r.params = {{"test", "transport"}};
+  if (!cli.expect_transport.empty()) r.params["expect"] = cli.expect_transport;
+  if (logs.empty()) {
+    auto env = [](const char* name) {
+      const char* v = std::getenv(name);
+      return std::string(v && *v ? v : "");
+    };
+    const auto pml = env("OMPI_MCA_pml"), btl = env("OMPI_MCA_btl");
+    r.extra["record"] = {{"engine", "mpi"},
+                         {"library", mpi_library_version()},
+                         {"pml_requested", pml.empty() ? "(auto)" : pml},
+                         {"btl_requested", btl.empty() ? "(auto)" : btl}};
+    r.extra["summary"] = fmt::format("MPI {}; pml {}, btl {} (requested)", mpi_library_version(),
+                                     pml.empty() ? "auto" : pml, btl.empty() ? "auto" : btl);
+    if (expected) r.fail("--expect-transport needs NCCL's log: run on the cuda backend or give --nccl-log");
+    return r;
+  }
+  const auto record = workloads::parse_nccl_init_log(read_logs(logs));
+  r.extra["record"] = record.to_json();
+  r.extra["record"]["engine"] = "nccl";
+  r.set_metric("nvls_channels",
+               {static_cast<double>(record.nvls_channels), "count", reports::Better::higher, std::nullopt});
+  r.extra["summary"] =
+      fmt::format("NCCL network {}, transports {}", record.network.empty() ? "-" : record.network,
+                  fmt::join(record.kinds, ","));
+  if (expected) {
+    const auto extra = workloads::unexpected_transports(record, *expected);
+    if (record.kinds.empty())
+      r.fail("--expect-transport " + cli.expect_transport + ": NCCL's log names no transport");
+    else if (!extra.empty())
+      r.fail(fmt::format("NCCL used {} but --expect-transport allows only {} ({})", fmt::join(extra, ","),
+                         cli.expect_transport, r.extra["summary"].get<std::string>()));
+  }
+  return r;
+}
+
+void print_matrix(std::ostream& out, const workloads::P2pRun& run) {
+  for (const auto& m : run.matrices) {
+    out << fmt::format("p2p bandwidth GB/s at {} (row = sender, column = receiver):\n",
+                       format_bytes(m.bytes));
+    out << fmt::format("{:>8}", "");
+    for (std::size_t j = 0; j < run.endpoints.size(); ++j)
+      out << fmt::format("{:>9}", fmt::format("r{}", run.endpoints[j].rank));
+    out << "\n";
+    for (std::size_t i = 0; i < run.endpoints.size(); ++i) {
+      out << fmt::format("{:>8}", fmt::format("r{}", run.endpoints[i].rank));
+      for (std::size_t j = 0; j < run.endpoints.size(); ++j)
+        out << (i == j ? fmt::format("{:>9}", "-") : fmt::format("{:>9.3g}", m.bw_gbps[i][j]));
+      out << "\n";
+    }
+  }
+}
+
+int run_locate(const LocateCliOptions& cli, Session& session) {
+  bool want_p2p = false, want_bisection = false, want_transport = false;
+  {
+    std::stringstream in(cli.tests);
+    std::string t;
+    while (std::getline(in, t, ',')) {
+      if (t == "p2p")
+        want_p2p = true;
+      else if (t == "bisection")
+        want_bisection = true;
+      else if (t == "transport")
+        want_transport = true;
+      else
+        throw usage_error("invalid --tests '" + cli.tests + "': expected p2p, bisection, transport");
+    }
+  }
+  if (cli.outlier_threshold <= 0 || cli.outlier_threshold >= 1)
+    throw usage_error(
+        fmt::format("invalid --outlier-threshold {:g}: must be a fraction in (0, 1)", cli.outlier_threshold));
+  if (cli.min_p2p_bw && *cli.min_p2p_bw < 0)
+    throw usage_error(fmt::format("invalid --min-p2p-bw {:g}: must be >= 0", *cli.min_p2p_bw));
+  if (cli.allreduce_floor && *cli.allreduce_floor < 0)
+    throw usage_error(fmt::format("invalid --allreduce-floor {:g}: must be >= 0", *cli.allreduce_floor));
+  const Floors floors = load_floors(cli.floors);
+  std::optional<std::set<std::string>> expected_transports;
+  if (!cli.expect_transport.empty())
+    expected_transports = workloads::parse_transport_kinds(cli.expect_transport);
+  for (const auto& f : cli.nccl_logs)
+    if (!std::filesystem::exists(f))
+      throw usage_error("invalid --nccl-log '" + f + "': no such file or directory");
+  if (cli.iters < 1) throw usage_error(fmt::format("invalid --iters {}: must be at least 1", cli.iters));
+  if (cli.confirm_passes < 0)
+    throw usage_error(fmt::format("invalid --confirm-passes {}: must be >= 0", cli.confirm_passes));
+  if (cli.warmup < 0) throw usage_error(fmt::format("invalid --warmup {}: must be >= 0", cli.warmup));
+  std::vector<std::uint64_t> sizes;
+  if (!cli.bytes.empty()) sizes = parse_sizes(cli.bytes);
+  std::uint64_t allreduce_bytes = 0;
+  if (!cli.allreduce_size.empty()) {
+    allreduce_bytes = parse_size(cli.allreduce_size, "--allreduce-size");
+    if (allreduce_bytes == 0)
+      throw usage_error("invalid --allreduce-size '" + cli.allreduce_size + "': must be positive");
+  }
+
+  const double hang_timeout = parse_duration(cli.hang_timeout, "--hang-timeout");
+  injected_faults();  // a bad FACTORYBENCH_INJECT stops here, before any measurement
+  auto& mpi = session.mpi();
+  auto& backend = session.backend();
+  const bool on_gpu = backend.kind() == BackendKind::cuda;
+  if (sizes.empty()) sizes = {on_gpu ? 256ull << 20 : 1ull << 20};
+  if (allreduce_bytes == 0) allreduce_bytes = on_gpu ? 256ull << 20 : 1ull << 20;
+  auto report = session.begin_report();
+  // NCCL's own init log into the run directory, read back for the transport record (unless the user set
+  // NCCL_DEBUG already, or gave logs with --nccl-log). Set before the NCCL communicator is created.
+  const auto run_id = report.run.value("id", std::string("run"));
+  const auto nccl_dir = std::filesystem::path(cli.run_dir) / ("fb-nccl-" + run_id);
+  const bool own_nccl_log = on_gpu && cli.nccl_logs.empty() && !std::getenv("NCCL_DEBUG");
+  if (own_nccl_log) {
+    std::filesystem::create_directories(nccl_dir);
+    ::setenv("NCCL_DEBUG", "INFO", 1);
+    ::setenv("NCCL_DEBUG_SUBSYS", "INIT,NET", 1);
+    ::setenv("NCCL_DEBUG_FILE", (nccl_dir / "%h.%p.log").c_str(), 1);
+  }
+  auto comm = make_communicator(mpi, backend);
+  std::vector<std::string> lines;
+  if (!floors.used.empty()) report.summary["locate"]["floors"] = floors.used;
+
+  // The watchdog's side channel: <run-dir>/fb-hang-<run id>/rank-R.state. On a hang the lowest stuck rank
+  // prints the diagnosis and writes the report so far plus a failed "hang" result, then the job ends.
+  std::unique_ptr<HangWatchdog> watchdog;
+  const auto dir =
+      std::filesystem::path(cli.run_dir) / ("fb-hang-" + report.run.value("id", std::string("run")));
+  if (hang_timeout > 0) {
+    RankCallRecord me;
+    me.rank = mpi.rank();
+    me.host = mpi.hostname();
+    me.local_rank = mpi.local_rank();
+    const auto output = session.options().output;
+    auto partial = report;
+    watchdog = std::make_unique<HangWatchdog>(
+        dir, me, mpi.size(), hang_timeout,
+        [partial, output, dir](const std::vector<std::string>& found) mutable {
+          std::string msg;
+          for (const auto& l : found) {
+            std::cout << "hang: " << l << "\n";
+            msg += (msg.empty() ? "" : "; ") + l;
+          }
+          std::cout << "locate: FAIL (hang; rank states in " << dir.string() << ")" << std::endl;
+          reports::Result r;
+          r.benchmark = "locate";
+          r.name = "hang";
+          r.params = {{"test", "hang"}, {"run_dir", dir.string()}};
+          r.extra["diagnosis"] = found;
+          r.fail(msg);
+          partial.results.push_back(r);
+          partial.run["finished_at"] = workloads::utc_timestamp();
+          if (!output.empty()) reports::write_report(output, partial);
+        });
+  }
+  bool named = false;
+
+  workloads::P2pOptions p;
+  p.scope = cli.scope == "rank" ? workloads::P2pScope::rank : workloads::P2pScope::node;
+  p.sizes = sizes;
+  p.iterations = cli.iters;
+  p.warmup = cli.warmup;
+  p.min_bw_gbps = cli.min_p2p_bw.value_or(p.scope == workloads::P2pScope::node ? floors.p2p_node : 0);
+  p.outlier_threshold = cli.outlier_threshold;
+  p.confirm_passes = cli.confirm_passes;
+  p.seed = session.options().seed;
+  std::optional<workloads::P2pRun> p2p;
+  if (want_p2p) {
+    p2p = workloads::measure_p2p_matrix(mpi, backend, *comm, p);
+    for (auto& r : workloads::p2p_results(*p2p, p)) report.results.push_back(std::move(r));
+    report.summary["locate"]["p2p"] = workloads::p2p_summary(*p2p);
+    for (const auto& l : workloads::p2p_verdict_lines(*p2p)) lines.push_back(l);
+    named = named || !p2p->verdict.pass();
+  }
+  if (want_bisection) {
+    workloads::BisectionOptions b;
+    b.bytes = allreduce_bytes;
+    b.iterations = cli.iters;
+    b.warmup = cli.warmup;
+    b.node_floor_gbps = cli.allreduce_floor.value_or(floors.allreduce_node);
+    b.network_floor_gbps = cli.allreduce_floor.value_or(floors.allreduce_network);
+    b.outlier_threshold = cli.outlier_threshold;
+    b.confirm_passes = cli.confirm_passes;
+    const auto run = workloads::run_bisection(mpi, backend, *comm, b);
+    report.results.push_back(workloads::bisection_result(run, b));
+    report.summary["locate"]["bisection"] = report.results.back().extra;
+    for (const auto& l : workloads::bisection_lines(run)) lines.push_back(l);
+    named = named || !run.verdict.nodes.empty();
+  }
+  if (want_transport || expected_transports) {
+    mpi.barrier();  // every rank's NCCL log is written
+    if (mpi.is_root()) {
+      reports::Result r =
+          transport_result(cli, own_nccl_log ? std::vector<std::string>{nccl_dir.string()} : cli.nccl_logs,
+                           expected_transports);
+      if (r.status == reports::Status::failed) {
+        named = true;
+        lines.push_back("transport: " + *r.error);
+      } else {
+        lines.push_back("transport: " + r.extra["summary"].get<std::string>());
+      }
+      report.summary["locate"]["transport"] = r.extra["record"];
+      report.results.push_back(std::move(r));
+    }
+    named = mpi.all_true(!named) ? false : true;
+  }
+  if (watchdog) {  // no hang: the state files have served their purpose
+    watchdog.reset();
+    mpi.barrier();
+    std::error_code ec;
+    if (mpi.is_root()) std::filesystem::remove_all(dir, ec);
+  }
+  session.finish(report);
+  if (mpi.is_root() && !session.options().quiet) {
+    if (p2p) print_matrix(std::cout, *p2p);
+    for (const auto& l : lines) std::cout << l << "\n";
+    std::cout << (named ? "locate: FAIL\n" : "locate: PASS\n");
+    std::cout.flush();
+  }
+  return named ? 1 : 0;
+}
+
+}  // namespace
+
+Command add_locate_command(CLI::App& app) {
+  auto opt = std::make_shared<LocateCliOptions>();
+  auto* sub = app.add_subcommand(
+      "locate",
+      "Find the bad node, rank or link: a pairwise point-to-point matrix (round-robin tournament, both\n"
+      "directions) and an all-reduce bisection over node-aligned groups. Exit 0 nothing named, 1 otherwise.");
+  sub->add_option("--tests", opt->tests,
+                  "Comma-separated: p2p, bisection, transport (NCCL's or MPI's transports; implied by "
+                  "--expect-transport)")
+      ->capture_default_str();
+  sub->add_option("--scope", opt->scope, "p2p endpoints: node (first rank of each host) or rank (every rank)")
+      ->check(CLI::IsMember({"node", "rank"}))
+      ->capture_default_str();
+  sub->add_option("-b,--bytes", opt->bytes,
+                  "p2p message size, or a sweep SIZE,SIZE,... (default 1M host, 256M cuda)");
+  sub->add_option("--min-p2p-bw", opt->min_p2p_bw,
+                  "Flag p2p directions below this many GB/s (default: --floors' node p2p floor, else none)");
+  sub->add_option("--outlier-threshold", opt->outlier_threshold,
+                  "Flag p2p directions and all-reduce groups below the median by more than this fraction")
+      ->capture_default_str();
+  sub->add_option("--iters", opt->iters,
+                  "Timed iterations per measurement (the best is kept: a slow link is slow every time)")
+      ->capture_default_str();
+  sub->add_option(
+         "--confirm-passes", opt->confirm_passes,
+         "Re-measure flagged p2p links alone, and every bisection round, this many more times (best kept)")
+      ->capture_default_str();
+  sub->add_option("--warmup", opt->warmup, "Untimed iterations first")->capture_default_str();
+  sub->add_option("--allreduce-size", opt->allreduce_size,
+                  "Bisection all-reduce size (default 1M host, 256M cuda)");
+  sub->add_option(
+      "--allreduce-floor", opt->allreduce_floor,
+      "All-reduce busbw floor in GB/s for every bisection group (default: from --floors, else none)");
+  sub->add_option(
+      "--floors", opt->floors,
+      "Published floors of a fabric class, configs/floors/NAME.json (h100-8gpu, h200-8gpu, gb200-nvl72,\n"
+      "gb300-nvl72, network-400g; several: h200-8gpu,network-400g) or a path");
+  sub->add_option("--expect-transport", opt->expect_transport,
+                  "Fail unless NCCL used only these transports: p2p, shm, ib, socket, net, collnet, nvls");
+  sub->add_option("--nccl-log", opt->nccl_logs,
+                  "Read the transport record from these NCCL_DEBUG=INFO logs (files or directories) instead");
+  sub->add_option("--hang-timeout", opt->hang_timeout,
+                  "Name the ranks that never entered, or never left, a call that ran this long (0 = off)")
+      ->capture_default_str();
+  sub->add_option("--run-dir", opt->run_dir,
+                  "Shared directory for the hang watchdog's per-rank state files (fb-hang-<run id>/)")
+      ->capture_default_str();
+  return {sub, [opt](Session& s) { return run_locate(*opt, s); }};
+}
+
+}  // namespace fb::tools

@@ -1,0 +1,239 @@
+#include "workloads/burnin.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "core/error.hpp"
+#include "core/fault_injection.hpp"
+#include "core/mpi_check.hpp"
+#include "core/random_fill.hpp"
+#include "kernels/gemm_engine.hpp"
+
+namespace fb::workloads {
+namespace {
+
+double now_s() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+std::string who(const RankChecks& r) {
+  return fmt::format("rank {} ({}, GPU {})", r.rank, r.host, r.local_rank);
+}
+
+}  // namespace
+
+std::uint64_t checksum_bytes(const void* data, std::size_t bytes) {
+  std::uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a 64: offset basis and prime (Fowler, Noll, Vo)
+  const auto* p = static_cast<const unsigned char*>(data);
+  for (std::size_t i = 0; i < bytes; ++i) h = (h ^ p[i]) * 0x100000001b3ull;
+  return h;
+}
+
+std::vector<BurninProblem> judge_burnin(const std::vector<RankChecks>& ranks) {
+  std::vector<BurninProblem> out;
+  std::size_t checks = 0;
+  for (const auto& r : ranks) checks = std::max(checks, r.checksums.size());
+  std::map<int, bool> reported;  // one problem per rank: the first one seen
+  for (std::size_t c = 0; c < checks; ++c) {
+    // The majority checksum of each device model at this check.
+    std::map<std::string, std::map<std::uint64_t, int>> votes;
+    for (const auto& r : ranks)
+      if (c < r.checksums.size()) ++votes[r.device][r.checksums[c]];
+    for (const auto& r : ranks) {
+      if (c >= r.checksums.size() || reported[r.rank]) continue;
+      const auto& v = votes[r.device];
+      const auto majority = std::max_element(
+          v.begin(), v.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
+      std::string reason;
+      if (c > 0 && r.checksums[c] != r.checksums[0])
+        reason = fmt::format("checksum {:016x} at check {} differs from its own first result {:016x}",
+                             r.checksums[c], c, r.checksums[0]);
+      else if (v.size() > 1 && majority->second * 2 > static_cast<int>(ranks.size()) &&
+               r.checksums[c] != majority->first)
+        reason = fmt::format("checksum {:016x} at check {} differs from {:016x} of {} other {} rank(s)",
+                             r.checksums[c], c, majority->first, majority->second, r.device);
+      if (reason.empty()) continue;
+      reported[r.rank] = true;
+      out.push_back({r.rank, static_cast<int>(c), c < r.at_s.size() ? r.at_s[c] : 0, reason});
+    }
+  }
+  return out;
+}
+
+BurninRun run_burnin(const MpiContext& mpi, Backend& backend, const BurninOptions& o) {
+  BurninRun run;
+  run.duration_s = o.duration_s;
+  run.size = o.size > 0 ? o.size : (backend.kind() == BackendKind::cuda ? 8192 : 256);
+  const double interval = o.check_interval_s > 0 ? o.check_interval_s : o.duration_s / 10;
+  const int checks = std::max(1, static_cast<int>(std::ceil(o.duration_s / interval - 1e-9)));
+
+  // One OpenBLAS thread per rank on host: the result must not depend on a thread count that can differ
+  // between nodes (run one rank per core to load every core).
+  kernels::GemmEngineOptions eo;
+  eo.host_threads = 1;
+  eo.local_ranks = mpi.local_size();
+  auto engine = kernels::make_gemm_engine(backend, DType::fp32, eo);
+  kernels::GemmProblem p;
+  p.m = p.n = p.k = run.size;
+  const auto elements = static_cast<std::size_t>(run.size * run.size);
+  auto a = backend.allocate(elements * sizeof(float));
+  auto b = backend.allocate(elements * sizeof(float));
+  auto c = backend.allocate(elements * sizeof(float));
+  std::vector<float> host(elements);
+  // The same inputs on every rank: identical devices must give identical bits.
+  fill_random_host(host.data(), elements, DType::fp32, derive_seed(o.seed, 0xa));
+  backend.copy_to_device(a, host.data(), elements * sizeof(float));
+  fill_random_host(host.data(), elements, DType::fp32, derive_seed(o.seed, 0xb));
+  backend.copy_to_device(b, host.data(), elements * sizeof(float));
+  engine->prepare(p, a.data(), b.data(), c.data());
+  backend.synchronize();
+
+  const auto& faults = injected_faults();
+  RankChecks mine;
+  mine.rank = mpi.rank();
+  mine.host = mpi.hostname();
+  mine.local_rank = mpi.local_rank();
+  mine.device = backend.device().name;
+  const double t0 = now_s();
+  auto check = [&](int k) {
+    engine->run(p, a.data(), b.data(), c.data());
+    backend.copy_to_host(host.data(), c, elements * sizeof(float));
+    backend.synchronize();
+    ++mine.gemms;
+    // The injected silent data corruption: one bit of one element, as if the device computed it wrong.
+    if (faults.sdc_rank == mpi.rank() && faults.sdc_check == static_cast<std::uint64_t>(k)) {
+      std::uint32_t bits = 0;
+      std::memcpy(&bits, &host[elements / 2], sizeof bits);
+      bits ^= 1u << 7;
+      std::memcpy(&host[elements / 2], &bits, sizeof bits);
+    }
+    mine.checksums.push_back(checksum_bytes(host.data(), elements * sizeof(float)));
+    mine.at_s.push_back(now_s() - t0);
+  };
+  check(0);
+  for (int k = 1; k <= checks; ++k) {
+    // Sustained load until this check is due, then the check (every rank does the same checks).
+    while (now_s() - t0 < k * interval) {
+      engine->run(p, a.data(), b.data(), c.data());
+      ++mine.gemms;
+      if (mine.gemms % 16 == 0) backend.synchronize();
+    }
+    backend.synchronize();
+    check(k);
+  }
+  const double elapsed = now_s() - t0;
+  mine.tflops = 2.0 * static_cast<double>(run.size) * run.size * run.size * mine.gemms / elapsed / 1e12;
+
+  // Everyone's checks to everyone: fixed-size numbers, then the strings.
+  const int n = mpi.size();
+  const auto per = static_cast<std::size_t>(checks + 1);
+  std::vector<std::uint64_t> sums(per * static_cast<std::size_t>(n));
+  std::vector<double> nums((per + 3) * static_cast<std::size_t>(n));
+  std::vector<double> my_nums(mine.at_s);
+  my_nums.push_back(static_cast<double>(mine.gemms));
+  my_nums.push_back(mine.tflops);
+  my_nums.push_back(mine.local_rank);
+  FB_CHECK_MPI(MPI_Allgather(mine.checksums.data(), static_cast<int>(per), MPI_UINT64_T, sums.data(),
+                             static_cast<int>(per), MPI_UINT64_T, mpi.world()));
+  FB_CHECK_MPI(MPI_Allgather(my_nums.data(), static_cast<int>(per + 3), MPI_DOUBLE, nums.data(),
+                             static_cast<int>(per + 3), MPI_DOUBLE, mpi.world()));
+  char name[128] = {};
+  mine.device.copy(name, sizeof(name) - 1);
+  std::vector<char> names(sizeof(name) * static_cast<std::size_t>(n));
+  FB_CHECK_MPI(
+      MPI_Allgather(name, sizeof(name), MPI_CHAR, names.data(), sizeof(name), MPI_CHAR, mpi.world()));
+  for (int r = 0; r < n; ++r) {
+    const auto ur = static_cast<std::size_t>(r);
+    RankChecks x;
+    x.rank = r;
+    x.host = mpi.hostnames()[ur];
+    x.device = std::string(names.data() + ur * sizeof(name));
+    x.checksums.assign(sums.begin() + static_cast<std::ptrdiff_t>(ur * per),
+                       sums.begin() + static_cast<std::ptrdiff_t>((ur + 1) * per));
+    const double* q = nums.data() + ur * (per + 3);
+    x.at_s.assign(q, q + per);
+    x.gemms = static_cast<std::int64_t>(q[per]);
+    x.tflops = q[per + 1];
+    x.local_rank = static_cast<int>(q[per + 2]);
+    run.ranks.push_back(std::move(x));
+  }
+  run.problems = judge_burnin(run.ranks);
+  return run;
+}
+
+std::vector<std::string> burnin_lines(const BurninRun& run) {
+  std::vector<std::string> lines;
+  std::vector<std::string> hosts;
+  for (const auto& r : run.ranks)
+    if (std::find(hosts.begin(), hosts.end(), r.host) == hosts.end()) hosts.push_back(r.host);
+  for (const auto& h : hosts) {
+    std::vector<std::string> bad;
+    double tflops = 0;
+    int ranks = 0;
+    for (const auto& r : run.ranks) {
+      if (r.host != h) continue;
+      ++ranks;
+      tflops += r.tflops;
+      for (const auto& p : run.problems)
+        if (p.rank == r.rank)
+          bad.push_back(fmt::format("{}: {} (first seen at {:.1f} s)", who(r), p.reason, p.first_seen_s));
+    }
+    lines.push_back(bad.empty() ? fmt::format("node {}: PASS ({} rank(s), {} checks, {:.3g} TFLOP/s)", h,
+                                              ranks, run.ranks.front().checksums.size(), tflops)
+                                : fmt::format("node {}: FAIL {}", h, fmt::join(bad, "; ")));
+  }
+  return lines;
+}
+
+std::vector<reports::Result> burnin_results(const BurninRun& run) {
+  std::vector<reports::Result> out;
+  std::vector<std::string> hosts;
+  for (const auto& r : run.ranks)
+    if (std::find(hosts.begin(), hosts.end(), r.host) == hosts.end()) hosts.push_back(r.host);
+  for (const auto& h : hosts) {
+    reports::Result res;
+    res.benchmark = "burnin";
+    res.name = "burnin/node/" + h;
+    res.params = {{"host", h}, {"size", run.size}, {"duration_s", run.duration_s}};
+    auto ranks = nlohmann::json::array();
+    auto reasons = nlohmann::json::array();
+    double tflops = 0, gemms = 0;
+    std::vector<std::string> why;
+    for (const auto& r : run.ranks) {
+      if (r.host != h) continue;
+      tflops += r.tflops;
+      gemms += static_cast<double>(r.gemms);
+      auto sums = nlohmann::json::array();
+      for (auto s : r.checksums) sums.push_back(fmt::format("{:016x}", s));
+      ranks.push_back({{"rank", r.rank},
+                       {"local_rank", r.local_rank},
+                       {"device", r.device},
+                       {"gemms", r.gemms},
+                       {"tflops", r.tflops},
+                       {"checksums", sums}});
+      for (const auto& p : run.problems)
+        if (p.rank == r.rank) {
+          reasons.push_back(
+              {{"rank", r.rank}, {"check", p.check}, {"first_seen_s", p.first_seen_s}, {"reason", p.reason}});
+          why.push_back(fmt::format("{}: {}", who(r), p.reason));
+        }
+    }
+    res.set_metric("tflops", {tflops, "TFLOP/s", reports::Better::higher, std::nullopt});
+    res.set_metric("gemms", {gemms, "count", reports::Better::none, std::nullopt});
+    res.set_metric("sdc_mismatches",
+                   {static_cast<double>(reasons.size()), "count", reports::Better::lower, std::nullopt});
+    res.extra["ranks"] = ranks;
+    res.extra["problems"] = reasons;
+    res.extra["verdict"] = why.empty() ? "pass" : "fail";
+    if (!why.empty()) res.fail(fmt::format("{}", fmt::join(why, "; ")));
+    out.push_back(std::move(res));
+  }
+  return out;
+}
+
+}  // namespace fb::workloads

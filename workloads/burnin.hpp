@@ -1,0 +1,68 @@
+#pragma once
+// `factorybench burnin` (issue 17, docs/locate.md): sustained GEMMs on every rank for a duration, with
+// periodic silent-data-corruption checks. Every rank multiplies the same seeded matrices, so at each check
+// the checksum of C must equal (1) the rank's own first checksum (repeats on one device) and (2) the
+// checksum of the other ranks with the same device model (the majority). A rank that disagrees is named,
+// with the time the problem was first seen; ranks are grouped into a verdict per node.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/backend.hpp"
+#include "core/mpi_context.hpp"
+#include "reports/report.hpp"
+
+namespace fb::workloads {
+
+struct BurninOptions {
+  double duration_s = 60;
+  double check_interval_s = 0;  // 0 = a tenth of the duration
+  std::int64_t size = 0;        // m = n = k; 0 = 8192 on cuda, 256 on host
+  std::uint64_t seed = 42;
+};
+
+// One rank's checksums at checks 0..N (check 0 is the reference taken before the sustained load).
+struct RankChecks {
+  int rank = 0;
+  std::string host;
+  int local_rank = 0;
+  std::string device;  // the device model: checksums are compared within one model
+  std::vector<std::uint64_t> checksums;
+  std::vector<double> at_s;  // when each check ran (seconds since start)
+  std::int64_t gemms = 0;
+  double tflops = 0;  // sustained throughput over the run
+};
+
+struct BurninProblem {
+  int rank = 0;
+  int check = 0;
+  double first_seen_s = 0;
+  std::string reason;
+};
+
+// The SDC verdict over all ranks' checks: repeats that differ from the rank's first checksum, and
+// checksums that differ from the majority of ranks of the same device model. Pure.
+std::vector<BurninProblem> judge_burnin(const std::vector<RankChecks>& ranks);
+
+// FNV-1a 64 over bytes: the checksum of a GEMM result.
+std::uint64_t checksum_bytes(const void* data, std::size_t bytes);
+
+struct BurninRun {
+  std::vector<RankChecks> ranks;
+  std::vector<BurninProblem> problems;
+  double duration_s = 0;
+  std::int64_t size = 0;
+  bool pass() const { return problems.empty(); }
+};
+
+// Collective over the world. FACTORYBENCH_INJECT sdc@rank=R,check=N flips one bit of rank R's result as
+// read back at check N. Every rank returns the same run.
+BurninRun run_burnin(const MpiContext& mpi, Backend& backend, const BurninOptions& o);
+
+// One result per node ("burnin/node/<host>"), failed when a rank of it has a problem.
+std::vector<reports::Result> burnin_results(const BurninRun& run);
+std::vector<std::string> burnin_lines(const BurninRun& run);
+
+}  // namespace fb::workloads

@@ -1,0 +1,243 @@
+#include "workloads/collective_bisection.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <limits>
+
+#include <fmt/format.h>
+
+#include "core/gather.hpp"
+#include "core/random_fill.hpp"
+#include "core/units.hpp"
+
+namespace fb::workloads {
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+double median_of(std::vector<double> v) {
+  if (v.empty()) return kNaN;
+  std::sort(v.begin(), v.end());
+  const auto n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+double now_s() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+}  // namespace
+
+std::vector<std::vector<NodeGroup>> plan_bisection(int nodes) {
+  std::vector<std::vector<NodeGroup>> rounds;
+  if (nodes < 1) return rounds;
+  rounds.push_back({{0, nodes}});
+  while (std::any_of(rounds.back().begin(), rounds.back().end(),
+                     [](const NodeGroup& g) { return g.size() > 1; })) {
+    std::vector<NodeGroup> next;
+    for (const auto& g : rounds.back()) {
+      if (g.size() == 1) {
+        next.push_back(g);
+        continue;
+      }
+      const int mid = g.first + (g.size() + 1) / 2;
+      next.push_back({g.first, mid});
+      next.push_back({mid, g.last});
+    }
+    rounds.push_back(std::move(next));
+  }
+  return rounds;
+}
+
+BisectionVerdict judge_bisection(std::vector<std::vector<GroupMeasurement>>& rounds, double node_floor_gbps,
+                                 double network_floor_gbps, double outlier_threshold) {
+  for (auto& round : rounds) {
+    std::vector<double> bw;
+    for (const auto& m : round)
+      if (std::isfinite(m.busbw_gbps)) bw.push_back(m.busbw_gbps);
+    const double median = median_of(bw);
+    for (auto& m : round) {
+      if (!std::isfinite(m.busbw_gbps)) continue;
+      const double floor_gbps = m.group.size() == 1 ? node_floor_gbps : network_floor_gbps;
+      m.below_floor = (floor_gbps > 0 && m.busbw_gbps < floor_gbps) ||
+                      (bw.size() >= 2 && m.busbw_gbps < median * (1 - outlier_threshold));
+    }
+  }
+  // A group below floor whose own subgroups (next round, inside it) are all fine, or that has none, is
+  // where the problem sits: name its nodes.
+  BisectionVerdict v;
+  for (std::size_t r = 0; r < rounds.size(); ++r)
+    for (const auto& m : rounds[r]) {
+      if (!m.below_floor) continue;
+      bool child_below = false;
+      bool has_children = false;
+      if (r + 1 < rounds.size())
+        for (const auto& c : rounds[r + 1])
+          if (c.group.first >= m.group.first && c.group.last <= m.group.last && !(c.group == m.group)) {
+            has_children = true;
+            child_below = child_below || c.below_floor;
+          }
+      // A single node repeated unchanged into the next round is judged there.
+      if (r + 1 < rounds.size() && !has_children) continue;
+      if (child_below) continue;
+      for (int node = m.group.first; node < m.group.last; ++node) v.nodes.push_back(node);
+    }
+  std::sort(v.nodes.begin(), v.nodes.end());
+  v.nodes.erase(std::unique(v.nodes.begin(), v.nodes.end()), v.nodes.end());
+  return v;
+}
+
+BisectionRun run_bisection(const MpiContext& mpi, Backend& backend, Communicator& comm,
+                           const BisectionOptions& o) {
+  BisectionRun run;
+  run.hosts = mpi.unique_hosts();
+  std::vector<int> node_of(static_cast<std::size_t>(mpi.size()));
+  for (int r = 0; r < mpi.size(); ++r)
+    node_of[static_cast<std::size_t>(r)] = static_cast<int>(
+        std::find(run.hosts.begin(), run.hosts.end(), mpi.hostnames()[static_cast<std::size_t>(r)]) -
+        run.hosts.begin());
+  const int my_node = node_of[static_cast<std::size_t>(mpi.rank())];
+
+  const std::size_t count = std::max<std::size_t>(1, o.bytes / sizeof(float));
+  auto buffer = backend.allocate(count * sizeof(float));
+  {
+    std::vector<float> host(count);
+    fill_random_host(host.data(), count, DType::fp32,
+                     derive_seed(0xb15ec7, static_cast<std::uint64_t>(mpi.rank())));
+    backend.copy_to_device(buffer, host.data(), count * sizeof(float));
+    backend.synchronize();
+  }
+
+  // Passes over all rounds, each group keeping its best figure: a slow node is slow in every pass, while a
+  // loaded host's scheduling stalls (which can slow one small group by 30x) do not repeat pass after pass.
+  const auto plan = plan_bisection(static_cast<int>(run.hosts.size()));
+  for (int pass = 0; pass <= o.confirm_passes; ++pass)
+    for (std::size_t ri = 0; ri < plan.size(); ++ri) {
+      const auto& groups = plan[ri];
+      int color = 0;
+      for (int g = 0; g < static_cast<int>(groups.size()); ++g)
+        if (my_node >= groups[static_cast<std::size_t>(g)].first &&
+            my_node < groups[static_cast<std::size_t>(g)].last)
+          color = g;
+      auto sub = comm.split(color, mpi.rank());
+      double busbw = kNaN;
+      if (sub->size() > 1) {
+        auto once = [&] {
+          sub->allreduce(buffer.data(), buffer.data(), count, DType::fp32, ReduceOp::sum);
+          sub->synchronize();
+        };
+        for (int i = 0; i < o.warmup; ++i) once();
+        std::vector<double> t;
+        for (int i = 0; i < o.iterations; ++i) {
+          const double t0 = now_s();
+          once();
+          t.push_back(now_s() - t0);
+        }
+        // nccl-tests' all-reduce bus bandwidth, algbw · 2(n − 1)/n, of the best iteration (as the p2p matrix:
+        // a slow node is slow every time, a loaded host's scheduling stalls are not).
+        const double n = sub->size();
+        busbw = static_cast<double>(count * sizeof(float)) / *std::min_element(t.begin(), t.end()) / 1e9 * 2 *
+                (n - 1) / n;
+      }
+      // The group's figure as its slowest rank saw it; rank order within a group is irrelevant.
+      const auto all = allgather(mpi.world(), sub->rank() == 0 ? busbw : -1.0);
+      std::vector<GroupMeasurement> round;
+      for (int g = 0; g < static_cast<int>(groups.size()); ++g) {
+        GroupMeasurement m;
+        m.group = groups[static_cast<std::size_t>(g)];
+        for (int r = 0; r < mpi.size(); ++r) {
+          const int node = node_of[static_cast<std::size_t>(r)];
+          if (node < m.group.first || node >= m.group.last) continue;
+          if (m.ranks++ == 0) m.busbw_gbps = all[static_cast<std::size_t>(r)];
+        }
+        if (m.busbw_gbps < 0) m.busbw_gbps = kNaN;
+        round.push_back(m);
+      }
+      if (pass == 0) {
+        run.rounds.push_back(std::move(round));
+      } else {
+        for (std::size_t g = 0; g < round.size(); ++g)
+          if (std::isfinite(round[g].busbw_gbps))
+            run.rounds[ri][g].busbw_gbps = std::max(run.rounds[ri][g].busbw_gbps, round[g].busbw_gbps);
+      }
+      comm.barrier();
+    }
+  run.verdict = judge_bisection(run.rounds, o.node_floor_gbps, o.network_floor_gbps, o.outlier_threshold);
+  return run;
+}
+
+namespace {
+
+std::string group_hosts(const BisectionRun& run, const NodeGroup& g) {
+  std::string s;
+  for (int i = g.first; i < g.last; ++i) s += (s.empty() ? "" : ",") + run.hosts[static_cast<std::size_t>(i)];
+  return s;
+}
+
+}  // namespace
+
+std::vector<std::string> bisection_lines(const BisectionRun& run) {
+  std::vector<std::string> lines;
+  for (std::size_t r = 0; r < run.rounds.size(); ++r) {
+    std::string parts;
+    for (const auto& m : run.rounds[r])
+      parts += fmt::format("{}[{}] {}{}", parts.empty() ? "" : "  ", group_hosts(run, m.group),
+                           std::isfinite(m.busbw_gbps) ? fmt::format("{:.3g} GB/s", m.busbw_gbps) : "n/a",
+                           m.below_floor ? " LOW" : "");
+    lines.push_back(fmt::format("bisection round {}: {}", r, parts));
+  }
+  if (run.verdict.nodes.empty()) {
+    lines.push_back("bisection: no node drags its group below floor");
+  } else {
+    for (int n : run.verdict.nodes)
+      lines.push_back(fmt::format("slow node: {} drags its all-reduce group below floor",
+                                  run.hosts[static_cast<std::size_t>(n)]));
+  }
+  return lines;
+}
+
+reports::Result bisection_result(const BisectionRun& run, const BisectionOptions& o) {
+  reports::Result r;
+  r.benchmark = "locate";
+  r.name = fmt::format("bisection/allreduce/{}", o.bytes);
+  r.params = {{"test", "bisection"},
+              {"bytes", o.bytes},
+              {"nodes", run.hosts.size()},
+              {"iterations", o.iterations},
+              {"node_floor_gbps", o.node_floor_gbps},
+              {"network_floor_gbps", o.network_floor_gbps},
+              {"outlier_threshold", o.outlier_threshold}};
+  if (!run.rounds.empty() && std::isfinite(run.rounds.front().front().busbw_gbps))
+    r.set_metric("busbw_gbps",
+                 {run.rounds.front().front().busbw_gbps, "GB/s", reports::Better::higher, std::nullopt});
+  r.set_metric("slow_nodes", {static_cast<double>(run.verdict.nodes.size()), "count", reports::Better::lower,
+                              std::nullopt});
+  auto rounds = nlohmann::json::array();
+  for (const auto& round : run.rounds) {
+    auto groups = nlohmann::json::array();
+    for (const auto& m : round) {
+      auto hosts = nlohmann::json::array();
+      for (int i = m.group.first; i < m.group.last; ++i)
+        hosts.push_back(run.hosts[static_cast<std::size_t>(i)]);
+      groups.push_back({{"hosts", hosts},
+                        {"ranks", m.ranks},
+                        {"busbw_gbps", std::isfinite(m.busbw_gbps) ? nlohmann::json(m.busbw_gbps)
+                                                                   : nlohmann::json(nullptr)},
+                        {"below_floor", m.below_floor}});
+    }
+    rounds.push_back(groups);
+  }
+  r.extra["rounds"] = rounds;
+  auto named = nlohmann::json::array();
+  for (int n : run.verdict.nodes) named.push_back(run.hosts[static_cast<std::size_t>(n)]);
+  r.extra["slow_nodes"] = named;
+  if (!run.verdict.nodes.empty()) {
+    std::string msg;
+    for (const auto& h : named) msg += (msg.empty() ? "" : ", ") + h.get<std::string>();
+    r.fail("all-reduce below floor because of node(s) " + msg);
+  }
+  return r;
+}
+
+}  // namespace fb::workloads
