@@ -21,8 +21,12 @@ for r in d["results"]:
     x = {k: v for k, v in r.get("extra", {}).items() if k not in TIMED_EXTRA}
     if "breakdown" in x:  # which categories, not their seconds
         x["breakdown"] = sorted(x["breakdown"])
+    params = dict(r.get("params") or {})
+    if "model_file" in params:  # where the checkout lies is not the model: keep the path below configs/
+        f = params["model_file"]
+        params["model_file"] = f[f.find("configs/"):] if "configs/" in f else f
     out["results"].append({"benchmark": r["benchmark"], "name": r["name"], "status": r["status"],
-                           "error": r.get("error"), "params": r.get("params"), "metrics": m,
+                           "error": r.get("error"), "params": params, "metrics": m,
                            "per_rank": r.get("per_rank"), "extra": x})
 json.dump(out, sys.stdout, indent=1, sort_keys=True)
 print()
