@@ -22,6 +22,7 @@
 #include "core/atomic_file.hpp"
 #include "core/error.hpp"
 #include "core/logging.hpp"
+#include "core/units.hpp"
 #include "reports/report_json.hpp"
 #include "resilience/event_log.hpp"
 #include "resilience/launch_environment.hpp"
@@ -389,6 +390,11 @@ class Supervision {
     int failed_launches = 0;  // consecutive attempts that ended before any rank finished its start-up
     for (int attempt = 1;; ++attempt) {
       if (o_.preflight) run_preflights(attempt);
+      // Progress: a resilience run is minutes of attempts; say when each one starts (its ranks' own step
+      // progress goes to the attempt's log).
+      if (attempt > 1)
+        log::info("resilience: attempt {} (restart {} of at most {}), {} elapsed", attempt, attempt - 1,
+                  o_.max_restarts, format_duration(wall_now() - t_job_));
       const auto a = run_attempt(attempt);
       if (const auto why = rejected_options(a)) {
         result_.stop = StopReason::rejected_options;

@@ -10,6 +10,7 @@
 #include "core/error.hpp"
 #include "core/gather.hpp"
 #include "core/mpi_check.hpp"
+#include "core/progress_meter.hpp"
 #include "core/random_fill.hpp"
 #include "core/statistics.hpp"
 #include "core/units.hpp"
@@ -440,8 +441,10 @@ GemmRunOutput run_gemm_benchmark(const MpiContext& mpi, Backend& backend, const 
   GemmRunOutput out;
   out.engine = engine->name();
   out.emulated = engine->emulated();
+  ProgressMeter progress(sweep ? "gemm sweep" : "gemm", static_cast<double>(cases.size()));
   for (std::size_t ci = 0; ci < cases.size(); ++ci) {
     const GemmCase& gc = cases[ci];
+    progress.update(static_cast<double>(ci), fmt::format("{}/{} shapes, next {}", ci, cases.size(), gc.name));
     const double window_from = o.telemetry ? o.telemetry->mark() : 0;
     const GemmMeasurement m = measure_gemm_case(mpi, backend, *engine, gc, o, ci);
     const nlohmann::json window = o.telemetry

@@ -8,6 +8,7 @@
 
 #include "core/communicator.hpp"
 #include "core/error.hpp"
+#include "core/progress_meter.hpp"
 #include "core/statistics.hpp"
 #include "kernels/gemm_engine.hpp"
 #include "workloads/train/trainer.hpp"
@@ -148,7 +149,11 @@ TrainRun run_training(const TrainOptions& o, TrainPlan prepared, MpiContext& mpi
   run.first_step = step + 1;
   std::vector<train::CatSeconds> cats;
   const bool host = backend.kind() == BackendKind::host;
+  ProgressMeter progress("train", static_cast<double>(o.steps - step));
+  const std::int64_t begin = step;
   for (std::int64_t n = 0; step < o.steps; ++n) {
+    progress.update(static_cast<double>(step - begin),
+                    fmt::format("step {}/{}, loss {:.4g}", step, o.steps, run.loss));
     ++step;
     if (hooks) hooks->before_step(step);
     const bool measured = n >= o.warmup_steps;
