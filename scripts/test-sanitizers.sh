@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
 # The `debug` preset (ASan + UBSan, CMakePresets.json) for CI: builds factorybench and the unit tests only
 # (not the benchmarks, not the GPU tests) and runs the unit and MPI tests under the sanitizers. UBSan
-# reports are fatal; LeakSanitizer runs with tests/sanitizers/lsan.supp, which names Open MPI's own
-# allocations it never frees (ours are still checked). Called by scripts/test.sh; runs alone as well.
+# reports are fatal; ASan's memory errors are fatal (leak checking: see below). Called by scripts/test.sh; runs alone as well.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=build/debug
@@ -14,7 +13,11 @@ units=()
 for f in tests/unit/*_test.cpp; do units+=("$(basename "$f" .cpp)"); done
 cmake --build "$BUILD" -j "$JOBS" --target factorybench fb_fake_nvml "${units[@]}"
 
-export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:detect_stack_use_after_return=0}
+# Leak checking is off here: Open MPI dlcloses its MCA components at MPI_Finalize, so what they keep for the
+# process's life is reported from "<unknown module>" frames that no suppression can name (3,300+ allocations
+# per rank, the same in every MPI test). Leaks in our parsers are checked by the fuzz targets (scripts/fuzz.sh,
+# LeakSanitizer on, no MPI); set ASAN_OPTIONS yourself to check them here (tests/sanitizers/lsan.supp).
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0:abort_on_error=1:detect_stack_use_after_return=0}
 export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$PWD/tests/sanitizers/lsan.supp:print_suppressions=0}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 cd "$BUILD"
