@@ -9,22 +9,17 @@
 
 #include "core/gather.hpp"
 #include "core/random_fill.hpp"
+#include "core/statistics.hpp"
 #include "core/units.hpp"
+#include "workloads/measurement_loop.hpp"
 
 namespace fb::workloads {
 namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
-double median_of(std::vector<double> v) {
-  if (v.empty()) return kNaN;
-  std::sort(v.begin(), v.end());
-  const auto n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-double now_s() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+double median_of(const std::vector<double>& v) {
+  return v.empty() ? kNaN : summarize(v).median;
 }
 
 }  // namespace
@@ -127,18 +122,15 @@ BisectionRun run_bisection(const MpiContext& mpi, Backend& backend, Communicator
           sub->allreduce(buffer.data(), buffer.data(), count, DType::fp32, ReduceOp::sum);
           sub->synchronize();
         };
-        for (int i = 0; i < o.warmup; ++i) once();
-        std::vector<double> t;
-        for (int i = 0; i < o.iterations; ++i) {
-          const double t0 = now_s();
-          once();
-          t.push_back(now_s() - t0);
-        }
+        MeasureLoop loop;
+        loop.warmup = o.warmup;
+        loop.iters = o.iterations;
+        loop.before_timing = loop.after_timing = [&] { sub->synchronize(); };
+        const double best = best_iteration_seconds(backend, loop, once);
         // nccl-tests' all-reduce bus bandwidth, algbw · 2(n − 1)/n, of the best iteration (as the p2p matrix:
         // a slow node is slow every time, a loaded host's scheduling stalls are not).
         const double n = sub->size();
-        busbw = static_cast<double>(count * sizeof(float)) / *std::min_element(t.begin(), t.end()) / 1e9 * 2 *
-                (n - 1) / n;
+        busbw = static_cast<double>(count * sizeof(float)) / best / 1e9 * 2 * (n - 1) / n;
       }
       // The group's figure as its slowest rank saw it; rank order within a group is irrelevant.
       const auto all = allgather(mpi.world(), sub->rank() == 0 ? busbw : -1.0);

@@ -1,5 +1,7 @@
 #include "workloads/measurement_loop.hpp"
 
+#include <limits>
+
 #include <time.h>
 
 #include <algorithm>
@@ -44,6 +46,13 @@ Measurement measure(Backend& backend, const MeasureLoop& loop, const std::functi
   for (auto& t : timers) m.seconds.push_back(t->seconds());
   m.stats = summarize(m.seconds);
   return m;
+}
+
+double best_iteration_seconds(Backend& backend, const MeasureLoop& loop,
+                              const std::function<void()>& iteration) {
+  const Measurement m = measure(backend, loop, [&](int) { iteration(); });
+  return m.seconds.empty() ? std::numeric_limits<double>::quiet_NaN()
+                           : *std::min_element(m.seconds.begin(), m.seconds.end());
 }
 
 int rotation_sets(std::uint64_t set_bytes, std::uint64_t cache_bytes, std::uint64_t free_bytes) {

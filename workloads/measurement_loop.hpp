@@ -40,6 +40,11 @@ struct Measurement {
 Measurement measure(Backend& backend, const MeasureLoop& loop,
                     const std::function<void(int buffer)>& iteration);
 
+// The fastest timed iteration of the same loop: fault localization judges links and groups by their best
+// iteration, since an injected or real slow link is slow every time while a loaded host stalls now and then.
+double best_iteration_seconds(Backend& backend, const MeasureLoop& loop,
+                              const std::function<void()>& iteration);
+
 // Buffer sets to rotate through: enough that together they exceed `cache_bytes` (at least 2, at most 64),
 // fewer when memory is short (never below 1). A fifth of free memory is left to everyone else.
 int rotation_sets(std::uint64_t set_bytes, std::uint64_t cache_bytes, std::uint64_t free_bytes);

@@ -13,7 +13,9 @@
 #include "core/gather.hpp"
 #include "core/mpi_check.hpp"
 #include "core/random_fill.hpp"
+#include "core/statistics.hpp"
 #include "core/units.hpp"
+#include "workloads/measurement_loop.hpp"
 #include "workloads/round_robin_schedule.hpp"
 
 namespace fb::workloads {
@@ -21,30 +23,8 @@ namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
-double median_of(std::vector<double> v) {
-  if (v.empty()) return kNaN;
-  std::sort(v.begin(), v.end());
-  const auto n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-double now_s() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-// Best (minimum) seconds of `iterations` timed calls after `warmup` untimed ones. The best, not the
-// median: an injected or real slow link is slow on every message, while a loaded host stalls a process
-// now and then; judging the best iteration keeps those stalls from naming healthy links. The one timing
-// loop of the p2p matrix, kept here so it can move to the shared measurement loop (issue 11).
-double best_seconds(int warmup, int iterations, const std::function<void()>& once) {
-  for (int i = 0; i < warmup; ++i) once();
-  std::vector<double> t;
-  for (int i = 0; i < iterations; ++i) {
-    const double t0 = now_s();
-    once();
-    t.push_back(now_s() - t0);
-  }
-  return *std::min_element(t.begin(), t.end());
+double median_of(const std::vector<double>& v) {
+  return v.empty() ? kNaN : summarize(v).median;
 }
 
 std::vector<std::vector<double>> square(std::size_t n, double fill) {
@@ -151,7 +131,11 @@ P2pRun measure_p2p_matrix(const MpiContext& mpi, Backend& backend, Communicator&
     const int rf = run.endpoints[static_cast<std::size_t>(from)].rank;
     const int rt = run.endpoints[static_cast<std::size_t>(to)].rank;
     const bool sender = mpi.rank() == rf;
-    return best_seconds(warmup, iterations, [&] {
+    MeasureLoop loop;
+    loop.warmup = warmup;
+    loop.iters = iterations;
+    loop.before_timing = loop.after_timing = [&] { comm.synchronize(); };
+    return best_iteration_seconds(backend, loop, [&] {
       if (sender) {
         comm.send(data.data(), elements, DType::fp32, rt);
         comm.recv(ack.data(), 1, DType::fp32, rt);
