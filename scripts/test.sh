@@ -14,6 +14,11 @@ BUILD_DIR=${BUILD_DIR:-build/release}
 JOBS=${JOBS:-$(nproc)}
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 failed=()
+# Each step's wall time, printed at the end: CI allows 90 minutes, the aim is under 20.
+timings=()
+step_start=0
+timed() { timings+=("$1 $((SECONDS - step_start))s"); step_start=$SECONDS; }
+timed install-deps
 
 echo "== configure ($BUILD_DIR)"
 cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DFACTORYBENCH_CUDA="${FACTORYBENCH_CUDA:-AUTO}" \
@@ -21,6 +26,7 @@ cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DFACTORYBENCH_CU
 echo "== build (-j$JOBS)"
 cmake --build "$BUILD_DIR" -j "$JOBS"
 "$BUILD_DIR/tools/factorybench" --version
+timed build
 
 echo "== test"
 # GPU-labelled tests skip themselves where no GPU is visible.
@@ -30,16 +36,20 @@ log="$BUILD_DIR/ctest.log"
 skipped=$(grep -E '^[[:space:]]*[0-9]+ - .* \(Skipped\)$' "$log" | sed -E 's/^[[:space:]]*[0-9]+ - (.*) \(Skipped\)$/\1/' || true)
 count=$(printf '%s' "$skipped" | grep -c . || true)
 echo "== skipped: $count test(s)${skipped:+: $(echo $skipped)}"
+timed ctest
 
 if [ "${FB_SANITIZE:-1}" != 0 ]; then
   echo "== sanitizers (debug preset: ASan + UBSan)"
   bash scripts/test-sanitizers.sh || failed+=(sanitizers)
+  timed sanitizers
 fi
 if [ "${FB_FUZZ:-1}" != 0 ]; then
   echo "== fuzz"
   bash scripts/fuzz.sh || failed+=(fuzz)
+  timed fuzz
 fi
 
+echo "== time: ${timings[*]} (total ${SECONDS}s)"
 if [ ${#failed[@]} -gt 0 ]; then
   echo "== FAILED: ${failed[*]}" >&2
   exit 1
