@@ -102,14 +102,13 @@ HangWatchdog::~HangWatchdog() {
   }
 }
 
-void HangWatchdog::write_state(bool done) {
-  RankCallRecord r = identity_;
+void publish_call_state(const std::filesystem::path& dir, const RankCallRecord& identity, bool done) {
+  RankCallRecord r = identity;
   r.call = CallLog::instance().snapshot();
   r.in_call_s = r.call.entered > r.call.left ? steady_seconds() - r.call.entered_at_s : 0;
   r.done = done;
-  // Write beside, then rename: a reader sees the old line or the new one, never half of one.
-  const auto path = dir_ / fmt::format("rank-{}.state", r.rank);
-  const auto tmp = dir_ / fmt::format(".rank-{}.state.tmp", r.rank);
+  const auto path = dir / fmt::format("rank-{}.state", r.rank);
+  const auto tmp = dir / fmt::format(".rank-{}.state.tmp", r.rank);
   {
     std::ofstream out(tmp, std::ios::trunc);
     out << format_record(r);
@@ -118,15 +117,19 @@ void HangWatchdog::write_state(bool done) {
   std::filesystem::rename(tmp, path, ec);
 }
 
-std::vector<RankCallRecord> HangWatchdog::read_all() const {
+std::vector<RankCallRecord> read_call_states(const std::filesystem::path& dir, int world_size) {
   std::vector<RankCallRecord> out;
-  for (int r = 0; r < world_size_; ++r) {
-    std::ifstream in(dir_ / fmt::format("rank-{}.state", r));
+  for (int r = 0; r < world_size; ++r) {
+    std::ifstream in(dir / fmt::format("rank-{}.state", r));
     std::string line;
     if (std::getline(in, line))
       if (auto rec = parse_record(line)) out.push_back(*rec);
   }
   return out;
+}
+
+void HangWatchdog::write_state(bool done) {
+  publish_call_state(dir_, identity_, done);
 }
 
 void HangWatchdog::loop() {
@@ -142,7 +145,7 @@ void HangWatchdog::loop() {
     lock.unlock();
     std::this_thread::sleep_for(std::chrono::duration<double>(2.5 * period));
     write_state(false);
-    const auto all = read_all();
+    const auto all = read_call_states(dir_, world_size_);
     const auto lines = diagnose_hang(all, timeout_s_);
     int reporter = identity_.rank;
     for (const auto& r : all)

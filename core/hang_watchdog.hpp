@@ -40,6 +40,12 @@ std::optional<RankCallRecord> parse_record(const std::string& line);
 // peers wait in (not in a call, or finished). Empty when no rank is stuck. Pure.
 std::vector<std::string> diagnose_hang(const std::vector<RankCallRecord>& ranks, double timeout_s);
 
+// The side channel alone, for callers with a watchdog of their own (train's step watchdog): publish this
+// rank's call state to <dir>/rank-R.state (write beside, rename: readers never see half a line), and read
+// every rank's (ranks without a readable file are left out).
+void publish_call_state(const std::filesystem::path& dir, const RankCallRecord& identity, bool done);
+std::vector<RankCallRecord> read_call_states(const std::filesystem::path& dir, int world_size);
+
 class HangWatchdog {
  public:
   using OnHang = std::function<void(const std::vector<std::string>& lines)>;
@@ -53,7 +59,6 @@ class HangWatchdog {
  private:
   void loop();
   void write_state(bool done);
-  std::vector<RankCallRecord> read_all() const;
 
   std::filesystem::path dir_;
   RankCallRecord identity_;

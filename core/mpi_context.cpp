@@ -93,9 +93,26 @@ bool MpiContext::all_true(bool ok) const {
   return global != 0;
 }
 
+std::vector<std::string> MpiContext::gather_to_root(const std::string& text) const {
+  int length = static_cast<int>(text.size());
+  std::vector<int> lengths(static_cast<std::size_t>(is_root() ? size_ : 0)), offsets(lengths.size());
+  FB_CHECK_MPI(MPI_Gather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, 0, MPI_COMM_WORLD));
+  std::string all;
+  if (is_root()) {
+    for (std::size_t r = 1; r < lengths.size(); ++r) offsets[r] = offsets[r - 1] + lengths[r - 1];
+    all.resize(lengths.empty() ? 0 : static_cast<std::size_t>(offsets.back() + lengths.back()));
+  }
+  FB_CHECK_MPI(MPI_Gatherv(text.data(), length, MPI_CHAR, all.data(), lengths.data(), offsets.data(),
+                           MPI_CHAR, 0, MPI_COMM_WORLD));
+  std::vector<std::string> out;
+  for (std::size_t r = 0; r < lengths.size(); ++r)
+    out.push_back(all.substr(static_cast<std::size_t>(offsets[r]), static_cast<std::size_t>(lengths[r])));
+  return out;
+}
+
 void MpiContext::require_same_arguments(std::span<const std::string> args) const {
   // FNV-1a over the arguments with separators; min and max over the ranks differ iff some rank differs.
-  std::uint64_t hash = 1469598103934665603ull;
+  std::uint64_t hash = 14695981039346656037ull;
   for (const auto& a : args) {
     for (unsigned char c : a) hash = (hash ^ c) * 1099511628211ull;
     hash = (hash ^ 0xFFu) * 1099511628211ull;

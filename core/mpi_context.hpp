@@ -37,6 +37,8 @@ class MpiContext {
   void require_same_arguments(std::span<const std::string> args) const;
   // True on every rank when `ok` is true on every rank (logical AND), so all ranks take the same branch.
   bool all_true(bool ok) const;
+  // Every rank's `text`, index = world rank, on rank 0 (empty elsewhere). Collective.
+  std::vector<std::string> gather_to_root(const std::string& text) const;
 
  private:
   void apply_fake_hosts();

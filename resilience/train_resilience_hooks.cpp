@@ -15,6 +15,7 @@
 
 #include "core/atomic_file.hpp"
 #include "core/error.hpp"
+#include "core/hang_watchdog.hpp"
 #include "core/logging.hpp"
 #include "core/mpi_check.hpp"
 #include "core/random_fill.hpp"
@@ -129,6 +130,7 @@ TrainResilienceHooks::TrainResilienceHooks(ResilienceOptions options, MpiContext
   const double created = wall_now();
   std::error_code ec;
   fs::create_directories(dir_ / "heartbeat", ec);
+  fs::create_directories(dir_ / "calls", ec);
   log_ = std::make_unique<EventLog>(dir_ / "events.jsonl");
   // Placement written by the supervisor: rank → slot (a spare replaces a drained rank).
   if (fs::exists(dir_ / "placement.json", ec)) {
@@ -727,8 +729,14 @@ void TrainResilienceHooks::corrupt_newest_checkpoint(const PlannedFault& f, std:
 void TrainResilienceHooks::watchdog_loop() {
   // Rank 0 decides at the timeout; the others wait twice as long (in case rank 0 itself is the one stuck).
   const double grace = mpi_.is_root() ? 1.0 : 2.0;
-  while (!stop_) {
+  // Every rank also publishes its communication call state (core/call_log.hpp) twice a second to
+  // <run dir>/calls/, a side channel that does not depend on the stuck communicator: at a hang, the ranks'
+  // states name the call the others wait in and the rank that never entered it (issue 17).
+  const RankCallRecord identity{mpi_.rank(), mpi_.hostname(), mpi_.local_rank(), {}, 0, false};
+  const auto calls = dir_ / "calls";
+  for (int tick = 0; !stop_; ++tick) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    if (tick % 5 == 0) publish_call_state(calls, identity, false);
     const double limit = grace * hang_.timeout(median_step_.load(), any_step_.load());
     const double idle = wall_now() - last_progress_.load();
     if (idle < limit || stop_) continue;
@@ -736,9 +744,19 @@ void TrainResilienceHooks::watchdog_loop() {
     const int culprit = failing_rank_from_heartbeats();
     e["kind"] = "hang";
     e["rank"] = culprit;
+    std::vector<std::string> diagnosis;
+    try {
+      publish_call_state(calls, identity, false);
+      // A rank in a call for half the step timeout is stuck in it: the step it belongs to began after the
+      // last completed step, and a step takes a fraction of the timeout.
+      diagnosis = diagnose_hang(read_call_states(calls, mpi_.size()), limit / 2);
+    } catch (...) {
+    }
+    e["calls"] = diagnosis;
     e["how"] = fmt::format(
-        "watchdog on rank {}: no step completed in {:.1f} s (timeout {:.1f} s){}", mpi_.rank(), idle, limit,
-        culprit >= 0 ? fmt::format("; rank {} has not entered the step the others wait in", culprit) : "");
+        "watchdog on rank {}: no step completed in {:.1f} s (timeout {:.1f} s){}{}", mpi_.rank(), idle, limit,
+        culprit >= 0 ? fmt::format("; rank {} has not entered the step the others wait in", culprit) : "",
+        diagnosis.empty() ? "" : "; " + diagnosis.front());
     try {
       log(e, Durability::fsync);
     } catch (...) {

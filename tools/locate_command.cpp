@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -13,6 +14,8 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <unistd.h>
 
 #include "core/atomic_file.hpp"
 #include "core/communicator.hpp"
@@ -26,6 +29,7 @@
 #include "reports/report_json.hpp"
 #include "tools/commands.hpp"
 #include "workloads/collective_bisection.hpp"
+#include "workloads/mpi_transport_record.hpp"
 #include "workloads/p2p_matrix.hpp"
 #include "workloads/run_environment.hpp"
 #include "workloads/transport_record.hpp"
@@ -108,9 +112,87 @@ std::string read_logs(const std::vector<std::string>& paths) {
   return text;
 }
 
+// This rank's Open MPI selection (the component objects still loaded after MPI_Init) and its real host name
+// (not FACTORYBENCH_FAKE_HOSTS': which BTL Open MPI picks depends on where the peer really runs).
+std::string local_mpi_selection() {
+  std::ifstream maps("/proc/self/maps");
+  std::stringstream text;
+  text << maps.rdbuf();
+  char host[256] = {};
+  ::gethostname(host, sizeof(host) - 1);
+  return nlohmann::json{{"host", host},
+                        {"components", workloads::parse_loaded_mpi_components(text.str()).to_json()}}
+      .dump();
+}
+
+// The host record: every rank's Open MPI selection (gathered local_mpi_selection()), the distinct selections
+// with their ranks, and the transport kinds they imply (workloads/mpi_transport_record.hpp).
+void mpi_transport_record(reports::Result& r, const LocateCliOptions& cli,
+                          const std::vector<std::string>& ranks,
+                          const std::optional<std::set<std::string>>& expected) {
+  auto env = [](const char* name) {
+    const char* v = std::getenv(name);
+    return std::string(v && *v ? v : "");
+  };
+  const auto pml = env("OMPI_MCA_pml"), btl = env("OMPI_MCA_btl");
+  std::vector<workloads::MpiComponents> selected;
+  std::vector<std::string> hosts;
+  for (const auto& text : ranks) {
+    const auto j = nlohmann::json::parse(text);
+    workloads::MpiComponents c;
+    c.pml = j["components"]["pml"].get<std::set<std::string>>();
+    c.mtl = j["components"]["mtl"].get<std::set<std::string>>();
+    c.btl = j["components"]["btl"].get<std::set<std::string>>();
+    selected.push_back(std::move(c));
+    hosts.push_back(j["host"].get<std::string>());
+  }
+  const std::set<std::string> distinct_hosts(hosts.begin(), hosts.end());
+  std::set<std::string> kinds;
+  nlohmann::json groups = nlohmann::json::array();
+  std::vector<std::string> group_text;
+  for (std::size_t i = 0; i < selected.size(); ++i) {
+    const auto same_host = std::count(hosts.begin(), hosts.end(), hosts[i]) > 1;
+    const auto k = workloads::mpi_transport_kinds(selected[i], same_host, distinct_hosts.size() > 1);
+    kinds.insert(k.begin(), k.end());
+    auto g = std::find_if(groups.begin(), groups.end(),
+                          [&](const nlohmann::json& x) { return x["components"] == selected[i].to_json(); });
+    if (g == groups.end()) {
+      groups.push_back({{"components", selected[i].to_json()}, {"ranks", nlohmann::json::array()}});
+      group_text.push_back(selected[i].summary());
+      g = groups.end() - 1;
+    }
+    (*g)["ranks"].push_back(i);
+  }
+  r.extra["record"] = {{"engine", "mpi"},
+                       {"library", mpi_library_version()},
+                       {"pml_requested", pml.empty() ? "(auto)" : pml},
+                       {"btl_requested", btl.empty() ? "(auto)" : btl},
+                       {"selected", groups},
+                       {"kinds", kinds}};
+  std::string which;
+  for (std::size_t i = 0; i < groups.size(); ++i)
+    which += fmt::format(
+        "{}{} ({})", i ? "; " : "", group_text[i],
+        groups.size() == 1
+            ? fmt::format("all {} rank(s)", ranks.size())
+            : fmt::format("ranks {}", fmt::join(groups[i]["ranks"].get<std::vector<int>>(), ",")));
+  r.extra["summary"] =
+      fmt::format("MPI {}; selected {}; transports {}", mpi_library_version(), which,
+                  kinds.empty() ? "none (no peer)" : fmt::format("{}", fmt::join(kinds, ",")));
+  if (!expected) return;
+  if (kinds.empty())
+    r.fail("--expect-transport " + cli.expect_transport + ": a world of one rank has no peer to check");
+  workloads::TransportRecord used;
+  used.kinds = kinds;
+  if (const auto extra = workloads::unexpected_transports(used, *expected); !kinds.empty() && !extra.empty())
+    r.fail(fmt::format("Open MPI uses {} but --expect-transport allows only {} ({})", fmt::join(extra, ","),
+                       cli.expect_transport, r.extra["summary"].get<std::string>()));
+}
+
 // The transport record: NCCL's init log (cuda, or --nccl-log files from any run); on host without logs,
-// Open MPI's requested PML and BTL (OMPI_MCA_pml / OMPI_MCA_btl; empty = Open MPI selects at run time).
+// Open MPI's selection on every rank (`mpi_ranks`, see mpi_transport_record).
 reports::Result transport_result(const LocateCliOptions& cli, const std::vector<std::string>& logs,
+                                 const std::vector<std::string>& mpi_ranks,
                                  const std::optional<std::set<std::string>>& expected) {
   reports::Result r;
   r.benchmark = "locate";
@@ -118,18 +200,7 @@ reports::Result transport_result(const LocateCliOptions& cli, const std::vector<
   r.params = {{"test", "transport"}};
   if (!cli.expect_transport.empty()) r.params["expect"] = cli.expect_transport;
   if (logs.empty()) {
-    auto env = [](const char* name) {
-      const char* v = std::getenv(name);
-      return std::string(v && *v ? v : "");
-    };
-    const auto pml = env("OMPI_MCA_pml"), btl = env("OMPI_MCA_btl");
-    r.extra["record"] = {{"engine", "mpi"},
-                         {"library", mpi_library_version()},
-                         {"pml_requested", pml.empty() ? "(auto)" : pml},
-                         {"btl_requested", btl.empty() ? "(auto)" : btl}};
-    r.extra["summary"] = fmt::format("MPI {}; pml {}, btl {} (requested)", mpi_library_version(),
-                                     pml.empty() ? "auto" : pml, btl.empty() ? "auto" : btl);
-    if (expected) r.fail("--expect-transport needs NCCL's log: run on the cuda backend or give --nccl-log");
+    mpi_transport_record(r, cli, mpi_ranks, expected);
     return r;
   }
   const auto record = workloads::parse_nccl_init_log(read_logs(logs));
@@ -302,10 +373,11 @@ int run_locate(const LocateCliOptions& cli, Session& session) {
   }
   if (want_transport || expected_transports) {
     mpi.barrier();  // every rank's NCCL log is written
+    const auto logs = own_nccl_log ? std::vector<std::string>{nccl_dir.string()} : cli.nccl_logs;
+    const auto mpi_ranks =
+        logs.empty() ? mpi.gather_to_root(local_mpi_selection()) : std::vector<std::string>{};
     if (mpi.is_root()) {
-      reports::Result r =
-          transport_result(cli, own_nccl_log ? std::vector<std::string>{nccl_dir.string()} : cli.nccl_logs,
-                           expected_transports);
+      reports::Result r = transport_result(cli, logs, mpi_ranks, expected_transports);
       if (r.status == reports::Status::failed) {
         named = true;
         lines.push_back("transport: " + *r.error);

@@ -47,6 +47,11 @@ failure_is() {  # NAME KIND RANK
 }
 kind_run crash "crash@step=7,rank=1";  failure_is crash crash 1
 kind_run hang "hang@step=7,rank=1";    failure_is hang hang 1
+# The step watchdog reads every rank's communication call state (<run dir>/calls/): rank 1 never entered the
+# step's first call, the barrier rank 0 waits in.
+H="[e for e in d['events'] if e['type'] == 'failure_detected' and e['kind'] == 'hang'][0]"
+assert_json "$T/hang.json" "__import__('re').fullmatch(r'rank 1 \(host .+, GPU 1\) never entered barrier #\d+ \(0 B\)', $H['calls'][0]) and $H['calls'][0] in $H['how'] and __import__('re').fullmatch(r'rank 0 .* entered barrier #\d+ \(0 B\) and never left \(waited .+\)', $H['calls'][1])" \
+  "hang: the watchdog names the call rank 1 never entered and the rank waiting in it"
 kind_run sdc "sdc@step=7,rank=1" 3;    failure_is sdc sdc 1  # a vote needs a strict majority: 3 replicas
 kind_run nan "nan@step=7,rank=1";      failure_is nan nan 1  # the rank whose own loss was NaN before the all-reduce
 assert_json "$T/sdc.json" "d['results'][0]['extra']['ledger']['checkpoints']['restored_steps'][-1] == 5" "sdc: rolled back to step 5"

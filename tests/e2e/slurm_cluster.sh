@@ -75,6 +75,44 @@ else
   fail "sbatch: exit $RC: $(cat "$T/sbatch.err" "$T/job.out" 2>/dev/null | tail -5)"
 fi
 
+# Node validation (scripts/slurm/node-validation.sbatch, its GPU line dropped and one CPU per task): the suite on
+# the node, burn-in and locate across the allocation, here on 4 host ranks declared as 2 hosts. Healthy: every
+# step passes. With one flipped bit in rank 2's burn-in result, the script fails and names rank 2's host.
+sed -e '/--gpus-per-node/d' -e 's/--cpus-per-task=8/--cpus-per-task=1/' \
+  "$FB_SOURCE_DIR/scripts/slurm/node-validation.sbatch" >"$T/nv.sbatch"
+cat >"$T/nv-suite.json" <<'EOF2'
+{"name": "nv-host", "steps": [
+  {"name": "gemm", "command": "gemm", "args": "--m 128 --n 128 --k 128 --iters 3 --warmup 1"},
+  {"name": "allreduce", "command": "collective", "args": "--op allreduce -b 8 -e 64K -f 16 --iters 3 --warmup 1 --check"}
+]}
+EOF2
+nv_run() {  # NAME [ENV=VALUE...]: one sbatch --wait of the template; RC, $T/NAME/ and $T/NAME.log
+  local name=$1
+  shift
+  run_capture "$name" timeout 240 env FACTORYBENCH="$FACTORYBENCH" FB_SUITE="$T/nv-suite.json" FB_OUT_DIR="$T/$name" \
+    FB_BURNIN=3s FB_BURNIN_ARGS="--backend host --check-interval 1s --size 128" FB_FLOORS= \
+    FB_LOCATE_ARGS="--backend host" FACTORYBENCH_FAKE_HOSTS=2 "$@" \
+    sbatch --parsable --wait --nodes=1 --ntasks-per-node=4 --time=00:05:00 --output="$T/$name.log" "$T/nv.sbatch"
+}
+nv_run nv
+if [ "$RC" -eq 0 ] && grep -qx "PASS $NODE" "$T/nv.log" && grep -qx "PASS burnin (3s)" "$T/nv.log" \
+  && grep -qx "PASS locate" "$T/nv.log" && grep -q "^all nodes passed" "$T/nv.log"; then
+  ok "node-validation.sbatch: suite, burn-in and locate pass on a healthy node"
+else
+  fail "node-validation.sbatch: exit $RC: $(cat "$T/nv.err" "$T/nv.log" 2>/dev/null | tail -8)"
+fi
+for f in "$NODE.json" burnin.json locate.json; do validate "$T/nv/$f"; done
+assert_json "$T/nv/locate.json" "d['run']['hosts'] == ['$NODE-fake0', '$NODE-fake1'] and d['results'][0]['params']['endpoints'] == 2" \
+  "locate: the 2 declared hosts, one p2p pair"
+assert_json "$T/nv/burnin.json" "d['summary']['burnin']['verdict'] == 'pass'" "burn-in verdict pass"
+nv_run nv-sdc FACTORYBENCH_INJECT=sdc@rank=2,check=2
+if [ "$RC" -eq 1 ] && grep -qx "FAIL burnin (see $T/nv-sdc/burnin.log)" "$T/nv-sdc.log" \
+  && grep -qx "1 node(s) failed: $NODE-fake1" "$T/nv-sdc.log"; then
+  ok "node-validation.sbatch: a flipped bit fails burn-in and names rank 2's host"
+else
+  fail "node-validation.sbatch with sdc: exit $RC: $(cat "$T/nv-sdc.err" "$T/nv-sdc.log" 2>/dev/null | tail -8)"
+fi
+
 # Restart by requeue (scripts/slurm/train-requeue.sbatch, its GPU line dropped: this node has none): the crash at
 # step 6 fails the step, the script requeues the job, and the second run resumes from the step-4 checkpoint.
 # Slurm holds a requeued job back for two minutes (BeginTime); the test releases it after 5 s with StartTime=now.

@@ -69,7 +69,7 @@ assert_json "$T/floors.json" "[f['name'] for f in d['summary']['locate']['floors
 assert_json "$T/floors.json" "[r['params']['node_floor_gbps'] for r in d['results']] == [431] and len(d['summary']['locate']['bisection']['slow_nodes']) == 1" "the node is held to 431 GB/s and named"
 
 # Transport record from NCCL INFO lines (format as in NVIDIA/nccl #952): a fallback to sockets fails
-# --expect-transport p2p,ib and passes p2p,socket; on host without a log, Open MPI's requested PML/BTL.
+# --expect-transport p2p,ib and passes p2p,socket; on host without a log, Open MPI's selected PML and BTLs.
 cat >"$T/nccl.log" <<'LOG'
 c1:919:1150 [0] NCCL INFO Using network Socket
 c1:919:1150 [0] NCCL INFO Channel 01/0 : 0[0] -> 1[1] via P2P/IPC/read
@@ -82,8 +82,21 @@ assert_json "$T/tr1.json" "d['summary']['locate']['transport']['kinds'] == ['p2p
 run_capture tr_ok "$FACTORYBENCH" locate --backend host --nccl-log "$T/nccl.log" --expect-transport p2p,socket --output "$T/tr2.json" --tests transport
 [ "$RC" -eq 0 ] && ok "--expect-transport p2p,socket passes" || fail "tr_ok: exit $RC: $(cat "$T/tr_ok.out")"
 run_capture tr_mpi "$FACTORYBENCH" locate --backend host --tests transport --output "$T/tr3.json"
-[ "$RC" -eq 0 ] && ok "host transport record" || fail "tr_mpi: exit $RC"
-assert_json "$T/tr3.json" "d['summary']['locate']['transport']['engine'] == 'mpi' and 'pml_requested' in d['summary']['locate']['transport']" "Open MPI PML/BTL recorded"
+[ "$RC" -eq 0 ] && ok "host transport record, one rank" || fail "tr_mpi: exit $RC"
+assert_json "$T/tr3.json" "d['summary']['locate']['transport']['engine'] == 'mpi' and 'pml_requested' in d['summary']['locate']['transport'] and d['summary']['locate']['transport']['kinds'] == []" "Open MPI PML/BTL recorded; one rank has no peer"
+# Open MPI's selection, read from the component objects it kept loaded: 3 ranks of one host use shared
+# memory (vader); with --mca btl self,tcp they use sockets, which --expect-transport shm turns into a failure.
+run_capture tr_shm timeout 120 mpirun --oversubscribe -np 3 "$FACTORYBENCH" locate --backend host --tests transport \
+  --expect-transport shm --output "$T/tr4.json"
+[ "$RC" -eq 0 ] && grep -qE "^transport: MPI .*; selected pml ob1; btl .*vader.* \(all 3 rank\(s\)\); transports shm$" "$T/tr_shm.out" \
+  && ok "3 ranks on one host: Open MPI selected vader, --expect-transport shm passes" \
+  || fail "tr_shm: exit $RC: $(cat "$T/tr_shm.out" "$T/tr_shm.err")"
+assert_json "$T/tr4.json" "(lambda t: t['kinds'] == ['shm'] and t['selected'][0]['ranks'] == [0, 1, 2] and 'ob1' in t['selected'][0]['components']['pml'])(d['summary']['locate']['transport'])" "selection and kinds in the report"
+run_capture tr_tcp timeout 120 mpirun --oversubscribe --mca btl self,tcp -np 3 "$FACTORYBENCH" locate --backend host \
+  --tests transport --expect-transport shm --output "$T/tr5.json"
+[ "$RC" -eq 1 ] && grep -q "^transport: Open MPI uses socket but --expect-transport allows only shm (.*btl self,tcp (all 3 rank(s)); transports socket)$" "$T/tr_tcp.out" \
+  && ok "--mca btl self,tcp: sockets fail --expect-transport shm" || fail "tr_tcp: exit $RC: $(cat "$T/tr_tcp.out" "$T/tr_tcp.err")"
+assert_json "$T/tr5.json" "d['summary']['locate']['transport']['btl_requested'] == 'self,tcp' and d['summary']['locate']['transport']['selected'][0]['components']['btl'] == ['self', 'tcp']" "requested and selected BTLs recorded"
 
 # Bad input: one line, exit 2, no report.
 expect_error bad_transport 2 "invalid --expect-transport 'nvlink': unknown kind 'nvlink'" \

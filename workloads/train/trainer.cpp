@@ -69,7 +69,7 @@ std::vector<LayerActs>& Trainer::slot(std::int64_t micro_batch) {
 
 StepStats Trainer::step(std::int64_t step_number, bool profile) {
   c_.backend.synchronize();
-  mpi_.barrier();
+  control_.barrier();  // through the communicator: the hang watchdog sees who never entered it
   c_.timer.start(profile);
   c_.k->scale(w_.dense.grad.data(), c_.dt, w_.dense.count, 0.0f);
   if (w_.experts.count) c_.k->scale(w_.experts.grad.data(), c_.dt, w_.experts.count, 0.0f);
