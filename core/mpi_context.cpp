@@ -3,8 +3,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <functional>
+#include <thread>
 
 #include "core/error.hpp"
 #include "core/mpi_check.hpp"
@@ -87,27 +89,20 @@ void MpiContext::barrier() const {
   FB_CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
 }
 
+void MpiContext::barrier_sleeping(int poll_ms) const {
+  MPI_Request request;
+  FB_CHECK_MPI(MPI_Ibarrier(MPI_COMM_WORLD, &request));
+  for (int done = 0;;) {
+    FB_CHECK_MPI(MPI_Test(&request, &done, MPI_STATUS_IGNORE));
+    if (done) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(poll_ms));
+  }
+}
+
 bool MpiContext::all_true(bool ok) const {
   int local = ok ? 1 : 0, global = 0;
   FB_CHECK_MPI(MPI_Allreduce(&local, &global, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD));
   return global != 0;
-}
-
-std::vector<std::string> MpiContext::gather_to_root(const std::string& text) const {
-  int length = static_cast<int>(text.size());
-  std::vector<int> lengths(static_cast<std::size_t>(is_root() ? size_ : 0)), offsets(lengths.size());
-  FB_CHECK_MPI(MPI_Gather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, 0, MPI_COMM_WORLD));
-  std::string all;
-  if (is_root()) {
-    for (std::size_t r = 1; r < lengths.size(); ++r) offsets[r] = offsets[r - 1] + lengths[r - 1];
-    all.resize(lengths.empty() ? 0 : static_cast<std::size_t>(offsets.back() + lengths.back()));
-  }
-  FB_CHECK_MPI(MPI_Gatherv(text.data(), length, MPI_CHAR, all.data(), lengths.data(), offsets.data(),
-                           MPI_CHAR, 0, MPI_COMM_WORLD));
-  std::vector<std::string> out;
-  for (std::size_t r = 0; r < lengths.size(); ++r)
-    out.push_back(all.substr(static_cast<std::size_t>(offsets[r]), static_cast<std::size_t>(lengths[r])));
-  return out;
 }
 
 void MpiContext::require_same_arguments(std::span<const std::string> args) const {

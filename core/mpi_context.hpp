@@ -32,13 +32,15 @@ class MpiContext {
   std::vector<std::string> unique_hosts() const;
 
   void barrier() const;
+  // A barrier that waits with sleeps of `poll_ms` instead of busy-polling, so waiting ranks leave the cores
+  // to the ranks still working (the supervisor's idle ranks, the p2p matrix's ranks outside the measured
+  // pair).
+  void barrier_sleeping(int poll_ms) const;
   // Stops with a usage Error on every rank when the ranks were not started with identical arguments, which
   // would otherwise deadlock in mismatched collectives.
   void require_same_arguments(std::span<const std::string> args) const;
   // True on every rank when `ok` is true on every rank (logical AND), so all ranks take the same branch.
   bool all_true(bool ok) const;
-  // Every rank's `text`, index = world rank, on rank 0 (empty elsewhere). Collective.
-  std::vector<std::string> gather_to_root(const std::string& text) const;
 
  private:
   void apply_fake_hosts();

@@ -17,8 +17,8 @@
 #include "core/error.hpp"
 #include "core/hang_watchdog.hpp"
 #include "core/logging.hpp"
-#include "core/mpi_check.hpp"
 #include "core/random_fill.hpp"
+#include "core/rank_collectives.hpp"
 #include "core/statistics.hpp"
 #include "core/system_info.hpp"
 #include "core/units.hpp"
@@ -209,10 +209,10 @@ std::int64_t TrainResilienceHooks::on_start(workloads::TrainStateAccess& state) 
       }
     if (job_start_ == 0) job_start_ = wall_now();
   }
-  FB_CHECK_MPI(MPI_Bcast(&job_start_, 1, MPI_DOUBLE, 0, mpi_.world()));
+  broadcast(mpi_, job_start_);
   // Rank 0's deadline for all (the environment need not reach every rank's node).
   double deadline = deadline_.value_or(0);
-  FB_CHECK_MPI(MPI_Bcast(&deadline, 1, MPI_DOUBLE, 0, mpi_.world()));
+  broadcast(mpi_, deadline);
   deadline_ = deadline > 0 ? std::optional<double>(deadline) : std::nullopt;
   {
     // The checkpoint buffers live in host memory (two with --async-checkpoint): refuse, on every rank alike,
@@ -221,7 +221,7 @@ std::int64_t TrainResilienceHooks::on_start(workloads::TrainStateAccess& state) 
     const std::uint64_t available = read_host_info().memory_available_bytes;
     const std::uint64_t need = bytes * copies * static_cast<std::uint64_t>(std::max(mpi_.local_size(), 1));
     int too_big = available > 0 && need > available / 10 * 9 ? 1 : 0;
-    FB_CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, &too_big, 1, MPI_INT, MPI_MAX, mpi_.world()));
+    too_big = allreduce(mpi_, too_big, RankReduce::max);
     if (too_big)
       throw usage_error(fmt::format(
           "{}: {} rank(s) per host x {} checkpoint buffer(s) of {} exceed 90% of the host's available memory",
@@ -255,7 +255,7 @@ std::int64_t TrainResilienceHooks::on_start(workloads::TrainStateAccess& state) 
         choice.skipped.insert(choice.skipped.end(), round.skipped.begin(), round.skipped.end());
         chosen = round.chosen ? round.chosen->step : -1;
       }
-      FB_CHECK_MPI(MPI_Bcast(&chosen, 1, MPI_INT64_T, 0, mpi_.world()));
+      broadcast(mpi_, chosen);
       if (chosen < 0) break;
       checkpoint_test_pause(CheckpointPhase::restore, chosen, mpi_.rank());
       std::string why;
@@ -268,7 +268,7 @@ std::int64_t TrainResilienceHooks::on_start(workloads::TrainStateAccess& state) 
         info.reset();
       }
       int ok = info ? 1 : 0;
-      FB_CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, mpi_.world()));
+      ok = allreduce(mpi_, ok, RankReduce::min);
       if (ok == 1) {
         state.restore(std::span<const std::byte>(buffer_.data(), state.bytes()));
         read_bytes = info->total_bytes;
@@ -310,7 +310,7 @@ std::int64_t TrainResilienceHooks::on_start(workloads::TrainStateAccess& state) 
       for (const auto& e : read_event_log(log_->path()).events)
         if (e["type"] == event::ckpt_interval && e.value("policy", "") == "daly")
           cost = e.value("save_cost_s", 0.0);
-    FB_CHECK_MPI(MPI_Bcast(&cost, 1, MPI_DOUBLE, 0, mpi_.world()));
+    broadcast(mpi_, cost);
     if (cost > 0) {
       interval_cost_s_ = cost;
       interval_s_ = daly_interval(cost, o_.mtbf_s);
@@ -457,7 +457,7 @@ bool TrainResilienceHooks::after_step(std::int64_t step, const workloads::StepOu
 int TrainResilienceHooks::nan_origin(bool local_finite) {
   const int mine = local_finite ? 1 : 0;
   std::vector<int> all(static_cast<std::size_t>(mpi_.size()));
-  FB_CHECK_MPI(MPI_Allgather(&mine, 1, MPI_INT, all.data(), 1, MPI_INT, mpi_.world()));
+  all = allgather(mpi_, mine);
   const auto it = std::find(all.begin(), all.end(), 0);
   return it == all.end() ? -1 : static_cast<int>(it - all.begin());
 }
@@ -465,7 +465,7 @@ int TrainResilienceHooks::nan_origin(bool local_finite) {
 bool TrainResilienceHooks::deadline_reached() {
   if (!deadline_) return false;
   int stop = mpi_.is_root() && wall_now() >= *deadline_ ? 1 : 0;  // rank 0's clock decides for all
-  FB_CHECK_MPI(MPI_Bcast(&stop, 1, MPI_INT, 0, mpi_.world()));
+  broadcast(mpi_, stop);
   return stop == 1;
 }
 
@@ -514,15 +514,13 @@ bool TrainResilienceHooks::checkpoint_due(std::int64_t step, double step_s) {
 
 void TrainResilienceHooks::commit_gathered(std::int64_t step, const ShardInfo& mine, double write_s_local) {
   // Every rank's shard is durable once this gather completes: rank 0 may commit.
-  std::uint64_t local[2] = {mine.bytes, mine.xxh64};
-  std::vector<std::uint64_t> all(2 * static_cast<std::size_t>(mpi_.size()));
-  FB_CHECK_MPI(MPI_Gather(local, 2, MPI_UINT64_T, all.data(), 2, MPI_UINT64_T, 0, mpi_.world()));
-  double write_s = write_s_local;
-  FB_CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, &write_s, 1, MPI_DOUBLE, MPI_MAX, mpi_.world()));
+  const std::uint64_t local[2] = {mine.bytes, mine.xxh64};
+  const auto all = gather_to_root(mpi_, std::span<const std::uint64_t>(local));
+  const double write_s = allreduce(mpi_, write_s_local, RankReduce::max);
   // No rank moves on before rank 0 committed and pruned: a ckpt-corrupt fault on another rank right after
   // this save must find this checkpoint as the newest committed one, not the previous one.
   if (!mpi_.is_root()) {
-    FB_CHECK_MPI(MPI_Barrier(mpi_.world()));
+    mpi_.barrier();
     return;
   }
   std::vector<ShardInfo> shards;
@@ -540,7 +538,7 @@ void TrainResilienceHooks::commit_gathered(std::int64_t step, const ShardInfo& m
   } catch (const Error& ex) {
     refused = ex.what();
   }
-  FB_CHECK_MPI(MPI_Barrier(mpi_.world()));
+  mpi_.barrier();
   if (!info) {  // not fatal: the previous checkpoints stay, as after a failed shard write
     auto e = make_event(event::failure_detected);
     e["kind"] = "ckpt-write-fail";
@@ -592,7 +590,7 @@ void TrainResilienceHooks::save_checkpoint(std::int64_t step) {
   }
   int ok = error.empty() ? 1 : 0;
   std::vector<int> oks(static_cast<std::size_t>(mpi_.size()));
-  FB_CHECK_MPI(MPI_Allgather(&ok, 1, MPI_INT, oks.data(), 1, MPI_INT, mpi_.world()));
+  oks = allgather(mpi_, ok);
   const bool all_ok = std::all_of(oks.begin(), oks.end(), [](int v) { return v == 1; });
   if (!o_.async_checkpoint && all_ok) commit_gathered(step, mine, mine.write_s);
   if (!all_ok) report_write_failure(step, oks, error);
@@ -611,7 +609,7 @@ void TrainResilienceHooks::save_checkpoint(std::int64_t step) {
   }
   if (o_.checkpoint_interval == "auto" && !interval_s_) {
     double cost = blocking;  // agreed: every rank measured the same collective save
-    FB_CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, &cost, 1, MPI_DOUBLE, MPI_MAX, mpi_.world()));
+    cost = allreduce(mpi_, cost, RankReduce::max);
     interval_cost_s_ = std::max(cost, 1e-6);
     interval_s_ = daly_interval(interval_cost_s_, o_.mtbf_s);
   }
@@ -636,7 +634,7 @@ void TrainResilienceHooks::report_write_failure(std::int64_t step, const std::ve
 
 void TrainResilienceHooks::poll_async(bool wait) {
   int done = wait || async_.done() ? 1 : 0;
-  FB_CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, &done, 1, MPI_INT, MPI_MIN, mpi_.world()));
+  done = allreduce(mpi_, done, RankReduce::min);
   if (!done) return;
   const auto step = async_.step();
   ShardInfo mine;
@@ -649,7 +647,7 @@ void TrainResilienceHooks::poll_async(bool wait) {
   spare_ = async_.take_buffer();  // back for the next snapshot
   int ok = error.empty() ? 1 : 0;
   std::vector<int> oks(static_cast<std::size_t>(mpi_.size()));
-  FB_CHECK_MPI(MPI_Allgather(&ok, 1, MPI_INT, oks.data(), 1, MPI_INT, mpi_.world()));
+  oks = allgather(mpi_, ok);
   if (std::all_of(oks.begin(), oks.end(), [](int v) { return v == 1; }))
     commit_gathered(step, mine, mine.write_s);
   else
@@ -660,8 +658,8 @@ bool TrainResilienceHooks::vote_sdc(std::int64_t step) {
   const std::uint64_t mine = state_->replicated_checksum();
   std::vector<std::uint64_t> sums(static_cast<std::size_t>(mpi_.size()));
   std::vector<int> groups(static_cast<std::size_t>(mpi_.size()));
-  FB_CHECK_MPI(MPI_Allgather(&mine, 1, MPI_UINT64_T, sums.data(), 1, MPI_UINT64_T, mpi_.world()));
-  FB_CHECK_MPI(MPI_Allgather(&replica_group_, 1, MPI_INT, groups.data(), 1, MPI_INT, mpi_.world()));
+  sums = allgather(mpi_, mine);
+  groups = allgather(mpi_, replica_group_);
   const auto odd = sdc_outliers(sums, groups);
   const auto it = std::find(odd.begin(), odd.end(), true);
   if (it == odd.end()) return false;
@@ -678,7 +676,7 @@ bool TrainResilienceHooks::vote_sdc(std::int64_t step) {
 
 void TrainResilienceHooks::check_stragglers(std::int64_t step) {
   std::vector<double> times(static_cast<std::size_t>(mpi_.size()));
-  FB_CHECK_MPI(MPI_Allgather(&window_compute_, 1, MPI_DOUBLE, times.data(), 1, MPI_DOUBLE, mpi_.world()));
+  times = allgather(mpi_, window_compute_);
   window_compute_ = 0;
   if (!mpi_.is_root()) return;
   const auto scores = straggler_scores(times);

@@ -25,6 +25,7 @@
 #include "core/hang_watchdog.hpp"
 #include "core/json_file.hpp"
 #include "core/mpi_context.hpp"
+#include "core/rank_collectives.hpp"
 #include "core/units.hpp"
 #include "reports/report_json.hpp"
 #include "tools/commands.hpp"
@@ -375,7 +376,7 @@ int run_locate(const LocateCliOptions& cli, Session& session) {
     mpi.barrier();  // every rank's NCCL log is written
     const auto logs = own_nccl_log ? std::vector<std::string>{nccl_dir.string()} : cli.nccl_logs;
     const auto mpi_ranks =
-        logs.empty() ? mpi.gather_to_root(local_mpi_selection()) : std::vector<std::string>{};
+        logs.empty() ? gather_to_root(mpi, local_mpi_selection()) : std::vector<std::string>{};
     if (mpi.is_root()) {
       reports::Result r = transport_result(cli, logs, mpi_ranks, expected_transports);
       if (r.status == reports::Status::failed) {

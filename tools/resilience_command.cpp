@@ -262,18 +262,6 @@ void print_result(const reports::Result& r, const resilience::SupervisorResult& 
 void supervise(const ResilienceCommandOptions& o, resilience::SupervisorOptions& s, Session& session,
                reports::Report& report);
 
-// A barrier the other ranks wait in with sleeps while rank 0 supervises: a blocking collective would
-// busy-wait on the cores the supervised training job runs on.
-void wait_for_root(MpiContext& mpi) {
-  MPI_Request request;
-  FB_CHECK_MPI(MPI_Ibarrier(mpi.world(), &request));
-  for (int done = 0;;) {
-    FB_CHECK_MPI(MPI_Test(&request, &done, MPI_STATUS_IGNORE));
-    if (done) return;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-}
-
 int run_resilience(const ResilienceCommandOptions& o, Session& session) {
   if (o.res.faults.empty())
     throw usage_error("--faults SPEC|FILE is required (use 'random:mtbf=…' for a random plan)");
@@ -325,11 +313,12 @@ int run_resilience(const ResilienceCommandOptions& o, Session& session) {
       try {
         supervise(o, s, session, report);
       } catch (...) {
-        wait_for_root(mpi);  // the others must not wait forever; main reports the error and ends the job
+        mpi.barrier_sleeping(
+            20);  // the others must not wait forever; main reports the error and ends the job
         throw;
       }
     }
-    wait_for_root(mpi);
+    mpi.barrier_sleeping(20);
     return session.finish(report);  // collective (telemetry); only rank 0's report has results
   }
   supervise(o, s, session, report);

@@ -10,8 +10,8 @@
 
 #include "core/error.hpp"
 #include "core/fault_injection.hpp"
-#include "core/mpi_check.hpp"
 #include "core/random_fill.hpp"
+#include "core/rank_collectives.hpp"
 #include "kernels/gemm_engine.hpp"
 
 namespace fb::workloads {
@@ -132,21 +132,15 @@ BurninRun run_burnin(const MpiContext& mpi, Backend& backend, const BurninOption
   // Everyone's checks to everyone: fixed-size numbers, then the strings.
   const int n = mpi.size();
   const auto per = static_cast<std::size_t>(checks + 1);
-  std::vector<std::uint64_t> sums(per * static_cast<std::size_t>(n));
-  std::vector<double> nums((per + 3) * static_cast<std::size_t>(n));
   std::vector<double> my_nums(mine.at_s);
   my_nums.push_back(static_cast<double>(mine.gemms));
   my_nums.push_back(mine.tflops);
   my_nums.push_back(mine.local_rank);
-  FB_CHECK_MPI(MPI_Allgather(mine.checksums.data(), static_cast<int>(per), MPI_UINT64_T, sums.data(),
-                             static_cast<int>(per), MPI_UINT64_T, mpi.world()));
-  FB_CHECK_MPI(MPI_Allgather(my_nums.data(), static_cast<int>(per + 3), MPI_DOUBLE, nums.data(),
-                             static_cast<int>(per + 3), MPI_DOUBLE, mpi.world()));
+  const auto sums = allgather(mpi, std::span<const std::uint64_t>(mine.checksums.data(), per));
+  const auto nums = allgather(mpi, std::span<const double>(my_nums));
   char name[128] = {};
   mine.device.copy(name, sizeof(name) - 1);
-  std::vector<char> names(sizeof(name) * static_cast<std::size_t>(n));
-  FB_CHECK_MPI(
-      MPI_Allgather(name, sizeof(name), MPI_CHAR, names.data(), sizeof(name), MPI_CHAR, mpi.world()));
+  const auto names = allgather(mpi, std::span<const char>(name, sizeof(name)));
   for (int r = 0; r < n; ++r) {
     const auto ur = static_cast<std::size_t>(r);
     RankChecks x;

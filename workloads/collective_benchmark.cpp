@@ -13,8 +13,8 @@
 #include "core/element_access.hpp"
 #include "core/error.hpp"
 #include "core/logging.hpp"
-#include "core/mpi_check.hpp"
 #include "core/random_fill.hpp"
+#include "core/rank_collectives.hpp"
 #include "core/statistics.hpp"
 #include "core/units.hpp"
 #include "workloads/collective_check.hpp"
@@ -270,8 +270,8 @@ std::uint64_t checked_buffer_bytes(const CollectiveOptions& o, const MpiContext&
   std::uint64_t buffer_bytes = 0;
   for (const auto& c : cases) buffer_bytes = std::max(buffer_bytes, case_buffer_bytes(c, elem));
   const std::uint64_t need = buffer_bytes * (o.inplace ? backend.defaults().collective.inplace_buffers : 2);
-  unsigned long long free_local = backend.free_memory_bytes(), free_min = 0;
-  FB_CHECK_MPI(MPI_Allreduce(&free_local, &free_min, 1, MPI_UNSIGNED_LONG_LONG, MPI_MIN, mpi.world()));
+  const auto free_min =
+      allreduce(mpi, static_cast<std::uint64_t>(backend.free_memory_bytes()), RankReduce::min);
   if (need > free_min)
     throw usage_error(
         fmt::format("invalid size: the largest case needs {} per rank ({} buffers of {}), but only {} "
@@ -299,10 +299,7 @@ void check_supported(const CollectiveOptions& o, const Communicator& comm) {
 std::vector<double> routing_checksums(const CollectiveOptions& o, const MpiContext& mpi, int n) {
   std::vector<double> out;
   if (!o.moe) return out;
-  const auto checksum = static_cast<unsigned long long>(moe_dispatch_tokens(*o.moe, n).checksum());
-  std::vector<unsigned long long> all(static_cast<std::size_t>(mpi.size()));
-  FB_CHECK_MPI(MPI_Allgather(&checksum, 1, MPI_UNSIGNED_LONG_LONG, all.data(), 1, MPI_UNSIGNED_LONG_LONG,
-                             mpi.world()));
+  const auto all = allgather(mpi, static_cast<std::uint64_t>(moe_dispatch_tokens(*o.moe, n).checksum()));
   for (const auto c : all) {
     if (c != all[0]) throw runtime_error("MoE routing differs between ranks (non-deterministic routing)");
     out.push_back(static_cast<double>(c));
@@ -325,7 +322,7 @@ struct Bench {
 // Every rank's per-iteration seconds (rank 0) and wrong-element counts for one case.
 struct CaseSamples {
   std::vector<double> all_seconds;
-  std::vector<unsigned long long> all_wrong;
+  std::vector<std::uint64_t> all_wrong;
   nlohmann::json window;
 };
 
@@ -351,9 +348,8 @@ CaseSamples run_case(const Case& c, Bench& b) {
   if (o.check) wrong = check_case(c, o, b.comm, b.backend, b.send, b.recv, vp);
   CaseSamples out;
   out.all_seconds = gather_samples(b.mpi, m.seconds);
-  out.all_wrong.resize(static_cast<std::size_t>(b.mpi.size()));
-  FB_CHECK_MPI(MPI_Gather(&wrong, 1, MPI_UNSIGNED_LONG_LONG, out.all_wrong.data(), 1, MPI_UNSIGNED_LONG_LONG,
-                          0, b.mpi.world()));
+  out.all_wrong = gather_to_root(b.mpi, static_cast<std::uint64_t>(wrong));
+  out.all_wrong.resize(static_cast<std::size_t>(b.mpi.size()));  // zeros off rank 0, which alone reads them
   if (o.telemetry) out.window = gather_telemetry(b.mpi, *o.telemetry, window_from, o.telemetry->mark());
   return out;
 }

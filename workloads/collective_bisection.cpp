@@ -7,8 +7,8 @@
 
 #include <fmt/format.h>
 
-#include "core/gather.hpp"
 #include "core/random_fill.hpp"
+#include "core/rank_collectives.hpp"
 #include "core/statistics.hpp"
 #include "core/units.hpp"
 #include "workloads/measurement_loop.hpp"
@@ -133,7 +133,7 @@ BisectionRun run_bisection(const MpiContext& mpi, Backend& backend, Communicator
         busbw = static_cast<double>(count * sizeof(float)) / best / 1e9 * 2 * (n - 1) / n;
       }
       // The group's figure as its slowest rank saw it; rank order within a group is irrelevant.
-      const auto all = allgather(mpi.world(), sub->rank() == 0 ? busbw : -1.0);
+      const auto all = allgather(mpi, sub->rank() == 0 ? busbw : -1.0);
       std::vector<GroupMeasurement> round;
       for (int g = 0; g < static_cast<int>(groups.size()); ++g) {
         GroupMeasurement m;

@@ -3,7 +3,7 @@
 #include <fmt/format.h>
 
 #include "core/hardware_table.hpp"
-#include "core/mpi_check.hpp"
+#include "core/rank_collectives.hpp"
 #include "core/system_info.hpp"
 #include "kernels/device_probe.hpp"
 
@@ -42,7 +42,7 @@ DevicePeak resolve_device_peak(const MpiContext& mpi, const Backend& backend) {
       isa = p->isa;
     }
   }
-  FB_CHECK_MPI(MPI_Bcast(per_core, 2, MPI_DOUBLE, 0, mpi.node()));
+  broadcast_in_node(mpi, std::span<double>(per_core));
   const HostInfo host = read_host_info();
   // This rank's share of the node's cores (fractional when ranks outnumber cores).
   const double cores = static_cast<double>(host.cpu_cores_online) / static_cast<double>(mpi.local_size());

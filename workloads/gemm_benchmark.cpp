@@ -8,10 +8,10 @@
 #include <fmt/format.h>
 
 #include "core/error.hpp"
-#include "core/gather.hpp"
 #include "core/mpi_check.hpp"
 #include "core/progress_meter.hpp"
 #include "core/random_fill.hpp"
+#include "core/rank_collectives.hpp"
 #include "core/statistics.hpp"
 #include "core/units.hpp"
 #include "kernels/host/gemm_reference.hpp"
@@ -453,10 +453,10 @@ GemmRunOutput run_gemm_benchmark(const MpiContext& mpi, Backend& backend, const 
     const double flops = gemm_flops(gc.problem.m, gc.problem.n, gc.problem.k, gc.problem.batch);
     const double my_median = summarize(m.seconds).median;
     const auto all_seconds = gather_samples(mpi, m.seconds);
-    const auto rank_tflops = gather_to_root(mpi.world(), tflops(flops, my_median));
-    const auto rank_time_us = gather_to_root(mpi.world(), my_median * 1e6);
-    const auto rank_mismatch = gather_to_root(mpi.world(), static_cast<double>(m.check.mismatches));
-    const auto rank_detail = gather_to_root(mpi.world(), m.check.detail);
+    const auto rank_tflops = gather_to_root(mpi, tflops(flops, my_median));
+    const auto rank_time_us = gather_to_root(mpi, my_median * 1e6);
+    const auto rank_mismatch = gather_to_root(mpi, static_cast<double>(m.check.mismatches));
+    const auto rank_detail = gather_to_root(mpi, m.check.detail);
     if (!mpi.is_root()) continue;
 
     reports::Result r = gemm_result(gc, m, out, o, backend, peak, all_seconds, rank_tflops, rank_time_us);

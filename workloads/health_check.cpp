@@ -19,10 +19,10 @@
 #include "core/communicator.hpp"
 #include "core/element_access.hpp"
 #include "core/error.hpp"
-#include "core/gather.hpp"
 #include "core/host_telemetry.hpp"
 #include "core/nvml_loader.hpp"
 #include "core/random_fill.hpp"
+#include "core/rank_collectives.hpp"
 #include "core/statistics.hpp"
 #include "core/units.hpp"
 #include "kernels/gemm_engine.hpp"
@@ -262,7 +262,7 @@ CheckOutcome check_gemm(Context& c) {
   // rank waited for a core (up to 8x on the 2-core CI machine), which says nothing of the rank's health;
   // the CPU time of the same GEMM does, and a slow core or a rank doing more work shows in it.
   const double judged = c.peak.measured ? cpu_tflops : tflops;
-  const auto rank_tflops = allgather(c.mpi.world(), judged);
+  const auto rank_tflops = allgather(c.mpi, judged);
   if (!m) return outcome("gemm", Verdict::fail, error);
   c.gemm_from_s = m->timed_from_s;
   c.gemm_to_s = m->timed_to_s;
@@ -552,9 +552,9 @@ HealthRun run_health_checks(MpiContext& mpi, Backend& backend, const DevicePeak&
   mine.verdict = combine_verdicts(verdicts);
 
   HealthRun run;
-  for (const double v : allgather(mpi.world(), static_cast<double>(static_cast<int>(mine.verdict))))
+  for (const double v : allgather(mpi, static_cast<double>(static_cast<int>(mine.verdict))))
     run.verdicts.push_back(static_cast<Verdict>(static_cast<int>(v)));
-  const auto all = gather_to_root(mpi.world(), health_rank_to_json(mine).dump());
+  const auto all = gather_to_root(mpi, health_rank_to_json(mine).dump());
   if (mpi.is_root())
     for (const auto& text : all) run.ranks.push_back(health_rank_from_json(json::parse(text)));
   else

@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <memory>
 
-#include "core/mpi_check.hpp"
+#include "core/rank_collectives.hpp"
 
 namespace fb::workloads {
 namespace {
@@ -63,10 +63,7 @@ int rotation_sets(std::uint64_t set_bytes, std::uint64_t cache_bytes, std::uint6
 }
 
 std::vector<double> gather_samples(const MpiContext& mpi, std::span<const double> mine) {
-  std::vector<double> all(mpi.is_root() ? mine.size() * static_cast<std::size_t>(mpi.size()) : 0);
-  FB_CHECK_MPI(MPI_Gather(mine.data(), static_cast<int>(mine.size()), MPI_DOUBLE, all.data(),
-                          static_cast<int>(mine.size()), MPI_DOUBLE, 0, mpi.world()));
-  return all;
+  return gather_to_root(mpi, mine);
 }
 
 }  // namespace fb::workloads

@@ -10,9 +10,8 @@
 #include <fmt/format.h>
 
 #include "core/error.hpp"
-#include "core/gather.hpp"
-#include "core/mpi_check.hpp"
 #include "core/random_fill.hpp"
+#include "core/rank_collectives.hpp"
 #include "core/statistics.hpp"
 #include "core/units.hpp"
 #include "workloads/measurement_loop.hpp"
@@ -104,7 +103,7 @@ P2pVerdict judge_p2p(const P2pMatrix& m, double min_bw_gbps, double outlier_thre
 P2pRun measure_p2p_matrix(const MpiContext& mpi, Backend& backend, Communicator& comm, const P2pOptions& o) {
   P2pRun run;
   std::vector<int> local_ranks;
-  for (double v : allgather(mpi.world(), static_cast<double>(mpi.local_rank())))
+  for (double v : allgather(mpi, static_cast<double>(mpi.local_rank())))
     local_ranks.push_back(static_cast<int>(v));
   run.endpoints = p2p_endpoints(o.scope, mpi.hostnames(), local_ranks);
   const auto n = run.endpoints.size();
@@ -175,10 +174,8 @@ P2pRun measure_p2p_matrix(const MpiContext& mpi, Backend& backend, Communicator&
   }
 
   for (std::size_t s = 0; s < o.sizes.size(); ++s) {
-    FB_CHECK_MPI(
-        MPI_Allreduce(MPI_IN_PLACE, bw[s].data(), static_cast<int>(n * n), MPI_DOUBLE, MPI_SUM, mpi.world()));
-    FB_CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, lat[s].data(), static_cast<int>(n * n), MPI_DOUBLE, MPI_SUM,
-                               mpi.world()));
+    allreduce(mpi, std::span<double>(bw[s]), RankReduce::sum);
+    allreduce(mpi, std::span<double>(lat[s]), RankReduce::sum);
     P2pMatrix m;
     m.bytes = std::max<std::size_t>(1, o.sizes[s] / sizeof(float)) * sizeof(float);
     m.bw_gbps = square(n, kNaN);
@@ -208,10 +205,9 @@ P2pRun measure_p2p_matrix(const MpiContext& mpi, Backend& backend, Communicator&
             again[static_cast<std::size_t>(from) * n + static_cast<std::size_t>(to)] =
                 static_cast<double>(largest_count * sizeof(float)) / t / 1e9;
         }
-      comm.barrier();  // one link at a time
+      mpi.barrier_sleeping(1);  // one link at a time; the ranks outside it sleep rather than spin
     }
-    FB_CHECK_MPI(
-        MPI_Allreduce(MPI_IN_PLACE, again.data(), static_cast<int>(n * n), MPI_DOUBLE, MPI_MAX, mpi.world()));
+    allreduce(mpi, std::span<double>(again), RankReduce::max);
     for (std::size_t i = 0; i < n; ++i)
       for (std::size_t j = 0; j < n; ++j)
         if (i != j) largest.bw_gbps[i][j] = std::max(largest.bw_gbps[i][j], again[i * n + j]);

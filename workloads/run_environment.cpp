@@ -12,8 +12,8 @@
 #include <nlohmann/json.hpp>
 
 #include "core/build_info.hpp"
-#include "core/gather.hpp"
 #include "core/library_versions.hpp"
+#include "core/rank_collectives.hpp"
 #include "core/system_info.hpp"
 #include "kernels/device_probe.hpp"
 
@@ -75,10 +75,9 @@ std::optional<json> slurm_json(const MpiContext* mpi) {
   if (!job) job = env_or_null("SLURM_JOBID");
   const double local_id = slurm_task_local_id(mpi ? mpi->rank() : 0);
   std::vector<double> local_ids{local_id};
-  if (mpi) local_ids = gather_to_root(mpi->world(), local_id);
-  const int present = job ? 1 : 0;
-  int any = present;
-  if (mpi) MPI_Allreduce(&present, &any, 1, MPI_INT, MPI_LOR, mpi->world());
+  if (mpi) local_ids = gather_to_root(*mpi, local_id);
+  int any = job ? 1 : 0;
+  if (mpi) any = allreduce(*mpi, any, RankReduce::any);
   if (!any || (mpi && !mpi->is_root())) return std::nullopt;
   json s{{"job_id", job ? job : ""}};
   // Field -> the variables that carry it, first found wins (srun sets the STEP_ ones, sbatch the JOB_ ones).
@@ -142,7 +141,7 @@ reports::Report begin_report(const MpiContext* mpi, const Backend* backend, cons
   if (mpi) {  // one id for the whole job: rank 0's
     char buf[64] = {};
     run_id.copy(buf, sizeof(buf) - 1);
-    MPI_Bcast(buf, sizeof(buf), MPI_CHAR, 0, mpi->world());
+    broadcast(*mpi, std::span<char>(buf));
     run_id = buf;
   }
   report.run = json{{"id", run_id},
@@ -172,7 +171,7 @@ reports::Report begin_report(const MpiContext* mpi, const Backend* backend, cons
     if (mpi) {
       mine["rank"] = mpi->rank();
       mine["local_rank"] = mpi->local_rank();
-      const auto all = gather_to_root(mpi->world(), mine.dump());
+      const auto all = gather_to_root(*mpi, mine.dump());
       json ranks = json::array();
       for (const auto& s : all) ranks.push_back(json::parse(s));
       system["ranks"] = ranks;

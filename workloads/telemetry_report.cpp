@@ -5,7 +5,7 @@
 
 #include <fmt/format.h>
 
-#include "core/gather.hpp"
+#include "core/rank_collectives.hpp"
 
 namespace fb::workloads {
 
@@ -29,7 +29,7 @@ json gather_telemetry(const MpiContext& mpi, const TelemetrySampler& sampler, do
   json mine = sampler.summary(from_s, to_s);
   // Each rank's own clock: when its t_s = 0 was, so series of different ranks line up.
   mine["started_at"] = utc_from_unix(sampler.start_unix_s());
-  const auto all = gather_to_root(mpi.world(), mine.dump());
+  const auto all = gather_to_root(mpi, mine.dump());
   if (!mpi.is_root()) return nullptr;
   json ranks = json::array();
   std::vector<json> summaries;
