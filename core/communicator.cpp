@@ -1,4 +1,6 @@
 #include "core/communicator.hpp"
+#include "core/communicator_mpi.hpp"
+#include "core/mpi_handles.hpp"
 
 #include <array>
 #include <string>
@@ -44,7 +46,7 @@ std::unique_ptr<Communicator> make_communicator(MpiContext& mpi, Backend& backen
 #ifdef FB_HAVE_CUDA
   if (backend.kind() == BackendKind::cuda) return make_nccl_communicator(mpi, backend);
 #endif
-  return make_mpi_communicator(mpi.world(), backend);
+  return make_mpi_communicator(world_comm(mpi), backend);
 }
 
 }  // namespace fb

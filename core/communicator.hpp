@@ -12,8 +12,6 @@
 // Completion: host (MPI) calls return when the operation is complete. cuda (NCCL) calls are enqueued on
 // the backend's stream (Backend::native_stream) and return at once; the backend's Timer, a later kernel on
 // that stream or Backend::synchronize() / Communicator::synchronize() observe them in order.
-#include <mpi.h>
-
 #include <cstddef>
 #include <memory>
 #include <span>
@@ -111,9 +109,6 @@ class Communicator {
 // unique id broadcast over MPI), MPI_COMM_WORLD for host. Collective over the world; `backend` must
 // outlive the communicator.
 std::unique_ptr<Communicator> make_communicator(MpiContext& mpi, Backend& backend);
-
-// MPI engine over a duplicate of `comm` (freed on destruction); buffers must be host memory.
-std::unique_ptr<Communicator> make_mpi_communicator(MPI_Comm comm, Backend& backend);
 
 // MPI engine over a duplicate of the world for host values whatever the run's backend: the control plane
 // (agreed losses, step times, counters) of a workload whose data plane may be NCCL. Collective over the

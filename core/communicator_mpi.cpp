@@ -17,12 +17,14 @@
 #include "core/backend.hpp"
 #include "core/call_log.hpp"
 #include "core/communicator.hpp"
+#include "core/communicator_mpi.hpp"
 #include "core/element_access.hpp"
 #include "core/error.hpp"
 #include "core/fault_injection.hpp"
 #include "core/host_backend.hpp"
-#include "core/mpi_context.hpp"
 #include "core/mpi_check.hpp"
+#include "core/mpi_context.hpp"
+#include "core/mpi_handles.hpp"
 
 namespace fb {
 namespace {
@@ -380,7 +382,7 @@ std::unique_ptr<Communicator> make_mpi_communicator(MPI_Comm comm, Backend& back
 std::unique_ptr<Communicator> make_host_communicator(MpiContext& mpi) {
   // The engine only calls the backend's synchronize(), a no-op on the host backend; one shared instance.
   static HostBackend host;
-  return make_mpi_communicator(mpi.world(), host);
+  return make_mpi_communicator(world_comm(mpi), host);
 }
 
 }  // namespace fb

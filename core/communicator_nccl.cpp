@@ -17,6 +17,7 @@
 #include "core/error.hpp"
 #include "core/mpi_check.hpp"
 #include "core/mpi_context.hpp"
+#include "core/mpi_handles.hpp"
 
 namespace fb {
 namespace {
@@ -290,7 +291,7 @@ std::unique_ptr<Communicator> make_nccl_communicator(MpiContext& mpi, Backend& b
   if (backend.kind() != BackendKind::cuda) throw unsupported_error("the NCCL engine needs the cuda backend");
   ncclUniqueId id{};
   if (mpi.rank() == 0) FB_CHECK_NCCL(ncclGetUniqueId(&id));
-  FB_CHECK_MPI(MPI_Bcast(&id, static_cast<int>(sizeof(id)), MPI_BYTE, 0, mpi.world()));
+  FB_CHECK_MPI(MPI_Bcast(&id, static_cast<int>(sizeof(id)), MPI_BYTE, 0, world_comm(mpi)));
   // The backend picked the device by local rank; make it current on this thread for NCCL.
   FB_CHECK_CUDA(cudaSetDevice(backend.device().index));
   ncclComm_t comm = nullptr;

@@ -10,8 +10,30 @@
 
 #include "core/error.hpp"
 #include "core/mpi_check.hpp"
+#include "core/mpi_handles.hpp"
 
 namespace fb {
+
+struct MpiContext::Handles {
+  MPI_Comm node = MPI_COMM_NULL;
+};
+
+struct MpiHandlesAccess {
+  static MPI_Comm node(const MpiContext& mpi) { return mpi.handles_->node; }
+};
+
+MPI_Comm node_comm(const MpiContext& mpi) {
+  return MpiHandlesAccess::node(mpi);
+}
+
+void abort_job_if_shared(int code) {
+  int initialized = 0, finalized = 0, size = 1;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  if (!initialized || finalized) return;
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  if (size > 1) MPI_Abort(MPI_COMM_WORLD, code);
+}
 
 std::string mpi_error_text(int code) {
   char text[MPI_MAX_ERROR_STRING];
@@ -20,7 +42,7 @@ std::string mpi_error_text(int code) {
   return std::string(text, static_cast<std::size_t>(len));
 }
 
-MpiContext::MpiContext(int* argc, char*** argv) {
+MpiContext::MpiContext(int* argc, char*** argv) : handles_(std::make_unique<Handles>()) {
   int initialized = 0;
   MPI_Initialized(&initialized);
   if (!initialized) {
@@ -33,9 +55,10 @@ MpiContext::MpiContext(int* argc, char*** argv) {
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
   FB_CHECK_MPI(MPI_Comm_rank(MPI_COMM_WORLD, &rank_));
   FB_CHECK_MPI(MPI_Comm_size(MPI_COMM_WORLD, &size_));
-  FB_CHECK_MPI(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &node_comm_));
-  FB_CHECK_MPI(MPI_Comm_rank(node_comm_, &local_rank_));
-  FB_CHECK_MPI(MPI_Comm_size(node_comm_, &local_size_));
+  FB_CHECK_MPI(
+      MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &handles_->node));
+  FB_CHECK_MPI(MPI_Comm_rank(handles_->node, &local_rank_));
+  FB_CHECK_MPI(MPI_Comm_size(handles_->node, &local_size_));
   // Under srun, SLURM_LOCALID is the index Slurm's GPU binding (--gpus-per-task, --gpu-bind) uses.
   if (const int slurm_local = slurm_task_local_id(rank_); all_true(slurm_local >= 0))
     local_rank_ = slurm_local;
@@ -72,7 +95,7 @@ void MpiContext::apply_fake_hosts() {
 }
 
 MpiContext::~MpiContext() {
-  if (node_comm_ != MPI_COMM_NULL) MPI_Comm_free(&node_comm_);
+  if (handles_->node != MPI_COMM_NULL) MPI_Comm_free(&handles_->node);
   int finalized = 0;
   MPI_Finalized(&finalized);
   if (owns_init_ && !finalized) MPI_Finalize();

@@ -1,9 +1,9 @@
 #pragma once
 // The MPI runtime: init/finalize (RAII), world and node-local ranks, host names. Works without mpirun as a
-// world of one process (MPI singleton init).
-#include <mpi.h>
-
+// world of one process (MPI singleton init). <mpi.h> stays inside core: its handles are for core's own
+// .cpp files (core/mpi_handles.hpp); other layers use rank_collectives.hpp and communicator.hpp.
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -17,8 +17,6 @@ class MpiContext {
   MpiContext(const MpiContext&) = delete;
   MpiContext& operator=(const MpiContext&) = delete;
 
-  MPI_Comm world() const { return MPI_COMM_WORLD; }
-  MPI_Comm node() const { return node_comm_; }
   int rank() const { return rank_; }
   int size() const { return size_; }
   int local_rank() const { return local_rank_; }
@@ -47,7 +45,9 @@ class MpiContext {
 
   int rank_ = 0, size_ = 1, local_rank_ = 0, local_size_ = 1;
   bool owns_init_ = false;
-  MPI_Comm node_comm_ = MPI_COMM_NULL;
+  struct Handles;  // the node communicator (mpi_context.cpp)
+  std::unique_ptr<Handles> handles_;
+  friend struct MpiHandlesAccess;
   std::string hostname_;
   std::vector<std::string> hostnames_;
 };
@@ -59,6 +59,10 @@ int launcher_rank();
 // SLURM_LOCALID when this process is task `mpi_rank` of an srun step (SLURM_PROCID == mpi_rank), else -1.
 // Ranks that mpirun started inside an allocation inherit the batch step's SLURM_LOCALID=0 and fail the check.
 int slurm_task_local_id(int mpi_rank);
+
+// After an error: when MPI runs with more than one rank, MPI_Abort the job with `code` so that no rank waits
+// forever for this one; returns when MPI is not running or this is a world of one.
+void abort_job_if_shared(int code);
 
 // "Open MPI v4.1.4, ..." first line of MPI_Get_library_version (needs no initialised MPI).
 std::string mpi_library_version();

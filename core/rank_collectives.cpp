@@ -3,6 +3,7 @@
 #include <numeric>
 
 #include "core/mpi_check.hpp"
+#include "core/mpi_handles.hpp"
 
 namespace fb {
 namespace {
@@ -41,24 +42,24 @@ int count(std::size_t n) {
 template <class T>
 void allreduce(const MpiContext& mpi, std::span<T> values, RankReduce op) {
   FB_CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, values.data(), count(values.size()), mpi_type<T>(), mpi_op(op),
-                             mpi.world()));
+                             world_comm(mpi)));
 }
 
 template <class T>
 void broadcast(const MpiContext& mpi, std::span<T> values, int root) {
-  FB_CHECK_MPI(MPI_Bcast(values.data(), count(values.size()), mpi_type<T>(), root, mpi.world()));
+  FB_CHECK_MPI(MPI_Bcast(values.data(), count(values.size()), mpi_type<T>(), root, world_comm(mpi)));
 }
 
 template <class T>
 void broadcast_in_node(const MpiContext& mpi, std::span<T> values) {
-  FB_CHECK_MPI(MPI_Bcast(values.data(), count(values.size()), mpi_type<T>(), 0, mpi.node()));
+  FB_CHECK_MPI(MPI_Bcast(values.data(), count(values.size()), mpi_type<T>(), 0, node_comm(mpi)));
 }
 
 template <class T>
 std::vector<T> allgather(const MpiContext& mpi, std::span<const T> mine) {
   std::vector<T> out(mine.size() * static_cast<std::size_t>(mpi.size()));
   FB_CHECK_MPI(MPI_Allgather(mine.data(), count(mine.size()), mpi_type<T>(), out.data(), count(mine.size()),
-                             mpi_type<T>(), mpi.world()));
+                             mpi_type<T>(), world_comm(mpi)));
   return out;
 }
 
@@ -66,7 +67,7 @@ template <class T>
 std::vector<T> gather_to_root(const MpiContext& mpi, std::span<const T> mine) {
   std::vector<T> out(mpi.is_root() ? mine.size() * static_cast<std::size_t>(mpi.size()) : 0);
   FB_CHECK_MPI(MPI_Gather(mine.data(), count(mine.size()), mpi_type<T>(), out.data(), count(mine.size()),
-                          mpi_type<T>(), 0, mpi.world()));
+                          mpi_type<T>(), 0, world_comm(mpi)));
   return out;
 }
 
@@ -74,14 +75,14 @@ std::vector<std::string> gather_to_root(const MpiContext& mpi, const std::string
   const auto size = static_cast<std::size_t>(mpi.size());
   const int len = count(value.size());
   std::vector<int> lens(mpi.is_root() ? size : 0), offsets(lens.size());
-  FB_CHECK_MPI(MPI_Gather(&len, 1, MPI_INT, lens.data(), 1, MPI_INT, 0, mpi.world()));
+  FB_CHECK_MPI(MPI_Gather(&len, 1, MPI_INT, lens.data(), 1, MPI_INT, 0, world_comm(mpi)));
   std::vector<char> all;
   if (mpi.is_root()) {
     std::exclusive_scan(lens.begin(), lens.end(), offsets.begin(), 0);
     all.resize(static_cast<std::size_t>(offsets.back() + lens.back()));
   }
   FB_CHECK_MPI(MPI_Gatherv(value.data(), len, MPI_CHAR, all.data(), lens.data(), offsets.data(), MPI_CHAR, 0,
-                           mpi.world()));
+                           world_comm(mpi)));
   std::vector<std::string> out;
   for (std::size_t r = 0; r < lens.size(); ++r)
     out.emplace_back(all.data() + offsets[r], static_cast<std::size_t>(lens[r]));

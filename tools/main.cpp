@@ -1,6 +1,5 @@
 // factorybench: one binary, one subcommand per file. Only this file turns errors into exit codes:
 // 0 success, 1 a benchmark failed its check or gate, 2 usage or input error, 3 runtime failure.
-#include <mpi.h>
 
 #include <cstdio>
 #include <iostream>
@@ -21,15 +20,6 @@ namespace {
 void print_error(const std::string& message) {
   std::fprintf(stderr, "factorybench: error: %s\n", message.c_str());
   std::fflush(stderr);
-}
-
-bool mpi_running_with_peers() {
-  int initialized = 0, finalized = 0, size = 1;
-  MPI_Initialized(&initialized);
-  MPI_Finalized(&finalized);
-  if (!initialized || finalized) return false;
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
-  return size > 1;
 }
 
 }  // namespace
@@ -92,11 +82,11 @@ int main(int argc, char** argv) {
     // Usage and input errors are found alike on every rank (same arguments, same files): rank 0 reports.
     // A runtime failure may be one rank's alone: it reports, and the job is aborted so no rank hangs.
     if (runtime || root) print_error(e.what());
-    if (runtime && mpi_running_with_peers()) MPI_Abort(MPI_COMM_WORLD, 3);
+    if (runtime) fb::abort_job_if_shared(3);
     return fb::exit_code_for(e.kind());
   } catch (const std::exception& e) {
     print_error(std::string("internal error: ") + e.what());
-    if (mpi_running_with_peers()) MPI_Abort(MPI_COMM_WORLD, 3);
+    fb::abort_job_if_shared(3);
     return 3;
   }
   return rc;

@@ -1,6 +1,5 @@
 // factorybench resilience: the training workload under injected faults, supervised (launch, watch, relaunch),
 // with goodput accounting from the event log. Also defines the resilience options `train` takes.
-#include <mpi.h>
 
 #include <cerrno>
 #include <chrono>
@@ -16,7 +15,6 @@
 
 #include "core/error.hpp"
 #include "core/logging.hpp"
-#include "core/mpi_check.hpp"
 #include "core/mpi_context.hpp"
 #include "core/units.hpp"
 #include "resilience/event_log.hpp"

@@ -8,7 +8,6 @@
 #include <fmt/format.h>
 
 #include "core/error.hpp"
-#include "core/mpi_check.hpp"
 #include "core/progress_meter.hpp"
 #include "core/random_fill.hpp"
 #include "core/rank_collectives.hpp"
