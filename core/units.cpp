@@ -115,4 +115,14 @@ std::string format_duration(double seconds) {
   return fmt::format("{:.2f} h", seconds / 3600);
 }
 
+std::string format_si(double value, std::string_view unit) {
+  constexpr const char* kPrefixes[] = {"", "K", "M", "G", "T", "P", "E"};
+  int p = 0;
+  while (std::abs(value) >= 1000 && p < 6) {
+    value /= 1000;
+    ++p;
+  }
+  return fmt::format("{:.4g} {}{}", value, kPrefixes[p], unit);
+}
+
 }  // namespace fb

@@ -17,5 +17,7 @@ double parse_duration(std::string_view text, std::string_view what = "duration")
 std::string format_bytes(std::uint64_t bytes);
 // "750 us", "1.25 s", "2h 05m".
 std::string format_duration(double seconds);
+// Decimal SI prefixes, four significant digits: format_si(1.5e12, "FLOP") = "1.5 TFLOP".
+std::string format_si(double value, std::string_view unit);
 
 }  // namespace fb

@@ -15,6 +15,7 @@
 #include "core/logging.hpp"
 #include "core/units.hpp"
 #include "reports/report_json.hpp"
+#include "reports/simulate_console.hpp"
 #include "resilience/checkpoint_interval.hpp"
 #include "resilience/cluster_simulator.hpp"
 #include "resilience/failure_model.hpp"
@@ -266,73 +267,6 @@ reports::Result run_case(const FailureModel& model, const ClusterConfig& base, c
   return r;
 }
 
-// --- printer: reads the report only -----------------------------------------------------------------------
-
-void print_simulation(const reports::Report& report) {
-  if (report.results.empty()) return;
-  const auto& p0 = report.results.front().params;
-  const bool work = p0.contains("work_days") && p0["work_days"].is_number();
-  std::cout << fmt::format(
-      "simulate: failure model {} ({}, {} trials, seed {})\n", p0["failure_model"].get<std::string>(),
-      work ? fmt::format("a fixed work of {} d of compute", p0["work_days"].get<double>())
-           : fmt::format("{} d window", p0["days"].get<double>()),
-      p0["trials"].get<int>(), p0["seed"].get<std::uint64_t>());
-  const auto& src = p0["cost_sources"];
-  std::cout << fmt::format(
-      "costs: checkpoint {} ({}), detection {} ({}), relaunch {} ({}), restore {} ({}); spares {}, policy "
-      "{}\n",
-      format_duration(p0["checkpoint_s"].get<double>()), src["checkpoint"].get<std::string>(),
-      format_duration(p0["detection_s"].get<double>()), src["detection"].get<std::string>(),
-      format_duration(p0["relaunch_s"].get<double>()), src["relaunch"].get<std::string>(),
-      format_duration(p0["restore_s"].get<double>()), src["restore"].get<std::string>(), p0["spares"].dump(),
-      p0["policy"].get<std::string>());
-  std::cout << fmt::format(
-      "{:>8} {:>9} {:>8} {:>10} {:>10} | {:>8} {:>6} {:>6} {:>6} {:>6} | {:>9} {:>8} {:>8}\n", "gpus",
-      "mtbf_h", "failures", "interval", "policy", "goodput%", "p5", "p50", "p95", "ettr", "analytic%",
-      "young", "daly");
-  for (const auto& r : report.results) {
-    const auto& p = r.params;
-    const auto& pc = r.extra["percentiles"]["goodput_pct"];
-    std::cout << fmt::format(
-        "{:>8} {:>9.3f} {:>8.1f} {:>10} {:>10} | {:>8.2f} {:>6.2f} {:>6.2f} {:>6.2f} {:>6.3f} | {:>9.2f} "
-        "{:>8} {:>8}\n",
-        p["gpus"].get<std::int64_t>(), r.metric("job_mtbf_h")->value, r.metric("failures_mean")->value,
-        format_duration(r.metric("interval_s")->value), p["interval_policy"].get<std::string>(),
-        r.metric("goodput_pct")->value, pc["p5"].get<double>(), pc["p50"].get<double>(),
-        pc["p95"].get<double>(), r.metric("ettr")->value, r.metric("analytic_goodput_pct")->value,
-        format_duration(p["young_interval_s"].get<double>()),
-        format_duration(p["daly_interval_s"].get<double>()));
-  }
-  if (work) {
-    std::cout << "time to train (days over trials; analytic: work / first-order goodput):\n";
-    std::cout << fmt::format("{:>8} {:>10} | {:>8} {:>8} {:>8} {:>8} | {:>9} {:>10}\n", "gpus", "interval",
-                             "mean", "p5", "p50", "p95", "analytic", "unfinished");
-    for (const auto& r : report.results) {
-      const auto& w = r.extra["percentiles"]["wall_h"];
-      const auto& a = r.params["analytic_time_to_train_h"];
-      std::cout << fmt::format(
-          "{:>8} {:>10} | {:>8.2f} {:>8.2f} {:>8.2f} {:>8.2f} | {:>9} {:>10}\n",
-          r.params["gpus"].get<std::int64_t>(), format_duration(r.metric("interval_s")->value),
-          w["mean"].get<double>() / 24, w["p5"].get<double>() / 24, w["p50"].get<double>() / 24,
-          w["p95"].get<double>() / 24, a.is_number() ? fmt::format("{:.2f}", a.get<double>() / 24) : "-",
-          r.params["unfinished_trials"].get<int>());
-    }
-  }
-  std::cout << "badput (% of wall time, mean over trials):\n";
-  std::cout << fmt::format("{:>8} {:>10}", "gpus", "interval");
-  for (std::size_t i = 1; i < resilience::kTimeSplitNames.size(); ++i)
-    std::cout << fmt::format(" {:>10}", resilience::kTimeSplitNames[i]);
-  std::cout << "\n";
-  for (const auto& r : report.results) {
-    std::cout << fmt::format("{:>8} {:>10}", r.params["gpus"].get<std::int64_t>(),
-                             format_duration(r.metric("interval_s")->value));
-    for (std::size_t i = 1; i < resilience::kTimeSplitNames.size(); ++i)
-      std::cout << fmt::format(
-          " {:>10.2f}", r.extra["badput_pct"][std::string(resilience::kTimeSplitNames[i])].get<double>());
-    std::cout << "\n";
-  }
-}
-
 int run_simulate(const SimulateOptions& opt, Session& session) {
   // Everything is validated before any simulation runs, so bad input writes no report.
   if (!opt.failure_model.empty() && !opt.job_mtbf.empty())
@@ -442,7 +376,7 @@ int run_simulate(const SimulateOptions& opt, Session& session) {
                     {"percentiles_in", "results[].extra.percentiles (p5, p50, p95 per metric)"}};
   if (notes.contains("calibration")) report.summary["calibration"] = notes["calibration"];
   const int rc = session.finish(report);
-  if (!session.options().quiet) print_simulation(report);
+  if (!session.options().quiet) reports::print_simulation(std::cout, report, resilience::kTimeSplitNames);
   return rc;
 }
 

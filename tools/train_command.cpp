@@ -12,6 +12,7 @@
 
 #include "core/error.hpp"
 #include "core/units.hpp"
+#include "reports/train_console.hpp"
 #include "tools/commands.hpp"
 #include "tools/enum_option.hpp"
 #include "tools/resilience_options.hpp"
@@ -28,16 +29,6 @@ struct TrainCommandOptions {
   resilience::ResilienceOptions resilience;  // --run-dir, checkpoints, faults (tools/resilience_command.cpp)
   std::string state_bytes, mtbf;
 };
-
-std::string si(double v, const char* unit) {
-  const char* prefixes[] = {"", "K", "M", "G", "T", "P", "E"};
-  int p = 0;
-  while (std::abs(v) >= 1000 && p < 6) {
-    v /= 1000;
-    ++p;
-  }
-  return fmt::format("{:.4g} {}{}", v, prefixes[p], unit);
-}
 
 void print_plan(const workloads::TrainPlan& plan, std::uint64_t available) {
   const auto& c = plan.parallel;
@@ -66,13 +57,13 @@ void print_plan(const workloads::TrainPlan& plan, std::uint64_t available) {
         c.pp, plan.local.layers, s.grad_accum, 100 * (p - 1) / (m + p - 1),
         s.grad_accum < c.pp ? "; --grad-accum below --pp leaves stages idle" : "");
   }
-  std::cout << fmt::format("parameters: {} total, {} active\n", si(plan.params.total, ""),
-                           si(plan.params.active, ""));
+  std::cout << fmt::format("parameters: {} total, {} active\n", format_si(plan.params.total, ""),
+                           format_si(plan.params.active, ""));
   std::cout << fmt::format(
       "model FLOPs: {} per token ({} attention), {} per step; hardware {} per token "
       "(recompute {})\n",
-      si(plan.flops.total(), "FLOP"), to_string(s.attention), si(plan.flops_per_step, "FLOP"),
-      si(plan.hardware_flops_per_token, "FLOP"), to_string(s.recompute));
+      format_si(plan.flops.total(), "FLOP"), to_string(s.attention), format_si(plan.flops_per_step, "FLOP"),
+      format_si(plan.hardware_flops_per_token, "FLOP"), to_string(s.recompute));
   const auto& m = plan.memory;
   std::cout << fmt::format(
       "memory per rank: {} (weights {}, gradients {}, optimizer {}, activations {}, workspace {})",
@@ -98,47 +89,6 @@ void print_plan(const workloads::TrainPlan& plan, std::uint64_t available) {
                              col.group, col.op, col.group_size,
                              format_bytes(static_cast<std::uint64_t>(col.bytes_per_call)), col.calls_per_step,
                              format_bytes(static_cast<std::uint64_t>(col.bytes_per_step())));
-}
-
-void print_run(const reports::Result& r) {
-  const auto value = [&](const char* name) {
-    const auto* m = r.metric(name);
-    return m ? m->value : 0.0;
-  };
-  const auto* st = r.metric("step_time_s");
-  std::cout << fmt::format("\n{}: {} steps ({} to {}), gemm engine {}\n", r.name, value("steps_completed"),
-                           r.extra.value("first_step", 0), r.extra.value("last_step", 0),
-                           r.extra.value("gemm_engine", std::string()));
-  if (st && st->stats)
-    std::cout << fmt::format(
-        "step time: median {:.4f} s, p99 {:.4f} s, min {:.4f} s over {} measured steps\n", st->value,
-        st->stats->p99, st->stats->min, st->stats->n);
-  std::cout << fmt::format("throughput: {} tokens/s, {} tokens/s per GPU, {:.3f} model TFLOP/s per GPU\n",
-                           si(value("tokens_per_s"), ""), si(value("tokens_per_s_per_gpu"), ""),
-                           value("model_tflops_per_gpu"));
-  if (r.metric("mfu"))
-    std::cout << fmt::format("MFU {:.1f}%, HFU {:.1f}% (peak {:.3f} TFLOP/s, {})\n", 100 * value("mfu"),
-                             100 * value("hfu"), r.extra["peak"].value("tflops", 0.0),
-                             r.extra["peak"].value("source", std::string()));
-  std::cout << fmt::format("loss {:.6g}, grad norm {:.6g}; memory allocated {} per rank (estimate {})\n",
-                           value("loss"), value("grad_norm"),
-                           format_bytes(static_cast<std::uint64_t>(value("memory_allocated_bytes_per_rank"))),
-                           format_bytes(static_cast<std::uint64_t>(value("memory_bytes_per_rank"))));
-  if (r.metric("moe_load_imbalance"))
-    std::cout << fmt::format(
-        "MoE load imbalance (max/mean tokens per expert): {:.3f}; dispatch rows sent {}, "
-        "received {}\n",
-        value("moe_load_imbalance"), r.extra["moe_dispatch"].value("rows_sent", 0),
-        r.extra["moe_dispatch"].value("rows_received", 0));
-  std::cout << "breakdown per step (rank 0):\n";
-  for (const auto& [k, v] : r.extra["breakdown"].items())
-    if (v.get<double>() > 0) std::cout << fmt::format("  {:<22} {:.6f} s\n", k, v.get<double>());
-  if (!r.extra["collective_bytes_per_step"].empty()) {
-    std::cout << "bytes per step (rank 0):\n";
-    for (const auto& [k, v] : r.extra["collective_bytes_per_step"].items())
-      std::cout << fmt::format("  {:<30} {}\n", k, format_bytes(static_cast<std::uint64_t>(v.get<double>())));
-  }
-  if (r.error) std::cout << "FAILED: " << *r.error << "\n";
 }
 
 DType default_dtype(BackendKind backend) {
@@ -175,7 +125,7 @@ int run_train(const TrainCommandOptions& opt, Session& session) {
   const int rc = session.finish(report);
   if (mpi.is_root() && !session.options().quiet) {
     print_plan(run.plan, backend.free_memory_bytes());
-    print_run(report.results.back());
+    reports::print_train_result(std::cout, report.results.back());
   }
   return rc;
 }
