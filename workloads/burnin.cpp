@@ -65,34 +65,60 @@ std::vector<BurninProblem> judge_burnin(const std::vector<RankChecks>& ranks) {
   return out;
 }
 
-BurninRun run_burnin(const MpiContext& mpi, Backend& backend, const BurninOptions& o) {
-  BurninRun run;
-  run.duration_s = o.duration_s;
-  run.size = o.size > 0 ? o.size : (backend.kind() == BackendKind::cuda ? 8192 : 256);
-  const double interval = o.check_interval_s > 0 ? o.check_interval_s : o.duration_s / 10;
-  const int checks = std::max(1, static_cast<int>(std::ceil(o.duration_s / interval - 1e-9)));
+namespace {
 
-  // One OpenBLAS thread per rank on host: the result must not depend on a thread count that can differ
-  // between nodes (run one rank per core to load every core).
-  kernels::GemmEngineOptions eo;
-  eo.host_threads = 1;
-  eo.local_ranks = mpi.local_size();
-  auto engine = kernels::make_gemm_engine(backend, DType::fp32, eo);
+// The burn-in GEMM, C = A·B with m = n = k = size in fp32, prepared on this rank's device; `host` receives C.
+struct BurninGemm {
+  BurninGemm(const MpiContext& mpi, Backend& device, std::int64_t size, std::uint64_t seed)
+      : backend(device) {
+    // One OpenBLAS thread per rank on host: the result must not depend on a thread count that can differ
+    // between nodes (run one rank per core to load every core).
+    kernels::GemmEngineOptions eo;
+    eo.host_threads = 1;
+    eo.local_ranks = mpi.local_size();
+    engine = kernels::make_gemm_engine(backend, DType::fp32, eo);
+    p.m = p.n = p.k = size;
+    elements = static_cast<std::size_t>(size * size);
+    a = backend.allocate(elements * sizeof(float));
+    b = backend.allocate(elements * sizeof(float));
+    c = backend.allocate(elements * sizeof(float));
+    host.resize(elements);
+    // The same inputs on every rank: identical devices must give identical bits.
+    fill_random_host(host.data(), elements, DType::fp32, derive_seed(seed, 0xa));
+    backend.copy_to_device(a, host.data(), elements * sizeof(float));
+    fill_random_host(host.data(), elements, DType::fp32, derive_seed(seed, 0xb));
+    backend.copy_to_device(b, host.data(), elements * sizeof(float));
+    engine->prepare(p, a.data(), b.data(), c.data());
+    backend.synchronize();
+  }
+
+  void run() { engine->run(p, a.data(), b.data(), c.data()); }
+
+  // Runs the GEMM and returns the checksum of C as read back; `flip_bit` corrupts it first (injected).
+  std::uint64_t checked_run(bool flip_bit) {
+    run();
+    backend.copy_to_host(host.data(), c, elements * sizeof(float));
+    backend.synchronize();
+    // The injected silent data corruption: one bit of one element, as if the device computed it wrong.
+    if (flip_bit) {
+      std::uint32_t bits = 0;
+      std::memcpy(&bits, &host[elements / 2], sizeof bits);
+      bits ^= 1u << 7;
+      std::memcpy(&host[elements / 2], &bits, sizeof bits);
+    }
+    return checksum_bytes(host.data(), elements * sizeof(float));
+  }
+
+  Backend& backend;
+  std::unique_ptr<kernels::GemmEngine> engine;
   kernels::GemmProblem p;
-  p.m = p.n = p.k = run.size;
-  const auto elements = static_cast<std::size_t>(run.size * run.size);
-  auto a = backend.allocate(elements * sizeof(float));
-  auto b = backend.allocate(elements * sizeof(float));
-  auto c = backend.allocate(elements * sizeof(float));
-  std::vector<float> host(elements);
-  // The same inputs on every rank: identical devices must give identical bits.
-  fill_random_host(host.data(), elements, DType::fp32, derive_seed(o.seed, 0xa));
-  backend.copy_to_device(a, host.data(), elements * sizeof(float));
-  fill_random_host(host.data(), elements, DType::fp32, derive_seed(o.seed, 0xb));
-  backend.copy_to_device(b, host.data(), elements * sizeof(float));
-  engine->prepare(p, a.data(), b.data(), c.data());
-  backend.synchronize();
+  std::size_t elements = 0;
+  DeviceBuffer a, b, c;
+  std::vector<float> host;
+};
 
+// This rank's checks: check 0, then sustained GEMMs with check k due at k·interval, k = 1..checks.
+RankChecks run_checks(const MpiContext& mpi, Backend& backend, BurninGemm& g, double interval, int checks) {
   const auto& faults = injected_faults();
   RankChecks mine;
   mine.rank = mpi.rank();
@@ -100,26 +126,17 @@ BurninRun run_burnin(const MpiContext& mpi, Backend& backend, const BurninOption
   mine.local_rank = mpi.local_rank();
   mine.device = backend.device().name;
   const double t0 = now_s();
-  auto check = [&](int k) {
-    engine->run(p, a.data(), b.data(), c.data());
-    backend.copy_to_host(host.data(), c, elements * sizeof(float));
-    backend.synchronize();
+  const auto check = [&](int k) {
     ++mine.gemms;
-    // The injected silent data corruption: one bit of one element, as if the device computed it wrong.
-    if (faults.sdc_rank == mpi.rank() && faults.sdc_check == static_cast<std::uint64_t>(k)) {
-      std::uint32_t bits = 0;
-      std::memcpy(&bits, &host[elements / 2], sizeof bits);
-      bits ^= 1u << 7;
-      std::memcpy(&host[elements / 2], &bits, sizeof bits);
-    }
-    mine.checksums.push_back(checksum_bytes(host.data(), elements * sizeof(float)));
+    const bool sdc = faults.sdc_rank == mpi.rank() && faults.sdc_check == static_cast<std::uint64_t>(k);
+    mine.checksums.push_back(g.checked_run(sdc));
     mine.at_s.push_back(now_s() - t0);
   };
   check(0);
   for (int k = 1; k <= checks; ++k) {
     // Sustained load until this check is due, then the check (every rank does the same checks).
     while (now_s() - t0 < k * interval) {
-      engine->run(p, a.data(), b.data(), c.data());
+      g.run();
       ++mine.gemms;
       if (mine.gemms % 16 == 0) backend.synchronize();
     }
@@ -127,9 +144,13 @@ BurninRun run_burnin(const MpiContext& mpi, Backend& backend, const BurninOption
     check(k);
   }
   const double elapsed = now_s() - t0;
-  mine.tflops = 2.0 * static_cast<double>(run.size) * run.size * run.size * mine.gemms / elapsed / 1e12;
+  const std::int64_t size = g.p.m;
+  mine.tflops = 2.0 * static_cast<double>(size) * size * size * mine.gemms / elapsed / 1e12;
+  return mine;
+}
 
-  // Everyone's checks to everyone: fixed-size numbers, then the strings.
+// Everyone's checks to everyone: fixed-size numbers, then the strings. `checks` + 1 checks per rank.
+std::vector<RankChecks> gather_checks(const MpiContext& mpi, const RankChecks& mine, int checks) {
   const int n = mpi.size();
   const auto per = static_cast<std::size_t>(checks + 1);
   std::vector<double> my_nums(mine.at_s);
@@ -141,6 +162,7 @@ BurninRun run_burnin(const MpiContext& mpi, Backend& backend, const BurninOption
   char name[128] = {};
   mine.device.copy(name, sizeof(name) - 1);
   const auto names = allgather(mpi, std::span<const char>(name, sizeof(name)));
+  std::vector<RankChecks> out;
   for (int r = 0; r < n; ++r) {
     const auto ur = static_cast<std::size_t>(r);
     RankChecks x;
@@ -154,8 +176,22 @@ BurninRun run_burnin(const MpiContext& mpi, Backend& backend, const BurninOption
     x.gemms = static_cast<std::int64_t>(q[per]);
     x.tflops = q[per + 1];
     x.local_rank = static_cast<int>(q[per + 2]);
-    run.ranks.push_back(std::move(x));
+    out.push_back(std::move(x));
   }
+  return out;
+}
+
+}  // namespace
+
+BurninRun run_burnin(const MpiContext& mpi, Backend& backend, const BurninOptions& o) {
+  BurninRun run;
+  run.duration_s = o.duration_s;
+  run.size = o.size > 0 ? o.size : (backend.kind() == BackendKind::cuda ? 8192 : 256);
+  const double interval = o.check_interval_s > 0 ? o.check_interval_s : o.duration_s / 10;
+  const int checks = std::max(1, static_cast<int>(std::ceil(o.duration_s / interval - 1e-9)));
+  BurninGemm gemm(mpi, backend, run.size, o.seed);
+  const RankChecks mine = run_checks(mpi, backend, gemm, interval, checks);
+  run.ranks = gather_checks(mpi, mine, checks);
   run.problems = judge_burnin(run.ranks);
   return run;
 }

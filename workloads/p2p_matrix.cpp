@@ -100,21 +100,27 @@ P2pVerdict judge_p2p(const P2pMatrix& m, double min_bw_gbps, double outlier_thre
   return v;
 }
 
-P2pRun measure_p2p_matrix(const MpiContext& mpi, Backend& backend, Communicator& comm, const P2pOptions& o) {
-  P2pRun run;
+namespace {
+
+// The endpoints, one per rank or one per node, from every rank's host name and local rank.
+std::vector<P2pEndpoint> gather_endpoints(const MpiContext& mpi, P2pScope scope) {
   std::vector<int> local_ranks;
   for (double v : allgather(mpi, static_cast<double>(mpi.local_rank())))
     local_ranks.push_back(static_cast<int>(v));
-  run.endpoints = p2p_endpoints(o.scope, mpi.hostnames(), local_ranks);
-  const auto n = run.endpoints.size();
-  const auto schedule = round_robin_schedule(static_cast<int>(n));
-  run.rounds = static_cast<int>(schedule.size());
+  return p2p_endpoints(scope, mpi.hostnames(), local_ranks);
+}
 
-  const std::uint64_t max_bytes = *std::max_element(o.sizes.begin(), o.sizes.end());
-  const std::size_t max_count = std::max<std::size_t>(1, max_bytes / sizeof(float));
-  auto data = backend.allocate(max_count * sizeof(float));
-  auto ack = backend.allocate(sizeof(float));
-  {
+// This rank's side of the pairwise transfers: its seeded send buffer (the largest size) and the
+// one-element acknowledgement.
+struct PairTransfers {
+  PairTransfers(const MpiContext& world, Backend& device, Communicator& communicator,
+                const std::vector<P2pEndpoint>& endpoints, const P2pOptions& o)
+      : mpi(world), backend(device), comm(communicator) {
+    for (const auto& e : endpoints) ranks.push_back(e.rank);
+    const std::uint64_t max_bytes = *std::max_element(o.sizes.begin(), o.sizes.end());
+    const std::size_t max_count = std::max<std::size_t>(1, max_bytes / sizeof(float));
+    data = backend.allocate(max_count * sizeof(float));
+    ack = backend.allocate(sizeof(float));
     std::vector<float> host(max_count);
     fill_random_host(host.data(), max_count, DType::fp32,
                      derive_seed(o.seed, static_cast<std::uint64_t>(mpi.rank())));
@@ -124,11 +130,17 @@ P2pRun measure_p2p_matrix(const MpiContext& mpi, Backend& backend, Communicator&
     backend.synchronize();
   }
 
+  bool is_sender(int from) const { return mpi.rank() == ranks[static_cast<std::size_t>(from)]; }
+  bool in_pair(int a, int b) const {
+    return mpi.rank() == ranks[static_cast<std::size_t>(a)] ||
+           mpi.rank() == ranks[static_cast<std::size_t>(b)];
+  }
+
   // Best seconds of `elements` from endpoint `from` to `to` plus a one-element acknowledgement back, as the
   // sender sees it (both ends call this; only the sender's figure is used).
-  auto time_transfer = [&](int from, int to, std::size_t elements, int warmup, int iterations) {
-    const int rf = run.endpoints[static_cast<std::size_t>(from)].rank;
-    const int rt = run.endpoints[static_cast<std::size_t>(to)].rank;
+  double time_transfer(int from, int to, std::size_t elements, int warmup, int iterations) {
+    const int rf = ranks[static_cast<std::size_t>(from)];
+    const int rt = ranks[static_cast<std::size_t>(to)];
     const bool sender = mpi.rank() == rf;
     MeasureLoop loop;
     loop.warmup = warmup;
@@ -144,38 +156,54 @@ P2pRun measure_p2p_matrix(const MpiContext& mpi, Backend& backend, Communicator&
       }
       comm.synchronize();
     });
-  };
-  auto in_pair = [&](int a, int b) {
-    return mpi.rank() == run.endpoints[static_cast<std::size_t>(a)].rank ||
-           mpi.rank() == run.endpoints[static_cast<std::size_t>(b)].rank;
-  };
-  auto is_sender = [&](int from) { return mpi.rank() == run.endpoints[static_cast<std::size_t>(from)].rank; };
+  }
 
-  // Rows this rank measured (as the sender), summed over ranks afterwards: every entry has one measurer.
-  std::vector<std::vector<double>> bw(o.sizes.size(), std::vector<double>(n * n, 0.0));
-  std::vector<std::vector<double>> lat(o.sizes.size(), std::vector<double>(n * n, 0.0));
+  const MpiContext& mpi;
+  Backend& backend;
+  Communicator& comm;
+  std::vector<int> ranks;  // world rank of each endpoint
+  DeviceBuffer data, ack;
+};
+
+// Per size, bandwidth (GB/s) and latency (us) as flat n x n [from][to] arrays.
+struct FlatMatrices {
+  std::vector<std::vector<double>> bw, lat;
+};
+
+// Every pair in its round, both directions, every size. Rows this rank measured (as the sender), zero
+// elsewhere: summed over ranks afterwards, every entry has one measurer.
+FlatMatrices measure_rounds(PairTransfers& t, const std::vector<std::vector<Pair>>& schedule, std::size_t n,
+                            const P2pOptions& o) {
+  FlatMatrices f{std::vector<std::vector<double>>(o.sizes.size(), std::vector<double>(n * n, 0.0)),
+                 std::vector<std::vector<double>>(o.sizes.size(), std::vector<double>(n * n, 0.0))};
   for (const auto& round : schedule) {
     for (const auto& [a, b] : round) {
-      if (!in_pair(a, b)) continue;
+      if (!t.in_pair(a, b)) continue;
       for (std::size_t s = 0; s < o.sizes.size(); ++s) {
         const std::size_t count = std::max<std::size_t>(1, o.sizes[s] / sizeof(float));
         for (const auto& [from, to] : {std::pair{a, b}, std::pair{b, a}}) {
-          const double t_bw = time_transfer(from, to, count, o.warmup, o.iterations);
-          const double t_lat = time_transfer(from, to, 1, o.warmup, o.iterations);
-          if (is_sender(from)) {
+          const double t_bw = t.time_transfer(from, to, count, o.warmup, o.iterations);
+          const double t_lat = t.time_transfer(from, to, 1, o.warmup, o.iterations);
+          if (t.is_sender(from)) {
             const auto k = static_cast<std::size_t>(from) * n + static_cast<std::size_t>(to);
-            bw[s][k] = static_cast<double>(count * sizeof(float)) / t_bw / 1e9;
-            lat[s][k] = t_lat / 2 * 1e6;  // one way: half the round trip of one element each way
+            f.bw[s][k] = static_cast<double>(count * sizeof(float)) / t_bw / 1e9;
+            f.lat[s][k] = t_lat / 2 * 1e6;  // one way: half the round trip of one element each way
           }
         }
       }
     }
-    comm.barrier();  // rounds do not overlap
+    t.comm.barrier();  // rounds do not overlap
   }
+  return f;
+}
 
+// The full matrices, one per size in option order: every rank's rows summed over the ranks.
+std::vector<P2pMatrix> sum_matrices(const MpiContext& mpi, FlatMatrices& f, std::size_t n,
+                                    const P2pOptions& o) {
+  std::vector<P2pMatrix> out;
   for (std::size_t s = 0; s < o.sizes.size(); ++s) {
-    allreduce(mpi, std::span<double>(bw[s]), RankReduce::sum);
-    allreduce(mpi, std::span<double>(lat[s]), RankReduce::sum);
+    allreduce(mpi, std::span<double>(f.bw[s]), RankReduce::sum);
+    allreduce(mpi, std::span<double>(f.lat[s]), RankReduce::sum);
     P2pMatrix m;
     m.bytes = std::max<std::size_t>(1, o.sizes[s] / sizeof(float)) * sizeof(float);
     m.bw_gbps = square(n, kNaN);
@@ -183,36 +211,55 @@ P2pRun measure_p2p_matrix(const MpiContext& mpi, Backend& backend, Communicator&
     for (std::size_t i = 0; i < n; ++i)
       for (std::size_t j = 0; j < n; ++j)
         if (i != j) {
-          m.bw_gbps[i][j] = bw[s][i * n + j];
-          m.latency_us[i][j] = lat[s][i * n + j];
+          m.bw_gbps[i][j] = f.bw[s][i * n + j];
+          m.latency_us[i][j] = f.lat[s][i * n + j];
         }
-    run.matrices.push_back(std::move(m));
+    out.push_back(std::move(m));
   }
-  auto& largest = *std::max_element(run.matrices.begin(), run.matrices.end(),
-                                    [](const P2pMatrix& x, const P2pMatrix& y) { return x.bytes < y.bytes; });
-  run.verdict = judge_p2p(largest, o.min_bw_gbps, o.outlier_threshold);
+  return out;
+}
 
-  // Confirmation: a flagged link is measured again, alone, in each of `confirm_passes` passes, and keeps
-  // its best figure. A slow link stays slow; a link that met a scheduling stall of a loaded host recovers.
+// Confirmation: a flagged link is measured again, alone, in each of `confirm_passes` passes, and keeps
+// its best figure. A slow link stays slow; a link that met a scheduling stall of a loaded host recovers.
+void confirm_flagged(PairTransfers& t, P2pMatrix& largest, P2pVerdict& verdict, const P2pOptions& o) {
+  const std::size_t n = largest.bw_gbps.size();
   const std::size_t largest_count = largest.bytes / sizeof(float);
-  for (int pass = 0; pass < o.confirm_passes && !run.verdict.pass(); ++pass) {
+  for (int pass = 0; pass < o.confirm_passes && !verdict.pass(); ++pass) {
     std::vector<double> again(n * n, 0.0);
-    for (const auto& [a, b] : run.verdict.flagged_links()) {
-      if (in_pair(a, b))
+    for (const auto& [a, b] : verdict.flagged_links()) {
+      if (t.in_pair(a, b))
         for (const auto& [from, to] : {std::pair{a, b}, std::pair{b, a}}) {
-          const double t = time_transfer(from, to, largest_count, 0, o.iterations);
-          if (is_sender(from))
+          const double secs = t.time_transfer(from, to, largest_count, 0, o.iterations);
+          if (t.is_sender(from))
             again[static_cast<std::size_t>(from) * n + static_cast<std::size_t>(to)] =
-                static_cast<double>(largest_count * sizeof(float)) / t / 1e9;
+                static_cast<double>(largest_count * sizeof(float)) / secs / 1e9;
         }
-      mpi.barrier_sleeping(1);  // one link at a time; the ranks outside it sleep rather than spin
+      t.mpi.barrier_sleeping(1);  // one link at a time; the ranks outside it sleep rather than spin
     }
-    allreduce(mpi, std::span<double>(again), RankReduce::max);
+    allreduce(t.mpi, std::span<double>(again), RankReduce::max);
     for (std::size_t i = 0; i < n; ++i)
       for (std::size_t j = 0; j < n; ++j)
         if (i != j) largest.bw_gbps[i][j] = std::max(largest.bw_gbps[i][j], again[i * n + j]);
-    run.verdict = judge_p2p(largest, o.min_bw_gbps, o.outlier_threshold);
+    verdict = judge_p2p(largest, o.min_bw_gbps, o.outlier_threshold);
   }
+}
+
+}  // namespace
+
+P2pRun measure_p2p_matrix(const MpiContext& mpi, Backend& backend, Communicator& comm, const P2pOptions& o) {
+  P2pRun run;
+  run.endpoints = gather_endpoints(mpi, o.scope);
+  const auto n = run.endpoints.size();
+  const auto schedule = round_robin_schedule(static_cast<int>(n));
+  run.rounds = static_cast<int>(schedule.size());
+
+  PairTransfers transfers(mpi, backend, comm, run.endpoints, o);
+  auto flat = measure_rounds(transfers, schedule, n, o);
+  run.matrices = sum_matrices(mpi, flat, n, o);
+  auto& largest = *std::max_element(run.matrices.begin(), run.matrices.end(),
+                                    [](const P2pMatrix& x, const P2pMatrix& y) { return x.bytes < y.bytes; });
+  run.verdict = judge_p2p(largest, o.min_bw_gbps, o.outlier_threshold);
+  confirm_flagged(transfers, largest, run.verdict, o);
   return run;
 }
 

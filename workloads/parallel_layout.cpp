@@ -234,29 +234,56 @@ void check_fits(const MemoryEstimate& est, std::uint64_t available, const ModelC
                   format_bytes(available), c.tp, s.micro_batch));
 }
 
-TrainPlan make_plan(const ModelConfig& m, const ParallelConfig& c, const StepShape& s) {
-  TrainPlan plan;
-  plan.model = m;
-  plan.parallel = c;
-  plan.shape = s;
-  plan.local = local_dims(m, c, s);
-  const auto& l = plan.local;
-  plan.params = parameter_counts(m);
-  plan.flops = model_flops_per_token(m, l.seq, s.attention);
-  plan.hardware_flops_per_token = hardware_flops_per_token(plan.flops, s.recompute);
-  plan.tokens_per_step = static_cast<double>(l.tokens * s.grad_accum * c.dp);
-  plan.flops_per_step = plan.flops.total() * plan.tokens_per_step;
-  plan.memory = estimate_memory(m, c, s);
+namespace {
 
-  // Per-rank lists for one rank of the last pipeline stage (it also runs the output layer).
-  const auto stage = stage_layers(m, c, c.pp - 1);
-  const std::int64_t layers_here = stage.count;
-  const std::int64_t moe_layers = stage.moe_layers(m);
-  const std::int64_t dense_layers = layers_here - moe_layers;
-  const std::string prefix = fmt::format("{}/tp{}", m.name, c.tp);
+// Fills a plan's GEMM and collective lists for one rank of the last pipeline stage (it also runs the output
+// layer).
+struct PlanLists {
+  PlanLists(const ModelConfig& model, const ParallelConfig& parallel, const StepShape& shape, TrainPlan& plan)
+      : m(model), c(parallel), s(shape), l(plan.local), gemms(plan.gemms), collectives(plan.collectives) {
+    const auto stage = stage_layers(m, c, c.pp - 1);
+    layers_here = stage.count;
+    moe_layers = stage.moe_layers(m);
+    dense_layers = layers_here - moe_layers;
+    prefix = fmt::format("{}/tp{}", m.name, c.tp);
+  }
 
-  // Dense MLP and shared experts from the GEMM engineer's shape table; the attention projections (run
-  // feature-major), routed experts and the router (this step's expert layout, see header) are listed below.
+  const ModelConfig& m;
+  const ParallelConfig& c;
+  const StepShape& s;
+  const LocalDims& l;
+  std::vector<PlanGemm>& gemms;
+  std::vector<PlanCollective>& collectives;
+  std::int64_t layers_here = 0, moe_layers = 0, dense_layers = 0;
+  std::string prefix;
+
+  // One pass of a GEMM in the step's dtype, named under "<model>/tp<T>".
+  void add(const std::string& role, const char* pass, std::int64_t mm, std::int64_t n, std::int64_t k,
+           bool ta, bool tb, std::int64_t batch, std::int64_t calls, std::int64_t layers, std::string note) {
+    LayerGemm g = make_layer_gemm(prefix, role, pass, mm, n, k, ta, tb, batch);
+    g.problem.dtype = s.dtype;
+    gemms.push_back({std::move(g), calls, layers, std::move(note)});
+  }
+  // A token-major linear layer (`rows` tokens, `in` -> `out` features): its forward and two backward passes.
+  void linear(const std::string& role, std::int64_t in, std::int64_t out, std::int64_t rows,
+              std::int64_t batch, std::int64_t layers, const std::string& note) {
+    add(role, "fwd", out, rows, in, true, false, batch, 1, layers, note);
+    add(role, "dgrad", in, rows, out, false, false, batch, 1, layers, note);
+    add(role, "wgrad", in, out, rows, false, true, batch, 1, layers, note);
+  }
+
+  void table_gemms();
+  void attention_projections();
+  void attention_core();
+  void moe_and_output_gemms();
+  void tp_collectives();
+  void pp_and_ep_collectives();
+  void gradient_collectives();
+};
+
+// Dense MLP and shared experts from the GEMM engineer's shape table; the attention projections (run
+// feature-major), routed experts and the router (this step's expert layout, see header) are listed apart.
+void PlanLists::table_gemms() {
   LayerShapeOptions o;
   o.tp = c.tp;
   o.ep = c.ep;
@@ -269,24 +296,14 @@ TrainPlan make_plan(const ModelConfig& m, const ParallelConfig& c, const StepSha
     if (g.role == "mlp_up" || g.role == "mlp_down") layers = dense_layers;
     if (g.role.rfind("shared_", 0) == 0) layers = moe_layers;
     if (layers == 0) continue;
-    plan.gemms.push_back({std::move(g), 1, layers, ""});
+    gemms.push_back({std::move(g), 1, layers, ""});
   }
-  const auto add = [&](const std::string& role, const char* pass, std::int64_t mm, std::int64_t n,
-                       std::int64_t k, bool ta, bool tb, std::int64_t batch, std::int64_t calls,
-                       std::int64_t layers, std::string note) {
-    LayerGemm g = make_layer_gemm(prefix, role, pass, mm, n, k, ta, tb, batch);
-    g.problem.dtype = s.dtype;
-    plan.gemms.push_back({std::move(g), calls, layers, std::move(note)});
-  };
-  const auto linear = [&](const std::string& role, std::int64_t in, std::int64_t out, std::int64_t rows,
-                          std::int64_t batch, std::int64_t layers, const std::string& note) {
-    add(role, "fwd", out, rows, in, true, false, batch, 1, layers, note);
-    add(role, "dgrad", in, rows, out, false, false, batch, 1, layers, note);
-    add(role, "wgrad", in, out, rows, false, true, batch, 1, layers, note);
-  };
-  // The step runs the attention projections feature-major (outputs as T x width, so that every head is a
-  // contiguous T x head_dim block): the products of layer_gemm_shapes, transposed. From the token-major
-  // layer input (qkv; MLA q_down, q, kv_down) and from the feature-major MLA latent (q_up, kv_up).
+}
+
+// The step runs the attention projections feature-major (outputs as T x width, so that every head is a
+// contiguous T x head_dim block): the products of layer_gemm_shapes, transposed. From the token-major
+// layer input (qkv; MLA q_down, q, kv_down) and from the feature-major MLA latent (q_up, kv_up).
+void PlanLists::attention_projections() {
   const std::int64_t T = l.tokens, h = m.hidden;
   const std::string fm = "feature-major: activations as T x width";
   const auto from_hidden = [&](const std::string& role, std::int64_t width) {
@@ -317,8 +334,11 @@ TrainPlan make_plan(const ModelConfig& m, const ParallelConfig& c, const StepSha
     from_hidden("qkv", l.qkv_width);
     out_proj(l.heads * l.head_dim);
   }
-  // Causal attention core: per query block i (of nb), scores over keys [0, (i+1)·B) and context; batched over
-  // the kv groups, one call per query head of a group. Listed at the largest strip (i = nb − 1).
+}
+
+// Causal attention core: per query block i (of nb), scores over keys [0, (i+1)·B) and context; batched over
+// the kv groups, one call per query head of a group. Listed at the largest strip (i = nb − 1).
+void PlanLists::attention_core() {
   const std::int64_t B = l.attn_block, nb = l.seq / B, keys = l.seq;
   const std::int64_t groups = l.kv_heads, hpg = l.heads / l.kv_heads;
   const std::int64_t calls = hpg * nb * s.micro_batch;
@@ -331,6 +351,10 @@ TrainPlan make_plan(const ModelConfig& m, const ParallelConfig& c, const StepSha
   add("attn_context", "wgrad_v", dv, keys, B, false, true, groups, calls, layers_here, strip);
   add("attn_scores", "dgrad_q", dq, B, keys, false, false, groups, calls, layers_here, strip);
   add("attn_scores", "dgrad_k", dq, keys, B, false, true, groups, calls, layers_here, strip);
+}
+
+// The router and routed experts of the MoE layers, then the output layer.
+void PlanLists::moe_and_output_gemms() {
   if (m.moe && moe_layers > 0) {
     const std::int64_t per_expert = ceil_div(l.moe_tokens * c.ep * m.moe->top_k, m.moe->experts);
     linear("router", m.hidden, m.moe->experts, l.moe_tokens, 1, moe_layers,
@@ -344,62 +368,95 @@ TrainPlan make_plan(const ModelConfig& m, const ParallelConfig& c, const StepSha
   linear("logits", m.hidden, l.vocab, l.tokens, 1, 1,
          c.pp > 1 ? "output layer, vocab split over TP; last pipeline stage"
                   : "output layer, vocab split over TP");
+}
 
-  // Collectives per step (per rank, bytes of the buffer each call passes).
+// Collectives per step (per rank, bytes of the buffer each call passes): tensor parallelism.
+void PlanLists::tp_collectives() {
+  if (c.tp <= 1) return;
   const double e = static_cast<double>(dtype_bytes(s.dtype));
   const double mbs = static_cast<double>(s.grad_accum);  // micro-batches per step
   const double act = static_cast<double>(l.tokens * m.hidden) * e;
-  if (c.tp > 1) {
-    // Per layer: the attention and MLP outputs forward, the MLP's and the attention's input gradients
-    // backward (MLA: the attention input gradient is exact on every rank once the latent gradient is
-    // all-reduced, unless the query is projected from the hidden state directly: q_lora_rank 0); one more for
-    // the output layer's input gradient.
-    const double per_layer = m.mla && m.mla->q_lora_rank > 0 ? 3.0 : 4.0;
-    const double reductions = (per_layer * layers_here + 1) * mbs;
-    if (s.sequence_parallel) {
-      // Megatron-LM sequence parallelism: all-gather of the sequence-split rows before QKV and the MLP (and
-      // before the output layer), of the output gradients before their backward; reduce-scatter where the
-      // all-reduce was.
-      plan.collectives.push_back(
-          {"tp_allgather/layer_in", "tp", "allgather", c.tp, act / c.tp, (4.0 * layers_here + 1) * mbs});
-      plan.collectives.push_back(
-          {"tp_reduce_scatter/layer_out", "tp", "reduce_scatter", c.tp, act, reductions});
-    } else {
-      plan.collectives.push_back({"tp_allreduce/layer_out", "tp", "allreduce", c.tp, act, reductions});
-    }
-    if (m.mla)
-      plan.collectives.push_back({"tp_allreduce/mla_latent_grad", "tp", "allreduce", c.tp,
-                                  static_cast<double>(l.tokens * l.mla_latent) * e, layers_here * mbs});
+  // Per layer: the attention and MLP outputs forward, the MLP's and the attention's input gradients
+  // backward (MLA: the attention input gradient is exact on every rank once the latent gradient is
+  // all-reduced, unless the query is projected from the hidden state directly: q_lora_rank 0); one more for
+  // the output layer's input gradient.
+  const double per_layer = m.mla && m.mla->q_lora_rank > 0 ? 3.0 : 4.0;
+  const double reductions = (per_layer * layers_here + 1) * mbs;
+  if (s.sequence_parallel) {
+    // Megatron-LM sequence parallelism: all-gather of the sequence-split rows before QKV and the MLP (and
+    // before the output layer), of the output gradients before their backward; reduce-scatter where the
+    // all-reduce was.
+    collectives.push_back(
+        {"tp_allgather/layer_in", "tp", "allgather", c.tp, act / c.tp, (4.0 * layers_here + 1) * mbs});
+    collectives.push_back({"tp_reduce_scatter/layer_out", "tp", "reduce_scatter", c.tp, act, reductions});
+  } else {
+    collectives.push_back({"tp_allreduce/layer_out", "tp", "allreduce", c.tp, act, reductions});
   }
+  if (m.mla)
+    collectives.push_back({"tp_allreduce/mla_latent_grad", "tp", "allreduce", c.tp,
+                           static_cast<double>(l.tokens * l.mla_latent) * e, layers_here * mbs});
+}
+
+// Per micro-batch: pipeline neighbours' point-to-point and the experts' all-to-all.
+void PlanLists::pp_and_ep_collectives() {
+  const double e = static_cast<double>(dtype_bytes(s.dtype));
+  const double mbs = static_cast<double>(s.grad_accum);  // micro-batches per step
   if (c.pp > 1) {
     // Point-to-point with the neighbouring stage, per micro-batch: activations in, gradients out (the
     // rows this rank holds: 1/T of them with sequence parallelism). Middle stages do both twice.
     const double p2p = static_cast<double>(l.sp_tokens * m.hidden) * e;
-    plan.collectives.push_back({"pp_p2p/activations", "pp", "send_recv", 2, p2p, mbs});
-    plan.collectives.push_back({"pp_p2p/grads", "pp", "send_recv", 2, p2p, mbs});
+    collectives.push_back({"pp_p2p/activations", "pp", "send_recv", 2, p2p, mbs});
+    collectives.push_back({"pp_p2p/grads", "pp", "send_recv", 2, p2p, mbs});
   }
   if (m.moe && moe_layers > 0 && c.ep > 1) {
     const double routed = static_cast<double>(l.moe_tokens * m.moe->top_k * m.hidden) * e;
-    plan.collectives.push_back(
-        {"ep_alltoallv/dispatch", "ep", "alltoallv", c.ep, routed, 2.0 * moe_layers * mbs});
-    plan.collectives.push_back(
-        {"ep_alltoallv/combine", "ep", "alltoallv", c.ep, routed, 2.0 * moe_layers * mbs});
+    collectives.push_back({"ep_alltoallv/dispatch", "ep", "alltoallv", c.ep, routed, 2.0 * moe_layers * mbs});
+    collectives.push_back({"ep_alltoallv/combine", "ep", "alltoallv", c.ep, routed, 2.0 * moe_layers * mbs});
   }
+}
+
+// Once per step: the dense gradients over DP, the expert gradients over expert-DP.
+void PlanLists::gradient_collectives() {
+  const double e = static_cast<double>(dtype_bytes(s.dtype));
   const double dense_grad_bytes = static_cast<double>(l.dense_params) * e;
   const double expert_grad_bytes = static_cast<double>(l.expert_params) * e;
   const std::int64_t edp = c.dp * c.tp / c.ep;
   if (c.dp > 1) {
     if (s.distributed_optimizer) {
-      plan.collectives.push_back(
-          {"dp_reduce_scatter/grads", "dp", "reduce_scatter", c.dp, dense_grad_bytes, 1});
-      plan.collectives.push_back(
-          {"dp_allgather/params", "dp", "allgather", c.dp, dense_grad_bytes / c.dp, 1});
+      collectives.push_back({"dp_reduce_scatter/grads", "dp", "reduce_scatter", c.dp, dense_grad_bytes, 1});
+      collectives.push_back({"dp_allgather/params", "dp", "allgather", c.dp, dense_grad_bytes / c.dp, 1});
     } else {
-      plan.collectives.push_back({"dp_allreduce/grads", "dp", "allreduce", c.dp, dense_grad_bytes, 1});
+      collectives.push_back({"dp_allreduce/grads", "dp", "allreduce", c.dp, dense_grad_bytes, 1});
     }
   }
   if (l.expert_params > 0 && edp > 1)
-    plan.collectives.push_back({"edp_allreduce/expert_grads", "edp", "allreduce", edp, expert_grad_bytes, 1});
+    collectives.push_back({"edp_allreduce/expert_grads", "edp", "allreduce", edp, expert_grad_bytes, 1});
+}
+
+}  // namespace
+
+TrainPlan make_plan(const ModelConfig& m, const ParallelConfig& c, const StepShape& s) {
+  TrainPlan plan;
+  plan.model = m;
+  plan.parallel = c;
+  plan.shape = s;
+  plan.local = local_dims(m, c, s);
+  const auto& l = plan.local;
+  plan.params = parameter_counts(m);
+  plan.flops = model_flops_per_token(m, l.seq, s.attention);
+  plan.hardware_flops_per_token = hardware_flops_per_token(plan.flops, s.recompute);
+  plan.tokens_per_step = static_cast<double>(l.tokens * s.grad_accum * c.dp);
+  plan.flops_per_step = plan.flops.total() * plan.tokens_per_step;
+  plan.memory = estimate_memory(m, c, s);
+
+  PlanLists lists(m, c, s, plan);
+  lists.table_gemms();
+  lists.attention_projections();
+  lists.attention_core();
+  lists.moe_and_output_gemms();
+  lists.tp_collectives();
+  lists.pp_and_ep_collectives();
+  lists.gradient_collectives();
   return plan;
 }
 
