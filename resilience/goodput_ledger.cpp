@@ -379,38 +379,68 @@ Ledger compute_ledger(std::span<const nlohmann::json> events) {
   return builder.finish();
 }
 
-nlohmann::json ledger_to_json(const Ledger& L) {
-  nlohmann::json badput = nlohmann::json::object();
-  for (const auto& [name, s] : L.parts.items())
-    if (name != "productive") badput[name] = s;
+namespace {
+
+nlohmann::json failures_to_json(const std::vector<FailureRecord>& list) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& f : list) {
+    nlohmann::json j = {{"attempt", f.attempt}, {"kind", f.kind},           {"rank", f.rank},
+                        {"how", f.how},         {"failed_at", f.failed_at}, {"detected_at", f.detected_at}};
+    j["resumed_at"] = f.resumed_at ? nlohmann::json(*f.resumed_at) : nlohmann::json(nullptr);
+    out.push_back(j);
+  }
+  return out;
+}
+
+nlohmann::json detection_latency_to_json(const Ledger& L) {
   nlohmann::json latency = nlohmann::json::object();
   for (const auto& [kind, v] : L.detection_latency_s_by_kind) {
     const auto st = summarize(v);
     latency[kind] = {{"mean_s", st.mean}, {"max_s", st.max}, {"n", st.n}};
   }
-  const auto failure_json = [](const std::vector<FailureRecord>& list) {
-    nlohmann::json out = nlohmann::json::array();
-    for (const auto& f : list) {
-      nlohmann::json j = {{"attempt", f.attempt}, {"kind", f.kind},           {"rank", f.rank},
-                          {"how", f.how},         {"failed_at", f.failed_at}, {"detected_at", f.detected_at}};
-      j["resumed_at"] = f.resumed_at ? nlohmann::json(*f.resumed_at) : nlohmann::json(nullptr);
-      out.push_back(j);
-    }
-    return out;
-  };
-  // Both goodput definitions, each with the productive seconds it divides by the wall time.
-  const nlohmann::json definitions = {
-      {"step_time",
-       {{"goodput", L.goodput},
-        {"productive_s", L.productive_time_s},
-        {"counts", "kept step time, slow steps included: split_s productive + slowdown"}}},
-      {"reference_step",
-       {{"goodput", L.goodput_ref},
-        {"productive_s", L.parts.productive_s},
-        {"counts", "kept steps at the reference step time: split_s productive; slowdown is badput"}}}};
+  return latency;
+}
+
+// Both goodput definitions, each with the productive seconds it divides by the wall time.
+nlohmann::json goodput_definitions_to_json(const Ledger& L) {
+  return {{"step_time",
+           {{"goodput", L.goodput},
+            {"productive_s", L.productive_time_s},
+            {"counts", "kept step time, slow steps included: split_s productive + slowdown"}}},
+          {"reference_step",
+           {{"goodput", L.goodput_ref},
+            {"productive_s", L.parts.productive_s},
+            {"counts", "kept steps at the reference step time: split_s productive; slowdown is badput"}}}};
+}
+
+nlohmann::json checkpoints_to_json(const Ledger& L) {
   nlohmann::json skipped = nlohmann::json::array();
   for (const auto& s : L.ckpt_skipped)
     skipped.push_back({{"checkpoint", s.checkpoint}, {"reason", s.reason}});
+  return {{"saves", L.ckpt_saves},
+          {"save_failures", L.ckpt_save_failures},
+          {"commits", L.ckpt_commits},
+          {"restores", L.ckpt_restores},
+          {"save_blocking_s", L.ckpt_save_blocking_s},
+          {"write_s", L.ckpt_write_s},
+          {"write_bytes", L.ckpt_write_bytes},
+          {"write_gbps", L.ckpt_write_gbps},
+          {"restore_s", L.ckpt_restore_s},
+          {"restore_bytes", L.ckpt_restore_bytes},
+          {"restore_gbps", L.ckpt_restore_gbps},
+          {"restored_steps", L.restored_steps},
+          {"interval_policy", L.ckpt_interval_policy},
+          {"interval_s", L.ckpt_interval_s},
+          {"interval_steps", L.ckpt_interval_steps},
+          {"skipped", skipped}};
+}
+
+}  // namespace
+
+nlohmann::json ledger_to_json(const Ledger& L) {
+  nlohmann::json badput = nlohmann::json::object();
+  for (const auto& [name, s] : L.parts.items())
+    if (name != "productive") badput[name] = s;
   nlohmann::json split = nlohmann::json::object();
   for (const auto& [name, s] : L.parts.items()) split[name] = s;
   const nlohmann::json preflight = {
@@ -422,7 +452,7 @@ nlohmann::json ledger_to_json(const Ledger& L) {
           {"reference_step_s", L.reference_step_s},
           {"goodput", L.goodput},
           {"goodput_ref", L.goodput_ref},
-          {"goodput_definitions", definitions},
+          {"goodput_definitions", goodput_definitions_to_json(L)},
           {"ettr", L.ettr},
           {"uptime_s", L.uptime_s},
           {"mttf_s", L.mttf_s},
@@ -434,10 +464,10 @@ nlohmann::json ledger_to_json(const Ledger& L) {
           {"failures_by_kind", L.failures_by_kind},
           {"restarts_by_kind", L.restarts_by_kind},
           {"nonfatal_by_kind", L.nonfatal_by_kind},
-          {"detection_latency_by_kind", latency},
-          {"failure_list", failure_json(L.failure_list)},
+          {"detection_latency_by_kind", detection_latency_to_json(L)},
+          {"failure_list", failures_to_json(L.failure_list)},
           {"launch_failures", L.launch_failures},
-          {"launch_failure_list", failure_json(L.launch_failure_list)},
+          {"launch_failure_list", failures_to_json(L.launch_failure_list)},
           {"steps_completed", L.steps_completed},
           {"kept_steps", L.kept_steps},
           {"wasted_steps", L.wasted_steps},
@@ -445,23 +475,7 @@ nlohmann::json ledger_to_json(const Ledger& L) {
           {"drains", L.drains},
           {"faults_injected", L.faults_injected},
           {"preflight", preflight},
-          {"checkpoints",
-           {{"saves", L.ckpt_saves},
-            {"save_failures", L.ckpt_save_failures},
-            {"commits", L.ckpt_commits},
-            {"restores", L.ckpt_restores},
-            {"save_blocking_s", L.ckpt_save_blocking_s},
-            {"write_s", L.ckpt_write_s},
-            {"write_bytes", L.ckpt_write_bytes},
-            {"write_gbps", L.ckpt_write_gbps},
-            {"restore_s", L.ckpt_restore_s},
-            {"restore_bytes", L.ckpt_restore_bytes},
-            {"restore_gbps", L.ckpt_restore_gbps},
-            {"restored_steps", L.restored_steps},
-            {"interval_policy", L.ckpt_interval_policy},
-            {"interval_s", L.ckpt_interval_s},
-            {"interval_steps", L.ckpt_interval_steps},
-            {"skipped", skipped}}},
+          {"checkpoints", checkpoints_to_json(L)},
           {"torn_lines", L.torn_lines}};
 }
 

@@ -1,23 +1,17 @@
 #include "resilience/supervisor.hpp"
 
-#include <fcntl.h>
 #include <signal.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
-#include <cstring>
 #include <map>
 #include <optional>
-#include <regex>
 #include <sstream>
 #include <thread>
 
 #include <fmt/format.h>
-#include <fmt/ranges.h>
 
 #include "core/atomic_file.hpp"
 #include "core/error.hpp"
@@ -25,111 +19,13 @@
 #include "core/units.hpp"
 #include "reports/report_json.hpp"
 #include "resilience/event_log.hpp"
-#include "resilience/launch_environment.hpp"
+#include "resilience/job_launch.hpp"
 #include "workloads/health_check.hpp"
 
 namespace fb::resilience {
 namespace fs = std::filesystem;
 namespace {
 
-std::string self_exe() {
-  std::error_code ec;
-  auto p = fs::read_symlink("/proc/self/exe", ec);
-  return ec ? std::string("factorybench") : p.string();
-}
-
-std::uint64_t log_size(const fs::path& p) {
-  struct stat st {};
-  return ::stat(p.c_str(), &st) == 0 ? static_cast<std::uint64_t>(st.st_size) : 0;
-}
-
-std::string tail_of(const fs::path& p, std::size_t n) {
-  try {
-    auto s = read_text_file(p);
-    return s.size() > n ? s.substr(s.size() - n) : s;
-  } catch (...) {
-    return {};
-  }
-}
-
-std::string describe_status(int status) {
-  if (WIFEXITED(status)) return fmt::format("exit status {}", WEXITSTATUS(status));
-  if (WIFSIGNALED(status)) return fmt::format("killed by signal {}", WTERMSIG(status));
-  return "stopped";
-}
-
-// Runs a command without a shell and returns its stdout ("" when it cannot run).
-std::string run_and_read(const std::vector<std::string>& cmd) {
-  int fds[2];
-  if (::pipe(fds) != 0) return {};
-  const pid_t pid = ::fork();
-  if (pid < 0) {
-    ::close(fds[0]);
-    ::close(fds[1]);
-    return {};
-  }
-  if (pid == 0) {
-    ::dup2(fds[1], 1);
-    ::close(fds[0]);
-    ::close(fds[1]);
-    std::vector<char*> argv;
-    for (const auto& a : cmd) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    ::execvp(argv[0], argv.data());
-    std::_Exit(127);
-  }
-  ::close(fds[1]);
-  std::string out;
-  char buf[4096];
-  for (ssize_t n; (n = ::read(fds[0], buf, sizeof(buf))) > 0;) out.append(buf, static_cast<std::size_t>(n));
-  ::close(fds[0]);
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  return out;
-}
-
-// srun's tasks run under slurmstepd, outside srun's process group: killing srun alone leaves them running.
-// SIGTERM makes srun cancel its step; a step still listed after srun is gone is cancelled by id.
-void stop_srun_attempt(pid_t child, int& status, bool reaped, const std::string& step_name) {
-  if (!reaped) {
-    ::kill(-child, SIGTERM);
-    // srun waits up to KillWait (30 s by default) for the step's tasks before it exits.
-    for (int i = 0; i < 400; ++i) {
-      if (::waitpid(child, &status, WNOHANG) == child) {
-        reaped = true;
-        break;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
-    if (!reaped) {
-      ::kill(-child, SIGKILL);
-      ::waitpid(child, &status, 0);
-    }
-  }
-  for (const auto& id : slurm_steps_named(run_and_read({"squeue", "-h", "-s", "-o", "%i %j"}), step_name)) {
-    log::warn("supervisor: job step {} outlived srun; scancel {}", id, id);
-    run_and_read({"scancel", id});
-  }
-}
-
-// The launcher and the binary: `mpirun -np N [args] factorybench` or `srun -n N ... [args] factorybench`.
-std::vector<std::string> launcher_prefix(const SupervisorOptions& o, const std::string& step_name) {
-  std::vector<std::string> cmd;
-  if (o.launcher == Launcher::mpirun) {
-    cmd = {"mpirun", "-np", std::to_string(o.ranks)};
-  } else if (o.launcher == Launcher::srun) {
-    // --kill-on-bad-exit: one dead rank ends the step instead of leaving the others blocked in a collective.
-    cmd = {"srun", "-n", std::to_string(o.ranks), "--kill-on-bad-exit=1", "--job-name=" + step_name};
-    if (!o.exclude_hosts.empty())
-      cmd.push_back("--exclude=" + fmt::format("{}", fmt::join(o.exclude_hosts, ",")));
-  }
-  for (const auto& a : o.launcher_args) cmd.push_back(a);
-  cmd.push_back(o.binary.empty() ? self_exe() : o.binary);
-  return cmd;
-}
-
-// Runs `cmd` in a process group of its own, stdout and stderr to `out_path`, with `env` set (a null value
-// unsets); the whole group is killed after `timeout_s`. Returns the wait status.
 // The first sentence of a launcher's error output (Open MPI frames its messages in dashed lines), with a hint
 // for the two complaints a first run meets most.
 std::string launcher_complaint(const std::string& output) {
@@ -152,121 +48,6 @@ std::string launcher_complaint(const std::string& output) {
     text += " (as root: export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1)";
   return text;
 }
-
-using EnvChanges = std::vector<std::pair<std::string, std::optional<std::string>>>;
-
-// Starts `cmd` in a process group of its own, stdout and stderr to `out_path`. Its environment is ours
-// without an enclosing MPI job's wiring (resilience/launch_environment.hpp: the supervisor may itself be a
-// rank of a `suite` job) plus `changes` (a null value unsets). Everything is prepared before fork(): the
-// child only redirects and execs.
-pid_t spawn(const std::vector<std::string>& cmd, const fs::path& out_path, const EnvChanges& changes) {
-  std::vector<std::string> env = launcher_environment(environ);
-  for (const auto& [name, value] : changes) {
-    const std::string prefix = name + "=";  // clang 14 (the fuzz build) cannot capture a structured binding
-    std::erase_if(env, [&](const std::string& e) { return e.starts_with(prefix); });
-    if (value) env.push_back(name + "=" + *value);
-  }
-  std::vector<char*> argv, envp;
-  for (const auto& a : cmd) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  for (auto& e : env) envp.push_back(e.data());
-  envp.push_back(nullptr);
-  const pid_t child = ::fork();
-  if (child < 0) throw runtime_error("fork failed");
-  if (child == 0) {
-    ::setpgid(0, 0);
-    const int fd = ::open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (fd >= 0) {
-      ::dup2(fd, 1);
-      ::dup2(fd, 2);
-      ::close(fd);
-    }
-    ::execvpe(argv[0], argv.data(), envp.data());
-    const char* msg = "cannot run the launcher: ";
-    [[maybe_unused]] auto n = ::write(2, msg, std::strlen(msg));
-    n = ::write(2, argv[0], std::strlen(argv[0]));
-    n = ::write(2, "\n", 1);
-    std::_Exit(127);
-  }
-  ::setpgid(child, child);
-  return child;
-}
-
-int run_child(const std::vector<std::string>& cmd, const fs::path& out_path, const EnvChanges& env,
-              double timeout_s, bool& timed_out) {
-  timed_out = false;
-  const pid_t child = spawn(cmd, out_path, env);
-  int status = 0;
-  const double t0 = wall_now();
-  while (::waitpid(child, &status, WNOHANG) != child) {
-    if (wall_now() - t0 > timeout_s) {
-      timed_out = true;
-      ::kill(-child, SIGKILL);
-      ::waitpid(child, &status, 0);
-      break;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  ::kill(-child, SIGKILL);  // helpers the launcher left behind
-  return status;
-}
-
-}  // namespace
-
-std::string failed_host_from_launcher_output(const std::string& text) {
-  static const std::regex srun(R"(srun: error: (\S+): task \d+: (Killed|Aborted|Exited))");
-  std::smatch m;
-  return std::regex_search(text, m, srun) ? m[1].str() : std::string();
-}
-
-std::string srun_step_name(const SupervisorOptions& o, int attempt) {
-  std::uint64_t hash = 1469598103934665603ull;  // FNV-1a of the run directory
-  for (unsigned char c : fs::absolute(o.run_dir).string()) hash = (hash ^ c) * 1099511628211ull;
-  return fmt::format("fb-train-{:08x}-{}", static_cast<std::uint32_t>(hash), attempt);
-}
-
-std::vector<std::string> slurm_steps_named(const std::string& squeue_output, const std::string& name) {
-  std::vector<std::string> ids;
-  std::istringstream lines(squeue_output);
-  for (std::string id, step; lines >> id >> step;)
-    if (step == name) ids.push_back(id);
-  return ids;
-}
-
-int failed_rank_from_launcher_output(const std::string& text) {
-  static const std::regex ompi(R"(process rank (\d+) with PID \d+ on node \S+ exited on signal)");
-  static const std::regex slurm(R"(task (\d+): (Killed|Aborted|Exited))");
-  std::smatch m;
-  if (std::regex_search(text, m, ompi) || std::regex_search(text, m, slurm)) return std::stoi(m[1].str());
-  return -1;
-}
-
-std::vector<std::string> launch_command(const SupervisorOptions& o, int attempt) {
-  auto cmd = launcher_prefix(o, srun_step_name(o, attempt));
-  cmd.push_back("train");
-  for (const auto& a : o.train_args) cmd.push_back(a);
-  // Each attempt's own report (its params show what the job was given) next to its console log.
-  cmd.insert(cmd.end(), {"--run-dir", o.run_dir.string(), "--steps", std::to_string(o.steps), "--resume",
-                         "--warmup-steps", "0", "--output",
-                         (o.run_dir / fmt::format("attempt-{}.json", attempt)).string()});
-  if (!o.faults.empty()) cmd.insert(cmd.end(), {"--faults", o.faults});
-  return cmd;
-}
-
-std::vector<std::string> preflight_command(const SupervisorOptions& o, int attempt, int round,
-                                           const fs::path& report) {
-  auto cmd = launcher_prefix(o, fmt::format("{}-preflight-{}", srun_step_name(o, attempt), round));
-  cmd.push_back("health");
-  for (const auto& a : o.preflight_args) cmd.push_back(a);
-  // The checkpoint directory the job writes to (its write bandwidth and writability are checked).
-  if (std::find(o.preflight_args.begin(), o.preflight_args.end(), "--checkpoint-dir") ==
-      o.preflight_args.end())
-    cmd.insert(cmd.end(), {"--checkpoint-dir", (o.run_dir / "checkpoints").string()});
-  cmd.insert(cmd.end(), {"--output", report.string()});
-  return cmd;
-}
-
-namespace {
 
 // One pre-flight health job and its verdict.
 struct PreflightOutcome {

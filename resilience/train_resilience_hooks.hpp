@@ -54,6 +54,8 @@ std::vector<double> straggler_scores(const std::vector<double>& times);
 // group (same `group` value). Groups without a strict majority flag nobody. Pure.
 std::vector<bool> sdc_outliers(const std::vector<std::uint64_t>& checksums, const std::vector<int>& group);
 
+// Defined in train_resilience_hooks.cpp (events, steps, fault injection), train_checkpointing.cpp (buffers,
+// restore, interval, save and commit) and failure_detection.cpp (watchdog, stragglers, SDC vote, NaN origin).
 class TrainResilienceHooks final : public workloads::TrainHooks {
  public:
   // `replica_group`: ranks with the same value hold identical replicated state (the SDC vote groups).
@@ -73,6 +75,12 @@ class TrainResilienceHooks final : public workloads::TrainHooks {
 
  private:
   void log(nlohmann::json event, Durability durability = Durability::flush);
+  // on_start's parts, in their order (the collectives in them run on every rank alike).
+  void agree_job_start_and_deadline();
+  void allocate_checkpoint_buffers(const workloads::TrainStateAccess& state);
+  void restore_newest_checkpoint(workloads::TrainStateAccess& state);
+  void log_restore_end(double t0, std::int64_t chosen, std::uint64_t read_bytes, const ResumeChoice& choice);
+  void resolve_checkpoint_interval();
   bool deadline_reached();
   int nan_origin(bool local_finite);
   void heartbeat(std::int64_t entered, std::int64_t completed);

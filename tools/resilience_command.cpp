@@ -141,7 +141,7 @@ std::vector<std::string> split_args(const std::string& s) {
 
 // The training job's arguments: the global options it needs, then every train and resilience option as
 // parsed (one serializer each), less those the supervisor sets per attempt (--run-dir, --steps, --resume,
-// --warmup-steps, --faults: resilience/supervisor.cpp launch_command).
+// --warmup-steps, --faults: resilience/job_launch.cpp launch_command).
 std::vector<std::string> forwarded_train_args(const ResilienceCommandOptions& o, const GlobalOptions& g) {
   std::vector<std::string> a{"--seed", std::to_string(g.seed), "--backend", g.backend, "--log-level", "warn"};
   auto train = o.train;
