@@ -64,9 +64,12 @@ double Badput::total() const {
 }
 
 std::vector<std::pair<std::string, double>> Badput::items() const {
-  return {{"productive", productive_s}, {"slowdown", slowdown_s},         {"init", init_s},
-          {"ckpt_save", ckpt_save_s},   {"ckpt_restore", ckpt_restore_s}, {"wasted", wasted_s},
-          {"detection", detection_s},   {"relaunch", relaunch_s},         {"other", other_s}};
+  const std::array<double, kWallTimeParts.size()> seconds{productive_s, slowdown_s,     init_s,
+                                                          ckpt_save_s,  ckpt_restore_s, wasted_s,
+                                                          detection_s,  relaunch_s,     other_s};
+  std::vector<std::pair<std::string, double>> out;
+  for (std::size_t i = 0; i < seconds.size(); ++i) out.emplace_back(kWallTimeParts[i], seconds[i]);
+  return out;
 }
 
 namespace {

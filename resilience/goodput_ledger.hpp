@@ -22,6 +22,7 @@
 // MTTR = mean of failure instant → training resumed.
 // A failed launch (failure_detected kind "launch": no rank got through its start-up) is not a failure of
 // the job: it is counted apart (launch_failures), its time is init, and it is in neither MTTF nor MTTR.
+#include <array>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -38,6 +39,11 @@ inline constexpr std::string_view kLaunchFailure = "launch";
 
 // crash, hang, sdc, nan: faults that end an attempt (the others slow it or damage a checkpoint).
 bool is_fatal_fault_kind(std::string_view kind);
+
+// The ledger's wall-time parts in print order (productive first), as Badput::items() names them.
+inline constexpr std::array<std::string_view, 9> kWallTimeParts{"productive", "slowdown",     "init",
+                                                                "ckpt_save",  "ckpt_restore", "wasted",
+                                                                "detection",  "relaunch",     "other"};
 
 struct Badput {
   double productive_s = 0, slowdown_s = 0, init_s = 0, ckpt_save_s = 0, ckpt_restore_s = 0, wasted_s = 0,

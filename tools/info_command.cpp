@@ -1,9 +1,7 @@
 // factorybench info: devices, peaks and versions of every rank (the environment fingerprint).
 #include <iostream>
 
-#include <fmt/format.h>
-
-#include "core/units.hpp"
+#include "reports/info_console.hpp"
 #include "reports/report_json.hpp"
 #include "tools/commands.hpp"
 #include "workloads/run_environment.hpp"
@@ -35,29 +33,7 @@ int run_info(const InfoOptions& opt, Session& session) {
     std::cout << reports::to_json(report).dump(2) << "\n";
     return rc;
   }
-  std::cout << workloads::version_line() << "\n";
-  const auto& run = report.run;
-  std::cout << fmt::format("run: {} rank(s) on {} host(s), {} backend\n", run["world_size"].get<int>(),
-                           run["hosts"].size(), run["backend"].get<std::string>());
-  const auto& sys = report.system;
-  std::cout << fmt::format("host: {}, {} cores, {} memory, {}\n", sys["cpu"]["model"].get<std::string>(),
-                           sys["cpu"]["cores"].get<int>(),
-                           format_bytes(sys["memory_bytes"].get<std::uint64_t>()),
-                           sys["os"].get<std::string>());
-  for (const auto& rank : sys["ranks"]) {
-    const auto& d = rank["device"];
-    std::string line = fmt::format("rank {} ({}, local {}): {} {}", rank["rank"].get<int>(),
-                                   rank["host"].get<std::string>(), rank["local_rank"].get<int>(),
-                                   d["kind"].get<std::string>(), d["name"].get<std::string>());
-    if (d["kind"] == "gpu")
-      line += fmt::format(", {} SMs, {}, cc {}", d["multiprocessors"].get<int>(),
-                          format_bytes(d["memory_bytes"].get<std::uint64_t>()),
-                          d.value("compute_capability", "?"));
-    std::cout << line << "\n";
-  }
-  std::cout << "peak (" << peak.source << "):\n";
-  for (const auto& [dtype, tflops] : peak.tflops)
-    std::cout << fmt::format("  {:<6} {:>10.3f} TFLOP/s\n", dtype, tflops);
+  reports::print_info(std::cout, report, workloads::version_line());
   return rc;
 }
 

@@ -17,8 +17,10 @@
 #include "core/logging.hpp"
 #include "core/mpi_context.hpp"
 #include "core/units.hpp"
+#include "reports/resilience_console.hpp"
 #include "resilience/event_log.hpp"
 #include "resilience/fault_plan.hpp"
+#include "resilience/resilience_result.hpp"
 #include "resilience/supervisor.hpp"
 #include "tools/commands.hpp"
 #include "tools/enum_option.hpp"
@@ -156,105 +158,27 @@ std::vector<std::string> forwarded_train_args(const ResilienceCommandOptions& o,
   return a;
 }
 
-reports::Result ledger_result(const resilience::SupervisorResult& s, std::string_view policy,
-                              const ResilienceCommandOptions& o) {
-  using reports::Better;
-  const auto& L = s.ledger;
-  reports::Result r;
-  r.benchmark = "resilience";
-  r.name = fmt::format("{}/ranks{}/policy-{}", o.train.model, o.ranks, policy);
-  r.params = {{"ranks", o.ranks},
-              {"launcher", enum_name(resilience::kLauncherNames, o.launcher)},
-              {"policy", policy},
-              {"faults", o.res.faults},
-              {"steps", o.train.steps},
-              {"checkpoint_every", o.res.checkpoint_every},
-              {"checkpoint_interval", o.res.checkpoint_interval},
-              {"max_restarts", o.max_restarts},
-              {"spares", o.spares},
-              {"drain_after", o.drain_after},
-              {"async_checkpoint", o.res.async_checkpoint},
-              {"state_bytes", o.state_bytes},
-              {"mtbf", o.mtbf},
-              {"time_budget", o.time_budget},
-              {"preflight", o.preflight}};
-  if (!o.steps_given && !o.time_budget.empty()) r.params["steps"] = nullptr;  // until the budget is spent
-  const auto m = [&](const char* name, double v, const char* unit, Better b) {
-    r.set_metric(name, {v, unit, b, std::nullopt});
-  };
-  m("goodput_pct", 100 * L.goodput, "%", Better::higher);
-  m("goodput_ref_pct", 100 * L.goodput_ref, "%", Better::higher);
-  m("ettr", L.ettr, "fraction", Better::higher);
-  m("mttf_s", L.mttf_s, "s", Better::higher);
-  m("mttr_s", L.mttr_s, "s", Better::lower);
-  m("failures", L.failures, "count", Better::lower);
-  m("restarts", L.restarts, "count", Better::lower);
-  m("wasted_steps", static_cast<double>(L.wasted_steps), "count", Better::lower);
-  m("steps_completed", static_cast<double>(L.steps_completed), "count", Better::higher);
-  m("wall_s", L.wall_s, "s", Better::lower);
-  // The partition of wall_s (productive_s + extra.ledger.badput_s = wall_s) is the reference-step one; the
-  // step-time definition's productive seconds (slow steps included) are productive_time_s.
-  m("productive_s", L.parts.productive_s, "s", Better::higher);
-  m("productive_time_s", L.productive_time_s, "s", Better::higher);
-  if (L.launch_failures > 0) m("launch_failures", L.launch_failures, "count", Better::lower);
-  m("ckpt_save_s", L.parts.ckpt_save_s, "s", Better::lower);
-  m("ckpt_restore_s", L.parts.ckpt_restore_s, "s", Better::lower);
-  m("ckpt_write_gbps", L.ckpt_write_gbps, "GB/s", Better::higher);
-  m("ckpt_save_blocking_s", L.ckpt_save_blocking_s, "s", Better::lower);
-  if (L.ckpt_interval_s > 0) m("ckpt_interval_s", L.ckpt_interval_s, "s", Better::none);
-  if (L.preflights > 0) m("preflight_s", L.preflight_s, "s", Better::lower);
-  r.extra["ledger"] = resilience::ledger_to_json(L);
-  r.extra["stop_reason"] = s.stop_reason;
-  if (!s.drains.empty()) {
-    r.extra["drains"] = s.drains;
-    r.extra["mttf_before_drain_s"] = s.mttf_before_drain_s;
-    r.extra["mttf_after_drain_s"] = s.mttf_after_drain_s;
-  }
-  // A job stopped by --time-budget alone (no --steps) did what it was asked.
-  const bool budget_only =
-      !o.steps_given && !o.time_budget.empty() && s.stop == resilience::StopReason::time_budget;
-  if (!s.completed && !budget_only)
-    r.fail(fmt::format("the job did not finish its {} steps: {}", o.train.steps, s.stop_reason));
-  return r;
-}
-
-void print_result(const reports::Result& r, const resilience::SupervisorResult& s) {
-  const auto& L = s.ledger;
-  std::cout << fmt::format("{}: {} steps in {:.2f} s; {} failure(s), {} restart(s), {} wasted step(s){}\n",
-                           r.name, L.steps_completed, L.wall_s, L.failures, L.restarts, L.wasted_steps,
-                           s.completed ? "" : fmt::format(" ({})", s.stop_reason));
-  std::cout << fmt::format(
-      "goodput {:.1f}% (step-time), {:.1f}% (reference-step), ETTR {:.3f}, MTTF {:.2f} s{}, MTTR {:.2f} s\n",
-      100 * L.goodput, 100 * L.goodput_ref, L.ettr, L.mttf_s, L.mttf_censored ? " (no failure)" : "",
-      L.mttr_s);
-  std::cout << "where the wall time went:\n";
-  for (const auto& [name, secs] : L.parts.items())
-    std::cout << fmt::format("  {:<14} {:>9.3f} s {:>6.1f}%\n", name, secs,
-                             L.wall_s > 0 ? 100 * secs / L.wall_s : 0.0);
-  for (const auto& f : L.failure_list)
-    std::cout << fmt::format("  failure: {} on rank {} (attempt {}), detected after {:.2f} s: {}\n", f.kind,
-                             f.rank, f.attempt, f.detected_at - f.failed_at, f.how);
-  for (const auto& f : L.launch_failure_list)
-    std::cout << fmt::format("  launch failed (attempt {}), no rank started: {}\n", f.attempt, f.how);
-  for (const auto& k : L.ckpt_skipped) std::cout << fmt::format("  skipped {}: {}\n", k.checkpoint, k.reason);
-  std::cout << fmt::format(
-      "checkpoints: {} saved, {} committed, blocking {:.3f} s in all, write {:.3f} GB/s\n", L.ckpt_saves,
-      L.ckpt_commits, L.ckpt_save_blocking_s, L.ckpt_write_gbps);
-  if (!L.ckpt_interval_policy.empty())
-    std::cout << fmt::format("checkpoint interval ({}): {:.3f} s = every {} step(s)\n",
-                             L.ckpt_interval_policy, L.ckpt_interval_s, L.ckpt_interval_steps);
-  if (L.preflights > 0)
-    std::cout << fmt::format("pre-flight: {} health check(s), {} failed, {:.2f} s\n", L.preflights,
-                             L.preflight_failures, L.preflight_s);
-  for (const auto& d : s.drains)
-    std::cout << fmt::format("  drained rank {}: slot {} -> {} ({})\n", d["rank"].get<int>(),
-                             d["from_slot"].get<int>(), d["to_slot"].get<int>(),
-                             d["reason"].get<std::string>());
-  if (s.failures_before_drain + s.failures_after_drain > 0 || s.mttf_before_drain_s > 0)
-    std::cout << fmt::format(
-        "MTTF before draining {:.2f} s ({} failure(s)), after {:.2f} s ({} failure(s))\n",
-        s.mttf_before_drain_s, s.failures_before_drain, s.mttf_after_drain_s, s.failures_after_drain);
-  if (r.error) std::cout << "FAILED: " << *r.error << "\n";
+// What the Result records of the options (resilience/resilience_result.hpp).
+resilience::ResilienceRunParams run_params(const ResilienceCommandOptions& o, const std::string& run_dir) {
+  resilience::ResilienceRunParams p;
+  p.model = o.train.model;
+  p.ranks = o.ranks;
+  p.launcher = o.launcher;
+  p.faults = o.res.faults;
+  p.steps = o.train.steps;
+  p.steps_given = o.steps_given;
+  p.checkpoint_every = o.res.checkpoint_every;
+  p.checkpoint_interval = o.res.checkpoint_interval;
+  p.max_restarts = o.max_restarts;
+  p.spares = o.spares;
+  p.drain_after = o.drain_after;
+  p.async_checkpoint = o.res.async_checkpoint;
+  p.state_bytes = o.state_bytes;
+  p.mtbf = o.mtbf;
+  p.time_budget = o.time_budget;
+  p.preflight = o.preflight;
+  p.run_dir = run_dir;
+  return p;
 }
 
 void supervise(const ResilienceCommandOptions& o, resilience::SupervisorOptions& s, Session& session,
@@ -345,34 +269,17 @@ void supervise(const ResilienceCommandOptions& o, resilience::SupervisorOptions&
     std::filesystem::remove(s.run_dir / "events.jsonl", ec);
     std::filesystem::remove(s.run_dir / "faults.fired", ec);
     runs.push_back(resilience::run_supervisor(s));
-    report.results.push_back(ledger_result(runs.back(), policy, o));
-    report.results.back().params["run_dir"] = s.run_dir.string();
+    report.results.push_back(
+        resilience::resilience_result(runs.back(), policy, run_params(o, s.run_dir.string())));
     for (const auto& e : runs.back().events) {
       auto ev = e;
       if (policies.size() > 1) ev["policy"] = policy;
       report.events.push_back(std::move(ev));
     }
   }
-  const auto& L = runs.back().ledger;
-  nlohmann::json badput = nlohmann::json::object();
-  for (const auto& [name, v] : L.parts.items())
-    if (name != "productive") badput[name] = v;
-  report.summary["productive_s"] = L.parts.productive_s;  // + Σ badput_s = wall_s
-  report.summary["badput_s"] = badput;
-  report.summary["wall_s"] = L.wall_s;
-  if (runs.size() == 2) {
-    const auto &a = runs[0].ledger, &b = runs[1].ledger;
-    report.summary["compare"] = {{"mttf_ratio", a.mttf_s > 0 ? b.mttf_s / a.mttf_s : 0.0},
-                                 {"goodput_pct_difference", 100 * (b.goodput - a.goodput)},
-                                 {"mttf_none_s", a.mttf_s},
-                                 {"mttf_drain_s", b.mttf_s}};
-  }
+  report.summary.update(resilience::resilience_summary(runs));
   if (!session.options().quiet) {
-    for (std::size_t i = 0; i < runs.size(); ++i) print_result(report.results[i], runs[i]);
-    if (runs.size() == 2)
-      std::cout << fmt::format("drain vs none: MTTF x{:.2f}, goodput {:+.1f} points\n",
-                               report.summary["compare"]["mttf_ratio"].get<double>(),
-                               report.summary["compare"]["goodput_pct_difference"].get<double>());
+    reports::print_resilience(std::cout, report, resilience::kWallTimeParts);
     std::cout.flush();
   }
 }

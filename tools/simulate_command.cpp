@@ -16,9 +16,9 @@
 #include "core/units.hpp"
 #include "reports/report_json.hpp"
 #include "reports/simulate_console.hpp"
-#include "resilience/checkpoint_interval.hpp"
 #include "resilience/cluster_simulator.hpp"
 #include "resilience/failure_model.hpp"
+#include "resilience/simulation_result.hpp"
 #include "tools/commands.hpp"
 
 namespace fb::tools {
@@ -76,11 +76,8 @@ std::vector<std::int64_t> parse_gpu_list(const std::string& text) {
 }
 
 // One recovery cost: the option when given, else the calibration, else the default.
-struct CostSources {
-  std::string checkpoint = "default", detection = "default", relaunch = "default", restore = "default";
-};
-
-resilience::RecoveryCosts resolve_costs(const SimulateOptions& opt, CostSources& src, nlohmann::json& notes) {
+resilience::RecoveryCosts resolve_costs(const SimulateOptions& opt, resilience::CostSources& src,
+                                        nlohmann::json& notes) {
   resilience::RecoveryCosts costs;
   if (!opt.calibrate.empty()) {
     reports::Report report;
@@ -118,21 +115,6 @@ resilience::RecoveryCosts resolve_costs(const SimulateOptions& opt, CostSources&
   return costs;
 }
 
-struct Case {
-  std::int64_t gpus;
-  IntervalPolicy policy;
-  std::optional<double> fixed_s;
-};
-
-reports::Metric distribution(const resilience::StreamingSummary& s, std::string unit,
-                             reports::Better better) {
-  return {s.mean(), std::move(unit), better, s.stats()};
-}
-
-nlohmann::json percentiles(const resilience::StreamingSummary& s) {
-  return {{"p5", s.percentile(5)}, {"p50", s.percentile(50)}, {"p95", s.percentile(95)}, {"mean", s.mean()}};
-}
-
 // Progress on stderr for runs that take more than a few seconds (issue 16): the share of the estimated
 // simulator events done, trials done in the current case, and the time left at the rate measured so far.
 class ProgressMeter {
@@ -159,114 +141,6 @@ class ProgressMeter {
   Clock::time_point start_ = Clock::now(), next_ = start_ + std::chrono::seconds(3);
 };
 
-reports::Result run_case(const FailureModel& model, const ClusterConfig& base, const Case& c,
-                         const SimulateOptions& opt, std::uint64_t seed, const CostSources& src,
-                         ProgressMeter& meter) {
-  ClusterConfig cfg = base;
-  cfg.gpus = c.gpus;
-  resilience::validate(cfg);
-  const double trial_events = resilience::estimated_trial_events(model, cfg);
-  const std::string label = fmt::format("{} GPUs", c.gpus);
-  const int search_trials = resilience::interval_search_trials(c.policy, opt.trials);
-  const auto choice =
-      resilience::choose_interval(c.policy, c.fixed_s, model, cfg, opt.trials, seed,
-                                  meter.for_call(label + ", interval search", search_trials, trial_events));
-  const auto sim = resilience::simulate(model, cfg, choice.interval_s, opt.trials, seed,
-                                        meter.for_call(label, opt.trials, trial_events));
-  const auto& k = cfg.costs;
-  const double mtbf = sim.model_mtbf_s;
-
-  reports::Result r;
-  r.benchmark = "simulate";
-  const std::string policy_name = c.policy == IntervalPolicy::fixed
-                                      ? fmt::format("fixed-{}s", std::lround(choice.interval_s))
-                                      : std::string(resilience::to_string(c.policy));
-  r.name = fmt::format("{}/{}gpus/{}", model.name, c.gpus, policy_name);
-  r.params = {{"failure_model", model.name},
-              {"failure_model_file", model.file},
-              {"gpus", c.gpus},
-              {"gpus_per_node", cfg.gpus_per_node},
-              {"nodes", cfg.nodes()},
-              {"days", cfg.work_s > 0 ? sim.mean_wall_s / 86400.0 : cfg.wall_s / 86400.0},
-              {"work_days", cfg.work_s > 0 ? nlohmann::json(cfg.work_s / 86400.0) : nlohmann::json(nullptr)},
-              {"trials", opt.trials},
-              {"seed", seed},
-              {"interval_policy", resilience::to_string(c.policy)},
-              {"interval_s", choice.interval_s},
-              {"young_interval_s", choice.young_s},
-              {"daly_interval_s", choice.daly_s},
-              {"analytic_goodput_at_daly_pct",
-               100 * resilience::first_order_goodput(choice.daly_s, k.checkpoint_s, k.restart_s(), mtbf)},
-              {"checkpoint_s", k.checkpoint_s},
-              {"detection_s", k.detection_s},
-              {"relaunch_s", k.relaunch_s},
-              {"restore_s", k.restore_s},
-              {"restart_s", k.restart_s()},
-              {"cost_sources",
-               {{"checkpoint", src.checkpoint},
-                {"detection", src.detection},
-                {"relaunch", src.relaunch},
-                {"restore", src.restore}}},
-              {"spares", cfg.spares ? nlohmann::json(*cfg.spares) : nlohmann::json("unlimited")},
-              {"repair_s", cfg.repair_s},
-              {"policy", cfg.drain == resilience::DrainPolicy::drain ? "drain" : "none"},
-              {"drain_after", cfg.drain_after},
-              {"flaky_share", cfg.flaky_share},
-              {"flaky_factor", cfg.flaky_factor},
-              {"straggler_share", cfg.straggler_share},
-              {"straggler_factor", cfg.straggler_factor},
-              {"job_mtbf_model_h", mtbf / 3600.0},
-              {"expected_failures", sim.expected_failures}};
-
-  using reports::Better;
-  r.set_metric("goodput_pct", distribution(sim.goodput_pct, "%", Better::higher));
-  r.set_metric("ettr", distribution(sim.ettr, "fraction", Better::higher));
-  r.set_metric("failures_mean", distribution(sim.failures, "count", Better::lower));
-  r.set_metric("job_mtbf_h", {sim.sim_mtbf_s / 3600.0, "h", Better::higher, std::nullopt});
-  r.set_metric("interval_s", {choice.interval_s, "s", Better::none, std::nullopt});
-  const double analytic =
-      resilience::first_order_goodput(choice.interval_s, k.checkpoint_s, k.restart_s(), mtbf);
-  r.set_metric("analytic_goodput_pct", {100 * analytic, "%", Better::higher, std::nullopt});
-  if (cfg.work_s > 0) {
-    // Time to train a fixed amount of work: per trial, from start until the work is kept.
-    r.set_metric("time_to_train_h", {sim.wall_s.mean() / 3600.0, "h", Better::lower, std::nullopt});
-    r.params["analytic_time_to_train_h"] =
-        analytic > 0 ? nlohmann::json(cfg.work_s / analytic / 3600.0) : nlohmann::json(nullptr);
-    r.params["unfinished_trials"] = sim.unfinished;
-  }
-
-  nlohmann::json badput_s = nlohmann::json::object(), badput_pct = nlohmann::json::object();
-  const auto parts = resilience::as_array(sim.mean_split);
-  for (std::size_t i = 1; i < parts.size(); ++i) {  // [0] is productive
-    badput_s[std::string(resilience::kTimeSplitNames[i])] = parts[i];
-    badput_pct[std::string(resilience::kTimeSplitNames[i])] = 100 * parts[i] / sim.mean_wall_s;
-  }
-  nlohmann::json by_category = nlohmann::json::object();
-  for (std::size_t i = 0; i < model.categories.size(); ++i)
-    by_category[model.categories[i].name] = sim.mean_failures_by_category[i];
-  r.extra = {{"percentiles",
-              {{"goodput_pct", percentiles(sim.goodput_pct)},
-               {"ettr", percentiles(sim.ettr)},
-               {"failures_mean", percentiles(sim.failures)},
-               {"wall_h",
-                {{"p5", sim.wall_s.percentile(5) / 3600},
-                 {"p50", sim.wall_s.percentile(50) / 3600},
-                 {"p95", sim.wall_s.percentile(95) / 3600},
-                 {"mean", sim.wall_s.mean() / 3600}}}}},
-             {"productive_s", sim.mean_split.productive},
-             {"badput_s", badput_s},
-             {"badput_pct", badput_pct},
-             {"failures_by_category", by_category},
-             {"drained_nodes_mean", sim.mean_drained_nodes}};
-  if (!choice.searched.empty()) {
-    nlohmann::json searched = nlohmann::json::array();
-    for (const auto& [interval, g] : choice.searched)
-      searched.push_back({{"interval_s", interval}, {"goodput_pct", g}});
-    r.extra["interval_search"] = searched;
-  }
-  return r;
-}
-
 int run_simulate(const SimulateOptions& opt, Session& session) {
   // Everything is validated before any simulation runs, so bad input writes no report.
   if (!opt.failure_model.empty() && !opt.job_mtbf.empty())
@@ -290,7 +164,7 @@ int run_simulate(const SimulateOptions& opt, Session& session) {
                                   *opt.work_days, max_days));
 
   nlohmann::json notes = nlohmann::json::object();
-  CostSources src;
+  resilience::CostSources src;
   ClusterConfig base;
   base.gpus_per_node = opt.gpus_per_node > 0 ? opt.gpus_per_node : model.gpus_per_node;
   if (opt.gpus_per_node < 0)
@@ -337,11 +211,11 @@ int run_simulate(const SimulateOptions& opt, Session& session) {
     }
     intervals.emplace_back(IntervalPolicy::fixed, fixed, opt.interval);
   }
-  std::vector<Case> cases;
+  std::vector<resilience::SimulationCase> cases;
   double total_events = 0;
   for (auto g : gpu_counts)
     for (const auto& [policy, fixed, text] : intervals) {
-      Case c{g, policy, fixed};
+      resilience::SimulationCase c{g, policy, fixed};
       ClusterConfig cfg = base;
       cfg.gpus = g;
       resilience::validate(cfg);
@@ -362,19 +236,15 @@ int run_simulate(const SimulateOptions& opt, Session& session) {
         total_events, opt.trials, cases.size(), resilience::kMaxEvents));
 
   ProgressMeter meter(total_events);
+  const resilience::CaseProgress progress = [&meter](std::string label, int trials, double trial_events) {
+    return meter.for_call(std::move(label), trials, trial_events);
+  };
   auto report = session.begin_report(false);
   for (const auto& c : cases)
-    report.results.push_back(run_case(model, base, c, opt, session.options().seed, src, meter));
-
-  const auto& first = report.results.front();
-  report.summary = {{"failure_model", model.name},
-                    {"failure_model_source", model.source},
-                    {"goodput_pct", first.metric("goodput_pct")->value},
-                    {"analytic_goodput_pct", first.metric("analytic_goodput_pct")->value},
-                    {"badput_s", first.extra["badput_s"]},
-                    {"badput_pct", first.extra["badput_pct"]},
-                    {"percentiles_in", "results[].extra.percentiles (p5, p50, p95 per metric)"}};
-  if (notes.contains("calibration")) report.summary["calibration"] = notes["calibration"];
+    report.results.push_back(
+        resilience::simulation_result(model, base, c, opt.trials, session.options().seed, src, progress));
+  report.summary =
+      resilience::simulation_summary(model, report.results, notes.value("calibration", nlohmann::json()));
   const int rc = session.finish(report);
   if (!session.options().quiet) reports::print_simulation(std::cout, report, resilience::kTimeSplitNames);
   return rc;

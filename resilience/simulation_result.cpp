@@ -1,0 +1,147 @@
+#include "resilience/simulation_result.hpp"
+
+#include <cmath>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "resilience/checkpoint_interval.hpp"
+
+namespace fb::resilience {
+namespace {
+
+reports::Metric distribution(const StreamingSummary& s, std::string unit, reports::Better better) {
+  return {s.mean(), std::move(unit), better, s.stats()};
+}
+
+nlohmann::json percentiles(const StreamingSummary& s) {
+  return {{"p5", s.percentile(5)}, {"p50", s.percentile(50)}, {"p95", s.percentile(95)}, {"mean", s.mean()}};
+}
+
+}  // namespace
+
+reports::Result simulation_result(const FailureModel& model, const ClusterConfig& base,
+                                  const SimulationCase& c, int trials, std::uint64_t seed,
+                                  const CostSources& src, const CaseProgress& progress) {
+  ClusterConfig cfg = base;
+  cfg.gpus = c.gpus;
+  validate(cfg);
+  const double trial_events = estimated_trial_events(model, cfg);
+  const std::string label = fmt::format("{} GPUs", c.gpus);
+  const auto progress_for = [&](std::string call, int n, double events) {
+    return progress ? progress(std::move(call), n, events) : TrialProgress{};
+  };
+  const int search_trials = interval_search_trials(c.policy, trials);
+  const auto choice = choose_interval(c.policy, c.fixed_s, model, cfg, trials, seed,
+                                      progress_for(label + ", interval search", search_trials, trial_events));
+  const auto sim =
+      simulate(model, cfg, choice.interval_s, trials, seed, progress_for(label, trials, trial_events));
+  const auto& k = cfg.costs;
+  const double mtbf = sim.model_mtbf_s;
+
+  reports::Result r;
+  r.benchmark = "simulate";
+  const std::string policy_name = c.policy == IntervalPolicy::fixed
+                                      ? fmt::format("fixed-{}s", std::lround(choice.interval_s))
+                                      : std::string(to_string(c.policy));
+  r.name = fmt::format("{}/{}gpus/{}", model.name, c.gpus, policy_name);
+  r.params = {{"failure_model", model.name},
+              {"failure_model_file", model.file},
+              {"gpus", c.gpus},
+              {"gpus_per_node", cfg.gpus_per_node},
+              {"nodes", cfg.nodes()},
+              {"days", cfg.work_s > 0 ? sim.mean_wall_s / 86400.0 : cfg.wall_s / 86400.0},
+              {"work_days", cfg.work_s > 0 ? nlohmann::json(cfg.work_s / 86400.0) : nlohmann::json(nullptr)},
+              {"trials", trials},
+              {"seed", seed},
+              {"interval_policy", to_string(c.policy)},
+              {"interval_s", choice.interval_s},
+              {"young_interval_s", choice.young_s},
+              {"daly_interval_s", choice.daly_s},
+              {"analytic_goodput_at_daly_pct",
+               100 * first_order_goodput(choice.daly_s, k.checkpoint_s, k.restart_s(), mtbf)},
+              {"checkpoint_s", k.checkpoint_s},
+              {"detection_s", k.detection_s},
+              {"relaunch_s", k.relaunch_s},
+              {"restore_s", k.restore_s},
+              {"restart_s", k.restart_s()},
+              {"cost_sources",
+               {{"checkpoint", src.checkpoint},
+                {"detection", src.detection},
+                {"relaunch", src.relaunch},
+                {"restore", src.restore}}},
+              {"spares", cfg.spares ? nlohmann::json(*cfg.spares) : nlohmann::json("unlimited")},
+              {"repair_s", cfg.repair_s},
+              {"policy", cfg.drain == DrainPolicy::drain ? "drain" : "none"},
+              {"drain_after", cfg.drain_after},
+              {"flaky_share", cfg.flaky_share},
+              {"flaky_factor", cfg.flaky_factor},
+              {"straggler_share", cfg.straggler_share},
+              {"straggler_factor", cfg.straggler_factor},
+              {"job_mtbf_model_h", mtbf / 3600.0},
+              {"expected_failures", sim.expected_failures}};
+
+  using reports::Better;
+  r.set_metric("goodput_pct", distribution(sim.goodput_pct, "%", Better::higher));
+  r.set_metric("ettr", distribution(sim.ettr, "fraction", Better::higher));
+  r.set_metric("failures_mean", distribution(sim.failures, "count", Better::lower));
+  r.set_metric("job_mtbf_h", {sim.sim_mtbf_s / 3600.0, "h", Better::higher, std::nullopt});
+  r.set_metric("interval_s", {choice.interval_s, "s", Better::none, std::nullopt});
+  const double analytic = first_order_goodput(choice.interval_s, k.checkpoint_s, k.restart_s(), mtbf);
+  r.set_metric("analytic_goodput_pct", {100 * analytic, "%", Better::higher, std::nullopt});
+  if (cfg.work_s > 0) {
+    // Time to train a fixed amount of work: per trial, from start until the work is kept.
+    r.set_metric("time_to_train_h", {sim.wall_s.mean() / 3600.0, "h", Better::lower, std::nullopt});
+    r.params["analytic_time_to_train_h"] =
+        analytic > 0 ? nlohmann::json(cfg.work_s / analytic / 3600.0) : nlohmann::json(nullptr);
+    r.params["unfinished_trials"] = sim.unfinished;
+  }
+
+  nlohmann::json badput_s = nlohmann::json::object(), badput_pct = nlohmann::json::object();
+  const auto parts = as_array(sim.mean_split);
+  for (std::size_t i = 1; i < parts.size(); ++i) {  // [0] is productive
+    badput_s[std::string(kTimeSplitNames[i])] = parts[i];
+    badput_pct[std::string(kTimeSplitNames[i])] = 100 * parts[i] / sim.mean_wall_s;
+  }
+  nlohmann::json by_category = nlohmann::json::object();
+  for (std::size_t i = 0; i < model.categories.size(); ++i)
+    by_category[model.categories[i].name] = sim.mean_failures_by_category[i];
+  r.extra = {{"percentiles",
+              {{"goodput_pct", percentiles(sim.goodput_pct)},
+               {"ettr", percentiles(sim.ettr)},
+               {"failures_mean", percentiles(sim.failures)},
+               {"wall_h",
+                {{"p5", sim.wall_s.percentile(5) / 3600},
+                 {"p50", sim.wall_s.percentile(50) / 3600},
+                 {"p95", sim.wall_s.percentile(95) / 3600},
+                 {"mean", sim.wall_s.mean() / 3600}}}}},
+             {"productive_s", sim.mean_split.productive},
+             {"badput_s", badput_s},
+             {"badput_pct", badput_pct},
+             {"failures_by_category", by_category},
+             {"drained_nodes_mean", sim.mean_drained_nodes}};
+  if (!choice.searched.empty()) {
+    nlohmann::json searched = nlohmann::json::array();
+    for (const auto& [interval, g] : choice.searched)
+      searched.push_back({{"interval_s", interval}, {"goodput_pct", g}});
+    r.extra["interval_search"] = searched;
+  }
+  return r;
+}
+
+nlohmann::json simulation_summary(const FailureModel& model, const std::vector<reports::Result>& results,
+                                  const nlohmann::json& calibration) {
+  if (results.empty()) return nlohmann::json::object();
+  const auto& first = results.front();
+  nlohmann::json summary = {{"failure_model", model.name},
+                            {"failure_model_source", model.source},
+                            {"goodput_pct", first.metric("goodput_pct")->value},
+                            {"analytic_goodput_pct", first.metric("analytic_goodput_pct")->value},
+                            {"badput_s", first.extra["badput_s"]},
+                            {"badput_pct", first.extra["badput_pct"]},
+                            {"percentiles_in", "results[].extra.percentiles (p5, p50, p95 per metric)"}};
+  if (!calibration.is_null()) summary["calibration"] = calibration;
+  return summary;
+}
+
+}  // namespace fb::resilience
