@@ -9,6 +9,7 @@
 #include "core/error.hpp"
 #include "core/fault_injection.hpp"
 #include "core/units.hpp"
+#include "reports/burnin_console.hpp"
 #include "tools/commands.hpp"
 #include "workloads/burnin.hpp"
 
@@ -46,8 +47,7 @@ int run_burnin_command(const BurninCliOptions& cli, Session& session) {
                               {"duration_s", run.duration_s}};
   session.finish(report);
   if (mpi.is_root() && !session.options().quiet) {
-    for (const auto& l : workloads::burnin_lines(run)) std::cout << l << "\n";
-    std::cout << (run.pass() ? "burnin: PASS\n" : "burnin: FAIL\n");
+    reports::print_burnin_report(std::cout, report);
     std::cout.flush();
   }
   return run.pass() ? 0 : 1;

@@ -8,6 +8,7 @@
 
 #include "core/error.hpp"
 #include "core/units.hpp"
+#include "reports/health_console.hpp"
 #include "tools/commands.hpp"
 #include "workloads/health_check.hpp"
 
@@ -35,45 +36,6 @@ std::optional<int> hook_rank_from_env(const char* name) {
   if (*end != '\0' || r < 0)
     throw usage_error(fmt::format("invalid {} '{}': expected a rank number", name, env));
   return static_cast<int>(r);
-}
-
-std::optional<double> metric_of(const workloads::RankHealth& r, std::string_view check,
-                                std::string_view name) {
-  if (const auto* c = r.find(check))
-    for (const auto& [n, m] : c->metrics)
-      if (n == name) return m.value;
-  return std::nullopt;
-}
-
-// The human view: one line per rank (the pass line names the key figures; warn and fail lines the
-// reasons), then the tally.
-void print_health(std::ostream& out, const workloads::HealthRun& run) {
-  using workloads::Verdict;
-  int counts[4] = {0, 0, 0, 0};
-  for (const auto& r : run.ranks) {
-    ++counts[static_cast<int>(r.verdict)];
-    std::string verdict(to_string(r.verdict));
-    for (auto& ch : verdict) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
-    std::string detail;
-    if (r.verdict == Verdict::pass) {
-      std::vector<std::string> parts;
-      if (const auto v = metric_of(r, "gemm", "tflops"))
-        parts.push_back(fmt::format("gemm {:.2f} TFLOP/s", *v));
-      if (const auto v = metric_of(r, "allreduce", "busbw_gbps"))
-        parts.push_back(fmt::format("allreduce {:.2f} GB/s exact", *v));
-      if (const auto v = metric_of(r, "checkpoint_dir", "write_gbps"))
-        parts.push_back(fmt::format("ckpt write {:.2f} GB/s", *v));
-      if (const auto v = metric_of(r, "memory", "free_bytes"))
-        parts.push_back(fmt::format("{} free", format_bytes(static_cast<std::uint64_t>(*v))));
-      detail = fmt::format("{}", fmt::join(parts, ", "));
-    } else {
-      detail = r.reasons(r.verdict);
-    }
-    out << fmt::format("rank {} ({}, {}): {} {}\n", r.rank, r.host, r.device, verdict, detail);
-  }
-  out << fmt::format("health: {} rank(s): {} pass, {} warn, {} fail\n", run.ranks.size(),
-                     counts[static_cast<int>(Verdict::pass)], counts[static_cast<int>(Verdict::warn)],
-                     counts[static_cast<int>(Verdict::fail)]);
 }
 
 int run_health(const HealthCliOptions& cli, Session& session) {
@@ -104,7 +66,7 @@ int run_health(const HealthCliOptions& cli, Session& session) {
   }
   session.finish(report);
   if (mpi.is_root() && !session.options().quiet) {
-    print_health(std::cout, run);
+    reports::print_health_report(std::cout, report);
     std::cout.flush();
   }
   // Every rank knows every verdict, so every rank exits alike.

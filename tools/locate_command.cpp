@@ -27,6 +27,7 @@
 #include "core/mpi_context.hpp"
 #include "core/rank_collectives.hpp"
 #include "core/units.hpp"
+#include "reports/locate_console.hpp"
 #include "reports/report_json.hpp"
 #include "tools/commands.hpp"
 #include "workloads/collective_bisection.hpp"
@@ -223,23 +224,6 @@ reports::Result transport_result(const LocateCliOptions& cli, const std::vector<
   return r;
 }
 
-void print_matrix(std::ostream& out, const workloads::P2pRun& run) {
-  for (const auto& m : run.matrices) {
-    out << fmt::format("p2p bandwidth GB/s at {} (row = sender, column = receiver):\n",
-                       format_bytes(m.bytes));
-    out << fmt::format("{:>8}", "");
-    for (std::size_t j = 0; j < run.endpoints.size(); ++j)
-      out << fmt::format("{:>9}", fmt::format("r{}", run.endpoints[j].rank));
-    out << "\n";
-    for (std::size_t i = 0; i < run.endpoints.size(); ++i) {
-      out << fmt::format("{:>8}", fmt::format("r{}", run.endpoints[i].rank));
-      for (std::size_t j = 0; j < run.endpoints.size(); ++j)
-        out << (i == j ? fmt::format("{:>9}", "-") : fmt::format("{:>9.3g}", m.bw_gbps[i][j]));
-      out << "\n";
-    }
-  }
-}
-
 int run_locate(const LocateCliOptions& cli, Session& session) {
   bool want_p2p = false, want_bisection = false, want_transport = false;
   {
@@ -303,7 +287,6 @@ int run_locate(const LocateCliOptions& cli, Session& session) {
     ::setenv("NCCL_DEBUG_FILE", (nccl_dir / "%h.%p.log").c_str(), 1);
   }
   auto comm = make_communicator(mpi, backend);
-  std::vector<std::string> lines;
   if (!floors.used.empty()) report.summary["locate"]["floors"] = floors.used;
 
   // The watchdog's side channel: <run-dir>/fb-hang-<run id>/rank-R.state. On a hang the lowest stuck rank
@@ -318,25 +301,22 @@ int run_locate(const LocateCliOptions& cli, Session& session) {
     me.local_rank = mpi.local_rank();
     const auto output = session.options().output;
     auto partial = report;
-    watchdog = std::make_unique<HangWatchdog>(
-        dir, me, mpi.size(), hang_timeout,
-        [partial, output, dir](const std::vector<std::string>& found) mutable {
-          std::string msg;
-          for (const auto& l : found) {
-            std::cout << "hang: " << l << "\n";
-            msg += (msg.empty() ? "" : "; ") + l;
-          }
-          std::cout << "locate: FAIL (hang; rank states in " << dir.string() << ")" << std::endl;
-          reports::Result r;
-          r.benchmark = "locate";
-          r.name = "hang";
-          r.params = {{"test", "hang"}, {"run_dir", dir.string()}};
-          r.extra["diagnosis"] = found;
-          r.fail(msg);
-          partial.results.push_back(r);
-          partial.run["finished_at"] = workloads::utc_timestamp();
-          if (!output.empty()) reports::write_report(output, partial);
-        });
+    auto on_hang = [partial, output, dir](const std::vector<std::string>& found) mutable {
+      std::string msg;
+      for (const auto& l : found) msg += (msg.empty() ? "" : "; ") + l;
+      reports::Result r;
+      r.benchmark = "locate";
+      r.name = "hang";
+      r.params = {{"test", "hang"}, {"run_dir", dir.string()}};
+      r.extra["diagnosis"] = found;
+      r.fail(msg);
+      reports::print_locate_hang(std::cout, r);
+      std::cout.flush();
+      partial.results.push_back(r);
+      partial.run["finished_at"] = workloads::utc_timestamp();
+      if (!output.empty()) reports::write_report(output, partial);
+    };
+    watchdog = std::make_unique<HangWatchdog>(dir, me, mpi.size(), hang_timeout, std::move(on_hang));
   }
   bool named = false;
 
@@ -349,13 +329,11 @@ int run_locate(const LocateCliOptions& cli, Session& session) {
   p.outlier_threshold = cli.outlier_threshold;
   p.confirm_passes = cli.confirm_passes;
   p.seed = session.options().seed;
-  std::optional<workloads::P2pRun> p2p;
   if (want_p2p) {
-    p2p = workloads::measure_p2p_matrix(mpi, backend, *comm, p);
-    for (auto& r : workloads::p2p_results(*p2p, p)) report.results.push_back(std::move(r));
-    report.summary["locate"]["p2p"] = workloads::p2p_summary(*p2p);
-    for (const auto& l : workloads::p2p_verdict_lines(*p2p)) lines.push_back(l);
-    named = named || !p2p->verdict.pass();
+    const auto p2p = workloads::measure_p2p_matrix(mpi, backend, *comm, p);
+    for (auto& r : workloads::p2p_results(p2p, p)) report.results.push_back(std::move(r));
+    report.summary["locate"]["p2p"] = workloads::p2p_summary(p2p);
+    named = named || !p2p.verdict.pass();
   }
   if (want_bisection) {
     workloads::BisectionOptions b;
@@ -369,7 +347,6 @@ int run_locate(const LocateCliOptions& cli, Session& session) {
     const auto run = workloads::run_bisection(mpi, backend, *comm, b);
     report.results.push_back(workloads::bisection_result(run, b));
     report.summary["locate"]["bisection"] = report.results.back().extra;
-    for (const auto& l : workloads::bisection_lines(run)) lines.push_back(l);
     named = named || !run.verdict.nodes.empty();
   }
   if (want_transport || expected_transports) {
@@ -379,12 +356,7 @@ int run_locate(const LocateCliOptions& cli, Session& session) {
         logs.empty() ? gather_to_root(mpi, local_mpi_selection()) : std::vector<std::string>{};
     if (mpi.is_root()) {
       reports::Result r = transport_result(cli, logs, mpi_ranks, expected_transports);
-      if (r.status == reports::Status::failed) {
-        named = true;
-        lines.push_back("transport: " + *r.error);
-      } else {
-        lines.push_back("transport: " + r.extra["summary"].get<std::string>());
-      }
+      named = named || r.status == reports::Status::failed;
       report.summary["locate"]["transport"] = r.extra["record"];
       report.results.push_back(std::move(r));
     }
@@ -398,9 +370,7 @@ int run_locate(const LocateCliOptions& cli, Session& session) {
   }
   session.finish(report);
   if (mpi.is_root() && !session.options().quiet) {
-    if (p2p) print_matrix(std::cout, *p2p);
-    for (const auto& l : lines) std::cout << l << "\n";
-    std::cout << (named ? "locate: FAIL\n" : "locate: PASS\n");
+    reports::print_locate_report(std::cout, report);
     std::cout.flush();
   }
   return named ? 1 : 0;

@@ -196,30 +196,6 @@ BurninRun run_burnin(const MpiContext& mpi, Backend& backend, const BurninOption
   return run;
 }
 
-std::vector<std::string> burnin_lines(const BurninRun& run) {
-  std::vector<std::string> lines;
-  std::vector<std::string> hosts;
-  for (const auto& r : run.ranks)
-    if (std::find(hosts.begin(), hosts.end(), r.host) == hosts.end()) hosts.push_back(r.host);
-  for (const auto& h : hosts) {
-    std::vector<std::string> bad;
-    double tflops = 0;
-    int ranks = 0;
-    for (const auto& r : run.ranks) {
-      if (r.host != h) continue;
-      ++ranks;
-      tflops += r.tflops;
-      for (const auto& p : run.problems)
-        if (p.rank == r.rank)
-          bad.push_back(fmt::format("{}: {} (first seen at {:.1f} s)", who(r), p.reason, p.first_seen_s));
-    }
-    lines.push_back(bad.empty() ? fmt::format("node {}: PASS ({} rank(s), {} checks, {:.3g} TFLOP/s)", h,
-                                              ranks, run.ranks.front().checksums.size(), tflops)
-                                : fmt::format("node {}: FAIL {}", h, fmt::join(bad, "; ")));
-  }
-  return lines;
-}
-
 std::vector<reports::Result> burnin_results(const BurninRun& run) {
   std::vector<reports::Result> out;
   std::vector<std::string> hosts;

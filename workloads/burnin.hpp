@@ -63,6 +63,5 @@ BurninRun run_burnin(const MpiContext& mpi, Backend& backend, const BurninOption
 
 // One result per node ("burnin/node/<host>"), failed when a rank of it has a problem.
 std::vector<reports::Result> burnin_results(const BurninRun& run);
-std::vector<std::string> burnin_lines(const BurninRun& run);
 
 }  // namespace fb::workloads

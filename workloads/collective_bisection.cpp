@@ -159,36 +159,6 @@ BisectionRun run_bisection(const MpiContext& mpi, Backend& backend, Communicator
   return run;
 }
 
-namespace {
-
-std::string group_hosts(const BisectionRun& run, const NodeGroup& g) {
-  std::string s;
-  for (int i = g.first; i < g.last; ++i) s += (s.empty() ? "" : ",") + run.hosts[static_cast<std::size_t>(i)];
-  return s;
-}
-
-}  // namespace
-
-std::vector<std::string> bisection_lines(const BisectionRun& run) {
-  std::vector<std::string> lines;
-  for (std::size_t r = 0; r < run.rounds.size(); ++r) {
-    std::string parts;
-    for (const auto& m : run.rounds[r])
-      parts += fmt::format("{}[{}] {}{}", parts.empty() ? "" : "  ", group_hosts(run, m.group),
-                           std::isfinite(m.busbw_gbps) ? fmt::format("{:.3g} GB/s", m.busbw_gbps) : "n/a",
-                           m.below_floor ? " LOW" : "");
-    lines.push_back(fmt::format("bisection round {}: {}", r, parts));
-  }
-  if (run.verdict.nodes.empty()) {
-    lines.push_back("bisection: no node drags its group below floor");
-  } else {
-    for (int n : run.verdict.nodes)
-      lines.push_back(fmt::format("slow node: {} drags its all-reduce group below floor",
-                                  run.hosts[static_cast<std::size_t>(n)]));
-  }
-  return lines;
-}
-
 reports::Result bisection_result(const BisectionRun& run, const BisectionOptions& o) {
   reports::Result r;
   r.benchmark = "locate";

@@ -66,6 +66,5 @@ BisectionRun run_bisection(const MpiContext& mpi, Backend& backend, Communicator
                            const BisectionOptions& o);
 
 reports::Result bisection_result(const BisectionRun& run, const BisectionOptions& o);
-std::vector<std::string> bisection_lines(const BisectionRun& run);
 
 }  // namespace fb::workloads

@@ -3,7 +3,7 @@
 // job: device, free memory, ECC, row remaps, a short GEMM against the expected throughput, clocks and
 // power limit under that load, hardware slowdown reasons, a short all-reduce with an exact check, and the
 // checkpoint directory's write bandwidth. Each check of each rank is pass / warn / fail / skip with a
-// reason. Measures and returns data; never prints (tools/health_command.cpp prints).
+// reason. Measures and returns data; never prints (reports/health_console.cpp does).
 //
 // Report shape (docs/health.md): one Result per rank per check, benchmark "health", name
 // "<check>/rank<R>", status ok (pass, warn), failed (fail) or skipped (skip), error = the reason of a fail

@@ -14,6 +14,7 @@
 #include "core/rank_collectives.hpp"
 #include "core/statistics.hpp"
 #include "core/units.hpp"
+#include "reports/locate_console.hpp"
 #include "workloads/measurement_loop.hpp"
 #include "workloads/round_robin_schedule.hpp"
 
@@ -281,32 +282,6 @@ std::string scope_name(P2pScope s) {
 
 }  // namespace
 
-std::vector<std::string> p2p_verdict_lines(const P2pRun& run) {
-  std::vector<std::string> lines;
-  const auto& v = run.verdict;
-  auto label = [&](int e) { return run.endpoints[static_cast<std::size_t>(e)].label(); };
-  for (int e : v.slow_endpoints) {
-    int links = 0;
-    for (const auto& f : v.flags) links += f.from == e || f.to == e;
-    lines.push_back(fmt::format("slow endpoint: {}: {} of {} directions flagged, median {:.3g} GB/s",
-                                label(e), links, 2 * (run.endpoints.size() - 1), v.median_gbps));
-  }
-  for (const auto& [a, b] : v.slow_links) {
-    std::string why;
-    for (const auto& f : v.flags)
-      if ((f.from == a && f.to == b) || (f.from == b && f.to == a))
-        why += fmt::format("{}{}->{} {:.3g} GB/s {}", why.empty() ? "" : "; ", f.from == a ? "a" : "b",
-                           f.to == a ? "a" : "b", f.bw_gbps, f.reason);
-    lines.push_back(fmt::format("slow link: a = {} <-> b = {}: {}", label(a), label(b), why));
-  }
-  if (run.endpoints.size() < 2)
-    lines.push_back(fmt::format("p2p: {} endpoint(s), no pair to measure", run.endpoints.size()));
-  else if (lines.empty())
-    lines.push_back(fmt::format("p2p: no slow link or endpoint among {} endpoints (median {:.3g} GB/s)",
-                                run.endpoints.size(), v.median_gbps));
-  return lines;
-}
-
 std::vector<reports::Result> p2p_results(const P2pRun& run, const P2pOptions& o) {
   std::vector<reports::Result> out;
   auto labels = nlohmann::json::array();
@@ -349,7 +324,7 @@ std::vector<reports::Result> p2p_results(const P2pRun& run, const P2pOptions& o)
       r.extra["verdict"] = p2p_summary(run);
       if (!v.pass()) {
         std::string msg;
-        for (const auto& line : p2p_verdict_lines(run)) msg += (msg.empty() ? "" : "; ") + line;
+        for (const auto& line : reports::p2p_verdict_lines(r)) msg += (msg.empty() ? "" : "; ") + line;
         r.fail(msg);
       }
     }

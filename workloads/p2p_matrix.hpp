@@ -86,7 +86,5 @@ P2pRun measure_p2p_matrix(const MpiContext& mpi, Backend& backend, Communicator&
 // and fails when a link or endpoint is flagged.
 std::vector<reports::Result> p2p_results(const P2pRun& run, const P2pOptions& o);
 nlohmann::json p2p_summary(const P2pRun& run);
-// The human lines: one per named endpoint or link, or one saying none was found.
-std::vector<std::string> p2p_verdict_lines(const P2pRun& run);
 
 }  // namespace fb::workloads

@@ -1,0 +1,135 @@
+// The console views of locate, burnin and health (reports/*_console.cpp): built from the Results the
+// workloads make, the text the commands print.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <sstream>
+
+#include "reports/burnin_console.hpp"
+#include "reports/health_console.hpp"
+#include "reports/locate_console.hpp"
+#include "workloads/burnin.hpp"
+#include "workloads/collective_bisection.hpp"
+#include "workloads/health_check.hpp"
+#include "workloads/p2p_matrix.hpp"
+
+namespace fb {
+namespace {
+
+using reports::Metric;
+
+// Four ranks on two hosts, every direction at 10 GB/s but 0 -> 3 at 1 GB/s.
+workloads::P2pRun p2p_run() {
+  workloads::P2pRun run;
+  for (int r = 0; r < 4; ++r) run.endpoints.push_back({r, r < 2 ? "h0" : "h1", r % 2});
+  workloads::P2pMatrix m;
+  m.bytes = 1 << 20;
+  m.bw_gbps.assign(4, std::vector<double>(4, 10));
+  m.latency_us.assign(4, std::vector<double>(4, 5));
+  for (std::size_t i = 0; i < 4; ++i) m.bw_gbps[i][i] = m.latency_us[i][i] = std::nan("");
+  m.bw_gbps[0][3] = 1;
+  run.matrices = {m};
+  run.verdict = workloads::judge_p2p(m, 0, 0.5);
+  return run;
+}
+
+TEST(LocateConsole, MatrixVerdictBisectionAndTransport) {
+  reports::Report report;
+  workloads::P2pOptions p;
+  p.scope = workloads::P2pScope::rank;
+  report.results = workloads::p2p_results(p2p_run(), p);
+  workloads::BisectionRun b;
+  b.hosts = {"h0", "h1"};
+  b.rounds = {{{{0, 2}, 4, 3.5, false}}, {{{0, 1}, 2, 7.25, false}, {{1, 2}, 2, NAN, false}}};
+  report.results.push_back(workloads::bisection_result(b, {}));
+  reports::Result t;
+  t.benchmark = "locate";
+  t.name = "transport";
+  t.params = {{"test", "transport"}};
+  t.extra["summary"] = "NCCL network IB, transports ib,p2p";
+  report.results.push_back(t);
+  std::ostringstream out;
+  reports::print_locate_report(out, report);
+  EXPECT_EQ(
+      out.str(),
+      "p2p bandwidth GB/s at 1 MiB (row = sender, column = receiver):\n"
+      "               r0       r1       r2       r3\n"
+      "      r0        -       10       10        1\n"
+      "      r1       10        -       10       10\n"
+      "      r2       10       10        -       10\n"
+      "      r3       10       10       10        -\n"
+      "slow link: a = h0 (rank 0, GPU 0) <-> b = h1 (rank 3, GPU 1): a->b 1 GB/s 90% below the median 10 "
+      "GB/s\n"
+      "bisection round 0: [h0,h1] 3.5 GB/s\n"
+      "bisection round 1: [h0] 7.25 GB/s  [h1] n/a\n"
+      "bisection: no node drags its group below floor\n"
+      "transport: NCCL network IB, transports ib,p2p\n"
+      "locate: FAIL\n");
+  // The p2p result's error is the same words.
+  EXPECT_EQ(
+      *report.results[0].error,
+      "slow link: a = h0 (rank 0, GPU 0) <-> b = h1 (rank 3, GPU 1): a->b 1 GB/s 90% below the median 10 "
+      "GB/s");
+}
+
+TEST(LocateConsole, HangNamesTheRanksAndTheStateDirectory) {
+  reports::Result r;
+  r.params = {{"test", "hang"}, {"run_dir", "/shared/fb-hang-x"}};
+  r.extra["diagnosis"] = {"rank 5 (host h2, GPU 1) never entered allreduce #3 (256 KiB)"};
+  std::ostringstream out;
+  reports::print_locate_hang(out, r);
+  EXPECT_EQ(out.str(),
+            "hang: rank 5 (host h2, GPU 1) never entered allreduce #3 (256 KiB)\n"
+            "locate: FAIL (hang; rank states in /shared/fb-hang-x)\n");
+}
+
+TEST(BurninConsole, OneLinePerNode) {
+  workloads::BurninRun run;
+  run.size = 128;
+  run.duration_s = 3;
+  for (int r = 0; r < 4; ++r)
+    run.ranks.push_back({r, r < 2 ? "h0" : "h1", r % 2, "cpu", {7, 7, 7}, {0, 1, 2}, 10, 0.25});
+  run.problems = {{3, 2, 2.0, "checksum 9 at check 2 differs from its own first result 7"}};
+  reports::Report report;
+  report.results = workloads::burnin_results(run);
+  report.summary["burnin"] = {{"verdict", "fail"}, {"checks", 3}};
+  std::ostringstream out;
+  reports::print_burnin_report(out, report);
+  EXPECT_EQ(out.str(),
+            "node h0: PASS (2 rank(s), 3 checks, 0.5 TFLOP/s)\n"
+            "node h1: FAIL rank 3 (h1, GPU 1): checksum 9 at check 2 differs from its own first result 7 "
+            "(first seen at 2.0 s)\n"
+            "burnin: FAIL\n");
+}
+
+TEST(HealthConsole, FiguresOfAPassReasonsOfAFail) {
+  workloads::HealthRun run;
+  for (int r = 0; r < 2; ++r) {
+    workloads::RankHealth h;
+    h.rank = r;
+    h.host = "node1";
+    h.device = "NVIDIA H200";
+    workloads::CheckOutcome gemm{"gemm", workloads::Verdict::pass, "", {}};
+    gemm.metrics.emplace_back("tflops", Metric{780.0, "TFLOP/s", reports::Better::higher, std::nullopt});
+    workloads::CheckOutcome ckpt{"checkpoint_dir",
+                                 r == 1 ? workloads::Verdict::fail : workloads::Verdict::pass,
+                                 r == 1 ? "not writable" : "2 GB/s",
+                                 {}};
+    h.checks = {gemm, ckpt};
+    h.verdict = r == 1 ? workloads::Verdict::fail : workloads::Verdict::pass;
+    run.ranks.push_back(h);
+    run.verdicts.push_back(h.verdict);
+  }
+  reports::Report report;
+  report.results = workloads::health_results(run);
+  report.summary["health"] = workloads::health_summary(run, {});
+  std::ostringstream out;
+  reports::print_health_report(out, report);
+  EXPECT_EQ(out.str(),
+            "rank 0 (node1, NVIDIA H200): PASS gemm 780.00 TFLOP/s\n"
+            "rank 1 (node1, NVIDIA H200): FAIL checkpoint_dir: not writable\n"
+            "health: 2 rank(s): 1 pass, 0 warn, 1 fail\n");
+}
+
+}  // namespace
+}  // namespace fb
