@@ -13,6 +13,7 @@
 
 #include "core/error.hpp"
 #include "core/logging.hpp"
+#include "core/progress_meter.hpp"
 #include "core/units.hpp"
 #include "reports/report_json.hpp"
 #include "reports/simulate_console.hpp"
@@ -115,30 +116,23 @@ resilience::RecoveryCosts resolve_costs(const SimulateOptions& opt, resilience::
   return costs;
 }
 
-// Progress on stderr for runs that take more than a few seconds (issue 16): the share of the estimated
-// simulator events done, trials done in the current case, and the time left at the rate measured so far.
-class ProgressMeter {
+// Progress on stderr for long runs (core/progress_meter): the share of the estimated simulator events done
+// and the trials done in the current case; one callback per simulate() call whose trials each cost
+// `trial_events`.
+class SimulateProgress {
  public:
-  explicit ProgressMeter(double total_events) : total_(total_events) {}
-  // A callback for one simulate() call whose trials each cost `trial_events`.
+  explicit SimulateProgress(double total_events) : meter_("simulate", total_events) {}
   resilience::TrialProgress for_call(std::string label, int trials, double trial_events) {
     const double base = done_;
     return [this, label = std::move(label), trials, trial_events, base](int k) {
       done_ = base + k * trial_events;
-      const auto now = Clock::now();
-      if (now < next_) return;
-      next_ = now + std::chrono::seconds(2);
-      const double elapsed = std::chrono::duration<double>(now - start_).count();
-      const double share = std::min(1.0, done_ / total_);
-      log::info("simulate: {:.0f}% ({}: {}/{} trials), {} elapsed, about {} left", 100 * share, label, k,
-                trials, format_duration(elapsed), format_duration(elapsed * (1 - share) / share));
+      meter_.update(done_, fmt::format("{}: {}/{} trials", label, k, trials));
     };
   }
 
  private:
-  using Clock = std::chrono::steady_clock;
-  double total_, done_ = 0;
-  Clock::time_point start_ = Clock::now(), next_ = start_ + std::chrono::seconds(3);
+  ProgressMeter meter_;
+  double done_ = 0;
 };
 
 int run_simulate(const SimulateOptions& opt, Session& session) {
@@ -235,7 +229,7 @@ int run_simulate(const SimulateOptions& opt, Session& session) {
         "of {:.2g}: lower --trials, --days or --gpus",
         total_events, opt.trials, cases.size(), resilience::kMaxEvents));
 
-  ProgressMeter meter(total_events);
+  SimulateProgress meter(total_events);
   const resilience::CaseProgress progress = [&meter](std::string label, int trials, double trial_events) {
     return meter.for_call(std::move(label), trials, trial_events);
   };
