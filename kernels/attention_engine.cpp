@@ -1,10 +1,12 @@
 #include "kernels/attention_engine.hpp"
 
 #include <string>
+#include <tuple>
 #include <utility>
 
 #include "core/cudnn_library.hpp"
 #include "core/error.hpp"
+#include "kernels/host/attention_reference.hpp"
 #ifdef FB_HAVE_CUDNN
 #include "kernels/cuda/attention_cudnn.hpp"
 #endif
@@ -12,21 +14,11 @@
 namespace fb::kernels {
 
 AttentionEngineChoice parse_attention_engine_choice(std::string_view text) {
-  if (text == "auto") return AttentionEngineChoice::automatic;
-  if (text == "cudnn") return AttentionEngineChoice::cudnn;
-  if (text == "gemm") return AttentionEngineChoice::gemm;
-  throw usage_error("--attention-engine must be auto, cudnn or gemm, not '" + std::string(text) + "'");
+  return parse_enum(kAttentionEngineNames, text, "--attention-engine");
 }
 
 std::string_view to_string(AttentionEngineChoice choice) {
-  switch (choice) {
-    case AttentionEngineChoice::cudnn:
-      return "cudnn";
-    case AttentionEngineChoice::gemm:
-      return "gemm";
-    default:
-      return "auto";
-  }
+  return enum_name(kAttentionEngineNames, choice);
 }
 
 void check_attention_shape(const AttentionShape& s) {
@@ -41,6 +33,15 @@ void check_attention_shape(const AttentionShape& s) {
     throw usage_error("attention: heads (" + std::to_string(s.heads) + ") must be a multiple of kv_heads (" +
                       std::to_string(s.kv_heads) + ")");
   if (!(s.scale > 0)) throw usage_error("attention: scale must be positive");
+  const std::tuple<const char*, std::int64_t, std::int64_t> rows[] = {
+      {"q_row", s.q_row, s.heads * s.head_dim},
+      {"k_row", s.k_row, s.kv_heads * s.head_dim},
+      {"v_row", s.v_row, s.kv_heads * s.value_dim},
+      {"o_row", s.o_row, s.heads * s.value_dim}};
+  for (const auto& [name, row, packed] : rows)
+    if (row != 0 && row < packed)
+      throw usage_error(std::string("attention: ") + name + " (" + std::to_string(row) +
+                        ") is less than the tensor's row width (" + std::to_string(packed) + ")");
 }
 
 namespace {
@@ -61,6 +62,13 @@ AttentionEngineSelection make_attention_engine(Backend& backend, AttentionEngine
   AttentionEngineSelection out;
   out.engine = "gemm";
   if (choice == AttentionEngineChoice::gemm) return out;
+  if (choice == AttentionEngineChoice::reference) {
+    if (backend.kind() != BackendKind::host)
+      throw unsupported_error("--attention-engine reference runs on the host backend only");
+    out.engine = "reference";
+    out.fused = make_reference_attention();
+    return out;
+  }
   std::string reason = cudnn_unusable(backend);
 #ifdef FB_HAVE_CUDNN
   if (reason.empty()) {

@@ -5,9 +5,11 @@
 // cudnn where it is built, cuDNN loads, the backend is cuda and cuDNN supports the shape, else gemm with a
 // one-line notice saying why.
 //
-// Tensor layout (the step's activation layout: token rows contiguous, heads side by side in a row):
+// Tensor layout (the step's activation layout: token rows, heads side by side in a row):
 //   q [batch, seq, heads, head_dim]        k [batch, seq, kv_heads, head_dim]
 //   v [batch, seq, kv_heads, value_dim]    o [batch, seq, heads, value_dim]
+// Each tensor's token rows are `*_row` elements apart (0 = packed, heads × dim), so Q, K and V can be column
+// blocks of one fused QKV projection output; dq/dk/dv have the strides of q/k/v, d_o that of o.
 //   stats [batch, heads, seq] fp32: log Σ_j exp(scale·q·k_j) over the keys the query sees (natural log),
 //   written by forward for backward.
 // Query head h reads key/value head h / (heads / kv_heads) (grouped-query attention; heads % kv_heads == 0).
@@ -18,18 +20,31 @@
 
 #include "core/backend.hpp"
 #include "core/dtype.hpp"
+#include "core/enum_names.hpp"
 
 namespace fb::kernels {
 
-enum class AttentionEngineChoice { automatic, cudnn, gemm };
+// reference: the fp64 host reference (kernels/host/attention_reference.hpp) as an engine, on the host
+// backend only: slow, for checking the fused-attention path of the step where no GPU is.
+enum class AttentionEngineChoice { automatic, cudnn, gemm, reference };
+inline constexpr EnumNames<AttentionEngineChoice, 4> kAttentionEngineNames{
+    {{AttentionEngineChoice::automatic, "auto"},
+     {AttentionEngineChoice::cudnn, "cudnn"},
+     {AttentionEngineChoice::gemm, "gemm"},
+     {AttentionEngineChoice::reference, "reference"}}};
 
-AttentionEngineChoice parse_attention_engine_choice(std::string_view text);  // auto|cudnn|gemm; usage Error
+AttentionEngineChoice parse_attention_engine_choice(std::string_view text);  // auto|cudnn|gemm|reference
 std::string_view to_string(AttentionEngineChoice choice);
 
 struct AttentionShape {
   std::int64_t batch = 1, seq = 0, heads = 0, kv_heads = 0, head_dim = 0, value_dim = 0;
   bool causal = true;  // query i sees keys 0..i
   float scale = 0;     // applied to q·k; 1/sqrt(head_dim) in a transformer
+  std::int64_t q_row = 0, k_row = 0, v_row = 0, o_row = 0;  // elements between token rows; 0 = packed
+  std::int64_t q_row_stride() const { return q_row ? q_row : heads * head_dim; }
+  std::int64_t k_row_stride() const { return k_row ? k_row : kv_heads * head_dim; }
+  std::int64_t v_row_stride() const { return v_row ? v_row : kv_heads * value_dim; }
+  std::int64_t o_row_stride() const { return o_row ? o_row : heads * value_dim; }
 };
 
 // Throws a usage Error naming the first inconsistent field (non-positive size, heads % kv_heads != 0).
@@ -51,13 +66,14 @@ class FusedAttention {
 };
 
 struct AttentionEngineSelection {
-  std::string engine;  // "cudnn" or "gemm": what a report records as params.attention_engine
-  std::unique_ptr<FusedAttention> fused;  // set when engine is "cudnn"; "gemm" is the step's own blocked path
+  std::string engine;  // "cudnn", "gemm" or "reference": what a report records as params.attention_engine
+  std::unique_ptr<FusedAttention> fused;  // set unless engine is "gemm" (the step's own blocked path)
   std::string notice;                     // one line when `auto` fell back to gemm, saying why; else empty
 };
 
 // Resolves `choice` on `backend`. With `shape`, `auto` also falls back when cuDNN rejects that shape and
-// type. `cudnn` that cannot be honoured is an unsupported Error carrying the reason.
+// type. `cudnn` that cannot be honoured is an unsupported Error carrying the reason, as is `reference` on a
+// backend other than host.
 AttentionEngineSelection make_attention_engine(Backend& backend, AttentionEngineChoice choice,
                                                const AttentionShape* shape = nullptr,
                                                DType type = DType::bf16);

@@ -47,7 +47,11 @@ void validate_gemm_problem(const GemmProblem& p) {
   if (p.batch > 1) {
     at_least("stride_a", p.batch_stride_a(), 0);
     at_least("stride_b", p.batch_stride_b(), 0);
-    at_least("stride_c", p.batch_stride_c(), p.ld_c() * p.n);  // batches must not write over each other
+    // Batches must not write over each other: whole matrices apart, or (column blocks of one wider matrix,
+    // as attention heads side by side in a token row) rows apart and all inside the leading dimension.
+    const std::int64_t sc = p.batch_stride_c();
+    const bool side_by_side = sc >= p.m && sc * (p.batch - 1) + p.m <= p.ld_c();
+    if (!side_by_side) at_least("stride_c", sc, p.ld_c() * p.n);
   }
 }
 
@@ -56,8 +60,9 @@ void GemmEngine::run_grouped(std::span<const GemmProblem> problems, std::span<co
   if (a.size() != problems.size() || b.size() != problems.size() || c.size() != problems.size())
     throw runtime_error("run_grouped: one A, B and C pointer per group required");
   for (std::size_t g = 0; g < problems.size(); ++g) {
-    if (problems[g].m == 0) continue;  // an expert that received no tokens
-    run(problems[g], a[g], b[g], c[g]);
+    const auto& p = problems[g];
+    if (p.m == 0 || p.n == 0 || p.k == 0) continue;  // an expert that received no tokens
+    run(p, a[g], b[g], c[g]);
   }
 }
 

@@ -10,11 +10,20 @@
 // All pointers are backend memory. Counts returned to the host are noted.
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "core/backend.hpp"
 #include "core/dtype.hpp"
 
 namespace fb::kernels {
+
+// RMSNorm's weight gradient is summed in fp32 over blocks of this many rows, then the blocks in order: the
+// same order on host and cuda, so the sum is deterministic.
+inline constexpr std::int64_t kNormRowBlock = 64;
+
+// RoPE's inverse frequencies θ^(−2i/rot_dim), i < rot_dim/2, computed in fp64 and rounded to fp32 (the
+// table every implementation uses).
+std::vector<float> rope_inverse_frequencies(std::int64_t rot_dim, float theta);
 
 struct AdamParams {
   float lr = 1e-4f, beta1 = 0.9f, beta2 = 0.95f, eps = 1e-8f, weight_decay = 0.0f;
@@ -83,6 +92,51 @@ class TrainKernels {
   virtual void copy_row_blocks(const void* src, void* dst, DType type, std::int64_t width,
                                std::int64_t blocks, const std::int64_t* src_row, const std::int64_t* dst_row,
                                const std::int64_t* rows) = 0;
+
+  // --- The transformer block's elementwise work. Token-major operands (token t's row at t·ld; ld ≥ the
+  // columns used); `type` is the step's activation type.
+
+  // RMSNorm (Zhang & Sennrich 2019) with the residual add fused in front: s = x + delta, stored to `sum`
+  // (both given; sum may be x) or s = x (delta and sum null); rstd[r] = 1/sqrt(mean_c s² + eps) (fp32, saved
+  // for backward); y = s·rstd·gamma. gamma has `width` elements of `type`.
+  virtual void rmsnorm_forward(const void* x, const void* delta, void* sum, const void* gamma, void* y,
+                               float* rstd, DType type, std::int64_t rows, std::int64_t width,
+                               std::int64_t ld, float eps) = 0;
+  // Its backward, with the residual gradient fused: x̂ = s·rstd, g = dy·gamma,
+  // dx = rstd·(g − x̂·mean_c(g·x̂)) + d_residual (null: nothing added; dx may alias d_residual, not dy or s);
+  // d_gamma += Σ_rows dy·x̂ (fp32 sums in blocks of kNormRowBlock rows, then the blocks in order).
+  virtual void rmsnorm_backward(const void* dy, const void* s, const void* gamma, const float* rstd,
+                                const void* d_residual, void* dx, void* d_gamma, DType type,
+                                std::int64_t rows, std::int64_t width, std::int64_t ld) = 0;
+
+  // Rotary position embedding (Su et al. 2021, RoFormer) in place, rotate-half pairing (GPT-NeoX, Llama):
+  // in head j (columns col0 + j·head_stride …, rot_dim of them) of row t, at position p = t mod seq, columns
+  // i and i + rot_dim/2 rotate by p·inv_freq[i] (rope_inverse_frequencies). `inverse` rotates back: the
+  // backward pass (the rotation is orthogonal).
+  virtual void rope(void* x, DType type, std::int64_t rows, std::int64_t ld, std::int64_t col0,
+                    std::int64_t heads, std::int64_t head_stride, std::int64_t rot_dim, std::int64_t seq,
+                    float theta, bool inverse) = 0;
+
+  // Vocabulary-parallel embedding lookup (Megatron-LM's VocabParallelEmbedding): out[t] = table[ids[t] −
+  // vocab_begin] when that row is in [0, vocab_rows), else zeros. table is vocab_rows × width, out
+  // tokens × width (`type`); ids int32.
+  virtual void embedding_forward(const void* table, DType type, std::int64_t vocab_begin,
+                                 std::int64_t vocab_rows, std::int64_t width, const std::int32_t* ids,
+                                 std::int64_t tokens, void* out) = 0;
+  // Its backward scatter-add: grad[v] += Σ_{t: ids[t] = vocab_begin + v} d_out[t], summed in fp32 over the
+  // tokens in token order and added once per row (deterministic).
+  virtual void embedding_backward(const void* d_out, DType type, std::int64_t vocab_begin,
+                                  std::int64_t vocab_rows, std::int64_t width, const std::int32_t* ids,
+                                  std::int64_t tokens, void* grad) = 0;
+
+  // Head blocks between token-major buffers: for every row and head j < heads, the `width` columns at
+  // src_col0 + j·src_stride of src go to dst_col0 + j·dst_stride of dst (added when `accumulate`).
+  // dst_stride = 0 sums the heads into one block (fp32, rounded once); src_stride = 0 broadcasts one block
+  // to every head. src and dst may be one buffer when the column ranges do not overlap.
+  virtual void copy_heads(const void* src, std::int64_t ld_src, std::int64_t src_col0,
+                          std::int64_t src_stride, void* dst, std::int64_t ld_dst, std::int64_t dst_col0,
+                          std::int64_t dst_stride, DType type, std::int64_t rows, std::int64_t heads,
+                          std::int64_t width, bool accumulate) = 0;
 
   // Adam (AdamW when weight_decay > 0) on `count` parameters: fp32 master, m, v; grad and param in `type`.
   virtual void adam_update(void* param, const void* grad, DType type, float* master, float* m, float* v,

@@ -159,6 +159,10 @@ void add_train_options(CLI::App& sub, TrainCliOptions& o) {
                   "What HFU counts as recomputed");
   add_enum_option(sub, "--attention-flops", o.attention_flops, workloads::kAttentionFlopsNames,
                   "Attention FLOPs: causal (Megatron today) or full (legacy s^2 count, NeMo <= 25.07)");
+  add_enum_option(sub, "--attention-engine", o.attention_engine, kernels::kAttentionEngineNames,
+                  "How attention runs: auto (cuDNN fused attention where it can run: cuda, bf16/fp16, a "
+                  "supported shape; else gemm, with a one-line notice), cudnn (or fail), gemm (blocked "
+                  "GEMMs + softmax kernel), reference (host backend: the fp64 reference, for checks)");
   sub.add_flag(
       "--sequence-parallel", o.sequence_parallel,
       "Megatron sequence parallelism: TP all-reduces become reduce-scatter + all-gather; residual work on "
@@ -200,6 +204,7 @@ std::vector<std::string> train_options_argv(const TrainCliOptions& o) {
   put("--routing-skew", o.routing_skew, d.routing_skew);
   put("--recompute", to_string(o.recompute), to_string(d.recompute));
   put("--attention-flops", to_string(o.attention_flops), to_string(d.attention_flops));
+  put("--attention-engine", kernels::to_string(o.attention_engine), kernels::to_string(d.attention_engine));
   flag("--sequence-parallel", o.sequence_parallel);
   flag("--distributed-optimizer", o.distributed_optimizer);
   flag("--overlap", o.overlap);
@@ -230,6 +235,7 @@ workloads::TrainOptions make_train_options(const TrainCliOptions& cli, BackendKi
   o.shape.distributed_optimizer = cli.distributed_optimizer;
   o.shape.attention = cli.attention_flops;
   o.shape.recompute = cli.recompute;
+  o.attention_engine = cli.attention_engine;
   o.layers = cli.layers;
   o.steps = cli.steps;
   o.warmup_steps = cli.warmup_steps;

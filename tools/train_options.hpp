@@ -9,6 +9,7 @@
 #include <CLI/CLI.hpp>
 
 #include "core/backend.hpp"
+#include "kernels/attention_engine.hpp"
 #include "workloads/model_flops.hpp"
 #include "workloads/train_step.hpp"
 
@@ -22,6 +23,7 @@ struct TrainCliOptions {
   std::string dtype;  // empty = bf16 on cuda, fp32 on host
   workloads::Recompute recompute = workloads::Recompute::none;
   workloads::AttentionFlops attention_flops = workloads::AttentionFlops::causal;
+  kernels::AttentionEngineChoice attention_engine = kernels::AttentionEngineChoice::automatic;
   double routing_skew = 0, learning_rate = 1e-4;
   bool sequence_parallel = false, distributed_optimizer = false, overlap = false;
   bool operator==(const TrainCliOptions&) const = default;

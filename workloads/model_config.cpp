@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <initializer_list>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -43,6 +44,17 @@ class ObjectReader {
     if (!v.is_number_integer()) fail(at(key), std::string("must be an integer, got ") + describe(v));
     const auto value = v.get<std::int64_t>();
     if (value < min_value) fail(at(key), fmt::format("must be >= {}, got {}", min_value, value));
+    return value;
+  }
+
+  // A finite number above `above` (integers are numbers too).
+  double number(std::string_view key, double fallback, double above) {
+    if (!has(key)) return fallback;
+    const json& v = raw(key);
+    if (!v.is_number()) fail(at(key), std::string("must be a number, got ") + describe(v));
+    const auto value = v.get<double>();
+    if (!std::isfinite(value) || !(value > above))
+      fail(at(key), fmt::format("must be > {}, got {}", above, value));
     return value;
   }
 
@@ -116,6 +128,13 @@ void validate_model(const ModelConfig& m, const std::string& where) {
            fmt::format("must be < $.layers ({}) so that at least one layer is MoE, got {}", m.layers,
                        e.first_dense_layers));
   }
+  // Rotary embedding rotates pairs of columns: the rotated head dimension must be even.
+  if (!m.mla && m.head_dim % 2 != 0)
+    fail("$.head_dim",
+         fmt::format("must be even (rotary embedding rotates column pairs), got {}", m.head_dim));
+  if (m.mla && m.mla->qk_rope_head_dim % 2 != 0)
+    fail("$.mla.qk_rope_head_dim", fmt::format("must be even (rotary embedding rotates column pairs), got {}",
+                                               m.mla->qk_rope_head_dim));
   if (m.mla && m.kv_heads != m.heads)
     fail("$.kv_heads",
          fmt::format("must equal $.heads ({}) with $.mla (latent attention has no query groups), got {}",
@@ -147,6 +166,8 @@ ModelConfig parse_model_json(std::string_view text, const std::string& source_na
   m.vocab = r.integer("vocab", std::nullopt, 1);
   m.seq = r.integer("seq", std::nullopt, 1);
   m.mtp_layers = r.integer("mtp_layers", 0, 0);
+  m.rope_theta = r.number("rope_theta", m.rope_theta, 1.0);
+  m.norm_eps = r.number("norm_eps", m.norm_eps, 0.0);
   if (r.has("moe")) {
     ObjectReader mr(r.raw("moe"), source_name, "$.moe");
     MoeConfig e;

@@ -45,6 +45,8 @@ struct ModelConfig {
   std::optional<MoeConfig> moe;
   std::optional<MlaConfig> mla;
   std::int64_t mtp_layers = 0;  // multi-token-prediction layers (DeepSeek-V3)
+  float rope_theta = 10000.0f;  // rotary embedding base θ (RoFormer; Llama 3: 500000)
+  float norm_eps = 1e-5f;       // RMSNorm ε
 
   bool is_moe() const { return moe.has_value(); }
   // Layer i (0-based) is MoE when i >= first_dense_layers and (i - first_dense_layers) % layer_freq == 0.

@@ -94,10 +94,10 @@ std::int64_t StageLayers::moe_layers(const ModelConfig& m) const {
 
 namespace {
 
-// Weights of one attention block on a rank.
+// Weights of one attention block on a rank, with its pre-norm (and MLA's latent norms).
 std::int64_t attention_weights(const ModelConfig& m, const ParallelConfig& c, const LocalDims& l) {
-  if (!m.mla) return m.hidden * l.qkv_width + l.heads * l.head_dim * m.hidden;
-  std::int64_t n = 0;
+  if (!m.mla) return m.hidden * l.qkv_width + l.heads * l.head_dim * m.hidden + m.hidden;
+  std::int64_t n = m.hidden + m.mla->q_lora_rank + m.mla->kv_lora_rank;
   for (const auto& p : mla_projections(m, c.tp)) n += p.in * p.out;
   return n;
 }
@@ -112,7 +112,7 @@ StageParams stage_params(const ModelConfig& m, const ParallelConfig& c, const Lo
   const auto layers = stage_layers(m, c, stage);
   StageParams p;
   for (std::int64_t i = layers.first; i < layers.first + layers.count; ++i) {
-    p.dense += attention_weights(m, c, l);
+    p.dense += attention_weights(m, c, l) + h;  // + the feed-forward pre-norm
     if (m.is_moe_layer(i)) {
       p.dense += h * m.moe->experts;  // router (replicated)
       if (m.moe->shared_ffn > 0) p.dense += (up_factor(m) + 1) * h * (m.moe->shared_ffn / c.tp);
@@ -121,8 +121,10 @@ StageParams stage_params(const ModelConfig& m, const ParallelConfig& c, const Lo
       p.dense += (up_factor(m) + 1) * h * l.ffn;
     }
   }
-  // Output layer on the last stage (the input embedding lookup is not instantiated).
-  if (stage == c.pp - 1) p.dense += l.vocab * h;
+  // The input embedding on the first stage, the final norm and output layer on the last (vocabulary split
+  // over TP for both).
+  if (stage == 0) p.dense += l.vocab * h;
+  if (stage == c.pp - 1) p.dense += l.vocab * h + h;
   return p;
 }
 
@@ -173,12 +175,17 @@ MemoryEstimate estimate_memory(const ModelConfig& m, const ParallelConfig& c, co
   const std::uint64_t e = dtype_bytes(s.dtype);
   const std::int64_t stages = std::max<std::int64_t>(c.pp, 1);
   const std::uint64_t edp = static_cast<std::uint64_t>(c.dp * c.tp / c.ep);
-  // Saved activations per layer and micro-batch (what the step keeps for backward), elements.
+  // Saved activations per layer and micro-batch (what the step keeps for backward), bytes: the residual
+  // stream and its two norms (x_in, xn_in, x_mid, xn_mid; 1/rms in fp32), QKV, the attention core's saved
+  // state (probabilities of the lower-triangular blocks, or a fused engine's fp32 log-sum-exp), the context,
+  // MLA latents and their norms, the MLP/MoE intermediates with routed capacity 2× balanced.
   const std::int64_t T = l.tokens, h = m.hidden;
   const std::int64_t nb = l.seq / l.attn_block;
   const std::int64_t probs = l.heads * s.micro_batch * l.attn_block * l.attn_block * nb * (nb + 1) / 2;
+  const std::uint64_t core_saved =
+      s.fused_attention ? static_cast<std::uint64_t>(l.heads * T) * 4 : static_cast<std::uint64_t>(probs) * e;
   const auto layer_acts = [&](std::int64_t i) {
-    std::int64_t a = T * h * 2 + T * l.qkv_width + probs + T * l.heads * l.v_head_dim + T * l.mla_latent;
+    std::int64_t a = T * h * 4 + T * l.qkv_width + T * l.heads * l.v_head_dim + 2 * T * l.mla_latent;
     if (m.is_moe_layer(i)) {
       const std::int64_t routed = 2 * l.moe_tokens * m.moe->top_k;  // capacity: twice balanced
       a += routed * h * 3 + routed * (up_factor(m) + 1) * l.expert_ffn + l.moe_tokens * m.moe->experts;
@@ -186,11 +193,13 @@ MemoryEstimate estimate_memory(const ModelConfig& m, const ParallelConfig& c, co
     } else {
       a += T * (up_factor(m) + 1) * l.ffn;
     }
-    return a;
+    const std::uint64_t fp32_rows = static_cast<std::uint64_t>(2 * l.sp_tokens + (m.mla ? 2 * T : 0)) * 4;
+    return static_cast<std::uint64_t>(a) * e + core_saved + fp32_rows;
   };
-  // Transient gradient buffers: a few token-by-width buffers and one probability strip.
-  const std::int64_t widest =
-      std::max({h, l.qkv_width, (up_factor(m) + 1) * std::max(l.ffn, l.shared_ffn), l.vocab});
+  // Transient gradient buffers: a few token-by-width buffers, MLA's latent gradients and, for the blocked
+  // attention, one probability strip.
+  const std::int64_t widest = std::max({h, l.qkv_width, l.heads * l.v_head_dim, l.mla_latent,
+                                        (up_factor(m) + 1) * std::max(l.ffn, l.shared_ffn), l.vocab});
   MemoryEstimate largest;
   for (std::int64_t p = 0; p < stages; ++p) {
     const auto sp = stage_params(m, c, l, p);
@@ -205,15 +214,13 @@ MemoryEstimate estimate_memory(const ModelConfig& m, const ParallelConfig& c, co
                         : 12 * params;
     const auto layers = stage_layers(m, c, p);
     std::uint64_t acts = 0;
-    for (std::int64_t i = layers.first; i < layers.first + layers.count; ++i)
-      acts += static_cast<std::uint64_t>(layer_acts(i)) * e;
-    acts *= static_cast<std::uint64_t>(std::min(stages - p, s.grad_accum));    // 1F1B in-flight micro-batches
-    acts += static_cast<std::uint64_t>(T * h) * e;                             // stage output
-    if (p == stages - 1) acts += static_cast<std::uint64_t>(T * l.vocab) * e;  // logits
+    for (std::int64_t i = layers.first; i < layers.first + layers.count; ++i) acts += layer_acts(i);
+    acts *= static_cast<std::uint64_t>(std::min(stages - p, s.grad_accum));  // 1F1B in-flight micro-batches
+    acts += static_cast<std::uint64_t>(T * h) * e;                           // stage output
+    if (p == stages - 1) acts += static_cast<std::uint64_t>(T * (h + l.vocab)) * e;  // final norm, logits
     est.activations = acts;
-    est.workspace = static_cast<std::uint64_t>(4 * T * widest + T * l.mla_latent +
-                                               probs / std::max<std::int64_t>(layers.count, 1)) *
-                        e +
+    const std::int64_t strip = s.fused_attention ? 0 : probs / std::max<std::int64_t>(layers.count, 1);
+    est.workspace = static_cast<std::uint64_t>(4 * T * widest + 3 * T * l.mla_latent + strip) * e +
                     (std::uint64_t{32} << 20);
     if (est.total() > largest.total()) largest = est;
   }
@@ -300,45 +307,26 @@ void PlanLists::table_gemms() {
   }
 }
 
-// The step runs the attention projections feature-major (outputs as T x width, so that every head is a
-// contiguous T x head_dim block): the products of layer_gemm_shapes, transposed. From the token-major
-// layer input (qkv; MLA q_down, q, kv_down) and from the feature-major MLA latent (q_up, kv_up).
+// The attention projections, token-major like every linear layer of the step: from the layer input's norm
+// (qkv; MLA q_down, q, kv_down) and from the MLA latent's norms (q_up, kv_up: inputs are column blocks of
+// the latent rows, outputs column blocks of the qkv rows).
 void PlanLists::attention_projections() {
-  const std::int64_t T = l.tokens, h = m.hidden;
-  const std::string fm = "feature-major: activations as T x width";
-  const auto from_hidden = [&](const std::string& role, std::int64_t width) {
-    add(role, "fwd", T, width, h, true, false, 1, 1, layers_here, fm);
-    add(role, "dgrad", h, T, width, false, true, 1, 1, layers_here, fm);
-    add(role, "wgrad", h, width, T, false, false, 1, 1, layers_here, fm);
-  };
-  const auto from_latent = [&](const std::string& role, std::int64_t in, std::int64_t out) {
-    add(role, "fwd", T, out, in, false, false, 1, 1, layers_here, fm);
-    add(role, "dgrad", T, in, out, false, true, 1, 1, layers_here, fm);
-    add(role, "wgrad", in, out, T, true, false, 1, 1, layers_here, fm);
-  };
-  const auto out_proj = [&](std::int64_t hd) {
-    add("attn_out", "fwd", h, T, hd, true, true, 1, 1, layers_here, fm);
-    add("attn_out", "dgrad", T, hd, h, true, true, 1, 1, layers_here, fm);
-    add("attn_out", "wgrad", hd, h, T, true, true, 1, 1, layers_here, fm);
-  };
+  const std::int64_t T = l.tokens;
   if (m.mla) {
     for (const auto& p : mla_projections(m, c.tp)) {
-      if (p.role == "attn_out")
-        out_proj(p.in);
-      else if (p.role == "q_up" || p.role == "kv_up")
-        from_latent(p.role, p.in, p.out);
-      else
-        from_hidden(p.role, p.out);
+      const bool latent = p.role == "q_up" || p.role == "kv_up";
+      linear(p.role, p.in, p.out, T, 1, layers_here, latent ? "reads a column block of the latent rows" : "");
     }
   } else {
-    from_hidden("qkv", l.qkv_width);
-    out_proj(l.heads * l.head_dim);
+    linear("qkv", m.hidden, l.qkv_width, T, 1, layers_here, "");
+    linear("attn_out", l.heads * l.head_dim, m.hidden, T, 1, layers_here, "");
   }
 }
 
 // Causal attention core: per query block i (of nb), scores over keys [0, (i+1)·B) and context; batched over
 // the kv groups, one call per query head of a group. Listed at the largest strip (i = nb − 1).
 void PlanLists::attention_core() {
+  if (s.fused_attention) return;  // one fused kernel per direction, no GEMMs of ours
   const std::int64_t B = l.attn_block, nb = l.seq / B, keys = l.seq;
   const std::int64_t groups = l.kv_heads, hpg = l.heads / l.kv_heads;
   const std::int64_t calls = hpg * nb * s.micro_batch;
@@ -382,6 +370,9 @@ void PlanLists::tp_collectives() {
   // the output layer's input gradient.
   const double per_layer = m.mla && m.mla->q_lora_rank > 0 ? 3.0 : 4.0;
   const double reductions = (per_layer * layers_here + 1) * mbs;
+  // The embedding (first stage; listed when it is also the last, pp = 1): the vocabulary-parallel lookup's
+  // partial rows summed forward; with sequence parallelism its gradient all-gathered backward.
+  const bool embedding = c.pp == 1;
   if (s.sequence_parallel) {
     // Megatron-LM sequence parallelism: all-gather of the sequence-split rows before QKV and the MLP (and
     // before the output layer), of the output gradients before their backward; reduce-scatter where the
@@ -389,12 +380,28 @@ void PlanLists::tp_collectives() {
     collectives.push_back(
         {"tp_allgather/layer_in", "tp", "allgather", c.tp, act / c.tp, (4.0 * layers_here + 1) * mbs});
     collectives.push_back({"tp_reduce_scatter/layer_out", "tp", "reduce_scatter", c.tp, act, reductions});
+    if (embedding) {
+      collectives.push_back({"tp_reduce_scatter/embedding", "tp", "reduce_scatter", c.tp, act, mbs});
+      collectives.push_back({"tp_allgather/embedding_grad", "tp", "allgather", c.tp, act / c.tp, mbs});
+    }
   } else {
     collectives.push_back({"tp_allreduce/layer_out", "tp", "allreduce", c.tp, act, reductions});
+    if (embedding) collectives.push_back({"tp_allreduce/embedding", "tp", "allreduce", c.tp, act, mbs});
   }
   if (m.mla)
     collectives.push_back({"tp_allreduce/mla_latent_grad", "tp", "allreduce", c.tp,
                            static_cast<double>(l.tokens * l.mla_latent) * e, layers_here * mbs});
+  // Once per step, tensors every TP rank holds whole but computes from part of the tokens: each MoE layer's
+  // router (each TP rank routes its own token slice) and, with sequence parallelism, every norm gain (two
+  // per layer and the final norm), one all-reduce per tensor.
+  const double routers = static_cast<double>(moe_layers),
+               norms = s.sequence_parallel ? 2.0 * layers_here + 1 : 0;
+  const double bytes = (routers * static_cast<double>(m.hidden * (m.moe ? m.moe->experts : 0)) +
+                        norms * static_cast<double>(m.hidden)) *
+                       e;
+  if (routers + norms > 0)
+    collectives.push_back({"tp_allreduce/replicated_grads", "tp", "allreduce", c.tp,
+                           bytes / (routers + norms), routers + norms});
 }
 
 // Per micro-batch: pipeline neighbours' point-to-point and the experts' all-to-all.

@@ -37,6 +37,10 @@ struct StepShape {
   bool distributed_optimizer = false;  // ZeRO-1: optimizer state sharded over DP, grads reduce-scattered
   AttentionFlops attention = AttentionFlops::causal;
   Recompute recompute = Recompute::none;
+  // The attention core runs on a fused engine (cuDNN): it saves log-sum-exp statistics, not probability
+  // blocks, and runs no strip GEMMs. Set once the engine is chosen (run time); the --dry-run plan is the
+  // blocked GEMM path's.
+  bool fused_attention = false;
 };
 
 // Throws a usage Error naming the option and the constraint that fails ("--tp 3 does not divide heads 32").

@@ -19,7 +19,8 @@ void set_metric(reports::Result& r, const std::string& name, double v, const cha
 }
 
 // The run's identity: name and parameters.
-void describe_run(reports::Result& r, const TrainOptions& o, const TrainPlan& plan, bool dry_run) {
+void describe_run(reports::Result& r, const TrainOptions& o, const TrainPlan& plan, const TrainRun* run) {
+  const bool dry_run = run == nullptr;
   const auto& c = plan.parallel;
   r.name = fmt::format("{}{}/tp{}-dp{}-ep{}-pp{}{}/{}/seq{}-mb{}-ga{}", plan.model.name,
                        o.layers > 0 ? fmt::format("-{}layers", plan.model.layers) : std::string(), c.tp, c.dp,
@@ -38,6 +39,8 @@ void describe_run(reports::Result& r, const TrainOptions& o, const TrainPlan& pl
               {"pp", c.pp},
               {"sequence_parallel", plan.shape.sequence_parallel},
               {"attention", plan.model.mla ? "mla" : "mha"},
+              // What ran the attention core (a dry run: what was asked for).
+              {"attention_engine", run ? run->attention_engine : std::string(to_string(o.attention_engine))},
               {"seq", plan.local.seq},
               {"micro_batch", plan.shape.micro_batch},
               {"grad_accum", plan.shape.grad_accum},
@@ -190,7 +193,7 @@ reports::Result train_result(const TrainOptions& o, const TrainPlan& plan, const
                              const DevicePeak& peak, std::int64_t world) {
   reports::Result r;
   r.benchmark = "train";
-  describe_run(r, o, plan, run == nullptr);
+  describe_run(r, o, plan, run);
   describe_plan(r, plan);
   describe_listings(r, plan);
   if (!run) return r;

@@ -8,6 +8,7 @@
 
 #include "core/communicator.hpp"
 #include "core/error.hpp"
+#include "core/logging.hpp"
 #include "core/progress_meter.hpp"
 #include "core/statistics.hpp"
 #include "kernels/gemm_engine.hpp"
@@ -51,9 +52,44 @@ TrainPlan prepare_training(const TrainOptions& o, std::int64_t world) {
 
 namespace {
 
-// What the backend cannot run, and whether the plan fits in every rank's memory (agreed), before anything
-// is allocated.
-void check_runnable(const TrainPlan& plan, MpiContext& mpi, Backend& backend, Communicator& control) {
+// The attention engine for this run, the same on every rank: `auto` falls back to the blocked GEMMs
+// everywhere when any rank cannot use the fused engine (with a one-line notice: a warning on cuda, where
+// the fused engine was expected; debug detail on host); an explicit engine that one rank cannot honour
+// stops every rank with the reason.
+kernels::AttentionEngineSelection choose_attention(const TrainOptions& o, TrainPlan& plan, MpiContext& mpi,
+                                                   Backend& backend) {
+  const auto shape = train::attention_shape(plan);
+  kernels::AttentionEngineSelection sel;
+  std::string error;
+  try {
+    sel = kernels::make_attention_engine(backend, o.attention_engine, &shape, plan.shape.dtype);
+  } catch (const Error& e) {
+    error = e.what();
+  }
+  if (!mpi.all_true(error.empty()))
+    throw unsupported_error(error.empty() ? fmt::format("--attention-engine {}: another rank cannot run it",
+                                                        to_string(o.attention_engine))
+                                          : error);
+  if (!mpi.all_true(sel.fused != nullptr) && sel.fused) {
+    sel = kernels::AttentionEngineSelection{
+        "gemm", nullptr, "attention engine: gemm (another rank cannot use " + sel.engine + ")"};
+  }
+  if (!sel.notice.empty()) {
+    if (backend.kind() == BackendKind::cuda)
+      log::warn("{}", sel.notice);
+    else
+      log::debug("{}", sel.notice);
+  }
+  if (sel.fused) {  // the plan and memory estimate of the fused path: no probability blocks, no strip GEMMs
+    auto shape_fused = plan.shape;
+    shape_fused.fused_attention = true;
+    plan = make_plan(plan.model, plan.parallel, shape_fused);
+  }
+  return sel;
+}
+
+// What the backend cannot run, before anything is built.
+void check_supported(const TrainPlan& plan, Backend& backend) {
   if (plan.shape.distributed_optimizer)
     throw unsupported_error(
         "--distributed-optimizer is not implemented in the train step yet; --dry-run shows the "
@@ -67,6 +103,10 @@ void check_runnable(const TrainPlan& plan, MpiContext& mpi, Backend& backend, Co
         fmt::format("--dtype {}: the train step runs fp32 or bf16", to_string(plan.shape.dtype)));
   const auto reason = kernels::gemm_unsupported_reason(backend.kind(), plan.shape.dtype);
   if (!reason.empty()) throw unsupported_error(reason);
+}
+
+// Whether the plan fits in every rank's memory (agreed), before anything is allocated.
+void check_fits_everywhere(const TrainPlan& plan, MpiContext& mpi, Backend& backend, Communicator& control) {
   const std::uint64_t available = backend.free_memory_bytes();
   const bool fits = plan.memory.total() <= available;
   if (!mpi.all_true(fits)) {
@@ -140,9 +180,12 @@ TrainRun run_training(const TrainOptions& o, TrainPlan prepared, MpiContext& mpi
   run.plan = std::move(prepared);
   const auto& plan = run.plan;
   auto control = make_host_communicator(mpi);
-  check_runnable(plan, mpi, backend, *control);
+  check_supported(plan, backend);
+  const auto attention = choose_attention(o, run.plan, mpi, backend);
+  run.attention_engine = attention.engine;
+  check_fits_everywhere(plan, mpi, backend, *control);
 
-  train::Trainer trainer(o, plan, mpi, backend, *control);
+  train::Trainer trainer(o, plan, mpi, backend, *control, attention.fused.get());
   run.gemm_engine = trainer.engine_name();
   run.gemm_emulated = trainer.emulated();
   std::int64_t step = hooks ? hooks->on_start(trainer.state()) : 0;

@@ -10,6 +10,7 @@
 
 #include "core/backend.hpp"
 #include "core/mpi_context.hpp"
+#include "kernels/attention_engine.hpp"
 #include "reports/report.hpp"
 #include "workloads/device_peak.hpp"
 #include "workloads/model_config.hpp"
@@ -30,6 +31,9 @@ struct TrainOptions {
   std::int64_t bucket_layers = 1;  // layers per DP gradient bucket
   float learning_rate = 1e-4f;
   std::uint64_t seed = 42;
+  // How the attention core runs (kernels/attention_engine.hpp): auto takes cuDNN's fused attention where it
+  // can (cuda, bf16/fp16, a shape cuDNN supports), else the blocked GEMMs.
+  kernels::AttentionEngineChoice attention_engine = kernels::AttentionEngineChoice::automatic;
 };
 
 // The model as the run instantiates it (--layers applied) and the validated plan. Throws usage/input Errors
@@ -51,6 +55,7 @@ struct TrainRun {
   std::vector<double> per_rank_steps, per_rank_last_step;           // index = world rank
   std::string gemm_engine;
   bool gemm_emulated = false;
+  std::string attention_engine;  // "gemm", "cudnn" or "reference" (agreed by every rank)
 };
 
 // Runs the training loop on every rank: builds the model shard, calls `hooks` (may be null) at the points

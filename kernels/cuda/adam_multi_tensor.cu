@@ -36,6 +36,8 @@ struct TableEntry {
   long long count;
   long long first_chunk;  // index of this tensor's first chunk in the launch
   int vector_ok;          // every pointer 16-byte aligned
+  float grad_scale;       // the tensor's own, times AdamParams::grad_scale in the kernel
+  double norm_weight;
 };
 
 // 8 consecutive elements widened to fp32 / narrowed from fp32 (RNE), with 16-byte accesses.
@@ -128,6 +130,7 @@ __global__ void __launch_bounds__(kThreads)
   const T* grad = static_cast<const T*>(t.grad);
   T* param = static_cast<T*>(t.param);
   const long long start = (chunk - t.first_chunk) * kChunk;
+  const float scale = h.grad_scale * t.grad_scale;  // as the host reference rounds it
   float squares = 0.0f;
   for (int pass = 0; pass < kPasses; ++pass) {
     const long long i = start + (static_cast<long long>(pass) * kThreads + threadIdx.x) * kVector;
@@ -140,7 +143,7 @@ __global__ void __launch_bounds__(kThreads)
       load8(grad + i, g);
       for (int k = 0; k < kVector; ++k) {
         squares += g[k] * g[k];
-        adam_element(w[k], m[k], v[k], g[k] * h.grad_scale, h);
+        adam_element(w[k], m[k], v[k], g[k] * scale, h);
       }
       store8(t.master + i, w);
       store8(t.m + i, m);
@@ -152,7 +155,7 @@ __global__ void __launch_bounds__(kThreads)
         const float g = to_float(grad[j]);
         squares += g * g;
         float w = t.master[j], m = t.m[j], v = t.v[j];
-        adam_element(w, m, v, g * h.grad_scale, h);
+        adam_element(w, m, v, g * scale, h);
         t.master[j] = w, t.m[j] = m, t.v[j] = v;
         param[j] = from_float<T>(w);
       }
@@ -167,7 +170,7 @@ __global__ void __launch_bounds__(kThreads)
   if (threadIdx.x == 0) {
     double s = 0;
     for (int w = 0; w < kThreads / 32; ++w) s += warp_sums[w];
-    atomicAdd(grad_sum_squares, s);
+    atomicAdd(grad_sum_squares, s * t.norm_weight);
   }
 }
 
@@ -187,7 +190,8 @@ class CudaMultiTensorAdam final : public MultiTensorAdam {
       if (t.count <= 0) continue;  // empty tensors own no chunk
       const bool ok =
           aligned16(t.master) && aligned16(t.m) && aligned16(t.v) && aligned16(t.grad) && aligned16(t.param);
-      table.push_back({t.master, t.m, t.v, t.grad, t.param, t.count, chunks_, ok ? 1 : 0});
+      table.push_back(
+          {t.master, t.m, t.v, t.grad, t.param, t.count, chunks_, ok ? 1 : 0, t.grad_scale, t.norm_weight});
       chunks_ += (t.count + kChunk - 1) / kChunk;
     }
     if (chunks_ > 0x7fffffffLL) throw usage_error("multi-tensor Adam: too many parameters for one launch");

@@ -39,20 +39,31 @@ enum Uid : std::int64_t { kQ = 1, kK, kV, kO, kStats, kDO, kDQ, kDK, kDV };
 
 struct GraphKey {
   bool backward;
-  std::int64_t batch, seq, heads, kv_heads, head_dim, value_dim;
+  std::int64_t batch, seq, heads, kv_heads, head_dim, value_dim, q_row, k_row, v_row, o_row;
   bool causal;
   std::uint32_t scale_bits;
   DType type;
   auto tie() const {
-    return std::tie(backward, batch, seq, heads, kv_heads, head_dim, value_dim, causal, scale_bits, type);
+    return std::tie(backward, batch, seq, heads, kv_heads, head_dim, value_dim, q_row, k_row, v_row, o_row,
+                    causal, scale_bits, type);
   }
   bool operator<(const GraphKey& o) const { return tie() < o.tie(); }
 };
 
 GraphKey key_of(bool backward, const AttentionShape& s, DType type) {
-  return {backward,    s.batch,    s.seq,
-          s.heads,     s.kv_heads, s.head_dim,
-          s.value_dim, s.causal,   std::bit_cast<std::uint32_t>(s.scale),
+  return {backward,
+          s.batch,
+          s.seq,
+          s.heads,
+          s.kv_heads,
+          s.head_dim,
+          s.value_dim,
+          s.q_row_stride(),
+          s.k_row_stride(),
+          s.v_row_stride(),
+          s.o_row_stride(),
+          s.causal,
+          std::bit_cast<std::uint32_t>(s.scale),
           type};
 }
 
@@ -62,14 +73,15 @@ fe::DataType_t io_type(DType type) {
   throw unsupported_error("cuDNN attention supports bf16 and fp16, not " + std::string(to_string(type)));
 }
 
-// Logical dims [batch, heads, seq, dim] with the strides of the [batch, seq, heads, dim] memory layout.
+// Logical dims [batch, heads, seq, dim] with the strides of the [batch, seq, heads, dim] memory layout whose
+// token rows are `row` elements apart.
 fe::graph::Tensor_attributes bshd(const char* name, Uid uid, const AttentionShape& s, std::int64_t heads,
-                                  std::int64_t dim) {
+                                  std::int64_t dim, std::int64_t row) {
   return fe::graph::Tensor_attributes()
       .set_name(name)
       .set_uid(uid)
       .set_dim({s.batch, heads, s.seq, dim})
-      .set_stride({s.seq * heads * dim, dim, heads * dim, 1});
+      .set_stride({s.seq * row, dim, row, 1});
 }
 // Stats: [batch, heads, seq, 1] fp32, dense.
 fe::graph::Tensor_attributes stats_tensor(const AttentionShape& s) {
@@ -177,9 +189,9 @@ class CudnnAttention final : public FusedAttention {
     g->set_io_data_type(io_type(type))
         .set_intermediate_data_type(fe::DataType_t::FLOAT)
         .set_compute_data_type(fe::DataType_t::FLOAT);
-    auto q = g->tensor(bshd("q", kQ, s, s.heads, s.head_dim));
-    auto k = g->tensor(bshd("k", kK, s, s.kv_heads, s.head_dim));
-    auto v = g->tensor(bshd("v", kV, s, s.kv_heads, s.value_dim));
+    auto q = g->tensor(bshd("q", kQ, s, s.heads, s.head_dim, s.q_row_stride()));
+    auto k = g->tensor(bshd("k", kK, s, s.kv_heads, s.head_dim, s.k_row_stride()));
+    auto v = g->tensor(bshd("v", kV, s, s.kv_heads, s.value_dim, s.v_row_stride()));
     if (!backward) {
       auto a = fe::graph::SDPA_attributes()
                    .set_name("sdpa_forward")
@@ -187,7 +199,7 @@ class CudnnAttention final : public FusedAttention {
                    .set_attn_scale(s.scale);
       set_mask(a, s);
       auto [o, stats] = g->sdpa(q, k, v, a);
-      auto o_layout = bshd("o", kO, s, s.heads, s.value_dim);
+      auto o_layout = bshd("o", kO, s, s.heads, s.value_dim, s.o_row_stride());
       o->set_output(true).set_uid(kO).set_dim(o_layout.get_dim()).set_stride(o_layout.get_stride());
       const auto st = stats_tensor(s);
       stats->set_output(true)
@@ -196,15 +208,15 @@ class CudnnAttention final : public FusedAttention {
           .set_dim(st.get_dim())
           .set_stride(st.get_stride());
     } else {
-      auto o = g->tensor(bshd("o", kO, s, s.heads, s.value_dim));
-      auto d_o = g->tensor(bshd("d_o", kDO, s, s.heads, s.value_dim));
+      auto o = g->tensor(bshd("o", kO, s, s.heads, s.value_dim, s.o_row_stride()));
+      auto d_o = g->tensor(bshd("d_o", kDO, s, s.heads, s.value_dim, s.o_row_stride()));
       auto stats = g->tensor(stats_tensor(s));
       auto a = fe::graph::SDPA_backward_attributes().set_name("sdpa_backward").set_attn_scale(s.scale);
       set_mask(a, s);
       auto [dq, dk, dv] = g->sdpa_backward(q, k, v, o, d_o, stats, a);
-      const auto lq = bshd("dq", kDQ, s, s.heads, s.head_dim),
-                 lk = bshd("dk", kDK, s, s.kv_heads, s.head_dim),
-                 lv = bshd("dv", kDV, s, s.kv_heads, s.value_dim);
+      const auto lq = bshd("dq", kDQ, s, s.heads, s.head_dim, s.q_row_stride()),
+                 lk = bshd("dk", kDK, s, s.kv_heads, s.head_dim, s.k_row_stride()),
+                 lv = bshd("dv", kDV, s, s.kv_heads, s.value_dim, s.v_row_stride());
       dq->set_output(true).set_uid(kDQ).set_dim(lq.get_dim()).set_stride(lq.get_stride());
       dk->set_output(true).set_uid(kDK).set_dim(lk.get_dim()).set_stride(lk.get_stride());
       dv->set_output(true).set_uid(kDV).set_dim(lv.get_dim()).set_stride(lv.get_stride());

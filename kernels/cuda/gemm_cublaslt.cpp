@@ -1,6 +1,7 @@
 // cuBLASLt GEMM engine. One handle and one 32 MiB workspace per engine; one cached plan (descriptors and the
 // chosen algorithm) per distinct problem, so the timed loop issues nothing but cublasLtMatmul.
 #include "kernels/cuda/gemm_cublaslt.hpp"
+#include "kernels/cuda/gemm_grouped_cublas.hpp"
 
 #include <cublasLt.h>
 #include <cuda_runtime_api.h>
@@ -129,6 +130,19 @@ class CublasLtEngine final : public GemmEngine {
     Plan& plan = plan_for(p, a, b, c, scales, 1);
     set_scales(plan, scales);
     matmul(plan, p, a, b, c, plan.algo);
+  }
+
+  // One cuBLAS grouped call where it can run the problems (kernels/cuda/gemm_grouped_cublas.cpp); else, as
+  // for fp8, one cuBLASLt matmul per group.
+  void run_grouped(std::span<const GemmProblem> problems, std::span<const void* const> a,
+                   std::span<const void* const> b, std::span<void* const> c) override {
+    if (a.size() != problems.size() || b.size() != problems.size() || c.size() != problems.size())
+      throw runtime_error("run_grouped: one A, B and C pointer per group required");
+    if (!grouped_) grouped_ = make_cublas_grouped_gemm(backend_, dtype_);
+    if (grouped_->supports(problems))
+      grouped_->run(problems, a, b, c);
+    else
+      GemmEngine::run_grouped(problems, a, b, c);
   }
 
  private:
@@ -274,6 +288,7 @@ class CublasLtEngine final : public GemmEngine {
   cublasLtHandle_t handle_ = nullptr;
   DeviceBuffer workspace_;
   std::map<PlanKey, Plan> plans_;
+  std::unique_ptr<GroupedGemm> grouped_;  // built on the first grouped call
 };
 
 }  // namespace

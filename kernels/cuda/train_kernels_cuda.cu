@@ -3,59 +3,22 @@
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cmath>
+#include <map>
 #include <string>
+#include <utility>
 
 #include "core/cuda_check.hpp"
 #include "core/error.hpp"
+#include "kernels/cuda/block_kernels_cuda.hpp"
+#include "kernels/cuda/cuda_elements.cuh"
 #include "kernels/cuda/train_kernels_cuda.hpp"
 
 namespace fb::kernels {
 namespace {
 
-__device__ __forceinline__ float ld(const float* p, long long i) {
-  return p[i];
-}
-__device__ __forceinline__ float ld(const __nv_bfloat16* p, long long i) {
-  return __bfloat162float(p[i]);
-}
-__device__ __forceinline__ void st(float* p, long long i, float v) {
-  p[i] = v;
-}
-__device__ __forceinline__ void st(__nv_bfloat16* p, long long i, float v) {
-  p[i] = __float2bfloat16(v);
-}
-
-constexpr int kThreads = 256;
-
-unsigned blocks_for(long long n) {
-  const long long b = (n + kThreads - 1) / kThreads;
-  return static_cast<unsigned>(b < 1 ? 1 : (b > 65535LL * 16 ? 65535LL * 16 : b));
-}
-
-// Block-wide sum / max (kThreads threads).
-__device__ float block_reduce(float v, bool is_max) {
-  __shared__ float shared[32];
-  for (int o = 16; o > 0; o /= 2) {
-    const float other = __shfl_xor_sync(0xffffffffu, v, o);
-    v = is_max ? fmaxf(v, other) : v + other;
-  }
-  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  if (lane == 0) shared[warp] = v;
-  __syncthreads();
-  if (warp == 0) {
-    v = lane < (blockDim.x + 31) / 32 ? shared[lane] : (is_max ? -INFINITY : 0.0f);
-    for (int o = 16; o > 0; o /= 2) {
-      const float other = __shfl_xor_sync(0xffffffffu, v, o);
-      v = is_max ? fmaxf(v, other) : v + other;
-    }
-    if (lane == 0) shared[0] = v;
-  }
-  __syncthreads();
-  const float result = shared[0];
-  __syncthreads();
-  return result;
-}
+using namespace cuda_detail;
 
 template <typename T>
 __global__ void route_topk_kernel(const T* logits, long long tokens, long long experts, long long k,
@@ -271,25 +234,15 @@ __global__ void convert_kernel(const float* src, T* dst, long long n) {
     st(dst, i, src[i]);
 }
 
-template <typename F>
-void dispatch(DType type, F&& f) {
-  if (type == DType::fp32)
-    f(static_cast<float*>(nullptr));
-  else if (type == DType::bf16)
-    f(static_cast<__nv_bfloat16*>(nullptr));
-  else
-    throw unsupported_error("train kernels support fp32 and bf16 activations, not " +
-                            std::string(to_string(type)));
-}
-
-#define FB_ELEM_T std::remove_pointer_t<decltype(tag)>
-
 class CudaTrainKernels final : public TrainKernels {
  public:
   explicit CudaTrainKernels(Backend& backend) : stream_(static_cast<cudaStream_t>(backend.native_stream())) {
     FB_CHECK_CUDA(cudaMalloc(&scalar_, sizeof(double)));
   }
-  ~CudaTrainKernels() override { cudaFree(scalar_); }
+  ~CudaTrainKernels() override {
+    cudaFree(scalar_);
+    for (auto& [key, table] : inv_freq_) cudaFree(table);
+  }
 
   void route_topk(const void* logits, DType type, std::int64_t tokens, std::int64_t experts, std::int64_t k,
                   const float* bias, std::int32_t* idx, float* w) override {
@@ -408,6 +361,40 @@ class CudaTrainKernels final : public TrainKernels {
                                       row_bytes * static_cast<std::size_t>(rows[b]), cudaMemcpyDeviceToDevice,
                                       stream_));
   }
+  void rmsnorm_forward(const void* x, const void* delta, void* sum, const void* gamma, void* y, float* rstd,
+                       DType type, std::int64_t rows, std::int64_t width, std::int64_t ld,
+                       float eps) override {
+    cuda_detail::rmsnorm_forward(stream_, x, delta, sum, gamma, y, rstd, type, rows, width, ld, eps);
+  }
+  void rmsnorm_backward(const void* dy, const void* s, const void* gamma, const float* rstd,
+                        const void* d_residual, void* dx, void* d_gamma, DType type, std::int64_t rows,
+                        std::int64_t width, std::int64_t ld) override {
+    cuda_detail::rmsnorm_backward(stream_, scratch_, dy, s, gamma, rstd, d_residual, dx, d_gamma, type, rows,
+                                  width, ld);
+  }
+  void rope(void* x, DType type, std::int64_t rows, std::int64_t ld, std::int64_t col0, std::int64_t heads,
+            std::int64_t head_stride, std::int64_t rot_dim, std::int64_t seq, float theta,
+            bool inverse) override {
+    cuda_detail::rope(stream_, x, type, rows, ld, col0, heads, head_stride, rot_dim, seq,
+                      inverse_frequencies(rot_dim, theta), inverse);
+  }
+  void embedding_forward(const void* table, DType type, std::int64_t vocab_begin, std::int64_t vocab_rows,
+                         std::int64_t width, const std::int32_t* ids, std::int64_t tokens,
+                         void* out) override {
+    cuda_detail::embedding_forward(stream_, table, type, vocab_begin, vocab_rows, width, ids, tokens, out);
+  }
+  void embedding_backward(const void* d_out, DType type, std::int64_t vocab_begin, std::int64_t vocab_rows,
+                          std::int64_t width, const std::int32_t* ids, std::int64_t tokens,
+                          void* grad) override {
+    cuda_detail::embedding_backward(stream_, scratch_, d_out, type, vocab_begin, vocab_rows, width, ids,
+                                    tokens, grad);
+  }
+  void copy_heads(const void* src, std::int64_t ld_src, std::int64_t src_col0, std::int64_t src_stride,
+                  void* dst, std::int64_t ld_dst, std::int64_t dst_col0, std::int64_t dst_stride, DType type,
+                  std::int64_t rows, std::int64_t heads, std::int64_t width, bool accumulate) override {
+    cuda_detail::copy_heads(stream_, src, ld_src, src_col0, src_stride, dst, ld_dst, dst_col0, dst_stride,
+                            type, rows, heads, width, accumulate);
+  }
   void adam_update(void* param, const void* grad, DType type, float* master, float* m, float* v,
                    std::int64_t count, const AdamParams& p) override {
     if (count == 0) return;
@@ -443,8 +430,23 @@ class CudaTrainKernels final : public TrainKernels {
 
  private:
   static void check() { FB_CHECK_CUDA(cudaGetLastError()); }
+  // The device table of rope_inverse_frequencies(rot_dim, theta), uploaded once per (rot_dim, theta).
+  const float* inverse_frequencies(std::int64_t rot_dim, float theta) {
+    const auto key = std::make_pair(rot_dim, theta);
+    auto it = inv_freq_.find(key);
+    if (it == inv_freq_.end()) {
+      const auto table = rope_inverse_frequencies(rot_dim, theta);
+      float* d = nullptr;
+      FB_CHECK_CUDA(cudaMalloc(&d, std::max<std::size_t>(1, table.size()) * sizeof(float)));
+      FB_CHECK_CUDA(cudaMemcpy(d, table.data(), table.size() * sizeof(float), cudaMemcpyHostToDevice));
+      it = inv_freq_.emplace(key, d).first;
+    }
+    return it->second;
+  }
   cudaStream_t stream_;
   double* scalar_ = nullptr;
+  cuda_detail::Scratch scratch_{stream_};
+  std::map<std::pair<std::int64_t, float>, float*> inv_freq_;
 };
 
 }  // namespace

@@ -69,16 +69,19 @@ double adam_reference_step(std::span<const AdamTensor> tensors, DType type, cons
   const float c2 = adam_bias_correction(p.beta2, p.step);
   double sum = 0;
   for (const AdamTensor& t : tensors) {
+    const float scale = p.grad_scale * t.grad_scale;
+    double squares = 0;
     for (std::int64_t i = 0; i < t.count; ++i) {
       const float raw = load(t.grad, type, i);
-      if (grad_sum_squares) sum += static_cast<double>(raw) * raw;
-      const float g = raw * p.grad_scale;
+      if (grad_sum_squares) squares += static_cast<double>(raw) * raw;
+      const float g = raw * scale;
       t.m[i] = p.beta1 * t.m[i] + (1.0f - p.beta1) * g;
       t.v[i] = p.beta2 * t.v[i] + (1.0f - p.beta2) * g * g;
       const float update = (t.m[i] / c1) / (std::sqrt(t.v[i] / c2) + p.eps) + p.weight_decay * t.master[i];
       t.master[i] -= p.lr * update;
       store(t.param, type, i, t.master[i]);
     }
+    sum += squares * t.norm_weight;
   }
   return sum;
 }

@@ -9,46 +9,18 @@
 
 #include "core/error.hpp"
 #include "core/numeric_formats.hpp"
+#include "kernels/host/block_kernels_host.hpp"
+#include "kernels/host/host_elements.hpp"
 
 namespace fb::kernels {
 namespace {
 
-// Element access for the two activation types; compute is fp32 (as the CUDA kernels).
-struct Bf16 {
-  std::uint16_t bits;
-};
-inline float ld(const float* p, std::int64_t i) {
-  return p[i];
-}
-inline float ld(const Bf16* p, std::int64_t i) {
-  return bf16_to_float(p[i].bits);
-}
-inline void st(float* p, std::int64_t i, float v) {
-  p[i] = v;
-}
-inline void st(Bf16* p, std::int64_t i, float v) {
-  p[i].bits = float_to_bf16(v);
-}
-
-template <typename F>
-void dispatch(DType type, F&& f) {
-  if (type == DType::fp32)
-    f(static_cast<float*>(nullptr));
-  else if (type == DType::bf16)
-    f(static_cast<Bf16*>(nullptr));
-  else
-    throw unsupported_error("train kernels support fp32 and bf16 activations, not " +
-                            std::string(to_string(type)));
-}
-
-template <typename T>
-const T* cp(const void* p) {
-  return static_cast<const T*>(p);
-}
-template <typename T>
-T* mp(void* p) {
-  return static_cast<T*>(p);
-}
+using host::Bf16;
+using host::cp;
+using host::dispatch;
+using host::ld;
+using host::mp;
+using host::st;
 
 inline float silu(float x) {
   return x / (1.0f + std::exp(-x));
@@ -277,6 +249,38 @@ class HostTrainKernels final : public TrainKernels {
       const T* in = cp<T>(x);
       for (std::int64_t i = 0; i < count; ++i) st(o, i, ld(o, i) + ld(in, i));
     });
+  }
+
+  void rmsnorm_forward(const void* x, const void* delta, void* sum, const void* gamma, void* y, float* rstd,
+                       DType type, std::int64_t rows, std::int64_t width, std::int64_t ld,
+                       float eps) override {
+    host::rmsnorm_forward(x, delta, sum, gamma, y, rstd, type, rows, width, ld, eps);
+  }
+  void rmsnorm_backward(const void* dy, const void* s, const void* gamma, const float* rstd,
+                        const void* d_residual, void* dx, void* d_gamma, DType type, std::int64_t rows,
+                        std::int64_t width, std::int64_t ld) override {
+    host::rmsnorm_backward(dy, s, gamma, rstd, d_residual, dx, d_gamma, type, rows, width, ld);
+  }
+  void rope(void* x, DType type, std::int64_t rows, std::int64_t ld, std::int64_t col0, std::int64_t heads,
+            std::int64_t head_stride, std::int64_t rot_dim, std::int64_t seq, float theta,
+            bool inverse) override {
+    host::rope(x, type, rows, ld, col0, heads, head_stride, rot_dim, seq, theta, inverse);
+  }
+  void embedding_forward(const void* table, DType type, std::int64_t vocab_begin, std::int64_t vocab_rows,
+                         std::int64_t width, const std::int32_t* ids, std::int64_t tokens,
+                         void* out) override {
+    host::embedding_forward(table, type, vocab_begin, vocab_rows, width, ids, tokens, out);
+  }
+  void embedding_backward(const void* d_out, DType type, std::int64_t vocab_begin, std::int64_t vocab_rows,
+                          std::int64_t width, const std::int32_t* ids, std::int64_t tokens,
+                          void* grad) override {
+    host::embedding_backward(d_out, type, vocab_begin, vocab_rows, width, ids, tokens, grad);
+  }
+  void copy_heads(const void* src, std::int64_t ld_src, std::int64_t src_col0, std::int64_t src_stride,
+                  void* dst, std::int64_t ld_dst, std::int64_t dst_col0, std::int64_t dst_stride, DType type,
+                  std::int64_t rows, std::int64_t heads, std::int64_t width, bool accumulate) override {
+    host::copy_heads(src, ld_src, src_col0, src_stride, dst, ld_dst, dst_col0, dst_stride, type, rows, heads,
+                     width, accumulate);
   }
 
   void copy_row_blocks(const void* src, void* dst, DType type, std::int64_t width, std::int64_t blocks,

@@ -47,6 +47,11 @@ expect_error sp_tokens 2 "--sequence-parallel: --seq x --micro-batch = 127 token
   fb train --backend host --model tiny-dense --tp 2 --dp 1 --seq 127 --sequence-parallel --dry-run -o "$T/sp_tokens.json"
 no_report sp_tokens
 expect_error host_fp8 2 "--dtype fp8_e4m3 on the host backend" fb train --backend host --dtype fp8 --steps 2 --warmup-steps 0
+expect_error bad_engine 2 "invalid --attention-engine 'fast': expected auto, cudnn, gemm or reference" \
+  fb train --backend host --attention-engine fast
+expect_error cudnn_on_host 2 "--attention-engine cudnn: (cuDNN attention needs the cuda backend|this build has no cuDNN)" \
+  fb train --backend host --steps 2 --warmup-steps 0 --attention-engine cudnn -o "$T/cudnn_on_host.json"
+no_report cudnn_on_host
 
 # The dry run plans a cluster-size layout from one process and reports it.
 run_capture plan fb train --backend host --model llama3-8b --tp 2 --dp 4 --dry-run -o "$T/plan.json"
@@ -54,7 +59,7 @@ run_capture plan fb train --backend host --model llama3-8b --tp 2 --dp 4 --dry-r
 validate "$T/plan.json"
 assert_json "$T/plan.json" "abs(d['results'][0]['metrics']['flops_per_token']['value'] / 1e9 - 51.47) < 0.01" "dry run: llama3-8b 51.47 GFLOP/token"
 assert_json "$T/plan.json" "any(g['name'] == 'llama3-8b/tp2/mlp_up/fwd' and g['m'] == 14336 for g in d['results'][0]['extra']['gemms'])" "dry run: GEMM shapes listed"
-assert_json "$T/plan.json" "[c['name'] for c in d['results'][0]['extra']['collectives_plan']] == ['tp_allreduce/layer_out', 'dp_allreduce/grads']" "dry run: collectives listed"
+assert_json "$T/plan.json" "[c['name'] for c in d['results'][0]['extra']['collectives_plan']] == ['tp_allreduce/layer_out', 'tp_allreduce/embedding', 'dp_allreduce/grads']" "dry run: collectives listed"
 grep -q "does not fit\|GEMMs per micro-batch" "$T/plan.out" && ok "dry run prints the plan" || fail "dry run output: $(head "$T/plan.out")"
 
 finish

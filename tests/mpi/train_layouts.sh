@@ -92,7 +92,12 @@ check_run sp "$T/sp.json" 4
 same_model sp "$T/sp.json" "$T/dense.json"
 B="d['results'][0]['extra']['collective_bytes_per_step']"
 assert_json "$T/sp.json" "$B['tp_allgather/attn_in'] == 2 * 64 * 128 * 4 and $B['tp_reduce_scatter/attn_out'] == 2 * 128 * 128 * 4" "sp: all-gather of 64 of 128 rows, reduce-scatter of all 128 (2 layers, fp32)"
-assert_json "$T/sp.json" "not any(k.startswith('tp_allreduce/') for k in $B)" "sp: no TP all-reduce left"
+assert_json "$T/sp.json" "not any(k.startswith('tp_allreduce/') and k != 'tp_allreduce/replicated_grads' for k in $B)" "sp: no TP all-reduce of activations left"
+# Each TP rank normalises its own rows: the norm gains' gradients (2 per layer and the final norm, 128 wide,
+# fp32) are summed over TP once per step; the embedding's partial rows are reduce-scattered, its gradient
+# all-gathered back.
+assert_json "$T/sp.json" "$B['tp_allreduce/replicated_grads'] == (2 * 2 + 1) * 128 * 4" "sp: norm gain gradients all-reduced over TP"
+assert_json "$T/sp.json" "$B['tp_reduce_scatter/embedding'] == 128 * 128 * 4 and $B['tp_allgather/embedding_grad'] == 64 * 128 * 4" "sp: embedding reduce-scatter and gradient all-gather"
 for op in tp_allgather tp_reduce_scatter; do
   assert_json "$T/sp.json" "sum(v for k, v in $B.items() if k.startswith('$op/')) == sum(c['bytes_per_call'] * c['calls_per_step'] for c in d['results'][0]['extra']['collectives_plan'] if c['name'].startswith('$op/'))" "sp: $op bytes executed = planned"
 done
@@ -112,6 +117,20 @@ run_capture mla_pp fb_mpirun 4 "${COMMON[@]}" --model tiny-mla --tp 2 --pp 2 --g
 check_run mla_pp "$T/mla_pp.json" 4
 bubble mla_pp "$T/mla_pp.json"
 same_model mla_pp "$T/mla_pp.json" "$T/mla_tp.json"
+
+# The fused-attention path of the step (one engine call per direction, Q/K/V read in place from the QKV
+# rows) with the fp64 host reference as its engine: the same model as the blocked GEMMs, to rounding.
+close_model() {  # NAME FILE REFERENCE: loss and gradient norm within 1e-5
+  assert_json "$2" "abs(d['results'][0]['metrics']['loss']['value'] / json.load(open('$3'))['results'][0]['metrics']['loss']['value'] - 1) < 1e-5" "$1: loss within 1e-5 of $(basename "$3" .json)"
+  assert_json "$2" "abs(d['results'][0]['metrics']['grad_norm']['value'] / json.load(open('$3'))['results'][0]['metrics']['grad_norm']['value'] - 1) < 1e-5" "$1: gradient norm within 1e-5 of $(basename "$3" .json)"
+}
+run_capture sp_ref fb_mpirun 4 "${COMMON[@]}" --model tiny-dense --tp 2 --dp 2 --sequence-parallel --attention-engine reference -o "$T/sp_ref.json"
+[ "$RC" -eq 0 ] && ok "tiny-dense sp --attention-engine reference exit 0" || fail "sp_ref exit $RC: $(tail -5 "$T/sp_ref.err")"
+assert_json "$T/sp_ref.json" "d['results'][0]['params']['attention_engine'] == 'reference' and json.load(open('$T/sp.json'))['results'][0]['params']['attention_engine'] == 'gemm'" "sp_ref: engines recorded"
+close_model sp_ref "$T/sp_ref.json" "$T/sp.json"
+run_capture mla_ref fb_mpirun 2 "${COMMON[@]}" --model tiny-mla --tp 2 --grad-accum 2 --attention-engine reference -o "$T/mla_ref.json"
+[ "$RC" -eq 0 ] && ok "tiny-mla tp2 --attention-engine reference exit 0" || fail "mla_ref exit $RC: $(tail -5 "$T/mla_ref.err")"
+close_model mla_ref "$T/mla_ref.json" "$T/mla_tp.json"
 
 # Impossible layouts stop every rank with the reason (no hang, no report).
 run_capture pp_layers timeout 120 mpirun --oversubscribe -np 2 "$FACTORYBENCH" "${COMMON[@]}" --model tiny-moe --pp 2 -o "$T/pp_layers.json"

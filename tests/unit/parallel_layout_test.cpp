@@ -217,8 +217,10 @@ TEST(ParallelLayout, MemoryEstimateAndFitCheck) {
   s.dtype = DType::bf16;
   const auto m = load_model("llama3-70b");
   const auto est = estimate_memory(m, {1, 1, 1, 1}, s);
-  // 70.6 B parameters: 2 B weights + 2 B gradients + 12 B optimizer each (no embedding lookup: −1 B params).
-  EXPECT_NEAR(static_cast<double>(est.weights + est.gradients + est.optimizer) / 16 / 1e9, 69.5, 0.5);
+  // Llama 3 70B's published 70,553,706,496 parameters (embedding, norms and output layer included), at 2 B
+  // weights + 2 B gradients + 12 B optimizer each.
+  EXPECT_EQ((est.weights + est.gradients + est.optimizer) / 16, 70'553'706'496ull);
+  EXPECT_EQ((est.weights + est.gradients + est.optimizer) % 16, 0u);
   try {
     check_fits(est, std::uint64_t{141} << 30, m, {1, 1, 1, 1}, s);
     FAIL();

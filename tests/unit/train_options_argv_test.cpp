@@ -57,6 +57,7 @@ TrainCliOptions all_set() {
   o.dtype = "bf16";
   o.recompute = workloads::Recompute::selective;
   o.attention_flops = workloads::AttentionFlops::full;
+  o.attention_engine = kernels::AttentionEngineChoice::cudnn;
   o.routing_skew = 0.1 + 0.2;  // not exactly 0.3: the text must keep every bit
   o.learning_rate = 3e-4 / 7;
   o.sequence_parallel = true;

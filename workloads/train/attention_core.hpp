@@ -1,8 +1,13 @@
 #pragma once
-// Causal multi-head attention on lower-triangular blocks (scores, softmax, context) and its backward, over
-// the feature-major Q/K/V columns of qkv_t. GQA shares K and V inside a kv group; MLA is one head per group.
-#include <cstdint>
+// The attention core of a layer: causal softmax(Q·Kᵀ·scale)·V over the token-major Q/K/V column blocks of
+// the fused QKV buffer (qkv, T × W with W = LocalDims::qkv_width) into ctx (T × heads·v_head_dim), and its
+// backward. Query head j reads key/value head j / (heads / kv_heads) (GQA; MLA: one head per group).
+// Two implementations: the blocked GEMM path (blocked_attention.cpp: score strips through the GEMM engine
+// and TrainKernels::causal_softmax, probabilities saved) and a fused engine (fused_attention_core.cpp: cuDNN
+// SDPA or the host reference, kernels/attention_engine.hpp; only log-sum-exp statistics saved).
+#include <memory>
 
+#include "kernels/attention_engine.hpp"
 #include "workloads/train/step_context.hpp"
 #include "workloads/train/sublayer.hpp"
 
@@ -10,24 +15,21 @@ namespace fb::workloads::train {
 
 class AttentionCore {
  public:
-  explicit AttentionCore(StepContext& c);
-  // Elements of saved probabilities per sequence (all heads, the lower-triangular blocks only).
-  std::int64_t probs_per_seq() const { return probs_per_seq_; }
-  // qkv_t → probs (saved) and ctx_t.
-  void forward(LayerActs& a);
-  // d ctx_t → d qkv_t (accumulated into dqkv for K and V; dqkv must be zero first).
-  void backward(LayerActs& a, const void* dctx, void* dqkv);
-
- private:
-  // Query block i of B tokens attends keys [0, (i+1)·B); offset = probs of head (group 0, j = 0) of the block
-  // within the sequence's region.
-  struct Strip {
-    std::int64_t keys, offset;
-  };
-  Strip strip(std::int64_t i) const;
-  StepContext& c_;
-  std::int64_t probs_per_seq_ = 0;
-  DeviceBuffer dprobs_;
+  virtual ~AttentionCore() = default;
+  // What forward saves for backward (a.probs or a.stats).
+  virtual void allocate(LayerActs& a) = 0;
+  // a.qkv → a.ctx.
+  virtual void forward(LayerActs& a) = 0;
+  // d ctx → d qkv: every Q, K and V column of dqkv is overwritten (columns beyond V are left alone).
+  virtual void backward(LayerActs& a, const void* dctx, void* dqkv) = 0;
 };
+
+// The attention shape of a rank's layer under `plan` (batch = micro-batch, local heads, Q/K/V column blocks
+// of the qkv rows, the context rows packed).
+kernels::AttentionShape attention_shape(const TrainPlan& plan);
+
+std::unique_ptr<AttentionCore> make_blocked_attention(StepContext& c);
+// `engine` outlives the core.
+std::unique_ptr<AttentionCore> make_fused_attention(StepContext& c, kernels::FusedAttention& engine);
 
 }  // namespace fb::workloads::train

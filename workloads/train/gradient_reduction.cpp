@@ -6,6 +6,7 @@ namespace fb::workloads::train {
 
 void GradientReduction::layer_done(std::int64_t layer) {
   const std::int64_t n_layers = static_cast<std::int64_t>(w_.layers.size()), bucket = c_.o.bucket_layers;
+  tp_reduce_partial(layer);
   if (layer < n_layers && layer % bucket != 0) return;  // a bucket completes at its first layer
   const std::int64_t end_layer = layer == n_layers ? n_layers + 1 : std::min(layer + bucket, n_layers);
   reduce_range(w_.dense, c_.groups.dp.get(), c_.o.parallel.dp, w_.dense.layer_begin[layer],
@@ -13,6 +14,36 @@ void GradientReduction::layer_done(std::int64_t layer) {
   if (w_.experts.count && layer < n_layers)
     reduce_range(w_.experts, c_.groups.edp.get(), c_.groups.edp->size(), w_.experts.layer_begin[layer],
                  w_.experts.layer_begin[std::min(end_layer, n_layers)], "edp_allreduce/expert_grads");
+}
+
+void GradientReduction::embedding_done() {
+  if (w_.embedding < 0) return;
+  reduce_range(w_.dense, c_.groups.dp.get(), c_.o.parallel.dp, 0, w_.dense.layer_begin[0],
+               "dp_allreduce/grads");
+}
+
+// The TP-partial gradients of one layer (or, layer = layers(), of the final norm).
+void GradientReduction::tp_reduce_partial(std::int64_t layer) {
+  if (c_.o.parallel.tp == 1) return;
+  if (layer == static_cast<std::int64_t>(w_.layers.size())) {
+    if (c_.sp) tp_reduce_tensor(w_.final_norm);
+    return;
+  }
+  const auto& w = w_.layers[static_cast<std::size_t>(layer)];
+  if (c_.sp) {
+    tp_reduce_tensor(w.attn_norm);
+    tp_reduce_tensor(w.mlp_norm);
+  }
+  if (w.moe) tp_reduce_tensor(w.router);
+}
+
+void GradientReduction::tp_reduce_tensor(std::int64_t t) {
+  const auto& ten = w_.dense.at(t);
+  const std::int64_t n = ten.in * ten.out;
+  c_.mark(kTpComm);
+  void* g = weight_grad(c_, w_.dense, t);
+  c_.groups.tp->allreduce(g, g, static_cast<std::size_t>(n), c_.dt, ReduceOp::sum);
+  c_.count_bytes("tp_allreduce/replicated_grads", static_cast<double>(n * c_.elem()));
 }
 
 void GradientReduction::reduce_range(Region& r, Communicator* comm, std::int64_t size, std::int64_t begin,

@@ -1,7 +1,11 @@
 #pragma once
-// Data-parallel gradient reduction in buckets of --bucket-layers layers (the output layer is its own bucket):
-// dense gradients over the DP group, expert gradients over the expert-DP group, each bucket reduced as soon
-// as the last micro-batch's backward has produced it; with --overlap without waiting (non-blocking).
+// Gradient reduction after the last micro-batch's backward. First, over the TP group, the gradients of
+// tensors every TP rank holds whole but computes from part of the tokens: the router (each TP rank routes
+// its own token slice) and, with sequence parallelism, the norm gains (each rank normalises its own rows),
+// as Megatron-LM all-reduces its sequence-parallel parameters. Then data-parallel reduction in buckets of
+// --bucket-layers layers (the output layer with the final norm, and the embedding, are buckets of their
+// own): dense gradients over the DP group, expert gradients over the expert-DP group, each bucket reduced as
+// soon as the backward has produced it; with --overlap without waiting (non-blocking).
 #include <memory>
 #include <vector>
 
@@ -14,10 +18,14 @@ class GradientReduction {
   GradientReduction(StepContext& c, ModelWeights& w) : c_(c), w_(w) {}
   // The last micro-batch's backward has finished `layer` (index in this stage; layers() = the output layer).
   void layer_done(std::int64_t layer);
+  // The last micro-batch's backward has reached the embedding (first stage).
+  void embedding_done();
   // Waits for the non-blocking reductions still in flight.
   void finish();
 
  private:
+  void tp_reduce_partial(std::int64_t layer);
+  void tp_reduce_tensor(std::int64_t t);
   void reduce_range(Region& r, Communicator* comm, std::int64_t size, std::int64_t begin, std::int64_t end,
                     const char* name);
   StepContext& c_;

@@ -1,129 +1,168 @@
 #include "workloads/train/mla_attention.hpp"
 
-#include <vector>
-
 namespace fb::workloads::train {
 namespace {
 
-// Feature-major layout: latent = [c_q | c_kv | k_rope] from the down projections; Q from q_up (or q);
-// kv_up writes [V | k_nope] at the V columns of qkv_t; each head's K = [k_nope_j | k_rope] is assembled so
-// the attention core runs one GEMM with head dim nope + rope for scores and v_head_dim for the context.
+// Multi-head latent attention (DeepSeek-V2/V3), token-major. The down projections write the latent
+// [c_q | c_kv | k_rope] (L = q_lora + kv_lora + rope columns); its norms and the rotated k_rope make
+// latent_n = [norm(c_q) | norm(c_kv) | rope(k_rope)], which the up projections read: q_up → Q (each head
+// [q_nope | q_rope], q_rope rotated), kv_up → [V | k_nope] at the V columns of qkv. Each head's key
+// K_j = [k_nope_j | the shared rotated k_rope] is assembled so the attention core runs with head dim
+// nope + rope for the scores and v_head_dim for the context.
 class MlaProjection final : public QkvProjection {
  public:
-  MlaProjection(StepContext& c, Region& dense);
-  void allocate(LayerActs& a) override { a.latent = c_.act(c_.l.tokens * c_.l.mla_latent); }
+  MlaProjection(StepContext& c, Region& dense) : c_(c), dense_(dense) {
+    dlat_n_ = c.act(c.l.tokens * c.l.mla_latent);
+    dlat_ = c.act(c.l.tokens * c.l.mla_latent);
+  }
+  void allocate(LayerActs& a) override {
+    const std::int64_t T = c_.l.tokens;
+    a.latent = c_.act(T * c_.l.mla_latent);
+    a.latent_n = c_.act(T * c_.l.mla_latent);
+    a.rstd_q = c_.alloc(T, 4);
+    a.rstd_kv = c_.alloc(T, 4);
+  }
   void forward(LayerActs& a, const LayerWeights& w) override;
   void backward(LayerActs& a, const LayerWeights& w) override;
 
  private:
+  void latent_forward(LayerActs& a, const LayerWeights& w);
+  void assemble_keys(LayerActs& a);
   void up_projections_backward(LayerActs& a, const LayerWeights& w);
+  void latent_backward(LayerActs& a, const LayerWeights& w);
   void down_projections_backward(LayerActs& a, const LayerWeights& w);
-  const void* W(std::int64_t t) const { return weight(c_, dense_, t); }
-  void* dW(std::int64_t t) { return weight_grad(c_, dense_, t); }
+
+  const MlaConfig& m() const { return *c_.m.mla; }
+  std::int64_t L() const { return c_.l.mla_latent; }
+  std::int64_t W() const { return c_.l.qkv_width; }
+  std::int64_t k_col() const { return c_.l.heads * c_.l.head_dim; }
+  std::int64_t v_col() const { return 2 * c_.l.heads * c_.l.head_dim; }
+  std::int64_t staged_col() const { return v_col() + c_.l.heads * c_.l.v_head_dim; }  // kv_up's k_nope
+  std::int64_t rope_col() const { return m().q_lora_rank + m().kv_lora_rank; }        // k_rope in the latent
+  void rope(void* p, std::int64_t ld, std::int64_t col0, std::int64_t heads, std::int64_t stride,
+            bool inverse) {
+    c_.mark(kElementwise);
+    c_.k->rope(p, c_.dt, c_.l.tokens, ld, col0, heads, stride, m().qk_rope_head_dim, c_.l.seq,
+               c_.m.rope_theta, inverse);
+  }
+
   StepContext& c_;
   Region& dense_;
-  // Column blocks of the K assembly (forward) and of its gradient (backward), per head j:
-  // K_j = [k_nope_j (from kv_up's output, staged after V) | k_rope (latent's last columns)].
-  std::vector<std::int64_t> k_nope_, nope_staged_, nope_cols_, k_rope_, rope_latent_, rope_cols_;
-  DeviceBuffer dlat_;  // the latent's gradient
+  DeviceBuffer dlat_n_, dlat_;  // gradients of latent_n and of latent
 };
 
-MlaProjection::MlaProjection(StepContext& c, Region& dense) : c_(c), dense_(dense) {
-  const auto& m = *c.m.mla;
-  const std::int64_t nh = c.l.heads, dq = c.l.head_dim, nope = m.qk_nope_head_dim;
-  const std::int64_t k_col = nh * dq, staged = 2 * nh * dq + nh * c.l.v_head_dim;
-  for (std::int64_t j = 0; j < nh; ++j) {
-    k_nope_.push_back(k_col + j * dq);
-    nope_staged_.push_back(staged + j * nope);
-    nope_cols_.push_back(nope);
-    k_rope_.push_back(k_col + j * dq + nope);
-    rope_latent_.push_back(m.q_lora_rank + m.kv_lora_rank);
-    rope_cols_.push_back(m.qk_rope_head_dim);
-  }
-  dlat_ = c.act(c.l.tokens * c.l.mla_latent);
-}
-
 void MlaProjection::forward(LayerActs& a, const LayerWeights& w) {
-  const auto& m = *c_.m.mla;
-  const std::int64_t T = c_.l.tokens, h = c_.m.hidden, nh = c_.l.heads, dq = c_.l.head_dim;
-  const std::int64_t ql = m.q_lora_rank, kvl = m.kv_lora_rank, rope = m.qk_rope_head_dim;
-  const std::int64_t v_col = 2 * nh * dq;
+  latent_forward(a, w);
+  const std::int64_t T = c_.l.tokens, nh = c_.l.heads, dq = c_.l.head_dim;
   c_.mark(kGemm);
-  if (ql > 0) {
-    c_.gemm(T, ql, h, true, false, a.x_in.data(), h, W(w.q_down), h, a.latent.data(), T, 0.0);
-    c_.gemm(T, nh * dq, ql, false, false, a.latent.data(), T, W(w.q_up), ql, a.qkv_t.data(), T, 0.0);
-  } else {
-    c_.gemm(T, nh * dq, h, true, false, a.x_in.data(), h, W(w.q), h, a.qkv_t.data(), T, 0.0);
-  }
-  c_.gemm(T, kvl + rope, h, true, false, a.x_in.data(), h, W(w.kv_down), h, c_.at(a.latent, ql * T), T, 0.0);
-  c_.gemm(T, nh * (c_.l.v_head_dim + m.qk_nope_head_dim), kvl, false, false, c_.at(a.latent, ql * T), T,
-          W(w.kv_up), kvl, c_.at(a.qkv_t, v_col * T), T, 0.0);
-  c_.mark(kElementwise);
-  c_.copy_columns(a.qkv_t.data(), a.qkv_t.data(), nope_staged_, k_nope_, nope_cols_);
-  c_.copy_columns(a.latent.data(), a.qkv_t.data(), rope_latent_, k_rope_, rope_cols_);
+  if (m().q_lora_rank > 0)
+    linear_forward(c_, dense_, w.q_up, a.latent_n.data(), T, a.qkv.data(), 0, L(), W());
+  else
+    linear_forward(c_, dense_, w.q, a.xn_in.data(), T, a.qkv.data(), 0, 0, W());
+  linear_forward(c_, dense_, w.kv_up, c_.at(a.latent_n, m().q_lora_rank), T, c_.at(a.qkv, v_col()), 0, L(),
+                 W());
+  rope(a.qkv.data(), W(), m().qk_nope_head_dim, nh, dq, false);  // each query head's rope part
+  assemble_keys(a);
 }
 
-// From d qkv_t (g_a: dQ, dK, dV): kv_up's output gradient [dV | d k_nope], the shared rope half's gradient
-// summed over heads, and the up projections' dgrad/wgrad into the latent gradient.
+// The down projections, the latent norms and the rotation of k_rope.
+void MlaProjection::latent_forward(LayerActs& a, const LayerWeights& w) {
+  const std::int64_t T = c_.l.tokens, ql = m().q_lora_rank, kvl = m().kv_lora_rank;
+  c_.mark(kGemm);
+  if (ql > 0) linear_forward(c_, dense_, w.q_down, a.xn_in.data(), T, a.latent.data(), 0, 0, L());
+  linear_forward(c_, dense_, w.kv_down, a.xn_in.data(), T, c_.at(a.latent, ql), 0, 0, L());
+  c_.mark(kElementwise);
+  if (ql > 0)
+    c_.k->rmsnorm_forward(a.latent.data(), nullptr, nullptr, weight(c_, dense_, w.q_norm), a.latent_n.data(),
+                          a.rstd_q.as<float>(), c_.dt, T, ql, L(), c_.m.norm_eps);
+  c_.k->rmsnorm_forward(c_.at(a.latent, ql), nullptr, nullptr, weight(c_, dense_, w.kv_norm),
+                        c_.at(a.latent_n, ql), a.rstd_kv.as<float>(), c_.dt, T, kvl, L(), c_.m.norm_eps);
+  c_.k->copy_heads(a.latent.data(), L(), rope_col(), 0, a.latent_n.data(), L(), rope_col(), 0, c_.dt, T, 1,
+                   m().qk_rope_head_dim, false);
+  rope(a.latent_n.data(), L(), rope_col(), 1, 0, false);
+}
+
+// K_j = [k_nope_j (staged after V by kv_up) | k_rope (shared by every head)].
+void MlaProjection::assemble_keys(LayerActs& a) {
+  const std::int64_t T = c_.l.tokens, nh = c_.l.heads, dq = c_.l.head_dim, nope = m().qk_nope_head_dim;
+  c_.mark(kElementwise);
+  c_.k->copy_heads(a.qkv.data(), W(), staged_col(), nope, a.qkv.data(), W(), k_col(), dq, c_.dt, T, nh, nope,
+                   false);
+  c_.k->copy_heads(a.latent_n.data(), L(), rope_col(), 0, a.qkv.data(), W(), k_col() + nope, dq, c_.dt, T, nh,
+                   m().qk_rope_head_dim, false);
+}
+
+// From d qkv (g_a: dQ, dK, dV): kv_up's output gradient [dV | d k_nope], the shared k_rope's gradient summed
+// over heads, and the up projections' dgrad/wgrad into dlat_n.
 void MlaProjection::up_projections_backward(LayerActs& a, const LayerWeights& w) {
-  const auto& m = *c_.m.mla;
-  const std::int64_t T = c_.l.tokens, nh = c_.l.heads, dq = c_.l.head_dim, dv = c_.l.v_head_dim;
-  const std::int64_t ql = m.q_lora_rank, kvl = m.kv_lora_rank, rope = m.qk_rope_head_dim;
-  const std::int64_t nope = m.qk_nope_head_dim, v_col = 2 * nh * dq;
+  const std::int64_t T = c_.l.tokens, nh = c_.l.heads, dq = c_.l.head_dim, nope = m().qk_nope_head_dim;
+  const std::int64_t ql = m().q_lora_rank;
   void* dqkv = c_.ws.g_a.data();
   c_.mark(kElementwise);
-  c_.copy_columns(dqkv, dqkv, k_nope_, nope_staged_, nope_cols_);
-  void* d_rope = c_.at(dlat_, (ql + kvl) * T);
-  c_.k->scale(d_rope, c_.dt, T * rope, 0.0f);
-  for (std::int64_t j = 0; j < nh; ++j)
-    c_.k->add(d_rope, c_.at(dqkv, (nh * dq + j * dq + nope) * T), c_.dt, T * rope);
+  c_.k->copy_heads(dqkv, W(), k_col(), dq, dqkv, W(), staged_col(), nope, c_.dt, T, nh, nope, false);
+  c_.k->copy_heads(dqkv, W(), k_col() + nope, dq, dlat_n_.data(), L(), rope_col(), 0, c_.dt, T, nh,
+                   m().qk_rope_head_dim, false);
+  rope(dqkv, W(), nope, nh, dq, true);
   c_.mark(kGemm);
-  const std::int64_t kv_out = nh * (dv + nope);
-  c_.gemm(T, kvl, kv_out, false, true, c_.at(dqkv, v_col * T), T, W(w.kv_up), kvl, c_.at(dlat_, ql * T), T,
-          0.0);
-  c_.gemm(kvl, kv_out, T, true, false, c_.at(a.latent, ql * T), T, c_.at(dqkv, v_col * T), T, dW(w.kv_up),
-          kvl, 1.0);
+  linear_dgrad(c_, dense_, w.kv_up, c_.at(dqkv, v_col()), T, c_.at(dlat_n_, ql), 0, W(), L());
+  linear_wgrad(c_, dense_, w.kv_up, c_.at(a.latent_n, ql), c_.at(dqkv, v_col()), T, L(), W());
   if (ql > 0) {
-    c_.gemm(T, ql, nh * dq, false, true, dqkv, T, W(w.q_up), ql, dlat_.data(), T, 0.0);
-    c_.gemm(ql, nh * dq, T, true, false, a.latent.data(), T, dqkv, T, dW(w.q_up), ql, 1.0);
+    linear_dgrad(c_, dense_, w.q_up, dqkv, T, dlat_n_.data(), 0, W(), L());
+    linear_wgrad(c_, dense_, w.q_up, a.latent_n.data(), dqkv, T, L(), W());
   }
 }
 
-// The replicated down projections give the full d x_in on every rank (g_c); with q_lora_rank 0 the query
+// dlat_n → dlat: k_rope rotated back, the latent norms' backward (gains' gradients accumulated).
+void MlaProjection::latent_backward(LayerActs& a, const LayerWeights& w) {
+  const std::int64_t T = c_.l.tokens, ql = m().q_lora_rank, kvl = m().kv_lora_rank;
+  rope(dlat_n_.data(), L(), rope_col(), 1, 0, true);
+  c_.mark(kElementwise);
+  c_.k->copy_heads(dlat_n_.data(), L(), rope_col(), 0, dlat_.data(), L(), rope_col(), 0, c_.dt, T, 1,
+                   m().qk_rope_head_dim, false);
+  if (ql > 0)
+    c_.k->rmsnorm_backward(dlat_n_.data(), a.latent.data(), weight(c_, dense_, w.q_norm),
+                           a.rstd_q.as<float>(), nullptr, dlat_.data(), weight_grad(c_, dense_, w.q_norm),
+                           c_.dt, T, ql, L());
+  c_.k->rmsnorm_backward(c_.at(dlat_n_, ql), c_.at(a.latent, ql), weight(c_, dense_, w.kv_norm),
+                         a.rstd_kv.as<float>(), nullptr, c_.at(dlat_, ql), weight_grad(c_, dense_, w.kv_norm),
+                         c_.dt, T, kvl, L());
+}
+
+// The replicated down projections give the full d xn_in on every rank (g_c); with q_lora_rank 0 the query
 // projection's part is partial and TP-reduced.
 void MlaProjection::down_projections_backward(LayerActs& a, const LayerWeights& w) {
-  const auto& m = *c_.m.mla;
-  const std::int64_t T = c_.l.tokens, h = c_.m.hidden, nh = c_.l.heads, dq = c_.l.head_dim;
-  const std::int64_t ql = m.q_lora_rank, kvl = m.kv_lora_rank, rope = m.qk_rope_head_dim;
+  const std::int64_t T = c_.l.tokens, h = c_.m.hidden, ql = m().q_lora_rank;
   void* dqkv = c_.ws.g_a.data();
   void* g_c = c_.ws.g_c.data();
   c_.mark(kGemm);
   if (ql > 0) {
-    c_.gemm(h, T, ql, false, true, W(w.q_down), h, dlat_.data(), T, g_c, h, 0.0);
-    c_.gemm(h, ql, T, false, false, a.x_in.data(), h, dlat_.data(), T, dW(w.q_down), h, 1.0);
+    linear_dgrad(c_, dense_, w.q_down, dlat_.data(), T, g_c, 0, L(), 0);
+    linear_wgrad(c_, dense_, w.q_down, a.xn_in.data(), dlat_.data(), T, 0, L());
   }
-  c_.gemm(h, T, kvl + rope, false, true, W(w.kv_down), h, c_.at(dlat_, ql * T), T, g_c, h,
-          ql > 0 ? 1.0 : 0.0);
-  c_.gemm(h, kvl + rope, T, false, false, a.x_in.data(), h, c_.at(dlat_, ql * T), T, dW(w.kv_down), h, 1.0);
+  linear_dgrad(c_, dense_, w.kv_down, c_.at(dlat_, ql), T, g_c, ql > 0 ? 1.0 : 0.0, L(), 0);
+  linear_wgrad(c_, dense_, w.kv_down, a.xn_in.data(), c_.at(dlat_, ql), T, 0, L());
   if (ql == 0) {
     void* tmp = c_.ws.tmp.data();
-    c_.gemm(h, T, nh * dq, false, true, W(w.q), h, dqkv, T, tmp, h, 0.0);
-    c_.gemm(h, nh * dq, T, false, false, a.x_in.data(), h, dqkv, T, dW(w.q), h, 1.0);
+    linear_dgrad(c_, dense_, w.q, dqkv, T, tmp, 0, W(), 0);
+    linear_wgrad(c_, dense_, w.q, a.xn_in.data(), dqkv, T, 0, W());
     c_.tp_reduce(tmp, "q_dgrad");
     c_.mark(kElementwise);
     c_.k->add(c_.my_rows(g_c), c_.my_rows(tmp), c_.dt, c_.rows * h);
   }
 }
 
-// One TP all-reduce of the latent gradient between the two halves: the up projections are column-parallel.
+// One TP all-reduce of the normed latent's gradient between the two halves: the up projections are
+// column-parallel, and the latent norms then run (identically) on every TP rank.
 void MlaProjection::backward(LayerActs& a, const LayerWeights& w) {
   up_projections_backward(a, w);
   if (c_.o.parallel.tp > 1) {
-    const std::int64_t n = c_.l.tokens * c_.l.mla_latent;
+    const std::int64_t n = c_.l.tokens * L();
     c_.mark(kTpComm);
-    c_.groups.tp->allreduce(dlat_.data(), dlat_.data(), static_cast<std::size_t>(n), c_.dt, ReduceOp::sum);
+    c_.groups.tp->allreduce(dlat_n_.data(), dlat_n_.data(), static_cast<std::size_t>(n), c_.dt,
+                            ReduceOp::sum);
     c_.count_bytes("tp_allreduce/mla_latent_grad", static_cast<double>(n * c_.elem()));
   }
+  latent_backward(a, w);
   down_projections_backward(a, w);
 }
 

@@ -1,5 +1,6 @@
 #include "workloads/train/model_weights.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <utility>
 
@@ -9,16 +10,26 @@
 namespace fb::workloads::train {
 
 std::int64_t Region::add(std::int64_t in, std::int64_t out, bool tp_replicated) {
-  tensors.push_back({count, in, out, tp_replicated});
+  tensors.push_back({count, in, out, tp_replicated, false});
   seed_ids.push_back(next_id++);
   count += in * out;
   return static_cast<std::int64_t>(tensors.size()) - 1;
 }
 
+std::int64_t Region::add_norm(std::int64_t width) {
+  const std::int64_t t = add(1, width, true);
+  tensors.back().ones = true;
+  return t;
+}
+
 namespace {
 
 void add_attention(const StepContext& c, Region& dense, LayerWeights& w) {
+  w.attn_norm = dense.add_norm(c.m.hidden);
   if (c.m.mla) {
+    const auto& a = *c.m.mla;
+    if (a.q_lora_rank > 0) w.q_norm = dense.add_norm(a.q_lora_rank);
+    w.kv_norm = dense.add_norm(a.kv_lora_rank);
     for (const auto& p : mla_projections(c.m, c.o.parallel.tp)) {
       const std::int64_t t = dense.add(p.in, p.out, p.tp_replicated);
       if (p.role == "q_down") w.q_down = t;
@@ -36,6 +47,7 @@ void add_attention(const StepContext& c, Region& dense, LayerWeights& w) {
 
 void add_feed_forward(const StepContext& c, ModelWeights& mw, LayerWeights& w) {
   const std::int64_t h = c.m.hidden, up = c.swiglu() ? 2 : 1;
+  w.mlp_norm = mw.dense.add_norm(h);
   if (w.moe) {
     w.router = mw.dense.add(h, c.m.moe->experts, true);
     if (c.l.shared_ffn > 0) {
@@ -65,8 +77,12 @@ void initialise(StepContext& c, Region& r, std::uint64_t seed, std::uint64_t rep
   for (std::size_t t = 0; t < r.tensors.size(); ++t) {
     const auto& ten = r.tensors[t];
     const double a = 1.0 / std::sqrt(static_cast<double>(ten.in));
-    fill_random_host(host.data() + ten.offset, static_cast<std::size_t>(ten.in * ten.out), DType::fp32,
-                     derive_seed(ten.tp_replicated ? replicated_seed : seed, r.seed_ids[t]), a / 16, a);
+    const auto n = static_cast<std::size_t>(ten.in * ten.out);
+    if (ten.ones)
+      std::fill_n(host.data() + ten.offset, n, 1.0f);
+    else
+      fill_random_host(host.data() + ten.offset, n, DType::fp32,
+                       derive_seed(ten.tp_replicated ? replicated_seed : seed, r.seed_ids[t]), a / 16, a);
   }
   c.backend.copy_to_device(r.master, host.data(), host.size() * 4);
   c.k->convert_from_fp32(r.master.as<float>(), r.param.data(), c.dt, r.count);
@@ -76,8 +92,11 @@ void initialise(StepContext& c, Region& r, std::uint64_t seed, std::uint64_t rep
 
 }  // namespace
 
-ModelWeights make_model_weights(StepContext& c, std::int64_t first_layer, bool last_stage) {
+ModelWeights make_model_weights(StepContext& c, std::int64_t first_layer, bool first_stage, bool last_stage) {
   ModelWeights mw;
+  // The embedding table: this TP rank's vocab rows [t·V/T, …), h wide (stored h × rows: row v at v·h).
+  mw.dense.next_id = std::uint64_t{1} << 41;
+  if (first_stage) mw.embedding = mw.dense.add(c.m.hidden, c.l.vocab);
   mw.layers.resize(static_cast<std::size_t>(c.l.layers));
   for (std::int64_t i = 0; i < c.l.layers; ++i) {
     auto& w = mw.layers[static_cast<std::size_t>(i)];
@@ -92,7 +111,10 @@ ModelWeights make_model_weights(StepContext& c, std::int64_t first_layer, bool l
   mw.dense.layer_begin.push_back(mw.dense.count);
   mw.experts.layer_begin.push_back(mw.experts.count);
   mw.dense.next_id = std::uint64_t{1} << 40;
-  if (last_stage) mw.logits = mw.dense.add(c.m.hidden, c.l.vocab);
+  if (last_stage) {
+    mw.logits = mw.dense.add(c.m.hidden, c.l.vocab);
+    mw.final_norm = mw.dense.add_norm(c.m.hidden);
+  }
   mw.dense.layer_begin.push_back(mw.dense.count);
 
   // Seeded by this rank's TP shard (experts: EP rank) and the tensor's place in the model: the same on every
@@ -113,21 +135,24 @@ void* weight_grad(const StepContext& c, Region& r, std::int64_t t) {
 }
 
 void linear_forward(StepContext& c, const Region& r, std::int64_t t, const void* x, std::int64_t rows,
-                    void* y, double beta) {
-  const auto& w = r.tensors[static_cast<std::size_t>(t)];
-  c.gemm(w.out, rows, w.in, true, false, weight(c, r, t), w.in, x, w.in, y, w.out, beta);
+                    void* y, double beta, std::int64_t ld_x, std::int64_t ld_y) {
+  const auto& w = r.at(t);
+  c.gemm(w.out, rows, w.in, true, false, weight(c, r, t), w.in, x, ld_x ? ld_x : w.in, y, ld_y ? ld_y : w.out,
+         beta);
 }
 
 void linear_dgrad(StepContext& c, const Region& r, std::int64_t t, const void* dy, std::int64_t rows,
-                  void* dx, double beta) {
-  const auto& w = r.tensors[static_cast<std::size_t>(t)];
-  c.gemm(w.in, rows, w.out, false, false, weight(c, r, t), w.in, dy, w.out, dx, w.in, beta);
+                  void* dx, double beta, std::int64_t ld_dy, std::int64_t ld_dx) {
+  const auto& w = r.at(t);
+  c.gemm(w.in, rows, w.out, false, false, weight(c, r, t), w.in, dy, ld_dy ? ld_dy : w.out, dx,
+         ld_dx ? ld_dx : w.in, beta);
 }
 
-void linear_wgrad(StepContext& c, Region& r, std::int64_t t, const void* x, const void* dy,
-                  std::int64_t rows) {
-  const auto& w = r.tensors[static_cast<std::size_t>(t)];
-  c.gemm(w.in, w.out, rows, false, true, x, w.in, dy, w.out, weight_grad(c, r, t), w.in, 1.0);
+void linear_wgrad(StepContext& c, Region& r, std::int64_t t, const void* x, const void* dy, std::int64_t rows,
+                  std::int64_t ld_x, std::int64_t ld_dy) {
+  const auto& w = r.at(t);
+  c.gemm(w.in, w.out, rows, false, true, x, ld_x ? ld_x : w.in, dy, ld_dy ? ld_dy : w.out,
+         weight_grad(c, r, t), w.in, 1.0);
 }
 
 }  // namespace fb::workloads::train

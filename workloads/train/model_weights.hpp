@@ -16,23 +16,30 @@ struct Region {
   DeviceBuffer param, grad, master, m, v;
   struct Tensor {
     std::int64_t offset, in, out;
-    bool tp_replicated;  // identical on every TP rank (router, MLA down projections): seeded without t
+    bool tp_replicated;  // identical on every TP rank (router, norms, MLA down projections): seeded without t
+    bool ones;           // a norm's gain: starts at 1
   };
   std::vector<Tensor> tensors;
-  std::vector<std::int64_t> layer_begin;  // element offset where each layer's tensors begin (+ end sentinel)
+  // Element offset where each layer's tensors begin, then an end sentinel for the layers, then the end of
+  // the output layer (and final norm). On the first stage the embedding table lies before layer_begin[0].
+  std::vector<std::int64_t> layer_begin;
   // Seed id of each tensor: set `next_id` per model layer so that a tensor's initial values depend on its
   // place in the model, not on how pipeline stages split the layers.
   std::vector<std::uint64_t> seed_ids;
   std::uint64_t next_id = 0;
   std::int64_t add(std::int64_t in, std::int64_t out, bool tp_replicated = false);
+  std::int64_t add_norm(std::int64_t width);  // an RMSNorm gain (1 × width, replicated over TP, ones)
+  const Tensor& at(std::int64_t t) const { return tensors[static_cast<std::size_t>(t)]; }
 };
 
 // Tensor indices of one layer (-1: absent). MoE layers index their first local expert's up projection in
 // the expert region; expert e's up and down projections are expert_up + 2e and expert_up + 2e + 1.
 struct LayerWeights {
+  std::int64_t attn_norm = -1, mlp_norm = -1;  // the pre-norms of the attention and feed-forward sublayers
   std::int64_t qkv = -1, attn_out = -1, mlp_up = -1, mlp_down = -1, router = -1, shared_up = -1,
                shared_down = -1;
   std::int64_t q_down = -1, q_up = -1, q = -1, kv_down = -1, kv_up = -1;  // MLA (q: q_lora_rank 0)
+  std::int64_t q_norm = -1, kv_norm = -1;                                 // MLA latent norms
   std::int64_t expert_up = -1;
   bool moe = false;
 };
@@ -40,24 +47,29 @@ struct LayerWeights {
 struct ModelWeights {
   Region dense, experts;
   std::vector<LayerWeights> layers;  // this pipeline stage's layers
+  std::int64_t embedding = -1;       // the input embedding, vocabulary split over TP (first stage only)
+  std::int64_t final_norm = -1;      // the norm before the output layer (last stage only)
   std::int64_t logits = -1;          // the output layer (last stage only)
 };
 
-// Lays out this stage's layers (global indices first_layer…) and initialises them: weights ~ ±[1/16, 1]/√in,
-// seeded by the tensor's place in the model and this rank's TP shard (experts: EP rank); moments zero.
-ModelWeights make_model_weights(StepContext& c, std::int64_t first_layer, bool last_stage);
+// Lays out this stage's layers (global indices first_layer…), with the embedding on the first stage and the
+// final norm and output layer on the last, and initialises them: weights ~ ±[1/16, 1]/√in, seeded by the
+// tensor's place in the model and this rank's TP shard (experts: EP rank); norm gains 1; moments zero.
+ModelWeights make_model_weights(StepContext& c, std::int64_t first_layer, bool first_stage, bool last_stage);
 
-// Linear layer with W stored in×out (column-major, lda = in), activations width×rows.
+// Linear layer with W stored in×out (column-major, lda = in), activations token-major (width×rows): token
+// rows ld_x / ld_y elements apart (0 = packed: in or out), so a layer can read or write a column block of a
+// wider buffer (the fused QKV output, the MLA latent).
 const void* weight(const StepContext& c, const Region& r, std::int64_t t);
 void* weight_grad(const StepContext& c, Region& r, std::int64_t t);
 // y = Wᵀx (+ beta·y).
 void linear_forward(StepContext& c, const Region& r, std::int64_t t, const void* x, std::int64_t rows,
-                    void* y, double beta = 0);
+                    void* y, double beta = 0, std::int64_t ld_x = 0, std::int64_t ld_y = 0);
 // dx = W·dy (+ beta·dx).
 void linear_dgrad(StepContext& c, const Region& r, std::int64_t t, const void* dy, std::int64_t rows,
-                  void* dx, double beta = 0);
+                  void* dx, double beta = 0, std::int64_t ld_dy = 0, std::int64_t ld_dx = 0);
 // dW += x·dyᵀ.
-void linear_wgrad(StepContext& c, Region& r, std::int64_t t, const void* x, const void* dy,
-                  std::int64_t rows);
+void linear_wgrad(StepContext& c, Region& r, std::int64_t t, const void* x, const void* dy, std::int64_t rows,
+                  std::int64_t ld_x = 0, std::int64_t ld_dy = 0);
 
 }  // namespace fb::workloads::train

@@ -1,7 +1,7 @@
 #pragma once
-// The MoE feed-forward sublayer: shared experts (tensor-parallel, all tokens), the router, dispatch to the
-// routed experts (moe_dispatch.cpp), grouped expert GEMMs with the real per-expert row counts, combine, and
-// the backward of each.
+// The MoE feed-forward sublayer on norm2(x_mid): shared experts (tensor-parallel, all tokens), the router,
+// dispatch to the routed experts (moe_dispatch.cpp), grouped expert GEMMs with the real per-expert row counts
+// (expert_gemms.cpp), combine, the residual add fused with the next norm, and the backward of each.
 #include "workloads/train/moe_dispatch.hpp"
 #include "workloads/train/sublayer.hpp"
 
@@ -11,7 +11,7 @@ class MoeLayer final : public Sublayer {
  public:
   MoeLayer(StepContext& c, ModelWeights& w) : c_(c), w_(w), dispatch_(c) {}
   void allocate(LayerActs& a, const LayerWeights& w) override;
-  void forward(LayerActs& a, const LayerWeights& w, void* out) override;
+  void forward(LayerActs& a, const LayerWeights& w, void* out, const NormTarget& next) override;
   void backward(LayerActs& a, const LayerWeights& w) override;
   const MoeDispatch& dispatch() const { return dispatch_; }
 

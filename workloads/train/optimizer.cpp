@@ -1,33 +1,43 @@
 #include "workloads/train/optimizer.hpp"
 
+#include <vector>
+
 namespace fb::workloads::train {
+namespace {
 
-double Optimizer::replicas(const Region& r) const {
-  if (&r == &w_.dense) return static_cast<double>(c_.o.parallel.dp);
-  return w_.experts.count ? static_cast<double>(c_.groups.edp->size()) : 1.0;
+// Every tensor of a region, its gradients averaged over `replicas` × micro-batches.
+void add_region(StepContext& c, Region& r, double replicas, std::vector<kernels::AdamTensor>& out) {
+  const auto scale = static_cast<float>(1.0 / (replicas * static_cast<double>(c.plan.shape.grad_accum)));
+  const double tp = static_cast<double>(c.o.parallel.tp);
+  for (const auto& t : r.tensors) {
+    kernels::AdamTensor a;
+    a.master = r.master.as<float>() + t.offset;
+    a.m = r.m.as<float>() + t.offset;
+    a.v = r.v.as<float>() + t.offset;
+    a.grad = c.at(r.grad, t.offset);
+    a.param = c.at(r.param, t.offset);
+    a.count = t.in * t.out;
+    a.grad_scale = scale;
+    a.norm_weight = 1.0 / (replicas * (t.tp_replicated ? tp : 1.0));
+    out.push_back(a);
+  }
 }
 
-double Optimizer::gradient_sum_squares() {
-  c_.mark(kOptimizer);
-  const auto& d = w_.dense;
-  double s = c_.k->sum_squares(d.grad.data(), c_.dt, d.count) / static_cast<double>(c_.o.parallel.dp);
-  if (w_.experts.count)
-    s += c_.k->sum_squares(w_.experts.grad.data(), c_.dt, w_.experts.count) / c_.groups.edp->size();
-  return s;
+}  // namespace
+
+Optimizer::Optimizer(StepContext& c, ModelWeights& w) : c_(c) {
+  std::vector<kernels::AdamTensor> tensors;
+  add_region(c, w.dense, static_cast<double>(c.o.parallel.dp), tensors);
+  if (w.experts.count) add_region(c, w.experts, static_cast<double>(c.groups.edp->size()), tensors);
+  adam_ = kernels::make_multi_tensor_adam(c.backend, std::move(tensors), c.dt);
 }
 
-void Optimizer::update(std::int64_t step_number) {
+double Optimizer::step(std::int64_t step_number) {
   c_.mark(kOptimizer);
   kernels::AdamParams p;
   p.lr = c_.o.learning_rate;
   p.step = step_number;
-  for (Region* r : {&w_.dense, &w_.experts}) {
-    if (r->count == 0) continue;
-    // Gradients are sums over micro-batches and DP replicas: average them.
-    p.grad_scale = static_cast<float>(1.0 / (replicas(*r) * static_cast<double>(c_.plan.shape.grad_accum)));
-    c_.k->adam_update(r->param.data(), r->grad.data(), c_.dt, r->master.as<float>(), r->m.as<float>(),
-                      r->v.as<float>(), r->count, p);
-  }
+  return adam_->step(p, true);
 }
 
 }  // namespace fb::workloads::train

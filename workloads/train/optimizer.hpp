@@ -1,23 +1,25 @@
 #pragma once
-// The optimizer step: the gradient norm's sum of squares and Adam (AdamW with weight decay) on both
-// parameter regions, with gradients averaged over micro-batches and data-parallel replicas.
+// The optimizer step: Adam (AdamW with weight decay) on every parameter tensor of both regions in one
+// multi-tensor pass (kernels/adam_multi_tensor.hpp: one kernel launch on cuda), gradients averaged over
+// micro-batches and data-parallel replicas, and the gradient norm's sum of squares from the same pass.
+#include <memory>
+
+#include "kernels/adam_multi_tensor.hpp"
 #include "workloads/train/model_weights.hpp"
 
 namespace fb::workloads::train {
 
 class Optimizer {
  public:
-  Optimizer(StepContext& c, ModelWeights& w) : c_(c), w_(w) {}
-  // This rank's share of Σ grad² over the world (DP replicas hold the same reduced gradients: each counted
-  // once in the world-wide sum).
-  double gradient_sum_squares();
-  // One Adam update, 1-based step number for bias correction.
-  void update(std::int64_t step_number);
+  Optimizer(StepContext& c, ModelWeights& w);
+  // One Adam update (1-based step number for bias correction). Returns this rank's share of Σ grad² over
+  // the world before the update: DP replicas hold the same reduced gradients and TP ranks the same
+  // replicated tensors, so each is weighted to count once in the world-wide sum.
+  double step(std::int64_t step_number);
 
  private:
-  double replicas(const Region& r) const;
   StepContext& c_;
-  ModelWeights& w_;
+  std::unique_ptr<kernels::MultiTensorAdam> adam_;
 };
 
 }  // namespace fb::workloads::train

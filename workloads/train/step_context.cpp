@@ -54,19 +54,6 @@ void StepContext::copy(void* dst, const void* src, std::int64_t elements) {
   k->copy_row_blocks(src, dst, dt, elements, 1, &zero, &zero, &one);
 }
 
-void StepContext::copy_columns(const void* src, void* dst, const std::vector<std::int64_t>& src_col,
-                               const std::vector<std::int64_t>& dst_col,
-                               const std::vector<std::int64_t>& cols) {
-  k->copy_row_blocks(src, dst, dt, l.tokens, static_cast<std::int64_t>(cols.size()), src_col.data(),
-                     dst_col.data(), cols.data());
-}
-
-void StepContext::residual(void* out, void* x, void* delta) {
-  mark(kElementwise);
-  copy(my_rows(out), my_rows(x), rows * m.hidden);
-  k->add(my_rows(out), my_rows(delta), dt, rows * m.hidden);
-}
-
 void StepContext::tp_reduce(void* buf, const char* what) {
   if (o.parallel.tp == 1) return;
   mark(kTpComm);

@@ -54,8 +54,12 @@ class StepContext {
   std::int64_t elem() const { return static_cast<std::int64_t>(e); }
   void* at(const DeviceBuffer& b, std::int64_t elements) const { return at(b.data(), elements); }
   void* at(void* p, std::int64_t elements) const { return static_cast<char*>(p) + elements * elem(); }
+  const void* at(const void* p, std::int64_t elements) const {
+    return static_cast<const char*>(p) + elements * elem();
+  }
   // This rank's rows of a T×h (token-major) buffer: all of them, or T/tp with sequence parallelism.
   void* my_rows(void* p) const { return at(p, row0 * m.hidden); }
+  const void* my_rows(const void* p) const { return at(p, row0 * m.hidden); }
   void* my_rows(const DeviceBuffer& b) const { return my_rows(b.data()); }
 
   // --- compute
@@ -66,11 +70,6 @@ class StepContext {
             const void* b, std::int64_t ldb, void* c, std::int64_t ldc, double beta, std::int64_t batch = 1,
             std::int64_t sa = 0, std::int64_t sb = 0, std::int64_t sc = 0);
   void copy(void* dst, const void* src, std::int64_t elements);
-  // Copies column blocks of feature-major (T × width, ld T) buffers: blocks b of cols[b] columns.
-  void copy_columns(const void* src, void* dst, const std::vector<std::int64_t>& src_col,
-                    const std::vector<std::int64_t>& dst_col, const std::vector<std::int64_t>& cols);
-  // out (this rank's rows) = x + delta: a residual connection.
-  void residual(void* out, void* x, void* delta);
 
   // --- tensor parallelism
   // Sum of the TP ranks' partial T×h outputs (buf): all-reduce, or with sequence parallelism a

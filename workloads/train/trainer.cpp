@@ -4,30 +4,38 @@
 #include <cmath>
 #include <limits>
 
-#include "core/random_fill.hpp"
 #include "workloads/train/mla_attention.hpp"
+#include "workloads/train/residual_norm.hpp"
 
 namespace fb::workloads::train {
+namespace {
+
+std::unique_ptr<AttentionCore> make_core(StepContext& c, kernels::FusedAttention* fused) {
+  return fused ? make_fused_attention(c, *fused) : make_blocked_attention(c);
+}
+
+}  // namespace
 
 Trainer::Trainer(const TrainOptions& o, const TrainPlan& plan, MpiContext& mpi, Backend& backend,
-                 Communicator& control)
+                 Communicator& control, kernels::FusedAttention* fused)
     : c_(o, plan, mpi, backend),
       mpi_(mpi),
       control_(control),
       first_stage_(c_.coords.p == 0),
       last_stage_(c_.coords.p == o.parallel.pp - 1),
       first_layer_(stage_layers(plan.model, o.parallel, c_.coords.p).first),
-      w_(make_model_weights(c_, first_layer_, last_stage_)),
+      w_(make_model_weights(c_, first_layer_, first_stage_, last_stage_)),
       state_(c_, w_),
       pipeline_(c_),
+      embedding_(first_stage_ ? std::make_unique<EmbeddingLayer>(c_, w_.dense, w_.embedding) : nullptr),
       attention_(c_, w_.dense,
-                 plan.model.mla ? make_mla_projection(c_, w_.dense) : make_gqa_projection(c_, w_.dense)),
+                 plan.model.mla ? make_mla_projection(c_, w_.dense) : make_gqa_projection(c_, w_.dense),
+                 make_core(c_, fused)),
       mlp_(c_, w_.dense),
       moe_(plan.model.moe ? std::make_unique<MoeLayer>(c_, w_) : nullptr),
       grads_(c_, w_),
       optimizer_(c_, w_) {
   allocate_activations();
-  init_data();
 }
 
 // One set per micro-batch in flight (1F1B: min(P − stage, grad_accum); 1 without pipelining), and the
@@ -44,23 +52,17 @@ void Trainer::allocate_activations() {
     }
   }
   x_out_ = c_.act(T * h);
-  if (last_stage_) logits_ = c_.act(T * l.vocab);
+  if (last_stage_) {
+    xn_out_ = c_.act(T * h);
+    rstd_out_ = c_.alloc(c_.rows, 4);
+    logits_ = c_.act(T * l.vocab);
+  }
   const std::int64_t widest = std::max({h, l.qkv_width, l.heads * l.head_dim, l.heads * l.v_head_dim,
-                                        up * std::max(l.ffn, l.shared_ffn), l.vocab});
+                                        l.mla_latent, up * std::max(l.ffn, l.shared_ffn), l.vocab});
   c_.ws.tmp = c_.act(T * std::max(h, l.heads * l.head_dim));
   c_.ws.g_a = c_.act(T * widest);
   c_.ws.g_b = c_.act(T * widest);
   c_.ws.g_c = c_.act(T * widest);
-}
-
-// Input activations (the embedding output) per data-parallel rank on the first pipeline stage; TP ranks of a
-// group share them.
-void Trainer::init_data() {
-  if (!first_stage_) return;
-  input_ = c_.act(c_.l.tokens * c_.m.hidden);
-  c_.backend.fill_random(
-      input_, c_.dt,
-      derive_seed(c_.o.seed, static_cast<std::uint64_t>(77 + c_.coords.p * 4096 + c_.coords.d)), 0.0625, 1.0);
 }
 
 std::vector<LayerActs>& Trainer::slot(std::int64_t micro_batch) {
@@ -75,8 +77,7 @@ StepStats Trainer::step(std::int64_t step_number, bool profile) {
   if (w_.experts.count) c_.k->scale(w_.experts.grad.data(), c_.dt, w_.experts.count, 0.0f);
   const double local_loss = pipeline_.run(*this);
   grads_.finish();
-  const double sq = optimizer_.gradient_sum_squares();
-  optimizer_.update(step_number);
+  const double sq = optimizer_.step(step_number);  // Σ grad² from the same pass as the update
   c_.mark(kElementwise);
   c_.backend.synchronize();
   StepStats s;
@@ -99,25 +100,35 @@ std::map<std::string, double> Trainer::take_collective_bytes() {
   return out;
 }
 
-// One micro-batch through this stage's layers; the first stage reads the embedding output, the last runs
-// the output layer and returns the loss.
+NormTarget Trainer::after_layer(std::vector<LayerActs>& acts, std::size_t i) {
+  if (i + 1 < w_.layers.size())
+    return norm_target(c_, w_.dense, w_.layers[i + 1].attn_norm, acts[i + 1].xn_in.data(),
+                       acts[i + 1].rstd_in.as<float>());
+  if (last_stage_) return norm_target(c_, w_.dense, w_.final_norm, xn_out_.data(), rstd_out_.as<float>());
+  return {};  // the next stage normalises what it receives
+}
+
+// One micro-batch through this stage's layers; the first stage embeds its tokens, the last runs the final
+// norm and the output layer and returns the loss.
 double Trainer::forward(std::int64_t micro_batch) {
   auto& acts = slot(micro_batch);
-  if (first_stage_) {
-    c_.mark(kElementwise);
-    c_.copy(c_.my_rows(acts[0].x_in), c_.my_rows(input_), c_.rows * c_.m.hidden);
-  }
+  if (first_stage_) embedding_->forward(acts[0].x_in.data());
+  norm_only(
+      c_, acts[0].x_in.data(),
+      norm_target(c_, w_.dense, w_.layers[0].attn_norm, acts[0].xn_in.data(), acts[0].rstd_in.as<float>()));
   for (std::size_t i = 0; i < w_.layers.size(); ++i) {
     void* out = i + 1 < w_.layers.size() ? acts[i + 1].x_in.data() : x_out_.data();
-    attention_.forward(acts[i], w_.layers[i], acts[i].x_mid.data());
-    feed_forward(w_.layers[i]).forward(acts[i], w_.layers[i], out);
+    attention_.forward(acts[i], w_.layers[i], acts[i].x_mid.data(),
+                       norm_target(c_, w_.dense, w_.layers[i].mlp_norm, acts[i].xn_mid.data(),
+                                   acts[i].rstd_mid.as<float>()));
+    feed_forward(w_.layers[i]).forward(acts[i], w_.layers[i], out, after_layer(acts, i));
   }
   return last_stage_ ? output_forward() : 0.0;
 }
 
 // One micro-batch back through this stage's layers. g_a holds the gradient w.r.t. the stage output (the last
 // stage: from the output layer; others: received from the next stage) and ends holding the gradient w.r.t.
-// the stage input (this rank's rows).
+// the stage input (this rank's rows), which the first stage scatters into the embedding's gradient.
 void Trainer::backward(std::int64_t micro_batch, bool last_micro_batch) {
   auto& acts = slot(micro_batch);
   if (last_stage_) output_backward(last_micro_batch);
@@ -126,28 +137,35 @@ void Trainer::backward(std::int64_t micro_batch, bool last_micro_batch) {
     attention_.backward(acts[i], w_.layers[i]);                  // g_b → g_a (d x_in)
     if (last_micro_batch) grads_.layer_done(static_cast<std::int64_t>(i));
   }
+  if (first_stage_) {
+    embedding_->backward(c_.ws.g_a.data());
+    if (last_micro_batch) grads_.embedding_done();
+  }
 }
 
-// Output layer and synthetic loss: mean square of this rank's logits (a deterministic function of weights
-// and data); its gradient, scaled, starts the backward pass.
+// Output layer on the final norm, and the synthetic loss: mean square of this rank's logits (a
+// deterministic function of weights and data); its gradient, scaled, starts the backward pass.
 double Trainer::output_forward() {
   const std::int64_t T = c_.l.tokens, V = c_.l.vocab;
-  c_.tp_gather(x_out_.data(), "logits_in");
+  c_.tp_gather(xn_out_.data(), "logits_in");
   c_.mark(kGemm);
-  linear_forward(c_, w_.dense, w_.logits, x_out_.data(), T, logits_.data());
+  linear_forward(c_, w_.dense, w_.logits, xn_out_.data(), T, logits_.data());
   c_.mark(kElementwise);
   const double loss = c_.k->sum_squares(logits_.data(), c_.dt, T * V) / static_cast<double>(T * V);
   c_.k->scale(logits_.data(), c_.dt, T * V, 2.0f / static_cast<float>(T));
   return loss;
 }
 
-// d x_out (g_a) = logits dgrad; wgrad of the output layer (its own gradient bucket).
+// d xn_out (g_c) = logits dgrad, wgrad of the output layer; d x_out (g_a) through the final norm. The output
+// layer and the final norm are one gradient bucket.
 void Trainer::output_backward(bool last_micro_batch) {
   const std::int64_t T = c_.l.tokens;
   c_.mark(kGemm);
-  linear_dgrad(c_, w_.dense, w_.logits, logits_.data(), T, c_.ws.g_a.data());
-  linear_wgrad(c_, w_.dense, w_.logits, x_out_.data(), logits_.data(), T);
-  c_.tp_reduce(c_.ws.g_a.data(), "logits_dgrad");
+  linear_dgrad(c_, w_.dense, w_.logits, logits_.data(), T, c_.ws.g_c.data());
+  linear_wgrad(c_, w_.dense, w_.logits, xn_out_.data(), logits_.data(), T);
+  c_.tp_reduce(c_.ws.g_c.data(), "logits_dgrad");
+  norm_backward(c_, w_.dense, w_.final_norm, c_.ws.g_c.data(), x_out_.data(), rstd_out_.as<float>(), nullptr,
+                c_.ws.g_a.data());
   if (last_micro_batch) grads_.layer_done(static_cast<std::int64_t>(w_.layers.size()));
 }
 

@@ -7,7 +7,9 @@
 #include <string>
 #include <vector>
 
+#include "kernels/attention_engine.hpp"
 #include "workloads/train/attention_layer.hpp"
+#include "workloads/train/embedding_layer.hpp"
 #include "workloads/train/gradient_reduction.hpp"
 #include "workloads/train/mlp_layer.hpp"
 #include "workloads/train/model_state.hpp"
@@ -26,8 +28,9 @@ struct StepStats {
 class Trainer final : public PipelineStage {
  public:
   // Collective over the world: builds the communicators. `control` is a host-memory world communicator.
+  // `fused` runs the attention core when given (it outlives the trainer); else the blocked GEMM path.
   Trainer(const TrainOptions& o, const TrainPlan& plan, MpiContext& mpi, Backend& backend,
-          Communicator& control);
+          Communicator& control, kernels::FusedAttention* fused);
 
   // One training step (1-based number); `profile` synchronises at every breakdown category change.
   StepStats step(std::int64_t step_number, bool profile);
@@ -53,9 +56,11 @@ class Trainer final : public PipelineStage {
 
  private:
   void allocate_activations();
-  void init_data();
   Sublayer& feed_forward(const LayerWeights& w) { return w.moe ? static_cast<Sublayer&>(*moe_) : mlp_; }
   std::vector<LayerActs>& slot(std::int64_t micro_batch);
+  // Where layer i's feed-forward output goes: the next layer's input and norm1, or the stage output (with
+  // the final norm on the last stage).
+  NormTarget after_layer(std::vector<LayerActs>& acts, std::size_t i);
   double output_forward();
   void output_backward(bool last_micro_batch);
 
@@ -67,13 +72,15 @@ class Trainer final : public PipelineStage {
   ModelWeights w_;
   ModelState state_;
   PipelineRunner pipeline_;
+  std::unique_ptr<EmbeddingLayer> embedding_;  // first stage
   AttentionLayer attention_;
   MlpLayer mlp_;
   std::unique_ptr<MoeLayer> moe_;
   GradientReduction grads_;
   Optimizer optimizer_;
   std::vector<std::vector<LayerActs>> acts_;  // [slot][layer]
-  DeviceBuffer input_, x_out_, logits_;
+  DeviceBuffer x_out_, xn_out_, rstd_out_,
+      logits_;  // the stage output; its final norm and logits (last stage)
 };
 
 }  // namespace fb::workloads::train

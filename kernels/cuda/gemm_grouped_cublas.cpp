@@ -1,0 +1,118 @@
+// cublasGemmGroupedBatchedEx behind GroupedGemm. The per-group sizes, alphas and betas are host arrays; the
+// A/B/C pointer arrays must be device memory, so each call uploads them (one copy on the stream, before the
+// GEMMs that read them; the next call's copy is ordered after those GEMMs on the same stream). One problem
+// per group (group_size 1): the experts differ in their row counts.
+#include "kernels/cuda/gemm_grouped_cublas.hpp"
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "core/cuda_check.hpp"
+#include "core/error.hpp"
+
+namespace fb::kernels {
+namespace {
+
+#define FB_CHECK_CUBLAS_V2(call)                                                                    \
+  do {                                                                                              \
+    const cublasStatus_t fb_rc_ = (call);                                                           \
+    if (fb_rc_ != CUBLAS_STATUS_SUCCESS)                                                            \
+      ::fb::throw_call_failure("cuBLAS", #call, cublasGetStatusString(fb_rc_), __FILE__, __LINE__); \
+  } while (0)
+
+class CublasGroupedGemm final : public GroupedGemm {
+ public:
+  CublasGroupedGemm(Backend& backend, DType dtype) : backend_(backend), dtype_(dtype) {
+    FB_CHECK_CUBLAS_V2(cublasCreate(&handle_));
+    stream_ = static_cast<cudaStream_t>(backend.native_stream());
+    FB_CHECK_CUBLAS_V2(cublasSetStream(handle_, stream_));
+    workspace_ = backend.allocate(std::size_t{32} << 20);
+    FB_CHECK_CUBLAS_V2(cublasSetWorkspace(handle_, workspace_.data(), workspace_.bytes()));
+  }
+  ~CublasGroupedGemm() override {
+    if (handle_) cublasDestroy(handle_);
+  }
+  CublasGroupedGemm(const CublasGroupedGemm&) = delete;
+  CublasGroupedGemm& operator=(const CublasGroupedGemm&) = delete;
+
+  bool supports(std::span<const GemmProblem> problems) const override {
+    if (dtype_ != DType::fp32 && dtype_ != DType::tf32 && dtype_ != DType::bf16 && dtype_ != DType::fp16)
+      return false;
+    constexpr std::int64_t kMax = std::numeric_limits<int>::max();
+    for (const auto& p : problems)
+      if (p.batch != 1 || p.dtype != dtype_ || p.m > kMax || p.n > kMax || p.k > kMax || p.ld_a() > kMax ||
+          p.ld_b() > kMax || p.ld_c() > kMax)
+        return false;
+    return true;
+  }
+
+  void run(std::span<const GemmProblem> problems, std::span<const void* const> a,
+           std::span<const void* const> b, std::span<void* const> c) override {
+    ta_.clear(), tb_.clear(), m_.clear(), n_.clear(), k_.clear(), lda_.clear(), ldb_.clear(), ldc_.clear();
+    alpha_.clear(), beta_.clear(), ptrs_.clear();
+    for (std::size_t g = 0; g < problems.size(); ++g) {
+      const auto& p = problems[g];
+      if (p.m == 0 || p.n == 0 || p.k == 0) continue;
+      validate_gemm_problem(p);
+      ta_.push_back(p.transa ? CUBLAS_OP_T : CUBLAS_OP_N);
+      tb_.push_back(p.transb ? CUBLAS_OP_T : CUBLAS_OP_N);
+      m_.push_back(static_cast<int>(p.m)), n_.push_back(static_cast<int>(p.n)),
+          k_.push_back(static_cast<int>(p.k));
+      lda_.push_back(static_cast<int>(p.ld_a())), ldb_.push_back(static_cast<int>(p.ld_b()));
+      ldc_.push_back(static_cast<int>(p.ld_c()));
+      alpha_.push_back(static_cast<float>(p.alpha)), beta_.push_back(static_cast<float>(p.beta));
+    }
+    const std::size_t groups = m_.size();
+    if (groups == 0) return;
+    // [A pointers | B pointers | C pointers], uploaded together.
+    for (std::size_t g = 0; g < problems.size(); ++g)
+      if (problems[g].m && problems[g].n && problems[g].k) ptrs_.push_back(a[g]);
+    for (std::size_t g = 0; g < problems.size(); ++g)
+      if (problems[g].m && problems[g].n && problems[g].k) ptrs_.push_back(b[g]);
+    for (std::size_t g = 0; g < problems.size(); ++g)
+      if (problems[g].m && problems[g].n && problems[g].k) ptrs_.push_back(c[g]);
+    const std::size_t bytes = ptrs_.size() * sizeof(void*);
+    if (device_ptrs_.bytes() < bytes) {
+      backend_.synchronize();  // a smaller array may still be read by GEMMs in flight
+      device_ptrs_ = backend_.allocate(bytes);
+    }
+    FB_CHECK_CUDA(cudaMemcpyAsync(device_ptrs_.data(), ptrs_.data(), bytes, cudaMemcpyHostToDevice, stream_));
+    auto* const* dev = device_ptrs_.as<void*>();
+    const cudaDataType_t t = dtype_ == DType::bf16   ? CUDA_R_16BF
+                             : dtype_ == DType::fp16 ? CUDA_R_16F
+                                                     : CUDA_R_32F;
+    const cublasComputeType_t compute =
+        dtype_ == DType::tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+    group_size_.assign(groups, 1);
+    FB_CHECK_CUBLAS_V2(
+        cublasGemmGroupedBatchedEx(handle_, ta_.data(), tb_.data(), m_.data(), n_.data(), k_.data(),
+                                   alpha_.data(), reinterpret_cast<const void* const*>(dev), t, lda_.data(),
+                                   reinterpret_cast<const void* const*>(dev + groups), t, ldb_.data(),
+                                   beta_.data(), reinterpret_cast<void* const*>(dev + 2 * groups), t,
+                                   ldc_.data(), static_cast<int>(groups), group_size_.data(), compute));
+  }
+
+ private:
+  Backend& backend_;
+  DType dtype_;
+  cublasHandle_t handle_ = nullptr;
+  cudaStream_t stream_ = nullptr;
+  DeviceBuffer workspace_, device_ptrs_;
+  std::vector<cublasOperation_t> ta_, tb_;
+  std::vector<int> m_, n_, k_, lda_, ldb_, ldc_, group_size_;
+  std::vector<float> alpha_, beta_;
+  std::vector<const void*> ptrs_;
+};
+
+}  // namespace
+
+std::unique_ptr<GroupedGemm> make_cublas_grouped_gemm(Backend& backend, DType dtype) {
+  return std::make_unique<CublasGroupedGemm>(backend, dtype);
+}
+
+}  // namespace fb::kernels
