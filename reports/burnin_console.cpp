@@ -6,6 +6,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "reports/burnin_extra.hpp"
+
 namespace fb::reports {
 
 void print_burnin_report(std::ostream& out, const Report& report) {
@@ -14,15 +16,15 @@ void print_burnin_report(std::ostream& out, const Report& report) {
   for (const auto& r : report.results) {
     if (r.benchmark != "burnin") continue;
     const auto host = r.params.value("host", std::string());
-    const auto& ranks = r.extra.at("ranks");
+    const auto x = read_burnin_extra(r);
+    const auto& ranks = x.ranks;
     std::vector<std::string> bad;
-    for (const auto& p : r.extra.at("problems")) {
+    for (const auto& p : x.problems) {
       int local_rank = 0;
       for (const auto& k : ranks)
-        if (k.at("rank") == p.at("rank")) local_rank = k.at("local_rank").get<int>();
-      bad.push_back(fmt::format("rank {} ({}, GPU {}): {} (first seen at {:.1f} s)", p.at("rank").get<int>(),
-                                host, local_rank, p.at("reason").get<std::string>(),
-                                p.at("first_seen_s").get<double>()));
+        if (k.rank == p.rank) local_rank = k.local_rank;
+      bad.push_back(fmt::format("rank {} ({}, GPU {}): {} (first seen at {:.1f} s)", p.rank, host, local_rank,
+                                p.reason, p.first_seen_s));
     }
     const auto* tflops = r.metric("tflops");
     out << (bad.empty() ? fmt::format("node {}: PASS ({} rank(s), {} checks, {:.3g} TFLOP/s)\n", host,

@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "reports/suite_step_extra.hpp"
 #include "reports/text_format.hpp"
 
 namespace fb::reports {
@@ -110,11 +111,7 @@ std::string figure_for(const std::vector<const Result*>& results) {
 }
 
 std::string step_of(const Result& r) {
-  if (r.extra.is_object()) {
-    const auto it = r.extra.find("suite_step");
-    if (it != r.extra.end() && it->is_string()) return it->get<std::string>();
-  }
-  return r.benchmark;
+  return find_suite_step(r).value_or(r.benchmark);
 }
 
 }  // namespace

@@ -20,11 +20,14 @@
 
 #include "reports/compare.hpp"
 #include "reports/heatmap_svg.hpp"
+#include "reports/locate_extra.hpp"
 #include "reports/report_printers.hpp"
 #include "reports/report_view.hpp"
 #include "reports/svg_chart.hpp"
+#include "reports/telemetry_extra.hpp"
 #include "reports/text_format.hpp"
 #include "reports/timeline.hpp"
+#include "reports/train_extra.hpp"
 
 namespace fb::reports {
 namespace {
@@ -185,18 +188,12 @@ std::vector<Figure> train_figures(const std::vector<NamedReport>& reports) {
   std::vector<std::map<std::string, double>> bars;
   for (std::size_t i = 0; i < reports.size(); ++i) {
     for (const auto& r : reports[i].report.results) {
-      if (r.benchmark != "train" || !r.extra.is_object() || !r.extra.contains("breakdown") ||
-          !r.extra["breakdown"].is_object())
-        continue;
-      if (r.extra.contains("breakdown_categories") && r.extra["breakdown_categories"].is_array())
-        for (const auto& cat : r.extra["breakdown_categories"])
-          if (cat.is_string()) declared[cat.get<std::string>()];
-      std::map<std::string, double> bar;
-      for (const auto& [cat, v] : r.extra["breakdown"].items()) {
-        if (!v.is_number()) continue;
-        segments[cat];
-        bar[cat] = v.get<double>();
-      }
+      if (r.benchmark != "train") continue;
+      auto breakdown = find_train_breakdown(r);
+      if (!breakdown) continue;
+      for (const auto& cat : breakdown->categories) declared[cat];
+      std::map<std::string, double> bar = std::move(breakdown->seconds);
+      for (const auto& [cat, v] : bar) segments[cat];
       if (bar.empty()) continue;
       std::string label = first_segment(r.name);
       if (reports.size() > 1) label = run_label(reports, i) + ": " + label;
@@ -283,9 +280,8 @@ std::vector<Figure> telemetry_figures(const std::vector<NamedReport>& reports) {
     timeline.title = "Benchmark timeline" + suffix;
     svg::GanttLane lane{"results", {}, {}};
     for (const auto& r : rep.results) {
-      const json& w = r.extra.is_object() ? r.extra.value("telemetry", json()) : json();
-      const auto from = number_at(w, "from_s"), to = number_at(w, "to_s");
-      if (from && to && *to >= *from) lane.spans.push_back({*from, *to, r.benchmark});
+      const auto w = find_telemetry_window(r);
+      if (w && w->to_s >= w->from_s) lane.spans.push_back({w->from_s, w->to_s, r.benchmark});
     }
     const auto plot = [&](const char* title, const char* unit, std::initializer_list<const char*> keys) {
       svg::LineChart chart;
@@ -346,19 +342,13 @@ std::vector<Figure> matrix_figures(const std::vector<NamedReport>& reports) {
   std::vector<Figure> out;
   for (std::size_t i = 0; i < reports.size(); ++i)
     for (const auto& r : reports[i].report.results) {
-      const auto it = r.extra.find("matrix");
-      if (it == r.extra.end() || !it->is_object() || !it->contains("labels") || !it->contains("bw_gbps"))
-        continue;
+      auto matrix = find_p2p_matrix(r);
+      if (!matrix) continue;
       svg::Heatmap h;
       h.title = fmt::format("{} — {}", r.name, run_label(reports, i));
       h.unit = "GB/s";
-      for (const auto& l : (*it)["labels"])
-        h.labels.push_back(l.is_string() ? l.get<std::string>() : l.dump());
-      for (const auto& row : (*it)["bw_gbps"]) {
-        std::vector<double> values;
-        for (const auto& v : row) values.push_back(v.is_number() ? v.get<double>() : std::nan(""));
-        h.values.push_back(std::move(values));
-      }
+      h.labels = std::move(matrix->labels);
+      h.values = std::move(matrix->bw_gbps);
       out.push_back({fmt::format("matrix-{}-{}", i, slug(r.name)),
                      fmt::format("Point-to-point bandwidth of {} ({}): red cells are the slowest directions.",
                                  r.name, run_label(reports, i)),

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "core/units.hpp"
+#include "reports/simulate_extra.hpp"
 
 namespace fb::reports {
 
@@ -29,15 +30,14 @@ void print_simulation(std::ostream& out, const Report& report, std::span<const s
                      "ettr", "analytic%", "young", "daly");
   for (const auto& r : report.results) {
     const auto& p = r.params;
-    const auto& pc = r.extra["percentiles"]["goodput_pct"];
+    const auto pc = read_simulate_extra(r).goodput_pct;
     out << fmt::format(
         "{:>8} {:>9.3f} {:>8.1f} {:>10} {:>10} | {:>8.2f} {:>6.2f} {:>6.2f} {:>6.2f} {:>6.3f} | {:>9.2f} "
         "{:>8} {:>8}\n",
         p["gpus"].get<std::int64_t>(), r.metric("job_mtbf_h")->value, r.metric("failures_mean")->value,
         format_duration(r.metric("interval_s")->value), p["interval_policy"].get<std::string>(),
-        r.metric("goodput_pct")->value, pc["p5"].get<double>(), pc["p50"].get<double>(),
-        pc["p95"].get<double>(), r.metric("ettr")->value, r.metric("analytic_goodput_pct")->value,
-        format_duration(p["young_interval_s"].get<double>()),
+        r.metric("goodput_pct")->value, pc.p5, pc.p50, pc.p95, r.metric("ettr")->value,
+        r.metric("analytic_goodput_pct")->value, format_duration(p["young_interval_s"].get<double>()),
         format_duration(p["daly_interval_s"].get<double>()));
   }
   if (work) {
@@ -45,12 +45,11 @@ void print_simulation(std::ostream& out, const Report& report, std::span<const s
     out << fmt::format("{:>8} {:>10} | {:>8} {:>8} {:>8} {:>8} | {:>9} {:>10}\n", "gpus", "interval", "mean",
                        "p5", "p50", "p95", "analytic", "unfinished");
     for (const auto& r : report.results) {
-      const auto& w = r.extra["percentiles"]["wall_h"];
+      const auto w = read_simulate_extra(r).wall_h;
       const auto& a = r.params["analytic_time_to_train_h"];
       out << fmt::format("{:>8} {:>10} | {:>8.2f} {:>8.2f} {:>8.2f} {:>8.2f} | {:>9} {:>10}\n",
                          r.params["gpus"].get<std::int64_t>(), format_duration(r.metric("interval_s")->value),
-                         w["mean"].get<double>() / 24, w["p5"].get<double>() / 24,
-                         w["p50"].get<double>() / 24, w["p95"].get<double>() / 24,
+                         w.mean / 24, w.p5 / 24, w.p50 / 24, w.p95 / 24,
                          a.is_number() ? fmt::format("{:.2f}", a.get<double>() / 24) : "-",
                          r.params["unfinished_trials"].get<int>());
     }
@@ -60,10 +59,11 @@ void print_simulation(std::ostream& out, const Report& report, std::span<const s
   for (std::size_t i = 1; i < time_parts.size(); ++i) out << fmt::format(" {:>10}", time_parts[i]);
   out << "\n";
   for (const auto& r : report.results) {
+    const auto badput_pct = read_simulate_extra(r).badput_pct;
     out << fmt::format("{:>8} {:>10}", r.params["gpus"].get<std::int64_t>(),
                        format_duration(r.metric("interval_s")->value));
     for (std::size_t i = 1; i < time_parts.size(); ++i)
-      out << fmt::format(" {:>10.2f}", r.extra["badput_pct"][std::string(time_parts[i])].get<double>());
+      out << fmt::format(" {:>10.2f}", badput_pct.at(std::string(time_parts[i])));
     out << "\n";
   }
 }

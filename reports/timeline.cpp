@@ -8,6 +8,8 @@
 
 #include <fmt/format.h>
 
+#include "reports/timeline_extra.hpp"
+
 namespace fb::reports {
 namespace {
 
@@ -160,18 +162,11 @@ Timeline timeline_from_events(const json& events) {
 
 namespace {
 
-// [{start_s, end_s, category}] → spans; nullopt when `j` is not such a list.
-std::optional<Timeline> explicit_timeline(const json& j) {
-  if (!j.is_array() || j.empty()) return std::nullopt;
+// An explicit list of spans ([{start_s, end_s, category}], reports/timeline_extra.hpp) as a timeline.
+std::optional<Timeline> explicit_timeline(std::optional<std::vector<svg::Span>> spans) {
+  if (!spans) return std::nullopt;
   Timeline tl;
-  for (const auto& s : j) {
-    if (!s.is_object() || !s.contains("start_s") || !s.contains("end_s") || !s["start_s"].is_number() ||
-        !s["end_s"].is_number())
-      return std::nullopt;
-    tl.spans.push_back({s["start_s"].get<double>(), s["end_s"].get<double>(),
-                        s.contains("category") && s["category"].is_string() ? s["category"].get<std::string>()
-                                                                            : std::string("other")});
-  }
+  tl.spans = std::move(*spans);
   return tl;
 }
 
@@ -179,10 +174,9 @@ std::optional<Timeline> explicit_timeline(const json& j) {
 
 Timeline report_timeline(const Report& report) {
   if (report.summary.is_object() && report.summary.contains("timeline"))
-    if (auto tl = explicit_timeline(report.summary["timeline"])) return *tl;
+    if (auto tl = explicit_timeline(parse_timeline_spans(report.summary["timeline"]))) return *tl;
   for (const auto& r : report.results)
-    if (r.extra.is_object() && r.extra.contains("timeline"))
-      if (auto tl = explicit_timeline(r.extra["timeline"])) return *tl;
+    if (auto tl = explicit_timeline(find_timeline_extra(r))) return *tl;
   Timeline tl = timeline_from_events(report.events);
   return tl;
 }

@@ -2,7 +2,9 @@
 
 #include <fmt/format.h>
 
+#include "core/error.hpp"
 #include "core/units.hpp"
+#include "reports/train_extra.hpp"
 
 namespace fb::reports {
 
@@ -11,10 +13,12 @@ void print_train_result(std::ostream& out, const Result& r) {
     const auto* m = r.metric(name);
     return m ? m->value : 0.0;
   };
+  const auto extra = read_train_extra(r);
+  if (!extra.run) throw input_error("result train/" + r.name + ": a plan (--dry-run), no steps to print");
+  const TrainRunExtra& run = *extra.run;
   const auto* st = r.metric("step_time_s");
   out << fmt::format("\n{}: {} steps ({} to {}), gemm engine {}\n", r.name, value("steps_completed"),
-                     r.extra.value("first_step", 0), r.extra.value("last_step", 0),
-                     r.extra.value("gemm_engine", std::string()));
+                     run.first_step, run.last_step, run.gemm_engine);
   if (st && st->stats)
     out << fmt::format("step time: median {:.4f} s, p99 {:.4f} s, min {:.4f} s over {} measured steps\n",
                        st->value, st->stats->p99, st->stats->min, st->stats->n);
@@ -23,8 +27,7 @@ void print_train_result(std::ostream& out, const Result& r) {
                      value("model_tflops_per_gpu"));
   if (r.metric("mfu"))
     out << fmt::format("MFU {:.1f}%, HFU {:.1f}% (peak {:.3f} TFLOP/s, {})\n", 100 * value("mfu"),
-                       100 * value("hfu"), r.extra["peak"].value("tflops", 0.0),
-                       r.extra["peak"].value("source", std::string()));
+                       100 * value("hfu"), run.peak.tflops, run.peak.source);
   out << fmt::format("loss {:.6g}, grad norm {:.6g}; memory allocated {} per rank (estimate {})\n",
                      value("loss"), value("grad_norm"),
                      format_bytes(static_cast<std::uint64_t>(value("memory_allocated_bytes_per_rank"))),
@@ -33,15 +36,14 @@ void print_train_result(std::ostream& out, const Result& r) {
     out << fmt::format(
         "MoE load imbalance (max/mean tokens per expert): {:.3f}; dispatch rows sent {}, "
         "received {}\n",
-        value("moe_load_imbalance"), r.extra["moe_dispatch"].value("rows_sent", 0),
-        r.extra["moe_dispatch"].value("rows_received", 0));
+        value("moe_load_imbalance"), run.moe_rows_sent, run.moe_rows_received);
   out << "breakdown per step (rank 0):\n";
-  for (const auto& [k, v] : r.extra["breakdown"].items())
-    if (v.get<double>() > 0) out << fmt::format("  {:<22} {:.6f} s\n", k, v.get<double>());
-  if (!r.extra["collective_bytes_per_step"].empty()) {
+  for (const auto& [k, v] : run.breakdown.seconds)
+    if (v > 0) out << fmt::format("  {:<22} {:.6f} s\n", k, v);
+  if (!run.collective_bytes_per_step.empty()) {
     out << "bytes per step (rank 0):\n";
-    for (const auto& [k, v] : r.extra["collective_bytes_per_step"].items())
-      out << fmt::format("  {:<30} {}\n", k, format_bytes(static_cast<std::uint64_t>(v.get<double>())));
+    for (const auto& [k, v] : run.collective_bytes_per_step)
+      out << fmt::format("  {:<30} {}\n", k, format_bytes(static_cast<std::uint64_t>(v)));
   }
   if (r.error) out << "FAILED: " << *r.error << "\n";
 }

@@ -2,11 +2,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 
 #include <fmt/format.h>
 
 #include "core/error.hpp"
 #include "core/units.hpp"
+#include "reports/resilience_extra.hpp"
 #include "resilience/checkpoint_interval.hpp"
 
 namespace fb::resilience {
@@ -258,16 +260,16 @@ Calibration calibrate_from_report(const reports::Report& report, const std::stri
         fmt::format("--calibrate {}: no resilience result (run `factorybench resilience` first)", source));
   cal.source = fmt::format("{}: result resilience/{}", source, r->name);
   // The result's own ledger (extra.ledger) first; the report summary's badput_s for older reports.
-  const nlohmann::json none;
-  const auto& ledger = r->extra.is_object() && r->extra.contains("ledger") ? r->extra["ledger"] : none;
-  const auto number = [](const nlohmann::json& j, const char* key) -> std::optional<double> {
-    if (j.is_object() && j.contains(key) && j[key].is_number()) return j[key].get<double>();
-    return std::nullopt;
+  const auto ledger = reports::find_ledger_recovery_totals(*r).value_or(reports::LedgerRecoveryTotals{});
+  std::map<std::string, double> summary_badput;
+  if (report.summary.contains("badput_s") && report.summary["badput_s"].is_object())
+    for (const auto& [name, v] : report.summary["badput_s"].items())
+      if (v.is_number()) summary_badput[name] = v.get<double>();
+  const auto& badput_s = ledger.badput_s ? *ledger.badput_s : summary_badput;
+  const auto badput = [&](const char* part) -> std::optional<double> {
+    const auto it = badput_s.find(part);
+    return it == badput_s.end() ? std::nullopt : std::optional<double>(it->second);
   };
-  const auto& ckpt = ledger.is_object() && ledger.contains("checkpoints") ? ledger["checkpoints"] : none;
-  const auto& badput = ledger.is_object() && ledger.contains("badput_s") ? ledger["badput_s"]
-                       : report.summary.contains("badput_s")             ? report.summary["badput_s"]
-                                                                         : none;
   const auto metric = [&](const char* name) -> std::optional<double> {
     const auto* m = r->metric(name);
     if (m && std::isfinite(m->value)) return m->value;
@@ -277,27 +279,27 @@ Calibration calibrate_from_report(const reports::Report& report, const std::stri
   const auto failures = positive(metric("failures"));
   auto restarts = positive(metric("restarts"));
   if (!restarts) restarts = failures;
-  const auto attempts = positive(number(ledger, "attempts"));
+  const auto attempts = positive(ledger.attempts);
 
   // C: the blocking part of one save (the ledger's total over its number of saves).
-  const auto saves = positive(number(ckpt, "saves"));
-  if (const auto blocking = positive(number(ckpt, "save_blocking_s")); blocking && saves)
+  const auto saves = positive(ledger.checkpoint_saves);
+  if (const auto blocking = positive(ledger.checkpoint_save_blocking_s); blocking && saves)
     cal.checkpoint_s = *blocking / *saves;
   else
     cal.missing.push_back("extra.ledger.checkpoints.save_blocking_s / saves");
   // Per failure: detection latency; relaunch = supervisor relaunch + the re-attempt's init (launch, MPI,
   // model build), which the simulator's relaunch phase includes; restore = restore time per restart.
-  if (const auto d = positive(number(badput, "detection")); d && failures)
+  if (const auto d = positive(badput("detection")); d && failures)
     cal.detection_s = *d / *failures;
   else
     cal.missing.push_back(failures ? "badput_s.detection" : "failures");
-  if (const auto l = positive(number(badput, "relaunch")); l && restarts) {
-    const auto init = number(badput, "init");
+  if (const auto l = positive(badput("relaunch")); l && restarts) {
+    const auto init = badput("init");
     cal.relaunch_s = *l / *restarts + (init && attempts ? *init / *attempts : 0.0);
   } else {
     cal.missing.push_back(restarts ? "badput_s.relaunch" : "restarts");
   }
-  if (const auto rs = positive(number(badput, "ckpt_restore")); rs && restarts)
+  if (const auto rs = positive(badput("ckpt_restore")); rs && restarts)
     cal.restore_s = *rs / *restarts;
   else
     cal.missing.push_back(restarts ? "badput_s.ckpt_restore" : "restarts");

@@ -172,10 +172,11 @@ inline constexpr double kMaxDays = 36500;                        // 100 years of
 inline constexpr int kMaxTrials = 10'000'000;
 inline constexpr double kMaxEvents = 4e9;  // all cases together: 5 to 10 minutes on one core here
 
-// Recovery costs measured by `factorybench resilience` (issue 6 contract), from the result's
-// extra.ledger: checkpoint = checkpoints.save_blocking_s / saves; per failure, detection = badput_s.detection
-// / failures, relaunch = badput_s.relaunch / restarts + badput_s.init / attempts (the re-attempt's start-up),
-// restore = badput_s.ckpt_restore / restarts. Fields it could not find are listed in `missing`.
+// Recovery costs measured by `factorybench resilience` (issue 6 contract), from the result's extra.ledger
+// (reports::find_ledger_recovery_totals): checkpoint = checkpoints.save_blocking_s / saves; per failure,
+// detection = badput_s.detection / failures, relaunch = badput_s.relaunch / restarts + badput_s.init /
+// attempts (the re-attempt's start-up), restore = badput_s.ckpt_restore / restarts. Fields it could not find
+// are listed in `missing`.
 struct Calibration {
   std::optional<double> checkpoint_s, restore_s, detection_s, relaunch_s;
   std::vector<std::string> missing;  // "ckpt_save_s", "summary.badput_s.detection", ...

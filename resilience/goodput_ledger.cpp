@@ -384,102 +384,71 @@ Ledger compute_ledger(std::span<const nlohmann::json> events) {
 
 namespace {
 
-nlohmann::json failures_to_json(const std::vector<FailureRecord>& list) {
-  nlohmann::json out = nlohmann::json::array();
-  for (const auto& f : list) {
-    nlohmann::json j = {{"attempt", f.attempt}, {"kind", f.kind},           {"rank", f.rank},
-                        {"how", f.how},         {"failed_at", f.failed_at}, {"detected_at", f.detected_at}};
-    j["resumed_at"] = f.resumed_at ? nlohmann::json(*f.resumed_at) : nlohmann::json(nullptr);
-    out.push_back(j);
-  }
+std::vector<reports::LedgerFailure> failure_records(const std::vector<FailureRecord>& list) {
+  std::vector<reports::LedgerFailure> out;
+  for (const auto& f : list)
+    out.push_back({f.attempt, f.kind, f.rank, f.how, f.failed_at, f.detected_at, f.resumed_at});
   return out;
-}
-
-nlohmann::json detection_latency_to_json(const Ledger& L) {
-  nlohmann::json latency = nlohmann::json::object();
-  for (const auto& [kind, v] : L.detection_latency_s_by_kind) {
-    const auto st = summarize(v);
-    latency[kind] = {{"mean_s", st.mean}, {"max_s", st.max}, {"n", st.n}};
-  }
-  return latency;
-}
-
-// Both goodput definitions, each with the productive seconds it divides by the wall time.
-nlohmann::json goodput_definitions_to_json(const Ledger& L) {
-  return {{"step_time",
-           {{"goodput", L.goodput},
-            {"productive_s", L.productive_time_s},
-            {"counts", "kept step time, slow steps included: split_s productive + slowdown"}}},
-          {"reference_step",
-           {{"goodput", L.goodput_ref},
-            {"productive_s", L.parts.productive_s},
-            {"counts", "kept steps at the reference step time: split_s productive; slowdown is badput"}}}};
-}
-
-nlohmann::json checkpoints_to_json(const Ledger& L) {
-  nlohmann::json skipped = nlohmann::json::array();
-  for (const auto& s : L.ckpt_skipped)
-    skipped.push_back({{"checkpoint", s.checkpoint}, {"reason", s.reason}});
-  return {{"saves", L.ckpt_saves},
-          {"save_failures", L.ckpt_save_failures},
-          {"commits", L.ckpt_commits},
-          {"restores", L.ckpt_restores},
-          {"save_blocking_s", L.ckpt_save_blocking_s},
-          {"write_s", L.ckpt_write_s},
-          {"write_bytes", L.ckpt_write_bytes},
-          {"write_gbps", L.ckpt_write_gbps},
-          {"restore_s", L.ckpt_restore_s},
-          {"restore_bytes", L.ckpt_restore_bytes},
-          {"restore_gbps", L.ckpt_restore_gbps},
-          {"restored_steps", L.restored_steps},
-          {"interval_policy", L.ckpt_interval_policy},
-          {"interval_s", L.ckpt_interval_s},
-          {"interval_steps", L.ckpt_interval_steps},
-          {"skipped", skipped}};
 }
 
 }  // namespace
 
+reports::LedgerRecord ledger_record(const Ledger& L) {
+  reports::LedgerRecord x;
+  x.wall_s = L.wall_s;
+  for (const auto& [name, s] : L.parts.items()) x.split_s[name] = s;
+  x.productive_time_s = L.productive_time_s;
+  x.reference_step_s = L.reference_step_s;
+  x.goodput = L.goodput;
+  x.goodput_ref = L.goodput_ref;
+  x.ettr = L.ettr;
+  x.uptime_s = L.uptime_s;
+  x.mttf_s = L.mttf_s;
+  x.mttf_censored = L.mttf_censored;
+  x.mttr_s = L.mttr_s;
+  x.attempts = L.attempts;
+  x.failures = L.failures;
+  x.restarts = L.restarts;
+  x.failures_by_kind = L.failures_by_kind;
+  x.restarts_by_kind = L.restarts_by_kind;
+  x.nonfatal_by_kind = L.nonfatal_by_kind;
+  for (const auto& [kind, v] : L.detection_latency_s_by_kind) {
+    const auto st = summarize(v);
+    x.detection_latency_by_kind[kind] = {st.mean, st.max, st.n};
+  }
+  x.failure_list = failure_records(L.failure_list);
+  x.launch_failures = L.launch_failures;
+  x.launch_failure_list = failure_records(L.launch_failure_list);
+  x.steps_completed = L.steps_completed;
+  x.kept_steps = L.kept_steps;
+  x.wasted_steps = L.wasted_steps;
+  x.stragglers = L.stragglers;
+  x.drains = L.drains;
+  x.faults_injected = L.faults_injected;
+  x.preflight = {L.preflights, L.preflight_failures, L.preflight_s};
+  auto& c = x.checkpoints;
+  c.saves = L.ckpt_saves;
+  c.save_failures = L.ckpt_save_failures;
+  c.commits = L.ckpt_commits;
+  c.restores = L.ckpt_restores;
+  c.save_blocking_s = L.ckpt_save_blocking_s;
+  c.write_s = L.ckpt_write_s;
+  c.write_bytes = L.ckpt_write_bytes;
+  c.write_gbps = L.ckpt_write_gbps;
+  c.restore_s = L.ckpt_restore_s;
+  c.restore_bytes = L.ckpt_restore_bytes;
+  c.restore_gbps = L.ckpt_restore_gbps;
+  c.restored_steps = L.restored_steps;
+  c.interval_policy = L.ckpt_interval_policy;
+  c.interval_s = L.ckpt_interval_s;
+  c.interval_steps = L.ckpt_interval_steps;
+  for (const auto& k : L.ckpt_skipped) c.skipped.push_back({k.checkpoint, k.reason});
+  x.torn_lines = L.torn_lines;
+  return x;
+}
+
 nlohmann::json ledger_to_json(const Ledger& L) {
-  nlohmann::json badput = nlohmann::json::object();
-  for (const auto& [name, s] : L.parts.items())
-    if (name != "productive") badput[name] = s;
-  nlohmann::json split = nlohmann::json::object();
-  for (const auto& [name, s] : L.parts.items()) split[name] = s;
-  const nlohmann::json preflight = {
-      {"checks", L.preflights}, {"failed", L.preflight_failures}, {"seconds", L.preflight_s}};
-  return {{"wall_s", L.wall_s},
-          {"split_s", split},
-          {"badput_s", badput},
-          {"productive_time_s", L.productive_time_s},
-          {"reference_step_s", L.reference_step_s},
-          {"goodput", L.goodput},
-          {"goodput_ref", L.goodput_ref},
-          {"goodput_definitions", goodput_definitions_to_json(L)},
-          {"ettr", L.ettr},
-          {"uptime_s", L.uptime_s},
-          {"mttf_s", L.mttf_s},
-          {"mttf_censored", L.mttf_censored},
-          {"mttr_s", L.mttr_s},
-          {"attempts", L.attempts},
-          {"failures", L.failures},
-          {"restarts", L.restarts},
-          {"failures_by_kind", L.failures_by_kind},
-          {"restarts_by_kind", L.restarts_by_kind},
-          {"nonfatal_by_kind", L.nonfatal_by_kind},
-          {"detection_latency_by_kind", detection_latency_to_json(L)},
-          {"failure_list", failures_to_json(L.failure_list)},
-          {"launch_failures", L.launch_failures},
-          {"launch_failure_list", failures_to_json(L.launch_failure_list)},
-          {"steps_completed", L.steps_completed},
-          {"kept_steps", L.kept_steps},
-          {"wasted_steps", L.wasted_steps},
-          {"stragglers", L.stragglers},
-          {"drains", L.drains},
-          {"faults_injected", L.faults_injected},
-          {"preflight", preflight},
-          {"checkpoints", checkpoints_to_json(L)},
-          {"torn_lines", L.torn_lines}};
+  return reports::ledger_json(ledger_record(L));
 }
 
 }  // namespace fb::resilience

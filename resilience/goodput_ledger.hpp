@@ -33,6 +33,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "reports/resilience_extra.hpp"
+
 namespace fb::resilience {
 
 inline constexpr std::string_view kLaunchFailure = "launch";
@@ -104,7 +106,8 @@ struct Ledger {
 // is missing or of the wrong type.
 Ledger compute_ledger(std::span<const nlohmann::json> events);
 
-// The ledger as JSON (the report's summary and extra fields).
+// The ledger as the report carries it (extra.ledger, reports/resilience_extra.hpp), and as JSON.
+reports::LedgerRecord ledger_record(const Ledger& ledger);
 nlohmann::json ledger_to_json(const Ledger& ledger);
 
 }  // namespace fb::resilience

@@ -54,16 +54,16 @@ reports::Result resilience_result(const SupervisorResult& s, std::string_view po
   m("ckpt_save_blocking_s", L.ckpt_save_blocking_s, "s", Better::lower);
   if (L.ckpt_interval_s > 0) m("ckpt_interval_s", L.ckpt_interval_s, "s", Better::none);
   if (L.preflights > 0) m("preflight_s", L.preflight_s, "s", Better::lower);
-  r.extra["ledger"] = ledger_to_json(L);
-  r.extra["stop_reason"] = s.stop_reason;
+  reports::ResilienceExtra extra{ledger_record(L), s.stop_reason, std::nullopt};
   if (!s.drains.empty()) {
-    r.extra["drains"] = s.drains;
-    r.extra["mttf_before_drain_s"] = s.mttf_before_drain_s;
-    r.extra["mttf_after_drain_s"] = s.mttf_after_drain_s;
-    // The failure counts behind each MTTF, so the console can print them from the report alone.
-    r.extra["failures_before_drain"] = s.failures_before_drain;
-    r.extra["failures_after_drain"] = s.failures_after_drain;
+    auto& d = extra.drain.emplace();
+    for (const auto& e : s.drains) d.drains.push_back(reports::drain_from_event(e));
+    d.mttf_before_drain_s = s.mttf_before_drain_s;
+    d.mttf_after_drain_s = s.mttf_after_drain_s;
+    d.failures_before_drain = s.failures_before_drain;
+    d.failures_after_drain = s.failures_after_drain;
   }
+  reports::write_resilience_extra(r, extra);
   // A job stopped by --time-budget alone (no --steps) did what it was asked.
   const bool budget_only = !p.steps_given && !p.time_budget.empty() && s.stop == StopReason::time_budget;
   if (!s.completed && !budget_only)

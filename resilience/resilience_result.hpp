@@ -1,8 +1,8 @@
 #pragma once
 // The Result of one supervised resilience run (`factorybench resilience`): the goodput ledger's figures as
-// metrics, the ledger itself, the drains and the MTTF split at the first drain in `extra`, and the report
-// summary over one policy or both (--policy compare). The console view reads these only
-// (reports/resilience_console.cpp).
+// metrics, the ledger itself, the drains and the MTTF split at the first drain in `extra` (typed in
+// reports/resilience_extra.hpp), and the report summary over one policy or both (--policy compare). The
+// console view reads these only (reports/resilience_console.cpp).
 #include <cstdint>
 #include <string>
 #include <string_view>

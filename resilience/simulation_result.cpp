@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "reports/simulate_extra.hpp"
 #include "resilience/checkpoint_interval.hpp"
 
 namespace fb::resilience {
@@ -14,8 +15,8 @@ reports::Metric distribution(const StreamingSummary& s, std::string unit, report
   return {s.mean(), std::move(unit), better, s.stats()};
 }
 
-nlohmann::json percentiles(const StreamingSummary& s) {
-  return {{"p5", s.percentile(5)}, {"p50", s.percentile(50)}, {"p95", s.percentile(95)}, {"mean", s.mean()}};
+reports::SimulatePercentiles percentiles(const StreamingSummary& s, double scale = 1) {
+  return {s.percentile(5) / scale, s.percentile(50) / scale, s.percentile(95) / scale, s.mean() / scale};
 }
 
 }  // namespace
@@ -97,35 +98,22 @@ reports::Result simulation_result(const FailureModel& model, const ClusterConfig
     r.params["unfinished_trials"] = sim.unfinished;
   }
 
-  nlohmann::json badput_s = nlohmann::json::object(), badput_pct = nlohmann::json::object();
+  reports::SimulateExtra x;
+  x.goodput_pct = percentiles(sim.goodput_pct);
+  x.ettr = percentiles(sim.ettr);
+  x.failures_mean = percentiles(sim.failures);
+  x.wall_h = percentiles(sim.wall_s, 3600);
+  x.productive_s = sim.mean_split.productive;
   const auto parts = as_array(sim.mean_split);
   for (std::size_t i = 1; i < parts.size(); ++i) {  // [0] is productive
-    badput_s[std::string(kTimeSplitNames[i])] = parts[i];
-    badput_pct[std::string(kTimeSplitNames[i])] = 100 * parts[i] / sim.mean_wall_s;
+    x.badput_s[std::string(kTimeSplitNames[i])] = parts[i];
+    x.badput_pct[std::string(kTimeSplitNames[i])] = 100 * parts[i] / sim.mean_wall_s;
   }
-  nlohmann::json by_category = nlohmann::json::object();
   for (std::size_t i = 0; i < model.categories.size(); ++i)
-    by_category[model.categories[i].name] = sim.mean_failures_by_category[i];
-  r.extra = {{"percentiles",
-              {{"goodput_pct", percentiles(sim.goodput_pct)},
-               {"ettr", percentiles(sim.ettr)},
-               {"failures_mean", percentiles(sim.failures)},
-               {"wall_h",
-                {{"p5", sim.wall_s.percentile(5) / 3600},
-                 {"p50", sim.wall_s.percentile(50) / 3600},
-                 {"p95", sim.wall_s.percentile(95) / 3600},
-                 {"mean", sim.wall_s.mean() / 3600}}}}},
-             {"productive_s", sim.mean_split.productive},
-             {"badput_s", badput_s},
-             {"badput_pct", badput_pct},
-             {"failures_by_category", by_category},
-             {"drained_nodes_mean", sim.mean_drained_nodes}};
-  if (!choice.searched.empty()) {
-    nlohmann::json searched = nlohmann::json::array();
-    for (const auto& [interval, g] : choice.searched)
-      searched.push_back({{"interval_s", interval}, {"goodput_pct", g}});
-    r.extra["interval_search"] = searched;
-  }
+    x.failures_by_category[model.categories[i].name] = sim.mean_failures_by_category[i];
+  x.drained_nodes_mean = sim.mean_drained_nodes;
+  x.interval_search = choice.searched;
+  reports::write_simulate_extra(r, x);
   return r;
 }
 
@@ -133,12 +121,13 @@ nlohmann::json simulation_summary(const FailureModel& model, const std::vector<r
                                   const nlohmann::json& calibration) {
   if (results.empty()) return nlohmann::json::object();
   const auto& first = results.front();
+  const auto extra = reports::read_simulate_extra(first);
   nlohmann::json summary = {{"failure_model", model.name},
                             {"failure_model_source", model.source},
                             {"goodput_pct", first.metric("goodput_pct")->value},
                             {"analytic_goodput_pct", first.metric("analytic_goodput_pct")->value},
-                            {"badput_s", first.extra["badput_s"]},
-                            {"badput_pct", first.extra["badput_pct"]},
+                            {"badput_s", extra.badput_s},
+                            {"badput_pct", extra.badput_pct},
                             {"percentiles_in", "results[].extra.percentiles (p5, p50, p95 per metric)"}};
   if (!calibration.is_null()) summary["calibration"] = calibration;
   return summary;

@@ -28,6 +28,7 @@
 #include "core/rank_collectives.hpp"
 #include "core/units.hpp"
 #include "reports/locate_console.hpp"
+#include "reports/locate_extra.hpp"
 #include "reports/report_json.hpp"
 #include "tools/commands.hpp"
 #include "workloads/collective_bisection.hpp"
@@ -165,12 +166,13 @@ void mpi_transport_record(reports::Result& r, const LocateCliOptions& cli,
     }
     (*g)["ranks"].push_back(i);
   }
-  r.extra["record"] = {{"engine", "mpi"},
-                       {"library", mpi_library_version()},
-                       {"pml_requested", pml.empty() ? "(auto)" : pml},
-                       {"btl_requested", btl.empty() ? "(auto)" : btl},
-                       {"selected", groups},
-                       {"kinds", kinds}};
+  reports::TransportExtra x;
+  x.record = {{"engine", "mpi"},
+              {"library", mpi_library_version()},
+              {"pml_requested", pml.empty() ? "(auto)" : pml},
+              {"btl_requested", btl.empty() ? "(auto)" : btl},
+              {"selected", groups},
+              {"kinds", kinds}};
   std::string which;
   for (std::size_t i = 0; i < groups.size(); ++i)
     which += fmt::format(
@@ -178,9 +180,9 @@ void mpi_transport_record(reports::Result& r, const LocateCliOptions& cli,
         groups.size() == 1
             ? fmt::format("all {} rank(s)", ranks.size())
             : fmt::format("ranks {}", fmt::join(groups[i]["ranks"].get<std::vector<int>>(), ",")));
-  r.extra["summary"] =
-      fmt::format("MPI {}; selected {}; transports {}", mpi_library_version(), which,
-                  kinds.empty() ? "none (no peer)" : fmt::format("{}", fmt::join(kinds, ",")));
+  x.summary = fmt::format("MPI {}; selected {}; transports {}", mpi_library_version(), which,
+                          kinds.empty() ? "none (no peer)" : fmt::format("{}", fmt::join(kinds, ",")));
+  reports::write_transport_extra(r, x);
   if (!expected) return;
   if (kinds.empty())
     r.fail("--expect-transport " + cli.expect_transport + ": a world of one rank has no peer to check");
@@ -188,7 +190,7 @@ void mpi_transport_record(reports::Result& r, const LocateCliOptions& cli,
   used.kinds = kinds;
   if (const auto extra = workloads::unexpected_transports(used, *expected); !kinds.empty() && !extra.empty())
     r.fail(fmt::format("Open MPI uses {} but --expect-transport allows only {} ({})", fmt::join(extra, ","),
-                       cli.expect_transport, r.extra["summary"].get<std::string>()));
+                       cli.expect_transport, x.summary));
 }
 
 // The transport record: NCCL's init log (cuda, or --nccl-log files from any run); on host without logs,
@@ -206,20 +208,21 @@ reports::Result transport_result(const LocateCliOptions& cli, const std::vector<
     return r;
   }
   const auto record = workloads::parse_nccl_init_log(read_logs(logs));
-  r.extra["record"] = record.to_json();
-  r.extra["record"]["engine"] = "nccl";
+  reports::TransportExtra x;
+  x.record = record.to_json();
+  x.record["engine"] = "nccl";
   r.set_metric("nvls_channels",
                {static_cast<double>(record.nvls_channels), "count", reports::Better::higher, std::nullopt});
-  r.extra["summary"] =
-      fmt::format("NCCL network {}, transports {}", record.network.empty() ? "-" : record.network,
-                  fmt::join(record.kinds, ","));
+  x.summary = fmt::format("NCCL network {}, transports {}", record.network.empty() ? "-" : record.network,
+                          fmt::join(record.kinds, ","));
+  reports::write_transport_extra(r, x);
   if (expected) {
     const auto extra = workloads::unexpected_transports(record, *expected);
     if (record.kinds.empty())
       r.fail("--expect-transport " + cli.expect_transport + ": NCCL's log names no transport");
     else if (!extra.empty())
       r.fail(fmt::format("NCCL used {} but --expect-transport allows only {} ({})", fmt::join(extra, ","),
-                         cli.expect_transport, r.extra["summary"].get<std::string>()));
+                         cli.expect_transport, x.summary));
   }
   return r;
 }
@@ -308,7 +311,7 @@ int run_locate(const LocateCliOptions& cli, Session& session) {
       r.benchmark = "locate";
       r.name = "hang";
       r.params = {{"test", "hang"}, {"run_dir", dir.string()}};
-      r.extra["diagnosis"] = found;
+      reports::write_hang_extra(r, {found});
       r.fail(msg);
       reports::print_locate_hang(std::cout, r);
       std::cout.flush();
@@ -357,7 +360,7 @@ int run_locate(const LocateCliOptions& cli, Session& session) {
     if (mpi.is_root()) {
       reports::Result r = transport_result(cli, logs, mpi_ranks, expected_transports);
       named = named || r.status == reports::Status::failed;
-      report.summary["locate"]["transport"] = r.extra["record"];
+      report.summary["locate"]["transport"] = reports::read_transport_extra(r).record;
       report.results.push_back(std::move(r));
     }
     named = mpi.all_true(!named) ? false : true;

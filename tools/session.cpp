@@ -4,6 +4,7 @@
 #include "core/logging.hpp"
 #include "core/units.hpp"
 #include "reports/report_json.hpp"
+#include "reports/suite_step_extra.hpp"
 #include "workloads/run_environment.hpp"
 #include "workloads/telemetry_report.hpp"
 
@@ -85,7 +86,7 @@ int Session::finish(reports::Report& report) {
   if (sink_) {
     // Copies, not moves: the command may still print from its own report after finish().
     for (auto r : report.results) {
-      r.extra["suite_step"] = sink_step_;
+      reports::write_suite_step(r, sink_step_);
       // A result's identity is benchmark + name: keep it unique when two steps measure the same thing.
       for (const auto& existing : sink_->results)
         if (existing.benchmark == r.benchmark && existing.name == r.name) {

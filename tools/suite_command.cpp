@@ -16,6 +16,7 @@
 #include "core/json_file.hpp"
 #include "core/logging.hpp"
 #include "reports/headline.hpp"
+#include "reports/suite_step_extra.hpp"
 #include "tools/commands.hpp"
 #include "tools/suite_file.hpp"
 
@@ -71,7 +72,7 @@ int run_suite(const SuiteOptions& opt, Session& session) {
       failed.benchmark = "suite";
       failed.name = step.name;
       failed.params = {{"args", step.args}};
-      failed.extra["suite_step"] = step.name;
+      reports::write_suite_step(failed, step.name);
       failed.fail(error);
       report.results.push_back(std::move(failed));
     }

@@ -13,6 +13,7 @@
 #include "core/random_fill.hpp"
 #include "core/rank_collectives.hpp"
 #include "kernels/gemm_engine.hpp"
+#include "reports/burnin_extra.hpp"
 
 namespace fb::workloads {
 namespace {
@@ -206,36 +207,28 @@ std::vector<reports::Result> burnin_results(const BurninRun& run) {
     res.benchmark = "burnin";
     res.name = "burnin/node/" + h;
     res.params = {{"host", h}, {"size", run.size}, {"duration_s", run.duration_s}};
-    auto ranks = nlohmann::json::array();
-    auto reasons = nlohmann::json::array();
+    reports::BurninExtra x;
     double tflops = 0, gemms = 0;
     std::vector<std::string> why;
     for (const auto& r : run.ranks) {
       if (r.host != h) continue;
       tflops += r.tflops;
       gemms += static_cast<double>(r.gemms);
-      auto sums = nlohmann::json::array();
+      std::vector<std::string> sums;
       for (auto s : r.checksums) sums.push_back(fmt::format("{:016x}", s));
-      ranks.push_back({{"rank", r.rank},
-                       {"local_rank", r.local_rank},
-                       {"device", r.device},
-                       {"gemms", r.gemms},
-                       {"tflops", r.tflops},
-                       {"checksums", sums}});
+      x.ranks.push_back({r.rank, r.local_rank, r.device, r.gemms, r.tflops, sums});
       for (const auto& p : run.problems)
         if (p.rank == r.rank) {
-          reasons.push_back(
-              {{"rank", r.rank}, {"check", p.check}, {"first_seen_s", p.first_seen_s}, {"reason", p.reason}});
+          x.problems.push_back({r.rank, p.check, p.first_seen_s, p.reason});
           why.push_back(fmt::format("{}: {}", who(r), p.reason));
         }
     }
     res.set_metric("tflops", {tflops, "TFLOP/s", reports::Better::higher, std::nullopt});
     res.set_metric("gemms", {gemms, "count", reports::Better::none, std::nullopt});
     res.set_metric("sdc_mismatches",
-                   {static_cast<double>(reasons.size()), "count", reports::Better::lower, std::nullopt});
-    res.extra["ranks"] = ranks;
-    res.extra["problems"] = reasons;
-    res.extra["verdict"] = why.empty() ? "pass" : "fail";
+                   {static_cast<double>(x.problems.size()), "count", reports::Better::lower, std::nullopt});
+    x.verdict = why.empty() ? "pass" : "fail";
+    reports::write_burnin_extra(res, x);
     if (!why.empty()) res.fail(fmt::format("{}", fmt::join(why, "; ")));
     out.push_back(std::move(res));
   }

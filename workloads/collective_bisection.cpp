@@ -11,6 +11,7 @@
 #include "core/rank_collectives.hpp"
 #include "core/statistics.hpp"
 #include "core/units.hpp"
+#include "reports/locate_extra.hpp"
 #include "workloads/measurement_loop.hpp"
 
 namespace fb::workloads {
@@ -175,28 +176,21 @@ reports::Result bisection_result(const BisectionRun& run, const BisectionOptions
                  {run.rounds.front().front().busbw_gbps, "GB/s", reports::Better::higher, std::nullopt});
   r.set_metric("slow_nodes", {static_cast<double>(run.verdict.nodes.size()), "count", reports::Better::lower,
                               std::nullopt});
-  auto rounds = nlohmann::json::array();
+  reports::BisectionExtra x;
   for (const auto& round : run.rounds) {
-    auto groups = nlohmann::json::array();
+    auto& groups = x.rounds.emplace_back();
     for (const auto& m : round) {
-      auto hosts = nlohmann::json::array();
+      std::vector<std::string> hosts;
       for (int i = m.group.first; i < m.group.last; ++i)
         hosts.push_back(run.hosts[static_cast<std::size_t>(i)]);
-      groups.push_back({{"hosts", hosts},
-                        {"ranks", m.ranks},
-                        {"busbw_gbps", std::isfinite(m.busbw_gbps) ? nlohmann::json(m.busbw_gbps)
-                                                                   : nlohmann::json(nullptr)},
-                        {"below_floor", m.below_floor}});
+      groups.push_back({hosts, m.ranks, m.busbw_gbps, m.below_floor});
     }
-    rounds.push_back(groups);
   }
-  r.extra["rounds"] = rounds;
-  auto named = nlohmann::json::array();
-  for (int n : run.verdict.nodes) named.push_back(run.hosts[static_cast<std::size_t>(n)]);
-  r.extra["slow_nodes"] = named;
+  for (int n : run.verdict.nodes) x.slow_nodes.push_back(run.hosts[static_cast<std::size_t>(n)]);
+  reports::write_bisection_extra(r, x);
   if (!run.verdict.nodes.empty()) {
     std::string msg;
-    for (const auto& h : named) msg += (msg.empty() ? "" : ", ") + h.get<std::string>();
+    for (const auto& h : x.slow_nodes) msg += (msg.empty() ? "" : ", ") + h;
     r.fail("all-reduce below floor because of node(s) " + msg);
   }
   return r;

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "core/error.hpp"
+#include "reports/health_extra.hpp"
 #include "workloads/health_check.hpp"
 
 namespace fb::workloads {
@@ -131,7 +132,7 @@ std::vector<reports::Result> health_results(const HealthRun& run) {
         res.status = reports::Status::skipped;
         res.error = ch.reason;
       }
-      res.extra = {{"verdict", std::string(to_string(ch.verdict))}, {"reason", ch.reason}};
+      reports::write_health_extra(res, {std::string(to_string(ch.verdict)), ch.reason});
       out.push_back(std::move(res));
     }
   return out;
@@ -183,13 +184,14 @@ std::vector<RankHealth> health_from_report(const reports::Report& report) {
     Verdict v = res.status == reports::Status::failed    ? Verdict::fail
                 : res.status == reports::Status::skipped ? Verdict::skip
                                                          : Verdict::pass;
-    if (res.extra.contains("verdict")) v = parse_verdict(res.extra["verdict"].get<std::string>());
+    const auto extra = reports::read_health_extra(res);
+    if (extra.verdict) v = parse_verdict(*extra.verdict);
     auto& r = by_rank[rank];
     r.rank = rank;
     r.host = res.params.value("host", "");
     r.device = res.params.value("device", "");
     CheckOutcome o = make_outcome(res.params["check"].get<std::string>(), v,
-                                  res.extra.value("reason", res.error.value_or("")));
+                                  extra.reason.value_or(res.error.value_or("")));
     for (const auto& [name, m] : res.metrics) o.metrics.emplace_back(name, m);
     r.checks.push_back(std::move(o));
   }

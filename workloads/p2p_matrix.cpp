@@ -15,6 +15,7 @@
 #include "core/statistics.hpp"
 #include "core/units.hpp"
 #include "reports/locate_console.hpp"
+#include "reports/locate_extra.hpp"
 #include "workloads/measurement_loop.hpp"
 #include "workloads/round_robin_schedule.hpp"
 
@@ -266,14 +267,19 @@ P2pRun measure_p2p_matrix(const MpiContext& mpi, Backend& backend, Communicator&
 
 namespace {
 
-nlohmann::json matrix_json(const std::vector<std::vector<double>>& m) {
-  auto out = nlohmann::json::array();
-  for (const auto& row : m) {
-    auto r = nlohmann::json::array();
-    for (double v : row) r.push_back(std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr));
-    out.push_back(r);
-  }
-  return out;
+reports::LocateEndpoint endpoint_extra(const P2pEndpoint& e) {
+  return {e.rank, e.host, e.local_rank};
+}
+
+reports::P2pVerdictExtra verdict_extra(const P2pRun& run) {
+  const auto& v = run.verdict;
+  const auto ep = [&](int e) { return endpoint_extra(run.endpoints[static_cast<std::size_t>(e)]); };
+  reports::P2pVerdictExtra x;
+  x.median_gbps = v.median_gbps;
+  for (int e : v.slow_endpoints) x.slow_endpoints.push_back(ep(e));
+  for (const auto& [a, b] : v.slow_links) x.slow_links.emplace_back(ep(a), ep(b));
+  for (const auto& f : v.flags) x.flags.push_back({ep(f.from), ep(f.to), f.bw_gbps, f.reason});
+  return x;
 }
 
 std::string scope_name(P2pScope s) {
@@ -284,11 +290,11 @@ std::string scope_name(P2pScope s) {
 
 std::vector<reports::Result> p2p_results(const P2pRun& run, const P2pOptions& o) {
   std::vector<reports::Result> out;
-  auto labels = nlohmann::json::array();
-  auto endpoints = nlohmann::json::array();
+  std::vector<std::string> labels;
+  std::vector<reports::LocateEndpoint> endpoints;
   for (const auto& e : run.endpoints) {
     labels.push_back(e.label());
-    endpoints.push_back({{"rank", e.rank}, {"host", e.host}, {"local_rank", e.local_rank}});
+    endpoints.push_back(endpoint_extra(e));
   }
   std::uint64_t largest = 0;
   for (const auto& m : run.matrices) largest = std::max(largest, m.bytes);
@@ -312,16 +318,13 @@ std::vector<reports::Result> p2p_results(const P2pRun& run, const P2pOptions& o)
       r.set_metric("p2p_min_bw_gbps", {*std::min_element(bws.begin(), bws.end()), "GB/s",
                                        reports::Better::higher, std::nullopt});
     }
-    r.extra["matrix"] = {{"labels", labels},
-                         {"bytes", m.bytes},
-                         {"bw_gbps", matrix_json(m.bw_gbps)},
-                         {"latency_us", matrix_json(m.latency_us)}};
-    r.extra["endpoints"] = endpoints;
+    reports::P2pExtra x{{labels, m.bytes, m.bw_gbps, m.latency_us}, endpoints, std::nullopt};
+    if (m.bytes == largest) x.verdict = verdict_extra(run);
+    reports::write_p2p_extra(r, x);
     if (m.bytes == largest) {
       const auto& v = run.verdict;
       r.set_metric("flagged_directions",
                    {static_cast<double>(v.flags.size()), "count", reports::Better::lower, std::nullopt});
-      r.extra["verdict"] = p2p_summary(run);
       if (!v.pass()) {
         std::string msg;
         for (const auto& line : reports::p2p_verdict_lines(r)) msg += (msg.empty() ? "" : "; ") + line;
@@ -334,21 +337,7 @@ std::vector<reports::Result> p2p_results(const P2pRun& run, const P2pOptions& o)
 }
 
 nlohmann::json p2p_summary(const P2pRun& run) {
-  const auto& v = run.verdict;
-  auto ep = [&](int e) {
-    const auto& x = run.endpoints[static_cast<std::size_t>(e)];
-    return nlohmann::json{{"rank", x.rank}, {"host", x.host}, {"local_rank", x.local_rank}};
-  };
-  nlohmann::json j = {{"median_gbps", v.median_gbps},
-                      {"slow_endpoints", nlohmann::json::array()},
-                      {"slow_links", nlohmann::json::array()},
-                      {"flags", nlohmann::json::array()}};
-  for (int e : v.slow_endpoints) j["slow_endpoints"].push_back(ep(e));
-  for (const auto& [a, b] : v.slow_links) j["slow_links"].push_back({{"a", ep(a)}, {"b", ep(b)}});
-  for (const auto& f : v.flags)
-    j["flags"].push_back(
-        {{"from", ep(f.from)}, {"to", ep(f.to)}, {"bw_gbps", f.bw_gbps}, {"reason", f.reason}});
-  return j;
+  return reports::p2p_verdict_json(verdict_extra(run));
 }
 
 }  // namespace fb::workloads

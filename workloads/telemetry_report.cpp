@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "core/rank_collectives.hpp"
+#include "reports/telemetry_extra.hpp"
 
 namespace fb::workloads {
 
@@ -54,10 +55,8 @@ json gather_telemetry(const MpiContext& mpi, const TelemetrySampler& sampler, do
 }
 
 void attach_telemetry(reports::Result& result, const json& gathered) {
-  if (gathered.is_null() || result.extra.contains("telemetry")) return;
-  json t = gathered["combined"];
-  t["mode"] = gathered["mode"];
-  result.extra["telemetry"] = std::move(t);
+  if (gathered.is_null() || reports::has_telemetry_extra(result)) return;
+  reports::write_telemetry_extra(result, {gathered["combined"], gathered["mode"].get<std::string>()});
 }
 
 void attach_telemetry(reports::Report& report, const json& gathered) {

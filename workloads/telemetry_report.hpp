@@ -1,7 +1,7 @@
 #pragma once
 // Telemetry into reports: every rank's summary of a measured window is gathered to rank 0, combined
-// across ranks into each Result's extra["telemetry"], and kept per rank (with the time series under
-// --telemetry full) in the report's summary["telemetry"]. Shapes in docs/health.md.
+// across ranks into each Result's extra.telemetry (reports/telemetry_extra.hpp), and kept per rank (with
+// the time series under --telemetry full) in the report's summary["telemetry"]. Shapes in docs/health.md.
 //
 // A workload that wants one window per result (not the whole run) marks its bounds:
 //   const double t0 = sampler ? sampler->mark() : 0;
@@ -22,7 +22,7 @@ namespace fb::workloads {
 nlohmann::json gather_telemetry(const MpiContext& mpi, const TelemetrySampler& sampler, double from_s,
                                 double to_s);
 
-// result.extra["telemetry"] = the combined summary (no series), unless the result has one already or
+// extra.telemetry = the combined summary (no series) and the mode, unless the result has one already or
 // `gathered` is null.
 void attach_telemetry(reports::Result& result, const nlohmann::json& gathered);
 // attach_telemetry on every result, and report.summary["telemetry"] = the per-rank summaries.

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "reports/train_extra.hpp"
 #include "workloads/train/step_breakdown.hpp"
 #include "workloads/train_step.hpp"
 
@@ -58,7 +59,7 @@ void describe_run(reports::Result& r, const TrainOptions& o, const TrainPlan& pl
 }
 
 // What the plan says before anything runs: FLOPs, parameters and the memory estimate.
-void describe_plan(reports::Result& r, const TrainPlan& plan) {
+void describe_plan(reports::Result& r, reports::TrainExtra& x, const TrainPlan& plan) {
   const auto metric = [&](const std::string& name, double v, const char* unit, Better b) {
     set_metric(r, name, v, unit, b);
   };
@@ -68,65 +69,46 @@ void describe_plan(reports::Result& r, const TrainPlan& plan) {
   metric("params_active", plan.params.active, "count", Better::none);
   metric("memory_bytes_per_rank", static_cast<double>(plan.memory.total()), "B", Better::lower);
   const auto& f = plan.flops;
-  r.extra["flops_per_token"] = {{"attention_projections", f.attention_projections},
-                                {"attention_core", f.attention_core},
-                                {"mlp_dense", f.mlp_dense},
-                                {"moe_routed", f.moe_routed},
-                                {"moe_shared", f.moe_shared},
-                                {"mtp_projection", f.mtp_projection},
-                                {"logits", f.logits},
-                                {"hardware", plan.hardware_flops_per_token}};
-  r.extra["memory_estimate_bytes"] = {
-      {"weights", plan.memory.weights},     {"gradients", plan.memory.gradients},
-      {"optimizer", plan.memory.optimizer}, {"activations", plan.memory.activations},
-      {"workspace", plan.memory.workspace}, {"total", plan.memory.total()}};
+  x.flops_per_token = {f.attention_projections,
+                       f.attention_core,
+                       f.mlp_dense,
+                       f.moe_routed,
+                       f.moe_shared,
+                       f.mtp_projection,
+                       f.logits,
+                       plan.hardware_flops_per_token};
+  const auto& m = plan.memory;
+  x.memory_estimate_bytes = {m.weights, m.gradients, m.optimizer, m.activations, m.workspace, m.total()};
 }
 
 // The plan's GEMM and collective listings, and the pipeline schedule.
-void describe_listings(reports::Result& r, const TrainPlan& plan) {
+void describe_listings(reports::TrainExtra& x, const TrainPlan& plan) {
   const auto& c = plan.parallel;
-  auto gemms = nlohmann::json::array();
-  for (const auto& g : plan.gemms)
-    gemms.push_back({{"name", g.gemm.name},
-                     {"pass", g.gemm.pass},
-                     {"m", g.gemm.problem.m},
-                     {"n", g.gemm.problem.n},
-                     {"k", g.gemm.problem.k},
-                     {"batch", g.gemm.problem.batch},
-                     {"transa", g.gemm.problem.transa},
-                     {"transb", g.gemm.problem.transb},
-                     {"calls_per_layer", g.calls_per_layer},
-                     {"layers", g.layers},
-                     {"note", g.note}});
-  r.extra["gemms"] = gemms;
-  auto colls = nlohmann::json::array();
+  for (const auto& g : plan.gemms) {
+    const auto& p = g.gemm.problem;
+    x.gemms.push_back({g.gemm.name, g.gemm.pass, p.m, p.n, p.k, p.batch, p.transa, p.transb,
+                       g.calls_per_layer, g.layers, g.note});
+  }
   for (const auto& cp : plan.collectives)
-    colls.push_back({{"name", cp.name},
-                     {"group", cp.group},
-                     {"op", cp.op},
-                     {"group_size", cp.group_size},
-                     {"bytes_per_call", cp.bytes_per_call},
-                     {"calls_per_step", cp.calls_per_step},
-                     {"bytes_per_step", cp.bytes_per_step()}});
-  r.extra["collectives_plan"] = colls;
+    x.collectives_plan.push_back(
+        {cp.name, cp.group, cp.op, cp.group_size, cp.bytes_per_call, cp.calls_per_step, cp.bytes_per_step()});
   if (c.pp > 1) {
     const double m = static_cast<double>(plan.shape.grad_accum), p = static_cast<double>(c.pp);
-    r.extra["pipeline"] = {{"schedule", "1F1B"},
-                           {"stages", c.pp},
-                           {"layers_per_stage", plan.local.layers},
-                           {"micro_batches", plan.shape.grad_accum},
-                           {"ideal_bubble_fraction", (p - 1) / (m + p - 1)},
-                           {"note",
-                            "each stage runs min(P - stage - 1, micro-batches) warm-up forwards, then "
-                            "one forward and one backward, then the remaining backwards; "
-                            "pipeline_bubble in the breakdown is the time blocked in point-to-point "
-                            "transfers"}};
+    x.pipeline = reports::TrainPipeline{"1F1B",
+                                        c.pp,
+                                        plan.local.layers,
+                                        plan.shape.grad_accum,
+                                        (p - 1) / (m + p - 1),
+                                        "each stage runs min(P - stage - 1, micro-batches) warm-up forwards, "
+                                        "then one forward and one backward, then the remaining backwards; "
+                                        "pipeline_bubble in the breakdown is the time blocked in "
+                                        "point-to-point transfers"};
   }
 }
 
 // Step time and the throughput figures derived from it (MFU/HFU need a peak for the dtype).
-double throughput_metrics(reports::Result& r, const TrainPlan& plan, const TrainRun& run,
-                          const DevicePeak& peak, std::int64_t world) {
+double throughput_metrics(reports::Result& r, reports::TrainRunExtra& x, const TrainPlan& plan,
+                          const TrainRun& run, const DevicePeak& peak, std::int64_t world) {
   const auto peak_tflops = peak.for_dtype(std::string(to_string(plan.shape.dtype)));
   const auto& st = run.step_seconds;
   const auto step_metric = reports::metric_from_samples(st, "s", Better::lower);
@@ -150,14 +132,14 @@ double throughput_metrics(reports::Result& r, const TrainPlan& plan, const Train
     r.set_metric("mfu", reports::metric_from_samples(mfu, "fraction", Better::higher));
     r.set_metric("hfu", reports::metric_from_samples(hfu, "fraction", Better::higher));
   }
-  r.extra["peak"] = {
-      {"tflops", peak_tflops ? *peak_tflops : 0.0}, {"source", peak.source}, {"measured", peak.measured}};
-  if (!peak_tflops) r.extra["mfu_note"] = "no peak known for this dtype: mfu/hfu omitted";
+  x.peak = {peak_tflops ? *peak_tflops : 0.0, peak.source, peak.measured};
+  if (!peak_tflops) x.mfu_note = "no peak known for this dtype: mfu/hfu omitted";
   return step_metric.value;
 }
 
 // What the steps measured besides time: loss, gradient norm, memory, breakdown, traffic, progress.
-void run_measurements(reports::Result& r, const TrainPlan& plan, const TrainRun& run, double step_time) {
+void run_measurements(reports::Result& r, reports::TrainRunExtra& x, const TrainPlan& plan,
+                      const TrainRun& run, double step_time) {
   const auto metric = [&](const std::string& name, double v, const char* unit, Better b) {
     set_metric(r, name, v, unit, b);
   };
@@ -168,21 +150,21 @@ void run_measurements(reports::Result& r, const TrainPlan& plan, const TrainRun&
   metric("grad_norm", run.grad_norm, "value", Better::none);
   metric("steps_completed", static_cast<double>(run.steps_run), "count", Better::none);
   if (plan.model.moe) metric("moe_load_imbalance", run.moe_imbalance, "ratio", Better::lower);
-  r.extra["breakdown"] = run.breakdown_seconds;
-  r.extra["breakdown_categories"] = train::breakdown_categories();  // stacking order for printers
   double parts = 0;
   for (const auto& [k, v] : run.breakdown_seconds) parts += v;
-  r.extra["breakdown_note"] = fmt::format(
-      "seconds per step by category (median over measured steps); sum {:.6g} s vs step time {:.6g} s", parts,
-      step_time);
-  r.extra["collective_bytes_per_step"] = run.collective_bytes;
-  r.extra["moe_dispatch"] = {{"rows_sent", run.dispatch_sent_rows},
-                             {"rows_received", run.dispatch_received_rows}};
-  r.extra["gemm_engine"] = run.gemm_engine;
-  r.extra["gemm_emulated"] = run.gemm_emulated;
-  r.extra["first_step"] = run.first_step;
-  r.extra["last_step"] = run.last_step;
-  r.extra["step_times_s"] = run.step_seconds;
+  x.breakdown = {train::breakdown_categories(),  // stacking order for printers
+                 run.breakdown_seconds,
+                 fmt::format("seconds per step by category (median over measured steps); sum {:.6g} s vs "
+                             "step time {:.6g} s",
+                             parts, step_time)};
+  x.collective_bytes_per_step = run.collective_bytes;
+  x.moe_rows_sent = run.dispatch_sent_rows;
+  x.moe_rows_received = run.dispatch_received_rows;
+  x.gemm_engine = run.gemm_engine;
+  x.gemm_emulated = run.gemm_emulated;
+  x.first_step = run.first_step;
+  x.last_step = run.last_step;
+  x.step_times_s = run.step_seconds;
   if (!std::isfinite(run.loss))
     r.fail(fmt::format("loss is not finite ({}) at step {}", run.loss, run.last_step));
 }
@@ -194,11 +176,15 @@ reports::Result train_result(const TrainOptions& o, const TrainPlan& plan, const
   reports::Result r;
   r.benchmark = "train";
   describe_run(r, o, plan, run);
-  describe_plan(r, plan);
-  describe_listings(r, plan);
-  if (!run) return r;
-  const double step_time = throughput_metrics(r, plan, *run, peak, world);
-  run_measurements(r, plan, *run, step_time);
+  reports::TrainExtra extra;
+  describe_plan(r, extra, plan);
+  describe_listings(extra, plan);
+  if (run) {
+    auto& measured = extra.run.emplace();
+    const double step_time = throughput_metrics(r, measured, plan, *run, peak, world);
+    run_measurements(r, measured, plan, *run, step_time);
+  }
+  reports::write_train_extra(r, extra);
   return r;
 }
 

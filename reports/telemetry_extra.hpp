@@ -1,0 +1,31 @@
+#pragma once
+// The telemetry of any Result (extra.telemetry): the summary of the result's measured window combined over
+// the ranks (core/telemetry_sampler.hpp's combine_telemetry: from_s, to_s and the GPU and host figures;
+// docs/health.md) and the sampling mode. Written by workloads/telemetry_report.cpp; the HTML report reads
+// the window's bounds to draw the benchmark timeline.
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "reports/report.hpp"
+
+namespace fb::reports {
+
+struct TelemetryExtra {
+  nlohmann::json combined = nlohmann::json::object();  // combine_telemetry's summary, kept as it is
+  std::string mode;                                    // --telemetry's mode
+  bool operator==(const TelemetryExtra&) const = default;
+};
+
+void write_telemetry_extra(Result& r, const TelemetryExtra& extra);
+bool has_telemetry_extra(const Result& r);
+
+// The window's bounds, seconds on rank 0's sampler clock; nullopt unless both are numbers.
+struct TelemetryWindow {
+  double from_s = 0, to_s = 0;
+  bool operator==(const TelemetryWindow&) const = default;
+};
+std::optional<TelemetryWindow> find_telemetry_window(const Result& r);
+
+}  // namespace fb::reports
