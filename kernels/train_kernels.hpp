@@ -21,9 +21,15 @@ namespace fb::kernels {
 // same order on host and cuda, so the sum is deterministic.
 inline constexpr std::int64_t kNormRowBlock = 64;
 
-// RoPE's inverse frequencies θ^(−2i/rot_dim), i < rot_dim/2, computed in fp64 and rounded to fp32 (the
-// table every implementation uses).
+// RoPE's inverse frequencies θ^(−2i/rot_dim), i < rot_dim/2, computed in fp64 and rounded to fp32.
 std::vector<float> rope_inverse_frequencies(std::int64_t rot_dim, float theta);
+
+// RoPE's rotation table, the one every implementation uses: for position p < seq and pair i < rot_dim/2,
+// cos and sin of the fp32 angle p·inv_freq[i], at [p·rot_dim/2 + i] of each.
+struct RopeTable {
+  std::vector<float> cos, sin;
+};
+RopeTable rope_table(std::int64_t rot_dim, std::int64_t seq, float theta);
 
 struct AdamParams {
   float lr = 1e-4f, beta1 = 0.9f, beta2 = 0.95f, eps = 1e-8f, weight_decay = 0.0f;
@@ -111,7 +117,7 @@ class TrainKernels {
 
   // Rotary position embedding (Su et al. 2021, RoFormer) in place, rotate-half pairing (GPT-NeoX, Llama):
   // in head j (columns col0 + j·head_stride …, rot_dim of them) of row t, at position p = t mod seq, columns
-  // i and i + rot_dim/2 rotate by p·inv_freq[i] (rope_inverse_frequencies). `inverse` rotates back: the
+  // i and i + rot_dim/2 rotate by p·inv_freq[i] (rope_table's cos and sin). `inverse` rotates back: the
   // backward pass (the rotation is orthogonal).
   virtual void rope(void* x, DType type, std::int64_t rows, std::int64_t ld, std::int64_t col0,
                     std::int64_t heads, std::int64_t head_stride, std::int64_t rot_dim, std::int64_t seq,

@@ -128,9 +128,12 @@ with_libs timeout 150 "$FB" train --backend cuda --model llama3-8b --layers 4 --
 tail -n 15 "$OUT/train-llama3-8b.log"
 OURS[step]=$(train_field "$OUT/train-llama3-8b.json" "'%.4f' % r['metrics']['step_time_s']['value']")
 OURS[mfu]=$(train_field "$OUT/train-llama3-8b.json" "'%.3f' % r['metrics']['mfu']['value']")
+OURS[engine]=$(train_field "$OUT/train-llama3-8b.json" "r['params']['attention_engine']")
+OURS[breakdown]=$(train_field "$OUT/train-llama3-8b.json" "', '.join('%s %.4f' % (k, v) for k, v in sorted(r['extra']['breakdown'].items(), key=lambda kv: -kv[1]) if v > 0)")
 with_libs timeout 120 "$FB" train --backend cuda --model mixtral-8x7b --layers 2 --dtype bf16 --steps 5 --warmup-steps 2 \
   -o "$OUT/train-mixtral.json" >"$OUT/train-mixtral.log" 2>&1
 OURS[mixtral_mfu]=$(train_field "$OUT/train-mixtral.json" "'%.3f' % r['metrics']['mfu']['value']")
+OURS[mixtral_breakdown]=$(train_field "$OUT/train-mixtral.json" "', '.join('%s %.4f' % (k, v) for k, v in sorted(r['extra']['breakdown'].items(), key=lambda kv: -kv[1]) if v > 0)")
 
 # --- PyTorch anchors, same session ---
 ANCHORS="$OUT/anchors.jsonl"
@@ -184,9 +187,11 @@ t=$(anchor "torch copy 1 GiB")
 row "device copy 1 GiB, read+write (GB/s)" "${OURS[copy]:-n/a}" "torch copy_ $t" "$(ratio "${OURS[copy]:-n/a}" "$t")"
 row "Adam bf16 512 Mi params, fraction of copy bandwidth" "${OURS[adam]:-n/a} (${OURS[adam_gbs]:-n/a} GB/s)" \
   "torch AdamW fused fp32 ${copy_frac:-n/a}" "$(ratio "${OURS[adam]:-n/a}" "${copy_frac:-n/a}")"
-row "train llama3-8b --layers 4 seq 8192 bf16 (s/step, MFU)" "${OURS[step]} s, MFU ${OURS[mfu]}" \
+row "train llama3-8b --layers 4 seq 8192 bf16 (s/step, MFU; attention engine)" "${OURS[step]} s, MFU ${OURS[mfu]}; ${OURS[engine]}" \
   "torch eager ${torch_step} s" "$(ratio "$torch_step" "${OURS[step]}") (torch time / ours)"
+row "its breakdown (s per step, profiled warm-up step)" "${OURS[breakdown]}" "-" "-"
 row "train mixtral-8x7b --layers 2 bf16 MFU" "${OURS[mixtral_mfu]}" "-" "-"
+row "its breakdown (s per step)" "${OURS[mixtral_breakdown]}" "-" "-"
 
 # --- collective, health, telemetry smoke (issues 4, 9) ---
 with_libs timeout 150 "$FB" collective --backend cuda --op all --check --inplace -b 8 -e 256M -f 8 -n 10 -w 3 \

@@ -101,43 +101,79 @@ def copy_and_adamw(torch, params):
     emit("torch AdamW fused fp32 %d params" % total, bw / 1e9, "GB/s", "fraction of copy %.3f" % (bw / copy))
 
 
-def eager_step(torch, layers, seq, hidden, heads, kv_heads, ffn, vocab):
-    """One eager training step of the decoder shapes factorybench's `train` runs: per layer QKV, causal SDPA,
-    output projection, residual, SwiGLU MLP, residual; then the output layer and a mean-square loss; backward;
-    fused AdamW. bf16 weights. Like factorybench it runs no embedding lookup, norms or rotary embedding."""
+def rms_norm(torch, x, weight, eps):
+    """torch.nn.functional.rms_norm where this torch has it (2.4+), else the formula."""
+    import torch.nn.functional as F
+    if hasattr(F, "rms_norm"):
+        return F.rms_norm(x, (x.shape[-1],), weight, eps)
+    return x * torch.rsqrt(x.float().pow(2).mean(-1, keepdim=True) + eps).to(x.dtype) * weight
+
+
+def eager_step(torch, layers, seq, hidden, heads, kv_heads, ffn, vocab, theta=500000.0, eps=1e-5):
+    """One eager training step of the decoder factorybench's `train` runs, the same work: embedding lookup; per
+    layer RMSNorm, QKV, RoPE on Q and K (rotate-half, tables built once), causal SDPA (grouped-query through
+    enable_gqa where this torch has it), output projection, residual, RMSNorm, SwiGLU MLP, residual; final
+    RMSNorm, output layer and a mean-square loss; backward; fused AdamW. bf16 weights; note that torch keeps
+    AdamW state in the parameters' bf16 (16 B/param moved) where factorybench keeps fp32 master weights and
+    moments (28 B/param), so the anchor's optimizer is the lighter one."""
     import torch.nn.functional as F
 
     d = hidden // heads
     dev, dt = "cuda", torch.bfloat16
     lin = lambda i, o: torch.nn.Linear(i, o, bias=False, device=dev, dtype=dt)
+    gain = lambda: torch.nn.Parameter(torch.ones(hidden, device=dev, dtype=dt))
     blocks = torch.nn.ModuleList()
     for _ in range(layers):
-        blocks.append(torch.nn.ModuleDict({"qkv": lin(hidden, (heads + 2 * kv_heads) * d), "o": lin(heads * d, hidden),
-                                           "up": lin(hidden, 2 * ffn), "down": lin(ffn, hidden)}))
-    head = lin(hidden, vocab)
-    params = list(blocks.parameters()) + list(head.parameters())
+        block = torch.nn.ModuleDict({"qkv": lin(hidden, (heads + 2 * kv_heads) * d), "o": lin(heads * d, hidden),
+                                     "up": lin(hidden, 2 * ffn), "down": lin(ffn, hidden)})
+        block.norm1, block.norm2 = gain(), gain()
+        blocks.append(block)
+    embed = torch.nn.Embedding(vocab, hidden, device=dev, dtype=dt)
+    final_norm, head = gain(), lin(hidden, vocab)
+    params = list(blocks.parameters()) + list(embed.parameters()) + [final_norm] + list(head.parameters())
     opt = torch.optim.AdamW(params, lr=1e-4, fused=True)
-    x0 = torch.randn(1, seq, hidden, device=dev, dtype=dt)
+    ids = torch.randint(0, vocab, (1, seq), device=dev)
+    inv_freq = 1.0 / theta ** (torch.arange(0, d, 2, device=dev, dtype=torch.float32) / d)
+    angles = torch.outer(torch.arange(seq, device=dev, dtype=torch.float32), inv_freq)
+    cos = torch.cat([angles.cos(), angles.cos()], -1).to(dt)[None, :, None, :]
+    sin = torch.cat([angles.sin(), angles.sin()], -1).to(dt)[None, :, None, :]
+
+    def rope(x):  # x: [1, seq, heads, d]
+        x1, x2 = x[..., : d // 2], x[..., d // 2:]
+        return x * cos + torch.cat([-x2, x1], -1) * sin
+
+    try:  # grouped-query SDPA without repeating K and V (torch 2.5+)
+        t = torch.zeros(1, 2, 4, 8, device=dev, dtype=dt)
+        F.scaled_dot_product_attention(t, t[:, :1], t[:, :1], is_causal=True, enable_gqa=True)
+        gqa = True
+    except (TypeError, RuntimeError):
+        gqa = False
 
     def step():
-        x = x0
+        x = embed(ids)
         for b in blocks:
-            q, k, v = b["qkv"](x).split([heads * d, kv_heads * d, kv_heads * d], dim=-1)
-            q = q.view(1, seq, heads, d).transpose(1, 2)
-            k = k.view(1, seq, kv_heads, d).transpose(1, 2).repeat_interleave(heads // kv_heads, dim=1)
-            v = v.view(1, seq, kv_heads, d).transpose(1, 2).repeat_interleave(heads // kv_heads, dim=1)
-            a = F.scaled_dot_product_attention(q, k, v, is_causal=True).transpose(1, 2).reshape(1, seq, heads * d)
-            x = x + b["o"](a)
-            g, u = b["up"](x).chunk(2, dim=-1)
+            h = rms_norm(torch, x, b.norm1, eps)
+            q, k, v = b["qkv"](h).split([heads * d, kv_heads * d, kv_heads * d], dim=-1)
+            q = rope(q.view(1, seq, heads, d)).transpose(1, 2)
+            k = rope(k.view(1, seq, kv_heads, d)).transpose(1, 2)
+            v = v.view(1, seq, kv_heads, d).transpose(1, 2)
+            if gqa:
+                a = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
+            else:
+                k, v = (t.repeat_interleave(heads // kv_heads, dim=1) for t in (k, v))
+                a = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+            x = x + b["o"](a.transpose(1, 2).reshape(1, seq, heads * d))
+            g, u = b["up"](rms_norm(torch, x, b.norm2, eps)).chunk(2, dim=-1)
             x = x + b["down"](F.silu(g) * u)
-        loss = head(x).float().pow(2).mean()
+        loss = head(rms_norm(torch, x, final_norm, eps)).float().pow(2).mean()
         loss.backward()
         opt.step()
         opt.zero_grad(set_to_none=True)
 
     s = timed(torch, step, 2, 5)
     emit("torch eager step %d layers seq %d (d %d, %d/%d heads, ffn %d, vocab %d)" % (layers, seq, hidden, heads,
-         kv_heads, ffn, vocab), s, "s/step")
+         kv_heads, ffn, vocab), s, "s/step", "embedding, RMSNorm, RoPE, SDPA%s, fused AdamW (bf16 state)" %
+         (" enable_gqa" if gqa else " (K/V repeated)"))
 
 
 def main():

@@ -35,10 +35,10 @@ void rmsnorm_backward(void* stream, Scratch& scratch, const void* dy, const void
                       const float* rstd, const void* d_residual, void* dx, void* d_gamma, DType type,
                       std::int64_t rows, std::int64_t width, std::int64_t ld);
 
-// inv_freq: device table of rot_dim/2 floats (rope_inverse_frequencies).
+// cos_table, sin_table: device copies of rope_table(rot_dim, seq, θ).
 void rope(void* stream, void* x, DType type, std::int64_t rows, std::int64_t ld, std::int64_t col0,
           std::int64_t heads, std::int64_t head_stride, std::int64_t rot_dim, std::int64_t seq,
-          const float* inv_freq, bool inverse);
+          const float* cos_table, const float* sin_table, bool inverse);
 
 void embedding_forward(void* stream, const void* table, DType type, std::int64_t vocab_begin,
                        std::int64_t vocab_rows, std::int64_t width, const std::int32_t* ids,

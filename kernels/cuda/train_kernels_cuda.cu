@@ -7,6 +7,7 @@
 #include <cmath>
 #include <map>
 #include <string>
+#include <tuple>
 #include <utility>
 
 #include "core/cuda_check.hpp"
@@ -241,7 +242,10 @@ class CudaTrainKernels final : public TrainKernels {
   }
   ~CudaTrainKernels() override {
     cudaFree(scalar_);
-    for (auto& [key, table] : inv_freq_) cudaFree(table);
+    for (auto& [key, table] : rope_tables_) {
+      cudaFree(table.first);
+      cudaFree(table.second);
+    }
   }
 
   void route_topk(const void* logits, DType type, std::int64_t tokens, std::int64_t experts, std::int64_t k,
@@ -375,8 +379,9 @@ class CudaTrainKernels final : public TrainKernels {
   void rope(void* x, DType type, std::int64_t rows, std::int64_t ld, std::int64_t col0, std::int64_t heads,
             std::int64_t head_stride, std::int64_t rot_dim, std::int64_t seq, float theta,
             bool inverse) override {
-    cuda_detail::rope(stream_, x, type, rows, ld, col0, heads, head_stride, rot_dim, seq,
-                      inverse_frequencies(rot_dim, theta), inverse);
+    const auto& table = rope_table(rot_dim, std::min(seq, rows), theta);
+    cuda_detail::rope(stream_, x, type, rows, ld, col0, heads, head_stride, rot_dim, seq, table.first,
+                      table.second, inverse);
   }
   void embedding_forward(const void* table, DType type, std::int64_t vocab_begin, std::int64_t vocab_rows,
                          std::int64_t width, const std::int32_t* ids, std::int64_t tokens,
@@ -430,23 +435,28 @@ class CudaTrainKernels final : public TrainKernels {
 
  private:
   static void check() { FB_CHECK_CUDA(cudaGetLastError()); }
-  // The device table of rope_inverse_frequencies(rot_dim, theta), uploaded once per (rot_dim, theta).
-  const float* inverse_frequencies(std::int64_t rot_dim, float theta) {
-    const auto key = std::make_pair(rot_dim, theta);
-    auto it = inv_freq_.find(key);
-    if (it == inv_freq_.end()) {
-      const auto table = rope_inverse_frequencies(rot_dim, theta);
-      float* d = nullptr;
-      FB_CHECK_CUDA(cudaMalloc(&d, std::max<std::size_t>(1, table.size()) * sizeof(float)));
-      FB_CHECK_CUDA(cudaMemcpy(d, table.data(), table.size() * sizeof(float), cudaMemcpyHostToDevice));
-      it = inv_freq_.emplace(key, d).first;
+  // The device copy of rope_table(rot_dim, seq, theta) (cos, sin), uploaded once per (rot_dim, seq, theta).
+  const std::pair<float*, float*>& rope_table(std::int64_t rot_dim, std::int64_t seq, float theta) {
+    const auto key = std::make_tuple(rot_dim, seq, theta);
+    auto it = rope_tables_.find(key);
+    if (it == rope_tables_.end()) {
+      const auto table = kernels::rope_table(rot_dim, seq, theta);
+      const std::size_t bytes = std::max<std::size_t>(1, table.cos.size()) * sizeof(float);
+      float *c = nullptr, *s = nullptr;
+      FB_CHECK_CUDA(cudaMalloc(&c, bytes));
+      FB_CHECK_CUDA(cudaMalloc(&s, bytes));
+      FB_CHECK_CUDA(
+          cudaMemcpy(c, table.cos.data(), table.cos.size() * sizeof(float), cudaMemcpyHostToDevice));
+      FB_CHECK_CUDA(
+          cudaMemcpy(s, table.sin.data(), table.sin.size() * sizeof(float), cudaMemcpyHostToDevice));
+      it = rope_tables_.emplace(key, std::make_pair(c, s)).first;
     }
     return it->second;
   }
   cudaStream_t stream_;
   double* scalar_ = nullptr;
   cuda_detail::Scratch scratch_{stream_};
-  std::map<std::pair<std::int64_t, float>, float*> inv_freq_;
+  std::map<std::tuple<std::int64_t, std::int64_t, float>, std::pair<float*, float*>> rope_tables_;
 };
 
 }  // namespace

@@ -148,5 +148,65 @@ TEST(AttentionCudnnCuda, AutoPicksCudnnOnAGpuWithCudnn) {
   EXPECT_EQ(selection.fused->name(), "cudnn");
 }
 
+// The layout the training step uses: Q, K and V as column blocks of one token-major QKV buffer (rows of
+// (heads + 2·kv_heads)·d elements), gradients written into the same kind of buffer.
+TEST(AttentionCudnnCuda, QkvColumnBlocksOfOneBufferMatchTheHostReference) {
+  std::string reason;
+  auto backend = gpu_test::cuda_backend(reason);
+  if (!backend) GTEST_SKIP() << reason;
+  if (!cudnn_attention_compiled_in() || !cudnn_library().handle) GTEST_SKIP() << cudnn_library().error;
+  auto selection = make_attention_engine(*backend, AttentionEngineChoice::cudnn);
+  FusedAttention& fused = *selection.fused;
+  const DType type = DType::bf16;
+  AttentionShape s;
+  s.batch = 2, s.seq = 256, s.heads = 8, s.kv_heads = 2, s.head_dim = 64, s.value_dim = 64;
+  s.scale = 0.125f;
+  const std::int64_t W = (s.heads + 2 * s.kv_heads) * s.head_dim, T = s.batch * s.seq;
+  s.q_row = s.k_row = s.v_row = W;
+  const auto qkv = random_rounded(static_cast<std::size_t>(T * W), 11, type);
+  const auto d_o = random_rounded(static_cast<std::size_t>(T * s.heads * s.value_dim), 12, type);
+  // The packed tensors the reference takes: column blocks of each row.
+  const auto block = [&](std::int64_t col, std::int64_t width) {
+    std::vector<float> out(static_cast<std::size_t>(T * width));
+    for (std::int64_t t = 0; t < T; ++t)
+      for (std::int64_t c = 0; c < width; ++c) out[t * width + c] = qkv[t * W + col + c];
+    return out;
+  };
+  const std::int64_t kq = s.heads * s.head_dim, kk = s.kv_heads * s.head_dim;
+  const auto q = block(0, kq), k = block(kq, kk), v = block(kq + kk, kk);
+  std::vector<float> o(d_o.size()), stats(static_cast<std::size_t>(s.batch * s.heads * s.seq)), dq(q.size()),
+      dk(k.size()), dv(v.size());
+  AttentionShape packed = s;
+  packed.q_row = packed.k_row = packed.v_row = 0;
+  attention_forward_reference(packed, q.data(), k.data(), v.data(), o.data(), stats.data());
+  attention_backward_reference(packed, q.data(), k.data(), v.data(), o.data(), d_o.data(), dq.data(),
+                               dk.data(), dv.data());
+  const auto bits = encode(qkv, type), do_bits = encode(d_o, type);
+  auto d_qkv = backend->allocate(bits.size() * 2), d_do = backend->allocate(do_bits.size() * 2);
+  backend->copy_to_device(d_qkv, bits.data(), bits.size() * 2);
+  backend->copy_to_device(d_do, do_bits.data(), do_bits.size() * 2);
+  auto d_out = backend->allocate(o.size() * 2), d_stats = backend->allocate(stats.size() * 4);
+  auto d_grad = backend->allocate(bits.size() * 2);
+  const auto at = [&](DeviceBuffer& b, std::int64_t col) { return static_cast<char*>(b.data()) + col * 2; };
+  fused.forward(s, type, at(d_qkv, 0), at(d_qkv, kq), at(d_qkv, kq + kk), d_out.data(), d_stats.as<float>());
+  fused.backward(s, type, at(d_qkv, 0), at(d_qkv, kq), at(d_qkv, kq + kk), d_out.data(), d_do.data(),
+                 d_stats.as<float>(), at(d_grad, 0), at(d_grad, kq), at(d_grad, kq + kk));
+  backend->synchronize();
+  std::vector<std::uint16_t> out_bits(o.size()), grad_bits(bits.size());
+  backend->copy_to_host(out_bits.data(), d_out, out_bits.size() * 2);
+  backend->copy_to_host(grad_bits.data(), d_grad, grad_bits.size() * 2);
+  const auto grad = decode(grad_bits, type);
+  const auto grad_block = [&](std::int64_t col, std::int64_t width) {
+    std::vector<float> out(static_cast<std::size_t>(T * width));
+    for (std::int64_t t = 0; t < T; ++t)
+      for (std::int64_t c = 0; c < width; ++c) out[t * width + c] = grad[t * W + col + c];
+    return out;
+  };
+  EXPECT_LT(relative_error(decode(out_bits, type), o), 3e-2) << "o";
+  EXPECT_LT(relative_error(grad_block(0, kq), dq), 3e-2) << "dq";
+  EXPECT_LT(relative_error(grad_block(kq, kk), dk), 3e-2) << "dk";
+  EXPECT_LT(relative_error(grad_block(kq + kk, kk), dv), 3e-2) << "dv";
+}
+
 }  // namespace
 }  // namespace fb::kernels
