@@ -12,27 +12,20 @@
 #include <string>
 #include <vector>
 
-#include "core/cuda_check.hpp"
+#include "core/cuda_check.hpp"  // FB_CHECK_CUBLAS: cuBLAS and cuBLASLt share cublasStatus_t
 #include "core/error.hpp"
 
 namespace fb::kernels {
 namespace {
 
-#define FB_CHECK_CUBLAS_V2(call)                                                                    \
-  do {                                                                                              \
-    const cublasStatus_t fb_rc_ = (call);                                                           \
-    if (fb_rc_ != CUBLAS_STATUS_SUCCESS)                                                            \
-      ::fb::throw_call_failure("cuBLAS", #call, cublasGetStatusString(fb_rc_), __FILE__, __LINE__); \
-  } while (0)
-
 class CublasGroupedGemm final : public GroupedGemm {
  public:
   CublasGroupedGemm(Backend& backend, DType dtype) : backend_(backend), dtype_(dtype) {
-    FB_CHECK_CUBLAS_V2(cublasCreate(&handle_));
+    FB_CHECK_CUBLAS(cublasCreate(&handle_));
     stream_ = static_cast<cudaStream_t>(backend.native_stream());
-    FB_CHECK_CUBLAS_V2(cublasSetStream(handle_, stream_));
+    FB_CHECK_CUBLAS(cublasSetStream(handle_, stream_));
     workspace_ = backend.allocate(std::size_t{32} << 20);
-    FB_CHECK_CUBLAS_V2(cublasSetWorkspace(handle_, workspace_.data(), workspace_.bytes()));
+    FB_CHECK_CUBLAS(cublasSetWorkspace(handle_, workspace_.data(), workspace_.bytes()));
   }
   ~CublasGroupedGemm() override {
     if (handle_) cublasDestroy(handle_);
@@ -89,7 +82,7 @@ class CublasGroupedGemm final : public GroupedGemm {
     const cublasComputeType_t compute =
         dtype_ == DType::tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
     group_size_.assign(groups, 1);
-    FB_CHECK_CUBLAS_V2(
+    FB_CHECK_CUBLAS(
         cublasGemmGroupedBatchedEx(handle_, ta_.data(), tb_.data(), m_.data(), n_.data(), k_.data(),
                                    alpha_.data(), reinterpret_cast<const void* const*>(dev), t, lda_.data(),
                                    reinterpret_cast<const void* const*>(dev + groups), t, ldb_.data(),

@@ -12,8 +12,19 @@ namespace {
 
 class BlockedAttention final : public AttentionCore {
  public:
-  explicit BlockedAttention(StepContext& c) : c_(c) {
-    const std::int64_t B = c.l.attn_block, nb = c.l.seq / B;
+  explicit BlockedAttention(StepContext& c)
+      : c_(c),
+        W(c.l.qkv_width),
+        d(c.l.head_dim),
+        dv(c.l.v_head_dim),
+        B(c.l.attn_block),
+        nb(c.l.seq / c.l.attn_block),
+        G(c.l.kv_heads),
+        hpg(c.l.heads / c.l.kv_heads),
+        HD(c.l.heads * c.l.v_head_dim),
+        k_col(c.l.heads * c.l.head_dim),
+        v_col(c.l.heads * c.l.head_dim + c.l.kv_heads * c.l.head_dim),
+        scale(1.0f / std::sqrt(static_cast<float>(c.l.head_dim))) {
     probs_per_seq_ = c.l.heads * B * B * nb * (nb + 1) / 2;
     dprobs_ = c.act(c.l.heads * c.l.seq * B);
   }
@@ -28,7 +39,6 @@ class BlockedAttention final : public AttentionCore {
     std::int64_t keys, offset, size;
   };
   Strip strip(std::int64_t i) const {
-    const std::int64_t B = c_.l.attn_block;
     return {(i + 1) * B, c_.l.heads * B * B * i * (i + 1) / 2, (i + 1) * B * B};
   }
   // Token-major addresses: column `col` of token `t` in qkv (W wide) or ctx (heads·v_head_dim wide).
@@ -38,9 +48,12 @@ class BlockedAttention final : public AttentionCore {
   void* grad(void* dqkv, std::int64_t t, std::int64_t col) const {
     return c_.at(dqkv, t * c_.l.qkv_width + col);
   }
-  std::int64_t hd() const { return c_.l.heads * c_.l.v_head_dim; }
 
   StepContext& c_;
+  // qkv row width, Q/K and V head dims, block size and count, kv groups and heads per group, ctx row width,
+  // where K and V start in a qkv row, the softmax scale.
+  const std::int64_t W, d, dv, B, nb, G, hpg, HD, k_col, v_col;
+  const float scale;
   std::int64_t probs_per_seq_ = 0;
   DeviceBuffer dprobs_;
 };
@@ -48,10 +61,6 @@ class BlockedAttention final : public AttentionCore {
 void BlockedAttention::forward(LayerActs& a) {
   c_.mark(kAttention);
   const auto& l = c_.l;
-  const std::int64_t W = l.qkv_width, d = l.head_dim, dv = l.v_head_dim, B = l.attn_block, nb = l.seq / B;
-  const std::int64_t G = l.kv_heads, hpg = l.heads / G, HD = hd();
-  const std::int64_t k_col = l.heads * d, v_col = k_col + G * d;
-  const float scale = 1.0f / std::sqrt(static_cast<float>(d));
   for (std::int64_t s = 0; s < c_.plan.shape.micro_batch; ++s) {
     const std::int64_t t0 = s * l.seq;
     for (std::int64_t i = 0; i < nb; ++i) {
@@ -71,10 +80,6 @@ void BlockedAttention::forward(LayerActs& a) {
 void BlockedAttention::backward(LayerActs& a, const void* dctx, void* dqkv) {
   c_.mark(kAttention);
   const auto& l = c_.l;
-  const std::int64_t W = l.qkv_width, d = l.head_dim, dv = l.v_head_dim, B = l.attn_block, nb = l.seq / B;
-  const std::int64_t G = l.kv_heads, hpg = l.heads / G, HD = hd();
-  const std::int64_t k_col = l.heads * d, v_col = k_col + G * d;
-  const float scale = 1.0f / std::sqrt(static_cast<float>(d));
   c_.k->scale(dqkv, c_.dt, l.tokens * W, 0.0f);  // dK and dV accumulate over the strips
   const auto d_o = [&](std::int64_t t, std::int64_t col) {
     return static_cast<const char*>(dctx) + (t * HD + col) * c_.elem();
