@@ -60,12 +60,15 @@ BlasShape blas_shape(const GemmProblem& p) {
           as_blasint(p.ld_c(), "ldc")};
 }
 
-// bf16 → fp32 is exact: the bf16 bits are the high half of the float.
-void widen_bf16(const std::uint16_t* in, float* out, std::size_t count) {
-  for (std::size_t i = 0; i < count; ++i) {
-    const std::uint32_t bits = std::uint32_t{in[i]} << 16;
-    std::memcpy(&out[i], &bits, sizeof(float));
-  }
+// bf16 → fp32 is exact: the bf16 bits are the high half of the float. Only the rows × cols a column-major
+// matrix with leading dimension ld uses are read: a matrix may be a column block of a wider buffer (attention
+// heads side by side in a token row), whose last column ends before ld does.
+void widen_bf16(const std::uint16_t* in, float* out, std::int64_t rows, std::int64_t cols, std::int64_t ld) {
+  for (std::int64_t j = 0; j < cols; ++j)
+    for (std::int64_t i = 0; i < rows; ++i) {
+      const std::uint32_t bits = std::uint32_t{in[i + j * ld]} << 16;
+      std::memcpy(&out[i + j * ld], &bits, sizeof(float));
+    }
 }
 
 class OpenBlasEngine final : public GemmEngine {
@@ -134,19 +137,19 @@ class OpenBlasEngine final : public GemmEngine {
   // One bf16 matrix product: fp32 accumulation, the result rounded to bf16 as a GPU epilogue would.
   void run_bf16(const GemmProblem& p, const BlasShape& s, const std::uint16_t* a, const std::uint16_t* b,
                 std::uint16_t* c) {
-    const std::size_t a_count = static_cast<std::size_t>(p.ld_a() * (p.transa ? p.m : p.k));
-    const std::size_t b_count = static_cast<std::size_t>(p.ld_b() * (p.transb ? p.k : p.n));
-    const std::size_t c_count = static_cast<std::size_t>(p.ld_c() * p.n);
-    c32_.resize(c_count);
-    if (p.beta != 0.0) widen_bf16(c, c32_.data(), c_count);
+    // Stored shapes (rows × columns) of A and B.
+    const std::int64_t a_rows = p.transa ? p.k : p.m, a_cols = p.transa ? p.m : p.k;
+    const std::int64_t b_rows = p.transb ? p.n : p.k, b_cols = p.transb ? p.k : p.n;
+    c32_.resize(static_cast<std::size_t>(p.ld_c() * p.n));
+    if (p.beta != 0.0) widen_bf16(c, c32_.data(), p.m, p.n, p.ld_c());
     if (sbgemm_) {
       sbgemm_(CblasColMajor, s.ta, s.tb, s.m, s.n, s.k, static_cast<float>(p.alpha), a, s.lda, b, s.ldb,
               static_cast<float>(p.beta), c32_.data(), s.ldc);
     } else {
-      a32_.resize(a_count);
-      b32_.resize(b_count);
-      widen_bf16(a, a32_.data(), a_count);
-      widen_bf16(b, b32_.data(), b_count);
+      a32_.resize(static_cast<std::size_t>(p.ld_a() * a_cols));
+      b32_.resize(static_cast<std::size_t>(p.ld_b() * b_cols));
+      widen_bf16(a, a32_.data(), a_rows, a_cols, p.ld_a());
+      widen_bf16(b, b32_.data(), b_rows, b_cols, p.ld_b());
       cblas_sgemm(CblasColMajor, s.ta, s.tb, s.m, s.n, s.k, static_cast<float>(p.alpha), a32_.data(), s.lda,
                   b32_.data(), s.ldb, static_cast<float>(p.beta), c32_.data(), s.ldc);
     }

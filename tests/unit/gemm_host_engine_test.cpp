@@ -3,6 +3,7 @@
 // output caught both by the reference check and by the benchmark (which then fails the result).
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -95,6 +96,49 @@ TEST_P(HostEngine, PaddedLeadingDimensionsAndStrides) {
   engine->run(p, o.a.data(), o.b.data(), o.c.data());
   const auto check = check_all(p, o);
   EXPECT_TRUE(check.ok()) << check.detail;
+}
+
+// Attention heads side by side in token rows (the train step's layout): every batch a column block of one
+// buffer (stride = one head's columns, leading dimension = the row), the buffers exactly as long as the last
+// block needs, so an engine that reads a whole leading dimension past the last block reads out of bounds
+// (AddressSanitizer catches it in the sanitizer build). beta = 1 accumulates onto what C held.
+TEST_P(HostEngine, HeadsSideBySideInOneBuffer) {
+  HostBackend backend(1);
+  auto engine = make_gemm_engine(backend, GetParam());
+  GemmProblem p;
+  p.m = 24, p.n = 16, p.k = 8, p.batch = 4;  // 4 heads: A and C rows hold 4·24, B rows 5·8
+  p.lda = 4 * 24, p.stride_a = 24;
+  p.ldb = 5 * 8, p.stride_b = 8;
+  p.ldc = 4 * 24, p.stride_c = 24;
+  p.dtype = GetParam();
+  const auto t = gemm_types(p.dtype);
+  const auto used = [](std::int64_t stride, std::int64_t batch, std::int64_t ld, std::int64_t rows,
+                       std::int64_t cols) {
+    return static_cast<std::size_t>(stride * (batch - 1) + ld * (cols - 1) + rows);
+  };
+  const std::size_t nc = used(p.stride_c, p.batch, p.ldc, p.m, p.n);
+  Operands o{backend.allocate(used(p.stride_a, p.batch, p.lda, p.m, p.k) * dtype_bytes(t.a)),
+             backend.allocate(used(p.stride_b, p.batch, p.ldb, p.k, p.n) * dtype_bytes(t.b)),
+             backend.allocate(nc * dtype_bytes(t.c))};
+  backend.fill_random(o.a, t.a, 21);
+  backend.fill_random(o.b, t.b, 22);
+  backend.fill_random(o.c, t.c, 23);
+  engine->run(p, o.a.data(), o.b.data(), o.c.data());
+  const auto check = check_all(p, o);
+  EXPECT_TRUE(check.ok()) << check.detail;
+  // Again with beta = 1: C = A·B + (A·B), every element twice the product (to the type's rounding).
+  std::vector<double> once(nc);
+  for (std::size_t i = 0; i < nc; ++i) once[i] = element_as_double(o.c.data(), t.c, i);
+  p.beta = 1.0;
+  engine->run(p, o.a.data(), o.b.data(), o.c.data());
+  const double tol = p.dtype == DType::bf16 ? 1.0 / 128 : 1e-6;
+  for (std::int64_t b = 0; b < p.batch; ++b)
+    for (std::int64_t j = 0; j < p.n; ++j)
+      for (std::int64_t i = 0; i < p.m; ++i) {
+        const std::size_t at = static_cast<std::size_t>(b * p.stride_c + j * p.ldc + i);
+        ASSERT_NEAR(element_as_double(o.c.data(), t.c, at), 2 * once[at], tol * (1 + 2 * std::fabs(once[at])))
+            << "batch " << b << " (" << i << ", " << j << ")";
+      }
 }
 
 INSTANTIATE_TEST_SUITE_P(Dtypes, HostEngine, ::testing::Values(DType::fp32, DType::fp64, DType::bf16),
