@@ -17,8 +17,12 @@ void print_train_result(std::ostream& out, const Result& r) {
   if (!extra.run) throw input_error("result train/" + r.name + ": a plan (--dry-run), no steps to print");
   const TrainRunExtra& run = *extra.run;
   const auto* st = r.metric("step_time_s");
-  out << fmt::format("\n{}: {} steps ({} to {}), gemm engine {}\n", r.name, value("steps_completed"),
-                     run.first_step, run.last_step, run.gemm_engine);
+  const std::string attention = r.params.is_object() && r.params.contains("attention_engine") &&
+                                        r.params["attention_engine"].is_string()
+                                    ? ", attention " + r.params["attention_engine"].get<std::string>()
+                                    : std::string();
+  out << fmt::format("\n{}: {} steps ({} to {}), gemm engine {}{}\n", r.name, value("steps_completed"),
+                     run.first_step, run.last_step, run.gemm_engine, attention);
   if (st && st->stats)
     out << fmt::format("step time: median {:.4f} s, p99 {:.4f} s, min {:.4f} s over {} measured steps\n",
                        st->value, st->stats->p99, st->stats->min, st->stats->n);
