@@ -54,10 +54,6 @@ struct Node : JsonCursor<Node> {
     if (!j.is_string() || j.get<std::string>().empty()) fail("expected a non-empty glob pattern string");
     return j.get<std::string>();
   }
-  bool boolean() const {
-    if (!j.is_boolean()) fail("expected true or false");
-    return j.get<bool>();
-  }
 };
 
 MetricRule rule_from_object(const Node& n) {

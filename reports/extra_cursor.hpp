@@ -16,32 +16,10 @@
 namespace fb::reports {
 
 struct ExtraCursor : JsonCursor<ExtraCursor> {
-  const nlohmann::json& object() const {
-    if (!j.is_object()) fail("expected an object");
-    return j;
-  }
-  const nlohmann::json& array() const {
-    if (!j.is_array()) fail("expected an array");
-    return j;
-  }
-  std::string str() const {
-    if (!j.is_string()) fail("expected a string");
-    return j.get<std::string>();
-  }
-  // JSON has no NaN: a non-finite figure is written as null and reads back as NaN.
-  double num() const {
-    if (j.is_null()) return std::nan("");
-    if (!j.is_number()) fail("expected a number");
-    return j.get<double>();
-  }
   template <class T>
   T integer() const {
     if (!j.is_number_integer()) fail("expected an integer");
     return j.get<T>();
-  }
-  bool boolean() const {
-    if (!j.is_boolean()) fail("expected true or false");
-    return j.get<bool>();
   }
   // Each element of an array through `read(cursor)`.
   template <class F>

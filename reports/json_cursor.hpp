@@ -2,6 +2,7 @@
 // Reading JSON input (reports, compare rules, nccl-tests -J files) with its path at hand, so that every error
 // names the file and the place: "mine.json: $.results[3].metrics.tflops: expected a number". Each reader
 // derives its own cursor (CRTP) for the value checks of its format.
+#include <cmath>
 #include <string>
 #include <utility>
 
@@ -31,6 +32,31 @@ struct JsonCursor {
   }
   Self at(std::size_t i) const { return child(j.at(i), path + "[" + std::to_string(i) + "]"); }
   bool has(const std::string& key) const { return j.is_object() && j.contains(key) && !j.at(key).is_null(); }
+
+  // Value checks shared by the formats.
+  const nlohmann::json& object() const {
+    if (!j.is_object()) fail("expected an object");
+    return j;
+  }
+  const nlohmann::json& array() const {
+    if (!j.is_array()) fail("expected an array");
+    return j;
+  }
+  std::string str() const {
+    if (!j.is_string()) fail("expected a string");
+    return j.get<std::string>();
+  }
+  bool boolean() const {
+    if (!j.is_boolean()) fail("expected true or false");
+    return j.get<bool>();
+  }
+  // A figure of factorybench's own reports: JSON has no NaN, so a non-finite figure is written as null and
+  // reads back as NaN.
+  double num() const {
+    if (j.is_null()) return std::nan("");
+    if (!j.is_number()) fail("expected a number");
+    return j.get<double>();
+  }
 };
 
 }  // namespace fb::reports

@@ -52,25 +52,7 @@ json result_json(const Result& r) {
 }
 
 // Reading: a cursor that knows its JSON path so every error names where it happened.
-struct Cursor : JsonCursor<Cursor> {
-  std::string str() const {
-    if (!j.is_string()) fail("expected a string");
-    return j.get<std::string>();
-  }
-  double num() const {
-    if (j.is_null()) return std::nan("");
-    if (!j.is_number()) fail("expected a number");
-    return j.get<double>();
-  }
-  const json& object() const {
-    if (!j.is_object()) fail("expected an object");
-    return j;
-  }
-  const json& array() const {
-    if (!j.is_array()) fail("expected an array");
-    return j;
-  }
-};
+struct Cursor : JsonCursor<Cursor> {};
 
 SampleStats read_stats(const Cursor& c) {
   c.object();

@@ -8,17 +8,14 @@
 #include "core/error.hpp"
 #include "reports/locate_extra.hpp"
 #include "reports/report_json.hpp"
+#include "tests/unit/report_round_trip.hpp"
 
 namespace fb::reports {
 namespace {
 
 using nlohmann::json;
 
-Result through_json(const Result& r) {
-  Report report;
-  report.results = {r};
-  return report_from_json(json::parse(to_json(report).dump()), "test").results.at(0);
-}
+using testing::through_json;
 
 P2pExtra p2p() {
   const LocateEndpoint a{0, "h0", 0}, b{1, "h1", 0};

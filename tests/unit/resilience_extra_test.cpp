@@ -6,17 +6,14 @@
 #include "core/error.hpp"
 #include "reports/report_json.hpp"
 #include "reports/resilience_extra.hpp"
+#include "tests/unit/report_round_trip.hpp"
 
 namespace fb::reports {
 namespace {
 
 using nlohmann::json;
 
-Result through_json(const Result& r) {
-  Report report;
-  report.results = {r};
-  return report_from_json(json::parse(to_json(report).dump()), "test").results.at(0);
-}
+using testing::through_json;
 
 ResilienceExtra sample() {
   ResilienceExtra x;

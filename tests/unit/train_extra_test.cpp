@@ -5,15 +5,12 @@
 #include "core/error.hpp"
 #include "reports/report_json.hpp"
 #include "reports/train_extra.hpp"
+#include "tests/unit/report_round_trip.hpp"
 
 namespace fb::reports {
 namespace {
 
-Result through_json(const Result& r) {
-  Report report;
-  report.results = {r};
-  return report_from_json(nlohmann::json::parse(to_json(report).dump()), "test").results.at(0);
-}
+using testing::through_json;
 
 TrainExtra plan() {
   TrainExtra x;
