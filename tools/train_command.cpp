@@ -30,7 +30,8 @@ struct TrainCommandOptions {
   std::string state_bytes, mtbf;
 };
 
-void print_plan(const workloads::TrainPlan& plan, std::uint64_t available) {
+// `engine_note`: what --dry-run adds when the engine is only chosen at run time (auto).
+void print_plan(const workloads::TrainPlan& plan, std::uint64_t available, const std::string& engine_note = {}) {
   const auto& c = plan.parallel;
   const auto& s = plan.shape;
   std::cout << fmt::format(
@@ -64,6 +65,10 @@ void print_plan(const workloads::TrainPlan& plan, std::uint64_t available) {
       "(recompute {})\n",
       format_si(plan.flops.total(), "FLOP"), to_string(s.attention), format_si(plan.flops_per_step, "FLOP"),
       format_si(plan.hardware_flops_per_token, "FLOP"), to_string(s.recompute));
+  std::cout << fmt::format("attention core: {}{}\n",
+                           s.fused_attention ? "fused (one kernel per direction, log-sum-exp saved)"
+                                             : "blocked GEMMs (probability blocks saved)",
+                           engine_note.empty() ? "" : "; " + engine_note);
   const auto& m = plan.memory;
   std::cout << fmt::format(
       "memory per rank: {} (weights {}, gradients {}, optimizer {}, activations {}, workspace {})",
@@ -100,12 +105,23 @@ int run_train(const TrainCommandOptions& opt, Session& session) {
   if (opt.dry_run) {
     // The plan for the requested layout, whatever the size of this job (plan a cluster from a laptop).
     const std::int64_t world = opt.train.tp * std::max<std::int64_t>(opt.train.dp, 1) * opt.train.pp;
-    const auto options = make_train_options(opt.train, BackendKind::host, world, session.options().seed);
+    auto options = make_train_options(opt.train, BackendKind::host, world, session.options().seed);
+    // An explicit fused engine plans its own path (no probability blocks, no strip GEMMs); auto is only
+    // resolved on the ranks that run, so its plan is the blocked path's, as the note says.
+    using kernels::AttentionEngineChoice;
+    const auto choice = options.attention_engine;
+    options.shape.fused_attention =
+        choice == AttentionEngineChoice::cudnn || choice == AttentionEngineChoice::reference;
     const auto plan = workloads::prepare_training(options, world);
     auto report = session.begin_report(false);
     report.results.push_back(workloads::train_result(options, plan, nullptr, {}, world));
     const int rc = session.finish(report);
-    if (mpi.is_root() && !session.options().quiet) print_plan(plan, 0);
+    if (mpi.is_root() && !session.options().quiet)
+      print_plan(plan, 0,
+                 choice == AttentionEngineChoice::automatic
+                     ? "--attention-engine auto picks cudnn at run time where it can and re-plans; "
+                       "--attention-engine cudnn shows that plan"
+                     : "");
     return rc;
   }
   // Everything that needs no device is validated first, and the model loaded once: the options, the model,

@@ -38,8 +38,8 @@ struct StepShape {
   AttentionFlops attention = AttentionFlops::causal;
   Recompute recompute = Recompute::none;
   // The attention core runs on a fused engine (cuDNN): it saves log-sum-exp statistics, not probability
-  // blocks, and runs no strip GEMMs. Set once the engine is chosen (run time); the --dry-run plan is the
-  // blocked GEMM path's.
+  // blocks, and runs no strip GEMMs. Set once the engine is chosen (run time), or by --dry-run for an
+  // explicit fused engine; auto's --dry-run plan is the blocked GEMM path's.
   bool fused_attention = false;
 };
 

@@ -62,4 +62,17 @@ assert_json "$T/plan.json" "any(g['name'] == 'llama3-8b/tp2/mlp_up/fwd' and g['m
 assert_json "$T/plan.json" "[c['name'] for c in d['results'][0]['extra']['collectives_plan']] == ['tp_allreduce/layer_out', 'tp_allreduce/embedding', 'dp_allreduce/grads']" "dry run: collectives listed"
 grep -q "does not fit\|GEMMs per micro-batch" "$T/plan.out" && ok "dry run prints the plan" || fail "dry run output: $(head "$T/plan.out")"
 
+# An explicit fused engine is planned as it runs (no strip GEMMs, no probability blocks); auto's plan is the
+# blocked path's and says so. The plan needs no device, so cudnn plans on a host-only build too.
+run_capture fused fb train --backend host --model llama3-8b --layers 4 --dry-run --attention-engine cudnn -o "$T/fused.json"
+[ "$RC" -eq 0 ] && ok "fused dry run exit 0" || fail "fused dry run exit $RC: $(cat "$T/fused.err")"
+run_capture blocked fb train --backend host --model llama3-8b --layers 4 --dry-run -o "$T/blocked.json"
+assert_json "$T/fused.json" "not any(g['name'].split('/')[2] in ('attn_scores', 'attn_context') for g in d['results'][0]['extra']['gemms']) and d['results'][0]['params']['attention_engine'] == 'cudnn'" "fused dry run: no attention-core GEMMs, engine cudnn"
+assert_json "$T/blocked.json" "sum(g['name'].split('/')[2] in ('attn_scores', 'attn_context') for g in d['results'][0]['extra']['gemms']) == 6" "auto dry run: the blocked path's six attention GEMMs"
+fused_act=$(json "$T/fused.json" "d['results'][0]['extra']['memory_estimate_bytes']['activations']")
+blocked_act=$(json "$T/blocked.json" "d['results'][0]['extra']['memory_estimate_bytes']['activations']")
+[ "$fused_act" -lt "$blocked_act" ] && ok "fused dry run: activations $fused_act < $blocked_act B" || fail "fused activations $fused_act, blocked $blocked_act"
+grep -q "attention core: fused" "$T/fused.out" && grep -q "attention core: blocked GEMMs.*auto picks cudnn at run time" "$T/blocked.out" \
+  && ok "dry run names the attention core" || fail "attention core lines: $(grep attention "$T/fused.out" "$T/blocked.out")"
+
 finish
