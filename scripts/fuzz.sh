@@ -3,14 +3,16 @@
 # first its regression inputs (tests/fuzz/regressions/TARGET, every input that once crashed it), then
 # FB_FUZZ_SECONDS (default 15) of fuzzing from a corpus seeded from tests/data, configs and tests/fuzz/seeds.
 # Fails on any crash, leak, timeout or sanitizer report; the input that caused it is left in
-# build/fuzz/findings/TARGET/ (copy it into tests/fuzz/regressions/TARGET/ once fixed).
+# build/PRESET/findings/TARGET/ (copy it into tests/fuzz/regressions/TARGET/ once fixed).
 #   scripts/fuzz.sh                 all targets
 #   scripts/fuzz.sh units suite     some targets (names without _fuzz)
 #   FB_FUZZ_SECONDS=0 scripts/fuzz.sh   regressions and seeds only
+#   FB_FUZZ_PRESET=sanitize scripts/fuzz.sh   in the sanitizer test build (scripts/test.sh does this)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SECONDS_EACH=${FB_FUZZ_SECONDS:-15}
-BUILD=build/fuzz
+PRESET=${FB_FUZZ_PRESET:-fuzz}
+BUILD=build/$PRESET
 JOBS=${JOBS:-$(nproc)}
 
 
@@ -34,8 +36,8 @@ if [ $# -gt 0 ]; then targets=("$@"); else
   for f in tests/fuzz/*_fuzz.cpp; do n=$(basename "$f" .cpp); targets+=("${n%_fuzz}"); done
 fi
 
-echo "== fuzz: configure and build ($BUILD, clang, -fsanitize=fuzzer,address,undefined)"
-cmake --preset fuzz >"$BUILD.configure.log" 2>&1 || { cat "$BUILD.configure.log"; exit 1; }
+echo "== fuzz: configure and build ($BUILD, preset $PRESET, clang, -fsanitize=fuzzer,address,undefined)"
+cmake --preset "$PRESET" >"$BUILD.configure.log" 2>&1 || { cat "$BUILD.configure.log"; exit 1; }
 cmake --build "$BUILD" -j "$JOBS" --target "${targets[@]/%/_fuzz}"
 
 # ASan's leak check stays on; UBSan reports are fatal (-fno-sanitize-recover) and print a stack.

@@ -2,8 +2,10 @@
 # One command from a fresh clone to every test: installs dependencies, then
 #   1. release build (cuda backend when nvcc is present) and every ctest test: unit, gpu, mpi, e2e;
 #      skipped tests (exit 77 in a script, GTEST_SKIP in a gtest) are counted and named, not hidden as passed;
-#   2. scripts/test-sanitizers.sh: the `debug` preset (ASan + UBSan), unit and MPI tests (FB_SANITIZE=0 skips);
-#   3. scripts/fuzz.sh: every libFuzzer target for FB_FUZZ_SECONDS each, after its regressions (FB_FUZZ=0 skips).
+#   2. scripts/test-sanitizers.sh: the `sanitize` preset (clang, ASan + UBSan), unit and MPI tests
+#      (FB_SANITIZE=0 skips);
+#   3. scripts/fuzz.sh: every libFuzzer target for FB_FUZZ_SECONDS each, after its regressions, in the same
+#      build as step 2 (FB_FUZZ=0 skips).
 # Every step runs even when an earlier one failed; the exit status is non-zero when any step failed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -39,13 +41,13 @@ echo "== skipped: $count test(s)${skipped:+: $(echo $skipped)}"
 timed ctest
 
 if [ "${FB_SANITIZE:-1}" != 0 ]; then
-  echo "== sanitizers (debug preset: ASan + UBSan)"
+  echo "== sanitizers (sanitize preset: clang, ASan + UBSan)"
   bash scripts/test-sanitizers.sh || failed+=(sanitizers)
   timed sanitizers
 fi
 if [ "${FB_FUZZ:-1}" != 0 ]; then
   echo "== fuzz"
-  bash scripts/fuzz.sh || failed+=(fuzz)
+  FB_FUZZ_PRESET=${FB_FUZZ_PRESET:-sanitize} bash scripts/fuzz.sh || failed+=(fuzz)
   timed fuzz
 fi
 
