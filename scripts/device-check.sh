@@ -7,7 +7,9 @@
 # then, in one device run with carry [".device"]:  bash scripts/device-check.sh .device/build
 # It runs the GPU test executables directly (no ctest there), our GPU figures, and the PyTorch anchors of the
 # same work (scripts/torch_anchors.py, with the machine's torch) in the same session, and prints a table of
-# figure, anchor and ratio. Designed to end in under 8 minutes. Logs go to $OUT (default /tmp/fb-device-check).
+# figure, anchor and ratio. Designed to end in under 8 minutes. Logs go to FB_DEVICE_LOG_DIR (default
+# /tmp/fb-device-check); where the device tool sets $OUT (at most 8 files come back from it), the table and
+# one tarball of every log are copied there after each part, so a run cut short still returns what it has.
 # Usage: scripts/device-check.sh [--dry-run] [BUILD_DIR]   (default .device/build)
 #   --dry-run: check the build and list what would run, without a GPU; exit 0 when everything is there.
 # Exit: 0 done (see the table), 1 a GPU test failed, 2 no build to run, 77 no GPU here (nothing measured).
@@ -16,10 +18,16 @@ cd "$(dirname "$0")/.."
 DRY=0
 if [ "${1:-}" = "--dry-run" ]; then DRY=1; shift; fi
 BUILD_DIR=${1:-.device/build}
-OUT=${OUT:-/tmp/fb-device-check}
-mkdir -p "$OUT"
-TABLE="$OUT/table.md"
+LOG=${FB_DEVICE_LOG_DIR:-/tmp/fb-device-check}
+mkdir -p "$LOG"
+TABLE="$LOG/table.md"
 : >"$TABLE"
+# What comes back from the device machine: $LOG/table.md and $LOG/device-check-logs.tar.gz.
+save_logs() {
+  [ -n "${OUT:-}" ] && [ "$OUT" != "$LOG" ] || return 0
+  mkdir -p "$OUT" && cp "$TABLE" "$OUT/table.md" &&
+    tar -czf "$OUT/device-check-logs.tar.gz" -C "$LOG" --exclude=device-check-logs.tar.gz . 2>/dev/null || true
+}
 # One table row: cells joined with " | ".
 row() {
   local line="|" cell
@@ -56,8 +64,8 @@ fi
 gpu_reason=""
 if ! command -v nvidia-smi >/dev/null; then
   gpu_reason="nvidia-smi not found"
-elif ! nvidia-smi -L >"$OUT/nvidia-smi-L.txt" 2>&1; then
-  gpu_reason="nvidia-smi -L: $(head -n1 "$OUT/nvidia-smi-L.txt")"
+elif ! nvidia-smi -L >"$LOG/nvidia-smi-L.txt" 2>&1; then
+  gpu_reason="nvidia-smi -L: $(head -n1 "$LOG/nvidia-smi-L.txt")"
 fi
 
 if [ "$DRY" = 1 ] || [ -n "$gpu_reason" ]; then
@@ -72,6 +80,7 @@ if [ "$DRY" = 1 ] || [ -n "$gpu_reason" ]; then
     row "check" "factorybench" "anchor, same session" "ratio"
     row "---" "---" "---" "---"
     row "(dry run: nothing measured)" "-" "-" "-"
+    save_logs
   fi
   missing=0
   [ ${#GPU_TESTS[@]} -gt 0 ] || { echo "device-check: no GPU test executables in $BUILD_DIR" >&2; missing=1; }
@@ -82,22 +91,23 @@ if [ "$DRY" = 1 ] || [ -n "$gpu_reason" ]; then
   exit $((missing ? 2 : 0))
 fi
 
-nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,power.limit --format=csv | tee "$OUT/nvidia-smi.csv"
-with_libs "$FB" --version | tee "$OUT/version.txt"
-with_libs "$FB" info --backend cuda -o "$OUT/info.json" >"$OUT/info.log" 2>&1 || echo "info failed (see $OUT/info.log)"
+nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,power.limit --format=csv | tee "$LOG/nvidia-smi.csv"
+with_libs "$FB" --version | tee "$LOG/version.txt"
+with_libs "$FB" info --backend cuda -o "$LOG/info.json" >"$LOG/info.log" 2>&1 || echo "info failed (see $LOG/info.log)"
 
 echo "== GPU tests, run directly (${#GPU_TESTS[@]} executables)"
 failed=()
 skipped=()
 for t in "${GPU_TESTS[@]}"; do
-  if with_libs timeout "${GPU_TEST_TIMEOUT:-120}" "$t" --gtest_brief=1 >"$OUT/$(basename "$t").log" 2>&1; then
+  if with_libs timeout "${GPU_TEST_TIMEOUT:-120}" "$t" --gtest_brief=1 >"$LOG/$(basename "$t").log" 2>&1; then
     echo "pass $(basename "$t")"
-    if grep -q "SKIPPED" "$OUT/$(basename "$t").log"; then skipped+=("$(basename "$t")"); fi
+    if grep -q "SKIPPED" "$LOG/$(basename "$t").log"; then skipped+=("$(basename "$t")"); fi
   else
-    echo "FAIL $(basename "$t") (exit $?): $(grep -m3 -E 'Failure|FAILED|error' "$OUT/$(basename "$t").log" | paste -sd' ')"
+    echo "FAIL $(basename "$t") (exit $?): $(grep -m3 -E 'Failure|FAILED|error' "$LOG/$(basename "$t").log" | paste -sd' ')"
     failed+=("$(basename "$t")")
   fi
 done
+save_logs
 
 # --- our figures ---
 field() {  # FILE EXPR over d (the report) and r (its results): a value, or n/a
@@ -106,41 +116,42 @@ field() {  # FILE EXPR over d (the report) and r (its results): a value, or n/a
 declare -A OURS
 for d in bf16 fp8_e4m3; do
   with_libs timeout 150 "$FB" gemm --backend cuda --dtype "$d" --m 8192 --n 8192 --k 8192 --autotune 8 --iters 50 \
-    --warmup 10 -o "$OUT/gemm-$d.json" >"$OUT/gemm-$d.log" 2>&1
-  OURS[gemm_$d]=$(field "$OUT/gemm-$d.json" "'%.1f' % r[0]['metrics']['tflops']['value']")
+    --warmup 10 -o "$LOG/gemm-$d.json" >"$LOG/gemm-$d.log" 2>&1
+  OURS[gemm_$d]=$(field "$LOG/gemm-$d.json" "'%.1f' % r[0]['metrics']['tflops']['value']")
 done
 OURS[attention]=n/a OURS[adam]=n/a OURS[adam_gbs]=n/a OURS[copy]=n/a
 if [ -x "$BENCH_DIR/attention_bench" ]; then
-  with_libs timeout 120 "$BENCH_DIR/attention_bench" 2>&1 | tee "$OUT/attention-bench.log"
-  OURS[attention]=$(sed -n 's/.* \([0-9.]*\) TFLOP\/s.*/\1/p' "$OUT/attention-bench.log" | head -n1)
+  with_libs timeout 120 "$BENCH_DIR/attention_bench" 2>&1 | tee "$LOG/attention-bench.log"
+  OURS[attention]=$(sed -n 's/.* \([0-9.]*\) TFLOP\/s.*/\1/p' "$LOG/attention-bench.log" | head -n1)
 fi
 if [ -x "$BENCH_DIR/adam_bench" ]; then
-  with_libs timeout 150 "$BENCH_DIR/adam_bench" 2>&1 | tee "$OUT/adam-bench.log"
-  OURS[adam]=$(grep -v "sum of squares" "$OUT/adam-bench.log" | sed -n 's/.*fraction \([0-9.]*\).*/\1/p' | head -n1)
-  OURS[adam_gbs]=$(grep -v "sum of squares" "$OUT/adam-bench.log" | sed -n 's/.* \([0-9.]*\) GB\/s (28.*/\1/p' | head -n1)
-  OURS[copy]=$(sed -n 's/.*copy \([0-9.]*\) GB\/s read+write.*/\1/p' "$OUT/adam-bench.log" | head -n1)
+  with_libs timeout 150 "$BENCH_DIR/adam_bench" 2>&1 | tee "$LOG/adam-bench.log"
+  OURS[adam]=$(grep -v "sum of squares" "$LOG/adam-bench.log" | sed -n 's/.*fraction \([0-9.]*\).*/\1/p' | head -n1)
+  OURS[adam_gbs]=$(grep -v "sum of squares" "$LOG/adam-bench.log" | sed -n 's/.* \([0-9.]*\) GB\/s (28.*/\1/p' | head -n1)
+  OURS[copy]=$(sed -n 's/.*copy \([0-9.]*\) GB\/s read+write.*/\1/p' "$LOG/adam-bench.log" | head -n1)
 fi
 train_field() {  # FILE EXPR over r (the first result)
   python3 -c "import json,sys; d=json.load(open(sys.argv[1])); r=d['results'][0]; print($2)" "$1" 2>/dev/null || echo n/a
 }
 with_libs timeout 150 "$FB" train --backend cuda --model llama3-8b --layers 4 --dtype bf16 --steps 6 --warmup-steps 2 \
-  -o "$OUT/train-llama3-8b.json" >"$OUT/train-llama3-8b.log" 2>&1
-tail -n 15 "$OUT/train-llama3-8b.log"
-OURS[step]=$(train_field "$OUT/train-llama3-8b.json" "'%.4f' % r['metrics']['step_time_s']['value']")
-OURS[mfu]=$(train_field "$OUT/train-llama3-8b.json" "'%.3f' % r['metrics']['mfu']['value']")
-OURS[engine]=$(train_field "$OUT/train-llama3-8b.json" "r['params']['attention_engine']")
-OURS[breakdown]=$(train_field "$OUT/train-llama3-8b.json" "', '.join('%s %.4f' % (k, v) for k, v in sorted(r['extra']['breakdown'].items(), key=lambda kv: -kv[1]) if v > 0)")
+  -o "$LOG/train-llama3-8b.json" >"$LOG/train-llama3-8b.log" 2>&1
+tail -n 15 "$LOG/train-llama3-8b.log"
+OURS[step]=$(train_field "$LOG/train-llama3-8b.json" "'%.4f' % r['metrics']['step_time_s']['value']")
+OURS[mfu]=$(train_field "$LOG/train-llama3-8b.json" "'%.3f' % r['metrics']['mfu']['value']")
+OURS[engine]=$(train_field "$LOG/train-llama3-8b.json" "r['params']['attention_engine']")
+OURS[breakdown]=$(train_field "$LOG/train-llama3-8b.json" "', '.join('%s %.4f' % (k, v) for k, v in sorted(r['extra']['breakdown'].items(), key=lambda kv: -kv[1]) if v > 0)")
 with_libs timeout 120 "$FB" train --backend cuda --model mixtral-8x7b --layers 2 --dtype bf16 --steps 5 --warmup-steps 2 \
-  -o "$OUT/train-mixtral.json" >"$OUT/train-mixtral.log" 2>&1
-OURS[mixtral_mfu]=$(train_field "$OUT/train-mixtral.json" "'%.3f' % r['metrics']['mfu']['value']")
-OURS[mixtral_breakdown]=$(train_field "$OUT/train-mixtral.json" "', '.join('%s %.4f' % (k, v) for k, v in sorted(r['extra']['breakdown'].items(), key=lambda kv: -kv[1]) if v > 0)")
+  -o "$LOG/train-mixtral.json" >"$LOG/train-mixtral.log" 2>&1
+OURS[mixtral_mfu]=$(train_field "$LOG/train-mixtral.json" "'%.3f' % r['metrics']['mfu']['value']")
+OURS[mixtral_breakdown]=$(train_field "$LOG/train-mixtral.json" "', '.join('%s %.4f' % (k, v) for k, v in sorted(r['extra']['breakdown'].items(), key=lambda kv: -kv[1]) if v > 0)")
 
+save_logs
 # --- PyTorch anchors, same session ---
-ANCHORS="$OUT/anchors.jsonl"
+ANCHORS="$LOG/anchors.jsonl"
 : >"$ANCHORS"
 if [ -n "$TORCH_PY" ]; then
   echo "== PyTorch anchors ($TORCH_PY)"
-  PYTHONUNBUFFERED=1 timeout 240 "$TORCH_PY" scripts/torch_anchors.py >"$ANCHORS" 2>"$OUT/anchors.log"
+  PYTHONUNBUFFERED=1 timeout 240 "$TORCH_PY" scripts/torch_anchors.py >"$ANCHORS" 2>"$LOG/anchors.log"
   cat "$ANCHORS"
 else
   echo "== no python with torch here: anchors n/a"
@@ -195,12 +206,13 @@ row "its breakdown (s per step)" "${OURS[mixtral_breakdown]}" "-" "-"
 
 # --- collective, health, telemetry smoke (issues 4, 9) ---
 with_libs timeout 150 "$FB" collective --backend cuda --op all --check --inplace -b 8 -e 256M -f 8 -n 10 -w 3 \
-  -o "$OUT/collective-nccl.json" >"$OUT/collective-nccl.txt" 2>&1
+  -o "$LOG/collective-nccl.json" >"$LOG/collective-nccl.txt" 2>&1
 row "NCCL 1-GPU smoke (--op all --check --inplace)" "exit $?" "0" "-"
-with_libs timeout 120 "$FB" health --backend cuda --expect-gpu H200 --checkpoint-dir /tmp -o "$OUT/health.json" \
-  >"$OUT/health.log" 2>&1
-row "health --expect-gpu H200" "exit $?, $(field "$OUT/health.json" "d['summary']['health']['verdict']")" "pass" "-"
+with_libs timeout 120 "$FB" health --backend cuda --expect-gpu H200 --checkpoint-dir /tmp -o "$LOG/health.json" \
+  >"$LOG/health.log" 2>&1
+row "health --expect-gpu H200" "exit $?, $(field "$LOG/health.json" "d['summary']['health']['verdict']")" "pass" "-"
 
+save_logs
 echo
 echo "== summary table ($TABLE)"
 cat "$TABLE"
