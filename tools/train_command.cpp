@@ -31,7 +31,8 @@ struct TrainCommandOptions {
 };
 
 // `engine_note`: what --dry-run adds when the engine is only chosen at run time (auto).
-void print_plan(const workloads::TrainPlan& plan, std::uint64_t available, const std::string& engine_note = {}) {
+void print_plan(const workloads::TrainPlan& plan, std::uint64_t available,
+                const std::string& engine_note = {}) {
   const auto& c = plan.parallel;
   const auto& s = plan.shape;
   std::cout << fmt::format(
