@@ -24,10 +24,12 @@ struct HeadlineRule {
   std::array<std::string_view, 3> also;  // metrics of the same result that follow it ("" = none)
 };
 
-// gemm: the fastest shape and its MFU; collective: the peak bus bandwidth (nccl-tests' busbw); train: the
-// step's MFU; resilience: goodput and ETTR; simulate: the median projected goodput.
+// gemm: the fastest shape and its MFU; attention: the fastest shape's fwd+bwd TFLOP/s, its MFU and each
+// direction; collective: the peak bus bandwidth (nccl-tests' busbw); train: the step's MFU; resilience:
+// goodput and ETTR; simulate: the median projected goodput.
 constexpr std::array kRules{
     HeadlineRule{"gemm", "tflops", Pick::highest, {"mfu", "", ""}},
+    HeadlineRule{"attention", "tflops", Pick::highest, {"mfu", "forward_tflops", "backward_tflops"}},
     HeadlineRule{"collective", "busbw_gbps", Pick::highest, {"", "", ""}},
     HeadlineRule{"train", "mfu", Pick::first, {"step_time_s", "model_tflops_per_gpu", "loss"}},
     HeadlineRule{"resilience", "goodput_pct", Pick::first, {"ettr", "failures", "mttf_s"}},
@@ -43,7 +45,7 @@ const HeadlineRule* rule_for(std::string_view benchmark) {
 
 // Short labels for the figures a headline shows; other metrics keep their names.
 std::string_view label_of(std::string_view name) {
-  static constexpr std::array<std::pair<std::string_view, std::string_view>, 11> kLabels{{
+  static constexpr std::array<std::pair<std::string_view, std::string_view>, 13> kLabels{{
       {"mfu", "MFU"},
       {"step_time_s", "step"},
       {"model_tflops_per_gpu", "per GPU"},
@@ -53,6 +55,8 @@ std::string_view label_of(std::string_view name) {
       {"job_mtbf_h", "job MTBF"},
       {"busbw_gbps", "peak busbw"},
       {"tflops", "peak"},
+      {"forward_tflops", "fwd"},
+      {"backward_tflops", "bwd"},
       {"time_to_train_min", "time to train"},
       {"failures", "failures"},
   }};

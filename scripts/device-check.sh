@@ -3,7 +3,7 @@
 # Open MPI, OpenBLAS or cmake dependencies, so build and pack here first:
 #   cmake --preset release -DFACTORYBENCH_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90a && cmake --build --preset release
 #   ../shared/device/pack.sh build/release .device
-#   mkdir -p .device/build/bench && cp build/release/bench/{adam,attention}_bench .device/build/bench/
+#   mkdir -p .device/build/bench && cp build/release/bench/adam_bench .device/build/bench/
 # then, in one device run with carry [".device"]:  bash scripts/device-check.sh .device/build
 # It runs the GPU test executables directly (no ctest there), our GPU figures, and the PyTorch anchors of the
 # same work (scripts/torch_anchors.py, with the machine's torch) in the same session, and prints a table of
@@ -72,7 +72,7 @@ if [ "$DRY" = 1 ] || [ -n "$gpu_reason" ]; then
   echo "== device-check plan for $BUILD_DIR"
   echo "factorybench: $FB"
   echo "GPU test executables (${#GPU_TESTS[@]}): $(for t in "${GPU_TESTS[@]}"; do basename "$t"; done | paste -sd' ')"
-  for b in adam_bench attention_bench; do
+  for b in adam_bench; do
     if [ -x "$BENCH_DIR/$b" ]; then echo "bench: $BENCH_DIR/$b"; else echo "bench: $b not in $BENCH_DIR (its rows read n/a)"; fi
   done
   echo "torch anchors: ${TORCH_PY:-no python with torch here (anchor cells read n/a)}"
@@ -120,10 +120,10 @@ for d in bf16 fp8_e4m3; do
   OURS[gemm_$d]=$(field "$LOG/gemm-$d.json" "'%.1f' % r[0]['metrics']['tflops']['value']")
 done
 OURS[attention]=n/a OURS[adam]=n/a OURS[adam_gbs]=n/a OURS[copy]=n/a
-if [ -x "$BENCH_DIR/attention_bench" ]; then
-  with_libs timeout 120 "$BENCH_DIR/attention_bench" 2>&1 | tee "$LOG/attention-bench.log"
-  OURS[attention]=$(sed -n 's/.* \([0-9.]*\) TFLOP\/s.*/\1/p' "$LOG/attention-bench.log" | head -n1)
-fi
+# Attention through the CLI: Llama 3 8B's layer (32/8 heads, d 128) at s 8192, cuDNN, sampled fp64 check.
+with_libs timeout 120 "$FB" attention --backend cuda --engine cudnn --seq 8192 -n 20 -w 5 -o "$LOG/attention.json" \
+  >"$LOG/attention.log" 2>&1
+OURS[attention]=$(field "$LOG/attention.json" "'%.1f' % r[0]['metrics']['tflops']['value'] if r[0]['status'] == 'ok' else 'FAILED (' + r[0]['error'] + ')'")
 if [ -x "$BENCH_DIR/adam_bench" ]; then
   with_libs timeout 150 "$BENCH_DIR/adam_bench" 2>&1 | tee "$LOG/adam-bench.log"
   OURS[adam]=$(grep -v "sum of squares" "$LOG/adam-bench.log" | sed -n 's/.*fraction \([0-9.]*\).*/\1/p' | head -n1)

@@ -38,6 +38,7 @@ std::vector<Command> add_all_commands(CLI::App& app) {
   commands.push_back(add_import_command(app));
   commands.push_back(add_collective_command(app));
   commands.push_back(add_gemm_command(app));
+  commands.push_back(add_attention_command(app));
   commands.push_back(add_suite_command(app));
   commands.push_back(add_train_command(app));
   commands.push_back(add_health_command(app));

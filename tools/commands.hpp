@@ -26,6 +26,7 @@ Command add_report_command(CLI::App& app);
 Command add_import_command(CLI::App& app);
 Command add_collective_command(CLI::App& app);
 Command add_gemm_command(CLI::App& app);
+Command add_attention_command(CLI::App& app);
 Command add_suite_command(CLI::App& app);
 Command add_train_command(CLI::App& app);
 Command add_health_command(CLI::App& app);

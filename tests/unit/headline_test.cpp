@@ -90,3 +90,24 @@ TEST(HeadlineTest, SummaryFormatRendersOneLinePerStepUnderItsRun) {
 
 }  // namespace
 }  // namespace fb::reports
+
+namespace fb::reports {
+namespace {
+
+TEST(HeadlineTest, AttentionIsHeadedByItsFastestShapeWithBothDirections) {
+  Report rep;
+  rep.results.push_back(result("attention", "bf16/b1/s4096/h32-kv8/d128", "attention",
+                               {{"tflops", m(401.2, "TFLOP/s")}, {"mfu", m(0.406, "fraction")}}));
+  rep.results.push_back(result("attention", "bf16/b1/s8192/h32-kv8/d128", "attention",
+                               {{"tflops", m(458.1, "TFLOP/s")},
+                                {"mfu", m(0.463, "fraction")},
+                                {"forward_tflops", m(520.3, "TFLOP/s")},
+                                {"backward_tflops", m(431.0, "TFLOP/s")}}));
+  const auto lines = headlines(rep);
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_EQ(lines[0].figure,
+            "peak 458.1 TFLOP/s (bf16/b1/s8192/h32-kv8/d128), MFU 46.3%, fwd 520.3 TFLOP/s, bwd 431 TFLOP/s");
+}
+
+}  // namespace
+}  // namespace fb::reports

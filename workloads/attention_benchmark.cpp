@@ -1,0 +1,305 @@
+#include "workloads/attention_benchmark.hpp"
+
+#include <algorithm>
+#include <string_view>
+
+#include <fmt/format.h>
+
+#include "core/element_access.hpp"
+#include "core/error.hpp"
+#include "core/progress_meter.hpp"
+#include "core/random_fill.hpp"
+#include "core/rank_collectives.hpp"
+#include "core/statistics.hpp"
+#include "core/units.hpp"
+#include "workloads/attention_check.hpp"
+#include "workloads/attention_flops.hpp"
+#include "workloads/gemm_flops.hpp"
+#include "workloads/measurement_loop.hpp"
+#include "workloads/telemetry_report.hpp"
+
+namespace fb::workloads {
+
+std::string attention_case_name(const kernels::AttentionShape& s, DType dtype) {
+  return fmt::format("{}/b{}/s{}/h{}-kv{}/d{}{}{}", to_string(dtype), s.batch, s.seq, s.heads, s.kv_heads,
+                     s.head_dim, s.value_dim != s.head_dim ? fmt::format("/v{}", s.value_dim) : "",
+                     s.causal ? "" : "/full");
+}
+
+namespace {
+
+// Elements of each tensor (packed layout).
+struct Sizes {
+  double q, kv, v, o, stats;
+};
+Sizes sizes(const kernels::AttentionShape& s) {
+  const double tokens = static_cast<double>(s.batch) * static_cast<double>(s.seq);
+  return {tokens * static_cast<double>(s.heads * s.head_dim),
+          tokens * static_cast<double>(s.kv_heads * s.head_dim),
+          tokens * static_cast<double>(s.kv_heads * s.value_dim),
+          tokens * static_cast<double>(s.heads * s.value_dim), tokens * static_cast<double>(s.heads)};
+}
+
+double set_bytes_exact(const kernels::AttentionShape& s, DType dtype) {
+  const Sizes n = sizes(s);
+  // q, k, v, o, d_o and their gradients dq, dk, dv; fp32 statistics.
+  return (2 * n.q + 2 * n.kv + 2 * n.v + 2 * n.o) * static_cast<double>(dtype_bytes(dtype)) + 4 * n.stats;
+}
+
+struct BufferSet {
+  DeviceBuffer q, k, v, o, d_o, dq, dk, dv, stats;
+};
+
+std::vector<BufferSet> make_sets(Backend& backend, const AttentionCase& c, int count, std::uint64_t base) {
+  const Sizes n = sizes(c.shape);
+  const std::size_t e = dtype_bytes(c.dtype);
+  auto bytes = [&](double elements) { return static_cast<std::size_t>(elements) * e; };
+  std::vector<BufferSet> sets(static_cast<std::size_t>(count));
+  for (std::size_t i = 0; i < sets.size(); ++i) {
+    auto& s = sets[i];
+    s.q = backend.allocate(bytes(n.q)), s.dq = backend.allocate(bytes(n.q));
+    s.k = backend.allocate(bytes(n.kv)), s.dk = backend.allocate(bytes(n.kv));
+    s.v = backend.allocate(bytes(n.v)), s.dv = backend.allocate(bytes(n.v));
+    s.o = backend.allocate(bytes(n.o)), s.d_o = backend.allocate(bytes(n.o));
+    s.stats = backend.allocate(static_cast<std::size_t>(n.stats) * 4);
+    std::uint64_t stream = 8 * i;
+    // Inputs random; outputs too, so an output the engine never wrote fails the check.
+    for (auto* b : {&s.q, &s.k, &s.v, &s.d_o, &s.o, &s.dq, &s.dk, &s.dv})
+      backend.fill_random(*b, c.dtype, derive_seed(base, stream++));
+    backend.fill_random(s.stats, DType::fp32, derive_seed(base, stream));
+  }
+  return sets;
+}
+
+std::vector<float> to_host(Backend& backend, const DeviceBuffer& buffer, DType type, double elements) {
+  const auto n = static_cast<std::size_t>(elements);
+  std::vector<unsigned char> raw(n * dtype_bytes(type));
+  backend.copy_to_host(raw.data(), buffer, raw.size());
+  std::vector<float> out(n);
+  for (std::size_t i = 0; i < n; ++i) out[i] = static_cast<float>(load_element(raw.data(), type, i));
+  return out;
+}
+
+AttentionCheck check_set(Backend& backend, const AttentionCase& c, const BufferSet& set, std::size_t rows,
+                         std::uint64_t seed) {
+  const Sizes n = sizes(c.shape);
+  AttentionTensors t;
+  t.q = to_host(backend, set.q, c.dtype, n.q);
+  t.k = to_host(backend, set.k, c.dtype, n.kv);
+  t.v = to_host(backend, set.v, c.dtype, n.v);
+  t.o = to_host(backend, set.o, c.dtype, n.o);
+  t.d_o = to_host(backend, set.d_o, c.dtype, n.o);
+  t.dq = to_host(backend, set.dq, c.dtype, n.q);
+  t.stats = to_host(backend, set.stats, DType::fp32, n.stats);
+  const auto picked = attention_check_rows(c.shape, rows, seed);
+  return check_attention_rows(c.shape, t, picked, attention_tolerance(c.dtype));
+}
+
+struct CaseMeasurement {
+  std::vector<double> forward, backward;  // seconds per timed iteration
+  int sets = 0;
+  AttentionCheck check;
+  bool checked = false;
+};
+
+CaseMeasurement measure_case(const MpiContext& mpi, Backend& backend, kernels::FusedAttention& engine,
+                             const AttentionCase& c, const AttentionRunOptions& o, std::size_t index) {
+  CaseMeasurement m;
+  m.sets = rotation_sets(attention_set_bytes(c.shape, c.dtype), backend.defaults().gemm.cache_bytes,
+                         backend.free_memory_bytes());
+  const std::uint64_t base = derive_seed(derive_seed(o.seed, static_cast<std::uint64_t>(mpi.rank())), index);
+  auto sets = make_sets(backend, c, m.sets, base);
+  const auto& s = c.shape;
+  auto forward = [&](int i) {
+    auto& b = sets[static_cast<std::size_t>(i)];
+    engine.forward(s, c.dtype, b.q.data(), b.k.data(), b.v.data(), b.o.data(), b.stats.as<float>());
+  };
+  auto backward = [&](int i) {
+    auto& b = sets[static_cast<std::size_t>(i)];
+    engine.backward(s, c.dtype, b.q.data(), b.k.data(), b.v.data(), b.o.data(), b.d_o.data(),
+                    b.stats.as<float>(), b.dq.data(), b.dk.data(), b.dv.data());
+  };
+  MeasureLoop loop;
+  loop.warmup = o.warmup;
+  loop.iters = o.iters;
+  loop.buffers = m.sets;
+  m.forward = measure(backend, loop, forward).seconds;
+  // Every set now holds a forward's output and statistics, which its backward reads.
+  for (int i = 0; i < m.sets; ++i) forward(i);
+  m.backward = measure(backend, loop, backward).seconds;
+  if (o.check || o.after_run_hook) {
+    forward(0);
+    backward(0);
+    backend.synchronize();
+    if (o.after_run_hook) o.after_run_hook(backend, sets[0].o, s, c.dtype);
+  }
+  if (o.check) {
+    m.check = check_set(backend, c, sets[0], o.check_rows, derive_seed(base, 0xA77E));
+    m.checked = true;
+  }
+  return m;
+}
+
+reports::Metric tflops_metric(double flops, std::span<const double> seconds) {
+  std::vector<double> v;
+  for (const double t : seconds) v.push_back(tflops(flops, t));
+  return reports::metric_from_samples(v, "TFLOP/s", reports::Better::higher);
+}
+
+reports::Metric us_metric(std::span<const double> seconds) {
+  std::vector<double> v;
+  for (const double t : seconds) v.push_back(t * 1e6);
+  return reports::metric_from_samples(v, "us", reports::Better::lower);
+}
+
+}  // namespace
+
+std::uint64_t attention_set_bytes(const kernels::AttentionShape& s, DType dtype) {
+  const double b = set_bytes_exact(s, dtype);
+  return b >= 1.8e19 ? std::numeric_limits<std::uint64_t>::max() : static_cast<std::uint64_t>(b);
+}
+
+std::unique_ptr<kernels::FusedAttention> make_benchmark_attention(const MpiContext& mpi, Backend& backend,
+                                                                  kernels::AttentionEngineChoice choice,
+                                                                  std::span<const AttentionCase> cases) {
+  using kernels::AttentionEngineChoice;
+  if (choice == AttentionEngineChoice::gemm)
+    throw usage_error(
+        "--engine gemm: the blocked-GEMM attention runs inside the training step; time it with 'train "
+        "--attention-engine gemm' (its breakdown's attention row)");
+  if (choice == AttentionEngineChoice::automatic)
+    choice =
+        backend.kind() == BackendKind::cuda ? AttentionEngineChoice::cudnn : AttentionEngineChoice::reference;
+  std::unique_ptr<kernels::FusedAttention> engine;
+  std::string error;
+  try {
+    engine = kernels::make_attention_engine(backend, choice).fused;
+    for (const auto& c : cases) {
+      std::string reason;
+      if (!engine->supports(c.shape, c.dtype, reason)) {
+        error = fmt::format("attention {}: the {} engine cannot run it: {}", c.name, engine->name(), reason);
+        break;
+      }
+    }
+  } catch (const Error& e) {
+    if (e.kind() == ErrorKind::usage) throw;
+    error = e.what();
+    // The engine factory speaks train's flag; this command's is --engine.
+    constexpr std::string_view train_flag = "--attention-engine ";
+    if (error.starts_with(train_flag)) error = "--engine " + error.substr(train_flag.size());
+  }
+  if (!mpi.all_true(error.empty()))
+    throw unsupported_error(error.empty() ? "attention: another rank cannot run this engine or shape"
+                                          : error);
+  return engine;
+}
+
+void check_attention_memory(const MpiContext& mpi, const Backend& backend,
+                            std::span<const AttentionCase> cases) {
+  const double free_bytes = static_cast<double>(backend.free_memory_bytes());
+  std::string problem;
+  for (const auto& c : cases) {
+    if (set_bytes_exact(c.shape, c.dtype) > free_bytes) {
+      problem =
+          fmt::format("attention {}: Q, K, V, O and their gradients need {} but the {} backend has {} free",
+                      c.name, format_bytes(attention_set_bytes(c.shape, c.dtype)), to_string(backend.kind()),
+                      format_bytes(static_cast<std::uint64_t>(free_bytes)));
+      break;
+    }
+  }
+  if (!mpi.all_true(problem.empty()))
+    throw usage_error(problem.empty() ? "attention buffers do not fit in another rank's free memory"
+                                      : problem);
+}
+
+AttentionRunOutput run_attention_benchmark(const MpiContext& mpi, Backend& backend, const DevicePeak& peak,
+                                           std::span<const AttentionCase> cases,
+                                           const AttentionRunOptions& o) {
+  auto engine = make_benchmark_attention(mpi, backend, o.engine, cases);
+  AttentionRunOutput out;
+  out.engine = std::string(engine->name());
+  ProgressMeter progress("attention", static_cast<double>(cases.size()));
+  std::size_t failed = 0;
+  for (std::size_t ci = 0; ci < cases.size(); ++ci) {
+    const AttentionCase& c = cases[ci];
+    progress.update(static_cast<double>(ci), fmt::format("{}/{} shapes, next {}", ci, cases.size(), c.name));
+    const double window_from = o.telemetry ? o.telemetry->mark() : 0;
+    const CaseMeasurement m = measure_case(mpi, backend, *engine, c, o, ci);
+    const nlohmann::json window = o.telemetry
+                                      ? gather_telemetry(mpi, *o.telemetry, window_from, o.telemetry->mark())
+                                      : nlohmann::json();
+    const AttentionFlopCount flops = attention_flops(c.shape);
+    // One fwd+bwd sample per timed iteration pair: what a training step's attention costs.
+    std::vector<double> both(m.forward.size());
+    for (std::size_t i = 0; i < both.size(); ++i) both[i] = m.forward[i] + m.backward[i];
+    const auto all_fwd = gather_samples(mpi, m.forward), all_bwd = gather_samples(mpi, m.backward),
+               all_both = gather_samples(mpi, both);
+    const double my_median = summarize(both).median;
+    const auto rank_tflops = gather_to_root(mpi, tflops(flops.total(), my_median));
+    const auto rank_time_us = gather_to_root(mpi, my_median * 1e6);
+    const auto rank_mismatch = gather_to_root(mpi, static_cast<double>(m.check.mismatches));
+    const auto rank_detail = gather_to_root(mpi, m.check.detail);
+    if (!mpi.is_root()) continue;
+
+    reports::Result r;
+    r.benchmark = "attention";
+    r.name = c.name;
+    const auto& s = c.shape;
+    r.params = {{"dtype", std::string(to_string(c.dtype))},
+                {"batch", s.batch},
+                {"seq", s.seq},
+                {"heads", s.heads},
+                {"kv_heads", s.kv_heads},
+                {"head_dim", s.head_dim},
+                {"value_dim", s.value_dim},
+                {"causal", s.causal},
+                {"engine", out.engine},
+                {"iters", o.iters},
+                {"warmup", o.warmup},
+                {"buffer_sets", m.sets},
+                {"set_bytes", attention_set_bytes(s, c.dtype)},
+                {"flops_forward", flops.forward},
+                {"flops_backward", flops.backward},
+                {"flops_counting", "megatron"},
+                {"check", o.check}};
+    r.params.update(c.params);
+    r.set_metric("tflops", tflops_metric(flops.total(), all_both));
+    r.set_metric("forward_tflops", tflops_metric(flops.forward, all_fwd));
+    r.set_metric("backward_tflops", tflops_metric(flops.backward, all_bwd));
+    r.set_metric("time_us", us_metric(all_both));
+    r.set_metric("forward_time_us", us_metric(all_fwd));
+    r.set_metric("backward_time_us", us_metric(all_bwd));
+    if (const auto p = peak.for_dtype(std::string(to_string(c.dtype))); p && *p > 0) {
+      r.params["peak_tflops"] = *p;
+      r.set_metric("mfu", {mfu(r.metric("tflops")->value, *p), "fraction", reports::Better::higher, {}});
+    }
+    r.set_per_rank("tflops", rank_tflops);
+    r.set_per_rank("time_us", rank_time_us);
+    if (m.checked) {
+      r.extra["check"] = {{"rows", m.check.rows},
+                          {"heads", s.heads},
+                          {"quantities", "output, log-sum-exp, query gradient"},
+                          {"tolerance", attention_tolerance(c.dtype)},
+                          {"reference", "fp64 on the host"},
+                          {"worst_error_ratio", m.check.worst}};
+      for (std::size_t rank = 0; rank < rank_mismatch.size(); ++rank)
+        if (rank_mismatch[rank] > 0) {
+          r.fail(fmt::format("rank {}: {} sampled values differ from the fp64 reference; first: {}", rank,
+                             rank_mismatch[rank], rank_detail[rank]));
+          ++failed;
+          break;
+        }
+    }
+    attach_telemetry(r, window);
+    out.results.push_back(std::move(r));
+  }
+  if (!mpi.is_root()) return out;
+  out.summary = {{"engine", out.engine},
+                 {"ranks", mpi.size()},
+                 {"results", out.results.size()},
+                 {"failed", failed},
+                 {"peak_source", peak.source}};
+  return out;
+}
+
+}  // namespace fb::workloads
