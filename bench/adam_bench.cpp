@@ -2,12 +2,17 @@
 // measured copy bandwidth (issue 15, target ≥ 0.80). Both figures are HBM bytes per second: a copy of B bytes
 // reads and writes B (2B of traffic); a bf16 Adam step moves 28 bytes per parameter (fp32 master, m, v read
 // and written: 24; bf16 gradient read: 2; bf16 weights written: 2), the count issue 15 uses.
+// Timed by the one measurement loop (workloads/measurement_loop.hpp): warm-up, one timer per iteration,
+// medians. After timing, sampled elements are replayed on the host reference (kernels/host/adam_reference)
+// for every step the engine took; a master weight off by more than a few ulps fails the run (exit 1).
 //   build/<dir>/bench/adam_bench [--params N] [--iters N]
 // Needs the cuda backend and a GPU: elsewhere it says so and exits 77 (skipped).
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -17,6 +22,8 @@
 #include "core/error.hpp"
 #include "core/random_fill.hpp"
 #include "kernels/adam_multi_tensor.hpp"
+#include "kernels/host/adam_reference.hpp"
+#include "workloads/measurement_loop.hpp"
 
 namespace {
 
@@ -39,13 +46,23 @@ std::vector<std::int64_t> tensor_sizes(std::int64_t params) {
   return sizes;
 }
 
-double seconds_per_iter(fb::Backend& b, int iters, auto&& work) {
-  for (int i = 0; i < 3; ++i) work();  // warm-up
-  auto timer = b.make_timer();
-  timer->start();
-  for (int i = 0; i < iters; ++i) work();
-  timer->stop();
-  return timer->seconds() / iters;
+// Median seconds of one call over `iters` timed calls after 3 untimed ones.
+double median_seconds(fb::Backend& b, int iters, const std::function<void()>& work) {
+  fb::workloads::MeasureLoop loop;
+  loop.warmup = 3;
+  loop.iters = iters;
+  return fb::workloads::measure(b, loop, [&](int) { work(); }).stats.median;
+}
+
+// The master weight of element `i` of a tensor after `steps` steps of `p` (steps 1..steps) from master 0.5,
+// zero moments and a constant gradient, on the host reference.
+float replayed_master(std::uint16_t grad, fb::kernels::AdamParams p, std::int64_t steps) {
+  float master = 0.5f, m = 0, v = 0;
+  std::uint16_t g = grad, param = 0;
+  fb::kernels::AdamTensor t{&master, &m, &v, &g, &param, 1};
+  for (p.step = 1; p.step <= steps; ++p.step)
+    fb::kernels::adam_reference_step({&t, 1}, fb::DType::bf16, p, false);
+  return master;
 }
 
 }  // namespace
@@ -83,7 +100,7 @@ int main(int argc, char** argv) {
     // Copy bandwidth: device-to-device copy of 1 GiB (bytes copied per second; HBM traffic is twice that).
     const std::size_t copy_bytes = std::size_t{1} << 30;
     auto src = b.allocate(copy_bytes), dst = b.allocate(copy_bytes);
-    const double copy_s = seconds_per_iter(b, iters, [&] { b.copy_device_to_device(dst, src, copy_bytes); });
+    const double copy_s = median_seconds(b, iters, [&] { b.copy_device_to_device(dst, src, copy_bytes); });
     const double copy_traffic = 2.0 * copy_bytes / copy_s;
     src = {}, dst = {};
 
@@ -114,7 +131,7 @@ int main(int argc, char** argv) {
     auto adam = fb::kernels::make_multi_tensor_adam(b, tensors, fb::DType::bf16);
     fb::kernels::AdamParams p;
     for (const bool norm : {false, true}) {
-      const double s = seconds_per_iter(b, iters, [&] {
+      const double s = median_seconds(b, iters, [&] {
         ++p.step;
         adam->step(p, norm);
       });
@@ -125,6 +142,26 @@ int main(int argc, char** argv) {
           static_cast<long long>(params), sizes.size(), norm ? " + grad sum of squares" : "", s * 1e3,
           traffic / 1e9, copy_traffic / 1e9, traffic / copy_traffic);
     }
+    // Every step the engine took, replayed for the first, a middle and the last element of three tensors.
+    b.synchronize();
+    int wrong = 0;
+    for (const std::size_t ti : {std::size_t{0}, sizes.size() / 2, sizes.size() - 1}) {
+      const std::int64_t n = sizes[ti];
+      for (const std::int64_t i : {std::int64_t{0}, n / 2, n - 1}) {
+        float got = 0;
+        b.copy_to_host(&got, buffers[ti * 5], 4, static_cast<std::size_t>(i) * 4);
+        const float want = replayed_master(grads[static_cast<std::size_t>(i)], p, p.step);
+        if (!(std::fabs(got - want) <= 1e-5f * (1.0f + std::fabs(want)))) {
+          std::fprintf(stderr,
+                       "adam_bench: tensor %zu element %lld: master %.9g after %lld steps, reference %.9g\n",
+                       ti, static_cast<long long>(i), got, static_cast<long long>(p.step), want);
+          ++wrong;
+        }
+      }
+    }
+    if (wrong) return 1;
+    std::printf("adam check: 9 sampled master weights match the host reference after %lld steps\n",
+                static_cast<long long>(p.step));
   } catch (const fb::Error& e) {
     std::fprintf(stderr, "adam_bench: %s\n", e.what());
     return 1;

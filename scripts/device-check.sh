@@ -129,6 +129,8 @@ if [ -x "$BENCH_DIR/adam_bench" ]; then
   OURS[adam]=$(grep -v "sum of squares" "$LOG/adam-bench.log" | sed -n 's/.*fraction \([0-9.]*\).*/\1/p' | head -n1)
   OURS[adam_gbs]=$(grep -v "sum of squares" "$LOG/adam-bench.log" | sed -n 's/.* \([0-9.]*\) GB\/s (28.*/\1/p' | head -n1)
   OURS[copy]=$(sed -n 's/.*copy \([0-9.]*\) GB\/s read+write.*/\1/p' "$LOG/adam-bench.log" | head -n1)
+  # The bench replays sampled elements on the host reference after timing; a figure without it is no figure.
+  grep -q "^adam check: " "$LOG/adam-bench.log" || OURS[adam]="FAILED check (${OURS[adam]:-n/a})"
 fi
 train_field() {  # FILE EXPR over r (the first result)
   python3 -c "import json,sys; d=json.load(open(sys.argv[1])); r=d['results'][0]; print($2)" "$1" 2>/dev/null || echo n/a
