@@ -124,6 +124,11 @@ OURS[attention]=n/a OURS[adam]=n/a OURS[adam_gbs]=n/a OURS[copy]=n/a
 with_libs timeout 120 "$FB" attention --backend cuda --engine cudnn --seq 8192 -n 20 -w 5 -o "$LOG/attention.json" \
   >"$LOG/attention.log" 2>&1
 OURS[attention]=$(field "$LOG/attention.json" "'%.1f' % r[0]['metrics']['tflops']['value'] if r[0]['status'] == 'ok' else 'FAILED (' + r[0]['error'] + ')'")
+# MLA's unequal head dims (q/k 192, v 128; DeepSeek-V3's 128 heads over TP 8), where cuDNN supports them.
+with_libs timeout 90 "$FB" attention --backend cuda --engine cudnn --model deepseek-v3 --tp 8 --seq 4096 -n 10 -w 3 \
+  -o "$LOG/attention-mla.json" >"$LOG/attention-mla.log" 2>&1
+OURS[attention_mla]=$(field "$LOG/attention-mla.json" "'%.1f' % r[0]['metrics']['tflops']['value'] if r[0]['status'] == 'ok' else 'FAILED (' + r[0]['error'] + ')'")
+[ "${OURS[attention_mla]}" = n/a ] && OURS[attention_mla]="n/a: $(tail -n1 "$LOG/attention-mla.log")"
 if [ -x "$BENCH_DIR/adam_bench" ]; then
   with_libs timeout 150 "$BENCH_DIR/adam_bench" 2>&1 | tee "$LOG/adam-bench.log"
   OURS[adam]=$(grep -v "sum of squares" "$LOG/adam-bench.log" | sed -n 's/.*fraction \([0-9.]*\).*/\1/p' | head -n1)
@@ -196,6 +201,7 @@ t=$(anchor "torch SDPA cudnn")
 row "attention fwd+bwd causal s8192 32/8 heads d128 (TFLOP/s)" "${OURS[attention]:-n/a}" "torch SDPA cuDNN $t" "$(ratio "${OURS[attention]:-n/a}" "$t")"
 t=$(anchor "torch SDPA flash")
 row "attention fwd+bwd, vs FlashAttention backend (TFLOP/s)" "${OURS[attention]:-n/a}" "torch SDPA flash $t" "$(ratio "${OURS[attention]:-n/a}" "$t")"
+row "attention MLA deepseek-v3 tp8 s4096, q/k 192 v 128 (TFLOP/s)" "${OURS[attention_mla]:-n/a}" "-" "-"
 t=$(anchor "torch copy 1 GiB")
 row "device copy 1 GiB, read+write (GB/s)" "${OURS[copy]:-n/a}" "torch copy_ $t" "$(ratio "${OURS[copy]:-n/a}" "$t")"
 row "Adam bf16 512 Mi params, fraction of copy bandwidth" "${OURS[adam]:-n/a} (${OURS[adam_gbs]:-n/a} GB/s)" \
