@@ -24,6 +24,21 @@ assert_json "$T/model.json" "(lambda p: p['model'] == 'tiny-mla' and p['head_dim
 run_capture tp fb attention --backend host --model tiny-dense --tp 2 --seq 32 --no-causal -n 1 -w 0 -o "$T/tp.json"
 assert_json "$T/tp.json" "(lambda r: r['params']['heads'] == 2 and r['params']['kv_heads'] == 1 and not r['params']['causal'] and r['name'].endswith('/full'))(d['results'][0])" "--tp 2 halves the heads; --no-causal"
 
+# The H200 reference holds PyTorch SDPA's attention under this command's names: a run compares by name.
+REF="$FB_SOURCE_DIR/configs/references/h200-8gpu.json"
+validate "$REF"
+"$PY" - "$REF" "$T/mine_h200.json" <<'PYEOF'
+import json, sys
+d = json.load(open(sys.argv[1]))
+r = next(r for r in d["results"] if r["benchmark"] == "attention" and r["name"] == "bf16/b1/s8192/h32-kv8/d128")
+r["metrics"]["tflops"]["value"] = 412.29
+d["results"] = [r]
+json.dump(d, open(sys.argv[2], "w"))
+PYEOF
+run_capture vs_ref fb compare "$REF" "$T/mine_h200.json" --format md
+grep -qF "| attention/bf16/b1/s8192/h32-kv8/d128 | tflops | 458.1 | 412.3 | -10.0% | 0.900 | **WORSE** |" "$T/vs_ref.out" &&
+  ok "compare against the H200 attention anchor by name" || fail "reference comparison: $(cat "$T/vs_ref.out")"
+
 expect_error engine_gemm 2 "--engine gemm: the blocked-GEMM attention runs inside the training step" fb attention --backend host --engine gemm
 expect_error engine_cudnn 2 "--engine cudnn: cuDNN attention needs the cuda backend" fb attention --backend host --engine cudnn
 expect_error heads_kv 2 "heads \(6\) must be a multiple of kv_heads \(4\)" fb attention --backend host --heads 6 --kv-heads 4
