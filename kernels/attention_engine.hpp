@@ -13,6 +13,15 @@
 //   stats [batch, heads, seq] fp32: log Σ_j exp(scale·q·k_j) over the keys the query sees (natural log),
 //   written by forward for backward.
 // Query head h reads key/value head h / (heads / kv_heads) (grouped-query attention; heads % kv_heads == 0).
+//
+// fp8 (fp8_e4m3: cuDNN's per-tensor-scaled fp8 SDPA, the recipe Transformer Engine trains with): an fp8
+// tensor X holds e4m3(X · scale_X) and is read back as stored · descale_X, descale_X = 1 / scale_X. Q, K, V,
+// O, dO, dQ, dK and dV are fp8 in memory; S (the softmax probabilities) and dP (the gradient of the scaled
+// scores, scale · P ⊙ (dO·Vᵀ − D), as cuDNN names it) are rounded to fp8 inside the kernels for the GEMMs
+// that read them. Every call reads the scales it needs from `fp8_scaling` and writes the amax (largest |X|
+// before scaling) of what it produced: forward S and O, backward dP, dQ, dK and dV. The next call's scales
+// come from those (delayed scaling: workloads/attention_fp8_scaling.hpp).
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -47,10 +56,24 @@ struct AttentionShape {
   std::int64_t o_row_stride() const { return o_row ? o_row : heads * value_dim; }
 };
 
+enum class Fp8Tensor : std::size_t { q, k, v, o, d_o, s, dp, dq, dk, dv, count };
+enum class Fp8Field : std::size_t { scale, descale, amax, count };
+// The fp8 scaling block: one float per (tensor, field), each 16 bytes from the next (cuDNN's alignment for
+// a tensor's address), kFp8ScalingFloats floats in all.
+inline constexpr std::size_t kFp8SlotFloats = 4;
+constexpr std::size_t fp8_slot(Fp8Tensor t, Fp8Field f) {
+  return (static_cast<std::size_t>(t) * static_cast<std::size_t>(Fp8Field::count) +
+          static_cast<std::size_t>(f)) *
+         kFp8SlotFloats;
+}
+inline constexpr std::size_t kFp8ScalingFloats = fp8_slot(Fp8Tensor::count, Fp8Field::scale);
+inline constexpr double kFp8E4m3Max = 448;  // largest finite e4m3 (OCP FP8)
+
 // Throws a usage Error naming the first inconsistent field (non-positive size, heads % kv_heads != 0).
 void check_attention_shape(const AttentionShape& s);
 
-// Fused attention on backend memory, on the backend's stream. q, k, v, o, d_o, dq, dk, dv in `type`.
+// Fused attention on backend memory, on the backend's stream. q, k, v, o, d_o, dq, dk, dv in `type`;
+// `fp8_scaling` is backend memory holding the fp8 scaling block when `type` is fp8_e4m3, else nullptr.
 class FusedAttention {
  public:
   virtual ~FusedAttention() = default;
@@ -59,10 +82,11 @@ class FusedAttention {
   // engine cannot run this shape.
   virtual bool supports(const AttentionShape& s, DType type, std::string& reason) = 0;
   virtual void forward(const AttentionShape& s, DType type, const void* q, const void* k, const void* v,
-                       void* o, float* stats) = 0;
+                       void* o, float* stats, float* fp8_scaling) = 0;
   // dq, dk, dv are overwritten (not accumulated).
   virtual void backward(const AttentionShape& s, DType type, const void* q, const void* k, const void* v,
-                        const void* o, const void* d_o, const float* stats, void* dq, void* dk, void* dv) = 0;
+                        const void* o, const void* d_o, const float* stats, void* dq, void* dk, void* dv,
+                        float* fp8_scaling) = 0;
 };
 
 struct AttentionEngineSelection {

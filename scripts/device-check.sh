@@ -129,6 +129,11 @@ with_libs timeout 90 "$FB" attention --backend cuda --engine cudnn --model deeps
   -o "$LOG/attention-mla.json" >"$LOG/attention-mla.log" 2>&1
 OURS[attention_mla]=$(field "$LOG/attention-mla.json" "'%.1f' % r[0]['metrics']['tflops']['value'] if r[0]['status'] == 'ok' else 'FAILED (' + r[0]['error'] + ')'")
 [ "${OURS[attention_mla]}" = n/a ] && OURS[attention_mla]="n/a: $(tail -n1 "$LOG/attention-mla.log")"
+# cuDNN's fp8 SDPA at the same layer, scales calibrated by one untimed pass, checked at fp8's tolerance.
+with_libs timeout 90 "$FB" attention --backend cuda --engine cudnn --dtype fp8_e4m3 --seq 8192 -n 10 -w 3 \
+  -o "$LOG/attention-fp8.json" >"$LOG/attention-fp8.log" 2>&1
+OURS[attention_fp8]=$(field "$LOG/attention-fp8.json" "'%.1f' % r[0]['metrics']['tflops']['value'] if r[0]['status'] == 'ok' else 'FAILED (' + r[0]['error'] + ')'")
+[ "${OURS[attention_fp8]}" = n/a ] && OURS[attention_fp8]="n/a: $(tail -n1 "$LOG/attention-fp8.log")"
 if [ -x "$BENCH_DIR/adam_bench" ]; then
   with_libs timeout 150 "$BENCH_DIR/adam_bench" 2>&1 | tee "$LOG/adam-bench.log"
   OURS[adam]=$(grep -v "sum of squares" "$LOG/adam-bench.log" | sed -n 's/.*fraction \([0-9.]*\).*/\1/p' | head -n1)
@@ -202,6 +207,8 @@ row "attention fwd+bwd causal s8192 32/8 heads d128 (TFLOP/s)" "${OURS[attention
 t=$(anchor "torch SDPA flash")
 row "attention fwd+bwd, vs FlashAttention backend (TFLOP/s)" "${OURS[attention]:-n/a}" "torch SDPA flash $t" "$(ratio "${OURS[attention]:-n/a}" "$t")"
 row "attention MLA deepseek-v3 tp8 s4096, q/k 192 v 128 (TFLOP/s)" "${OURS[attention_mla]:-n/a}" "-" "-"
+row "attention fp8 e4m3 causal s8192 32/8 heads d128 (TFLOP/s)" "${OURS[attention_fp8]:-n/a}" \
+  "ours bf16 ${OURS[attention]:-n/a}" "$(ratio "${OURS[attention_fp8]:-n/a}" "${OURS[attention]:-n/a}")"
 t=$(anchor "torch copy 1 GiB")
 row "device copy 1 GiB, read+write (GB/s)" "${OURS[copy]:-n/a}" "torch copy_ $t" "$(ratio "${OURS[copy]:-n/a}" "$t")"
 row "Adam bf16 512 Mi params, fraction of copy bandwidth" "${OURS[adam]:-n/a} (${OURS[adam_gbs]:-n/a} GB/s)" \

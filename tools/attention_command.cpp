@@ -160,7 +160,9 @@ Command add_attention_command(CLI::App& app) {
   sub->add_option("--head-dim", opt->head_dim, "Query/key head dim (default 128 on cuda, 32 on host)");
   sub->add_option("--value-dim", opt->value_dim, "Value head dim (default: --head-dim; MLA differs)");
   sub->add_option("-d,--dtype", opt->dtype,
-                  "bf16 or fp16 (cuda, default bf16); fp32, bf16 or fp16 (host, default fp32)");
+                  "bf16, fp16 or fp8_e4m3 (cuda, default bf16; fp8 needs head dim 128 on Hopper); fp32, "
+                  "bf16, fp16 or fp8_e4m3 (host, default fp32). fp8 scales each tensor, calibrated by one "
+                  "untimed pass (docs/attention.md)");
   sub->add_flag("--no-causal", opt->no_causal, "Every query sees every key (no mask; FLOPs not halved)");
   sub->add_option("-n,--iters", opt->iters, "Timed iterations per direction and shape")
       ->capture_default_str();

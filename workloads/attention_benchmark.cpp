@@ -14,6 +14,7 @@
 #include "core/units.hpp"
 #include "workloads/attention_check.hpp"
 #include "workloads/attention_flops.hpp"
+#include "workloads/attention_fp8_scaling.hpp"
 #include "workloads/gemm_flops.hpp"
 #include "workloads/measurement_loop.hpp"
 #include "workloads/telemetry_report.hpp"
@@ -48,7 +49,21 @@ double set_bytes_exact(const kernels::AttentionShape& s, DType dtype) {
 
 struct BufferSet {
   DeviceBuffer q, k, v, o, d_o, dq, dk, dv, stats;
+  DeviceBuffer scaling;  // fp8: the set's own scaling block (kernels/attention_engine.hpp)
+  float* fp8() { return scaling.bytes() ? scaling.as<float>() : nullptr; }
 };
+
+bool is_fp8(DType type) {
+  return type == DType::fp8_e4m3;
+}
+// fill_random's values lie in ±[1/16, 1]: the fp8 inputs are stored unscaled.
+constexpr double kInputAmax = 1.0;
+
+std::vector<float> read_scaling(Backend& backend, const DeviceBuffer& block) {
+  std::vector<float> out(kernels::kFp8ScalingFloats);
+  backend.copy_to_host(out.data(), block, out.size() * sizeof(float));
+  return out;
+}
 
 std::vector<BufferSet> make_sets(Backend& backend, const AttentionCase& c, int count, std::uint64_t base) {
   const Sizes n = sizes(c.shape);
@@ -67,29 +82,41 @@ std::vector<BufferSet> make_sets(Backend& backend, const AttentionCase& c, int c
     for (auto* b : {&s.q, &s.k, &s.v, &s.d_o, &s.o, &s.dq, &s.dk, &s.dv})
       backend.fill_random(*b, c.dtype, derive_seed(base, stream++));
     backend.fill_random(s.stats, DType::fp32, derive_seed(base, stream));
+    if (is_fp8(c.dtype)) {
+      const auto block = fp8_initial_scaling(c.shape, kInputAmax);
+      s.scaling = backend.allocate(block.size() * sizeof(float));
+      backend.copy_to_device(s.scaling, block.data(), block.size() * sizeof(float));
+    }
   }
   return sets;
 }
 
-std::vector<float> to_host(Backend& backend, const DeviceBuffer& buffer, DType type, double elements) {
+// The values a buffer holds: stored · descale (descale 1 unless fp8).
+std::vector<float> to_host(Backend& backend, const DeviceBuffer& buffer, DType type, double elements,
+                           float descale = 1) {
   const auto n = static_cast<std::size_t>(elements);
   std::vector<unsigned char> raw(n * dtype_bytes(type));
   backend.copy_to_host(raw.data(), buffer, raw.size());
   std::vector<float> out(n);
-  for (std::size_t i = 0; i < n; ++i) out[i] = static_cast<float>(load_element(raw.data(), type, i));
+  for (std::size_t i = 0; i < n; ++i)
+    out[i] = static_cast<float>(load_element(raw.data(), type, i)) * descale;
   return out;
 }
 
 AttentionCheck check_set(Backend& backend, const AttentionCase& c, const BufferSet& set, std::size_t rows,
                          std::uint64_t seed) {
   const Sizes n = sizes(c.shape);
+  using T = kernels::Fp8Tensor;
+  const auto block = is_fp8(c.dtype) ? read_scaling(backend, set.scaling)
+                                     : std::vector<float>(kernels::kFp8ScalingFloats, 1.0f);
+  auto descale = [&](T t) { return block[kernels::fp8_slot(t, kernels::Fp8Field::descale)]; };
   AttentionTensors t;
-  t.q = to_host(backend, set.q, c.dtype, n.q);
-  t.k = to_host(backend, set.k, c.dtype, n.kv);
-  t.v = to_host(backend, set.v, c.dtype, n.v);
-  t.o = to_host(backend, set.o, c.dtype, n.o);
-  t.d_o = to_host(backend, set.d_o, c.dtype, n.o);
-  t.dq = to_host(backend, set.dq, c.dtype, n.q);
+  t.q = to_host(backend, set.q, c.dtype, n.q, descale(T::q));
+  t.k = to_host(backend, set.k, c.dtype, n.kv, descale(T::k));
+  t.v = to_host(backend, set.v, c.dtype, n.v, descale(T::v));
+  t.o = to_host(backend, set.o, c.dtype, n.o, descale(T::o));
+  t.d_o = to_host(backend, set.d_o, c.dtype, n.o, descale(T::d_o));
+  t.dq = to_host(backend, set.dq, c.dtype, n.q, descale(T::dq));
   t.stats = to_host(backend, set.stats, DType::fp32, n.stats);
   const auto picked = attention_check_rows(c.shape, rows, seed);
   return check_attention_rows(c.shape, t, picked, attention_tolerance(c.dtype));
@@ -100,7 +127,24 @@ struct CaseMeasurement {
   int sets = 0;
   AttentionCheck check;
   bool checked = false;
+  std::vector<float> scaling;  // fp8: set 0's scaling block after the last call
 };
+
+// fp8: one untimed forward and backward per set with the bound scales, then each set's scales from the
+// amax that pass measured (workloads/attention_fp8_scaling.hpp).
+void calibrate_fp8(Backend& backend, std::vector<BufferSet>& sets, const std::function<void(int)>& forward,
+                   const std::function<void(int)>& backward) {
+  for (std::size_t i = 0; i < sets.size(); ++i) {
+    forward(static_cast<int>(i));
+    backward(static_cast<int>(i));
+  }
+  backend.synchronize();
+  for (auto& set : sets) {
+    auto block = read_scaling(backend, set.scaling);
+    fp8_calibrate(block);
+    backend.copy_to_device(set.scaling, block.data(), block.size() * sizeof(float));
+  }
+}
 
 CaseMeasurement measure_case(const MpiContext& mpi, Backend& backend, kernels::FusedAttention& engine,
                              const AttentionCase& c, const AttentionRunOptions& o, std::size_t index) {
@@ -112,13 +156,14 @@ CaseMeasurement measure_case(const MpiContext& mpi, Backend& backend, kernels::F
   const auto& s = c.shape;
   auto forward = [&](int i) {
     auto& b = sets[static_cast<std::size_t>(i)];
-    engine.forward(s, c.dtype, b.q.data(), b.k.data(), b.v.data(), b.o.data(), b.stats.as<float>());
+    engine.forward(s, c.dtype, b.q.data(), b.k.data(), b.v.data(), b.o.data(), b.stats.as<float>(), b.fp8());
   };
   auto backward = [&](int i) {
     auto& b = sets[static_cast<std::size_t>(i)];
     engine.backward(s, c.dtype, b.q.data(), b.k.data(), b.v.data(), b.o.data(), b.d_o.data(),
-                    b.stats.as<float>(), b.dq.data(), b.dk.data(), b.dv.data());
+                    b.stats.as<float>(), b.dq.data(), b.dk.data(), b.dv.data(), b.fp8());
   };
+  if (is_fp8(c.dtype)) calibrate_fp8(backend, sets, forward, backward);
   MeasureLoop loop;
   loop.warmup = o.warmup;
   loop.iters = o.iters;
@@ -137,7 +182,22 @@ CaseMeasurement measure_case(const MpiContext& mpi, Backend& backend, kernels::F
     m.check = check_set(backend, c, sets[0], o.check_rows, derive_seed(base, 0xA77E));
     m.checked = true;
   }
+  if (is_fp8(c.dtype)) m.scaling = read_scaling(backend, sets[0].scaling);
   return m;
+}
+
+// Rank 0's set 0: each fp8 tensor's scale, and the amax of each one the kernels produced.
+nlohmann::json fp8_scaling_json(const std::vector<float>& block) {
+  static constexpr const char* kNames[] = {"q", "k", "v", "o", "d_o", "s", "dp", "dq", "dk", "dv"};
+  nlohmann::json out = nlohmann::json::object();
+  for (std::size_t t = 0; t < std::size(kNames); ++t) {
+    const auto tensor = static_cast<kernels::Fp8Tensor>(t);
+    nlohmann::json e = {{"scale", block[kernels::fp8_slot(tensor, kernels::Fp8Field::scale)]}};
+    if (t >= static_cast<std::size_t>(kernels::Fp8Tensor::s) || tensor == kernels::Fp8Tensor::o)
+      e["amax"] = block[kernels::fp8_slot(tensor, kernels::Fp8Field::amax)];
+    out[kNames[t]] = std::move(e);
+  }
+  return out;
 }
 
 reports::Metric tflops_metric(double flops, std::span<const double> seconds) {
@@ -289,6 +349,10 @@ AttentionRunOutput run_attention_benchmark(const MpiContext& mpi, Backend& backe
           ++failed;
           break;
         }
+    }
+    if (!m.scaling.empty()) {
+      r.params["fp8_scaling"] = "per-tensor, power-of-two, delayed: one calibration pass";
+      r.extra["fp8_scaling"] = fp8_scaling_json(m.scaling);
     }
     attach_telemetry(r, window);
     out.results.push_back(std::move(r));

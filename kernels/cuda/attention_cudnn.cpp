@@ -4,7 +4,9 @@
 // heads side by side in a token row) through strides over cuDNN's logical [batch, heads, seq, dim] order,
 // so no transposes are needed. The causal mask is cuDNN's diagonal band with the diagonal at the top left
 // and right bound 0 (query i sees keys j <= i). Stats are the per-row log-sum-exp the backward pass needs.
-// API: NVIDIA cudnn-frontend, docs/operations/Attention.md and samples/cpp/sdpa.
+// fp8_e4m3 runs cuDNN's per-tensor-scaled fp8 SDPA (sdpa_fp8 / sdpa_fp8_backward; Hopper needs head dim 128):
+// every scale, descale and amax is a one-float tensor at its place in the fp8 scaling block.
+// API: NVIDIA cudnn-frontend, docs/operations/Attention.md and samples/cpp/sdpa (fp8_fwd, fp8_bwd).
 #include "kernels/cuda/attention_cudnn.hpp"
 
 #include <cuda_runtime.h>
@@ -34,8 +36,23 @@ namespace {
 
 namespace fe = cudnn_frontend;
 
-// Tensor ids in a graph's variant pack.
-enum Uid : std::int64_t { kQ = 1, kK, kV, kO, kStats, kDO, kDQ, kDK, kDV };
+// Tensor ids in a graph's variant pack; fp8 scaling values from kScaling on, one per block slot.
+enum Uid : std::int64_t { kQ = 1, kK, kV, kO, kStats, kDO, kDQ, kDK, kDV, kScaling = 100 };
+std::int64_t scaling_uid(Fp8Tensor t, Fp8Field f) {
+  return kScaling + static_cast<std::int64_t>(fp8_slot(t, f) / kFp8SlotFloats);
+}
+
+// The scaling values each direction reads (r) and writes (amax), as cuDNN's fp8 SDPA takes them.
+using T8 = Fp8Tensor;
+using F8 = Fp8Field;
+constexpr std::pair<T8, F8> kForwardScaling[] = {
+    {T8::q, F8::descale}, {T8::k, F8::descale}, {T8::v, F8::descale}, {T8::s, F8::descale},
+    {T8::s, F8::scale},   {T8::o, F8::scale},   {T8::s, F8::amax},    {T8::o, F8::amax}};
+constexpr std::pair<T8, F8> kBackwardScaling[] = {
+    {T8::q, F8::descale},   {T8::k, F8::descale}, {T8::v, F8::descale},  {T8::o, F8::descale},
+    {T8::d_o, F8::descale}, {T8::s, F8::descale}, {T8::dp, F8::descale}, {T8::s, F8::scale},
+    {T8::dq, F8::scale},    {T8::dk, F8::scale},  {T8::dv, F8::scale},   {T8::dp, F8::scale},
+    {T8::dq, F8::amax},     {T8::dk, F8::amax},   {T8::dv, F8::amax},    {T8::dp, F8::amax}};
 
 struct GraphKey {
   bool backward;
@@ -70,7 +87,9 @@ GraphKey key_of(bool backward, const AttentionShape& s, DType type) {
 fe::DataType_t io_type(DType type) {
   if (type == DType::bf16) return fe::DataType_t::BFLOAT16;
   if (type == DType::fp16) return fe::DataType_t::HALF;
-  throw unsupported_error("cuDNN attention supports bf16 and fp16, not " + std::string(to_string(type)));
+  if (type == DType::fp8_e4m3) return fe::DataType_t::FP8_E4M3;
+  throw unsupported_error("cuDNN attention supports bf16, fp16 and fp8_e4m3, not " +
+                          std::string(to_string(type)));
 }
 
 // Logical dims [batch, heads, seq, dim] with the strides of the [batch, seq, heads, dim] memory layout whose
@@ -91,6 +110,24 @@ fe::graph::Tensor_attributes stats_tensor(const AttentionShape& s) {
       .set_dim({s.batch, s.heads, s.seq, 1})
       .set_stride({s.heads * s.seq, s.seq, 1, 1})
       .set_data_type(fe::DataType_t::FLOAT);
+}
+
+// One fp32 value of the fp8 scaling block: [1, 1, 1, 1].
+fe::graph::Tensor_attributes scaling_tensor(Fp8Tensor t, Fp8Field f) {
+  return fe::graph::Tensor_attributes()
+      .set_name("fp8_scaling_" + std::to_string(fp8_slot(t, f) / kFp8SlotFloats))
+      .set_uid(scaling_uid(t, f))
+      .set_dim({1, 1, 1, 1})
+      .set_stride({1, 1, 1, 1})
+      .set_data_type(fe::DataType_t::FLOAT);
+}
+
+using TensorPtr = std::shared_ptr<fe::graph::Tensor_attributes>;
+
+// Marks a graph output and gives it `layout`'s uid, dims and strides, and its data type where set.
+void place(const TensorPtr& x, const fe::graph::Tensor_attributes& layout) {
+  x->set_output(true).set_uid(layout.get_uid()).set_dim(layout.get_dim()).set_stride(layout.get_stride());
+  if (layout.get_data_type() != fe::DataType_t::NOT_SET) x->set_data_type(layout.get_data_type());
 }
 
 template <typename Attributes>
@@ -141,18 +178,20 @@ class CudnnAttention final : public FusedAttention {
   }
 
   void forward(const AttentionShape& s, DType type, const void* q, const void* k, const void* v, void* o,
-               float* stats) override {
+               float* stats, float* fp8_scaling) override {
     const auto& g = graph(false, s, type);
     std::unordered_map<std::int64_t, void*> pack{{kQ, const_cast<void*>(q)},
                                                  {kK, const_cast<void*>(k)},
                                                  {kV, const_cast<void*>(v)},
                                                  {kO, o},
                                                  {kStats, stats}};
+    add_scaling(pack, type, fp8_scaling, kForwardScaling);
     execute(g, pack);
   }
 
   void backward(const AttentionShape& s, DType type, const void* q, const void* k, const void* v,
-                const void* o, const void* d_o, const float* stats, void* dq, void* dk, void* dv) override {
+                const void* o, const void* d_o, const float* stats, void* dq, void* dk, void* dv,
+                float* fp8_scaling) override {
     const auto& g = graph(true, s, type);
     std::unordered_map<std::int64_t, void*> pack{{kQ, const_cast<void*>(q)},
                                                  {kK, const_cast<void*>(k)},
@@ -163,11 +202,23 @@ class CudnnAttention final : public FusedAttention {
                                                  {kDQ, dq},
                                                  {kDK, dk},
                                                  {kDV, dv}};
+    add_scaling(pack, type, fp8_scaling, kBackwardScaling);
     execute(g, pack);
   }
 
  private:
   using Graph = std::shared_ptr<fe::graph::Graph>;
+
+  template <std::size_t N>
+  static void add_scaling(std::unordered_map<std::int64_t, void*>& pack, DType type, float* block,
+                          const std::pair<T8, F8> (&values)[N]) {
+    const bool fp8 = type == DType::fp8_e4m3;
+    if (fp8 != (block != nullptr))
+      throw runtime_error(fp8 ? "cuDNN attention: fp8 needs the fp8 scaling block"
+                              : "cuDNN attention: the fp8 scaling block is for fp8 only");
+    if (!fp8) return;
+    for (const auto& [t, f] : values) pack[scaling_uid(t, f)] = block + fp8_slot(t, f);
+  }
 
   const Graph& graph(bool backward, const AttentionShape& s, DType type) {
     check_attention_shape(s);
@@ -192,21 +243,17 @@ class CudnnAttention final : public FusedAttention {
     auto q = g->tensor(bshd("q", kQ, s, s.heads, s.head_dim, s.q_row_stride()));
     auto k = g->tensor(bshd("k", kK, s, s.kv_heads, s.head_dim, s.k_row_stride()));
     auto v = g->tensor(bshd("v", kV, s, s.kv_heads, s.value_dim, s.v_row_stride()));
-    if (!backward) {
+    if (type == DType::fp8_e4m3)
+      build_fp8(*g, backward, s, q, k, v);
+    else if (!backward) {
       auto a = fe::graph::SDPA_attributes()
                    .set_name("sdpa_forward")
                    .set_generate_stats(true)
                    .set_attn_scale(s.scale);
       set_mask(a, s);
       auto [o, stats] = g->sdpa(q, k, v, a);
-      auto o_layout = bshd("o", kO, s, s.heads, s.value_dim, s.o_row_stride());
-      o->set_output(true).set_uid(kO).set_dim(o_layout.get_dim()).set_stride(o_layout.get_stride());
-      const auto st = stats_tensor(s);
-      stats->set_output(true)
-          .set_uid(kStats)
-          .set_data_type(fe::DataType_t::FLOAT)
-          .set_dim(st.get_dim())
-          .set_stride(st.get_stride());
+      place(o, bshd("o", kO, s, s.heads, s.value_dim, s.o_row_stride()));
+      place(stats, stats_tensor(s));
     } else {
       auto o = g->tensor(bshd("o", kO, s, s.heads, s.value_dim, s.o_row_stride()));
       auto d_o = g->tensor(bshd("d_o", kDO, s, s.heads, s.value_dim, s.o_row_stride()));
@@ -214,13 +261,56 @@ class CudnnAttention final : public FusedAttention {
       auto a = fe::graph::SDPA_backward_attributes().set_name("sdpa_backward").set_attn_scale(s.scale);
       set_mask(a, s);
       auto [dq, dk, dv] = g->sdpa_backward(q, k, v, o, d_o, stats, a);
-      const auto lq = bshd("dq", kDQ, s, s.heads, s.head_dim, s.q_row_stride()),
-                 lk = bshd("dk", kDK, s, s.kv_heads, s.head_dim, s.k_row_stride()),
-                 lv = bshd("dv", kDV, s, s.kv_heads, s.value_dim, s.v_row_stride());
-      dq->set_output(true).set_uid(kDQ).set_dim(lq.get_dim()).set_stride(lq.get_stride());
-      dk->set_output(true).set_uid(kDK).set_dim(lk.get_dim()).set_stride(lk.get_stride());
-      dv->set_output(true).set_uid(kDV).set_dim(lv.get_dim()).set_stride(lv.get_stride());
+      place_gradients(s, dq, dk, dv);
     }
+    return finish(g);
+  }
+
+  // cuDNN's fp8 SDPA: the same layouts, with the scaling values as inputs and the amax as outputs.
+  static void place_gradients(const AttentionShape& s, const TensorPtr& dq, const TensorPtr& dk,
+                              const TensorPtr& dv) {
+    place(dq, bshd("dq", kDQ, s, s.heads, s.head_dim, s.q_row_stride()));
+    place(dk, bshd("dk", kDK, s, s.kv_heads, s.head_dim, s.k_row_stride()));
+    place(dv, bshd("dv", kDV, s, s.kv_heads, s.value_dim, s.v_row_stride()));
+  }
+
+  static void build_fp8(fe::graph::Graph& g, bool backward, const AttentionShape& s, const TensorPtr& q,
+                        const TensorPtr& k, const TensorPtr& v) {
+    auto in = [&](T8 t, F8 f) { return g.tensor(scaling_tensor(t, f)); };
+    auto out = [&](const TensorPtr& amax, T8 t) { place(amax, scaling_tensor(t, F8::amax)); };
+    if (!backward) {
+      auto a = fe::graph::SDPA_fp8_attributes()
+                   .set_name("sdpa_fp8_forward")
+                   .set_generate_stats(true)
+                   .set_attn_scale(s.scale);
+      set_mask(a, s);
+      auto [o, stats, amax_s, amax_o] =
+          g.sdpa_fp8(q, k, v, in(T8::q, F8::descale), in(T8::k, F8::descale), in(T8::v, F8::descale),
+                     in(T8::s, F8::descale), in(T8::s, F8::scale), in(T8::o, F8::scale), a);
+      place(o, bshd("o", kO, s, s.heads, s.value_dim, s.o_row_stride()));
+      place(stats, stats_tensor(s));
+      out(amax_s, T8::s);
+      out(amax_o, T8::o);
+      return;
+    }
+    auto o = g.tensor(bshd("o", kO, s, s.heads, s.value_dim, s.o_row_stride()));
+    auto d_o = g.tensor(bshd("d_o", kDO, s, s.heads, s.value_dim, s.o_row_stride()));
+    auto stats = g.tensor(stats_tensor(s));
+    auto a = fe::graph::SDPA_fp8_backward_attributes().set_name("sdpa_fp8_backward").set_attn_scale(s.scale);
+    set_mask(a, s);
+    auto [dq, dk, dv, amax_dq, amax_dk, amax_dv, amax_dp] = g.sdpa_fp8_backward(
+        q, k, v, o, d_o, stats, in(T8::q, F8::descale), in(T8::k, F8::descale), in(T8::v, F8::descale),
+        in(T8::o, F8::descale), in(T8::d_o, F8::descale), in(T8::s, F8::descale), in(T8::dp, F8::descale),
+        in(T8::s, F8::scale), in(T8::dq, F8::scale), in(T8::dk, F8::scale), in(T8::dv, F8::scale),
+        in(T8::dp, F8::scale), a);
+    place_gradients(s, dq, dk, dv);
+    out(amax_dq, T8::dq);
+    out(amax_dk, T8::dk);
+    out(amax_dv, T8::dv);
+    out(amax_dp, T8::dp);
+  }
+
+  Graph finish(const Graph& g) {
     check(g->validate(), "validate");
     check(g->build_operation_graph(handle_), "build_operation_graph");
     check(g->create_execution_plans({fe::HeurMode_t::A}), "create_execution_plans");

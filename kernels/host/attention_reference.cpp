@@ -6,8 +6,15 @@
 #include <limits>
 #include <vector>
 
+#include "core/numeric_formats.hpp"
+
 namespace fb::kernels {
 namespace {
+
+// x rounded to e4m3 at `scale` and read back (saturating at ±448, as cuDNN's conversions are).
+double fp8_round(double x, double scale) {
+  return static_cast<double>(fp8_e4m3_to_float(float_to_fp8_e4m3(static_cast<float>(x * scale)))) / scale;
+}
 
 // Element offsets of token t, head h in the [batch, seq, heads, dim] layout.
 struct Layout {
@@ -53,7 +60,7 @@ double probabilities(const Layout& L, const float* q, const float* k, std::int64
 }  // namespace
 
 void attention_forward_reference(const AttentionShape& s, const float* q, const float* k, const float* v,
-                                 float* o, float* stats) {
+                                 float* o, float* stats, AttentionFp8Emulation* fp8) {
   check_attention_shape(s);
   const Layout L{s};
   std::vector<double> p;
@@ -62,6 +69,11 @@ void attention_forward_reference(const AttentionShape& s, const float* q, const 
       for (std::int64_t i = 0; i < s.seq; ++i) {
         const double lse = probabilities(L, q, k, b, h, i, p);
         if (stats) stats[(b * s.heads + h) * s.seq + i] = static_cast<float>(lse);
+        if (fp8)
+          for (auto& x : p) {
+            fp8->s_amax = std::max(fp8->s_amax, x);
+            if (fp8->s_scale > 0) x = fp8_round(x, fp8->s_scale);
+          }
         for (std::int64_t d = 0; d < s.value_dim; ++d) {
           double acc = 0;
           for (std::int64_t j = 0; j < static_cast<std::int64_t>(p.size()); ++j)
@@ -72,7 +84,8 @@ void attention_forward_reference(const AttentionShape& s, const float* q, const 
 }
 
 void attention_backward_reference(const AttentionShape& s, const float* q, const float* k, const float* v,
-                                  const float* o, const float* d_o, float* dq, float* dk, float* dv) {
+                                  const float* o, const float* d_o, float* dq, float* dk, float* dv,
+                                  AttentionFp8Emulation* fp8) {
   check_attention_shape(s);
   const Layout L{s};
   const std::int64_t nq = s.batch * s.seq * s.heads, nk = s.batch * s.seq * s.kv_heads;
@@ -85,12 +98,18 @@ void attention_backward_reference(const AttentionShape& s, const float* q, const
         const float* doi = d_o + L.o(b, i, h);
         const double D = dot(doi, o + L.o(b, i, h), s.value_dim);
         for (std::int64_t j = 0; j < static_cast<std::int64_t>(p.size()); ++j) {
-          const double ds = p[j] * (dot(doi, v + L.v(b, j, g), s.value_dim) - D);
-          for (std::int64_t d = 0; d < s.head_dim; ++d) {
-            gq[L.q(b, i, h) + d] += s.scale * ds * k[L.k(b, j, g) + d];
-            gk[L.k(b, j, g) + d] += s.scale * ds * q[L.q(b, i, h) + d];
+          // The gradient of the scaled score q·k_j · scale (cuDNN's dP), and P as the dV product reads it.
+          double ds = s.scale * (p[j] * (dot(doi, v + L.v(b, j, g), s.value_dim) - D)), pj = p[j];
+          if (fp8) {
+            fp8->dp_amax = std::max(fp8->dp_amax, std::abs(ds));
+            if (fp8->dp_scale > 0) ds = fp8_round(ds, fp8->dp_scale);
+            if (fp8->s_scale > 0) pj = fp8_round(pj, fp8->s_scale);
           }
-          for (std::int64_t d = 0; d < s.value_dim; ++d) gv[L.v(b, j, g) + d] += p[j] * doi[d];
+          for (std::int64_t d = 0; d < s.head_dim; ++d) {
+            gq[L.q(b, i, h) + d] += ds * k[L.k(b, j, g) + d];
+            gk[L.k(b, j, g) + d] += ds * q[L.q(b, i, h) + d];
+          }
+          for (std::int64_t d = 0; d < s.value_dim; ++d) gv[L.v(b, j, g) + d] += pj * doi[d];
         }
       }
     }

@@ -46,7 +46,12 @@ expect_error heads_zero 2 "invalid --heads 0: must be positive" fb attention --b
 expect_error seq_zero 2 "invalid --seq '0': must be positive" fb attention --backend host --seq 0
 expect_error model_tp 2 "heads 32 is not divisible by --tp 3" fb attention --backend host --model llama3-8b --tp 3
 expect_error model_heads 2 "--model takes the heads and head dims from the model" fb attention --backend host --model llama3-8b --heads 4
-expect_error fp8 2 "the reference engine cannot run it" fb attention --backend host --dtype fp8_e4m3
+# fp8: the reference engine rounds as cuDNN's fp8 kernels do, through the same calibrated scaling block.
+run_capture fp8 fb attention --backend host --dtype fp8_e4m3 --seq 48 --heads 4 --kv-heads 2 --head-dim 16 -n 2 -w 1 -o "$T/fp8.json"
+[ "$RC" -eq 0 ] || fail "--dtype fp8_e4m3: exit $RC: $(cat "$T/fp8.err")"
+assert_json "$T/fp8.json" "(lambda r: r['name'] == 'fp8_e4m3/b1/s48/h4-kv2/d16' and r['status'] == 'ok' and r['params']['set_bytes'] > 0 and r['extra']['check']['tolerance'] == 0.15 and r['extra']['check']['worst_error_ratio'] < 1)(d['results'][0])" "fp8: checked at its tolerance"
+assert_json "$T/fp8.json" "(lambda f: f['s']['scale'] == 256 and f['s']['amax'] == 1 and f['q']['scale'] == 1 and all(f[t]['amax'] > 0 for t in ('o', 'dp', 'dq', 'dk', 'dv')))(d['results'][0]['extra']['fp8_scaling'])" "fp8: the calibrated scales and their amax in the report"
+expect_error fp8_e5m2 2 "the reference engine cannot run it: the reference attention takes fp32, bf16, fp16 or fp8_e4m3, not fp8_e5m2" fb attention --backend host --dtype fp8_e5m2
 expect_error absurd 2 "need .* but the host backend has .* free" fb attention --backend host --seq 10M --heads 128 -o "$T/absurd.json"
 [ ! -e "$T/absurd.json" ] && ok "no report for bad input" || fail "a report was written for bad input"
 finish

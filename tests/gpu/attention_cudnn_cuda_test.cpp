@@ -1,6 +1,7 @@
 // cuDNN fused attention (kernels/cuda/attention_cudnn.cpp) against the host reference attention
 // (kernels/host/attention_reference.cpp) on small shapes: output, log-sum-exp stats and the three gradients,
-// causal and not, grouped-query heads, bf16 and fp16. Skips without a GPU or without cuDNN.
+// causal and not, grouped-query heads, bf16 and fp16; fp8_e4m3 against the host reference engine's fp8
+// (same scaling recipe, amax compared) and the exact answer. Skips without a GPU or without cuDNN.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -17,6 +18,8 @@
 #include "kernels/attention_engine.hpp"
 #include "kernels/host/attention_reference.hpp"
 #include "tests/gpu/cuda_test_backend.hpp"
+#include "workloads/attention_check.hpp"
+#include "workloads/attention_fp8_scaling.hpp"
 
 namespace fb::kernels {
 namespace {
@@ -107,10 +110,10 @@ TEST(AttentionCudnnCuda, ForwardAndGradientsMatchTheHostReference) {
       auto d_out = backend->allocate(no * 2), d_stats = backend->allocate(ns * 4);
       auto d_dq = backend->allocate(nq * 2), d_dk = backend->allocate(nk * 2),
            d_dv = backend->allocate(nv * 2);
-      fused.forward(s, type, d_q.data(), d_k.data(), d_v.data(), d_out.data(), d_stats.as<float>());
+      fused.forward(s, type, d_q.data(), d_k.data(), d_v.data(), d_out.data(), d_stats.as<float>(), nullptr);
       // Backward from the GPU's own forward output, as a training step runs it.
       fused.backward(s, type, d_q.data(), d_k.data(), d_v.data(), d_out.data(), d_do.data(),
-                     d_stats.as<float>(), d_dq.data(), d_dk.data(), d_dv.data());
+                     d_stats.as<float>(), d_dq.data(), d_dk.data(), d_dv.data(), nullptr);
       backend->synchronize();
       auto download = [&](const DeviceBuffer& buf, std::size_t n) {
         std::vector<std::uint16_t> bits(n);
@@ -188,9 +191,10 @@ TEST(AttentionCudnnCuda, QkvColumnBlocksOfOneBufferMatchTheHostReference) {
   auto d_out = backend->allocate(o.size() * 2), d_stats = backend->allocate(stats.size() * 4);
   auto d_grad = backend->allocate(bits.size() * 2);
   const auto at = [&](DeviceBuffer& b, std::int64_t col) { return static_cast<char*>(b.data()) + col * 2; };
-  fused.forward(s, type, at(d_qkv, 0), at(d_qkv, kq), at(d_qkv, kq + kk), d_out.data(), d_stats.as<float>());
+  fused.forward(s, type, at(d_qkv, 0), at(d_qkv, kq), at(d_qkv, kq + kk), d_out.data(), d_stats.as<float>(),
+                nullptr);
   fused.backward(s, type, at(d_qkv, 0), at(d_qkv, kq), at(d_qkv, kq + kk), d_out.data(), d_do.data(),
-                 d_stats.as<float>(), at(d_grad, 0), at(d_grad, kq), at(d_grad, kq + kk));
+                 d_stats.as<float>(), at(d_grad, 0), at(d_grad, kq), at(d_grad, kq + kk), nullptr);
   backend->synchronize();
   std::vector<std::uint16_t> out_bits(o.size()), grad_bits(bits.size());
   backend->copy_to_host(out_bits.data(), d_out, out_bits.size() * 2);
@@ -206,6 +210,99 @@ TEST(AttentionCudnnCuda, QkvColumnBlocksOfOneBufferMatchTheHostReference) {
   EXPECT_LT(relative_error(grad_block(0, kq), dq), 3e-2) << "dq";
   EXPECT_LT(relative_error(grad_block(kq, kk), dk), 3e-2) << "dk";
   EXPECT_LT(relative_error(grad_block(kq + kk, kk), dv), 3e-2) << "dv";
+}
+
+// fp8 (Hopper: head dim 128): one pass with the bound scales, calibration, a second pass, on the GPU and
+// through the host reference engine from the same fp8 inputs. The GPU's amax must be the reference's (the
+// values before scaling: the recipe depends on it), and its outputs must pass the benchmark's check.
+TEST(AttentionCudnnCuda, Fp8MatchesTheHostReferenceEngineAndItsAmax) {
+  std::string reason;
+  auto backend = gpu_test::cuda_backend(reason);
+  if (!backend) GTEST_SKIP() << reason;
+  if (!cudnn_attention_compiled_in() || !cudnn_library().handle) GTEST_SKIP() << cudnn_library().error;
+  if (std::stod(backend->device().compute_capability) < 9.0) GTEST_SKIP() << "fp8 SDPA needs Hopper or later";
+  auto selection = make_attention_engine(*backend, AttentionEngineChoice::cudnn);
+  FusedAttention& gpu = *selection.fused;
+  auto host = make_reference_attention();
+  const DType type = DType::fp8_e4m3;
+  using T = Fp8Tensor;
+  for (const bool causal : {true, false}) {
+    AttentionShape s;
+    s.batch = 1, s.seq = 256, s.heads = 8, s.kv_heads = 2, s.head_dim = s.value_dim = 128;
+    s.causal = causal;
+    s.scale = 1.0f / std::sqrt(128.0f);
+    std::string why;
+    ASSERT_TRUE(gpu.supports(s, type, why)) << why;
+    const std::size_t nq = s.seq * s.heads * 128, nk = s.seq * s.kv_heads * 128, ns = s.heads * s.seq;
+    std::vector<std::uint8_t> q(nq), k(nk), v(nk), d_o(nq);
+    fill_random_host(q.data(), nq, type, 21), fill_random_host(k.data(), nk, type, 22);
+    fill_random_host(v.data(), nk, type, 23), fill_random_host(d_o.data(), nq, type, 24);
+    auto upload = [&](const void* p, std::size_t bytes) {
+      auto buf = backend->allocate(bytes);
+      backend->copy_to_device(buf, p, bytes);
+      return buf;
+    };
+    auto d_q = upload(q.data(), nq), d_k = upload(k.data(), nk), d_v = upload(v.data(), nk),
+         d_do = upload(d_o.data(), nq);
+    auto d_out = backend->allocate(nq), d_stats = backend->allocate(ns * 4), d_dq = backend->allocate(nq),
+         d_dk = backend->allocate(nk), d_dv = backend->allocate(nk);
+    std::vector<float> g_block = workloads::fp8_initial_scaling(s, 1.0), h_block = g_block;
+    auto d_block = upload(g_block.data(), g_block.size() * 4);
+    std::vector<std::uint8_t> h_o(nq), h_dq(nq), h_dk(nk), h_dv(nk);
+    std::vector<float> h_stats(ns);
+    for (int pass = 0; pass < 2; ++pass) {
+      gpu.forward(s, type, d_q.data(), d_k.data(), d_v.data(), d_out.data(), d_stats.as<float>(),
+                  d_block.as<float>());
+      gpu.backward(s, type, d_q.data(), d_k.data(), d_v.data(), d_out.data(), d_do.data(),
+                   d_stats.as<float>(), d_dq.data(), d_dk.data(), d_dv.data(), d_block.as<float>());
+      host->forward(s, type, q.data(), k.data(), v.data(), h_o.data(), h_stats.data(), h_block.data());
+      host->backward(s, type, q.data(), k.data(), v.data(), h_o.data(), d_o.data(), h_stats.data(),
+                     h_dq.data(), h_dk.data(), h_dv.data(), h_block.data());
+      backend->synchronize();
+      backend->copy_to_host(g_block.data(), d_block, g_block.size() * 4);
+      const std::string what = std::string(causal ? "causal" : "full") + " pass " + std::to_string(pass);
+      for (const T t : {T::s, T::o, T::dp, T::dq, T::dk, T::dv}) {
+        const float g = g_block[fp8_slot(t, Fp8Field::amax)], h = h_block[fp8_slot(t, Fp8Field::amax)];
+        EXPECT_NEAR(g, h, 0.1 * h) << what << ": amax of fp8 tensor " << static_cast<int>(t);
+      }
+      if (pass == 0) {  // calibrate from the reference's amax, so both passes run at the same scales
+        workloads::fp8_calibrate(h_block);
+        for (const T t : {T::s, T::o, T::dp, T::dq, T::dk, T::dv})
+          for (const Fp8Field f : {Fp8Field::scale, Fp8Field::descale})
+            g_block[fp8_slot(t, f)] = h_block[fp8_slot(t, f)];
+        backend->copy_to_device(d_block, g_block.data(), g_block.size() * 4);
+      }
+    }
+    auto download = [&](const DeviceBuffer& buf, std::size_t n, T t) {
+      std::vector<std::uint8_t> bits(n);
+      backend->copy_to_host(bits.data(), buf, n);
+      std::vector<float> out(n);
+      for (std::size_t i = 0; i < n; ++i)
+        out[i] = fp8_e4m3_to_float(bits[i]) * g_block[fp8_slot(t, Fp8Field::descale)];
+      return out;
+    };
+    auto widen = [](const std::vector<std::uint8_t>& x) {
+      std::vector<float> out(x.size());
+      for (std::size_t i = 0; i < x.size(); ++i) out[i] = fp8_e4m3_to_float(x[i]);
+      return out;
+    };
+    workloads::AttentionTensors t;
+    t.q = widen(q), t.k = widen(k), t.v = widen(v), t.d_o = widen(d_o);
+    t.o = download(d_out, nq, T::o), t.dq = download(d_dq, nq, T::dq);
+    t.stats.resize(ns);
+    backend->copy_to_host(t.stats.data(), d_stats, ns * 4);
+    std::vector<std::int64_t> rows(static_cast<std::size_t>(s.seq));
+    for (std::size_t i = 0; i < rows.size(); ++i) rows[i] = static_cast<std::int64_t>(i);
+    const auto check =
+        workloads::check_attention_rows(s, t, rows, workloads::attention_tolerance(DType::fp8_e4m3));
+    EXPECT_EQ(check.mismatches, 0u) << (causal ? "causal: " : "full: ") << check.detail;
+    // dK and dV against the exact gradients from the same inputs (and the GPU's O, as its backward read).
+    std::vector<float> dq(nq), dk(nk), dv(nk);
+    attention_backward_reference(s, t.q.data(), t.k.data(), t.v.data(), t.o.data(), t.d_o.data(), dq.data(),
+                                 dk.data(), dv.data());
+    EXPECT_LT(relative_error(download(d_dk, nk, T::dk), dk), 0.15) << (causal ? "causal" : "full") << ": dk";
+    EXPECT_LT(relative_error(download(d_dv, nk, T::dv), dv), 0.15) << (causal ? "causal" : "full") << ": dv";
+  }
 }
 
 }  // namespace

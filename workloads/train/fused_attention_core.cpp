@@ -34,12 +34,12 @@ class FusedAttentionCore final : public AttentionCore {
   void forward(LayerActs& a) override {
     c_.mark(kAttention);
     engine_.forward(shape_, c_.dt, q(a.qkv.data()), k(a.qkv.data()), v(a.qkv.data()), a.ctx.data(),
-                    a.stats.as<float>());
+                    a.stats.as<float>(), nullptr);
   }
   void backward(LayerActs& a, const void* dctx, void* dqkv) override {
     c_.mark(kAttention);
     engine_.backward(shape_, c_.dt, q(a.qkv.data()), k(a.qkv.data()), v(a.qkv.data()), a.ctx.data(), dctx,
-                     a.stats.as<float>(), q(dqkv), k(dqkv), v(dqkv));
+                     a.stats.as<float>(), q(dqkv), k(dqkv), v(dqkv), nullptr);
   }
 
  private:
