@@ -117,6 +117,8 @@ AttentionCheck check_set(Backend& backend, const AttentionCase& c, const BufferS
   t.o = to_host(backend, set.o, c.dtype, n.o, descale(T::o));
   t.d_o = to_host(backend, set.d_o, c.dtype, n.o, descale(T::d_o));
   t.dq = to_host(backend, set.dq, c.dtype, n.q, descale(T::dq));
+  t.dk = to_host(backend, set.dk, c.dtype, n.kv, descale(T::dk));
+  t.dv = to_host(backend, set.dv, c.dtype, n.v, descale(T::dv));
   t.stats = to_host(backend, set.stats, DType::fp32, n.stats);
   const auto picked = attention_check_rows(c.shape, rows, seed);
   return check_attention_rows(c.shape, t, picked, attention_tolerance(c.dtype));
@@ -338,7 +340,9 @@ AttentionRunOutput run_attention_benchmark(const MpiContext& mpi, Backend& backe
     if (m.checked) {
       r.extra["check"] = {{"rows", m.check.rows},
                           {"heads", s.heads},
-                          {"quantities", "output, log-sum-exp, query gradient"},
+                          {"quantities",
+                           "output, log-sum-exp and query gradient of each row; key and value gradients of "
+                           "the same tokens as keys"},
                           {"tolerance", attention_tolerance(c.dtype)},
                           {"reference", "fp64 on the host"},
                           {"worst_error_ratio", m.check.worst}};

@@ -289,6 +289,7 @@ TEST(AttentionCudnnCuda, Fp8MatchesTheHostReferenceEngineAndItsAmax) {
     workloads::AttentionTensors t;
     t.q = widen(q), t.k = widen(k), t.v = widen(v), t.d_o = widen(d_o);
     t.o = download(d_out, nq, T::o), t.dq = download(d_dq, nq, T::dq);
+    t.dk = download(d_dk, nk, T::dk), t.dv = download(d_dv, nk, T::dv);
     t.stats.resize(ns);
     backend->copy_to_host(t.stats.data(), d_stats, ns * 4);
     std::vector<std::int64_t> rows(static_cast<std::size_t>(s.seq));

@@ -15,12 +15,19 @@ assert_json "$T/two.json" "d['summary']['ranks'] == 2 and isinstance(d['summary'
 
 run_capture detect fb_mpirun 2 gemm --backend host --m 128 --n 128 --k 128 --iters 3 --outlier-threshold 0.0001% -o "$T/detect.json"
 [ "$RC" -eq 0 ] && ok "detector run exit 0" || fail "detector exit $RC: $(cat "$T/detect.err")"
-assert_json "$T/detect.json" "len(d['summary']['slow_ranks']) == 1 and d['summary']['slow_ranks'][0]['result'] == 'fp32/128x128x128'" "the slower rank is flagged"
-assert_json "$T/detect.json" "(lambda s, t: t[s['rank']] == min(t) and s['slower_by'] > 0)(d['summary']['slow_ranks'][0], d['results'][0]['per_rank']['tflops'])" "the flagged rank is the slowest"
+# Two ranks whose medians tie to the nanosecond (it happens: 3 iterations of about 56 us) have no slower
+# rank; otherwise exactly the slower one is flagged.
+TIED=$("$PY" -c "import json,sys; t=json.load(open(sys.argv[1]))['results'][0]['per_rank']['tflops']; print(int(t[0] == t[1]))" "$T/detect.json")
+if [ "$TIED" = 1 ]; then
+  assert_json "$T/detect.json" "d['summary']['slow_ranks'] == []" "tied ranks: none flagged"
+else
+  assert_json "$T/detect.json" "len(d['summary']['slow_ranks']) == 1 and d['summary']['slow_ranks'][0]['result'] == 'fp32/128x128x128'" "the slower rank is flagged"
+  assert_json "$T/detect.json" "(lambda s, t: t[s['rank']] == min(t) and s['slower_by'] > 0)(d['summary']['slow_ranks'][0], d['results'][0]['per_rank']['tflops'])" "the flagged rank is the slowest"
+fi
 
 # Each shape's result carries the telemetry of its own window (both ranks), not the whole run's.
 run_capture windows fb_mpirun 2 gemm --backend host --m 64,128,256 --n 128 --k 128 --iters 3 -o "$T/windows.json"
 [ "$RC" -eq 0 ] || fail "telemetry windows run: exit $RC: $(cat "$T/windows.err")"
 assert_json "$T/windows.json" "(lambda w: len(w) == 3 and all(t['ranks'] == 2 and t['to_s'] >= t['from_s'] for t in w) and all(a['to_s'] <= b['from_s'] for a, b in zip(w, w[1:])))([r['extra']['telemetry'] for r in d['results']])" "one telemetry window per result, in order, from both ranks"
-grep -q "SLOW RANK" "$T/detect.out" && ok "rank 0 prints the slow rank" || fail "no SLOW RANK line: $(cat "$T/detect.out")"
+[ "$TIED" = 1 ] || { grep -q "SLOW RANK" "$T/detect.out" && ok "rank 0 prints the slow rank" || fail "no SLOW RANK line: $(cat "$T/detect.out")"; }
 finish

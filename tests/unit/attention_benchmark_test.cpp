@@ -112,10 +112,10 @@ Computed reference_run(bool causal) {
   auto& t = c.t;
   t.q = random(nq, 1), t.k = random(nk, 2), t.v = random(nv, 3), t.d_o = random(no, 4);
   t.o.resize(no), t.dq.resize(nq), t.stats.resize(2 * 4 * 24);
-  std::vector<float> dk(nk), dv(nv);
+  t.dk.resize(nk), t.dv.resize(nv);
   kernels::attention_forward_reference(s, t.q.data(), t.k.data(), t.v.data(), t.o.data(), t.stats.data());
   kernels::attention_backward_reference(s, t.q.data(), t.k.data(), t.v.data(), t.o.data(), t.d_o.data(),
-                                        t.dq.data(), dk.data(), dv.data());
+                                        t.dq.data(), t.dk.data(), t.dv.data());
   return c;
 }
 
@@ -139,18 +139,25 @@ TEST(AttentionCheckRows, NamesWhatIsWrong) {
     std::vector<float> AttentionTensors::*tensor;
     std::size_t index;
     const char* names;
-    std::size_t mismatches;  // a wrong output also moves the query gradient's D = dO·O the check recomputes
+    // The check recomputes the gradients from the stored O (D = dO·O) and statistics (P of the key rows):
+    // a wrong output also shows in the query and key gradients, a wrong log-sum-exp in the key and value
+    // gradients of the keys that query sees (token 30 is one).
+    std::size_t mismatches;
   };
-  // Row 30, head 3: o and dq at (30·4 + 3)·dim, stats at (b·heads + h)·seq + i = (1·4 + 3)·24 + 6.
-  for (const Case& k : {Case{&AttentionTensors::o, (30 * 4 + 3) * 6 + 2, "output of token 30", 2},
-                        Case{&AttentionTensors::stats, (1 * 4 + 3) * 24 + 6, "log-sum-exp of token 30", 1},
-                        Case{&AttentionTensors::dq, (30 * 4 + 3) * 8 + 5, "query gradient of token 30", 1}}) {
+  // Row 30, head 3: o and dq at (30·4 + 3)·dim, stats at (b·heads + h)·seq + i = (1·4 + 3)·24 + 6; as a
+  // key, KV head 1: dk and dv at (30·2 + 1)·dim.
+  for (const Case& k : {Case{&AttentionTensors::o, (30 * 4 + 3) * 6 + 2, "output of token 30", 3},
+                        Case{&AttentionTensors::stats, (1 * 4 + 3) * 24 + 6, "log-sum-exp of token 30", 3},
+                        Case{&AttentionTensors::dq, (30 * 4 + 3) * 8 + 5, "query gradient of token 30", 1},
+                        Case{&AttentionTensors::dk, (30 * 2 + 1) * 8 + 7, "key gradient of token 30", 1},
+                        Case{&AttentionTensors::dv, (30 * 2 + 1) * 6 + 0, "value gradient of token 30", 1}}) {
     auto c = base;
     (c.t.*k.tensor)[k.index] += 0.5f;
     const auto check = check_attention_rows(c.s, c.t, rows, attention_tolerance(DType::bf16));
     EXPECT_EQ(check.mismatches, k.mismatches) << k.names;
     EXPECT_NE(check.detail.find(k.names), std::string::npos) << check.detail;
-    EXPECT_NE(check.detail.find("head 3"), std::string::npos) << check.detail;
+    const bool key = k.tensor == &AttentionTensors::dk || k.tensor == &AttentionTensors::dv;
+    EXPECT_NE(check.detail.find(key ? "KV head 1" : "), head 3"), std::string::npos) << check.detail;
     EXPECT_GT(check.worst, 1.0);
   }
   auto c = base;

@@ -103,6 +103,8 @@ AttentionTensors engine_tensors(const Fp8Run& r) {
   AttentionTensors t = r.exact;
   t.o = widen(r.o, slot(r.block, Fp8Tensor::o, Fp8Field::descale));
   t.dq = widen(r.dq, slot(r.block, Fp8Tensor::dq, Fp8Field::descale));
+  t.dk = widen(r.dk, slot(r.block, Fp8Tensor::dk, Fp8Field::descale));
+  t.dv = widen(r.dv, slot(r.block, Fp8Tensor::dv, Fp8Field::descale));
   t.stats = r.stats;
   return t;
 }
