@@ -30,7 +30,11 @@ void sync_directory(const std::filesystem::path& dir) {
 
 void write_file_atomic(const std::filesystem::path& path, std::span<const std::byte> data) {
   const auto dir = path.has_parent_path() ? path.parent_path() : std::filesystem::path(".");
-  std::string tmp = (dir / ("." + path.filename().string() + ".tmpXXXXXX")).string();
+  // Appended, not "." + name + ...: GCC 12 warns a false -Wrestrict on that rvalue chain once inlined.
+  std::string name = ".";
+  name += path.filename().string();
+  name += ".tmpXXXXXX";
+  std::string tmp = (dir / name).string();
   const int fd = ::mkstemp(tmp.data());
   if (fd < 0) throw runtime_error("cannot create a temporary file in " + dir.string() + ": " + errno_text());
   const auto fail = [&](const std::string& what) {

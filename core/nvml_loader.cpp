@@ -8,7 +8,9 @@
 #include <fmt/format.h>
 
 namespace fb::nvml {
-namespace {
+// Named, not anonymous: Library::Api's members have these types, and a class with external linkage must not
+// use types of an anonymous namespace (GCC's -Wsubobject-linkage, seen when a unity build includes this file).
+namespace c_abi {
 
 // The NVML C ABI, as documented in nvml.h (NVML API Reference). nvmlReturn_t and the enum parameters are
 // C enums (int); nvmlDevice_t is an opaque pointer.
@@ -45,7 +47,8 @@ F symbol(void* dl, const char* name) {
   return f;
 }
 
-}  // namespace
+}  // namespace c_abi
+using namespace c_abi;
 
 struct Library::Api {
   nvmlReturn_t (*init)() = nullptr;

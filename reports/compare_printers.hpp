@@ -8,7 +8,7 @@
 
 namespace fb::reports {
 
-enum class CompareFormat { table, markdown, json, junit };
+enum class CompareFormat { table, markdown, json_document, junit };
 // "table", "md" (or "markdown"), "json", "junit"; throws a usage Error naming --format otherwise.
 CompareFormat parse_compare_format(std::string_view text);
 

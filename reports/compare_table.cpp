@@ -13,7 +13,7 @@ namespace fb::reports {
 CompareFormat parse_compare_format(std::string_view text) {
   if (text == "table") return CompareFormat::table;
   if (text == "md" || text == "markdown") return CompareFormat::markdown;
-  if (text == "json") return CompareFormat::json;
+  if (text == "json") return CompareFormat::json_document;
   if (text == "junit") return CompareFormat::junit;
   throw usage_error("invalid --format '" + std::string(text) + "': expected table, md, json or junit");
 }
@@ -24,7 +24,7 @@ std::string render_compare(const Comparison& c, CompareFormat format) {
       return render_compare_table(c);
     case CompareFormat::markdown:
       return render_compare_markdown(c);
-    case CompareFormat::json:
+    case CompareFormat::json_document:
       return render_compare_json(c);
     case CompareFormat::junit:
       return render_compare_junit(c);

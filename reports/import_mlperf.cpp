@@ -139,7 +139,7 @@ Run parse_log(const MlperfLog& log) {
   return run;
 }
 
-std::string stem(const std::string& source) {
+std::string log_stem(const std::string& source) {
   std::string s = std::filesystem::path(source).stem().string();
   return s.empty() ? source : s;
 }
@@ -192,7 +192,7 @@ Report import_mlperf(const std::vector<MlperfLog>& logs) {
     const std::size_t n = ++index_by_benchmark[run.benchmark];
     if (n == 1) order.push_back(run.benchmark);
     r.name = fmt::format("{}/run{}", run.benchmark, n);
-    r.params = {{"source", run.source}, {"log", stem(run.source)}};
+    r.params = {{"source", run.source}, {"log", log_stem(run.source)}};
     for (const auto& [k, v] : run.submission) r.params[k] = v;
     if (run.train_samples) r.params["train_samples"] = *run.train_samples;
     if (run.start_ms && run.stop_ms) {

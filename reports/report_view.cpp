@@ -19,7 +19,7 @@ std::string text_of(const json& j, const char* key) {
   return v.is_string() ? v.get<std::string>() : v.dump();
 }
 
-std::string stem(const std::string& source) {
+std::string label_stem(const std::string& source) {
   std::string name = std::filesystem::path(source).filename().string();
   if (name.size() > 5 && name.ends_with(".json")) name.resize(name.size() - 5);
   return name.empty() ? source : name;
@@ -28,9 +28,9 @@ std::string stem(const std::string& source) {
 }  // namespace
 
 std::string run_label(const std::vector<NamedReport>& reports, std::size_t i) {
-  const std::string mine = stem(reports[i].source);
+  const std::string mine = label_stem(reports[i].source);
   std::size_t same = 0;
-  for (const auto& r : reports) same += stem(r.source) == mine ? 1 : 0;
+  for (const auto& r : reports) same += label_stem(r.source) == mine ? 1 : 0;
   return same > 1 ? fmt::format("#{} {}", i + 1, mine) : mine;
 }
 

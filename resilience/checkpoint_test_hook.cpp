@@ -17,7 +17,7 @@ namespace {
 constexpr const char* kPauseVar = "FACTORYBENCH_TEST_CKPT_PAUSE";
 constexpr std::string_view kPhaseNames[] = {"snapshot", "shard", "manifest", "prune", "restore"};
 
-std::string_view trim(std::string_view s) {
+std::string_view trim_spaces(std::string_view s) {
   while (!s.empty() && s.front() == ' ') s.remove_prefix(1);
   while (!s.empty() && s.back() == ' ') s.remove_suffix(1);
   return s;
@@ -42,7 +42,7 @@ std::vector<CheckpointPause> parse_checkpoint_pauses(std::string_view text) {
   };
   while (!text.empty()) {
     const auto comma = text.find(',');
-    const auto item = trim(text.substr(0, comma));
+    const auto item = trim_spaces(text.substr(0, comma));
     text = comma == std::string_view::npos ? std::string_view{} : text.substr(comma + 1);
     if (item.empty()) continue;
     const auto eq = item.find('=');

@@ -14,7 +14,7 @@
 namespace fb::resilience {
 namespace {
 
-enum Category { kSave, kRestore, kProductive, kWasted, kInit, kDetection, kPartial, kRelaunch, kCategories };
+enum Category { kSave, kRestore, kProductive, kWasted, kInit, kDetection, kPartial, kRelaunch, kCategoryCount };
 // Overlaps are resolved by this order (first wins): a blocking save inside a step window counts as save.
 
 struct Interval {
@@ -80,7 +80,7 @@ constexpr double kNone = std::numeric_limits<double>::quiet_NaN();
 // Seconds per category: each elementary segment of [t0, t_end] goes to the first category covering it
 // (the enum's order); `covered` is what any category covers, the rest is "other".
 struct Split {
-  std::array<double, kCategories> seconds{};
+  std::array<double, kCategoryCount> seconds{};
   double covered = 0;
 };
 
@@ -94,11 +94,11 @@ Split sweep(const std::vector<Interval>& intervals, double t0, double t_end) {
   }
   std::sort(edges.begin(), edges.end());
   Split out;
-  std::array<int, kCategories> open{};
+  std::array<int, kCategoryCount> open{};
   double prev = t0;
   for (const auto& [time, code] : edges) {
     if (time > prev) {
-      for (int c = 0; c < kCategories; ++c)
+      for (int c = 0; c < kCategoryCount; ++c)
         if (open[c] > 0) {
           out.seconds[c] += time - prev;
           out.covered += time - prev;

@@ -7,6 +7,7 @@
 #   scripts/fuzz.sh                 all targets
 #   scripts/fuzz.sh units suite     some targets (names without _fuzz)
 #   FB_FUZZ_SECONDS=0 scripts/fuzz.sh   regressions and seeds only
+#   FB_FUZZ_JOBS=1 scripts/fuzz.sh      one target at a time (default: as many at once as cores)
 #   FB_FUZZ_PRESET=sanitize scripts/fuzz.sh   in the sanitizer test build (scripts/test.sh does this)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -45,22 +46,20 @@ export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=1:detect_leaks=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 # Targets read configs/ for presets (suite steps name models and suites).
 export FACTORYBENCH_CONFIG_DIR="$PWD/configs"
-failed=()
-for t in "${targets[@]}"; do
-  bin="$BUILD/tests/fuzz/${t}_fuzz"
-  [ -x "$bin" ] || { echo "fuzz: no target '$t' ($bin)" >&2; exit 2; }
-  corpus="$BUILD/corpus/$t" findings="$BUILD/findings/$t"
+# One target: its regressions, then SECONDS_EACH of fuzzing. Prints its status line; non-zero when it failed.
+fuzz_one() {
+  local t=$1 bin="$BUILD/tests/fuzz/${1}_fuzz"
+  local corpus="$BUILD/corpus/$t" findings="$BUILD/findings/$t" log="$BUILD/findings/$t.log" s r
   mkdir -p "$corpus" "$findings"
   for s in $(seeds "$t"); do
     if [ -d "$s" ]; then find "$s" -maxdepth 1 -type f -exec cp -n {} "$corpus/" \; ; elif [ -f "$s" ]; then cp -n "$s" "$corpus/"; fi
   done
-  log="$BUILD/findings/$t.log"
-  regressions=()
+  local regressions=()
   for r in tests/fuzz/regressions/"$t"/*; do [ -f "$r" ] && regressions+=("$r"); done
   if [ ${#regressions[@]} -gt 0 ]; then
     # Files (not a folder) as arguments: libFuzzer runs each once instead of fuzzing.
     if ! "$bin" -rss_limit_mb=4096 -timeout=30 "${regressions[@]}" >"$log" 2>&1; then
-      echo "FAIL fuzz $t: a regression input fails again ($log):"; tail -30 "$log"; failed+=("$t"); continue
+      echo "FAIL fuzz $t: a regression input fails again ($log):"; tail -30 "$log"; return 1
     fi
   fi
   if "$bin" -max_total_time="$SECONDS_EACH" -timeout=10 -rss_limit_mb=4096 -max_len=65536 -print_final_stats=1 \
@@ -68,8 +67,29 @@ for t in "${targets[@]}"; do
     echo "ok fuzz $t: ${#regressions[@]} regression input(s), $(grep -m1 -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$') runs in ${SECONDS_EACH}s, corpus $(ls "$corpus" | wc -l)"
   else
     echo "FAIL fuzz $t ($log; input in $findings/):"; grep -E "ERROR|SUMMARY|fuzz:|runtime error" "$log" | head -10
-    failed+=("$t")
+    return 1
   fi
+}
+
+for t in "${targets[@]}"; do
+  [ -x "$BUILD/tests/fuzz/${t}_fuzz" ] || { echo "fuzz: no target '$t' ($BUILD/tests/fuzz/${t}_fuzz)" >&2; exit 2; }
+done
+# FB_FUZZ_JOBS targets at a time (default: one per core); each keeps its full SECONDS_EACH, and its status
+# goes to its own file so that the lines print whole, in the targets' order.
+FUZZ_JOBS=${FB_FUZZ_JOBS:-$JOBS}
+status_dir="$BUILD/findings/status"
+rm -rf "$status_dir" && mkdir -p "$status_dir"
+running=0
+for t in "${targets[@]}"; do
+  if [ "$running" -ge "$FUZZ_JOBS" ]; then wait -n || true; running=$((running - 1)); fi
+  ( if fuzz_one "$t" >"$status_dir/$t.out" 2>&1; then : >"$status_dir/$t.ok"; fi ) &
+  running=$((running + 1))
+done
+wait
+failed=()
+for t in "${targets[@]}"; do
+  cat "$status_dir/$t.out"
+  [ -f "$status_dir/$t.ok" ] || failed+=("$t")
 done
 if [ ${#failed[@]} -gt 0 ]; then echo "fuzz: ${#failed[@]} target(s) failed: ${failed[*]}" >&2; exit 1; fi
 echo "fuzz: ${#targets[@]} target(s) clean"

@@ -8,7 +8,8 @@ cd "$(dirname "$0")/.."
 
 bash scripts/install-deps.sh
 BUILD_DIR=${BUILD_DIR:-build/release}
-cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+# A unity build (CMake batches each library's sources): a fresh build in about half the time.
+cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_UNITY_BUILD="${FB_UNITY_BUILD:-ON}" >/dev/null
 cmake --build "$BUILD_DIR" -j "$(nproc)" --target factorybench
 FB="$BUILD_DIR/tools/factorybench"
 RANKS=${RANKS:-4}

@@ -28,4 +28,5 @@ export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0:abort_on_error=1:detect_stack
 export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$PWD/tests/sanitizers/lsan.supp:print_suppressions=0}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 cd "$BUILD"
-ctest --output-on-failure -j "${CTEST_JOBS:-2}" --timeout 1800 -L '^(unit|mpi)$'
+# Four at a time, as in scripts/test.sh: the MPI scripts mostly wait.
+ctest --output-on-failure -j "${CTEST_JOBS:-4}" --timeout 1800 -L '^(unit|mpi)$'

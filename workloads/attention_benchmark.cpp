@@ -47,7 +47,7 @@ double set_bytes_exact(const kernels::AttentionShape& s, DType dtype) {
   return (2 * n.q + 2 * n.kv + 2 * n.v + 2 * n.o) * static_cast<double>(dtype_bytes(dtype)) + 4 * n.stats;
 }
 
-struct BufferSet {
+struct AttentionBuffers {
   DeviceBuffer q, k, v, o, d_o, dq, dk, dv, stats;
   DeviceBuffer scaling;  // fp8: the set's own scaling block (kernels/attention_engine.hpp)
   float* fp8() { return scaling.bytes() ? scaling.as<float>() : nullptr; }
@@ -65,11 +65,11 @@ std::vector<float> read_scaling(Backend& backend, const DeviceBuffer& block) {
   return out;
 }
 
-std::vector<BufferSet> make_sets(Backend& backend, const AttentionCase& c, int count, std::uint64_t base) {
+std::vector<AttentionBuffers> make_sets(Backend& backend, const AttentionCase& c, int count, std::uint64_t base) {
   const Sizes n = sizes(c.shape);
   const std::size_t e = dtype_bytes(c.dtype);
   auto bytes = [&](double elements) { return static_cast<std::size_t>(elements) * e; };
-  std::vector<BufferSet> sets(static_cast<std::size_t>(count));
+  std::vector<AttentionBuffers> sets(static_cast<std::size_t>(count));
   for (std::size_t i = 0; i < sets.size(); ++i) {
     auto& s = sets[i];
     s.q = backend.allocate(bytes(n.q)), s.dq = backend.allocate(bytes(n.q));
@@ -103,7 +103,7 @@ std::vector<float> to_host(Backend& backend, const DeviceBuffer& buffer, DType t
   return out;
 }
 
-AttentionCheck check_set(Backend& backend, const AttentionCase& c, const BufferSet& set, std::size_t rows,
+AttentionCheck check_set(Backend& backend, const AttentionCase& c, const AttentionBuffers& set, std::size_t rows,
                          std::uint64_t seed) {
   const Sizes n = sizes(c.shape);
   using T = kernels::Fp8Tensor;
@@ -134,7 +134,7 @@ struct CaseMeasurement {
 
 // fp8: one untimed forward and backward per set with the bound scales, then each set's scales from the
 // amax that pass measured (workloads/attention_fp8_scaling.hpp).
-void calibrate_fp8(Backend& backend, std::vector<BufferSet>& sets, const std::function<void(int)>& forward,
+void calibrate_fp8(Backend& backend, std::vector<AttentionBuffers>& sets, const std::function<void(int)>& forward,
                    const std::function<void(int)>& backward) {
   for (std::size_t i = 0; i < sets.size(); ++i) {
     forward(static_cast<int>(i));

@@ -82,16 +82,16 @@ OperandBytes operand_bytes(const kernels::GemmProblem& p) {
           static_cast<std::size_t>(bytes_of(p.elements_c(), types.c))};
 }
 
-struct BufferSet {
+struct GemmBuffers {
   DeviceBuffer a, b, c;
 };
 
 // Seeded random inputs, different per rank, case, set and operand; C too, so an unwritten output fails.
-std::vector<BufferSet> make_sets(Backend& backend, const kernels::GemmProblem& p, int count,
+std::vector<GemmBuffers> make_sets(Backend& backend, const kernels::GemmProblem& p, int count,
                                  std::uint64_t base) {
   const auto types = kernels::gemm_types(p.dtype);
   const OperandBytes bytes = operand_bytes(p);
-  std::vector<BufferSet> sets(static_cast<std::size_t>(count));
+  std::vector<GemmBuffers> sets(static_cast<std::size_t>(count));
   for (std::size_t s = 0; s < sets.size(); ++s) {
     sets[s].a = backend.allocate(bytes.a);
     sets[s].b = backend.allocate(bytes.b);
@@ -104,7 +104,7 @@ std::vector<BufferSet> make_sets(Backend& backend, const kernels::GemmProblem& p
 }
 
 // Sampled outputs of one set compared with the fp64 reference on the host.
-kernels::GemmCheck check_set(Backend& backend, const kernels::GemmProblem& p, const BufferSet& set,
+kernels::GemmCheck check_set(Backend& backend, const kernels::GemmProblem& p, const GemmBuffers& set,
                              std::size_t samples_wanted, std::uint64_t seed) {
   const auto types = kernels::gemm_types(p.dtype);
   const OperandBytes bytes = operand_bytes(p);
@@ -258,7 +258,7 @@ GemmMeasurement measure_gemm_case(const MpiContext& mpi, Backend& backend, kerne
                          free_bytes > workspace_bytes(backend) ? free_bytes - workspace_bytes(backend) : 0);
   const std::uint64_t base =
       derive_seed(derive_seed(o.seed, static_cast<std::uint64_t>(mpi.rank())), case_index);
-  std::vector<BufferSet> sets = make_sets(backend, p, m.sets, base);
+  std::vector<GemmBuffers> sets = make_sets(backend, p, m.sets, base);
   auto run_set = [&](int s) {
     const auto& set = sets[static_cast<std::size_t>(s)];
     engine.run(p, set.a.data(), set.b.data(), set.c.data());

@@ -8,31 +8,22 @@
 #include <fmt/ranges.h>
 
 #include "core/statistics.hpp"
-#include "workloads/health_check.hpp"
+#include "workloads/health_checks.hpp"
 
 namespace fb::workloads {
 
 using nlohmann::json;
 using reports::Better;
 using reports::Metric;
+using health::metric;
+using health::outcome;
+using health::percent;
 
 namespace {
 
 constexpr double kFailPowerLimit = 0.75;  // enforced / default power limit
 constexpr double kWarnPowerLimit = 0.95;
 constexpr double kWarnClockUnderLoad = 0.7;  // median clock during the GEMM / max clock
-
-Metric metric(double value, std::string unit, Better better) {
-  return {value, std::move(unit), better, std::nullopt};
-}
-
-std::string percent(double fraction) {
-  return fmt::format("{:.0f}%", fraction * 100.0);
-}
-
-CheckOutcome outcome(std::string_view check, Verdict verdict, std::string reason) {
-  return make_outcome(check, verdict, std::move(reason));
-}
 
 }  // namespace
 

@@ -7,20 +7,17 @@
 
 #include "core/error.hpp"
 #include "reports/health_extra.hpp"
-#include "workloads/health_check.hpp"
+#include "workloads/health_checks.hpp"
 
 namespace fb::workloads {
 
 using nlohmann::json;
 using reports::Metric;
+using health::metric;
 
 namespace {
 
 constexpr std::string_view kVerdictNames[] = {"pass", "warn", "fail", "skip"};
-
-Metric metric(double value, std::string unit, reports::Better better) {
-  return {value, std::move(unit), better, std::nullopt};
-}
 
 json metric_json(const std::string& name, const Metric& m) {
   return {{"name", name},
