@@ -8,8 +8,8 @@
 #include <fmt/format.h>
 
 namespace fb::nvml {
-// Named, not anonymous: Library::Api's members have these types, and a class with external linkage must not
-// use types of an anonymous namespace (GCC's -Wsubobject-linkage, seen when a unity build includes this file).
+// Named, not anonymous: Library::Api's members have these types, and a class with external linkage must
+// not use an anonymous namespace's types (GCC's -Wsubobject-linkage, seen in a unity build).
 namespace c_abi {
 
 // The NVML C ABI, as documented in nvml.h (NVML API Reference). nvmlReturn_t and the enum parameters are

@@ -14,7 +14,17 @@
 namespace fb::resilience {
 namespace {
 
-enum Category { kSave, kRestore, kProductive, kWasted, kInit, kDetection, kPartial, kRelaunch, kCategoryCount };
+enum Category {
+  kSave,
+  kRestore,
+  kProductive,
+  kWasted,
+  kInit,
+  kDetection,
+  kPartial,
+  kRelaunch,
+  kCategoryCount
+};
 // Overlaps are resolved by this order (first wins): a blocking save inside a step window counts as save.
 
 struct Interval {

@@ -65,7 +65,8 @@ std::vector<float> read_scaling(Backend& backend, const DeviceBuffer& block) {
   return out;
 }
 
-std::vector<AttentionBuffers> make_sets(Backend& backend, const AttentionCase& c, int count, std::uint64_t base) {
+std::vector<AttentionBuffers> make_sets(Backend& backend, const AttentionCase& c, int count,
+                                        std::uint64_t base) {
   const Sizes n = sizes(c.shape);
   const std::size_t e = dtype_bytes(c.dtype);
   auto bytes = [&](double elements) { return static_cast<std::size_t>(elements) * e; };
@@ -103,8 +104,8 @@ std::vector<float> to_host(Backend& backend, const DeviceBuffer& buffer, DType t
   return out;
 }
 
-AttentionCheck check_set(Backend& backend, const AttentionCase& c, const AttentionBuffers& set, std::size_t rows,
-                         std::uint64_t seed) {
+AttentionCheck check_set(Backend& backend, const AttentionCase& c, const AttentionBuffers& set,
+                         std::size_t rows, std::uint64_t seed) {
   const Sizes n = sizes(c.shape);
   using T = kernels::Fp8Tensor;
   const auto block = is_fp8(c.dtype) ? read_scaling(backend, set.scaling)
@@ -134,8 +135,8 @@ struct CaseMeasurement {
 
 // fp8: one untimed forward and backward per set with the bound scales, then each set's scales from the
 // amax that pass measured (workloads/attention_fp8_scaling.hpp).
-void calibrate_fp8(Backend& backend, std::vector<AttentionBuffers>& sets, const std::function<void(int)>& forward,
-                   const std::function<void(int)>& backward) {
+void calibrate_fp8(Backend& backend, std::vector<AttentionBuffers>& sets,
+                   const std::function<void(int)>& forward, const std::function<void(int)>& backward) {
   for (std::size_t i = 0; i < sets.size(); ++i) {
     forward(static_cast<int>(i));
     backward(static_cast<int>(i));

@@ -88,7 +88,7 @@ struct GemmBuffers {
 
 // Seeded random inputs, different per rank, case, set and operand; C too, so an unwritten output fails.
 std::vector<GemmBuffers> make_sets(Backend& backend, const kernels::GemmProblem& p, int count,
-                                 std::uint64_t base) {
+                                   std::uint64_t base) {
   const auto types = kernels::gemm_types(p.dtype);
   const OperandBytes bytes = operand_bytes(p);
   std::vector<GemmBuffers> sets(static_cast<std::size_t>(count));

@@ -12,12 +12,12 @@
 
 namespace fb::workloads {
 
-using nlohmann::json;
-using reports::Better;
-using reports::Metric;
 using health::metric;
 using health::outcome;
 using health::percent;
+using nlohmann::json;
+using reports::Better;
+using reports::Metric;
 
 namespace {
 

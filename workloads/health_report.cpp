@@ -11,9 +11,9 @@
 
 namespace fb::workloads {
 
+using health::metric;
 using nlohmann::json;
 using reports::Metric;
-using health::metric;
 
 namespace {
 
