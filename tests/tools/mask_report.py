@@ -13,6 +13,10 @@ where the report was made, and by which commit). Then, anywhere in the document:
   --digits N        rounds the remaining floats to N significant digits (default 12), so that a golden does not
                     depend on the last bits of a libm.
 The output is JSON with sorted keys, one member per line, so `diff -u golden masked` names what changed.
+  --step-order-events  puts each event that a rank other than 0 wrote about step S after rank 0's events of
+                    the same attempt about earlier steps. Both are written after step S-1's all-reduce (rank 0
+                    records step S-1, rank 1 injects its fault at the start of step S), so their order in the
+                    log is a race between processes, not part of what the golden checks.
   --golden FILE     compares the masked report with FILE instead of printing it: exit 0 when equal, else a
                     unified diff and exit 1. With FB_UPDATE_GOLDEN=1 in the environment, (re)writes FILE.
 Shared by the golden tests (tests/e2e/golden_*.sh).
@@ -56,6 +60,28 @@ def walk(v, args):
     return v
 
 
+def is_later_rank_event(e, other):
+    """True when e, written by a rank other than 0 about its step, may follow `other` (rank 0's record of an
+    earlier step of the same attempt) without changing what happened."""
+    return (isinstance(e, dict) and isinstance(other, dict) and "attempt" in e and e.get("rank", 0) != 0
+            and "by_rank" not in e and isinstance(e.get("step"), int) and other.get("by_rank") == 0
+            and other.get("attempt") == e["attempt"] and isinstance(other.get("step"), int)
+            and other["step"] < e["step"])
+
+
+def step_order(events):
+    """Moves each such event past the rank-0 events that follow it (a stable bubble: nothing else moves)."""
+    out = list(events)
+    i = 0
+    while i < len(out) - 1:
+        if is_later_rank_event(out[i], out[i + 1]):
+            out[i], out[i + 1] = out[i + 1], out[i]
+            i = max(i - 1, 0)
+        else:
+            i += 1
+    return out
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("report")
@@ -63,6 +89,7 @@ def main():
     p.add_argument("--drop", action="append", default=[])
     p.add_argument("--replace", action="append", default=[])
     p.add_argument("--digits", type=int, default=12)
+    p.add_argument("--step-order-events", action="store_true")
     p.add_argument("--golden")
     args = p.parse_args()
     args.mask = [re.compile(r) for r in args.mask]
@@ -81,6 +108,8 @@ def main():
         doc.get("run", {}).pop(key, None)
     doc.pop("system", None)
     doc.pop("tool", None)
+    if args.step_order_events and isinstance(doc.get("events"), list):
+        doc["events"] = step_order(doc["events"])
     text = json.dumps(walk(doc, args), indent=1, sort_keys=True) + "\n"
     if not args.golden:
         sys.stdout.write(text)
