@@ -1,6 +1,6 @@
 #pragma once
 // The peak a result's MFU is measured against: the hardware table's dense peak for a known GPU, or the
-// measured FMA peak of this rank's share of the CPU, labelled "measured".
+// measured FMA peak of this rank's share of the CPU (at least one core), labelled "measured".
 #include <map>
 #include <optional>
 #include <string>
