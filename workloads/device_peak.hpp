@@ -24,4 +24,9 @@ struct DevicePeak {
 // Collective over the node communicator on the host backend (local rank 0 measures, the node shares it).
 DevicePeak resolve_device_peak(const MpiContext& mpi, const Backend& backend);
 
+// The cores a host rank's peak counts: its share of the node's cores, but never below one. Ranks that
+// outnumber the cores take turns in scheduler slices longer than most timed calls, so a call runs on a
+// whole core.
+double host_cores_per_rank(int cores_online, int local_ranks);
+
 }  // namespace fb::workloads
