@@ -1,6 +1,7 @@
 // factorybench resilience: the training workload under injected faults, supervised (launch, watch, relaunch),
 // with goodput accounting from the event log. Also defines the resilience options `train` takes.
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
@@ -79,6 +80,25 @@ std::vector<std::string> resilience_options_argv(const resilience::ResilienceOpt
   return a;
 }
 
+namespace {
+
+// SDC is detected by the replicas' checksum vote. With the dense optimizer state sharded over DP a flipped
+// master weight reaches every replica through the weights' all-gather, so no vote could see it.
+void check_sdc_detectable(const resilience::FaultPlan& plan, const workloads::TrainOptions& train) {
+  if (!train.shape.distributed_optimizer || train.parallel.dp < 2) return;
+  bool sdc = std::any_of(plan.faults.begin(), plan.faults.end(),
+                         [](const auto& f) { return f.kind == resilience::FaultKind::sdc; });
+  if (plan.random)
+    for (const auto& [kind, share] : plan.random->mix)
+      sdc = sdc || (kind == resilience::FaultKind::sdc && share > 0);
+  if (sdc)
+    throw usage_error(
+        "--faults injects sdc, which --distributed-optimizer cannot detect: the replica vote needs a "
+        "replicated master copy and ZeRO shards it over --dp; drop one of them");
+}
+
+}  // namespace
+
 std::unique_ptr<workloads::TrainHooks> make_train_hooks(resilience::ResilienceOptions o,
                                                         const std::string& state_bytes,
                                                         const std::string& mtbf, MpiContext& mpi,
@@ -89,6 +109,8 @@ std::unique_ptr<workloads::TrainHooks> make_train_hooks(resilience::ResilienceOp
   o.seed = seed;
   resilience::validate_resilience_options(o, mpi.size());
   if (o.run_dir.empty()) return nullptr;
+  if (!o.faults.empty())
+    check_sdc_detectable(resilience::load_fault_plan(o.faults, mpi.size() + 64, 7 * 86400.0, o.seed), train);
   // Data-parallel replicas hold the same dense weights: ranks with the same tensor (and pipeline) coordinate.
   const auto c = workloads::rank_coords(mpi.rank(), train.parallel);
   const int group = static_cast<int>(c.t + c.p * train.parallel.tp);
@@ -190,16 +212,17 @@ int run_resilience(const ResilienceCommandOptions& o, Session& session) {
   // Validate the plan and options here, before anything is launched.
   if (o.spares < 0) throw usage_error(fmt::format("invalid --spares {}: must not be negative", o.spares));
   if (o.ranks < 1) throw usage_error(fmt::format("invalid --ranks {}: must be at least 1", o.ranks));
-  (void)resilience::load_fault_plan(o.res.faults, o.ranks + o.spares, 7 * 86400.0, session.options().seed,
-                                    o.spares);
+  const auto plan = resilience::load_fault_plan(o.res.faults, o.ranks + o.spares, 7 * 86400.0,
+                                                session.options().seed, o.spares);
   auto check = o.res;
   check.run_dir = "x";
   if (!o.mtbf.empty()) check.mtbf_s = parse_duration(o.mtbf, "--mtbf");
   resilience::validate_resilience_options(check, o.ranks);
   if (!o.state_bytes.empty()) (void)parse_size(o.state_bytes, "--state-bytes");
   // The training options as the job will see them (model, layout): a bad one is named before any launch.
-  (void)workloads::prepare_training(
-      make_train_options(o.train, BackendKind::host, o.ranks, session.options().seed), o.ranks);
+  const auto train = make_train_options(o.train, BackendKind::host, o.ranks, session.options().seed);
+  (void)workloads::prepare_training(train, o.ranks);
+  check_sdc_detectable(plan, train);
   resilience::SupervisorOptions s;
   s.ranks = o.ranks;
   s.launcher = o.launcher;

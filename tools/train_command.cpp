@@ -184,7 +184,9 @@ void add_train_options(CLI::App& sub, TrainCliOptions& o) {
       "--sequence-parallel", o.sequence_parallel,
       "Megatron sequence parallelism: TP all-reduces become reduce-scatter + all-gather; residual work on "
       "seq/tp rows");
-  sub.add_flag("--distributed-optimizer", o.distributed_optimizer, "Shard optimizer state over DP (plan)");
+  sub.add_flag("--distributed-optimizer", o.distributed_optimizer,
+               "ZeRO-1: shard the fp32 master weights and Adam moments over DP (experts over expert-DP); "
+               "gradients reduce-scattered, weights all-gathered after the update");
   sub.add_flag("--overlap", o.overlap, "Overlap the DP gradient reduction with backward (non-blocking)");
   sub.add_option("--bucket-layers", o.bucket_layers, "Layers per DP gradient bucket")->capture_default_str();
   sub.add_option("--lr", o.learning_rate, "Adam learning rate")->capture_default_str();

@@ -422,7 +422,8 @@ void PlanLists::pp_and_ep_collectives() {
   }
 }
 
-// Once per step: the dense gradients over DP, the expert gradients over expert-DP.
+// Once per step: the dense gradients over DP, the expert gradients over expert-DP; with a distributed
+// optimizer each is a reduce-scatter and an all-gather of the updated weights (each rank sends its 1/n).
 void PlanLists::gradient_collectives() {
   const double e = static_cast<double>(dtype_bytes(s.dtype));
   const double dense_grad_bytes = static_cast<double>(l.dense_params) * e;
@@ -436,8 +437,16 @@ void PlanLists::gradient_collectives() {
       collectives.push_back({"dp_allreduce/grads", "dp", "allreduce", c.dp, dense_grad_bytes, 1});
     }
   }
-  if (l.expert_params > 0 && edp > 1)
-    collectives.push_back({"edp_allreduce/expert_grads", "edp", "allreduce", edp, expert_grad_bytes, 1});
+  if (l.expert_params > 0 && edp > 1) {
+    if (s.distributed_optimizer) {
+      collectives.push_back(
+          {"edp_reduce_scatter/expert_grads", "edp", "reduce_scatter", edp, expert_grad_bytes, 1});
+      collectives.push_back({"edp_allgather/expert_params", "edp", "allgather", edp,
+                             expert_grad_bytes / static_cast<double>(edp), 1});
+    } else {
+      collectives.push_back({"edp_allreduce/expert_grads", "edp", "allreduce", edp, expert_grad_bytes, 1});
+    }
+  }
 }
 
 }  // namespace

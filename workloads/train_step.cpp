@@ -90,10 +90,6 @@ kernels::AttentionEngineSelection choose_attention(const TrainOptions& o, TrainP
 
 // What the backend cannot run, before anything is built.
 void check_supported(const TrainPlan& plan, Backend& backend) {
-  if (plan.shape.distributed_optimizer)
-    throw unsupported_error(
-        "--distributed-optimizer is not implemented in the train step yet; --dry-run shows the "
-        "plan");
   if (backend.kind() == BackendKind::host && plan.shape.dtype != DType::fp32 &&
       plan.shape.dtype != DType::bf16)
     throw unsupported_error(

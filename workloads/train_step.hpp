@@ -38,7 +38,7 @@ struct TrainOptions {
 
 // The model as the run instantiates it (--layers applied) and the validated plan. Throws usage/input Errors
 // (unknown model, impossible layout, tokens not divisible by --tp) before anything is allocated; identical on
-// every rank. (run_training also rejects --distributed-optimizer, which it does not implement.)
+// every rank.
 TrainPlan prepare_training(const TrainOptions& options, std::int64_t world_size);
 
 struct TrainRun {

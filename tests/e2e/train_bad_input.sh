@@ -38,8 +38,6 @@ no_report no_fit
 
 expect_error bad_recompute 2 "invalid --recompute 'some'" fb train --backend host --recompute some
 expect_error bad_layers 2 "invalid --layers 9: tiny-dense has only 2 layers" fb train --backend host --layers 9
-expect_error zero1_step 2 "--distributed-optimizer is not implemented in the train step yet" \
-  fb train --backend host --model tiny-dense --steps 2 --warmup-steps 0 --distributed-optimizer
 expect_error pp_layers 2 "--pp 2 does not divide tiny-moe's layers \(3\)" \
   fb train --backend host --model tiny-moe --pp 2 --dp 1 --dry-run -o "$T/pp_layers.json"
 no_report pp_layers

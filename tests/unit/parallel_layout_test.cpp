@@ -153,6 +153,36 @@ TEST(ParallelLayout, SequenceParallelCollectiveBytes) {
   EXPECT_DOUBLE_EQ(rs.bytes_per_call * 7 / 8 + ag.bytes_per_call * 8 * 7 / 8, ar.bytes_per_call * 2 * 7 / 8);
 }
 
+TEST(ParallelLayout, DistributedOptimizerReduceScattersAndAllGathers) {
+  // Mixtral 8x7B, DP 8 with EP 4 (expert-DP 2), bf16: ZeRO-1 turns each gradient all-reduce into a
+  // reduce-scatter of the same bytes and an all-gather of the weights in which each rank sends its 1/n.
+  StepShape s;
+  s.dtype = DType::bf16;
+  const auto m = load_model("mixtral-8x7b");
+  const ParallelConfig c{1, 8, 4, 1};
+  const auto plain = make_plan(m, c, s);
+  s.distributed_optimizer = true;
+  const auto zero = make_plan(m, c, s);
+  const auto& ar = collective(plain, "dp_allreduce/grads");
+  const auto& ear = collective(plain, "edp_allreduce/expert_grads");
+  const auto& rs = collective(zero, "dp_reduce_scatter/grads");
+  const auto& ag = collective(zero, "dp_allgather/params");
+  const auto& ers = collective(zero, "edp_reduce_scatter/expert_grads");
+  const auto& eag = collective(zero, "edp_allgather/expert_params");
+  EXPECT_EQ(rs.op, "reduce_scatter");
+  EXPECT_EQ(ag.op, "allgather");
+  EXPECT_EQ(rs.group_size, 8);
+  EXPECT_EQ(ers.group_size, 2);
+  EXPECT_DOUBLE_EQ(rs.bytes_per_call, ar.bytes_per_call);
+  EXPECT_DOUBLE_EQ(ag.bytes_per_call, ar.bytes_per_call / 8);
+  EXPECT_DOUBLE_EQ(ers.bytes_per_call, ear.bytes_per_call);
+  EXPECT_DOUBLE_EQ(eag.bytes_per_call, ear.bytes_per_call / 2);
+  for (const auto& x : zero.collectives) EXPECT_EQ(x.name.find("allreduce/"), x.name.npos) << x.name;
+  // 12 B of optimizer state per parameter, the dense ones over 8 ranks and the experts over 2.
+  EXPECT_EQ(zero.memory.optimizer, 12 * (static_cast<std::uint64_t>(plain.local.dense_params) / 8 +
+                                         static_cast<std::uint64_t>(plain.local.expert_params) / 2));
+}
+
 TEST(ParallelLayout, PipelineStagesSplitLayersAndExchangeActivations) {
   StepShape s;
   s.grad_accum = 8;

@@ -1,5 +1,7 @@
 #include "workloads/train/gradient_reduction.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 
 namespace fb::workloads::train {
@@ -10,16 +12,15 @@ void GradientReduction::layer_done(std::int64_t layer) {
   if (layer < n_layers && layer % bucket != 0) return;  // a bucket completes at its first layer
   const std::int64_t end_layer = layer == n_layers ? n_layers + 1 : std::min(layer + bucket, n_layers);
   reduce_range(w_.dense, c_.groups.dp.get(), c_.o.parallel.dp, w_.dense.layer_begin[layer],
-               w_.dense.layer_begin[end_layer], "dp_allreduce/grads");
+               w_.dense.layer_begin[end_layer], "dp", "grads");
   if (w_.experts.count && layer < n_layers)
     reduce_range(w_.experts, c_.groups.edp.get(), c_.groups.edp->size(), w_.experts.layer_begin[layer],
-                 w_.experts.layer_begin[std::min(end_layer, n_layers)], "edp_allreduce/expert_grads");
+                 w_.experts.layer_begin[std::min(end_layer, n_layers)], "edp", "expert_grads");
 }
 
 void GradientReduction::embedding_done() {
   if (w_.embedding < 0) return;
-  reduce_range(w_.dense, c_.groups.dp.get(), c_.o.parallel.dp, 0, w_.dense.layer_begin[0],
-               "dp_allreduce/grads");
+  reduce_range(w_.dense, c_.groups.dp.get(), c_.o.parallel.dp, 0, w_.dense.layer_begin[0], "dp", "grads");
 }
 
 // The TP-partial gradients of one layer (or, layer = layers(), of the final norm).
@@ -46,13 +47,26 @@ void GradientReduction::tp_reduce_tensor(std::int64_t t) {
   c_.count_bytes("tp_allreduce/replicated_grads", static_cast<double>(n * c_.elem()));
 }
 
+// [begin, end) is one gradient bucket (model_weights.cpp lays them out): all-reduced, or with a sharded
+// optimizer reduce-scattered in place, each rank keeping the sum of its own part.
 void GradientReduction::reduce_range(Region& r, Communicator* comm, std::int64_t size, std::int64_t begin,
-                                     std::int64_t end, const char* name) {
+                                     std::int64_t end, const char* group, const char* what) {
   if (size <= 1 || end <= begin) return;
   c_.mark(kDpComm);
   void* p = c_.at(r.grad, begin);
+  const bool sharded = r.shards.shards() > 1;
+  c_.count_bytes(fmt::format("{}_{}/{}", group, sharded ? "reduce_scatter" : "allreduce", what),
+                 static_cast<double>((end - begin) * c_.elem()));
+  if (sharded) {
+    const auto part = static_cast<std::size_t>((end - begin) / size);
+    void* mine = c_.at(p, static_cast<std::int64_t>(part) * comm->rank());
+    if (c_.o.overlap)
+      pending_.push_back(comm->start_reduce_scatter(p, mine, part, c_.dt, ReduceOp::sum));
+    else
+      comm->reduce_scatter(p, mine, part, c_.dt, ReduceOp::sum);
+    return;
+  }
   const auto count = static_cast<std::size_t>(end - begin);
-  c_.count_bytes(name, static_cast<double>((end - begin) * c_.elem()));
   if (c_.o.overlap)
     pending_.push_back(comm->start_allreduce(p, p, count, c_.dt, ReduceOp::sum));
   else

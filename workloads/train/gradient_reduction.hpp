@@ -5,7 +5,9 @@
 // as Megatron-LM all-reduces its sequence-parallel parameters. Then data-parallel reduction in buckets of
 // --bucket-layers layers (the output layer with the final norm, and the embedding, are buckets of their
 // own): dense gradients over the DP group, expert gradients over the expert-DP group, each bucket reduced as
-// soon as the backward has produced it; with --overlap without waiting (non-blocking).
+// soon as the backward has produced it; with --overlap without waiting (non-blocking). With
+// --distributed-optimizer each bucket is reduce-scattered instead: a rank keeps the sum of its own part
+// (workloads/train/optimizer_shards.hpp), which is all its optimizer shard updates.
 #include <memory>
 #include <vector>
 
@@ -27,7 +29,7 @@ class GradientReduction {
   void tp_reduce_partial(std::int64_t layer);
   void tp_reduce_tensor(std::int64_t t);
   void reduce_range(Region& r, Communicator* comm, std::int64_t size, std::int64_t begin, std::int64_t end,
-                    const char* name);
+                    const char* group, const char* what);
   StepContext& c_;
   ModelWeights& w_;
   std::vector<std::unique_ptr<CollectiveRequest>> pending_;

@@ -22,6 +22,13 @@ std::int64_t Region::add_norm(std::int64_t width) {
   return t;
 }
 
+void Region::close_bucket(int shard_count) {
+  const std::int64_t begin = buckets.empty() ? 0 : buckets.back().end;
+  if (count == begin) return;
+  count = padded_bucket_end(begin, count - begin, shard_count);
+  buckets.push_back({begin, count});
+}
+
 namespace {
 
 void add_attention(const StepContext& c, Region& dense, LayerWeights& w) {
@@ -65,15 +72,18 @@ void add_feed_forward(const StepContext& c, ModelWeights& mw, LayerWeights& w) {
   }
 }
 
-// Allocates a region's buffers and fills the weights (fp32 master, converted to the step dtype).
-void initialise(StepContext& c, Region& r, std::uint64_t seed, std::uint64_t replicated_seed) {
+// Allocates a region's buffers and fills the weights (fp32 master, converted to the step dtype). A sharded
+// region keeps only its own parts of the master weights and all-gathers the converted weights, which are
+// then the same as an unsharded region's element for element.
+void initialise(StepContext& c, Region& r, Communicator* group, std::uint64_t seed,
+                std::uint64_t replicated_seed) {
   r.param = c.alloc(r.count, c.e);
   r.grad = c.alloc(r.count, c.e);
-  r.master = c.alloc(r.count, 4);
-  r.m = c.alloc(r.count, 4);
-  r.v = c.alloc(r.count, 4);
+  r.master = c.alloc(r.master_count(), 4);
+  r.m = c.alloc(r.master_count(), 4);
+  r.v = c.alloc(r.master_count(), 4);
   if (r.count == 0) return;
-  std::vector<float> host(static_cast<std::size_t>(r.count));
+  std::vector<float> host(static_cast<std::size_t>(r.count));  // the padding between buckets stays zero
   for (std::size_t t = 0; t < r.tensors.size(); ++t) {
     const auto& ten = r.tensors[t];
     const double a = 1.0 / std::sqrt(static_cast<double>(ten.in));
@@ -84,22 +94,37 @@ void initialise(StepContext& c, Region& r, std::uint64_t seed, std::uint64_t rep
       fill_random_host(host.data() + ten.offset, n, DType::fp32,
                        derive_seed(ten.tp_replicated ? replicated_seed : seed, r.seed_ids[t]), a / 16, a);
   }
-  c.backend.copy_to_device(r.master, host.data(), host.size() * 4);
-  c.k->convert_from_fp32(r.master.as<float>(), r.param.data(), c.dt, r.count);
-  c.k->scale(r.m.data(), DType::fp32, r.count, 0.0f);
-  c.k->scale(r.v.data(), DType::fp32, r.count, 0.0f);
+  if (r.shards.shards() > 1) {
+    for (const auto& p : r.shards.owned())
+      c.backend.copy_to_device(r.master, host.data() + p.global, static_cast<std::size_t>(p.count) * 4,
+                               static_cast<std::size_t>(p.local) * 4);
+    gather_sharded_weights(c, r, *group, nullptr);
+  } else {
+    c.backend.copy_to_device(r.master, host.data(), host.size() * 4);
+    c.k->convert_from_fp32(r.master.as<float>(), r.param.data(), c.dt, r.count);
+  }
+  c.k->scale(r.m.data(), DType::fp32, r.master_count(), 0.0f);
+  c.k->scale(r.v.data(), DType::fp32, r.master_count(), 0.0f);
 }
 
 }  // namespace
 
 ModelWeights make_model_weights(StepContext& c, std::int64_t first_layer, bool first_stage, bool last_stage) {
   ModelWeights mw;
+  // ZeRO-1 shards the dense optimizer state over DP and the experts' over expert-DP.
+  const bool zero = c.plan.shape.distributed_optimizer;
+  const int dense_shards = zero ? c.groups.dp->size() : 1;
+  const int expert_shards = zero && c.groups.edp ? c.groups.edp->size() : 1;
   // The embedding table: this TP rank's vocab rows [t·V/T, …), h wide (stored h × rows: row v at v·h).
   mw.dense.next_id = std::uint64_t{1} << 41;
   if (first_stage) mw.embedding = mw.dense.add(c.m.hidden, c.l.vocab);
   mw.layers.resize(static_cast<std::size_t>(c.l.layers));
   for (std::int64_t i = 0; i < c.l.layers; ++i) {
     auto& w = mw.layers[static_cast<std::size_t>(i)];
+    if (i % c.o.bucket_layers == 0) {  // a gradient bucket ends (the embedding's, or the layers' before)
+      mw.dense.close_bucket(dense_shards);
+      mw.experts.close_bucket(expert_shards);
+    }
     mw.dense.layer_begin.push_back(mw.dense.count);
     mw.experts.layer_begin.push_back(mw.experts.count);
     mw.dense.next_id = static_cast<std::uint64_t>(first_layer + i) << 8;
@@ -108,6 +133,8 @@ ModelWeights make_model_weights(StepContext& c, std::int64_t first_layer, bool f
     w.moe = c.m.is_moe_layer(first_layer + i);
     add_feed_forward(c, mw, w);
   }
+  mw.dense.close_bucket(dense_shards);
+  mw.experts.close_bucket(expert_shards);
   mw.dense.layer_begin.push_back(mw.dense.count);
   mw.experts.layer_begin.push_back(mw.experts.count);
   mw.dense.next_id = std::uint64_t{1} << 40;
@@ -115,16 +142,37 @@ ModelWeights make_model_weights(StepContext& c, std::int64_t first_layer, bool f
     mw.logits = mw.dense.add(c.m.hidden, c.l.vocab);
     mw.final_norm = mw.dense.add_norm(c.m.hidden);
   }
+  mw.dense.close_bucket(dense_shards);
   mw.dense.layer_begin.push_back(mw.dense.count);
+  mw.dense.shards = RegionShards(mw.dense.buckets, dense_shards, dense_shards > 1 ? c.groups.dp->rank() : 0);
+  mw.experts.shards =
+      RegionShards(mw.experts.buckets, expert_shards, expert_shards > 1 ? c.groups.edp->rank() : 0);
 
   // Seeded by this rank's TP shard (experts: EP rank) and the tensor's place in the model: the same on every
   // data-parallel replica, and the same model whatever the pipeline split.
   const std::uint64_t replicated_seed = derive_seed(c.o.seed, 999);
-  initialise(c, mw.dense, derive_seed(c.o.seed, static_cast<std::uint64_t>(1000 + c.coords.t)),
-             replicated_seed);
-  initialise(c, mw.experts, derive_seed(c.o.seed, static_cast<std::uint64_t>(500000 + c.coords.ep_rank)),
-             replicated_seed);
+  initialise(c, mw.dense, c.groups.dp.get(),
+             derive_seed(c.o.seed, static_cast<std::uint64_t>(1000 + c.coords.t)), replicated_seed);
+  initialise(c, mw.experts, c.groups.edp.get(),
+             derive_seed(c.o.seed, static_cast<std::uint64_t>(500000 + c.coords.ep_rank)), replicated_seed);
   return mw;
+}
+
+Communicator* region_group(StepContext& c, const ModelWeights& w, const Region& r) {
+  return &r == &w.experts ? c.groups.edp.get() : c.groups.dp.get();
+}
+
+void gather_sharded_weights(StepContext& c, Region& r, Communicator& group, const char* name) {
+  if (r.shards.shards() <= 1) return;
+  for (const auto& p : r.shards.owned())
+    c.k->convert_from_fp32(r.master.as<float>() + p.local, c.at(r.param, p.global), c.dt, p.count);
+  const auto& buckets = r.shards.buckets();
+  for (std::size_t b = 0; b < buckets.size(); ++b) {
+    const std::int64_t part = r.shards.part(b);
+    group.allgather(c.at(r.param, r.shards.owned_begin(b)), c.at(r.param, buckets[b].begin),
+                    static_cast<std::size_t>(part), c.dt);
+    if (name) c.count_bytes(name, static_cast<double>(part * c.elem()));
+  }
 }
 
 const void* weight(const StepContext& c, const Region& r, std::int64_t t) {

@@ -5,12 +5,14 @@
 #include <vector>
 
 #include "core/backend.hpp"
+#include "workloads/train/optimizer_shards.hpp"
 #include "workloads/train/step_context.hpp"
 
 namespace fb::workloads::train {
 
 // One parameter region (dense: replicated over DP; experts: over expert-DP): weights and gradients in the
-// step dtype, fp32 master weights and Adam moments.
+// step dtype, fp32 master weights and Adam moments. With --distributed-optimizer the master weights and
+// moments hold only this rank's shard (`shards.local_count()` elements, packed in bucket order).
 struct Region {
   std::int64_t count = 0;
   DeviceBuffer param, grad, master, m, v;
@@ -27,8 +29,17 @@ struct Region {
   // place in the model, not on how pipeline stages split the layers.
   std::vector<std::uint64_t> seed_ids;
   std::uint64_t next_id = 0;
+  // The gradient buckets, in layout order (workloads/train/gradient_reduction.hpp), and how the optimizer
+  // state is split over the region's data-parallel group (one shard without --distributed-optimizer).
+  std::vector<GradBucket> buckets;
+  RegionShards shards;
   std::int64_t add(std::int64_t in, std::int64_t out, bool tp_replicated = false);
   std::int64_t add_norm(std::int64_t width);  // an RMSNorm gain (1 × width, replicated over TP, ones)
+  // Ends the bucket that began where the last one ended (nothing when no tensor was added since), padded
+  // so that it splits over `shard_count` ranks (optimizer_shards.hpp).
+  void close_bucket(int shard_count);
+  // Elements of the master weights and moments this rank holds.
+  std::int64_t master_count() const { return shards.shards() > 1 ? shards.local_count() : count; }
   const Tensor& at(std::int64_t t) const { return tensors[static_cast<std::size_t>(t)]; }
 };
 
@@ -53,8 +64,10 @@ struct ModelWeights {
 };
 
 // Lays out this stage's layers (global indices first_layer…), with the embedding on the first stage and the
-// final norm and output layer on the last, and initialises them: weights ~ ±[1/16, 1]/√in, seeded by the
-// tensor's place in the model and this rank's TP shard (experts: EP rank); norm gains 1; moments zero.
+// final norm and output layer on the last, in gradient buckets of --bucket-layers layers, and initialises
+// them: weights ~ ±[1/16, 1]/√in, seeded by the tensor's place in the model and this rank's TP shard
+// (experts: EP rank); norm gains 1; moments zero. Collective over the DP groups with --distributed-optimizer
+// (each rank fills its shard, the weights are all-gathered).
 ModelWeights make_model_weights(StepContext& c, std::int64_t first_layer, bool first_stage, bool last_stage);
 
 // Linear layer with W stored in×out (column-major, lda = in), activations token-major (width×rows): token
@@ -71,5 +84,13 @@ void linear_dgrad(StepContext& c, const Region& r, std::int64_t t, const void* d
 // dW += x·dyᵀ.
 void linear_wgrad(StepContext& c, Region& r, std::int64_t t, const void* x, const void* dy, std::int64_t rows,
                   std::int64_t ld_x = 0, std::int64_t ld_dy = 0);
+
+// The communicator a region's gradients are reduced over (dense: DP; experts: expert-DP) and its size.
+Communicator* region_group(StepContext& c, const ModelWeights& w, const Region& r);
+// Sharded regions: converts this rank's master shard into its part of the step-dtype weights, then
+// all-gathers every bucket's parts so each rank holds all the weights (counted as the step's collective
+// `name`, unless null: set-up and restores are not a step's traffic). Collective over the region's group;
+// nothing for an unsharded region.
+void gather_sharded_weights(StepContext& c, Region& r, Communicator& group, const char* name);
 
 }  // namespace fb::workloads::train

@@ -5,27 +5,38 @@
 namespace fb::workloads::train {
 namespace {
 
-// Every tensor of a region, its gradients averaged over `replicas` × micro-batches.
+// Every tensor of a region, its gradients averaged over `replicas` × micro-batches. A sharded region
+// contributes the parts of its tensors this rank owns; each element's reduced gradient then lives on one
+// replica only, so it counts once in Σ grad² without the 1/replicas weight.
 void add_region(StepContext& c, Region& r, double replicas, std::vector<kernels::AdamTensor>& out) {
   const auto scale = static_cast<float>(1.0 / (replicas * static_cast<double>(c.plan.shape.grad_accum)));
   const double tp = static_cast<double>(c.o.parallel.tp);
+  const bool sharded = r.shards.shards() > 1;
   for (const auto& t : r.tensors) {
-    kernels::AdamTensor a;
-    a.master = r.master.as<float>() + t.offset;
-    a.m = r.m.as<float>() + t.offset;
-    a.v = r.v.as<float>() + t.offset;
-    a.grad = c.at(r.grad, t.offset);
-    a.param = c.at(r.param, t.offset);
-    a.count = t.in * t.out;
-    a.grad_scale = scale;
-    a.norm_weight = 1.0 / (replicas * (t.tp_replicated ? tp : 1.0));
-    out.push_back(a);
+    const double weight = 1.0 / ((sharded ? 1.0 : replicas) * (t.tp_replicated ? tp : 1.0));
+    const auto add = [&](std::int64_t global, std::int64_t local, std::int64_t count) {
+      kernels::AdamTensor a;
+      a.master = r.master.as<float>() + local;
+      a.m = r.m.as<float>() + local;
+      a.v = r.v.as<float>() + local;
+      a.grad = c.at(r.grad, global);
+      a.param = c.at(r.param, global);
+      a.count = count;
+      a.grad_scale = scale;
+      a.norm_weight = weight;
+      out.push_back(a);
+    };
+    if (!sharded) {
+      add(t.offset, t.offset, t.in * t.out);
+      continue;
+    }
+    for (const auto& p : r.shards.owned_within(t.offset, t.in * t.out)) add(p.global, p.local, p.count);
   }
 }
 
 }  // namespace
 
-Optimizer::Optimizer(StepContext& c, ModelWeights& w) : c_(c) {
+Optimizer::Optimizer(StepContext& c, ModelWeights& w) : c_(c), w_(w) {
   std::vector<kernels::AdamTensor> tensors;
   add_region(c, w.dense, static_cast<double>(c.o.parallel.dp), tensors);
   if (w.experts.count) add_region(c, w.experts, static_cast<double>(c.groups.edp->size()), tensors);
@@ -37,7 +48,12 @@ double Optimizer::step(std::int64_t step_number) {
   kernels::AdamParams p;
   p.lr = c_.o.learning_rate;
   p.step = step_number;
-  return adam_->step(p, true);
+  const double sq = adam_->step(p, true);
+  // ZeRO-1: every rank updated its own parts; the weights are whole again after the all-gathers.
+  if (w_.dense.shards.shards() > 1 || w_.experts.shards.shards() > 1) c_.mark(kDpComm);
+  gather_sharded_weights(c_, w_.dense, *c_.groups.dp, "dp_allgather/params");
+  if (w_.experts.count) gather_sharded_weights(c_, w_.experts, *c_.groups.edp, "edp_allgather/expert_params");
+  return sq;
 }
 
 }  // namespace fb::workloads::train
