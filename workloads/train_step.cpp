@@ -24,6 +24,7 @@ TrainPlan prepare_training(const TrainOptions& o, std::int64_t world) {
       throw usage_error(
           fmt::format("invalid --layers {}: {} has only {} layers", o.layers, model.name, model.layers));
     model.layers = o.layers;
+    model.mtp_layers = 0;  // MTP layers are never instantiated: count only what runs
     if (model.moe && model.moe->first_dense_layers >= model.layers)
       model.moe->first_dense_layers = std::min(model.moe->first_dense_layers, model.layers - 1);
     validate_model(model, model.file.empty() ? model.name : model.file);

@@ -4,6 +4,7 @@
 
 #include "core/error.hpp"
 #include "workloads/model_config.hpp"
+#include "workloads/train_step.hpp"
 
 namespace fb::workloads {
 namespace {
@@ -30,6 +31,25 @@ TEST(ModelFlops, Gpt3MatchesMegatron) {
 TEST(ModelFlops, DeepSeekV3WithAndWithoutMtp) {
   EXPECT_NEAR(gflop("deepseek-v3", AttentionFlops::causal, 0), 249.8, 0.1);
   EXPECT_NEAR(gflop("deepseek-v3", AttentionFlops::causal, 1), 260.0, 0.1);
+}
+
+TEST(ModelFlops, LayersCountsOnlyWhatRuns) {
+  // train --layers 5 on deepseek-v3 instantiates 5 layers and no MTP layer (docs/train.md), so the FLOPs,
+  // parameters and MFU leave the MTP layer out. Megatron's count for those 5 layers (3 dense, 2 MoE) at
+  // seq 2048: 24.32 GFLOP per token; with the MTP layer it would be 34.25.
+  TrainOptions o;
+  o.model = "deepseek-v3";
+  o.layers = 5;
+  o.shape.seq = 2048;
+  o.parallel.dp = 1;
+  const auto plan = prepare_training(o, 1);
+  EXPECT_EQ(plan.model.mtp_layers, 0);
+  EXPECT_EQ(plan.flops.mtp_projection, 0.0);
+  EXPECT_NEAR(plan.flops.total() / 1e9, 24.32, 0.01);
+  auto five = load_model("deepseek-v3");
+  five.layers = 5;
+  five.mtp_layers = 0;
+  EXPECT_EQ(plan.params.total, parameter_counts(five).total);
 }
 
 TEST(ModelFlops, ComponentsSumAndScaleAsDocumented) {
