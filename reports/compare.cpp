@@ -50,6 +50,22 @@ class MetricIndex {
   std::unordered_map<std::string, std::size_t> map_;
 };
 
+// A reference's `params.match_params` names what a result matched by `params.match` must also have: NeMo's
+// TFLOP/s count full s² attention, so a run that counts causal attention is another measure of the same work.
+// Empty when they agree, else which parameter differs.
+std::string params_mismatch(const Result& ref, const Result& cand) {
+  if (!ref.params.is_object() || !ref.params.contains("match_params")) return {};
+  const json& want = ref.params.at("match_params");
+  if (!want.is_object()) return {};
+  for (const auto& [key, value] : want.items()) {
+    const json* got = cand.params.is_object() && cand.params.contains(key) ? &cand.params.at(key) : nullptr;
+    if (got && *got == value) continue;
+    return fmt::format("{} has params.{} {} where the reference needs {}", cand.name, key,
+                       got ? got->dump() : std::string("unset"), value.dump());
+  }
+  return {};
+}
+
 std::string json_text(const json& j, const char* key) {
   if (!j.is_object() || !j.contains(key)) return {};
   const json& v = j.at(key);
@@ -342,6 +358,7 @@ Comparison compare_reports(const Report& baseline, const Report& candidate, cons
     relabel();
   };
 
+  std::string first_unlike;  // a reference result that matched ours by name but not by params
   for (std::size_t bi = 0; bi < baseline.results.size(); ++bi) {
     const Result& br = baseline.results[bi];
     const auto it = cand_index.find(result_key(br));
@@ -356,26 +373,33 @@ Comparison compare_reports(const Report& baseline, const Report& candidate, cons
             ? br.params["match"].get<std::string>()
             : std::string();
     bool any = false;
+    std::string unlike;  // why the first result that matched by name was not compared
     if (!pattern.empty())
       for (std::size_t ci = 0; ci < candidate.results.size(); ++ci) {
         const Result& cr = candidate.results[ci];
         if (cr.benchmark != br.benchmark || !glob_match(pattern, cr.name)) continue;
+        if (auto why = params_mismatch(br, cr); !why.empty()) {
+          if (unlike.empty()) unlike = why;
+          continue;
+        }
         any = true;
         compare_pair(br, ci, fmt::format("{} ~ {}", br.name, cr.name));
       }
     if (any) continue;
-    for (const auto& [name, m] : br.metrics)
-      only_on_one_side(br, name, m, Verdict::missing, "result not in candidate");
-    if (br.metrics.empty()) status_row(br, Verdict::missing, "result not in candidate");
+    if (first_unlike.empty() && !unlike.empty()) first_unlike = br.name + ": " + unlike;
+    const std::string reason = unlike.empty() ? "result not in candidate" : "not comparable: " + unlike;
+    for (const auto& [name, m] : br.metrics) only_on_one_side(br, name, m, Verdict::missing, reason);
+    if (br.metrics.empty()) status_row(br, Verdict::missing, reason);
   }
 
   if (matched_count == 0 && !baseline.results.empty() && !candidate.results.empty())
     throw input_error(
         fmt::format("cannot compare {} with {}: no result in common (results match by benchmark + name; "
                     "baseline has {}/{}, "
-                    "candidate has {}/{})",
+                    "candidate has {}/{}){}",
                     baseline_source, candidate_source, baseline.results[0].benchmark,
-                    baseline.results[0].name, candidate.results[0].benchmark, candidate.results[0].name));
+                    baseline.results[0].name, candidate.results[0].benchmark, candidate.results[0].name,
+                    first_unlike.empty() ? "" : "; not comparable: " + first_unlike));
   if (baseline.results.empty() || candidate.results.empty())
     throw input_error(fmt::format("cannot compare {} with {}: {} has no results", baseline_source,
                                   candidate_source,

@@ -345,6 +345,45 @@ TEST(Compare, ReferenceMatchesOurResultsByPattern) {
   }
 }
 
+TEST(Compare, ReferenceMatchParamsMustAgree) {
+  // NeMo's 697 TFLOP/s for Llama 3 8B is 12036 tokens/s x the full-attention 57.91 GFLOP per token; a run
+  // that counts causal attention (51.47) would read 11% slower for the same speed, so it is not compared.
+  Result ref = result("train", "llama3-8b/nemo-24.07/fp8",
+                      {{"model_tflops_per_gpu", metric(697, Better::higher, "TFLOP/s")}});
+  ref.params = {{"match", "llama3-8b*/*/fp8/*"}, {"match_params", {{"attention_flops", "full"}}}};
+  Result causal = result("train", "llama3-8b/tp1-dp8-ep1-pp1/fp8/seq8192-mb1-ga1",
+                         {{"model_tflops_per_gpu", metric(619.5, Better::higher, "TFLOP/s")}});
+  causal.params = {{"attention_flops", "causal"}};
+  const Result mamf = result("gemm", "bf16/mamf", {{"tflops", metric(700, Better::higher, "TFLOP/s")}});
+  const auto cmp = compare_reports(report({ref, mamf}), report({causal, mamf}), {});
+  ASSERT_EQ(cmp.rows.size(), 3u);
+  EXPECT_EQ(cmp.rows[0].result, "llama3-8b/nemo-24.07/fp8");
+  EXPECT_EQ(cmp.rows[0].verdict, Verdict::missing);
+  EXPECT_EQ(cmp.rows[0].reason,
+            "not comparable: llama3-8b/tp1-dp8-ep1-pp1/fp8/seq8192-mb1-ga1 has params.attention_flops "
+            "\"causal\" where the reference needs \"full\"");
+  EXPECT_FALSE(cmp.rows[0].fails);
+  // With nothing else in common the error says why the one candidate was not compared.
+  try {
+    (void)compare_reports(report({ref}), report({causal}), {});
+    ADD_FAILURE() << "expected no result in common";
+  } catch (const Error& e) {
+    EXPECT_NE(
+        std::string(e.what()).find("; not comparable: llama3-8b/nemo-24.07/fp8: llama3-8b/tp1-dp8-ep1-pp1/"
+                                   "fp8/seq8192-mb1-ga1 has params.attention_flops \"causal\""),
+        std::string::npos)
+        << e.what();
+  }
+
+  Result full = causal;
+  full.params = {{"attention_flops", "full"}};
+  full.metrics = {{"model_tflops_per_gpu", metric(697.0, Better::higher, "TFLOP/s")}};
+  const auto cmp2 = compare_reports(report({ref}), report({full}), {});
+  ASSERT_EQ(cmp2.rows.size(), 1u);
+  EXPECT_EQ(cmp2.rows[0].verdict, Verdict::same);
+  EXPECT_EQ(cmp2.rows[0].result, "llama3-8b/nemo-24.07/fp8 ~ llama3-8b/tp1-dp8-ep1-pp1/fp8/seq8192-mb1-ga1");
+}
+
 TEST(CompareFormatting, Numbers) {
   EXPECT_EQ(format_value(482.3), "482.3");
   EXPECT_EQ(format_value(0.45231), "0.4523");
