@@ -129,6 +129,9 @@ struct SimulationSummary {
   double failures_total = 0;
   double sim_mtbf_s = 0;  // pooled: total wall / total failures (infinite when none)
   TimeSplit mean_split;   // per trial
+  // Each part's share of its trial's wall time, 100 × part / wall, averaged over trials: these sum to 100,
+  // with the productive share equal to goodput_pct's mean, also when a fixed work makes wall times differ.
+  std::array<double, 8> mean_split_pct{};
   double mean_wall_s = 0;
   std::vector<double> mean_failures_by_category;
   double mean_drained_nodes = 0;

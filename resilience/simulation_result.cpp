@@ -107,7 +107,7 @@ reports::Result simulation_result(const FailureModel& model, const ClusterConfig
   const auto parts = as_array(sim.mean_split);
   for (std::size_t i = 1; i < parts.size(); ++i) {  // [0] is productive
     x.badput_s[std::string(kTimeSplitNames[i])] = parts[i];
-    x.badput_pct[std::string(kTimeSplitNames[i])] = 100 * parts[i] / sim.mean_wall_s;
+    x.badput_pct[std::string(kTimeSplitNames[i])] = sim.mean_split_pct[i];
   }
   for (std::size_t i = 0; i < model.categories.size(); ++i)
     x.failures_by_category[model.categories[i].name] = sim.mean_failures_by_category[i];

@@ -366,7 +366,7 @@ SimulationSummary simulate(const FailureModel& model, const ClusterConfig& confi
   s.mean_failures_by_category.assign(model.categories.size(), 0.0);
 
   TrialEngine engine(model, config, interval_s);  // one engine: trial state is reused, not accumulated
-  std::array<double, 8> split_sum{};
+  std::array<double, 8> split_sum{}, pct_sum{};
   double drained = 0, wall_sum = 0;
   for (int i = 0; i < trials; ++i) {
     const auto o = engine.run(derive_seed(seed, static_cast<std::uint64_t>(i)));
@@ -379,7 +379,10 @@ SimulationSummary simulate(const FailureModel& model, const ClusterConfig& confi
     s.failures.add(static_cast<double>(o.failures));
     s.failures_total += static_cast<double>(o.failures);
     const auto parts = as_array(o.split);
-    for (std::size_t k = 0; k < parts.size(); ++k) split_sum[k] += parts[k];
+    for (std::size_t k = 0; k < parts.size(); ++k) {
+      split_sum[k] += parts[k];
+      pct_sum[k] += 100.0 * parts[k] / wall;
+    }
     for (std::size_t k = 0; k < o.failures_by_category.size(); ++k)
       s.mean_failures_by_category[k] += static_cast<double>(o.failures_by_category[k]);
     drained += static_cast<double>(o.drained_nodes);
@@ -389,6 +392,7 @@ SimulationSummary simulate(const FailureModel& model, const ClusterConfig& confi
   for (auto& v : s.mean_failures_by_category) v /= n;
   s.mean_split = {split_sum[0] / n, split_sum[1] / n, split_sum[2] / n, split_sum[3] / n,
                   split_sum[4] / n, split_sum[5] / n, split_sum[6] / n, split_sum[7] / n};
+  for (std::size_t k = 0; k < pct_sum.size(); ++k) s.mean_split_pct[k] = pct_sum[k] / n;
   s.mean_drained_nodes = drained / n;
   s.mean_wall_s = wall_sum / n;
   if (config.work_s > 0) s.expected_failures = s.mean_wall_s / s.model_mtbf_s;

@@ -132,6 +132,12 @@ TEST(ClusterSimulator, FixedWorkTimeToTrainMatchesTheWindowGoodput) {
   EXPECT_NEAR(f.wall_s.mean(), work.work_s / (w.goodput_pct.mean() / 100), 0.01 * f.wall_s.mean());
   EXPECT_NEAR(f.mean_split.total(), f.mean_wall_s, 1e-6 * f.mean_wall_s);
   EXPECT_NEAR(f.mean_split.productive, work.work_s, 1e-6 * work.work_s);
+  // Shares of each trial's own wall time, averaged: they sum to 100, the productive one being the goodput.
+  // (Mean seconds over the mean wall time would not: with --work-days the slow trials weigh more.)
+  double pct = 0;
+  for (double p : f.mean_split_pct) pct += p;
+  EXPECT_NEAR(pct, 100.0, 1e-9);
+  EXPECT_NEAR(f.mean_split_pct[0], f.goodput_pct.mean(), 1e-9);
   for (std::uint64_t seed : {1, 2}) {
     const auto o = simulate_trial(model, work, 1800, seed);
     EXPECT_NEAR(o.split.total(), o.wall_s, 1e-6 * o.wall_s);
