@@ -532,7 +532,8 @@ std::string status_pill(const Result& r) {
 std::string single_table(const std::vector<NamedReport>& reports, const std::string& bench) {
   const auto columns = metric_columns(reports, bench);
   std::string out = "<div class=\"table-wrap\"><table>\n<thead><tr><th>result</th><th>status</th>";
-  for (const auto& c : columns) out += fmt::format("<th class=\"num\">{}</th>", esc(c));
+  for (const auto& c : columns)
+    out += fmt::format("<th class=\"num\">{}</th>", esc(metric_heading(c, metric_unit(reports, bench, c))));
   out += "</tr></thead>\n<tbody>\n";
   for (const Result* r : results_of(reports[0].report, bench)) {
     out += fmt::format("<tr><td>{}</td><td>{}</td>", esc(r->name), status_pill(*r));
@@ -557,7 +558,8 @@ std::string trend_table(const std::vector<NamedReport>& reports, const std::stri
     out += fmt::format("<th class=\"num\">{}</th>", esc(run_label(reports, i)));
   out += "<th class=\"num\">change</th></tr></thead>\n<tbody>\n";
   for (const auto& row : trend_rows(reports, bench)) {
-    out += fmt::format("<tr><td>{}</td><td>{}</td>", esc(row.result), esc(row.metric));
+    out +=
+        fmt::format("<tr><td>{}</td><td>{}</td>", esc(row.result), esc(metric_heading(row.metric, row.unit)));
     for (const auto& v : row.values)
       out += fmt::format("<td class=\"num\">{}</td>", v ? esc(format_value(*v)) : "–");
     const auto& a = row.values.front();

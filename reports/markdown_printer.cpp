@@ -34,7 +34,7 @@ std::string single_table(const Report& report, const std::vector<NamedReport>& a
   std::string out = "| result | status |";
   std::string rule = "|---|---|";
   for (const auto& c : columns) {
-    out += fmt::format(" {} |", md_cell(c));
+    out += fmt::format(" {} |", md_cell(metric_heading(c, metric_unit(all, bench, c))));
     rule += "---:|";
   }
   out += "\n" + rule + "\n";
@@ -60,7 +60,7 @@ std::string trend_table(const std::vector<NamedReport>& reports, const std::stri
   }
   out += " change |\n" + rule + "---:|\n";
   for (const auto& row : trend_rows(reports, bench)) {
-    out += fmt::format("| {} | {} |", md_cell(row.result), md_cell(row.metric));
+    out += fmt::format("| {} | {} |", md_cell(row.result), md_cell(metric_heading(row.metric, row.unit)));
     for (const auto& v : row.values) out += fmt::format(" {} |", v ? format_value(*v) : std::string("–"));
     const auto& first = row.values.front();
     const auto& last = row.values.back();

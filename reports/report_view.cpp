@@ -84,6 +84,19 @@ std::vector<std::string> metric_columns(const std::vector<NamedReport>& reports,
   return order;
 }
 
+std::string metric_heading(const std::string& name, const std::string& unit) {
+  return unit.empty() ? name : name + " (" + unit + ")";
+}
+
+std::string metric_unit(const std::vector<NamedReport>& reports, const std::string& benchmark,
+                        const std::string& name) {
+  for (const auto& nr : reports)
+    for (const auto& r : nr.report.results)
+      if (r.benchmark == benchmark)
+        if (const Metric* m = r.metric(name); m && !m->unit.empty()) return m->unit;
+  return {};
+}
+
 std::string value_cell(const Metric& m) {
   return format_value(m.value);
 }

@@ -137,7 +137,7 @@ TEST(ReportMarkdown, GoldenSingle) {
       "\n"
       "2 results, **1 failed**\n"
       "\n"
-      "| result | status | busbw_gbps | time_us |\n"
+      "| result | status | busbw_gbps (GB/s) | time_us (us) |\n"
       "|---|---|---:|---:|\n"
       "| allreduce/fp32/1024 | ok | 1.5 | 12.25 |\n"
       "| allreduce/fp32/2048 | failed: rank 2: wrong \\| result | 2.75 | – |\n";
@@ -151,7 +151,7 @@ TEST(ReportMarkdown, TrendOverSeveralRuns) {
       run("b", {result("gemm", "bf16/8x8x8", {{"tflops", metric(11, Better::higher, "TFLOP/s")}})});
   const std::string md = render_markdown({{"day1.json", a}, {"day2.json", b}});
   EXPECT_NE(md.find("| result | metric | day1 | day2 | change |"), std::string::npos);
-  EXPECT_NE(md.find("| bf16/8x8x8 | tflops | 10 | 11 | +10.0% |"), std::string::npos);
+  EXPECT_NE(md.find("| bf16/8x8x8 | tflops (TFLOP/s) | 10 | 11 | +10.0% |"), std::string::npos);
 }
 
 // Prometheus text format 0.0.4, strictly: comment lines, then samples `name{labels} value`.
