@@ -85,7 +85,7 @@ std::vector<std::string> metric_columns(const std::vector<NamedReport>& reports,
 }
 
 std::string metric_heading(const std::string& name, const std::string& unit) {
-  return unit.empty() ? name : name + " (" + unit + ")";
+  return unit.empty() || unit == "value" ? name : name + " (" + unit + ")";  // "value": no unit to show
 }
 
 std::string metric_unit(const std::vector<NamedReport>& reports, const std::string& benchmark,

@@ -27,8 +27,8 @@ std::vector<std::string> benchmark_order(const std::vector<NamedReport>& reports
 std::vector<std::string> metric_columns(const std::vector<NamedReport>& reports,
                                         const std::string& benchmark);
 
-// A metric's column heading with its unit: "busbw_gbps (GB/s)", "ettr" (a fraction has no unit). The unit
-// is the first one seen for that metric of `benchmark`.
+// A metric's column heading with its unit: "busbw_gbps (GB/s)", "mfu (fraction)", "loss" (unit "value").
+// metric_unit: the first unit seen for that metric of `benchmark`.
 std::string metric_heading(const std::string& name, const std::string& unit);
 std::string metric_unit(const std::vector<NamedReport>& reports, const std::string& benchmark,
                         const std::string& name);
