@@ -10,6 +10,12 @@
 namespace fb::workloads::train {
 namespace {
 
+void expect_piece(const OwnedPiece& p, std::int64_t global, std::int64_t local, std::int64_t count) {
+  EXPECT_EQ(p.global, global);
+  EXPECT_EQ(p.local, local);
+  EXPECT_EQ(p.count, count);
+}
+
 TEST(PaddedBucketEnd, RoundsUpToShardsTimesTheAlignment) {
   static_assert(kShardAlign == 64);
   EXPECT_EQ(padded_bucket_end(0, 1000, 2), 1024);            // 2 · 64 = 128: 1000 → 1024
@@ -31,12 +37,8 @@ TEST(RegionShards, EachShardOwnsItsPartOfEveryBucketPackedInOrder) {
   EXPECT_EQ(s1.owned_begin(1), 512);
   const auto o1 = s1.owned();
   ASSERT_EQ(o1.size(), 2u);
-  EXPECT_EQ(o1[0].global, 128);
-  EXPECT_EQ(o1[0].local, 0);
-  EXPECT_EQ(o1[0].count, 128);
-  EXPECT_EQ(o1[1].global, 512);
-  EXPECT_EQ(o1[1].local, 128);
-  EXPECT_EQ(o1[1].count, 256);
+  expect_piece(o1[0], 128, 0, 128);
+  expect_piece(o1[1], 512, 128, 256);
 }
 
 TEST(RegionShards, ATensorAcrossTwoBucketsSplitsIntoItsOwnedPieces) {
@@ -45,17 +47,11 @@ TEST(RegionShards, ATensorAcrossTwoBucketsSplitsIntoItsOwnedPieces) {
   // shard 1 owns [128, 256) and [512, 768): [200, 256) and [512, 600).
   const auto p0 = RegionShards(buckets, 2, 0).owned_within(200, 400);
   ASSERT_EQ(p0.size(), 1u);
-  EXPECT_EQ(p0[0].global, 256);
-  EXPECT_EQ(p0[0].local, 128);
-  EXPECT_EQ(p0[0].count, 256);
+  expect_piece(p0[0], 256, 128, 256);
   const auto p1 = RegionShards(buckets, 2, 1).owned_within(200, 400);
   ASSERT_EQ(p1.size(), 2u);
-  EXPECT_EQ(p1[0].global, 200);
-  EXPECT_EQ(p1[0].local, 72);
-  EXPECT_EQ(p1[0].count, 56);
-  EXPECT_EQ(p1[1].global, 512);
-  EXPECT_EQ(p1[1].local, 128);
-  EXPECT_EQ(p1[1].count, 88);
+  expect_piece(p1[0], 200, 72, 56);
+  expect_piece(p1[1], 512, 128, 88);
 }
 
 TEST(RegionShards, TheShardsTogetherOwnEveryElementOnce) {
