@@ -74,8 +74,8 @@ std::vector<std::string> p2p_verdict_lines(const Result& r) {
   for (const auto& e : v.slow_endpoints) {
     int links = 0;
     for (const auto& f : v.flags) links += f.from.rank == e.rank || f.to.rank == e.rank;
-    lines.push_back(fmt::format("slow endpoint: {}: {} of {} directions flagged, median {:.3g} GB/s",
-                                label(e), links, 2 * (endpoints.size() - 1), v.median_gbps));
+    lines.push_back(fmt::format("slow endpoint: {}: {} of {} directions flagged, reference {:.3g} GB/s",
+                                label(e), links, 2 * (endpoints.size() - 1), v.reference_gbps));
   }
   for (const auto& [a, b] : v.slow_links) {
     std::string why;
@@ -90,8 +90,8 @@ std::vector<std::string> p2p_verdict_lines(const Result& r) {
   if (endpoints.size() < 2)
     lines.push_back(fmt::format("p2p: {} endpoint(s), no pair to measure", endpoints.size()));
   else if (lines.empty())
-    lines.push_back(fmt::format("p2p: no slow link or endpoint among {} endpoints (median {:.3g} GB/s)",
-                                endpoints.size(), v.median_gbps));
+    lines.push_back(fmt::format("p2p: no slow link or endpoint among {} endpoints (reference {:.3g} GB/s)",
+                                endpoints.size(), v.reference_gbps));
   return lines;
 }
 

@@ -34,6 +34,8 @@ std::vector<std::vector<double>> read_matrix(const ExtraCursor& c) {
 P2pVerdictExtra read_verdict(const ExtraCursor& c) {
   P2pVerdictExtra v;
   v.median_gbps = c.at("median_gbps").num();
+  // Reports before 2026-12-01 judged against the median of all directions.
+  v.reference_gbps = c.object().contains("reference_gbps") ? c.at("reference_gbps").num() : v.median_gbps;
   v.slow_endpoints = c.at("slow_endpoints").each(read_endpoint);
   v.slow_links = c.at("slow_links").each([](const ExtraCursor& l) {
     return std::pair{read_endpoint(l.at("a")), read_endpoint(l.at("b"))};
@@ -49,6 +51,7 @@ P2pVerdictExtra read_verdict(const ExtraCursor& c) {
 
 json p2p_verdict_json(const P2pVerdictExtra& v) {
   json j = {{"median_gbps", v.median_gbps},
+            {"reference_gbps", v.reference_gbps},
             {"slow_endpoints", json::array()},
             {"slow_links", json::array()},
             {"flags", json::array()}};

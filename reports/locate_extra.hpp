@@ -41,7 +41,8 @@ struct P2pFlagExtra {
 };
 
 struct P2pVerdictExtra {
-  double median_gbps = 0;
+  double median_gbps = 0;     // of all directions
+  double reference_gbps = 0;  // what directions are judged against (the median endpoint's best direction)
   std::vector<LocateEndpoint> slow_endpoints;
   std::vector<std::pair<LocateEndpoint, LocateEndpoint>> slow_links;  // (a, b)
   std::vector<P2pFlagExtra> flags;

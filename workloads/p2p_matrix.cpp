@@ -66,7 +66,22 @@ P2pVerdict judge_p2p(const P2pMatrix& m, double min_bw_gbps, double outlier_thre
     for (std::size_t j = 0; j < n; ++j)
       if (i != j && std::isfinite(m.bw_gbps[i][j])) all.push_back(m.bw_gbps[i][j]);
   v.median_gbps = median_of(all);
-  const double relative_floor = v.median_gbps * (1 - outlier_threshold);
+  // The reference is the median over endpoints of each endpoint's best direction, not the median of all
+  // directions: one slow endpoint slows 2(n − 1) of the n(n − 1) directions, the majority for n = 3 (the
+  // median would then be the slow figure), while every healthy endpoint keeps a fast direction to another
+  // healthy one as long as fewer than half of the endpoints are slow.
+  std::vector<double> best(n, -1);
+  for (std::size_t i = 0; i < n; ++i)
+    for (std::size_t j = 0; j < n; ++j)
+      if (i != j && std::isfinite(m.bw_gbps[i][j])) {
+        best[i] = std::max(best[i], m.bw_gbps[i][j]);
+        best[j] = std::max(best[j], m.bw_gbps[i][j]);
+      }
+  std::vector<double> bests;
+  for (double b : best)
+    if (b >= 0) bests.push_back(b);
+  v.reference_gbps = median_of(bests);
+  const double relative_floor = v.reference_gbps * (1 - outlier_threshold);
   std::map<std::pair<int, int>, bool> flagged_links;
   for (std::size_t i = 0; i < n; ++i)
     for (std::size_t j = 0; j < n; ++j) {
@@ -78,8 +93,8 @@ P2pVerdict judge_p2p(const P2pMatrix& m, double min_bw_gbps, double outlier_thre
       else if (min_bw_gbps > 0 && bw < min_bw_gbps)
         reason = fmt::format("below --min-p2p-bw {:g} GB/s", min_bw_gbps);
       else if (n > 2 && bw < relative_floor)
-        reason = fmt::format("{:.0f}% below the median {:.3g} GB/s", 100 * (1 - bw / v.median_gbps),
-                             v.median_gbps);
+        reason = fmt::format("{:.0f}% below the reference {:.3g} GB/s", 100 * (1 - bw / v.reference_gbps),
+                             v.reference_gbps);
       if (reason.empty()) continue;
       v.flags.push_back({static_cast<int>(i), static_cast<int>(j), bw, reason});
       flagged_links[{static_cast<int>(std::min(i, j)), static_cast<int>(std::max(i, j))}] = true;
@@ -276,6 +291,7 @@ reports::P2pVerdictExtra verdict_extra(const P2pRun& run) {
   const auto ep = [&](int e) { return endpoint_extra(run.endpoints[static_cast<std::size_t>(e)]); };
   reports::P2pVerdictExtra x;
   x.median_gbps = v.median_gbps;
+  x.reference_gbps = v.reference_gbps;
   for (int e : v.slow_endpoints) x.slow_endpoints.push_back(ep(e));
   for (const auto& [a, b] : v.slow_links) x.slow_links.emplace_back(ep(a), ep(b));
   for (const auto& f : v.flags) x.flags.push_back({ep(f.from), ep(f.to), f.bw_gbps, f.reason});

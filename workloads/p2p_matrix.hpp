@@ -4,8 +4,9 @@
 // both directions, scheduled as a round-robin tournament so no endpoint is in two transfers at once; each
 // entry is the best of the timed iterations, and a flagged link is measured again, alone, before it is
 // named (P2pOptions::confirm_passes).
-// Links below an absolute floor or below the median by more than a threshold are flagged; an endpoint on
-// at least three quarters of its links is named as the slow one instead of its links.
+// Links below an absolute floor or below the reference (the median endpoint's best direction) by more than
+// a threshold are flagged; an endpoint on at least three quarters of its links is named as the slow one
+// instead of its links.
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -47,7 +48,8 @@ struct P2pFlag {
 };
 
 struct P2pVerdict {
-  double median_gbps = 0;
+  double median_gbps = 0;           // of all directions
+  double reference_gbps = 0;        // the median over endpoints of each endpoint's best direction
   std::vector<P2pFlag> flags;       // every flagged direction
   std::vector<int> slow_endpoints;  // on more than half of their links, both directions counted once
   std::vector<std::pair<int, int>> slow_links;  // flagged links between endpoints not named above (a < b)
@@ -56,7 +58,7 @@ struct P2pVerdict {
   std::vector<std::pair<int, int>> flagged_links() const;
 };
 
-// Flags directions below `min_bw_gbps` (0 = no absolute floor) or below median·(1 − outlier_threshold),
+// Flags directions below `min_bw_gbps` (0 = no absolute floor) or below reference·(1 − outlier_threshold),
 // then attributes them: with 3 or more endpoints, an endpoint with at least 3/4 of its links flagged is
 // named itself; the remaining flagged links are named by their two endpoints. Pure.
 P2pVerdict judge_p2p(const P2pMatrix& matrix, double min_bw_gbps, double outlier_threshold);

@@ -58,7 +58,7 @@ TEST(LocateConsole, MatrixVerdictBisectionAndTransport) {
       "      r1       10        -       10       10\n"
       "      r2       10       10        -       10\n"
       "      r3       10       10       10        -\n"
-      "slow link: a = h0 (rank 0, GPU 0) <-> b = h1 (rank 3, GPU 1): a->b 1 GB/s 90% below the median 10 "
+      "slow link: a = h0 (rank 0, GPU 0) <-> b = h1 (rank 3, GPU 1): a->b 1 GB/s 90% below the reference 10 "
       "GB/s\n"
       "bisection round 0: [h0,h1] 3.5 GB/s\n"
       "bisection round 1: [h0] 7.25 GB/s  [h1] n/a\n"
@@ -68,7 +68,7 @@ TEST(LocateConsole, MatrixVerdictBisectionAndTransport) {
   // The p2p result's error is the same words.
   EXPECT_EQ(
       *report.results[0].error,
-      "slow link: a = h0 (rank 0, GPU 0) <-> b = h1 (rank 3, GPU 1): a->b 1 GB/s 90% below the median 10 "
+      "slow link: a = h0 (rank 0, GPU 0) <-> b = h1 (rank 3, GPU 1): a->b 1 GB/s 90% below the reference 10 "
       "GB/s");
 }
 

@@ -33,7 +33,7 @@ TEST(P2pMatrixTest, OneSlowLinkIsNamedByBothEndpointsAndNothingElse) {
   ASSERT_EQ(v.flags.size(), 1u);
   EXPECT_EQ(v.flags[0].from, 2);
   EXPECT_EQ(v.flags[0].to, 5);
-  EXPECT_EQ(v.flags[0].reason, "90% below the median 10 GB/s");
+  EXPECT_EQ(v.flags[0].reason, "90% below the reference 10 GB/s");
   EXPECT_EQ(v.slow_links, (std::vector<std::pair<int, int>>{{2, 5}}));
   EXPECT_TRUE(v.slow_endpoints.empty());
   EXPECT_EQ(v.flagged_links(), (std::vector<std::pair<int, int>>{{2, 5}}));
@@ -45,6 +45,31 @@ TEST(P2pMatrixTest, ASlowEndpointIsNamedInsteadOfItsLinks) {
     if (j != 3) m.bw_gbps[3][j] = m.bw_gbps[j][3] = 0.5;
   m.bw_gbps[0][1] = 2;  // and an unrelated slow link
   const auto v = judge_p2p(m, 0, 0.5);
+  EXPECT_EQ(v.slow_endpoints, (std::vector<int>{3}));
+  EXPECT_EQ(v.slow_links, (std::vector<std::pair<int, int>>{{0, 1}}));
+}
+
+TEST(P2pMatrixTest, ASlowEndpointAmongThreeIsNamedThoughItsDirectionsAreTheMajority) {
+  // Rank 1 of 3 slow (locate on 3 ranks, slow-rank@rank=1): 4 of the 6 directions touch it, so the median
+  // of all directions is the slow figure; each healthy endpoint's best direction is still fast.
+  auto m = uniform(3, 8);
+  for (std::size_t j : {0, 2}) m.bw_gbps[1][j] = m.bw_gbps[j][1] = 0.0258;
+  m.bw_gbps[0][2] = 7.22;
+  const auto v = judge_p2p(m, 0, 0.5);
+  EXPECT_DOUBLE_EQ(v.median_gbps, 0.0258);
+  EXPECT_DOUBLE_EQ(v.reference_gbps, 8);  // best of 0: 8 (2→0), of 1: 0.0258, of 2: 8
+  EXPECT_EQ(v.slow_endpoints, (std::vector<int>{1}));
+  EXPECT_TRUE(v.slow_links.empty());
+  EXPECT_EQ(v.flags.size(), 4u);
+}
+
+TEST(P2pMatrixTest, ASlowEndpointAndASlowLinkTogetherAmongFour) {
+  // slow-rank@rank=3 and slow-link@ranks=0-1 on 4 ranks: 8 of 12 directions slow.
+  auto m = uniform(4, 9);
+  for (std::size_t j : {0, 1, 2}) m.bw_gbps[3][j] = m.bw_gbps[j][3] = 0.03;
+  m.bw_gbps[0][1] = m.bw_gbps[1][0] = 0.03;
+  const auto v = judge_p2p(m, 0, 0.5);
+  EXPECT_DOUBLE_EQ(v.reference_gbps, 9);
   EXPECT_EQ(v.slow_endpoints, (std::vector<int>{3}));
   EXPECT_EQ(v.slow_links, (std::vector<std::pair<int, int>>{{0, 1}}));
 }
