@@ -28,7 +28,40 @@ void sync_directory(const std::filesystem::path& dir) {
   ::close(fd);
 }
 
+namespace {
+
+// A device, FIFO or socket cannot be replaced by a rename, and must not be: `-o /dev/stdout` writes to it.
+void write_through(const std::filesystem::path& path, std::span<const std::byte> data) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd < 0) throw runtime_error("cannot open " + path.string() + ": " + errno_text());
+  std::size_t done = 0;
+  while (done < data.size()) {
+    const ssize_t n = ::write(fd, data.data() + done, data.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const std::string text = errno_text();
+      ::close(fd);
+      throw runtime_error("cannot write " + path.string() + ": " + text);
+    }
+    done += static_cast<std::size_t>(n);
+  }
+  ::close(fd);
+}
+
+}  // namespace
+
 void write_file_atomic(const std::filesystem::path& path, std::span<const std::byte> data) {
+  // A symbolic link stays a link: the file it names is the one replaced. Anything else that is not a
+  // regular file (or a directory, which the rename refuses) is written through.
+  std::error_code ec;
+  const auto st = std::filesystem::symlink_status(path, ec);
+  if (!ec && std::filesystem::is_symlink(st)) {
+    const auto target = std::filesystem::weakly_canonical(path, ec);
+    if (!ec) return write_file_atomic(target, data);
+  }
+  if (!ec && std::filesystem::exists(st) && !std::filesystem::is_regular_file(st) &&
+      !std::filesystem::is_directory(st))
+    return write_through(path, data);
   const auto dir = path.has_parent_path() ? path.parent_path() : std::filesystem::path(".");
   // Appended, not "." + name + ...: GCC 12 warns a false -Wrestrict on that rvalue chain once inlined.
   std::string name = ".";

@@ -1,6 +1,8 @@
 #pragma once
 // Durable, all-or-nothing file writes: write a temporary file beside the target, fsync it, rename it over
-// the target, fsync the directory. A crash at any point leaves either the old file or the new one.
+// the target, fsync the directory. A crash at any point leaves either the old file or the new one. A symbolic
+// link is followed (its target is replaced, the link kept); a device or FIFO (`-o /dev/stdout`) is written
+// to.
 #include <cstddef>
 #include <filesystem>
 #include <span>
