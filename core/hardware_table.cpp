@@ -1,4 +1,5 @@
 #include "core/hardware_table.hpp"
+#include "core/json_file.hpp"
 
 #include <algorithm>
 #include <filesystem>
@@ -48,7 +49,9 @@ std::vector<HardwarePeaks> load_hardware_table() {
   for (const auto& f : files) {
     nlohmann::json j;
     try {
-      j = nlohmann::json::parse(read_text_file(f));
+      const auto text = read_text_file(f);
+      j = nlohmann::json::parse(text);
+      reject_duplicate_keys(text, f.string());
     } catch (const nlohmann::json::exception& e) {  // parse_error, or out_of_range for 1e5000
       throw input_error(f.string() + ": malformed JSON: " + e.what());
     }

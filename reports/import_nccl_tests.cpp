@@ -1,4 +1,5 @@
 #include "reports/import_nccl_tests.hpp"
+#include "core/json_file.hpp"
 
 #include <algorithm>
 #include <array>
@@ -388,6 +389,7 @@ Parsed parse_json(const std::string& text, const std::string& source) {
   json j;
   try {
     j = json::parse(text);
+    reject_duplicate_keys(text, source);
   } catch (const json::parse_error& e) {
     throw input_error(source + ": malformed JSON at byte " + std::to_string(e.byte));
   } catch (const json::exception& e) {

@@ -1,4 +1,5 @@
 #include "resilience/failure_model.hpp"
+#include "core/json_file.hpp"
 
 #include <array>
 #include <cmath>
@@ -147,7 +148,9 @@ FailureModel load_failure_model(std::string_view name_or_path) {
   const auto path = resolve_config("failure-models", name_or_path);
   json j;
   try {
-    j = json::parse(read_text_file(path));
+    const auto text = read_text_file(path);
+    j = json::parse(text);
+    reject_duplicate_keys(text, path.string());
   } catch (const json::exception& e) {  // parse_error, or out_of_range for 1e5000
     throw input_error(path.string() + ": malformed JSON: " + e.what());
   }

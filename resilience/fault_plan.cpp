@@ -1,4 +1,5 @@
 #include "resilience/fault_plan.hpp"
+#include "core/json_file.hpp"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -418,6 +419,7 @@ FaultPlan load_fault_plan(std::string_view arg, int slots, double horizon_s, std
   const std::string content = read_text_file(std::string(text));
   auto j = nlohmann::json::parse(content, nullptr, false);
   if (j.is_discarded()) throw input_error(fmt::format("{}: not valid JSON", text));
+  reject_duplicate_keys(content, std::string(text));
   return parse_fault_json(j, std::string(text), slots, horizon_s, default_seed, spares);
 }
 

@@ -1,4 +1,5 @@
 #include "workloads/model_config.hpp"
+#include "core/json_file.hpp"
 
 #include <fmt/format.h>
 
@@ -148,6 +149,7 @@ ModelConfig parse_model_json(std::string_view text, const std::string& source_na
   } catch (const json::exception& e) {  // parse_error, or out_of_range for 1e5000
     throw input_error(fmt::format("{}: malformed JSON: {}", source_name, e.what()));
   }
+  reject_duplicate_keys(text, source_name);
   ObjectReader r(j, source_name, "$");
   ModelConfig m;
   m.name = r.string("name", std::nullopt);

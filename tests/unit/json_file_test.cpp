@@ -1,0 +1,40 @@
+// JSON inputs (core/json_file.hpp): an object that names a key twice is refused with the key's path, since
+// the parser would silently keep the last value (a rules file with "tolerance" twice loosened a CI gate).
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "core/error.hpp"
+#include "core/json_file.hpp"
+
+namespace fb {
+namespace {
+
+std::string error_of(const std::string& text) {
+  try {
+    (void)parse_json_text(text, "in.json");
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(JsonFile, DuplicateKeysAreRefusedWithTheirPath) {
+  EXPECT_EQ(error_of(R"({"tolerance": "5%", "rules": [], "tolerance": "500%"})"),
+            "in.json: $.tolerance: duplicate key");
+  EXPECT_EQ(error_of(R"({"results": [{"a": 1}, {"metrics": {"x": {"value": 1, "value": 2}}}]})"),
+            "in.json: $.results[1].metrics.x.value: duplicate key");
+  EXPECT_EQ(error_of(R"([[1, 2], {"k": [3, {"z": 0, "z": 1}]}])"), "in.json: $[1].k[1].z: duplicate key");
+}
+
+TEST(JsonFile, TheSameKeyInDifferentObjectsIsFine) {
+  const auto j = parse_json_text(R"({"a": {"v": 1}, "b": {"v": 2}, "c": [{"v": 3}, {"v": 4}]})", "in.json");
+  EXPECT_EQ(j["c"][1]["v"], 4);
+}
+
+TEST(JsonFile, MalformedJsonKeepsItsOwnMessage) {
+  EXPECT_EQ(error_of(R"({"a": 1,)"), "in.json: malformed JSON at byte 9");
+}
+
+}  // namespace
+}  // namespace fb
