@@ -91,6 +91,8 @@ double parse_duration(std::string_view text, std::string_view what) {
     throw bad("unknown unit (use ms, s, m, h or d)");
   const double seconds = number * scale;
   if (!std::isfinite(seconds)) throw bad("not a finite duration");
+  // Beyond a century a duration is a typo, and its nanoseconds no longer fit a 64-bit clock.
+  if (seconds > kMaxDurationSeconds) throw bad("at most 100 years");
   return seconds;
 }
 

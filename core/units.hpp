@@ -11,6 +11,7 @@ namespace fb {
 std::uint64_t parse_size(std::string_view text, std::string_view what = "size");
 
 // Seconds. Suffixes ns, us, ms, s, m, h, d; a bare number is seconds. Negative values are rejected.
+inline constexpr double kMaxDurationSeconds = 100 * 365.25 * 86400;  // parse_duration's ceiling: 100 years
 double parse_duration(std::string_view text, std::string_view what = "duration");
 
 // "8 B", "64 KiB", "1.5 GiB".

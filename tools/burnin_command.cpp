@@ -31,6 +31,13 @@ int run_burnin_command(const BurninCliOptions& cli, Session& session) {
     if (o.check_interval_s <= 0 || o.check_interval_s > o.duration_s)
       throw usage_error("invalid --check-interval '" + cli.check_interval + "': must be in (0, --duration]");
   }
+  // Every check keeps its checksum: a number of checks that does not fit memory (or an int) is a typo.
+  const double checks = o.duration_s / (o.check_interval_s > 0 ? o.check_interval_s : o.duration_s / 10);
+  if (checks > 1e7) {
+    throw usage_error(fmt::format("--duration {} / --check-interval {} is {:.3g} checks: at most 10 million",
+                                  cli.duration, cli.check_interval.empty() ? "(a tenth)" : cli.check_interval,
+                                  checks));
+  }
   if (cli.size < 0) throw usage_error(fmt::format("invalid --size {}: must be positive", cli.size));
   o.size = cli.size;
   o.seed = session.options().seed;

@@ -34,6 +34,10 @@ TEST(ParseDuration, AcceptsCommonUnits) {
   EXPECT_DOUBLE_EQ(parse_duration("500ms"), 0.5);
   EXPECT_DOUBLE_EQ(parse_duration("90s"), 90);
   EXPECT_DOUBLE_EQ(parse_duration("90"), 90);
+  // A century is the ceiling: beyond it, burnin --duration 1000000h overflowed its check count and passed
+  // at once.
+  EXPECT_DOUBLE_EQ(parse_duration("36500d"), 36500 * 86400.0);
+  EXPECT_THROW(parse_duration("1000000h"), Error);
   EXPECT_DOUBLE_EQ(parse_duration("15m"), 900);
   EXPECT_DOUBLE_EQ(parse_duration("2h"), 7200);
   EXPECT_DOUBLE_EQ(parse_duration("1d"), 86400);
