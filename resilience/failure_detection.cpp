@@ -62,6 +62,15 @@ std::vector<bool> sdc_outliers(const std::vector<std::uint64_t>& checksums, cons
   return out;
 }
 
+bool replicas_disagree(const std::vector<std::uint64_t>& checksums, const std::vector<int>& group) {
+  std::map<int, std::uint64_t> first;
+  for (std::size_t i = 0; i < checksums.size(); ++i) {
+    const auto [it, fresh] = first.emplace(group[i], checksums[i]);
+    if (!fresh && it->second != checksums[i]) return true;
+  }
+  return false;
+}
+
 int TrainResilienceHooks::failing_rank_from_heartbeats() const {
   // The rank that has not entered the step the others are blocked in is the one that hangs.
   std::vector<long long> entered;
@@ -96,13 +105,17 @@ bool TrainResilienceHooks::vote_sdc(std::int64_t step) {
   groups = allgather(mpi_, replica_group_);
   const auto odd = sdc_outliers(sums, groups);
   const auto it = std::find(odd.begin(), odd.end(), true);
-  if (it == odd.end()) return false;
+  // Two replicas that differ (or a tie) name nobody, but the state is corrupt: roll back all the same.
+  if (it == odd.end() && !replicas_disagree(sums, groups)) return false;
   if (mpi_.is_root()) {
     auto e = make_event(event::failure_detected);
     e["kind"] = "sdc";
-    e["rank"] = static_cast<int>(it - odd.begin());
+    e["rank"] = it == odd.end() ? -1 : static_cast<int>(it - odd.begin());
     e["step"] = step;
-    e["how"] = "replica checksum vote: the odd one out of its data-parallel group";
+    e["how"] =
+        it == odd.end()
+            ? "replica checksum vote: the data-parallel replicas differ and no majority names the odd one"
+            : "replica checksum vote: the odd one out of its data-parallel group";
     log(e, Durability::fsync);
   }
   return true;

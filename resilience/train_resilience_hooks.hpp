@@ -52,6 +52,9 @@ HangTimeoutPolicy parse_hang_timeout(const std::string& text);
 std::vector<double> straggler_scores(const std::vector<double>& times);
 // SDC vote: for each rank, true when its checksum differs from the majority of the ranks in its replica
 // group (same `group` value). Groups without a strict majority flag nobody. Pure.
+// True when some replica group holds more than one checksum: with two replicas (or a tie) nobody can be
+// named, but the state is corrupt all the same. Pure.
+bool replicas_disagree(const std::vector<std::uint64_t>& checksums, const std::vector<int>& group);
 std::vector<bool> sdc_outliers(const std::vector<std::uint64_t>& checksums, const std::vector<int>& group);
 
 // Defined in train_resilience_hooks.cpp (events, steps, fault injection), train_checkpointing.cpp (buffers,

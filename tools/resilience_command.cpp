@@ -82,16 +82,22 @@ std::vector<std::string> resilience_options_argv(const resilience::ResilienceOpt
 
 namespace {
 
-// SDC is detected by the replicas' checksum vote. With the dense optimizer state sharded over DP a flipped
-// master weight reaches every replica through the weights' all-gather, so no vote could see it.
+// SDC is detected by the replicas' checksum vote: with one replica there is nothing to compare, and with the
+// dense optimizer state sharded over DP a flipped master weight reaches every replica through the weights'
+// all-gather, so no vote could see it.
 void check_sdc_detectable(const resilience::FaultPlan& plan, const workloads::TrainOptions& train) {
-  if (!train.shape.distributed_optimizer || train.parallel.dp < 2) return;
   bool sdc = std::any_of(plan.faults.begin(), plan.faults.end(),
                          [](const auto& f) { return f.kind == resilience::FaultKind::sdc; });
   if (plan.random)
     for (const auto& [kind, share] : plan.random->mix)
       sdc = sdc || (kind == resilience::FaultKind::sdc && share > 0);
-  if (sdc)
+  if (!sdc) return;
+  if (train.parallel.dp < 2)
+    throw usage_error(
+        fmt::format("--faults injects sdc, which nothing detects with --dp {}: the replica vote compares the "
+                    "data-parallel replicas' weights; use 2 or more",
+                    train.parallel.dp));
+  if (train.shape.distributed_optimizer)
     throw usage_error(
         "--faults injects sdc, which --distributed-optimizer cannot detect: the replica vote needs a "
         "replicated master copy and ZeRO shards it over --dp; drop one of them");
@@ -212,6 +218,22 @@ int run_resilience(const ResilienceCommandOptions& o, Session& session) {
   // Validate the plan and options here, before anything is launched.
   if (o.spares < 0) throw usage_error(fmt::format("invalid --spares {}: must not be negative", o.spares));
   if (o.ranks < 1) throw usage_error(fmt::format("invalid --ranks {}: must be at least 1", o.ranks));
+  // The supervisor's ledger starts at the job's start, so a supervised job never continues another's
+  // checkpoints; it must not delete them either.
+  if (o.res.resume)
+    throw usage_error(
+        "resilience --resume: a supervised job starts from step 0 (its goodput ledger begins at the job's "
+        "start); continue a run's checkpoints with train --run-dir DIR --resume");
+  if (!o.res.run_dir.empty()) {
+    std::error_code ec;
+    for (const auto& e :
+         std::filesystem::directory_iterator(std::filesystem::path(o.res.run_dir) / "checkpoints", ec))
+      if (e.path().filename().string().rfind("step-", 0) == 0)
+        throw usage_error(fmt::format(
+            "--run-dir {} already holds checkpoints ({}/checkpoints/{}); resilience starts a fresh job "
+            "there: choose another directory or remove them",
+            o.res.run_dir, o.res.run_dir, e.path().filename().string()));
+  }
   const auto plan = resilience::load_fault_plan(o.res.faults, o.ranks + o.spares, 7 * 86400.0,
                                                 session.options().seed, o.spares);
   auto check = o.res;

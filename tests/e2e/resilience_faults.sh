@@ -53,6 +53,11 @@ H="[e for e in d['events'] if e['type'] == 'failure_detected' and e['kind'] == '
 assert_json "$T/hang.json" "__import__('re').fullmatch(r'rank 1 \(host .+, GPU 1\) never entered barrier #\d+ \(0 B\)', $H['calls'][0]) and $H['calls'][0] in $H['how'] and __import__('re').fullmatch(r'rank 0 .* entered barrier #\d+ \(0 B\) and never left \(waited .+\)', $H['calls'][1])" \
   "hang: the watchdog names the call rank 1 never entered and the rank waiting in it"
 kind_run sdc "sdc@step=7,rank=1" 3;    failure_is sdc sdc 1  # a vote needs a strict majority: 3 replicas
+# Two replicas cannot name the bad one, but differ: detected all the same (rank -1) and rolled back.
+kind_run sdc2 "sdc@step=7,rank=1" 2;   failure_is sdc2 sdc -1
+assert_json "$T/sdc2.json" "d['results'][0]['extra']['ledger']['checkpoints']['restored_steps'][-1] == 5" "sdc with 2 replicas: rolled back to step 5"
+expect_error sdc_dp1 2 "--faults injects sdc, which nothing detects with --dp 1" \
+  fb resilience --ranks 2 --tp 2 --faults "sdc@step=3,rank=1" --run-dir "$T/bad" -o "$T/bad.json"
 kind_run nan "nan@step=7,rank=1";      failure_is nan nan 1  # the rank whose own loss was NaN before the all-reduce
 assert_json "$T/sdc.json" "d['results'][0]['extra']['ledger']['checkpoints']['restored_steps'][-1] == 5" "sdc: rolled back to step 5"
 kind_run straggler "straggler@step=3,rank=1,factor=6"
@@ -66,6 +71,13 @@ assert_json "$T/corrupt.json" "d['results'][0]['extra']['ledger']['checkpoints']
 assert_json "$T/corrupt.json" "any('rank-00001.shard checksum mismatch' in s['reason'] for s in d['results'][0]['extra']['ledger']['checkpoints']['skipped'])" "ckpt-corrupt: reason names the shard"
 
 # --- Bad input: one line, exit 2, no report ----------------------------------------------------------------
+# A supervised job starts from step 0; it neither resumes nor deletes another run's checkpoints.
+expect_error resume 2 "resilience --resume: a supervised job starts from step 0" \
+  fb resilience --ranks 2 --faults "crash@step=3" --resume --run-dir "$T/bad" -o "$T/bad.json"
+mkdir -p "$T/kept/checkpoints/step-00000005"
+expect_error kept 2 "--run-dir $T/kept already holds checkpoints \\($T/kept/checkpoints/step-00000005\\)" \
+  fb resilience --ranks 2 --faults "crash@step=3" --run-dir "$T/kept" -o "$T/bad.json"
+[ -d "$T/kept/checkpoints/step-00000005" ] && ok "kept: the checkpoint is still there" || fail "kept: checkpoint deleted"
 expect_error badfault 2 "invalid --faults 'crsh@step=3': unknown fault kind 'crsh'" \
   fb resilience --ranks 2 --faults "crsh@step=3" --run-dir "$T/bad" -o "$T/bad.json"
 [ ! -e "$T/bad.json" ] && ok "no report on bad input" || fail "a report was written on bad input"

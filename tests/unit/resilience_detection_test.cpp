@@ -23,6 +23,11 @@ TEST(SdcVote, TheOddOneOutOfEachReplicaGroup) {
   EXPECT_EQ(sdc_outliers(sums, group), (std::vector<bool>{false, false, false, false, true, false}));
   // Two replicas that disagree: no strict majority, nobody is blamed.
   EXPECT_EQ(sdc_outliers({1, 2}, {0, 0}), (std::vector<bool>{false, false}));
+  // Two replicas that differ name nobody, yet they disagree: the state is corrupt and must roll back.
+  EXPECT_TRUE(replicas_disagree({1, 2}, {0, 0}));
+  EXPECT_TRUE(replicas_disagree({7, 7, 3, 4}, {0, 0, 1, 1}));
+  EXPECT_FALSE(replicas_disagree({7, 7, 3, 3}, {0, 0, 1, 1}));
+  EXPECT_FALSE(replicas_disagree({1, 2, 3}, {0, 1, 2}));  // one replica per group: nothing to compare
 }
 
 TEST(HangTimeout, AutoIsAMultipleOfTheStepTimeWithAFloor) {
