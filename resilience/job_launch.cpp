@@ -5,6 +5,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -139,10 +140,15 @@ pid_t spawn(const std::vector<std::string>& cmd, const fs::path& out_path, const
   argv.push_back(nullptr);
   for (auto& e : env) envp.push_back(e.data());
   envp.push_back(nullptr);
+  const pid_t parent = ::getpid();
   const pid_t child = ::fork();
   if (child < 0) throw runtime_error("fork failed");
   if (child == 0) {
     ::setpgid(0, 0);
+    // The launcher dies with the supervisor (SIGKILL, timeout, scancel): SIGTERM lets mpirun or srun end
+    // the ranks, so no job trains on alone in a run dir nobody accounts for.
+    ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (::getppid() != parent) std::_Exit(143);  // the supervisor was already gone
     const int fd = ::open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     if (fd >= 0) {
       ::dup2(fd, 1);
