@@ -150,8 +150,12 @@ void TrainResilienceHooks::watchdog_loop() {
   for (int tick = 0; !stop_; ++tick) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
     if (tick % 5 == 0) publish_call_state(calls, identity, false);
-    const double limit = grace * hang_.timeout(median_step_.load(), any_step_.load());
-    const double idle = wall_now() - last_progress_.load();
+    const double saving_since = saving_since_.load();
+    const bool in_save = saving_since >= 0;
+    const double step_limit = grace * hang_.timeout(median_step_.load(), any_step_.load());
+    const double limit =
+        in_save ? std::max({step_limit, grace * 60.0, 10 * longest_save_s_.load()}) : step_limit;
+    const double idle = wall_now() - (in_save ? saving_since : last_progress_.load());
     if (idle < limit || stop_) continue;
     auto e = make_event(event::failure_detected);
     const int culprit = failing_rank_from_heartbeats();
@@ -167,7 +171,8 @@ void TrainResilienceHooks::watchdog_loop() {
     }
     e["calls"] = diagnosis;
     e["how"] = fmt::format(
-        "watchdog on rank {}: no step completed in {:.1f} s (timeout {:.1f} s){}{}", mpi_.rank(), idle, limit,
+        "watchdog on rank {}: {} {:.1f} s (timeout {:.1f} s){}{}", mpi_.rank(),
+        in_save ? "a checkpoint save has not finished in" : "no step completed in", idle, limit,
         culprit >= 0 ? fmt::format("; rank {} has not entered the step the others wait in", culprit) : "",
         diagnosis.empty() ? "" : "; " + diagnosis.front());
     try {

@@ -203,7 +203,19 @@ void TrainResilienceHooks::commit_gathered(std::int64_t step, const ShardInfo& m
   log(e, Durability::fsync);
 }
 
+void TrainResilienceHooks::saving(bool begin) {
+  const double now = wall_now();
+  if (begin) {
+    saving_since_ = now;
+    return;
+  }
+  if (const double since = saving_since_.exchange(-1); since >= 0)
+    longest_save_s_ = std::max(longest_save_s_.load(), now - since);
+  last_progress_ = now;  // the save's time is not a step's
+}
+
 void TrainResilienceHooks::save_checkpoint(std::int64_t step) {
+  saving(true);
   if (async_.pending()) poll_async(true);  // one save in flight at a time
   const double t0 = wall_now();
   if (mpi_.is_root()) {
@@ -258,6 +270,7 @@ void TrainResilienceHooks::save_checkpoint(std::int64_t step) {
     interval_cost_s_ = std::max(cost, 1e-6);
     interval_s_ = daly_interval(interval_cost_s_, o_.mtbf_s);
   }
+  saving(false);
 }
 
 void TrainResilienceHooks::report_write_failure(std::int64_t step, const std::vector<int>& oks,

@@ -303,7 +303,11 @@ bool TrainResilienceHooks::deadline_reached() {
 }
 
 void TrainResilienceHooks::on_finish(std::int64_t last_step) {
-  if (async_.pending()) poll_async(true);
+  if (async_.pending()) {
+    saving(true);
+    poll_async(true);
+    saving(false);
+  }
   stop_ = true;
   if (watchdog_.joinable()) watchdog_.join();
   if (mpi_.is_root()) {

@@ -140,6 +140,12 @@ class TrainResilienceHooks final : public workloads::TrainHooks {
   std::atomic<double> last_progress_{0};
   std::atomic<double> median_step_{0};
   std::atomic<bool> any_step_{false};
+  // A checkpoint save (or the wait for an async one) in progress since this time (-1: none). It is I/O, not
+  // a step, so the watchdog gives it an allowance of its own: max(the step timeout, 60 s, 10 × the longest
+  // save so far); a slow, healthy save used to be taken for a hang.
+  std::atomic<double> saving_since_{-1};
+  std::atomic<double> longest_save_s_{0};
+  void saving(bool begin);
   std::vector<double> step_times_;
   int heartbeat_fd_ = -1;
 };
