@@ -67,6 +67,14 @@ workloads::CollectiveOptions resolve(const CollectiveCliOptions& cli, std::uint6
   const bool any_moe = cli.hidden || cli.experts || cli.top_k || cli.skew != 0;
   if (cli.moe_tokens) {
     if (!cli.experts || !cli.top_k) throw usage_error("--moe-tokens needs --experts and --top-k");
+    // Routing tables are built token by token before any buffer is sized: bound them first (an unsigned
+    // option also reads -5 as 2^64 - 5, which ran for hours).
+    const auto bounded = [](const char* option, std::uint64_t v, std::uint64_t max) {
+      if (v < 1 || v > max)
+        throw usage_error(fmt::format("invalid {} {}: must be in [1, {}]", option, v, max));
+    };
+    bounded("--moe-tokens", *cli.moe_tokens, std::uint64_t{1} << 24);
+    if (cli.hidden) bounded("--hidden", *cli.hidden, std::uint64_t{1} << 20);
     workloads::MoeRouting m;
     m.tokens = *cli.moe_tokens;
     m.hidden = cli.hidden.value_or(7168);  // DeepSeek-V3's hidden size, the DeepEP benchmark default
