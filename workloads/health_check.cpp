@@ -11,6 +11,7 @@
 #include "core/error.hpp"
 #include "core/nvml_loader.hpp"
 #include "core/rank_collectives.hpp"
+#include "core/units.hpp"
 
 namespace fb::workloads {
 
@@ -59,8 +60,11 @@ void validate_health_options(const HealthOptions& o) {
         fmt::format("invalid --expect-gpu '{}': expected H100, H200, B200, GB200 or GB300", o.expect_gpu));
   if (o.gemm_floor && !(*o.gemm_floor >= 0 && *o.gemm_floor <= 1))
     throw usage_error(fmt::format("invalid --gemm-floor {}: must be a fraction in [0, 1]", *o.gemm_floor));
-  if (o.gemm_size < 0)
-    throw usage_error(fmt::format("invalid --gemm-size {}: must be positive", o.gemm_size));
+  if (o.gemm_size < 0 || o.gemm_size > 65536)
+    throw usage_error(fmt::format("invalid --gemm-size {}: must be in [1, 65536]", o.gemm_size));
+  if (o.allreduce_bytes > (std::uint64_t{64} << 30))
+    throw usage_error(
+        fmt::format("invalid --allreduce-size {}: at most 64 GiB", format_bytes(o.allreduce_bytes)));
   if (!(o.min_free_memory >= 0 && o.min_free_memory <= 1))
     throw usage_error(
         fmt::format("invalid --min-free-memory {}: must be a fraction in [0, 1]", o.min_free_memory));

@@ -72,6 +72,19 @@ CheckOutcome check_checkpoint_dir(Context& c) {
     return outcome("checkpoint_dir", Verdict::fail,
                    fmt::format("{} is not writable: cannot create {}: {}", label, file.filename().string(),
                                std::strerror(errno)));
+  // Every rank of this host writes at once: together they must fit, with a tenth of the free space to spare.
+  if (struct statvfs fs{}; ::statvfs(dir.c_str(), &fs) == 0) {
+    const double free = static_cast<double>(fs.f_bavail) * static_cast<double>(fs.f_frsize);
+    const double need = static_cast<double>(bytes) * std::max(1, c.mpi.local_size());
+    if (need > 0.9 * free) {
+      ::close(fd);
+      ::unlink(file.c_str());
+      return outcome("checkpoint_dir", Verdict::fail,
+                     fmt::format("{}: {} per rank x {} rank(s) on this host would not fit: {} free", label,
+                                 format_bytes(bytes), std::max(1, c.mpi.local_size()),
+                                 format_bytes(static_cast<std::uint64_t>(free))));
+    }
+  }
   // Random data, so a compressing or deduplicating file system does not flatter the figure.
   std::vector<std::uint64_t> chunk((std::min<std::uint64_t>(bytes, 4ull << 20) + 7) / 8);
   SplitMix64 rng(derive_seed(c.options.seed, 0xC4E0 + static_cast<std::uint64_t>(c.mpi.rank())));

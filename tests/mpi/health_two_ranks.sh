@@ -99,4 +99,14 @@ expect_error bad_interval 2 "invalid --telemetry-interval '0ms': must be at leas
   fb health --backend host --telemetry-interval 0ms --output "$T/bad.json"
 expect_error bad_mode 2 "--telemetry" fb health --backend host --telemetry sometimes --output "$T/bad.json"
 [ ! -e "$T/bad.json" ] && ok "no report written on bad input" || fail "a report was written on bad input"
+expect_error big_allreduce 2 "invalid --allreduce-size 1 TiB: at most 64 GiB" fb health --backend host --allreduce-size 1T
+expect_error big_gemm 2 "invalid --gemm-size 99999999: must be in \[1, 65536\]" fb health --backend host --gemm-size 99999999
+
+# A checkpoint size the directory cannot hold fails the check with the reason, before anything is written
+# (1T used to write until the disk was full).
+mkdir -p "$T/ck"
+run_capture huge_ckpt fb health --backend host --checkpoint-size 1T --checkpoint-dir "$T/ck"
+[ "$RC" -eq 1 ] && grep -qE "FAIL checkpoint_dir: .*1 TiB per rank x 1 rank\(s\) on this host would not fit: .* free" "$T/huge_ckpt.out" \
+  && [ -z "$(ls -A "$T/ck")" ] && ok "1 TiB checkpoint: fails with the free space, nothing written" \
+  || fail "huge_ckpt: exit $RC: $(grep checkpoint "$T/huge_ckpt.out")"
 finish
