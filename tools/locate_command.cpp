@@ -84,10 +84,24 @@ Floors load_floors(const std::string& names) {
   while (std::getline(in, name, ',')) {
     const auto path = resolve_config("floors", name);
     const auto j = read_json_file(path);
+    if (!j.is_object())
+      throw input_error(
+          fmt::format("{}: $: expected an object with the floors (GB/s) by name", path.string()));
+    static const std::set<std::string> known{"name",
+                                             "description",
+                                             "source",
+                                             "allreduce_node_busbw_gbps",
+                                             "allreduce_network_busbw_gbps",
+                                             "p2p_node_bw_gbps"};
+    for (const auto& [key, value] : j.items()) {
+      if (!known.count(key)) throw input_error(fmt::format("{}: $.{}: unknown field", path.string(), key));
+      if ((key == "name" || key == "description" || key == "source") && !value.is_string())
+        throw input_error(fmt::format("{}: $.{}: expected a string", path.string(), key));
+    }
     auto take = [&](const char* key, double& into) {
       if (!j.contains(key)) return;
       if (!j[key].is_number() || j[key].get<double>() <= 0)
-        throw input_error(fmt::format("{}: {} must be a positive number", path.string(), key));
+        throw input_error(fmt::format("{}: $.{}: must be a positive number", path.string(), key));
       if (into == 0) into = j[key].get<double>();
     };
     take("allreduce_node_busbw_gbps", f.allreduce_node);
