@@ -3,6 +3,8 @@
 #include <cstdlib>
 #include <map>
 
+#include <fmt/format.h>
+
 #include "core/error.hpp"
 #include "core/units.hpp"
 
@@ -79,13 +81,16 @@ InjectedFaults parse_injected_faults(std::string_view spec) {
       l.delay_s = parse_duration(take("delay"), "delay");
       f.slow_links.push_back(l);
     } else if (kind == "slow-rank") {
+      if (f.slow_rank >= 0) bad(item, "one slow-rank entry per run (a second would replace the first)");
       f.slow_rank = static_cast<int>(number(item, "rank", take("rank")));
       f.slow_rank_delay_s = parse_duration(take("delay"), "delay");
     } else if (kind == "hang") {
+      if (f.hang_rank >= 0) bad(item, "one hang entry per run (a second would replace the first)");
       f.hang_rank = static_cast<int>(number(item, "rank", take("rank")));
       f.hang_call = number(item, "call", take("call"));
       if (f.hang_call == 0) bad(item, "call numbers start at 1");
     } else if (kind == "sdc") {
+      if (f.sdc_rank >= 0) bad(item, "one sdc entry per run (a second would replace the first)");
       f.sdc_rank = static_cast<int>(number(item, "rank", take("rank")));
       if (kv.count("check")) f.sdc_check = number(item, "check", take("check"));
       if (f.sdc_check == 0) bad(item, "check numbers start at 1");
@@ -95,6 +100,21 @@ InjectedFaults parse_injected_faults(std::string_view spec) {
     if (!kv.empty()) bad(item, "unknown key '" + std::string(kv.begin()->first) + "'");
   }
   return f;
+}
+
+void check_injected_ranks(const InjectedFaults& f, int world_size) {
+  const auto check = [&](int rank, const char* kind) {
+    if (rank >= world_size)
+      throw usage_error(fmt::format("{} '{}': {} names rank {}, but the job has ranks 0..{}", kVar, f.text,
+                                    kind, rank, world_size - 1));
+  };
+  for (const auto& l : f.slow_links) {
+    check(l.a, "slow-link");
+    check(l.b, "slow-link");
+  }
+  check(f.slow_rank, "slow-rank");
+  check(f.hang_rank, "hang");
+  check(f.sdc_rank, "sdc");
 }
 
 const InjectedFaults& injected_faults() {

@@ -4,6 +4,8 @@
 #include <memory>
 #include <string>
 
+#include <cmath>
+
 #include <fmt/format.h>
 
 #include "core/error.hpp"
@@ -44,6 +46,14 @@ int run_burnin_command(const BurninCliOptions& cli, Session& session) {
   injected_faults();  // a bad FACTORYBENCH_INJECT stops here
 
   auto& mpi = session.mpi();
+  check_injected_ranks(injected_faults(), mpi.size());
+  if (const auto& f = injected_faults(); f.sdc_rank >= 0) {
+    const auto runs = static_cast<std::uint64_t>(std::max(1.0, std::ceil(checks - 1e-9)));
+    if (f.sdc_check > runs)
+      throw usage_error(
+          fmt::format("FACTORYBENCH_INJECT '{}': sdc at check {}, but this burn-in runs {} check(s)", f.text,
+                      f.sdc_check, runs));
+  }
   auto& backend = session.backend();
   auto report = session.begin_report();
   const auto run = workloads::run_burnin(mpi, backend, o);

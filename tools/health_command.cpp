@@ -57,6 +57,11 @@ int run_health(const HealthCliOptions& cli, Session& session) {
   workloads::validate_health_options(o);
 
   auto& mpi = session.mpi();
+  for (const auto& [name, rank] :
+       {std::pair{"FACTORYBENCH_TEST_READONLY_CKPT_RANK", o.readonly_checkpoint_rank},
+        std::pair{"FACTORYBENCH_TEST_SLOW_GEMM_RANK", o.slow_gemm_rank}})
+    if (rank && *rank >= mpi.size())
+      throw usage_error(fmt::format("{} {}: the job has ranks 0..{}", name, *rank, mpi.size() - 1));
   auto& backend = session.backend();
   auto report = session.begin_report();
   const auto run = workloads::run_health_checks(mpi, backend, session.peak(), o, session.telemetry());

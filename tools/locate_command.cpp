@@ -287,6 +287,7 @@ int run_locate(const LocateCliOptions& cli, Session& session) {
   const double hang_timeout = parse_duration(cli.hang_timeout, "--hang-timeout");
   injected_faults();  // a bad FACTORYBENCH_INJECT stops here, before any measurement
   auto& mpi = session.mpi();
+  check_injected_ranks(injected_faults(), mpi.size());
   auto& backend = session.backend();
   const bool on_gpu = backend.kind() == BackendKind::cuda;
   if (sizes.empty()) sizes = {on_gpu ? 256ull << 20 : 1ull << 20};

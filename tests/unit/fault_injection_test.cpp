@@ -63,6 +63,31 @@ TEST(FaultInjectionTest, BadSpecsSayWhatIsWrong) {
   expect_usage("sdc@rank=1,when=2",
                "invalid FACTORYBENCH_INJECT entry 'sdc@rank=1,when=2': unknown key 'when'");
   expect_usage("slow-rank", "invalid FACTORYBENCH_INJECT entry 'slow-rank': expected KIND@key=value,...");
+  // A second slow-rank, hang or sdc entry used to replace the first without a word.
+  expect_usage(
+      "slow-rank@rank=3,delay=1ms;slow-rank@rank=6,delay=1ms",
+      "invalid FACTORYBENCH_INJECT entry 'slow-rank@rank=6,delay=1ms': one slow-rank entry per run (a "
+      "second would replace the first)");
+  expect_usage(
+      "sdc@rank=1;sdc@rank=3,check=2",
+      "invalid FACTORYBENCH_INJECT entry 'sdc@rank=3,check=2': one sdc entry per run (a second would "
+      "replace the first)");
+}
+
+TEST(FaultInjectionTest, RanksOutsideTheJobAreRefused) {
+  const auto f = parse_injected_faults("slow-link@ranks=0-5,delay=1ms");
+  EXPECT_NO_THROW(check_injected_ranks(f, 8));
+  try {
+    check_injected_ranks(f, 4);
+    ADD_FAILURE() << "expected a usage error";
+  } catch (const Error& e) {
+    EXPECT_STREQ(
+        e.what(),
+        "FACTORYBENCH_INJECT 'slow-link@ranks=0-5,delay=1ms': slow-link names rank 5, but the job has "
+        "ranks 0..3");
+  }
+  EXPECT_THROW(check_injected_ranks(parse_injected_faults("hang@rank=2,call=3"), 2), Error);
+  EXPECT_NO_THROW(check_injected_ranks(parse_injected_faults("sdc@rank=1"), 2));
 }
 
 }  // namespace
