@@ -58,18 +58,16 @@ Command add_import_command(CLI::App& app) {
       app.add_subcommand("import", "Turn nccl-tests or MLPerf Training output into a factorybench report");
   sub->require_subcommand(1);
   opt->nccl = sub->add_subcommand("nccl-tests", "nccl-tests output: its text table or its -J JSON file");
+  // Missing files and directories are named by the reader, in the words every other input uses.
   opt->nccl->add_option("files", opt->nccl_files, "nccl-tests output files (several: one report)")
-      ->required()
-      ->check(CLI::ExistingFile);
+      ->required();
   opt->nccl->add_option(
       "--op", opt->op,
       "The collective (allreduce, allgather, reducescatter, alltoall, broadcast, reduce, "
       "sendrecv, ...; nccl-tests names like all_reduce_perf_mpi work too). Default: from the "
       "output (\"Collective test starting\", a program name, or the table's shape)");
   opt->mlperf = sub->add_subcommand("mlperf", "MLPerf Training logs (:::MLLOG lines), one log per run");
-  opt->mlperf->add_option("logs", opt->mlperf_logs, "MLPerf log files, one per run")
-      ->required()
-      ->check(CLI::ExistingFile);
+  opt->mlperf->add_option("logs", opt->mlperf_logs, "MLPerf log files, one per run")->required();
   const std::string footer =
       "Output: the JSON report on stdout, or with -o/--output FILE written to FILE (atomically).\n"
       "Several nccl-tests files make one report: a size measured more than once (repetitions, or files of\n"
