@@ -19,7 +19,12 @@ struct ReportOptions {
 int run_report(const ReportOptions& opt, Session& session) {
   const auto format = reports::parse_report_format(opt.format);
   std::vector<reports::NamedReport> inputs;
-  for (const auto& path : opt.inputs) inputs.push_back({path, reports::read_report(path)});
+  for (const auto& path : opt.inputs) {
+    inputs.push_back({path, reports::read_report(path)});
+    if (inputs.back().report.schema != reports::kSchemaV1)  // as compare warns
+      log::warn("{}: schema {}, this build reads {}: fields it does not know are left out", path,
+                inputs.back().report.schema, reports::kSchemaV1);
+  }
   if (!session.is_root()) return 0;
   const std::string text = reports::render_report(inputs, format);
   const std::string& output = session.options().output;
