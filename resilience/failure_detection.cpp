@@ -179,6 +179,9 @@ void TrainResilienceHooks::watchdog_loop() {
       log(e, Durability::fsync);
     } catch (...) {
     }
+    // One line for whoever reads the console (alone, train has no supervisor to explain exit 75).
+    std::fprintf(stderr, "factorybench: error: hang: %s (exit %d; the timeline is in %s)\n",
+                 e["how"].get<std::string>().c_str(), kWatchdogExit, (dir_ / "events.jsonl").c_str());
     std::fflush(nullptr);
     std::_Exit(kWatchdogExit);  // the launcher tears the job down; the supervisor restarts it
   }

@@ -276,6 +276,15 @@ void TrainResilienceHooks::save_checkpoint(std::int64_t step) {
 void TrainResilienceHooks::report_write_failure(std::int64_t step, const std::vector<int>& oks,
                                                 const std::string& error) {
   // Not fatal: training goes on and the previous checkpoint stays the newest valid one.
+  if (mpi_.is_root()) {
+    std::string failed;
+    for (int r = 0; r < mpi_.size(); ++r)
+      if (oks[static_cast<std::size_t>(r)] != 1) failed += (failed.empty() ? "" : ", ") + std::to_string(r);
+    log::warn(
+        "checkpoint of step {} not saved: the shard write failed on rank(s) {}{}; the previous checkpoint "
+        "stays the newest",
+        step, failed, error.empty() ? "" : " (rank 0: " + error + ")");
+  }
   for (int r = 0; r < mpi_.size(); ++r) {
     if (oks[static_cast<std::size_t>(r)] == 1) continue;
     if (r == mpi_.rank()) {

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # A slow, healthy checkpoint save is not a hang: the watchdog gives a save (and the wait for an async one) an
 # allowance of its own (max(step timeout, 60 s, 10 x the longest save)). A save held 5 s in its shard phase,
-# longer than the 3 s floor of the auto step timeout, used to end the job with exit 75 and a "hang".
+# longer than the 3 s floor of the auto step timeout, used to end the job with exit 75 and a "hang". A real hang
+# still ends it, with one line on stderr; a failed save is a warning on the console.
 . "$(dirname "$0")/../lib.sh"
 cd "$T"
 
@@ -19,4 +20,15 @@ for mode in sync async; do
   grep '"type":"ckpt_commit"' "$T/$mode/events.jsonl" | grep -q '"step":6' && ok "$mode: the held save of step 6 committed" \
     || fail "$mode: step 6 not committed"
 done
+
+# A real hang still ends the job (exit 75), and train alone says so on stderr in one line.
+run_capture hang fb train --backend host --model tiny-dense --steps 6 --warmup-steps 0 --faults hang@step=2 \
+  --hang-timeout 3s --run-dir "$T/hang" -o "$T/hang.json"
+[ "$RC" -eq 75 ] && grep -qx "factorybench: error: hang: watchdog on rank 0: no step completed in .* (exit 75; the timeline is in $T/hang/events.jsonl)" "$T/hang.err" \
+  && ok "a hung step: exit 75 with one line on stderr" || fail "hang: exit $RC: $(cat "$T/hang.err")"
+# A failed save is not fatal, but the console says so.
+run_capture wfail fb train --backend host --model tiny-dense --steps 6 --warmup-steps 0 --checkpoint-every 2 \
+  --faults ckpt-write-fail@step=4 --run-dir "$T/wfail" -o "$T/wfail.json"
+[ "$RC" -eq 0 ] && grep -q "warning: checkpoint of step 4 not saved: the shard write failed on rank(s) 0 .*; the previous checkpoint stays the newest" "$T/wfail.err" \
+  && ok "a failed save: a warning, the run goes on" || fail "wfail: exit $RC: $(cat "$T/wfail.err")"
 finish
