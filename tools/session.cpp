@@ -1,5 +1,13 @@
 #include "tools/session.hpp"
 
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
+#include <fmt/format.h>
+
 #include "core/error.hpp"
 #include "core/logging.hpp"
 #include "core/units.hpp"
@@ -39,8 +47,27 @@ MpiContext& Session::mpi() {
     mpi_ = std::make_unique<MpiContext>(argc_, argv_);
     log::configure(mpi_->rank(), log::parse_level(options_.log_level), options_.quiet);
     mpi_->require_same_arguments(args_);
+    if (mpi_->is_root()) check_output_writable();
   }
   return *mpi_;
+}
+
+// Before a long benchmark, not after it: the report's directory must exist and take files (rank 0 writes).
+void Session::check_output_writable() const {
+  if (options_.output.empty()) return;
+  std::filesystem::path out(options_.output);
+  std::error_code ec;
+  const auto st = std::filesystem::status(out, ec);  // through symbolic links, as the writer goes
+  if (std::filesystem::is_directory(st))
+    throw usage_error(fmt::format("invalid -o/--output {}: a directory, not a file", options_.output));
+  if (std::filesystem::exists(st) && !std::filesystem::is_regular_file(st)) return;  // a device: written to
+  if (std::filesystem::exists(st)) out = std::filesystem::weakly_canonical(out, ec);
+  const auto dir = out.has_parent_path() ? out.parent_path() : std::filesystem::path(".");
+  if (!std::filesystem::is_directory(dir, ec))
+    throw usage_error(fmt::format("invalid -o/--output {}: no directory {}", options_.output, dir.string()));
+  if (::access(dir.c_str(), W_OK) != 0)
+    throw usage_error(fmt::format("invalid -o/--output {}: cannot write in {}: {}", options_.output,
+                                  dir.string(), std::strerror(errno)));
 }
 
 Backend& Session::backend() {

@@ -54,6 +54,7 @@ class Session {
   void collect_into(reports::Report* sink, std::string step);
 
  private:
+  void check_output_writable() const;
   int* argc_;
   char*** argv_;
   GlobalOptions options_;

@@ -23,5 +23,9 @@ expect_error tp_without_model 2 "need --model" fb "${G[@]}" --tp 8 -o "$T/r14.js
 expect_error zero_iters 2 "invalid --iters 0" fb gemm --backend host --iters 0 -o "$T/r15.json"
 expect_error bad_threshold 2 "invalid --outlier-threshold '150%'" fb "${G[@]}" --outlier-threshold 150% -o "$T/r16.json"
 expect_error bad_transpose 2 "invalid --ta 'X': expected N or T" fb "${G[@]}" --ta X -o "$T/r17.json"
+# An -o that cannot be written is refused before the benchmark runs, not after it.
+expect_error no_out_dir 2 "invalid -o/--output $T/no/such/r.json: no directory $T/no/such" fb -o "$T/no/such/r.json" "${G[@]}"
+mkdir -p "$T/adir"
+expect_error out_is_dir 2 "invalid -o/--output $T/adir: a directory, not a file" fb -o "$T/adir" "${G[@]}"
 for i in $(seq 1 17); do [ ! -e "$T/r$i.json" ] || fail "a report was written despite the error (r$i)"; done
 finish
