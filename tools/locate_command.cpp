@@ -259,7 +259,7 @@ int run_locate(const LocateCliOptions& cli, Session& session) {
   }
   if (!want_p2p && !want_bisection && !want_transport)  // nothing run would read as a PASS
     throw usage_error("invalid --tests '" + cli.tests + "': name at least one of p2p, bisection, transport");
-  if (cli.outlier_threshold <= 0 || cli.outlier_threshold >= 1)
+  if (!(cli.outlier_threshold > 0 && cli.outlier_threshold < 1))  // NaN too: it would never flag
     throw usage_error(
         fmt::format("invalid --outlier-threshold {:g}: must be a fraction in (0, 1)", cli.outlier_threshold));
   if (cli.min_p2p_bw && *cli.min_p2p_bw < 0)

@@ -46,9 +46,10 @@ std::vector<std::uint64_t> sweep_sizes(std::uint64_t min_bytes, std::uint64_t ma
   if (min_bytes > max_bytes)
     throw usage_error("invalid size range: -b/--minbytes " + std::to_string(min_bytes) +
                       " is larger than -e/--maxbytes " + std::to_string(max_bytes));
-  if (step == 0 && factor < 2)
+  // Above 1024 a factor is a typo or a negative number read unsigned (-2 is 2^64 - 2: one size only).
+  if (step == 0 && (factor < 2 || factor > 1024))
     throw usage_error("invalid -f/--stepfactor " + std::to_string(factor) +
-                      ": must be at least 2 (or use -i STEP)");
+                      ": must be in [2, 1024] (or use -i STEP)");
   std::vector<std::uint64_t> sizes;
   for (std::uint64_t s = min_bytes; s <= max_bytes;) {
     sizes.push_back(s);
