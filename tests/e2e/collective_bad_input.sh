@@ -5,7 +5,8 @@ cd "$T"
 
 C=(collective --backend host)
 expect_error min_gt_max 2 "minbytes.*larger than.*maxbytes" fb "${C[@]}" -b 1M -e 1K -o "$T/r1.json"
-expect_error factor_lt_2 2 "stepfactor 1.*at least 2" fb "${C[@]}" -b 8 -e 64 -f 1 -o "$T/r2.json"
+expect_error factor_lt_2 2 "stepfactor 1: must be in \\[2, 1024\\]" fb "${C[@]}" -b 8 -e 64 -f 1 -o "$T/r2.json"
+expect_error factor_wrapped 2 "stepfactor 18446744073709551614: must be in \\[2, 1024\\]" fb "${C[@]}" -b 8 -e 64 -f -2 -o "$T/r2.json"
 expect_error unknown_op 2 "--op 'allscatter'" fb "${C[@]}" --op allscatter -o "$T/r3.json"
 expect_error unknown_dtype 2 "dtype.*fp7" fb "${C[@]}" -d fp7 -o "$T/r4.json"
 expect_error too_large 2 "needs .* per rank.*free" fb "${C[@]}" -b 64T -e 64T -o "$T/r5.json"
