@@ -83,6 +83,20 @@ int run_suite(const SuiteOptions& opt, Session& session) {
     if (!ok) rc = 1;
     if (!ok && opt.fail_fast) {
       log::info("--fail-fast: stopping after the failed step");
+      // The steps not run are in the report as skipped, so it says why they have no figures.
+      for (std::size_t k = index; k < suite.steps.size(); ++k) {
+        const auto& rest = suite.steps[k];
+        reports::Result skipped;
+        skipped.benchmark = "suite";
+        skipped.name = rest.name;
+        skipped.params = {{"args", rest.args}};
+        reports::write_suite_step(skipped, rest.name);
+        skipped.status = reports::Status::skipped;
+        skipped.error = fmt::format("not run: --fail-fast after step '{}' failed", step.name);
+        report.results.push_back(std::move(skipped));
+        step_log.push_back(
+            {{"name", rest.name}, {"args", rest.args}, {"exit_code", nullptr}, {"skipped", true}});
+      }
       break;
     }
   }

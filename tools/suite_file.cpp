@@ -63,6 +63,12 @@ Suite parse_suite(const nlohmann::json& j, const std::string& src, const std::st
     if (step.args.front() == "suite") throw bad(where + ".command", "a suite cannot run another suite");
     if (s.contains("name") && !s["name"].is_string()) throw bad(where + ".name", "expected a string");
     step.name = s.value("name", fmt::format("{}-{}", i + 1, step.args.front()));
+    // A step's name keys its part of the combined report (summary.steps.NAME): it must be one, and unique.
+    if (step.name.empty() || step.name.find_first_of("/ \t") != std::string::npos)
+      throw bad(where + ".name", fmt::format("'{}' must be a non-empty word (no spaces or '/')", step.name));
+    for (const auto& other : suite.steps)
+      if (other.name == step.name)
+        throw bad(where + ".name", fmt::format("'{}' names an earlier step too", step.name));
     suite.steps.push_back(std::move(step));
   }
   return suite;
@@ -80,6 +86,17 @@ std::pair<std::unique_ptr<CLI::App>, CommandAction> parse_suite_step(const Suite
   GlobalOptions step_global;
   add_global_options(*app, step_global);
   const auto commands = add_all_commands(*app);
+  // As the command line says it (tools/main.cpp): CLI11 alone reads an unknown word as "a subcommand is
+  // required".
+  std::string known;
+  bool found = false;
+  for (const auto& c : commands) {
+    found = found || c.app->get_name() == step.args.front();
+    known += (known.empty() ? "" : ", ") + c.app->get_name();
+  }
+  if (!found)
+    throw usage_error(fmt::format("suite step '{}': unknown command '{}' (expected one of {})", step.name,
+                                  step.args.front(), known));
   std::vector<std::string> reversed(step.args.rbegin(), step.args.rend());  // CLI11 parses a reversed vector
   try {
     app->parse(reversed);

@@ -67,4 +67,16 @@ printf '{"steps": [{"command": 5}]}' >"$T/typed.json"
 expect_error typed_suite 2 'typed.json: \$.steps\[0\].command: expected a string' fb suite "$T/typed.json"
 printf '{"steps": [{"command": "info", "args": "--frobnicate"}]}' >"$T/unknown.json"
 expect_error unknown_opt 2 "suite step '1-info'" fb suite "$T/unknown.json"
+printf '{"steps": [{"name": "a", "command": "frob"}]}' >"$T/frob.json"
+expect_error unknown_cmd 2 "suite step 'a': unknown command 'frob' \\(expected one of info, " fb suite "$T/frob.json"
+printf '{"steps": [{"name": "a", "command": "info"}, {"name": "a", "command": "info"}]}' >"$T/dup.json"
+expect_error dup_name 2 "dup.json: \\$.steps\\[1\\].name: 'a' names an earlier step too" fb suite "$T/dup.json"
+
+# --fail-fast: the steps it did not run are in the report as skipped, with the reason.
+printf '{"steps": [{"name": "bad", "command": "health", "args": "--expect-gpu H200"}, {"name": "later", "command": "info"}]}' >"$T/ff.json"
+run_capture ff fb suite "$T/ff.json" --fail-fast -o "$T/ff_out.json"
+[ "$RC" -eq 1 ] && ok "fail-fast: exit 1" || fail "fail-fast: exit $RC"
+validate "$T/ff_out.json"
+assert_json "$T/ff_out.json" "[(r['status'], r['error']) for r in d['results'] if r['benchmark'] == 'suite' and r['name'] == 'later'] == [('skipped', \"not run: --fail-fast after step 'bad' failed\")]" "fail-fast: the step not run is skipped, with the reason"
+assert_json "$T/ff_out.json" "[s['name'] for s in d['summary']['suite']['steps']] == ['bad', 'later'] and d['summary']['suite']['steps'][1]['skipped'] is True" "fail-fast: summary lists both steps"
 finish
