@@ -26,7 +26,8 @@ struct HeadlineRule {
 
 // gemm: the fastest shape and its MFU; attention: the fastest shape's fwd+bwd TFLOP/s, its MFU and each
 // direction; collective: the peak bus bandwidth (nccl-tests' busbw); train: the step's MFU; resilience:
-// goodput and ETTR; simulate: the median projected goodput.
+// goodput and ETTR; simulate: the median projected goodput; health: the GEMM check against its expectation;
+// burnin: its TFLOP/s and SDC mismatches; locate: the median point-to-point bandwidth.
 constexpr std::array kRules{
     HeadlineRule{"gemm", "tflops", Pick::highest, {"mfu", "", ""}},
     HeadlineRule{"attention", "tflops", Pick::highest, {"mfu", "forward_tflops", "backward_tflops"}},
@@ -35,6 +36,9 @@ constexpr std::array kRules{
     HeadlineRule{"resilience", "goodput_pct", Pick::first, {"ettr", "failures", "mttf_s"}},
     HeadlineRule{"simulate", "goodput_pct", Pick::first, {"ettr", "job_mtbf_h", ""}},
     HeadlineRule{"mlperf", "time_to_train_min", Pick::first, {"", "", ""}},
+    HeadlineRule{"health", "tflops", Pick::first, {"expected_fraction", "", ""}},
+    HeadlineRule{"burnin", "tflops", Pick::first, {"sdc_mismatches", "gemms", ""}},
+    HeadlineRule{"locate", "p2p_bw_gbps", Pick::first, {"p2p_min_bw_gbps", "flagged_directions", ""}},
 };
 
 const HeadlineRule* rule_for(std::string_view benchmark) {
@@ -70,7 +74,9 @@ std::string metric_text(std::string_view name, const Metric& m) {
   if (!std::isfinite(m.value)) return fmt::format("{} n/a", label);
   if (m.unit == "fraction") return fmt::format("{} {:.1f}%", label, 100 * m.value);
   if (m.unit == "%") return fmt::format("{} {:.1f}%", label, m.value);
-  const bool unitless = m.unit == "count" || m.unit == "value" || m.unit == "score" || m.unit.empty();
+  if (m.unit == "count" && std::fabs(m.value) < 1e15)
+    return fmt::format("{} {:.0f}", label, m.value);  // 29910
+  const bool unitless = m.unit == "value" || m.unit == "score" || m.unit.empty();
   return fmt::format("{} {:.4g}{}", label, m.value, unitless ? "" : " " + m.unit);
 }
 
@@ -96,15 +102,19 @@ std::string figure_for(const std::vector<const Result*>& results) {
       if (rule->pick == Pick::first) break;
     }
   }
-  if (!best) {  // no rule, or no ok result carrying it: the first metric of the first result
+  if (!best) {  // no rule, or no ok result carrying it: the first metric by name of the first result
+    // By name, not by position: a report read back from JSON lists its metrics sorted, and the live one
+    // in the order they were set; both must print the same line.
     for (const Result* r : results)
       if (!r->metrics.empty()) {
         best = r;
-        head = &r->metrics.front().second;
         break;
       }
     if (!best) return "";
-    return fmt::format("{} ({})", metric_text(best->metrics.front().first, *head), best->name);
+    const auto& first_named =
+        *std::min_element(best->metrics.begin(), best->metrics.end(),
+                          [](const auto& a, const auto& b) { return a.first < b.first; });
+    return fmt::format("{} ({})", metric_text(first_named.first, first_named.second), best->name);
   }
   std::string out = fmt::format("{} ({})", head_text(rule->metric, *head), best->name);
   for (std::string_view name : rule->also) {
@@ -146,6 +156,7 @@ std::vector<Headline> headlines(const Report& report) {
       skipped += r->status == Status::skipped ? 1 : 0;
     }
     h.verdict = h.failed ? "FAILED" : skipped == h.results ? "skipped" : "ok";
+    if (!h.failed && skipped == h.results && groups[i].front()->error) h.reason = *groups[i].front()->error;
     h.figure = figure_for(groups[i]);
     out.push_back(std::move(h));
   }
@@ -158,7 +169,10 @@ std::string render_headlines(const std::vector<Headline>& lines) {
   std::string out;
   for (const auto& h : lines) {
     out += fmt::format("  {}  {}  {}", pad_right(h.step, width), pad_right(h.verdict, 7), h.figure);
-    if (h.failed) out += fmt::format("  [{} of {} failed: {}]", h.failed, h.results, h.reason);
+    if (h.failed)
+      out += fmt::format("  [{} of {} failed: {}]", h.failed, h.results, h.reason);
+    else if (!h.reason.empty())
+      out += fmt::format("[{}]", h.reason);  // a skipped step: why (its figure is empty)
     out += "\n";
   }
   return out;

@@ -82,6 +82,25 @@ TEST(HeadlineTest, OutsideASuiteStepsAreBenchmarksAndUnknownKindsShowTheirFirstM
   EXPECT_EQ(lines[0].figure, "fraction_of_expected 93.0% (rank0/gemm)");
 }
 
+TEST(HeadlineTest, HealthBurninAndLocateHaveRulesAndTheFallbackIgnoresMetricOrder) {
+  // A live report lists metrics as they were set, one read back from JSON sorted by name: the suite's own
+  // closing lines and `report --format summary` printed different figures for these steps.
+  Report rep;
+  rep.results.push_back(result("health", "device/rank0", "health",
+                               {{"multiprocessors", m(2, "count")}, {"memory_bytes", m(1e10, "bytes")}}));
+  rep.results.push_back(result("health", "gemm/rank0", "health",
+                               {{"tflops", m(0.17, "TFLOP/s")}, {"expected_fraction", m(0.93, "fraction")}}));
+  rep.results.push_back(result(
+      "burnin", "burnin/node/vm", "burnin",
+      {{"gemms", m(29910, "count")}, {"tflops", m(0.0626, "TFLOP/s")}, {"sdc_mismatches", m(0, "count")}}));
+  rep.results.push_back(result("other", "x", "other", {{"zeta", m(1, "count")}, {"alpha", m(2, "count")}}));
+  const auto lines = headlines(rep);
+  ASSERT_EQ(lines.size(), 3u);
+  EXPECT_EQ(lines[0].figure, "peak 0.17 TFLOP/s (gemm/rank0), expected_fraction 93.0%");
+  EXPECT_EQ(lines[1].figure, "peak 0.0626 TFLOP/s (burnin/node/vm), sdc_mismatches 0, gemms 29910");
+  EXPECT_EQ(lines[2].figure, "alpha 2 (x)");
+}
+
 TEST(HeadlineTest, SummaryFormatRendersOneLinePerStepUnderItsRun) {
   const std::string text = render_report({{"runs/a.json", suite_report()}}, parse_report_format("summary"));
   EXPECT_EQ(text.substr(0, text.find('\n')), "a: 4 steps, all ok");
