@@ -8,8 +8,8 @@
 //   hang@rank=R,call=K               rank R never enters its communication call #K (sequence numbers from 1)
 //   sdc@rank=R[,check=N]             rank R flips one bit of its burn-in result at SDC check N (default 1)
 //
-// several separated by ';' (one slow-rank, hang and sdc entry each; any number of slow links). Ranks are world
-// ranks, checked against the job (check_injected_ranks). The delay is a sleep, not a busy loop, so an
+// several separated by ';' (one slow-rank, hang and sdc entry each; any number of slow links). Ranks are
+// world ranks, checked against the job (check_injected_ranks). The delay is a sleep, not a busy loop, so an
 // oversubscribed CI machine still shows it as a slow link rather than as general noise.
 #include <cstdint>
 #include <string>
