@@ -146,8 +146,10 @@ void run_measurements(reports::Result& r, reports::TrainRunExtra& x, const Train
   r.set_per_rank("steps_completed", run.per_rank_steps);
   r.set_per_rank("last_step", run.per_rank_last_step);
   metric("memory_allocated_bytes_per_rank", static_cast<double>(run.allocated_bytes), "B", Better::lower);
-  metric("loss", run.loss, "value", Better::none);
-  metric("grad_norm", run.grad_norm, "value", Better::none);
+  if (run.steps_run > 0) {  // a resumed run with nothing left to train has no loss of its own
+    metric("loss", run.loss, "value", Better::none);
+    metric("grad_norm", run.grad_norm, "value", Better::none);
+  }
   metric("steps_completed", static_cast<double>(run.steps_run), "count", Better::none);
   if (plan.model.moe) metric("moe_load_imbalance", run.moe_imbalance, "ratio", Better::lower);
   double parts = 0;
@@ -181,8 +183,21 @@ reports::Result train_result(const TrainOptions& o, const TrainPlan& plan, const
   describe_listings(extra, plan);
   if (run) {
     auto& measured = extra.run.emplace();
-    const double step_time = throughput_metrics(r, measured, plan, *run, peak, world);
+    // No measured step (a resume at or past --steps, or only warm-up steps left): no figures rather than
+    // zeros, and the result says why.
+    const bool timed = !run->step_seconds.empty();
+    const double step_time = timed ? throughput_metrics(r, measured, plan, *run, peak, world) : 0.0;
     run_measurements(r, measured, plan, *run, step_time);
+    if (!timed) {
+      r.status = reports::Status::skipped;
+      r.error = run->steps_run == 0
+                    ? fmt::format("nothing to train: the run resumed at step {} and --steps is {}",
+                                  run->first_step - 1, o.steps)
+                    : fmt::format(
+                          "no measured step: the {} step(s) after step {} were all warm-up "
+                          "(--warmup-steps {})",
+                          run->steps_run, run->first_step - 1, o.warmup_steps);
+    }
   }
   reports::write_train_extra(r, extra);
   return r;

@@ -61,6 +61,11 @@ grep -q '"type":"ckpt_restore_end"' "$T/run/events.jsonl" && grep '"type":"ckpt_
   && ok "resume: restored step 2" || fail "resume: no restore of step 2 in $(grep restore "$T/run/events.jsonl")"
 assert_json "$T/resumed.json" "$M['loss']['value'] == json.load(open('$T/whole.json'))['results'][0]['metrics']['loss']['value'] and $M['grad_norm']['value'] == json.load(open('$T/whole.json'))['results'][0]['metrics']['grad_norm']['value']" "resume: the same loss and gradient norm as 4 uninterrupted steps"
 
+# Resumed at the last step there is nothing to train: the result is skipped and says so (no zero figures).
+run_capture again fb_mpirun 4 "${Z[@]}" --steps 4 --run-dir "$T/run" --checkpoint-every 2 --resume -o "$T/again.json"
+[ "$RC" -eq 0 ] || fail "again exit $RC: $(tail -3 "$T/again.err")"
+assert_json "$T/again.json" "d['results'][0]['status'] == 'skipped' and d['results'][0]['error'] == 'nothing to train: the run resumed at step 4 and --steps is 4' and 'loss' not in d['results'][0]['metrics'] and 'step_time_s' not in d['results'][0]['metrics']" "resume at the last step: skipped with the reason, no figures"
+
 # SDC cannot be detected with the master weights sharded: refused before the run dir or a report exists.
 for cmd in "fb_mpirun 2 train --backend host --model tiny-dense --dp 2 --steps 4 --distributed-optimizer --run-dir $T/sdc --faults sdc@step=2,rank=1" \
            "fb resilience --ranks 2 --model tiny-dense --steps 4 --distributed-optimizer --run-dir $T/sdc --faults random:mtbf=10s,mix=crash:0.5/sdc:0.5"; do
