@@ -225,14 +225,17 @@ int run_resilience(const ResilienceCommandOptions& o, Session& session) {
         "resilience --resume: a supervised job starts from step 0 (its goodput ledger begins at the job's "
         "start); continue a run's checkpoints with train --run-dir DIR --resume");
   if (!o.res.run_dir.empty()) {
+    const std::filesystem::path dir(o.res.run_dir);
     std::error_code ec;
-    for (const auto& e :
-         std::filesystem::directory_iterator(std::filesystem::path(o.res.run_dir) / "checkpoints", ec))
-      if (e.path().filename().string().rfind("step-", 0) == 0)
-        throw usage_error(fmt::format(
-            "--run-dir {} already holds checkpoints ({}/checkpoints/{}); resilience starts a fresh job "
-            "there: choose another directory or remove them",
-            o.res.run_dir, o.res.run_dir, e.path().filename().string()));
+    // The job's own checkpoints, or (--policy compare) those of each policy's job.
+    for (const auto& ckpt :
+         {dir / "checkpoints", dir / "none" / "checkpoints", dir / "drain" / "checkpoints"})
+      for (const auto& e : std::filesystem::directory_iterator(ckpt, ec))
+        if (e.path().filename().string().rfind("step-", 0) == 0)
+          throw usage_error(fmt::format(
+              "--run-dir {} already holds checkpoints ({}); resilience starts a fresh job there: choose "
+              "another directory or remove them",
+              o.res.run_dir, e.path().string()));
   }
   const auto plan = resilience::load_fault_plan(o.res.faults, o.ranks + o.spares, 7 * 86400.0,
                                                 session.options().seed, o.spares);

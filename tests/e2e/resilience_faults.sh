@@ -78,6 +78,9 @@ mkdir -p "$T/kept/checkpoints/step-00000005"
 expect_error kept 2 "--run-dir $T/kept already holds checkpoints \\($T/kept/checkpoints/step-00000005\\)" \
   fb resilience --ranks 2 --faults "crash@step=3" --run-dir "$T/kept" -o "$T/bad.json"
 [ -d "$T/kept/checkpoints/step-00000005" ] && ok "kept: the checkpoint is still there" || fail "kept: checkpoint deleted"
+mkdir -p "$T/kept2/drain/checkpoints/step-00000005"  # a --policy compare run's
+expect_error kept2 2 "--run-dir $T/kept2 already holds checkpoints \\($T/kept2/drain/checkpoints/step-00000005\\)" \
+  fb resilience --ranks 2 --faults "crash@step=3" --policy compare --run-dir "$T/kept2" -o "$T/bad.json"
 expect_error badfault 2 "invalid --faults 'crsh@step=3': unknown fault kind 'crsh'" \
   fb resilience --ranks 2 --faults "crsh@step=3" --run-dir "$T/bad" -o "$T/bad.json"
 [ ! -e "$T/bad.json" ] && ok "no report on bad input" || fail "a report was written on bad input"
