@@ -40,11 +40,8 @@ void ModelState::restore(std::span<const std::byte> in) {
       if (n) c_.backend.copy_to_device(*b, in.data() + at, n);
       at += n;
     }
-    if (r->count == 0) continue;
-    if (r->shards.shards() > 1)  // every rank restores at once (the resilience layer agrees first)
-      gather_sharded_weights(c_, *r, *region_group(c_, w_, *r), nullptr);
-    else
-      c_.k->convert_from_fp32(r->master.as<float>(), r->param.data(), c_.dt, r->count);
+    // Every rank restores at once (the resilience layer agrees first), so a sharded region all-gathers.
+    if (r->count) weights_from_master(c_, *r, region_group(c_, w_, *r));
   }
   c_.backend.synchronize();
 }

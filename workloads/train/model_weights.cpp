@@ -94,15 +94,11 @@ void initialise(StepContext& c, Region& r, Communicator* group, std::uint64_t se
       fill_random_host(host.data() + ten.offset, n, DType::fp32,
                        derive_seed(ten.tp_replicated ? replicated_seed : seed, r.seed_ids[t]), a / 16, a);
   }
-  if (r.shards.shards() > 1) {
-    for (const auto& p : r.shards.owned())
-      c.backend.copy_to_device(r.master, host.data() + p.global, static_cast<std::size_t>(p.count) * 4,
-                               static_cast<std::size_t>(p.local) * 4);
-    gather_sharded_weights(c, r, *group, nullptr);
-  } else {
-    c.backend.copy_to_device(r.master, host.data(), host.size() * 4);
-    c.k->convert_from_fp32(r.master.as<float>(), r.param.data(), c.dt, r.count);
-  }
+  // This rank's parts of the master weights (one shard: all of them), then the weights from them.
+  for (const auto& p : r.shards.owned())
+    c.backend.copy_to_device(r.master, host.data() + p.global, static_cast<std::size_t>(p.count) * 4,
+                             static_cast<std::size_t>(p.local) * 4);
+  weights_from_master(c, r, group);
   c.k->scale(r.m.data(), DType::fp32, r.master_count(), 0.0f);
   c.k->scale(r.v.data(), DType::fp32, r.master_count(), 0.0f);
 }
@@ -162,10 +158,14 @@ Communicator* region_group(StepContext& c, const ModelWeights& w, const Region& 
   return &r == &w.experts ? c.groups.edp.get() : c.groups.dp.get();
 }
 
-void gather_sharded_weights(StepContext& c, Region& r, Communicator& group, const char* name) {
-  if (r.shards.shards() <= 1) return;
+void weights_from_master(StepContext& c, Region& r, Communicator* group) {
   for (const auto& p : r.shards.owned())
     c.k->convert_from_fp32(r.master.as<float>() + p.local, c.at(r.param, p.global), c.dt, p.count);
+  if (group) allgather_weights(c, r, *group, nullptr);
+}
+
+void allgather_weights(StepContext& c, Region& r, Communicator& group, const char* name) {
+  if (r.shards.shards() <= 1) return;
   const auto& buckets = r.shards.buckets();
   for (std::size_t b = 0; b < buckets.size(); ++b) {
     const std::int64_t part = r.shards.part(b);

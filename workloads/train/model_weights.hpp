@@ -87,10 +87,12 @@ void linear_wgrad(StepContext& c, Region& r, std::int64_t t, const void* x, cons
 
 // The communicator a region's gradients are reduced over (dense: DP; experts: expert-DP) and its size.
 Communicator* region_group(StepContext& c, const ModelWeights& w, const Region& r);
-// Sharded regions: converts this rank's master shard into its part of the step-dtype weights, then
-// all-gathers every bucket's parts so each rank holds all the weights (counted as the step's collective
-// `name`, unless null: set-up and restores are not a step's traffic). Collective over the region's group;
-// nothing for an unsharded region.
-void gather_sharded_weights(StepContext& c, Region& r, Communicator& group, const char* name);
+// Sharded regions: all-gathers every bucket's parts of the step-dtype weights so each rank holds all of
+// them (counted as the step's collective `name`, unless null: set-up and restores are not a step's
+// traffic). Collective over the region's group; nothing for an unsharded region.
+void allgather_weights(StepContext& c, Region& r, Communicator& group, const char* name);
+// The step-dtype weights from this rank's master weights (its shard, or all of them), then all-gathered
+// over `group` (may be null for a region without one). Initialisation and restores.
+void weights_from_master(StepContext& c, Region& r, Communicator* group);
 
 }  // namespace fb::workloads::train

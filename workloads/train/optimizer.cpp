@@ -14,23 +14,19 @@ void add_region(StepContext& c, Region& r, double replicas, std::vector<kernels:
   const bool sharded = r.shards.shards() > 1;
   for (const auto& t : r.tensors) {
     const double weight = 1.0 / ((sharded ? 1.0 : replicas) * (t.tp_replicated ? tp : 1.0));
-    const auto add = [&](std::int64_t global, std::int64_t local, std::int64_t count) {
+    // One shard owns every element at its own offset: the whole tensor is one piece.
+    for (const auto& p : r.shards.owned_within(t.offset, t.in * t.out)) {
       kernels::AdamTensor a;
-      a.master = r.master.as<float>() + local;
-      a.m = r.m.as<float>() + local;
-      a.v = r.v.as<float>() + local;
-      a.grad = c.at(r.grad, global);
-      a.param = c.at(r.param, global);
-      a.count = count;
+      a.master = r.master.as<float>() + p.local;
+      a.m = r.m.as<float>() + p.local;
+      a.v = r.v.as<float>() + p.local;
+      a.grad = c.at(r.grad, p.global);
+      a.param = c.at(r.param, p.global);
+      a.count = p.count;
       a.grad_scale = scale;
       a.norm_weight = weight;
       out.push_back(a);
-    };
-    if (!sharded) {
-      add(t.offset, t.offset, t.in * t.out);
-      continue;
     }
-    for (const auto& p : r.shards.owned_within(t.offset, t.in * t.out)) add(p.global, p.local, p.count);
   }
 }
 
@@ -51,8 +47,9 @@ double Optimizer::step(std::int64_t step_number) {
   const double sq = adam_->step(p, true);
   // ZeRO-1: every rank updated its own parts; the weights are whole again after the all-gathers.
   if (w_.dense.shards.shards() > 1 || w_.experts.shards.shards() > 1) c_.mark(kDpComm);
-  gather_sharded_weights(c_, w_.dense, *c_.groups.dp, "dp_allgather/params");
-  if (w_.experts.count) gather_sharded_weights(c_, w_.experts, *c_.groups.edp, "edp_allgather/expert_params");
+  // Adam wrote this rank's parts of the weights; the all-gather brings the rest.
+  allgather_weights(c_, w_.dense, *c_.groups.dp, "dp_allgather/params");
+  if (w_.experts.count) allgather_weights(c_, w_.experts, *c_.groups.edp, "edp_allgather/expert_params");
   return sq;
 }
 
