@@ -89,7 +89,13 @@ Run parse_log(const MlperfLog& log) {
       if (!e.contains("time_ms") || !e["time_ms"].is_number() || !std::isfinite(e["time_ms"].get<double>()))
         throw input_error(
             fmt::format("{}:{}: {} event without a finite numeric \"time_ms\"", log.source, lineno, key));
-      return e["time_ms"].get<double>();
+      // mlperf_logging stamps events with the wall clock in ms since the Unix epoch; a negative stamp or
+      // one past the year 2286 (1e13 ms) is a garbled log, and would make an absurd time to train.
+      const double t = e["time_ms"].get<double>();
+      if (t < 0 || t > 1e13)
+        throw input_error(fmt::format("{}:{}: {} event: time_ms {:g} is not a time in ms since the epoch",
+                                      log.source, lineno, key, t));
+      return t;
     };
     const auto finite = [&](const json& v) {
       const double x = v.get<double>();

@@ -255,7 +255,9 @@ Parsed parse_text(const std::string& text, const std::string& source) {
     const auto t = split_ws(line);
     const bool comment =
         line.find_first_not_of(' ') != std::string::npos && line[line.find_first_not_of(' ')] == '#';
-    if (!comment && !t.empty() && is_integer(t[0])) {
+    // Inside a table any line that starts with a number is a row (a negative or fractional size is a
+    // garbled row, refused below, not a line to skip).
+    if (!comment && !t.empty() && (is_integer(t[0]) || (open && to_double(t[0])))) {
       if (!open) continue;  // a number outside a table (pids, log lines)
       Row row;
       row.line = lineno;

@@ -110,6 +110,31 @@ Result read_result(const Cursor& c) {
   return r;
 }
 
+// The run and tool fields that compare and the renderings read: a wrong type there would be taken for
+// "unknown" and silently skip a check (a world size of "eight" never warns about a size mismatch).
+void check_run_fields(const Cursor& root) {
+  if (root.has("run")) {
+    const Cursor run = root.at("run");
+    run.object();
+    for (const char* key : {"id", "command", "backend", "started_at", "finished_at"})
+      if (run.has(key)) run.at(key).str();
+    if (run.has("world_size")) {
+      const Cursor ws = run.at("world_size");
+      if (!ws.j.is_number_unsigned() && !(ws.j.is_number_integer() && ws.j.get<long long>() >= 0))
+        ws.fail("expected a non-negative integer or null");
+    }
+    if (run.has("hosts")) {
+      const Cursor hosts = run.at("hosts");
+      for (std::size_t i = 0; i < hosts.array().size(); ++i) hosts.at(i).str();
+    }
+  }
+  if (root.has("tool")) {
+    const Cursor tool = root.at("tool");
+    tool.object();
+    if (tool.has("version")) tool.at("version").str();
+  }
+}
+
 }  // namespace
 
 nlohmann::json to_json(const Report& report) {
@@ -127,6 +152,7 @@ Report report_from_json(const nlohmann::json& j, const std::string& source) {
   report.schema = root.at("schema").str();
   if (report.schema.rfind("factorybench.report/", 0) != 0)
     root.at("schema").fail("not a factorybench report (schema \"" + report.schema + "\")");
+  check_run_fields(root);
   if (j.contains("tool")) report.tool = root.at("tool").object();
   if (j.contains("run")) report.run = root.at("run").object();
   if (j.contains("system")) report.system = root.at("system").object();

@@ -13,6 +13,7 @@
 #include "core/units.hpp"
 #include "reports/burnin_console.hpp"
 #include "tools/commands.hpp"
+#include "tools/positive_option.hpp"
 #include "workloads/burnin.hpp"
 
 namespace fb::tools {
@@ -82,7 +83,8 @@ Command add_burnin_command(CLI::App& app) {
   sub->add_option("--duration", opt->duration, "How long to run (10s, 20m, 2h)")->capture_default_str();
   sub->add_option("--check-interval", opt->check_interval,
                   "Time between SDC checks (default: a tenth of --duration)");
-  sub->add_option("--size", opt->size, "GEMM m = n = k (default 8192 on cuda, 256 on host)");
+  sub->add_option("--size", opt->size, "GEMM m = n = k (default 8192 on cuda, 256 on host)")
+      ->check(given_at_least_one("--size"));
   return {sub, [opt](Session& s) { return run_burnin_command(*opt, s); }};
 }
 

@@ -11,6 +11,7 @@
 #include "core/error.hpp"
 #include "reports/gemm_console.hpp"
 #include "tools/commands.hpp"
+#include "tools/positive_option.hpp"
 #include "workloads/gemm_benchmark.hpp"
 #include "workloads/model_config.hpp"
 
@@ -167,7 +168,8 @@ Command add_gemm_command(CLI::App& app) {
   sub->add_option("--model", opt->model,
                   "The GEMMs of one transformer layer of this model (preset name or JSON file)");
   sub->add_option("--tp", opt->tp, "--model: tensor-parallel degree")->capture_default_str();
-  sub->add_option("--seq", opt->seq, "--model: sequence length (default: the model's)");
+  sub->add_option("--seq", opt->seq, "--model: sequence length (default: the model's)")
+      ->check(given_at_least_one("--seq"));
   sub->add_option("--micro-batch", opt->micro_batch, "--model: sequences per micro-batch")
       ->capture_default_str();
   return {sub, [opt](Session& s) { return run_gemm(*opt, s); }};

@@ -21,6 +21,7 @@
 #include "resilience/failure_model.hpp"
 #include "resilience/simulation_result.hpp"
 #include "tools/commands.hpp"
+#include "tools/positive_option.hpp"
 
 namespace fb::tools {
 namespace {
@@ -252,7 +253,8 @@ Command add_simulate_command(CLI::App& app) {
       "simulate",
       "Cluster-scale goodput: Monte Carlo of failures, checkpoints and restarts (no device needed)");
   sub->add_option("--gpus", opt->gpus, "GPUs in the job");
-  sub->add_option("--gpus-per-node", opt->gpus_per_node, "GPUs per node (default: the failure model's)");
+  sub->add_option("--gpus-per-node", opt->gpus_per_node, "GPUs per node (default: the failure model's)")
+      ->check(given_at_least_one("--gpus-per-node"));
   sub->add_option("--days", opt->days, "Wall-time window of the job in days (default 30)");
   sub->add_option(
       "--work-days", opt->work_days,

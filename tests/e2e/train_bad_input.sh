@@ -36,6 +36,17 @@ expect_error no_fit 2 "llama3.1-405b does not fit: each rank needs about .* try 
   fb train --backend host --model llama3.1-405b --steps 2 --warmup-steps 1 -o "$T/no_fit.json"
 no_report no_fit
 
+# 0 stands for "the default" only when the option is left out; typed, it is refused, not read as the default.
+for opt in --seq --layers --dp; do
+  expect_error "zero${opt}" 2 "invalid $opt 0: must be at least 1 \(leave the option out for the default\)" \
+    fb train --backend host --model tiny-dense $opt 0 -o "$T/zero${opt}.json"
+  no_report "zero${opt}"
+done
+expect_error zero_gemm_seq 2 "invalid --seq 0: must be at least 1" fb gemm --backend host --model tiny-dense --seq 0
+expect_error zero_burnin_size 2 "invalid --size 0: must be at least 1" fb burnin --backend host --size 0
+expect_error zero_health_gemm 2 "invalid --gemm-size 0: must be at least 1" fb health --backend host --gemm-size 0
+expect_error zero_gpus_per_node 2 "invalid --gpus-per-node 0: must be at least 1" fb simulate --gpus 8 --gpus-per-node 0
+
 expect_error bad_recompute 2 "invalid --recompute 'some'" fb train --backend host --recompute some
 expect_error bad_layers 2 "invalid --layers 9: tiny-dense has only 2 layers" fb train --backend host --layers 9
 expect_error pp_layers 2 "--pp 2 does not divide tiny-moe's layers \(3\)" \

@@ -6,6 +6,8 @@
 #include <set>
 #include <string>
 
+#include <fmt/format.h>
+
 #include "core/error.hpp"
 #include "reports/import_mlperf.hpp"
 #include "reports/import_nccl_tests.hpp"
@@ -231,6 +233,18 @@ TEST(ImportNcclTests, ErrorsSayWhere) {
   } catch (const Error& e) {
     EXPECT_EQ(std::string(e.what()), "ag.txt:14: column time: expected a number, got 'xx.xx'");
   }
+  // A row of the table that is not a plain count is refused, not taken for a comment line and dropped.
+  for (const char* size : {"-4096", "4096.5"}) {
+    std::string garbled = kText;
+    garbled.replace(garbled.find("        4096           512"), 12, fmt::format("{:>12}", size));
+    try {
+      import_nccl_tests(garbled, "ag.txt");
+      ADD_FAILURE() << "accepted size " << size;
+    } catch (const Error& e) {
+      EXPECT_EQ(std::string(e.what()),
+                fmt::format("ag.txt:14: column size: '{}' is not a plausible size", size));
+    }
+  }
   EXPECT_THROW(import_nccl_tests("hello\nworld\n", "empty.txt"), Error);
 }
 
@@ -331,6 +345,18 @@ TEST(ImportMlperf, TimesMustBeOrderedAndFinite) {
   const std::string huge =
       ":::MLLOG {\"time_ms\": 1e999, \"key\": \"run_start\", \"value\": null, \"metadata\": {}}\n";
   EXPECT_THROW(import_mlperf({{"inf.log", huge}}), Error);
+  const std::string far =
+      ":::MLLOG {\"time_ms\": 1e300, \"key\": \"run_start\", \"value\": null, \"metadata\": {}}\n" +
+      mllog("run_stop", "null", t0);
+  try {
+    import_mlperf({{"far.log", far}});
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "far.log:1: run_start event: time_ms 1e+300 is not a time in ms since the epoch");
+  }
+  EXPECT_THROW(import_mlperf({{"neg.log", mllog("run_start", "null", -5) + mllog("run_stop", "null", 10)}}),
+               Error);
   const std::string nan_throughput =
       mllog("run_start", "null", t0) + ":::MLLOG {\"time_ms\": 1, \"key\": \"throughput\", \"value\": NaN}\n";
   EXPECT_THROW(import_mlperf({{"nan.log", nan_throughput}}), Error);

@@ -75,6 +75,42 @@ TEST(ReportJson, ErrorsNameTheJsonPath) {
   EXPECT_THROW(report_from_json(s, "x"), Error);
 }
 
+// Fields that compare and the renderings read: a wrong type is refused rather than read as "unknown".
+TEST(ReportJson, RunFieldsOfTheWrongTypeAreRefusedWithTheirPath) {
+  const auto refused = [](nlohmann::json j, const std::string& path_and_reason) {
+    try {
+      report_from_json(j, "run.json");
+      ADD_FAILURE() << "accepted " << j["run"].dump() << " " << j["tool"].dump();
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::input);
+      EXPECT_NE(std::string(e.what()).find("run.json: " + path_and_reason), std::string::npos) << e.what();
+    }
+  };
+  auto j = to_json(sample_report());
+  j["run"]["world_size"] = "eight";
+  refused(j, "$.run.world_size: expected a non-negative integer or null");
+  j["run"]["world_size"] = 2.5;
+  refused(j, "$.run.world_size: expected a non-negative integer or null");
+  j["run"]["world_size"] = -4;
+  refused(j, "$.run.world_size: expected a non-negative integer or null");
+  j = to_json(sample_report());
+  j["run"]["hosts"] = {"node1", 7};
+  refused(j, "$.run.hosts[1]: expected a string");
+  j = to_json(sample_report());
+  j["run"]["backend"] = 1;
+  refused(j, "$.run.backend: expected a string");
+  j = to_json(sample_report());
+  j["run"] = "yesterday";
+  refused(j, "$.run: expected an object");
+  j = to_json(sample_report());
+  j["tool"]["version"] = 0.1;
+  refused(j, "$.tool.version: expected a string");
+  // null means unknown (an import whose source did not say) and is kept.
+  j = to_json(sample_report());
+  j["run"]["world_size"] = nullptr;
+  EXPECT_TRUE(report_from_json(j, "run.json").run["world_size"].is_null());
+}
+
 TEST(ReportJson, WriteIsAtomicAndReadable) {
   const auto dir = std::filesystem::temp_directory_path() / "fb_report_json_test";
   std::filesystem::create_directories(dir);
