@@ -409,10 +409,13 @@ FaultPlan parse_fault_json(const nlohmann::json& j, const std::string& source, i
 FaultPlan load_fault_plan(std::string_view arg, int slots, double horizon_s, std::uint64_t default_seed,
                           int spares) {
   const auto text = trim(arg);
-  if (text.find('@') != std::string_view::npos || text.starts_with("random:"))
-    return parse_fault_spec(text, slots, horizon_s, default_seed, spares);
   std::error_code ec;
-  if (!std::filesystem::is_regular_file(std::string(text), ec))
+  // A file of that name is the plan, even one whose name holds '@' (runs/crash@3.json); anything else is
+  // a spec.
+  const bool file = std::filesystem::is_regular_file(std::string(text), ec);
+  if (!file && (text.find('@') != std::string_view::npos || text.starts_with("random:")))
+    return parse_fault_spec(text, slots, horizon_s, default_seed, spares);
+  if (!file)
     throw usage_error(fmt::format(
         "invalid --faults '{}': not a fault spec (KIND@step=N, KIND@time=D, random:…) and no such file",
         text));

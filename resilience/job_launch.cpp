@@ -32,10 +32,31 @@ namespace fb::resilience {
 namespace fs = std::filesystem;
 namespace {
 
+// The binary every attempt runs: this process's, by the path it was started from. The path is read once:
+// a redeploy that renames a new binary over it leaves /proc/self/exe naming "PATH (deleted)", which no
+// relaunch can execute; the path itself then holds the new build, which a relaunch runs, with a warning.
 std::string self_exe() {
-  std::error_code ec;
-  auto p = fs::read_symlink("/proc/self/exe", ec);
-  return ec ? std::string("factorybench") : p.string();
+  struct Exe {
+    std::string path = "factorybench";
+    struct stat st {};
+    bool known = false;
+  };
+  static const Exe first = [] {
+    Exe e;
+    std::error_code ec;
+    const auto p = fs::read_symlink("/proc/self/exe", ec);
+    if (ec) return e;
+    e.path = p.string();
+    e.known = ::stat(e.path.c_str(), &e.st) == 0;
+    return e;
+  }();
+  struct stat now {};
+  if (first.known && ::stat(first.path.c_str(), &now) == 0 &&
+      (now.st_ino != first.st.st_ino || now.st_dev != first.st.st_dev ||
+       now.st_mtim.tv_sec != first.st.st_mtim.tv_sec || now.st_mtim.tv_nsec != first.st.st_mtim.tv_nsec))
+    log::warn("supervisor: {} was replaced since the job started; this attempt runs the new binary",
+              first.path);
+  return first.path;
 }
 
 // Runs a command without a shell and returns its stdout ("" when it cannot run).

@@ -83,8 +83,7 @@ Command add_burnin_command(CLI::App& app) {
   sub->add_option("--duration", opt->duration, "How long to run (10s, 20m, 2h)")->capture_default_str();
   sub->add_option("--check-interval", opt->check_interval,
                   "Time between SDC checks (default: a tenth of --duration)");
-  sub->add_option("--size", opt->size, "GEMM m = n = k (default 8192 on cuda, 256 on host)")
-      ->check(given_at_least_one("--size"));
+  add_count_option(*sub, "--size", opt->size, "GEMM m = n = k (default 8192 on cuda, 256 on host)");
   return {sub, [opt](Session& s) { return run_burnin_command(*opt, s); }};
 }
 

@@ -168,8 +168,7 @@ Command add_gemm_command(CLI::App& app) {
   sub->add_option("--model", opt->model,
                   "The GEMMs of one transformer layer of this model (preset name or JSON file)");
   sub->add_option("--tp", opt->tp, "--model: tensor-parallel degree")->capture_default_str();
-  sub->add_option("--seq", opt->seq, "--model: sequence length (default: the model's)")
-      ->check(given_at_least_one("--seq"));
+  add_count_option(*sub, "--seq", opt->seq, "--model: sequence length (default: the model's)");
   sub->add_option("--micro-batch", opt->micro_batch, "--model: sequences per micro-batch")
       ->capture_default_str();
   return {sub, [opt](Session& s) { return run_gemm(*opt, s); }};

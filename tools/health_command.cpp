@@ -93,8 +93,7 @@ Command add_health_command(CLI::App& app) {
       "--gemm-floor", opt->gemm_floor,
       "Fail the GEMM below this fraction of the expected throughput (MAMF on GPUs, the job's median "
       "rank on the host). Default: the device class's floor in configs/hardware (0.8 GPUs, 0.5 host)");
-  sub->add_option("--gemm-size", opt->gemm_size, "GEMM m = n = k (default 8192 on cuda, 768 on host)")
-      ->check(given_at_least_one("--gemm-size"));
+  add_count_option(*sub, "--gemm-size", opt->gemm_size, "GEMM m = n = k (default 8192 on cuda, 768 on host)");
   sub->add_option("--allreduce-size", opt->allreduce_size,
                   "All-reduce size (default 256M on cuda, 4M on host)");
   sub->add_option("--checkpoint-dir", opt->checkpoint_dir, "Directory checkpoints will be written to")

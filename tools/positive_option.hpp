@@ -1,30 +1,27 @@
 #pragma once
 // Count options whose unset value, 0, stands for "the default" (--seq: the model's, --layers: all of them,
-// --dp: world / (tp · pp)). A 0 typed on the command line is refused rather than silently read as that
-// default: "invalid --seq 0: must be at least 1 (leave the option out for the default)", exit 2.
+// --dp: world / (tp · pp)). A value below 1 typed on the command line is refused rather than silently read
+// as that default: "invalid --seq 0: must be at least 1 (leave the option out for the default)", exit 2.
 #include <string>
 
 #include <CLI/CLI.hpp>
 
 namespace fb::tools {
 
-inline CLI::Validator given_at_least_one(const std::string& option) {
-  return CLI::Validator(
-      [option](std::string& text) -> std::string {
-        long long v = 0;
-        try {
-          std::size_t used = 0;
-          v = std::stoll(text, &used);
-          if (used != text.size()) return {};  // not an integer: the conversion names it
-        } catch (const std::exception&) {
-          return {};
-        }
-        if (v >= 1) return {};
-        // CLI11 reports a ValidationError from a validator as a usage error with exactly this message.
-        throw CLI::ValidationError("invalid " + option + " " + text +
-                                   ": must be at least 1 (leave the option out for the default)");
+template <class T>
+CLI::Option* add_count_option(CLI::App& app, const std::string& name, T& value, const std::string& help) {
+  auto* option = app.add_option_function<T>(
+      name,
+      [&value, name](const T& v) {
+        // CLI11 reports a ValidationError from a callback as a usage error with exactly this message.
+        if (v < 1)
+          throw CLI::ValidationError("invalid " + name + " " + std::to_string(v) +
+                                     ": must be at least 1 (leave the option out for the default)");
+        value = v;
       },
-      "N>=1");
+      help);
+  option->type_name("N");
+  return option;
 }
 
 }  // namespace fb::tools

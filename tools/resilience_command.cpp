@@ -17,6 +17,7 @@
 #include "core/error.hpp"
 #include "core/logging.hpp"
 #include "core/mpi_context.hpp"
+#include "core/system_info.hpp"
 #include "core/units.hpp"
 #include "reports/resilience_console.hpp"
 #include "resilience/event_log.hpp"
@@ -212,12 +213,66 @@ resilience::ResilienceRunParams run_params(const ResilienceCommandOptions& o, co
 void supervise(const ResilienceCommandOptions& o, resilience::SupervisorOptions& s, Session& session,
                reports::Report& report);
 
+// True when every process of a launch starts on this host: mpirun given no hosts (-H, --host, --hostfile,
+// --machinefile) or no launcher at all.
+bool all_ranks_here(const ResilienceCommandOptions& o) {
+  if (o.launcher == resilience::Launcher::srun) return false;
+  for (const auto& a : split_args(o.launcher_args))
+    if (a == "-H" || a.starts_with("--host") || a.starts_with("-host") || a.starts_with("--machinefile") ||
+        a.starts_with("-machinefile") || a.starts_with("--default-hostfile"))
+      return false;
+  return true;
+}
+
+// --ranks + --spares: at most 2^17 (beyond the largest published training jobs), and, when they all start
+// on this host, at most 16 per core (more is a typo, not a test).
+void check_rank_count(const ResilienceCommandOptions& o) {
+  const long long total = static_cast<long long>(o.ranks) + o.spares;
+  if (total > (1 << 17))
+    throw usage_error(fmt::format("invalid --ranks {}: {} ranks with --spares exceed the limit of {}",
+                                  o.ranks, total, 1 << 17));
+  const long long cores = std::max(1u, std::thread::hardware_concurrency());
+  if (all_ranks_here(o) && total > 16 * cores)
+    throw usage_error(fmt::format(
+        "invalid --ranks {}: {} processes would start on this host of {} cores (name the hosts with "
+        "--launcher-args \"--hostfile FILE\")",
+        o.ranks, total, cores));
+}
+
+// --state-bytes against this host, before a launch: each rank holds its checkpoint buffer(s) in host memory,
+// and the run dir holds --keep checkpoints of every rank plus the one being written. Given no
+// hosts mpirun puts all --ranks here; otherwise (a hostfile, srun) at least one rank is. The job checks its
+// own host again (resilience/train_checkpointing.cpp), where the launcher put its ranks.
+void check_state_bytes_fit(const ResilienceCommandOptions& o, std::uint64_t bytes) {
+  const std::uint64_t copies = o.res.async_checkpoint ? 2 : 1;
+  const std::uint64_t here = all_ranks_here(o) ? static_cast<std::uint64_t>(o.ranks) : 1;
+  const std::uint64_t available = read_host_info().memory_available_bytes;
+  if (available > 0 && static_cast<double>(bytes) * copies * here > 0.9 * static_cast<double>(available))
+    throw usage_error(fmt::format(
+        "invalid --state-bytes {}: {} rank(s) on this host x {} checkpoint buffer(s) of it exceed 90% of "
+        "the host's available memory ({})",
+        o.state_bytes, here, copies, format_bytes(available)));
+  if (o.res.run_dir.empty() || (o.res.checkpoint_every <= 0 && o.res.checkpoint_interval.empty())) return;
+  std::filesystem::path dir = std::filesystem::absolute(o.res.run_dir);
+  std::error_code ec;
+  while (!std::filesystem::exists(dir, ec) && dir.has_parent_path() && dir != dir.parent_path())
+    dir = dir.parent_path();
+  const auto space = std::filesystem::space(dir, ec);
+  const double need = static_cast<double>(bytes) * static_cast<double>(o.ranks) * (o.res.keep + 1);
+  if (!ec && need > 0.9 * static_cast<double>(space.available))
+    throw usage_error(fmt::format(
+        "invalid --state-bytes {}: --keep {} + 1 checkpoints of {} rank(s) need {}, but {} has {} free",
+        o.state_bytes, o.res.keep, o.ranks, format_bytes(static_cast<std::uint64_t>(need)), dir.string(),
+        format_bytes(space.available)));
+}
+
 int run_resilience(const ResilienceCommandOptions& o, Session& session) {
   if (o.res.faults.empty())
     throw usage_error("--faults SPEC|FILE is required (use 'random:mtbf=…' for a random plan)");
   // Validate the plan and options here, before anything is launched.
   if (o.spares < 0) throw usage_error(fmt::format("invalid --spares {}: must not be negative", o.spares));
   if (o.ranks < 1) throw usage_error(fmt::format("invalid --ranks {}: must be at least 1", o.ranks));
+  check_rank_count(o);
   // The supervisor's ledger starts at the job's start, so a supervised job never continues another's
   // checkpoints; it must not delete them either.
   if (o.res.resume)
@@ -243,7 +298,7 @@ int run_resilience(const ResilienceCommandOptions& o, Session& session) {
   check.run_dir = "x";
   if (!o.mtbf.empty()) check.mtbf_s = parse_duration(o.mtbf, "--mtbf");
   resilience::validate_resilience_options(check, o.ranks);
-  if (!o.state_bytes.empty()) (void)parse_size(o.state_bytes, "--state-bytes");
+  if (!o.state_bytes.empty()) check_state_bytes_fit(o, parse_size(o.state_bytes, "--state-bytes"));
   // The training options as the job will see them (model, layout): a bad one is named before any launch.
   const auto train = make_train_options(o.train, BackendKind::host, o.ranks, session.options().seed);
   (void)workloads::prepare_training(train, o.ranks);

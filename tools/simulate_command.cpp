@@ -253,8 +253,8 @@ Command add_simulate_command(CLI::App& app) {
       "simulate",
       "Cluster-scale goodput: Monte Carlo of failures, checkpoints and restarts (no device needed)");
   sub->add_option("--gpus", opt->gpus, "GPUs in the job");
-  sub->add_option("--gpus-per-node", opt->gpus_per_node, "GPUs per node (default: the failure model's)")
-      ->check(given_at_least_one("--gpus-per-node"));
+  add_count_option(*sub, "--gpus-per-node", opt->gpus_per_node,
+                   "GPUs per node (default: the failure model's)");
   sub->add_option("--days", opt->days, "Wall-time window of the job in days (default 30)");
   sub->add_option(
       "--work-days", opt->work_days,

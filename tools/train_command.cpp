@@ -154,16 +154,14 @@ void add_train_options(CLI::App& sub, TrainCliOptions& o) {
   sub.add_option("--model", o.model, "Model preset (configs/models/NAME.json) or a model JSON file")
       ->capture_default_str();
   sub.add_option("--tp", o.tp, "Tensor-parallel degree")->capture_default_str();
-  sub.add_option("--dp", o.dp, "Data-parallel degree (default: world / (tp x pp))")
-      ->check(given_at_least_one("--dp"));
+  add_count_option(sub, "--dp", o.dp, "Data-parallel degree (default: world / (tp x pp))");
   sub.add_option("--ep", o.ep, "Expert-parallel degree (MoE; divides dp x tp and the experts)")
       ->capture_default_str();
   sub.add_option(
          "--pp", o.pp,
          "Pipeline-parallel degree: stages of layers/pp layers, 1F1B over the --grad-accum micro-batches")
       ->capture_default_str();
-  sub.add_option("--seq", o.seq, "Sequence length (default: the model's)")
-      ->check(given_at_least_one("--seq"));
+  add_count_option(sub, "--seq", o.seq, "Sequence length (default: the model's)");
   sub.add_option("--micro-batch", o.micro_batch, "Sequences per micro-batch")->capture_default_str();
   sub.add_option("--grad-accum", o.grad_accum, "Micro-batches per step (gradient accumulation)")
       ->capture_default_str();
@@ -172,8 +170,7 @@ void add_train_options(CLI::App& sub, TrainCliOptions& o) {
       ->capture_default_str();
   sub.add_option("--dtype", o.dtype,
                  "bf16, fp16, fp8 or fp32 (host: fp32, bf16); default bf16 on cuda, fp32 on host");
-  sub.add_option("--layers", o.layers, "Instantiate only N layers (FLOPs and MFU are for what runs)")
-      ->check(given_at_least_one("--layers"));
+  add_count_option(sub, "--layers", o.layers, "Instantiate only N layers (FLOPs and MFU are for what runs)");
   sub.add_option("--routing-skew", o.routing_skew, "MoE expert popularity skew (0 = uniform)")
       ->capture_default_str();
   add_enum_option(sub, "--recompute", o.recompute, workloads::kRecomputeNames,

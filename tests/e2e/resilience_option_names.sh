@@ -19,7 +19,7 @@ expect_error none_ranks 2 "--launcher none runs one rank; --ranks 2 needs mpirun
 # Training options are checked before the first launch (the model loaded, the layout validated).
 expect_error layout 2 "--pp 2 does not divide tiny-moe's layers \(3\)" \
   fb resilience --ranks 2 --model tiny-moe --pp 2 "${F[@]}"
-expect_error seq 2 "^factorybench: error: invalid --seq -1: must be positive$" fb resilience --seq -1 "${F[@]}"
+expect_error seq 2 "^factorybench: error: invalid --seq -1: must be at least 1 \(leave the option out for the default\)$" fb resilience --seq -1 "${F[@]}"
 [ ! -e "$T/never" ] && ok "nothing launched for bad options" || fail "a run directory was created: $(ls "$T/never")"
 
 # Each accepted name parses (help shows the default by name).

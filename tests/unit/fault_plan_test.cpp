@@ -182,6 +182,13 @@ TEST(FaultPlan, JsonFileFormAndPathErrors) {
   std::ofstream(file) << R"({"faults": [{"kind": "crash", "step": 15}, {"kind": "crash", "step": "x"}]})";
   EXPECT_EQ(error_of([&] { load_fault_plan(file.string(), 4); }),
             file.string() + ": $.faults[1]: invalid --faults 'crash@step=x': step='x' is not an integer");
+  // A file whose name holds '@' is still the file, not a spec.
+  const auto at_file = dir / "crash@15.json";
+  std::ofstream(at_file) << R"({"faults": [{"kind": "crash", "step": 15, "rank": 1}]})";
+  const auto at_plan = load_fault_plan(at_file.string(), 4, 3600);
+  ASSERT_EQ(at_plan.faults.size(), 1u);
+  EXPECT_EQ(at_plan.faults[0].text, "crash@step=15,rank=1");
+  EXPECT_EQ(at_plan.source, at_file.string());
   std::ofstream(file) << R"({"fault": []})";
   EXPECT_EQ(error_of([&] { load_fault_plan(file.string(), 4); }),
             file.string() + ": $.fault: unknown key (expected faults, random)");
