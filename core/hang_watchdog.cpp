@@ -56,18 +56,33 @@ std::vector<std::string> diagnose_hang(const std::vector<RankCallRecord>& ranks,
   std::vector<std::string> lines;
   if (stuck.empty()) return lines;
   // The call the stuck ranks wait in: the most common (op, sequence number) among them.
-  std::map<std::pair<std::string, std::uint64_t>, int> votes;
-  for (const auto* r : stuck) ++votes[{r->call.op, r->call.entered}];
-  const auto waited = std::max_element(votes.begin(), votes.end(), [](const auto& a, const auto& b) {
-                        return a.second < b.second;
-                      })->first;
-  std::uint64_t waited_bytes = 0;
-  for (const auto* r : stuck)
-    if (r->call.op == waited.first && r->call.entered == waited.second) waited_bytes = r->call.bytes;
-  for (const auto* r : idle)
-    lines.push_back(fmt::format("{} never entered {}{}", who(*r),
-                                call_text(waited.first, r->call.left + 1, waited_bytes),
+  const auto most_common = [](const std::vector<const RankCallRecord*>& among) {
+    std::map<std::pair<std::string, std::uint64_t>, int> votes;
+    for (const auto* r : among) ++votes[{r->call.op, r->call.entered}];
+    const auto top = std::max_element(votes.begin(), votes.end(), [](const auto& a, const auto& b) {
+                       return a.second < b.second;
+                     })->first;
+    std::uint64_t bytes = 0;
+    for (const auto* r : among)
+      if (r->call.op == top.first && r->call.entered == top.second) bytes = r->call.bytes;
+    return std::pair{top.first, bytes};
+  };
+  const auto waited = most_common(stuck);
+  // An idle rank never entered its next call. Ranks stuck in a call of that same number wait for it: a
+  // collective's peers are in the same collective, a send's peer owes the recv (and a recv's the send).
+  // Ranks of other numbers wait elsewhere (a barrier of the ranks a point-to-point test leaves out).
+  for (const auto* r : idle) {
+    std::vector<const RankCallRecord*> peers;
+    for (const auto* s : stuck)
+      if (s->call.entered == r->call.left + 1) peers.push_back(s);
+    auto [op, bytes] = peers.empty() ? waited : most_common(peers);
+    if (!peers.empty() && op == "send")
+      op = "recv";
+    else if (!peers.empty() && op == "recv")
+      op = "send";
+    lines.push_back(fmt::format("{} never entered {}{}", who(*r), call_text(op, r->call.left + 1, bytes),
                                 r->done ? " (it had finished)" : ""));
+  }
   for (const auto* r : stuck)
     lines.push_back(fmt::format("{} entered {} and never left (waited {})", who(*r),
                                 call_text(r->call.op, r->call.entered, r->call.bytes),

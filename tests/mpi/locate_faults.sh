@@ -44,6 +44,16 @@ for seed in 1 2 3; do
   ls "$T/run$seed"/fb-hang-*/rank-5.state >/dev/null 2>&1 && ok "hang seed $seed: state files in --run-dir" || fail "hang seed $seed: no state files"
 done
 
+# A hang in the node-scope p2p test (endpoints 0, 2, 4, 6): rank 2 never enters call #3, the send of its first
+# pair, that rank 4's recv #3 waits for; the ranks the test leaves out wait in a barrier, not the call rank 2 owes.
+mkdir -p "$T/runp2p"
+run_capture hangp2p run8 -x "FACTORYBENCH_INJECT=hang@rank=2,call=3" "$FACTORYBENCH" locate --backend host \
+  --scope node --tests p2p -b 256K --iters 4 --hang-timeout 2s --run-dir "$T/runp2p" --output "$T/hangp2p.json"
+cat "$T/hangp2p.out"
+grep -qE "^hang: rank 2 \(host .*-fake1, GPU 0\) never entered send #3 \(256 KiB\)$" "$T/hangp2p.out" \
+  && grep -qE "^hang: rank 4 .* entered recv #3 \(256 KiB\) and never left" "$T/hangp2p.out" \
+  && ok "p2p hang: rank 2 never entered the send rank 4's recv #3 waits for" || fail "p2p hang: $(cat "$T/hangp2p.out")"
+
 # Node scope: endpoints are ranks 0, 2, 4, 6; a slow link between ranks 2 and 4 is the link between hosts 1 and 2.
 run_capture node run8 -x "FACTORYBENCH_INJECT=slow-link@ranks=2-4,delay=30ms" "$FACTORYBENCH" locate --backend host \
   --scope node -b 64K,256K --tests p2p --iters 4 --outlier-threshold 0.97 --output "$T/node.json"

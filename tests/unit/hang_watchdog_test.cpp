@@ -59,5 +59,22 @@ TEST(HangWatchdogTest, AFinishedRankIsSaidToHaveFinished) {
   EXPECT_EQ(lines[0], "rank 1 (host node0, GPU 1) never entered allreduce #9 (2 MiB) (it had finished)");
 }
 
+// A point-to-point test: rank 0's send #3 waits for rank 2, which never entered its call #3, the recv; the
+// ranks the test leaves out wait in a barrier of their own numbering, which is not rank 2's call.
+TEST(HangWatchdogTest, ThePeerOfAStuckSendNeverEnteredTheRecv) {
+  auto sender = rec(0, 3, 2, 30);
+  sender.call.op = "send";
+  sender.call.bytes = 1 << 20;
+  std::vector<RankCallRecord> ranks{sender, rec(1, 1, 0, 30), rec(2, 2, 2, 0), rec(3, 1, 0, 30)};
+  ranks[1].call.op = ranks[3].call.op = "barrier";
+  ranks[1].call.bytes = ranks[3].call.bytes = 0;
+  const auto lines = diagnose_hang(ranks, 10);
+  ASSERT_EQ(lines.size(), 4u);
+  EXPECT_EQ(lines[0], "rank 2 (host node1, GPU 0) never entered recv #3 (1 MiB)");
+  EXPECT_EQ(lines[1], "rank 0 (host node0, GPU 0) entered send #3 (1 MiB) and never left (waited 30 s)");
+  ranks[0].call.op = "recv";
+  EXPECT_EQ(diagnose_hang(ranks, 10)[0], "rank 2 (host node1, GPU 0) never entered send #3 (1 MiB)");
+}
+
 }  // namespace
 }  // namespace fb
