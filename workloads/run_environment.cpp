@@ -169,6 +169,7 @@ reports::Report begin_report(const MpiContext* mpi, const Backend* backend, cons
   if (backend) {
     json mine{{"host", host.hostname}, {"device", device_json(backend->device())}};
     if (mpi) {
+      mine["host"] = mpi->hostname();  // the job's view of the host (FACTORYBENCH_FAKE_HOSTS names it too)
       mine["rank"] = mpi->rank();
       mine["local_rank"] = mpi->local_rank();
       const auto all = gather_to_root(*mpi, mine.dump());

@@ -12,6 +12,13 @@ assert_json "$T/info.json" "len(d['run']['hosts']) == 1" "one host"
 # Only rank 0 prints the report: the JSON on stdout appears once.
 [ "$(grep -c '"schema"' "$T/info3.out")" -eq 1 ] && ok "rank 0 prints once" || fail "report printed $(grep -c '"schema"' "$T/info3.out") times"
 
+# Ranks declared as 2 hosts (FACTORYBENCH_FAKE_HOSTS): every rank entry names its declared host and GPU, as
+# run.hosts and the console do.
+run_capture fake timeout 60 mpirun --oversubscribe -np 4 -x FACTORYBENCH_FAKE_HOSTS=2 "$FACTORYBENCH" info \
+  --backend host --output "$T/fake.json"
+assert_json "$T/fake.json" "[(r['host'][-6:], r['local_rank']) for r in d['system']['ranks']] == [('-fake0', 0), ('-fake0', 1), ('-fake1', 0), ('-fake1', 1)] and sorted({r['host'] for r in d['system']['ranks']}) == sorted(d['run']['hosts'])" "fake hosts: rank entries name the declared hosts"
+grep -qE "^rank 3 \(.*-fake1, local 1\)" "$T/fake.out" && ok "fake hosts: console names the declared host" || fail "fake hosts console: $(cat "$T/fake.out")"
+
 # Ranks started with different arguments stop with a clear error instead of deadlocking.
 run_capture mismatch timeout 60 mpirun --oversubscribe -np 1 "$FACTORYBENCH" info --backend host : -np 1 "$FACTORYBENCH" info --backend host --json
 [ "$RC" -ne 0 ] && [ "$RC" -ne 124 ] && grep -q "different arguments" "$T/mismatch.err" \
