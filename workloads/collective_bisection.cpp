@@ -48,16 +48,28 @@ std::vector<std::vector<NodeGroup>> plan_bisection(int nodes) {
 
 BisectionVerdict judge_bisection(std::vector<std::vector<GroupMeasurement>>& rounds, double node_floor_gbps,
                                  double network_floor_gbps, double outlier_threshold) {
+  // Like is compared with like: a single node (NVLink) is several times faster than a group that crosses
+  // the network, so with a node count that does not halve evenly (3 nodes: {0,1} and {2}) a round's median
+  // would fail the network group of a healthy job. Single nodes are judged against the median of every
+  // node alone (the last round holds them all), groups of several nodes against those of their round.
+  std::vector<double> nodes_alone;
+  if (!rounds.empty())
+    for (const auto& m : rounds.back())
+      if (m.group.size() == 1 && std::isfinite(m.busbw_gbps)) nodes_alone.push_back(m.busbw_gbps);
+  const double node_median = median_of(nodes_alone);
   for (auto& round : rounds) {
-    std::vector<double> bw;
+    std::vector<double> networked;
     for (const auto& m : round)
-      if (std::isfinite(m.busbw_gbps)) bw.push_back(m.busbw_gbps);
-    const double median = median_of(bw);
+      if (m.group.size() > 1 && std::isfinite(m.busbw_gbps)) networked.push_back(m.busbw_gbps);
+    const double network_median = median_of(networked);
     for (auto& m : round) {
       if (!std::isfinite(m.busbw_gbps)) continue;
-      const double floor_gbps = m.group.size() == 1 ? node_floor_gbps : network_floor_gbps;
+      const bool alone = m.group.size() == 1;
+      const double floor_gbps = alone ? node_floor_gbps : network_floor_gbps;
+      const double median = alone ? node_median : network_median;
+      const std::size_t peers = alone ? nodes_alone.size() : networked.size();
       m.below_floor = (floor_gbps > 0 && m.busbw_gbps < floor_gbps) ||
-                      (bw.size() >= 2 && m.busbw_gbps < median * (1 - outlier_threshold));
+                      (peers >= 2 && m.busbw_gbps < median * (1 - outlier_threshold));
     }
   }
   // A group below floor whose own subgroups (next round, inside it) are all fine, or that has none, is

@@ -2,8 +2,9 @@
 // Collective bisection for `factorybench locate` (issue 17, docs/locate.md): the all-reduce over the whole
 // job, then over node-aligned halves, quarters, ... down to single nodes (about log2 N rounds), each group
 // on its own communicator (Communicator::split), all groups of a round at once. A group is below floor when
-// its bus bandwidth is under the absolute floor (one for single nodes, one for several), or (rounds with
-// several groups) under the round's median by more than the outlier threshold. The nodes named are those of
+// its bus bandwidth is under the absolute floor (one for single nodes, one for several), or under the
+// median of its peers by more than the outlier threshold: a single node's peers are all nodes alone, a
+// multi-node group's the multi-node groups of its round (at least two of them). The nodes named are those of
 // the smallest groups below floor whose subgroups all pass: the nodes whose presence drags their group down.
 #include <cstdint>
 #include <string>

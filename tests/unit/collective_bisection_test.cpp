@@ -75,6 +75,35 @@ TEST(CollectiveBisectionTest, ASlowPairWithHealthyHalvesNamesBothNodes) {
   EXPECT_EQ(judge_bisection(rounds, 0, 0, 0.5).nodes, (std::vector<int>{2, 3}));
 }
 
+// Three nodes halve into {0,1} and {2}: a healthy cluster's network pair (40 GB/s) is not held to the median
+// it would share with a node alone over NVLink (400 GB/s); a slow node is still found among the nodes alone.
+TEST(CollectiveBisectionTest, UnevenHalvesCompareNodesWithNodesAndNetworkGroupsWithTheirOwn) {
+  const auto fabric = [](int slow) {
+    std::vector<std::vector<GroupMeasurement>> rounds;
+    for (const auto& groups : plan_bisection(3)) {
+      std::vector<GroupMeasurement> round;
+      for (const auto& g : groups) {
+        const bool has_slow = slow >= g.first && slow < g.last;
+        round.push_back({g, 2 * g.size(), (g.size() == 1 ? 400.0 : 40.0) / (has_slow ? 50 : 1), false});
+      }
+      rounds.push_back(round);
+    }
+    return rounds;
+  };
+  auto healthy = fabric(-1);
+  EXPECT_TRUE(judge_bisection(healthy, 0, 0, 0.5).nodes.empty());
+  EXPECT_FALSE(healthy[1][0].below_floor);  // {0,1} at 40 GB/s next to {2} at 400
+  for (int slow : {0, 2}) {
+    auto rounds = fabric(slow);
+    EXPECT_EQ(judge_bisection(rounds, 0, 0, 0.5).nodes, (std::vector<int>{slow})) << "slow node " << slow;
+  }
+  // Nodes 3 and 4 of five, slow together: the pair is judged against the round's other pair and named.
+  auto five = measured(5, -1, 100, 0);
+  ASSERT_EQ(five[1][1].group, (NodeGroup{3, 5}));
+  five[1][1].busbw_gbps = 5;
+  EXPECT_EQ(judge_bisection(five, 0, 0, 0.5).nodes, (std::vector<int>{3, 4}));
+}
+
 TEST(CollectiveBisectionTest, SingleRankGroupsAreNotJudged) {
   auto rounds = measured(2, 1, 100, 2);
   rounds[1][0].busbw_gbps = rounds[1][1].busbw_gbps = std::nan("");
