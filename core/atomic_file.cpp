@@ -30,38 +30,52 @@ void sync_directory(const std::filesystem::path& dir) {
 
 namespace {
 
-// A device, FIFO or socket cannot be replaced by a rename, and must not be: `-o /dev/stdout` writes to it.
-void write_through(const std::filesystem::path& path, std::span<const std::byte> data) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
-  if (fd < 0) throw runtime_error("cannot open " + path.string() + ": " + errno_text());
+// write(2) until all of `data` is written; false with errno set on an error.
+bool write_all(int fd, std::span<const std::byte> data) {
   std::size_t done = 0;
   while (done < data.size()) {
     const ssize_t n = ::write(fd, data.data() + done, data.size() - done);
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      const std::string text = errno_text();
-      ::close(fd);
-      throw runtime_error("cannot write " + path.string() + ": " + text);
-    }
+    if (n < 0) return false;
     done += static_cast<std::size_t>(n);
+  }
+  return true;
+}
+
+// A device, FIFO or socket cannot be replaced by a rename, and must not be: `-o /dev/stdout` writes to it.
+void write_through(const std::filesystem::path& path, std::span<const std::byte> data) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd < 0) throw runtime_error("cannot open " + path.string() + ": " + errno_text());
+  if (!write_all(fd, data)) {
+    const std::string text = errno_text();
+    ::close(fd);
+    throw runtime_error("cannot write " + path.string() + ": " + text);
   }
   ::close(fd);
 }
 
 }  // namespace
 
-void write_file_atomic(const std::filesystem::path& path, std::span<const std::byte> data) {
+WriteTarget write_target(const std::filesystem::path& path) {
   // A symbolic link stays a link: the file it names is the one replaced. Anything else that is not a
   // regular file (or a directory, which the rename refuses) is written through.
+  WriteTarget t{path, false};
   std::error_code ec;
-  const auto st = std::filesystem::symlink_status(path, ec);
+  auto st = std::filesystem::symlink_status(path, ec);
   if (!ec && std::filesystem::is_symlink(st)) {
     const auto target = std::filesystem::weakly_canonical(path, ec);
-    if (!ec) return write_file_atomic(target, data);
+    if (ec) return t;
+    t.path = target;
+    st = std::filesystem::symlink_status(target, ec);
   }
-  if (!ec && std::filesystem::exists(st) && !std::filesystem::is_regular_file(st) &&
-      !std::filesystem::is_directory(st))
-    return write_through(path, data);
+  t.in_place = !ec && std::filesystem::exists(st) && !std::filesystem::is_regular_file(st) &&
+               !std::filesystem::is_directory(st);
+  return t;
+}
+
+void write_file_atomic(const std::filesystem::path& target, std::span<const std::byte> data) {
+  const auto [path, in_place] = write_target(target);
+  if (in_place) return write_through(path, data);
   const auto dir = path.has_parent_path() ? path.parent_path() : std::filesystem::path(".");
   // Appended, not "." + name + ...: GCC 12 warns a false -Wrestrict on that rvalue chain once inlined.
   std::string name = ".";
@@ -76,15 +90,7 @@ void write_file_atomic(const std::filesystem::path& path, std::span<const std::b
     ::unlink(tmp.c_str());
     throw runtime_error(what + " " + path.string() + ": " + text);
   };
-  std::size_t done = 0;
-  while (done < data.size()) {
-    const ssize_t n = ::write(fd, data.data() + done, data.size() - done);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      fail("cannot write");
-    }
-    done += static_cast<std::size_t>(n);
-  }
+  if (!write_all(fd, data)) fail("cannot write");
   if (::fchmod(fd, 0644) != 0) fail("cannot set permissions of");
   if (::fsync(fd) != 0) fail("cannot fsync");
   if (::close(fd) != 0) {

@@ -10,6 +10,14 @@
 
 namespace fb {
 
+// Where write_file_atomic puts the bytes for `path`: a symbolic link resolved to the file it names, and
+// whether that is written to in place (a device, FIFO or socket) rather than replaced by a rename.
+struct WriteTarget {
+  std::filesystem::path path;
+  bool in_place = false;
+};
+WriteTarget write_target(const std::filesystem::path& path);
+
 void write_file_atomic(const std::filesystem::path& path, std::span<const std::byte> data);
 void write_file_atomic(const std::filesystem::path& path, std::string_view text);
 // fsync of a directory, so a rename inside it is durable.

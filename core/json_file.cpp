@@ -37,12 +37,11 @@ std::string frame_path(const std::vector<Frame>& frames) {
   return path;
 }
 
-}  // namespace
-
-void reject_duplicate_keys(std::string_view text, const std::string& source) {
+// Parses `text` once, watching each object's keys as the parser reads them: `duplicate` is set to the path
+// of the first key an object names twice. Throws nlohmann's exceptions for text that is not JSON.
+nlohmann::json parse_watching_keys(std::string_view text, std::string& duplicate) {
   using json = nlohmann::json;
   std::vector<Frame> frames;
-  std::string duplicate;
   const json::parser_callback_t seen = [&](int, json::parse_event_t event, json& parsed) {
     const auto element = [&] {
       if (!frames.empty() && frames.back().array) ++frames.back().index;
@@ -70,24 +69,33 @@ void reject_duplicate_keys(std::string_view text, const std::string& source) {
     }
     return true;
   };
+  return json::parse(text, seen);
+}
+
+}  // namespace
+
+void reject_duplicate_keys(std::string_view text, const std::string& source) {
+  std::string duplicate;
   try {
-    const json whole = json::parse(text, seen);
-    (void)whole;
-  } catch (const json::exception&) {
+    (void)parse_watching_keys(text, duplicate);
+  } catch (const nlohmann::json::exception&) {
     return;  // not JSON: the reader's own parse says so
   }
   if (!duplicate.empty()) throw input_error(fmt::format("{}: {}: duplicate key", source, duplicate));
 }
 
 nlohmann::json parse_json_text(std::string_view text, const std::string& source) {
-  reject_duplicate_keys(text, source);
+  std::string duplicate;
+  nlohmann::json parsed;
   try {
-    return nlohmann::json::parse(text);
+    parsed = parse_watching_keys(text, duplicate);
   } catch (const nlohmann::json::parse_error& e) {
     throw input_error(source + ": malformed JSON at byte " + std::to_string(e.byte));
   } catch (const nlohmann::json::exception& e) {  // out_of_range.406: a number beyond double (1e5000)
     throw input_error(source + ": malformed JSON: " + e.what());
   }
+  if (!duplicate.empty()) throw input_error(fmt::format("{}: {}: duplicate key", source, duplicate));
+  return parsed;
 }
 
 nlohmann::json read_json_file(const std::filesystem::path& path) {

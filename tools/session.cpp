@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "core/atomic_file.hpp"
 #include "core/error.hpp"
 #include "core/logging.hpp"
 #include "core/units.hpp"
@@ -55,13 +56,11 @@ MpiContext& Session::mpi() {
 // Before a long benchmark, not after it: the report's directory must exist and take files (rank 0 writes).
 void Session::check_output_writable() const {
   if (options_.output.empty()) return;
-  std::filesystem::path out(options_.output);
+  const auto [out, in_place] = write_target(options_.output);  // where the writer will put it
+  if (in_place) return;                                        // a device or FIFO: written to
   std::error_code ec;
-  const auto st = std::filesystem::status(out, ec);  // through symbolic links, as the writer goes
-  if (std::filesystem::is_directory(st))
+  if (std::filesystem::is_directory(out, ec))
     throw usage_error(fmt::format("invalid -o/--output {}: a directory, not a file", options_.output));
-  if (std::filesystem::exists(st) && !std::filesystem::is_regular_file(st)) return;  // a device: written to
-  if (std::filesystem::exists(st)) out = std::filesystem::weakly_canonical(out, ec);
   const auto dir = out.has_parent_path() ? out.parent_path() : std::filesystem::path(".");
   if (!std::filesystem::is_directory(dir, ec))
     throw usage_error(fmt::format("invalid -o/--output {}: no directory {}", options_.output, dir.string()));
