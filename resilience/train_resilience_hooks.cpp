@@ -34,7 +34,7 @@ void sleep_s(double s) {
 
 }  // namespace
 
-void validate_resilience_options(const ResilienceOptions& o, int world_size) {
+void validate_resilience_options(const ResilienceOptions& o) {
   if (o.run_dir.empty()) {
     for (const auto& [set, name] : {std::pair{o.checkpoint_every > 0, "--checkpoint-every"},
                                     {!o.checkpoint_interval.empty(), "--checkpoint-interval"},
@@ -63,10 +63,16 @@ void validate_resilience_options(const ResilienceOptions& o, int world_size) {
   if (o.check_every < 1)
     throw usage_error(fmt::format("invalid --check-every {}: must be at least 1", o.check_every));
   parse_hang_timeout(o.hang_timeout);
-  if (!o.faults.empty()) (void)load_fault_plan(o.faults, world_size + 64, 7 * 86400.0, o.seed);
 }
 
-TrainResilienceHooks::TrainResilienceHooks(ResilienceOptions options, MpiContext& mpi, int replica_group)
+FaultPlan job_fault_plan(const ResilienceOptions& o, int world_size) {
+  if (o.faults.empty()) return {};
+  const int spares = std::max(0, env_int("FB_SPARES", 0));
+  return load_fault_plan(o.faults, world_size + spares, 7 * 86400.0, o.seed, spares);
+}
+
+TrainResilienceHooks::TrainResilienceHooks(ResilienceOptions options, MpiContext& mpi, int replica_group,
+                                           FaultPlan plan)
     : o_(std::move(options)),
       mpi_(mpi),
       replica_group_(replica_group),
@@ -74,12 +80,8 @@ TrainResilienceHooks::TrainResilienceHooks(ResilienceOptions options, MpiContext
       attempt_(env_int("FB_ATTEMPT", 1)),
       dir_(o_.run_dir),
       store_(dir_ / "checkpoints"),
+      plan_(std::move(plan)),
       hang_(parse_hang_timeout(o_.hang_timeout)) {
-  // The plan is checked against the real world size before the run dir is touched: a bad --faults leaves
-  // nothing behind (issue 16).
-  const int spares = std::max(0, env_int("FB_SPARES", 0));
-  if (!o_.faults.empty())
-    plan_ = load_fault_plan(o_.faults, mpi.size() + spares, 7 * 86400.0, o_.seed, spares);
   const double created = wall_now();
   std::error_code ec;
   fs::create_directories(dir_ / "heartbeat", ec);

@@ -37,8 +37,12 @@ struct ResilienceOptions {
   std::uint64_t seed = 42;
 };
 
-// Validates the options (usage Errors naming the option); identical on every rank.
-void validate_resilience_options(const ResilienceOptions& options, int world_size);
+// Validates the options (usage Errors naming the option); identical on every rank. The fault plan is
+// checked where it is loaded (job_fault_plan, load_fault_plan).
+void validate_resilience_options(const ResilienceOptions& options);
+// The training job's fault plan (empty without --faults): over its ranks plus the spare slots its supervisor
+// holds (FB_SPARES), so a fault planned for a spare applies once a drained rank's replacement runs there.
+FaultPlan job_fault_plan(const ResilienceOptions& options, int world_size);
 
 // `--hang-timeout auto`: max(floor, multiple × median step time); before any step completed, `first_step_s`.
 struct HangTimeoutPolicy {
@@ -62,7 +66,8 @@ std::vector<bool> sdc_outliers(const std::vector<std::uint64_t>& checksums, cons
 class TrainResilienceHooks final : public workloads::TrainHooks {
  public:
   // `replica_group`: ranks with the same value hold identical replicated state (the SDC vote groups).
-  TrainResilienceHooks(ResilienceOptions options, MpiContext& mpi, int replica_group);
+  // `plan`: job_fault_plan's, loaded (and so checked) before the hooks touch the run dir.
+  TrainResilienceHooks(ResilienceOptions options, MpiContext& mpi, int replica_group, FaultPlan plan);
   ~TrainResilienceHooks() override;
 
   std::int64_t on_start(workloads::TrainStateAccess& state) override;

@@ -35,7 +35,7 @@ int run_burnin_command(const BurninCliOptions& cli, Session& session) {
       throw usage_error("invalid --check-interval '" + cli.check_interval + "': must be in (0, --duration]");
   }
   // Every check keeps its checksum: a number of checks that does not fit memory (or an int) is a typo.
-  const double checks = o.duration_s / (o.check_interval_s > 0 ? o.check_interval_s : o.duration_s / 10);
+  const double checks = workloads::burnin_check_count(o);
   if (checks > 1e7) {
     throw usage_error(fmt::format("--duration {} / --check-interval {} is {:.3g} checks: at most 10 million",
                                   cli.duration, cli.check_interval.empty() ? "(a tenth)" : cli.check_interval,
@@ -49,7 +49,7 @@ int run_burnin_command(const BurninCliOptions& cli, Session& session) {
   auto& mpi = session.mpi();
   check_injected_ranks(injected_faults(), mpi.size());
   if (const auto& f = injected_faults(); f.sdc_rank >= 0) {
-    const auto runs = static_cast<std::uint64_t>(std::max(1.0, std::ceil(checks - 1e-9)));
+    const auto runs = static_cast<std::uint64_t>(checks);
     if (f.sdc_check > runs)
       throw usage_error(
           fmt::format("FACTORYBENCH_INJECT '{}': sdc at check {}, but this burn-in runs {} check(s)", f.text,

@@ -48,4 +48,16 @@ std::vector<Command> add_all_commands(CLI::App& app) {
   return commands;
 }
 
+bool is_command(const std::vector<Command>& commands, std::string_view name) {
+  for (const auto& c : commands)
+    if (c.app->get_name() == name) return true;
+  return false;
+}
+
+std::string command_names(const std::vector<Command>& commands) {
+  std::string names;
+  for (const auto& c : commands) names += (names.empty() ? "" : ", ") + c.app->get_name();
+  return names;
+}
+
 }  // namespace fb::tools

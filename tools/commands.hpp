@@ -1,6 +1,8 @@
 #pragma once
 // One function per subcommand, each in its own <name>_command.cpp: it declares the subcommand's options on
 // `app` and returns it with what runs when it is chosen. main.cpp lists them.
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include <CLI/CLI.hpp>
@@ -18,6 +20,10 @@ struct Command {
 // tools/command_table.cpp.
 void add_global_options(CLI::App& app, GlobalOptions& global);
 std::vector<Command> add_all_commands(CLI::App& app);
+// For the message that names an unknown word as what the user meant (CLI11 alone calls it "extra
+// arguments" or "a subcommand is required"): whether `name` is a command, and all of them, comma-separated.
+bool is_command(const std::vector<Command>& commands, std::string_view name);
+std::string command_names(const std::vector<Command>& commands);
 
 Command add_info_command(CLI::App& app);
 Command add_simulate_command(CLI::App& app);

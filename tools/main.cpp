@@ -42,19 +42,11 @@ int main(int argc, char** argv) {
 
   const bool root = fb::launcher_rank() == 0;
   // CLI11 would call an unknown word "extra arguments"; name it as what the user meant.
-  if (argc > 1 && argv[1][0] != '-') {
-    std::string known;
-    bool found = false;
-    for (const auto& command : commands) {
-      found = found || command.app->get_name() == argv[1];
-      if (!known.empty()) known += ", ";
-      known += command.app->get_name();
-    }
-    if (!found) {
-      if (root)
-        print_error(std::string("unknown subcommand '") + argv[1] + "' (expected one of " + known + ")");
-      return 2;
-    }
+  if (argc > 1 && argv[1][0] != '-' && !is_command(commands, argv[1])) {
+    if (root)
+      print_error(std::string("unknown subcommand '") + argv[1] + "' (expected one of " +
+                  command_names(commands) + ")");
+    return 2;
   }
   try {
     app.parse(argc, argv);

@@ -114,14 +114,16 @@ std::unique_ptr<workloads::TrainHooks> make_train_hooks(resilience::ResilienceOp
   if (!state_bytes.empty()) o.state_bytes = parse_size(state_bytes, "--state-bytes");
   if (!mtbf.empty()) o.mtbf_s = parse_duration(mtbf, "--mtbf");
   o.seed = seed;
-  resilience::validate_resilience_options(o, mpi.size());
+  resilience::validate_resilience_options(o);
   if (o.run_dir.empty()) return nullptr;
-  if (!o.faults.empty())
-    check_sdc_detectable(resilience::load_fault_plan(o.faults, mpi.size() + 64, 7 * 86400.0, o.seed), train);
+  // Loaded against the real world size before the run dir is touched: a bad --faults leaves nothing
+  // behind (issue 16).
+  auto plan = resilience::job_fault_plan(o, mpi.size());
+  check_sdc_detectable(plan, train);
   // Data-parallel replicas hold the same dense weights: ranks with the same tensor (and pipeline) coordinate.
   const auto c = workloads::rank_coords(mpi.rank(), train.parallel);
   const int group = static_cast<int>(c.t + c.p * train.parallel.tp);
-  return std::make_unique<resilience::TrainResilienceHooks>(std::move(o), mpi, group);
+  return std::make_unique<resilience::TrainResilienceHooks>(std::move(o), mpi, group, std::move(plan));
 }
 
 namespace {
@@ -297,7 +299,7 @@ int run_resilience(const ResilienceCommandOptions& o, Session& session) {
   auto check = o.res;
   check.run_dir = "x";
   if (!o.mtbf.empty()) check.mtbf_s = parse_duration(o.mtbf, "--mtbf");
-  resilience::validate_resilience_options(check, o.ranks);
+  resilience::validate_resilience_options(check);
   if (!o.state_bytes.empty()) check_state_bytes_fit(o, parse_size(o.state_bytes, "--state-bytes"));
   // The training options as the job will see them (model, layout): a bad one is named before any launch.
   const auto train = make_train_options(o.train, BackendKind::host, o.ranks, session.options().seed);

@@ -86,17 +86,9 @@ std::pair<std::unique_ptr<CLI::App>, CommandAction> parse_suite_step(const Suite
   GlobalOptions step_global;
   add_global_options(*app, step_global);
   const auto commands = add_all_commands(*app);
-  // As the command line says it (tools/main.cpp): CLI11 alone reads an unknown word as "a subcommand is
-  // required".
-  std::string known;
-  bool found = false;
-  for (const auto& c : commands) {
-    found = found || c.app->get_name() == step.args.front();
-    known += (known.empty() ? "" : ", ") + c.app->get_name();
-  }
-  if (!found)
+  if (!is_command(commands, step.args.front()))  // as the command line says it (tools/main.cpp)
     throw usage_error(fmt::format("suite step '{}': unknown command '{}' (expected one of {})", step.name,
-                                  step.args.front(), known));
+                                  step.args.front(), command_names(commands)));
   std::vector<std::string> reversed(step.args.rbegin(), step.args.rend());  // CLI11 parses a reversed vector
   try {
     app->parse(reversed);

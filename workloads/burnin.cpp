@@ -184,12 +184,20 @@ std::vector<RankChecks> gather_checks(const MpiContext& mpi, const RankChecks& m
 
 }  // namespace
 
+double burnin_check_interval_s(const BurninOptions& o) {
+  return o.check_interval_s > 0 ? o.check_interval_s : o.duration_s / 10;
+}
+
+double burnin_check_count(const BurninOptions& o) {
+  return std::max(1.0, std::ceil(o.duration_s / burnin_check_interval_s(o) - 1e-9));
+}
+
 BurninRun run_burnin(const MpiContext& mpi, Backend& backend, const BurninOptions& o) {
   BurninRun run;
   run.duration_s = o.duration_s;
   run.size = o.size > 0 ? o.size : (backend.kind() == BackendKind::cuda ? 8192 : 256);
-  const double interval = o.check_interval_s > 0 ? o.check_interval_s : o.duration_s / 10;
-  const int checks = std::max(1, static_cast<int>(std::ceil(o.duration_s / interval - 1e-9)));
+  const double interval = burnin_check_interval_s(o);
+  const int checks = static_cast<int>(burnin_check_count(o));  // bounded by the command (10 million)
   BurninGemm gemm(mpi, backend, run.size, o.seed);
   const RankChecks mine = run_checks(mpi, backend, gemm, interval, checks);
   run.ranks = gather_checks(mpi, mine, checks);

@@ -23,6 +23,12 @@ struct BurninOptions {
   std::uint64_t seed = 42;
 };
 
+// The interval between checks (the option, or a tenth of the duration) and the number of checks after the
+// reference check 0: the duration over the interval, rounded up, at least 1. Pure; a double, so a caller can
+// bound an absurd count before it is converted.
+double burnin_check_interval_s(const BurninOptions& o);
+double burnin_check_count(const BurninOptions& o);
+
 // One rank's checksums at checks 0..N (check 0 is the reference taken before the sustained load).
 struct RankChecks {
   int rank = 0;

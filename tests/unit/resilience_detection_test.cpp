@@ -83,18 +83,18 @@ TEST(Supervisor, LaunchCommandResumesFromTheRunDir) {
 TEST(ResilienceOptions, ValidationNamesTheOption) {
   ResilienceOptions o;
   o.resume = true;
-  EXPECT_THROW(validate_resilience_options(o, 2), Error);
+  EXPECT_THROW(validate_resilience_options(o), Error);
   o.run_dir = "/tmp/x";
   o.checkpoint_interval = "auto";
   try {
-    validate_resilience_options(o, 2);
+    validate_resilience_options(o);
     FAIL();
   } catch (const Error& e) {
     EXPECT_STREQ(e.what(), "--checkpoint-interval auto needs --mtbf DURATION (Daly's interval)");
   }
   o.checkpoint_interval.clear();
   o.keep = 0;
-  EXPECT_THROW(validate_resilience_options(o, 2), Error);
+  EXPECT_THROW(validate_resilience_options(o), Error);
 }
 
 }  // namespace
