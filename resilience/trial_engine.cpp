@@ -5,6 +5,8 @@
 #include <deque>
 #include <limits>
 #include <optional>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
@@ -77,91 +79,105 @@ class TrialEngine {
   }
 
   TrialOutcome run(std::uint64_t trial_seed) {
-    rng_ = SplitMix64(trial_seed);
-    out_ = TrialOutcome{};
-    out_.failures_by_category.assign(model_.categories.size(), 0);
-    reset_nodes();
-
+    start_trial(trial_seed);
     const double wall = cfg_.wall_s;
-    double t = 0;
-    // Running state: position in the compute/checkpoint cycle and the uncommitted work (wall seconds, split
-    // into reference-speed work and straggler time).
-    double pos = 0, unc_work = 0, unc_slow = 0;
-    enum class Phase { running, detection, spare_wait, relaunch, restore } phase = Phase::running;
-    double phase_end = 0;
-
+    double t = 0, phase_end = 0;
+    Progress p;
+    Phase phase = Phase::running;
     while (t < wall) {
       const double next_failure = t + exponential(total_rate());
       if (phase == Phase::running) {
-        const double done_at = cfg_.work_s > 0 ? t + time_to_finish(pos, unc_work) : wall;
+        const double done_at = cfg_.work_s > 0 ? t + time_to_finish(p.pos, p.unc_work) : wall;
         const double end = std::min({next_failure, wall, done_at});
-        run_segment(end - t, pos, unc_work, unc_slow);
+        run_segment(end - t, p.pos, p.unc_work, p.unc_slow);
         t = end;
         if (end == done_at && done_at <= wall) {
           out_.wall_s = t;
           break;
         }
         if (next_failure >= wall) break;
-        out_.split.redone += unc_work + unc_slow;  // lost since the last checkpoint
-        unc_work = unc_slow = 0;
-        pos = 0;
-        on_failure(t);
-        phase = Phase::detection;
-        phase_end = t + cfg_.costs.detection_s;
-        continue;
-      }
-      const double end = std::min({next_failure, phase_end, wall});
-      charge(phase == Phase::detection    ? out_.split.detection
-             : phase == Phase::spare_wait ? out_.split.spare_wait
-             : phase == Phase::relaunch   ? out_.split.relaunch
-                                          : out_.split.restore,
-             end - t);
-      t = end;
-      if (t >= wall) break;
-      if (next_failure < phase_end) {  // a failure while recovering: recovery starts over
-        on_failure(t);
-        phase = Phase::detection;
-        phase_end = t + cfg_.costs.detection_s;
-        continue;
-      }
-      switch (phase) {
-        case Phase::detection:
-        case Phase::spare_wait: {
-          const double wait_until = fill_empty_slots(t);
-          if (wait_until > t) {
-            phase = Phase::spare_wait;
-            phase_end = wait_until;
-          } else {
-            drain_stragglers(t);
-            phase = Phase::relaunch;
-            phase_end = t + cfg_.costs.relaunch_s;
-          }
-          break;
+        out_.split.redone += p.unc_work + p.unc_slow;  // lost since the last checkpoint
+        p = Progress{};
+      } else {
+        const double end = std::min({next_failure, phase_end, wall});
+        recovery_bucket(phase) += end - t;
+        t = end;
+        if (t >= wall) break;
+        if (next_failure >= phase_end) {
+          std::tie(phase, phase_end) = next_phase(phase, t);
+          continue;
         }
-        case Phase::relaunch:
-          phase = Phase::restore;
-          phase_end = t + cfg_.costs.restore_s;
-          break;
-        case Phase::restore:
-          phase = Phase::running;
-          break;
-        case Phase::running:
-          break;
       }
+      // A failure, while running or recovering (recovery then starts over).
+      on_failure(t);
+      phase = Phase::detection;
+      phase_end = t + cfg_.costs.detection_s;
     }
-    // The window closes (or the work is done): work since the last checkpoint is kept (the job's final save
-    // lies outside it).
-    out_.split.productive += unc_work;
-    out_.split.straggler += unc_slow;
+    return finish_trial(p);
+  }
+
+ private:
+  enum class Phase { running, detection, spare_wait, relaunch, restore };
+  // Running state: position in the compute/checkpoint cycle and the uncommitted work (wall seconds, split
+  // into reference-speed work and straggler time).
+  struct Progress {
+    double pos = 0, unc_work = 0, unc_slow = 0;
+  };
+
+  void start_trial(std::uint64_t trial_seed) {
+    rng_ = SplitMix64(trial_seed);
+    out_ = TrialOutcome{};
+    out_.failures_by_category.assign(model_.categories.size(), 0);
+    reset_nodes();
+  }
+
+  // The window closes (or the work is done): work since the last checkpoint is kept (the job's final save
+  // lies outside it).
+  TrialOutcome finish_trial(const Progress& p) {
+    out_.split.productive += p.unc_work;
+    out_.split.straggler += p.unc_slow;
     if (out_.wall_s == 0) {
-      out_.wall_s = wall;
+      out_.wall_s = cfg_.wall_s;
       out_.finished = cfg_.work_s <= 0;
     }
     return std::move(out_);
   }
 
- private:
-  static void charge(double& bucket, double seconds) { bucket += seconds; }
+  double& recovery_bucket(Phase phase) {
+    switch (phase) {
+      case Phase::detection:
+        return out_.split.detection;
+      case Phase::spare_wait:
+        return out_.split.spare_wait;
+      case Phase::relaunch:
+        return out_.split.relaunch;
+      case Phase::restore:
+      case Phase::running:
+        break;
+    }
+    return out_.split.restore;
+  }
+
+  // The recovery phase after `phase` ends at `t`, and when that one ends: detection waits for spares to
+  // fill the empty slots (if any are short), then stragglers are drained and the job relaunches, restores
+  // and runs.
+  std::pair<Phase, double> next_phase(Phase phase, double t) {
+    switch (phase) {
+      case Phase::detection:
+      case Phase::spare_wait: {
+        const double wait_until = fill_empty_slots(t);
+        if (wait_until > t) return {Phase::spare_wait, wait_until};
+        drain_stragglers(t);
+        return {Phase::relaunch, t + cfg_.costs.relaunch_s};
+      }
+      case Phase::relaunch:
+        return {Phase::restore, t + cfg_.costs.restore_s};
+      case Phase::restore:
+      case Phase::running:
+        break;
+    }
+    return {Phase::running, t};
+  }
 
   double exponential(double rate) { return -std::log1p(-rng_.uniform()) / rate; }
   std::int64_t pick(std::int64_t n) {
