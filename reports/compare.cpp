@@ -182,7 +182,8 @@ MetricVerdict judge_metric(const Metric& baseline, const Metric& candidate, cons
     v.reason = "no direction (better = none)";
     return v;
   }
-  if (std::fabs(change) <= rule.tolerance) {
+  // A change of exactly the tolerance is within it: 458.5 → 435.575 computes as -5.000000000000004%.
+  if (std::fabs(change) <= rule.tolerance * (1 + 1e-9) + 1e-12) {
     v.verdict = Verdict::same;
     v.reason = "within ±" + percent(rule.tolerance) + " tolerance";
     return v;
@@ -254,13 +255,20 @@ Comparison compare_reports(const Report& baseline, const Report& candidate, cons
   differ("world sizes", world(baseline), world(candidate));
   differ("devices", first_device(baseline), first_device(candidate));
 
-  std::unordered_map<std::string, std::size_t> cand_index;
-  cand_index.reserve(candidate.results.size());
-  for (std::size_t i = 0; i < candidate.results.size(); ++i) {
-    if (!cand_index.emplace(result_key(candidate.results[i]), i).second)
-      out.warnings.push_back(fmt::format("candidate has result {}/{} twice; the first is compared",
-                                         candidate.results[i].benchmark, candidate.results[i].name));
-  }
+  // Results match by benchmark + name: a name given twice would gate on one copy and call the other new.
+  const auto unique_results = [](const Report& r, const std::string& source) {
+    std::unordered_map<std::string, std::size_t> index;
+    index.reserve(r.results.size());
+    for (std::size_t i = 0; i < r.results.size(); ++i)
+      if (const auto [it, fresh] = index.emplace(result_key(r.results[i]), i); !fresh)
+        throw input_error(fmt::format(
+            "{}: $.results[{}]: result {}/{} is also $.results[{}]: results are matched by benchmark + name, "
+            "which must be unique",
+            source, i, r.results[i].benchmark, r.results[i].name, it->second));
+    return index;
+  };
+  (void)unique_results(baseline, baseline_source);
+  const auto cand_index = unique_results(candidate, candidate_source);
   std::vector<bool> matched(candidate.results.size(), false);
   std::size_t matched_count = 0;
 
@@ -289,6 +297,15 @@ Comparison compare_reports(const Report& baseline, const Report& candidate, cons
     row.reason = std::move(reason);
     (verdict == Verdict::missing ? row.baseline : row.candidate) = m.value;
     if (verdict == Verdict::added) apply_bounds(row, rule);
+    // A floor or ceiling is absolute, whatever the baseline says: a candidate without the figure (metric
+    // left out, result skipped or absent) does not meet it.
+    if (verdict == Verdict::missing && (rule.min || rule.max)) {
+      row.min = rule.min;
+      row.max = rule.max;
+      row.verdict = Verdict::worse;
+      row.reason += rule.min ? fmt::format("; no value to meet floor {}", format_value(*rule.min))
+                             : fmt::format("; no value to meet ceiling {}", format_value(*rule.max));
+    }
     out.rows.push_back(std::move(row));
   };
 
@@ -309,11 +326,13 @@ Comparison compare_reports(const Report& baseline, const Report& candidate, cons
       relabel();
       return;
     }
-    if (cr.status == Status::failed && br.status == Status::failed)
-      status_row(cr, Verdict::info,
-                 "failed in baseline and candidate (not a regression; the run's own exit status says so)");
-    else if (cr.status == Status::failed)
-      status_row(cr, Verdict::worse, "failed in candidate" + (cr.error ? ": " + *cr.error : std::string()));
+    // A failed candidate fails the gate, even where the baseline failed too: a gate that passes a failing
+    // run as long as the baseline failed the same way would let the failure become the standard.
+    if (cr.status == Status::failed)
+      status_row(cr, Verdict::worse,
+                 std::string(br.status == Status::failed ? "failed in candidate (and in baseline)"
+                                                         : "failed in candidate") +
+                     (cr.error ? ": " + *cr.error : std::string()));
     else if (br.status == Status::failed)
       status_row(cr, Verdict::better, "failed in baseline, ok in candidate");
 

@@ -66,6 +66,14 @@ SampleStats read_stats(const Cursor& c) {
   const Cursor n = c.at("n");
   if (!n.j.is_number_unsigned() && !n.j.is_number_integer()) n.fail("expected a non-negative integer");
   s.n = n.j.get<std::size_t>();
+  // Compare's noise band is built from the spread: a negative deviation or an inverted range would widen
+  // it (squared) until a regression reads as noise.
+  if (std::isfinite(s.stddev) && s.stddev < 0) c.at("stddev").fail("a standard deviation cannot be negative");
+  if (std::isfinite(s.min) && std::isfinite(s.max) && s.min > s.max)
+    c.at("min").fail("greater than max " + std::to_string(s.max));
+  if (std::isfinite(s.median) && std::isfinite(s.min) && std::isfinite(s.max) &&
+      !(s.min <= s.median && s.median <= s.max))
+    c.at("median").fail("outside [min, max]");
   return s;
 }
 

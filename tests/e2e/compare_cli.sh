@@ -6,13 +6,15 @@
 set -e
 DATA="$FB_SOURCE_DIR/tests/data"
 XSD="$DATA/junit.xsd"
-BASE="$DATA/report_sample.json"
+SAMPLE="$DATA/report_sample.json"  # it holds one failed result (gemm fp8), which fails any gate
+BASE="$T/base.json"                # the sample without it
 
 # Candidates derived from the sample: the same run, one regression, a malformed file, other variants.
-"$PY" - "$BASE" "$T" <<'EOF'
+"$PY" - "$SAMPLE" "$T" <<'EOF'
 import copy, json, sys
 base = json.load(open(sys.argv[1])); out = sys.argv[2]
 def save(name, d): json.dump(d, open(f"{out}/{name}.json", "w"), indent=1)
+base["results"] = [r for r in base["results"] if r["status"] != "failed"]; save("base", base)
 def find(d, name): return next(r for r in d["results"] if r["name"] == name)
 d = copy.deepcopy(base); find(d, "allreduce/bf16/1073741824")["metrics"]["busbw_gbps"]["value"] *= 0.80; save("worse", d)
 d = copy.deepcopy(base); d["run"]["backend"] = "host"; d["run"]["world_size"] = 4; save("other_backend", d)
@@ -31,6 +33,11 @@ printf '{"rules": [{"metric": "mfu", "min": "high"}]}\n' >"$T/bad_rules.json"
 # Exit 0: a run against itself.
 run_capture same fb compare "$BASE" "$BASE"
 [ "$RC" -eq 0 ] && grep -q "gate: pass -> exit 0" "$T/same.out" && ok "same report: exit 0" || fail "same: rc=$RC $(cat "$T/same.err")"
+
+# Exit 1: a failed result fails the gate, even against a baseline where it failed too.
+run_capture failed_both fb compare "$SAMPLE" "$SAMPLE"
+[ "$RC" -eq 1 ] && grep -qE "gemm/fp8/8192x8192x8192 +status .*WORSE +failed in candidate \(and in baseline\)" "$T/failed_both.out" \
+  && ok "failed in both: exit 1" || fail "failed in both: rc=$RC $(grep -i fail "$T/failed_both.out")"
 
 # Exit 1: one busbw 20% lower; the row says WORSE.
 run_capture worse fb compare "$BASE" "$T/worse.json"
@@ -91,22 +98,22 @@ grep -q "| published | candidate | change | fraction of published |" "$T/ref.out
   ok "reference comparison shows the fraction of the published figure" || fail "reference: $(cat "$T/ref.out")"
 
 # report: every format; html has one <svg> per chart and nothing external.
-fb report "$BASE" --format html -o "$T/report.html"
+fb report "$SAMPLE" --format html -o "$T/report.html"
 charts=$(grep -c '<figure class="chart"' "$T/report.html")
 svgs=$(grep -o '<svg ' "$T/report.html" | wc -l)
 [ "$charts" -eq 8 ] && [ "$svgs" -eq "$charts" ] && ok "html: $svgs svg for $charts charts" || fail "html: $svgs svg, $charts charts"
 grep -qiE '<script|<link |https?://[^w]' "$T/report.html" && fail "html is not self-contained" || ok "html self-contained"
-fb report "$BASE" "$T/worse.json" --format html -o "$T/trend.html"
+fb report "$SAMPLE" "$T/worse.json" --format html -o "$T/trend.html"
 grep -q "change</th>" "$T/trend.html" && ok "html trend over two runs" || fail "trend"
-fb report "$BASE" --format junit -o "$T/report.xml"
+fb report "$SAMPLE" --format junit -o "$T/report.xml"
 xmllint --noout --schema "$XSD" "$T/report.xml" 2>"$T/xmllint2.err" && ok "report JUnit validates" || fail "$(cat "$T/xmllint2.err")"
-fb report "$BASE" --format prometheus >"$T/metrics.prom"
+fb report "$SAMPLE" --format prometheus >"$T/metrics.prom"
 grep -q '^factorybench_busbw_gbps{benchmark="collective",result="allreduce/bf16/1048576",op="allreduce",dtype="bf16",size="1048576"} ' \
   "$T/metrics.prom" && ok "prometheus sample line" || fail "prometheus: $(head -5 "$T/metrics.prom")"
 bad=$(grep -vcE '^(# (HELP|TYPE) [a-zA-Z_:][a-zA-Z0-9_:]* .*|[a-zA-Z_:][a-zA-Z0-9_:]*\{[^}]*\} [-+0-9.eEInfNa]+)$' "$T/metrics.prom" || true)
 [ "$bad" -eq 0 ] && ok "prometheus lines parse" || fail "$bad prometheus lines do not parse"
-fb report "$BASE" >"$T/report.md"
+fb report "$SAMPLE" >"$T/report.md"
 grep -q "^## collective" "$T/report.md" && ok "markdown report" || fail "markdown report"
-expect_error report_format 2 "invalid --format 'pdf'" fb report "$BASE" --format pdf
+expect_error report_format 2 "invalid --format 'pdf'" fb report "$SAMPLE" --format pdf
 expect_error report_bad 2 'malformed.json: \$\.results\[0\]\.metrics\.busbw_gbps\.value' fb report "$T/malformed.json"
 finish

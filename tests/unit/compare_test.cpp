@@ -218,6 +218,58 @@ TEST(Compare, FailedCandidateResultFailsTheGate) {
   EXPECT_EQ(cmp.rows[0].reason, "failed in candidate: check failed: 3 elements differ");
 }
 
+TEST(Compare, FailedCandidateFailsTheGateEvenWhenTheBaselineFailedToo) {
+  auto base = report({result("gemm", "a", {})});
+  base.results[0].fail("check failed");
+  auto cand = base;
+  const auto cmp = compare_reports(base, cand, {});
+  ASSERT_EQ(cmp.rows.size(), 1u);
+  EXPECT_EQ(cmp.rows[0].verdict, Verdict::worse);
+  EXPECT_EQ(cmp.rows[0].reason, "failed in candidate (and in baseline): check failed");
+  EXPECT_EQ(cmp.exit_status(), 1);
+}
+
+// A floor is absolute: leaving the metric out, or skipping the result, does not step around it.
+TEST(Compare, AFloorWithoutACandidateValueFails) {
+  CompareRules rules;
+  rules.rules.push_back(parse_bound_rule("collective busbw_gbps >= 500", "test"));
+  const auto base =
+      report({result("collective", "allreduce/bf16/1024", {{"busbw_gbps", metric(600, Better::higher)}})});
+  auto dropped = report({result("collective", "allreduce/bf16/1024", {})});
+  auto cmp = compare_reports(base, dropped, rules);
+  ASSERT_EQ(cmp.rows.size(), 1u);
+  EXPECT_EQ(cmp.rows[0].verdict, Verdict::worse);
+  EXPECT_EQ(cmp.rows[0].reason, "metric not in candidate; no value to meet floor 500");
+  EXPECT_EQ(cmp.exit_status(), 1);
+  dropped.results[0].status = Status::skipped;
+  EXPECT_EQ(compare_reports(base, dropped, rules).exit_status(), 1);
+  // Without a floor, the same candidate is only MISSING.
+  EXPECT_EQ(compare_reports(base, dropped, {}).rows[0].verdict, Verdict::missing);
+}
+
+TEST(Compare, AResultGivenTwiceIsAnInputError) {
+  const auto base = report({result("gemm", "a", {{"tflops", metric(10, Better::higher, "TFLOP/s")}})});
+  const auto cand = report({result("gemm", "a", {{"tflops", metric(10, Better::higher, "TFLOP/s")}}),
+                            result("gemm", "a", {{"tflops", metric(5, Better::higher, "TFLOP/s")}})});
+  try {
+    compare_reports(base, cand, {}, "base.json", "cand.json");
+    FAIL() << "compared one copy of a duplicated result";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::input);
+    EXPECT_EQ(std::string(e.what()),
+              "cand.json: $.results[1]: result gemm/a is also $.results[0]: results are matched by benchmark "
+              "+ name, which must be unique");
+  }
+  EXPECT_THROW(compare_reports(cand, base, {}), Error);
+}
+
+TEST(Compare, AChangeOfExactlyTheToleranceIsWithinIt) {
+  // (435.575 - 458.5) / 458.5 is -0.05000000000000004 in doubles.
+  for (const auto& [b, c] : {std::pair{458.5, 435.575}, {1.1, 1.045}, {0.3, 0.285}, {100.0, 95.0}})
+    EXPECT_EQ(one(b, c, Better::higher).verdict, Verdict::same) << b << " -> " << c;
+  EXPECT_EQ(one(458.5, 435.5, Better::higher).verdict, Verdict::worse);
+}
+
 TEST(Compare, SkippedCandidateResultIsMissing) {
   const auto base = report({result("gemm", "fp8", {{"tflops", metric(10, Better::higher, "TFLOP/s")}})});
   auto cand = report({result("gemm", "fp8", {})});

@@ -75,6 +75,29 @@ TEST(ReportJson, ErrorsNameTheJsonPath) {
   EXPECT_THROW(report_from_json(s, "x"), Error);
 }
 
+// A spread that would widen compare's noise band: refused with its path.
+TEST(ReportJson, ImpossibleStatsAreRefused) {
+  const auto refused = [](nlohmann::json j, const std::string& what) {
+    try {
+      report_from_json(j, "s.json");
+      ADD_FAILURE() << "accepted " << j["results"][0]["metrics"]["time_us"]["stats"].dump();
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("s.json: $.results[0].metrics.time_us.stats." + what),
+                std::string::npos)
+          << e.what();
+    }
+  };
+  auto j = to_json(sample_report());
+  j["results"][0]["metrics"]["time_us"]["stats"]["stddev"] = -500;
+  refused(j, "stddev: a standard deviation cannot be negative");
+  j = to_json(sample_report());
+  j["results"][0]["metrics"]["time_us"]["stats"]["min"] = 9;
+  refused(j, "min: greater than max");
+  j = to_json(sample_report());
+  j["results"][0]["metrics"]["time_us"]["stats"]["median"] = 0.5;
+  refused(j, "median: outside [min, max]");
+}
+
 // Fields that compare and the renderings read: a wrong type is refused rather than read as "unknown".
 TEST(ReportJson, RunFieldsOfTheWrongTypeAreRefusedWithTheirPath) {
   const auto refused = [](nlohmann::json j, const std::string& path_and_reason) {
