@@ -44,12 +44,16 @@ struct Run {
 std::optional<double> sysjson_count(const json& sys, const char* key) {
   if (!sys.is_object() || !sys.contains(key)) return std::nullopt;
   const json& v = sys[key];
-  if (v.is_number()) return v.get<double>();
+  if (v.is_number()) {
+    const double n = v.get<double>();
+    return n >= 1 && n <= 1e6 && n == std::floor(n) ? std::optional<double>(n) : std::nullopt;
+  }
   if (!v.is_string()) return std::nullopt;
   const std::string s = v.get<std::string>();
   if (s.empty() || s.size() > 9 || s.find_first_not_of("0123456789") != std::string::npos)
     return std::nullopt;
-  return std::stod(s);
+  const double n = std::stod(s);
+  return n >= 1 && n <= 1e6 ? std::optional<double>(n) : std::nullopt;  // "0" nodes: unknown, not 0
 }
 
 Run parse_log(const MlperfLog& log) {
@@ -97,10 +101,20 @@ Run parse_log(const MlperfLog& log) {
                                       log.source, lineno, key, t));
       return t;
     };
+    // The figures the score is made of: a value that is not a finite number (null, "high", NaN) is a
+    // garbled log, refused rather than skipped (which would report the previous accuracy as the last).
     const auto finite = [&](const json& v) {
-      const double x = v.get<double>();
-      if (!std::isfinite(x))
-        throw input_error(fmt::format("{}:{}: {} value is not a finite number", log.source, lineno, key));
+      if (!v.is_number() || !std::isfinite(v.get<double>()))
+        throw input_error(
+            fmt::format("{}:{}: {} value {} is not a finite number", log.source, lineno, key, v.dump()));
+      return v.get<double>();
+    };
+    // Node and accelerator counts: whole numbers of at least 1.
+    const auto count = [&](const json& v) {
+      const double x = finite(v);
+      if (x < 1 || x != std::floor(x) || x > 1e6)
+        throw input_error(fmt::format("{}:{}: {} value {} is not a count of at least 1", log.source, lineno,
+                                      key, v.dump()));
       return x;
     };
     if (key == "run_start") {
@@ -117,19 +131,18 @@ Run parse_log(const MlperfLog& log) {
       run.submission[key] = value;
     } else if (key.starts_with("submission_") || key == "global_batch_size") {
       run.submission[key] = value;
-    } else if (key == "throughput" && value.is_number()) {
+    } else if (key == "throughput") {
       run.throughput.push_back(finite(value));
-    } else if (key == "tracked_stats" && value.is_object() && value.contains("throughput") &&
-               value["throughput"].is_number()) {
+    } else if (key == "tracked_stats" && value.is_object() && value.contains("throughput")) {
       run.throughput.push_back(finite(value["throughput"]));
-    } else if (key == "eval_accuracy" && value.is_number()) {
+    } else if (key == "eval_accuracy") {
       run.eval_accuracy = finite(value);
-    } else if (key == "train_samples" && value.is_number()) {
+    } else if (key == "train_samples") {
       run.train_samples = finite(value);
-    } else if (key == "number_of_nodes" && value.is_number()) {
-      run.nodes = finite(value);
-    } else if (key == "accelerators_per_node" && value.is_number()) {
-      run.accelerators_per_node = finite(value);
+    } else if (key == "number_of_nodes") {
+      run.nodes = count(value);
+    } else if (key == "accelerators_per_node") {
+      run.accelerators_per_node = count(value);
     }
   }
   if (!run.start_ms && !run.stop_ms && run.submission.empty())

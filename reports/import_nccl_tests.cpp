@@ -103,6 +103,14 @@ bool is_integer(const std::string& s) {
   return !s.empty() && s.find_first_not_of("0123456789") == std::string::npos;
 }
 
+// Inside a table, a line that starts like a number ("-8", "4096.5", "10737x1824") is a garbled row, refused,
+// not a log line to skip; a log line's first word names a host or a tag ("node01:123:123", "NCCL").
+bool looks_like_a_row(const std::string& word) {
+  const std::size_t digit = word[0] == '-' || word[0] == '+' ? 1 : 0;
+  return digit < word.size() && std::isdigit(static_cast<unsigned char>(word[digit])) &&
+         word.find(':') == std::string::npos;
+}
+
 // Bytes per element of nccl-tests' type names (src/common.cu test_typenames); 0 for names it does not use.
 std::size_t element_bytes(const std::string& type) {
   if (type == "int8" || type == "uint8" || type == "char" || type == "f8e4m3" || type == "f8e5m2") return 1;
@@ -257,7 +265,7 @@ Parsed parse_text(const std::string& text, const std::string& source) {
         line.find_first_not_of(' ') != std::string::npos && line[line.find_first_not_of(' ')] == '#';
     // Inside a table any line that starts with a number is a row (a negative or fractional size is a
     // garbled row, refused below, not a line to skip).
-    if (!comment && !t.empty() && (is_integer(t[0]) || (open && to_double(t[0])))) {
+    if (!comment && !t.empty() && (is_integer(t[0]) || (open && looks_like_a_row(t[0])))) {
       if (!open) continue;  // a number outside a table (pids, log lines)
       Row row;
       row.line = lineno;
@@ -288,9 +296,16 @@ Parsed parse_text(const std::string& text, const std::string& source) {
       for (std::size_t s = 0; s < layout->sides.size(); ++s) {
         const auto& c = layout->sides[s];
         Side side;
-        side.time_us = number(c.time, "time");
-        side.algbw = number(c.algbw, "algbw");
-        side.busbw = number(c.busbw, "busbw");
+        // A time is positive and a bandwidth not negative: anything else is a garbled row, not a figure.
+        const auto at_least = [&](std::size_t col, const char* what, double v, bool strict) {
+          if (strict ? !(v > 0) : !(v >= 0))
+            throw input_error(fmt::format("{}:{}: column {}: '{}' is not a plausible {}", source, lineno,
+                                          what, t[col], what));
+          return v;
+        };
+        side.time_us = at_least(c.time, "time", number(c.time, "time"), true);
+        side.algbw = at_least(c.algbw, "algbw", number(c.algbw, "algbw"), false);
+        side.busbw = at_least(c.busbw, "busbw", number(c.busbw, "busbw"), false);
         if (c.check && t[*c.check] != "N/A") {
           std::string cell = t[*c.check];
           if (!cell.empty() && cell.back() == '*') cell.pop_back();  // rccl-tests marks errors over the bound
@@ -452,9 +467,15 @@ Parsed parse_json(const std::string& text, const std::string& source) {
       if (!r.has(key)) continue;
       const Node s = r.at(key);
       Side side;
-      side.time_us = (s.has("time") ? s.at("time") : s.at("cpu_time")).number();
-      side.algbw = s.at("alg_bw").number();
-      side.busbw = s.at("bus_bw").number();
+      // "time" when the file has it (null there is an error about "time"), else the older "cpu_time".
+      const Node time = s.j.is_object() && s.j.contains("time") ? s.at("time") : s.at("cpu_time");
+      side.time_us = time.number();
+      if (!(side.time_us > 0)) time.fail("a time must be positive");
+      const Node alg = s.at("alg_bw"), bus = s.at("bus_bw");
+      side.algbw = alg.number();
+      side.busbw = bus.number();
+      if (side.algbw < 0) alg.fail("a bandwidth cannot be negative");
+      if (side.busbw < 0) bus.fail("a bandwidth cannot be negative");
       if (s.has("nwrong")) side.wrong = s.at("nwrong").number();
       (std::string(key) == "out_of_place" ? row.out_of_place : row.in_place) = side;
     }

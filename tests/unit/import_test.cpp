@@ -234,17 +234,50 @@ TEST(ImportNcclTests, ErrorsSayWhere) {
     EXPECT_EQ(std::string(e.what()), "ag.txt:14: column time: expected a number, got 'xx.xx'");
   }
   // A row of the table that is not a plain count is refused, not taken for a comment line and dropped.
-  for (const char* size : {"-4096", "4096.5"}) {
+  for (const auto& [size, why] : {std::pair{"-4096", "'-4096' is not a plausible size"},
+                                  {"4096.5", "'4096.5' is not a plausible size"},
+                                  {"4096x512", "expected a number, got '4096x512'"}}) {
     std::string garbled = kText;
     garbled.replace(garbled.find("        4096           512"), 12, fmt::format("{:>12}", size));
     try {
       import_nccl_tests(garbled, "ag.txt");
       ADD_FAILURE() << "accepted size " << size;
     } catch (const Error& e) {
-      EXPECT_EQ(std::string(e.what()),
-                fmt::format("ag.txt:14: column size: '{}' is not a plausible size", size));
+      EXPECT_EQ(std::string(e.what()), fmt::format("ag.txt:14: column size: {}", why));
     }
   }
+  // Times are positive and bandwidths not negative.
+  const auto garbled = [](const std::string& from, const std::string& to) {
+    std::string text = kText;
+    text.replace(text.find(from), from.size(), to);
+    try {
+      import_nccl_tests(text, "ag.txt");
+      return std::string("accepted");
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+  };
+  EXPECT_EQ(garbled("20.00    0.20", "-20.0    0.20"),
+            "ag.txt:14: column time: '-20.0' is not a plausible time");
+  EXPECT_EQ(garbled("20.00    0.20", " 0.00    0.20"),
+            "ag.txt:14: column time: '0.00' is not a plausible time");
+  EXPECT_EQ(garbled("0.20    0.10", "0.20   -0.10"),
+            "ag.txt:14: column busbw: '-0.10' is not a plausible busbw");
+  const auto json_error = [](const std::string& side) {
+    try {
+      import_nccl_tests(R"({"results":[{"size":8,"count":2,"type":"float","out_of_place":)" + side + "}]}",
+                        "x.json");
+      return std::string("accepted");
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+  };
+  EXPECT_EQ(json_error(R"({"time":-5,"alg_bw":1,"bus_bw":1})"),
+            "x.json: $.results[0].out_of_place.time: a time must be positive");
+  EXPECT_EQ(json_error(R"({"time":null,"alg_bw":1,"bus_bw":1})"),
+            "x.json: $.results[0].out_of_place.time: expected a number");
+  EXPECT_EQ(json_error(R"({"time":5,"alg_bw":1,"bus_bw":-1})"),
+            "x.json: $.results[0].out_of_place.bus_bw: a bandwidth cannot be negative");
   EXPECT_THROW(import_nccl_tests("hello\nworld\n", "empty.txt"), Error);
 }
 
@@ -360,6 +393,30 @@ TEST(ImportMlperf, TimesMustBeOrderedAndFinite) {
   const std::string nan_throughput =
       mllog("run_start", "null", t0) + ":::MLLOG {\"time_ms\": 1, \"key\": \"throughput\", \"value\": NaN}\n";
   EXPECT_THROW(import_mlperf({{"nan.log", nan_throughput}}), Error);
+}
+
+// A score figure that is not a number is refused, not skipped (the previous accuracy would be reported).
+TEST(ImportMlperf, ValuesThatAreNotNumbersAreRefused) {
+  const double t0 = 1.7e12;
+  const auto error_of = [&](const std::string& key, const std::string& value) {
+    const std::string log = mllog("run_start", "null", t0) + mllog(key, value, t0 + 10) +
+                            mllog("run_stop", "null", t0 + 20, "{\"status\": \"success\"}");
+    try {
+      import_mlperf({{"v.log", log}});
+      return std::string("accepted");
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+  };
+  EXPECT_EQ(error_of("eval_accuracy", "null"), "v.log:2: eval_accuracy value null is not a finite number");
+  EXPECT_EQ(error_of("eval_accuracy", "\"high\""),
+            "v.log:2: eval_accuracy value \"high\" is not a finite number");
+  EXPECT_EQ(error_of("throughput", "\"fast\""), "v.log:2: throughput value \"fast\" is not a finite number");
+  EXPECT_EQ(error_of("number_of_nodes", "-4"),
+            "v.log:2: number_of_nodes value -4 is not a count of at least 1");
+  EXPECT_EQ(error_of("accelerators_per_node", "0"),
+            "v.log:2: accelerators_per_node value 0 is not a count of at least 1");
+  EXPECT_EQ(error_of("eval_accuracy", "0.95"), "accepted");
 }
 
 TEST(ImportMlperf, SysjsonNamesTheSystem) {
