@@ -9,9 +9,9 @@ namespace fb::reports {
 std::string render_compare_markdown(const Comparison& c) {
   std::string out = "## factorybench compare\n\n";
   out += "| | report | description |\n|---|---|---|\n";
-  out += fmt::format("| baseline | `{}` | {} |\n", md_cell(c.baseline.source), md_cell(c.baseline.label));
-  out +=
-      fmt::format("| candidate | `{}` | {} |\n\n", md_cell(c.candidate.source), md_cell(c.candidate.label));
+  out += fmt::format("| baseline | {} | {} |\n", md_code_cell(c.baseline.source), md_cell(c.baseline.label));
+  out += fmt::format("| candidate | {} | {} |\n\n", md_code_cell(c.candidate.source),
+                     md_cell(c.candidate.label));
   for (const auto& w : c.warnings) out += "> **Warning:** " + md_cell(w) + "\n";
   if (!c.warnings.empty()) out += "\n";
   out += fmt::format("**{}** — {}\n\n", c.exit_status() ? "FAIL" : "PASS", c.summary_line());

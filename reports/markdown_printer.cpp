@@ -21,9 +21,9 @@ std::string runs_table(const std::vector<NamedReport>& reports) {
     const RunFacts f = run_facts(reports[i].report);
     out += fmt::format("| {} | {} | {} | {} | {} | {} | {} |\n", md_cell(run_label(reports, i)),
                        md_cell(f.reference ? "reference: " + f.title : f.id),
-                       f.command.empty() ? std::string() : fmt::format("`{}`", md_cell(f.command)),
-                       md_cell(f.backend), f.world_size ? std::to_string(*f.world_size) : "",
-                       md_cell(f.device), md_cell(f.started_at));
+                       f.command.empty() ? std::string() : md_code_cell(f.command), md_cell(f.backend),
+                       f.world_size ? std::to_string(*f.world_size) : "", md_cell(f.device),
+                       md_cell(f.started_at));
   }
   return out;
 }

@@ -1,5 +1,7 @@
 #include "reports/text_format.hpp"
 
+#include <algorithm>
+
 namespace fb::reports {
 
 std::string xml_escape(std::string_view text) {
@@ -34,14 +36,54 @@ std::string md_cell(std::string_view text) {
   std::string out;
   out.reserve(text.size());
   for (const char ch : text) {
-    if (ch == '|')
-      out += "\\|";
-    else if (ch == '\n' || ch == '\r')
-      out += ' ';
-    else
-      out += ch;
+    switch (ch) {
+      case '|':  // ends the cell (GitHub's tables split cells before inline parsing)
+      case '\\':
+      case '`':
+      case '*':  // ('_' is left: GitHub's Markdown does not emphasise inside words like busbw_gbps)
+      case '[':
+      case ']':
+        out += '\\';
+        out += ch;
+        break;
+      case '<':  // raw HTML would pass through (<script>, <b>)
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '&':
+        out += "&amp;";
+        break;
+      case '\n':
+      case '\r':
+        out += ' ';
+        break;
+      default:
+        out += ch;
+    }
   }
   return out;
+}
+
+std::string md_code_cell(std::string_view text) {
+  // A code span shows its text literally, so only '|' (the cell's end) is escaped; the fence is one
+  // backtick longer than the longest run inside, padded with spaces when the text starts or ends with one.
+  std::size_t longest = 0, run = 0;
+  std::string body;
+  for (const char ch : text) {
+    run = ch == '`' ? run + 1 : 0;
+    longest = std::max(longest, run);
+    if (ch == '|')
+      body += "\\|";
+    else if (ch == '\n' || ch == '\r')
+      body += ' ';
+    else
+      body += ch;
+  }
+  const std::string fence(longest + 1, '`');
+  const bool pad = !body.empty() && (body.front() == '`' || body.back() == '`');
+  return fence + (pad ? " " : "") + body + (pad ? " " : "") + fence;
 }
 
 std::size_t display_width(std::string_view text) {

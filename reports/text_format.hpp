@@ -7,8 +7,11 @@ namespace fb::reports {
 
 // &, <, >, " and ' as entities; control characters other than tab/newline dropped (XML 1.0 forbids them).
 std::string xml_escape(std::string_view text);
-// A Markdown table cell: '|' escaped, newlines as spaces.
+// A Markdown table cell that reads as its text: '|', '\\', '*', '`', '[' and ']' backslash-escaped, '<', '>'
+// and '&' as entities (no raw HTML), newlines as spaces.
 std::string md_cell(std::string_view text);
+// The same text as a code span (a command line, a path), fenced so that backticks inside cannot close it.
+std::string md_code_cell(std::string_view text);
 // Left/right padding to a display width counted in code points (UTF-8 aware, so "±" counts as one).
 std::string pad_right(std::string_view text, std::size_t width);
 std::string pad_left(std::string_view text, std::size_t width);

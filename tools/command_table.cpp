@@ -2,6 +2,9 @@
 // with the same table). To add a subcommand: declare add_X_command in commands.hpp and list it here.
 #include "tools/commands.hpp"
 
+#include <charconv>
+#include <cstdint>
+
 namespace fb::tools {
 
 void add_global_options(CLI::App& app, GlobalOptions& global) {
@@ -13,9 +16,14 @@ void add_global_options(CLI::App& app, GlobalOptions& global) {
   app.add_option("--seed", global.seed, "Seed for all random data and random fault plans")
       ->check(CLI::Validator(
           [](const std::string& text) {
-            return !text.empty() && text.find_first_not_of("0123456789") == std::string::npos
+            if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos)
+              return "'" + text + "' is not a non-negative integer";
+            // CLI11 would clamp 2^64 and beyond to 2^64-1: different seeds, the same run.
+            std::uint64_t v = 0;
+            const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+            return ec == std::errc() && end == text.data() + text.size()
                        ? std::string()
-                       : "'" + text + "' is not a non-negative integer";
+                       : "'" + text + "' is beyond the largest seed, 2^64-1";
           },
           "UINT", "seed"));
   app.add_flag("-q,--quiet", global.quiet, "Print errors only");

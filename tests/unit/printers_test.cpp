@@ -13,6 +13,7 @@
 #include "reports/compare_printers.hpp"
 #include "reports/report_printers.hpp"
 #include "reports/svg_chart.hpp"
+#include "reports/text_format.hpp"
 #include "reports/timeline.hpp"
 
 namespace fb::reports {
@@ -142,6 +143,17 @@ TEST(ReportMarkdown, GoldenSingle) {
       "| allreduce/fp32/1024 | ok | 1.5 | 12.25 |\n"
       "| allreduce/fp32/2048 | failed: rank 2: wrong \\| result | 2.75 | – |\n";
   EXPECT_EQ(render_markdown({{"runs/r1.json", rep}}), expected);
+}
+
+// Names are data, not markup: they read back as themselves in any Markdown renderer.
+TEST(MarkdownText, CellsAndCodeSpansShowTheirTextLiterally) {
+  EXPECT_EQ(md_cell("bus|bw<i>"), "bus\\|bw&lt;i&gt;");
+  EXPECT_EQ(md_cell("x\\|y"), "x\\\\\\|y");
+  EXPECT_EQ(md_cell("<script>a & *b* [c]</script>"), "&lt;script&gt;a &amp; \\*b\\* \\[c\\]&lt;/script&gt;");
+  EXPECT_EQ(md_cell("busbw_gbps\nnext"), "busbw_gbps next");
+  EXPECT_EQ(md_code_cell("factorybench gemm -m 8"), "`factorybench gemm -m 8`");
+  EXPECT_EQ(md_code_cell("echo `date` | x"), "``echo `date` \\| x``");
+  EXPECT_EQ(md_code_cell("`x`"), "`` `x` ``");
 }
 
 TEST(ReportMarkdown, TrendOverSeveralRuns) {
