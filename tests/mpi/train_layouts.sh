@@ -124,6 +124,12 @@ close_model() {  # NAME FILE REFERENCE: loss and gradient norm within 1e-5
   assert_json "$2" "abs(d['results'][0]['metrics']['loss']['value'] / json.load(open('$3'))['results'][0]['metrics']['loss']['value'] - 1) < 1e-5" "$1: loss within 1e-5 of $(basename "$3" .json)"
   assert_json "$2" "abs(d['results'][0]['metrics']['grad_norm']['value'] / json.load(open('$3'))['results'][0]['metrics']['grad_norm']['value'] - 1) < 1e-5" "$1: gradient norm within 1e-5 of $(basename "$3" .json)"
 }
+# Experts are seeded by their global index: spreading them over --ep 2 trains the same model as keeping all
+# of them on every rank (to the rounding of the all-to-all's other summation order).
+run_capture moe_ep1 fb_mpirun 4 "${COMMON[@]}" --model tiny-moe --dp 4 --routing-skew 0.5 -o "$T/moe_ep1.json"
+[ "$RC" -eq 0 ] && ok "tiny-moe dp4 ep1 exit 0" || fail "tiny-moe ep1 exit $RC: $(tail -5 "$T/moe_ep1.err")"
+close_model moe_ep2 "$T/moe.json" "$T/moe_ep1.json"
+
 run_capture sp_ref fb_mpirun 4 "${COMMON[@]}" --model tiny-dense --tp 2 --dp 2 --sequence-parallel --attention-engine reference -o "$T/sp_ref.json"
 [ "$RC" -eq 0 ] && ok "tiny-dense sp --attention-engine reference exit 0" || fail "sp_ref exit $RC: $(tail -5 "$T/sp_ref.err")"
 assert_json "$T/sp_ref.json" "d['results'][0]['params']['attention_engine'] == 'reference' and json.load(open('$T/sp.json'))['results'][0]['params']['attention_engine'] == 'gemm'" "sp_ref: engines recorded"

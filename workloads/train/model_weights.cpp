@@ -124,7 +124,10 @@ ModelWeights make_model_weights(StepContext& c, std::int64_t first_layer, bool f
     mw.dense.layer_begin.push_back(mw.dense.count);
     mw.experts.layer_begin.push_back(mw.experts.count);
     mw.dense.next_id = static_cast<std::uint64_t>(first_layer + i) << 8;
-    mw.experts.next_id = static_cast<std::uint64_t>(first_layer + i) << 24;
+    // Experts by their global index (EP rank r holds experts r·El … r·El + El − 1, two tensors each), so
+    // that the model is the same whatever --ep spreads them over.
+    mw.experts.next_id = (static_cast<std::uint64_t>(first_layer + i) << 24) +
+                         2 * static_cast<std::uint64_t>(c.coords.ep_rank * c.l.local_experts);
     add_attention(c, mw.dense, w);
     w.moe = c.m.is_moe_layer(first_layer + i);
     add_feed_forward(c, mw, w);
@@ -144,13 +147,14 @@ ModelWeights make_model_weights(StepContext& c, std::int64_t first_layer, bool f
   mw.experts.shards =
       RegionShards(mw.experts.buckets, expert_shards, expert_shards > 1 ? c.groups.edp->rank() : 0);
 
-  // Seeded by this rank's TP shard (experts: EP rank) and the tensor's place in the model: the same on every
-  // data-parallel replica, and the same model whatever the pipeline split.
+  // Seeded by this rank's TP shard and the tensor's place in the model (experts: their global index, not
+  // TP-split): the same on every data-parallel replica, and the same model whatever the pipeline split and
+  // the expert-parallel degree.
   const std::uint64_t replicated_seed = derive_seed(c.o.seed, 999);
   initialise(c, mw.dense, c.groups.dp.get(),
              derive_seed(c.o.seed, static_cast<std::uint64_t>(1000 + c.coords.t)), replicated_seed);
   initialise(c, mw.experts, c.groups.edp.get(),
-             derive_seed(c.o.seed, static_cast<std::uint64_t>(500000 + c.coords.ep_rank)), replicated_seed);
+             derive_seed(c.o.seed, 500000), replicated_seed);
   return mw;
 }
 
