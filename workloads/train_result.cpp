@@ -123,14 +123,27 @@ double throughput_metrics(reports::Result& r, reports::TrainRunExtra& x, const T
                                       static_cast<double>(world) / 1e12 / *peak_tflops));
     }
   }
-  r.set_metric("tokens_per_s", reports::metric_from_samples(tps, "tokens/s", Better::higher));
+  // Each rate is a function of the step time, decreasing: its value is that function of the median step
+  // time (so tokens_per_s = tokens per step / step_time_s, as docs/metrics.md defines it), which is also a
+  // median of the per-step rates (with an even count it lies between the middle two); the spread is theirs.
+  const double t = step_metric.value;
+  const auto rate = [&](const char* name, const std::vector<double>& samples, const char* unit,
+                        double at_median) {
+    auto m = reports::metric_from_samples(samples, unit, Better::higher);
+    m.value = at_median;
+    if (m.stats) m.stats->median = at_median;
+    r.set_metric(name, std::move(m));
+  };
+  const double w = static_cast<double>(world);
+  rate("tokens_per_s", tps, "tokens/s", plan.tokens_per_step / t);
   std::vector<double> per_gpu;
-  for (double v : tps) per_gpu.push_back(v / static_cast<double>(world));
-  r.set_metric("tokens_per_s_per_gpu", reports::metric_from_samples(per_gpu, "tokens/s", Better::higher));
-  r.set_metric("model_tflops_per_gpu", reports::metric_from_samples(tflops, "TFLOP/s", Better::higher));
+  for (double v : tps) per_gpu.push_back(v / w);
+  rate("tokens_per_s_per_gpu", per_gpu, "tokens/s", plan.tokens_per_step / t / w);
+  rate("model_tflops_per_gpu", tflops, "TFLOP/s", plan.flops_per_step / t / w / 1e12);
   if (!mfu.empty()) {
-    r.set_metric("mfu", reports::metric_from_samples(mfu, "fraction", Better::higher));
-    r.set_metric("hfu", reports::metric_from_samples(hfu, "fraction", Better::higher));
+    rate("mfu", mfu, "fraction", std::min(1.0, plan.flops_per_step / t / w / 1e12 / *peak_tflops));
+    rate("hfu", hfu, "fraction",
+         std::min(1.0, plan.hardware_flops_per_token * plan.tokens_per_step / t / w / 1e12 / *peak_tflops));
   }
   x.peak = {peak_tflops ? *peak_tflops : 0.0, peak.source, peak.measured};
   if (!peak_tflops) x.mfu_note = "no peak known for this dtype: mfu/hfu omitted";

@@ -23,6 +23,8 @@ check_run() {  # NAME FILE WORLD
   assert_json "$f" "all(k in $m for k in ['step_time_s','tokens_per_s','tokens_per_s_per_gpu','model_tflops_per_gpu','mfu','hfu','flops_per_token','flops_per_step','params_total','params_active','memory_bytes_per_rank'])" "$name: contract metrics present"
   assert_json "$f" "$m['step_time_s']['value'] > 0 and 0 < $m['mfu']['value'] <= 1 and $m['hfu']['value'] >= $m['mfu']['value']" "$name: step time and MFU sane"
   assert_json "$f" "abs($m['tokens_per_s']['value'] - $m['tokens_per_s_per_gpu']['value'] * $world) < 1e-6 * $m['tokens_per_s']['value']" "$name: tokens/s = per GPU x world"
+  # Two measured steps: the rates are those of the median step time, not a median of per-step rates.
+  assert_json "$f" "abs($m['model_tflops_per_gpu']['value'] - $m['flops_per_step']['value'] / $m['step_time_s']['value'] / $world / 1e12) <= 1e-12 * $m['model_tflops_per_gpu']['value'] and $m['model_tflops_per_gpu']['stats']['median'] == $m['model_tflops_per_gpu']['value']" "$name: TFLOP/s per GPU = flops per step / step time / world"
   assert_json "$f" "abs($m['flops_per_step']['value'] - $m['flops_per_token']['value'] * d['results'][0]['params']['seq'] * d['results'][0]['params']['micro_batch'] * d['results'][0]['params']['grad_accum'] * d['results'][0]['params']['dp']) < 1" "$name: flops per step = per token x tokens (seq x micro-batch x grad-accum x dp)"
   assert_json "$f" "all(v >= 0 for v in d['results'][0]['extra']['breakdown'].values()) and d['results'][0]['extra']['breakdown']['gemm'] > 0" "$name: breakdown recorded"
   assert_json "$f" "$m['loss']['value'] == $m['loss']['value'] and $m['loss']['value'] > 0" "$name: finite loss"
