@@ -13,6 +13,7 @@
 #include "core/units.hpp"
 #include "reports/collective_console.hpp"
 #include "tools/commands.hpp"
+#include "tools/positive_option.hpp"
 #include "workloads/collective_benchmark.hpp"
 #include "workloads/run_environment.hpp"
 
@@ -141,8 +142,8 @@ Command add_collective_command(CLI::App& app) {
   sub->add_flag("-c,--check", opt->check,
                 "Verify results from exactly predictable inputs; any wrong element fails");
   sub->add_option("--min-busbw", opt->min_busbw, "Fail (exit 1) when the average busbw is below this (GB/s)");
-  sub->add_option("--split", opt->split,
-                  "Run inside groups of N consecutive ranks, each reported separately");
+  add_count_option(*sub, "--split", opt->split,
+                   "Run inside groups of N consecutive ranks, each reported separately (default: the world)");
   sub->add_option("--moe-tokens", opt->moe_tokens, "alltoallv: MoE dispatch/combine with T tokens per rank");
   sub->add_option("--hidden", opt->hidden, "MoE: elements per token (default 7168)");
   sub->add_option("--experts", opt->experts, "MoE: routed experts, spread evenly over the ranks");

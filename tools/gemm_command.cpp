@@ -78,6 +78,10 @@ int run_gemm(const GemmCliOptions& cli, Session& session) {
   if (!cli.model.empty()) {
     if (dims_given || cli.sweep || cli.batch != 1)
       throw usage_error("--model takes its shapes from the model: drop --m/--n/--k/--batch/--sweep");
+    if (!cli.ta.empty() || !cli.tb.empty())
+      throw usage_error(
+          "--model takes each pass's layout from the model (forward, dgrad and wgrad each have their own): "
+          "drop --ta/--tb");
     if (cli.tp < 1) throw usage_error(fmt::format("invalid --tp {}: must be at least 1", cli.tp));
     if (cli.micro_batch < 1)
       throw usage_error(fmt::format("invalid --micro-batch {}: must be at least 1", cli.micro_batch));

@@ -168,8 +168,9 @@ void add_train_options(CLI::App& sub, TrainCliOptions& o) {
   sub.add_option("--steps", o.steps, "Training steps (including warm-up)")->capture_default_str();
   sub.add_option("--warmup-steps", o.warmup_steps, "Leading steps left out of the statistics")
       ->capture_default_str();
-  sub.add_option("--dtype", o.dtype,
-                 "bf16, fp16, fp8 or fp32 (host: fp32, bf16); default bf16 on cuda, fp32 on host");
+  sub.add_option(
+      "--dtype", o.dtype,
+      "bf16 or fp32 (fp16 and fp8 are planned by --dry-run, not run); default bf16 on cuda, fp32 on host");
   add_count_option(sub, "--layers", o.layers, "Instantiate only N layers (FLOPs and MFU are for what runs)");
   sub.add_option("--routing-skew", o.routing_skew, "MoE expert popularity skew (0 = uniform)")
       ->capture_default_str();
@@ -251,6 +252,10 @@ workloads::TrainOptions make_train_options(const TrainCliOptions& cli, BackendKi
   o.shape.micro_batch = cli.micro_batch;
   o.shape.grad_accum = cli.grad_accum;
   o.shape.dtype = !cli.dtype.empty() ? parse_dtype(cli.dtype) : default_dtype(backend);
+  if (o.shape.dtype != DType::bf16 && o.shape.dtype != DType::fp16 && o.shape.dtype != DType::fp32 &&
+      o.shape.dtype != DType::fp8_e4m3 && o.shape.dtype != DType::fp8_e5m2)
+    throw usage_error(
+        fmt::format("invalid --dtype {}: not a training dtype (bf16, fp16, fp8 or fp32)", cli.dtype));
   o.shape.sequence_parallel = cli.sequence_parallel;
   o.shape.distributed_optimizer = cli.distributed_optimizer;
   o.shape.attention = cli.attention_flops;

@@ -118,6 +118,9 @@ void validate_model(const ModelConfig& m, const std::string& where) {
   // The largest published models have ~130 layers; per-layer plans are built layer by layer, so 1e12 hung.
   if (m.layers < 1 || m.layers > 100000)
     fail("$.layers", fmt::format("must be in [1, 100000], got {}", m.layers));
+  // DeepSeek-V3 has one multi-token-prediction layer; more than the model's own layers is not a model.
+  if (m.mtp_layers < 0 || m.mtp_layers > m.layers)
+    fail("$.mtp_layers", fmt::format("must be in [0, $.layers = {}], got {}", m.layers, m.mtp_layers));
   if (m.heads < 1) fail("$.heads", fmt::format("must be >= 1, got {}", m.heads));
   if (m.kv_heads < 1 || m.kv_heads > m.heads || m.heads % m.kv_heads != 0)
     fail("$.kv_heads", fmt::format("must divide $.heads ({}), got {}", m.heads, m.kv_heads));

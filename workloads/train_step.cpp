@@ -42,6 +42,16 @@ TrainPlan prepare_training(const TrainOptions& o, std::int64_t world) {
   if (o.routing_skew < 0 || !std::isfinite(o.routing_skew))
     throw usage_error(fmt::format("invalid --routing-skew {}: must be >= 0", o.routing_skew));
   validate_layout(model, o.parallel, world);
+  // Counted in doubles: the plan's integer token and FLOP counts must not overflow (2^31 x 2^31 micro-batches
+  // planned -5e11 tokens), and a step of that size is a typo, not a test.
+  const double tokens = static_cast<double>(sequence_length(model, o.shape.seq)) *
+                        static_cast<double>(o.shape.micro_batch) * static_cast<double>(o.shape.grad_accum) *
+                        static_cast<double>(std::max<std::int64_t>(o.parallel.dp, 1));
+  if (tokens > 4294967296.0)
+    throw usage_error(fmt::format(
+        "--seq x --micro-batch x --grad-accum x --dp = {:.4g} tokens per step: at most 2^32 (the largest "
+        "published global batches are about 16 M tokens)",
+        tokens));
   auto plan = make_plan(model, o.parallel, o.shape);
   // Each TP rank routes (MoE) and, with sequence parallelism, holds 1/T of a micro-batch's tokens.
   if (plan.local.tokens % o.parallel.tp != 0)

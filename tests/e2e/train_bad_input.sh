@@ -47,6 +47,14 @@ expect_error zero_burnin_size 2 "invalid --size 0: must be at least 1" fb burnin
 expect_error zero_health_gemm 2 "invalid --gemm-size 0: must be at least 1" fb health --backend host --gemm-size 0
 expect_error zero_gpus_per_node 2 "invalid --gpus-per-node 0: must be at least 1" fb simulate --gpus 8 --gpus-per-node 0
 
+# Sizes the plan's integer counts cannot hold, dtypes no step trains in, options a mode ignores.
+expect_error huge_step 2 "--seq x --micro-batch x --grad-accum x --dp = 5.903e\+20 tokens per step: at most 2\^32" \
+  fb train --backend host --model tiny-dense --dry-run --micro-batch 2147483647 --grad-accum 2147483647 -o "$T/huge_step.json"
+no_report huge_step
+expect_error int8_train 2 "invalid --dtype int8: not a training dtype" fb train --backend host --dry-run --dtype int8
+expect_error gemm_model_ta 2 "--model takes each pass's layout from the model" fb gemm --backend host --model tiny-dense --ta T
+expect_error split_zero 2 "invalid --split 0: must be at least 1" fb collective --backend host --split 0
+
 expect_error bad_recompute 2 "invalid --recompute 'some'" fb train --backend host --recompute some
 expect_error bad_layers 2 "invalid --layers 9: tiny-dense has only 2 layers" fb train --backend host --layers 9
 expect_error pp_layers 2 "--pp 2 does not divide tiny-moe's layers \(3\)" \
