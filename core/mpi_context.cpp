@@ -129,18 +129,28 @@ bool MpiContext::all_true(bool ok) const {
 }
 
 void MpiContext::require_same_arguments(std::span<const std::string> args) const {
-  // FNV-1a over the arguments with separators; min and max over the ranks differ iff some rank differs.
+  // FNV-1a over the arguments with separators.
   std::uint64_t hash = 14695981039346656037ull;
   for (const auto& a : args) {
     for (unsigned char c : a) hash = (hash ^ c) * 1099511628211ull;
     hash = (hash ^ 0xFFu) * 1099511628211ull;
   }
-  std::uint64_t lo = 0, hi = 0;
-  FB_CHECK_MPI(MPI_Allreduce(&hash, &lo, 1, MPI_UINT64_T, MPI_MIN, MPI_COMM_WORLD));
-  FB_CHECK_MPI(MPI_Allreduce(&hash, &hi, 1, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD));
-  if (lo != hi)
+  if (!same_on_all_ranks(hash))
     throw usage_error(
         "the ranks were started with different arguments; every rank must run the same command");
+}
+
+void MpiContext::require_same_content(std::uint64_t digest, const std::string& what) const {
+  if (!same_on_all_ranks(digest))
+    throw usage_error("the ranks loaded different " + what + "; every rank must read the same files");
+}
+
+// Min and max over the ranks differ iff some rank's value differs.
+bool MpiContext::same_on_all_ranks(std::uint64_t value) const {
+  std::uint64_t lo = 0, hi = 0;
+  FB_CHECK_MPI(MPI_Allreduce(&value, &lo, 1, MPI_UINT64_T, MPI_MIN, MPI_COMM_WORLD));
+  FB_CHECK_MPI(MPI_Allreduce(&value, &hi, 1, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD));
+  return lo == hi;
 }
 
 int slurm_task_local_id(int mpi_rank) {

@@ -37,11 +37,15 @@ class MpiContext {
   // Stops with a usage Error on every rank when the ranks were not started with identical arguments, which
   // would otherwise deadlock in mismatched collectives.
   void require_same_arguments(std::span<const std::string> args) const;
+  // Throws a usage Error on every rank unless all ranks pass the same value: "the ranks loaded different
+  // <what>; every rank must read the same files" (a config directory that differs between hosts).
+  void require_same_content(std::uint64_t digest, const std::string& what) const;
   // True on every rank when `ok` is true on every rank (logical AND), so all ranks take the same branch.
   bool all_true(bool ok) const;
 
  private:
   void apply_fake_hosts();
+  bool same_on_all_ranks(std::uint64_t value) const;
 
   int rank_ = 0, size_ = 1, local_rank_ = 0, local_size_ = 1;
   bool owns_init_ = false;

@@ -130,6 +130,9 @@ int run_train(const TrainCommandOptions& opt, Session& session) {
   // the layout (with the host's default dtype; the device's, when it differs, only changes the plan's sizes).
   auto options = make_train_options(opt.train, BackendKind::host, mpi.size(), session.options().seed);
   auto plan = workloads::prepare_training(options, mpi.size());
+  // Each rank reads the model file on its own host: one that differs would train a mixture, or stop in a
+  // collective of the wrong size.
+  mpi.require_same_content(plan.model.file_digest, "model files (--model " + opt.train.model + ")");
   auto& backend = session.backend();
   if (opt.train.dtype.empty() && default_dtype(backend.kind()) != options.shape.dtype) {
     options.shape.dtype = default_dtype(backend.kind());

@@ -1,4 +1,6 @@
 #include "workloads/model_config.hpp"
+
+#include <functional>
 #include "core/json_file.hpp"
 
 #include <fmt/format.h>
@@ -205,8 +207,10 @@ ModelConfig parse_model_json(std::string_view text, const std::string& source_na
 
 ModelConfig load_model(std::string_view name_or_path) {
   const auto path = resolve_config("models", name_or_path);
-  ModelConfig m = parse_model_json(read_text_file(path), path.string());
+  const std::string text = read_text_file(path);
+  ModelConfig m = parse_model_json(text, path.string());
   m.file = path.string();
+  m.file_digest = std::hash<std::string>{}(text);
   return m;
 }
 

@@ -31,8 +31,9 @@ struct MlaConfig {
 
 struct ModelConfig {
   std::string name;
-  std::string source;  // provenance text from the file (optional)
-  std::string file;    // where it was loaded from ("" when parsed from text)
+  std::string source;             // provenance text from the file (optional)
+  std::string file;               // where it was loaded from ("" when parsed from text)
+  std::uint64_t file_digest = 0;  // of the file's text: ranks compare it (each may read its own copy)
   std::int64_t layers = 0;
   std::int64_t hidden = 0;
   std::int64_t heads = 0;

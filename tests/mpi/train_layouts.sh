@@ -148,4 +148,17 @@ run_capture sp_seq timeout 120 mpirun --oversubscribe -np 2 "$FACTORYBENCH" "${C
 [ "$RC" -eq 2 ] && grep -q "\-\-sequence-parallel: --seq x --micro-batch = 127 tokens is not divisible by --tp 2" "$T/sp_seq.err" && [ ! -e "$T/sp_seq.json" ] \
   && ok "sequence parallel with indivisible tokens: exit 2 with the reason" || fail "sp_seq: exit $RC: $(cat "$T/sp_seq.err")"
 
+# Ranks that read different model files (a config directory that differs between hosts) stop with the reason
+# on every layout, instead of training a mixture (tp, pp) or failing inside an all-reduce (dp).
+cp -r "$FB_SOURCE_DIR/configs" "$T/cfg"
+sed -i 's/"ffn": 256/"ffn": 512/' "$T/cfg/models/tiny-dense.json"
+grep -q '"ffn": 512' "$T/cfg/models/tiny-dense.json" || die "could not edit the copied tiny-dense.json"
+for layout in "--tp 2" "--dp 2" "--pp 2"; do
+  run_capture mixed timeout 120 mpirun --oversubscribe -np 1 -x FACTORYBENCH_CONFIG_DIR="$FB_SOURCE_DIR/configs" \
+    "$FACTORYBENCH" "${COMMON[@]}" --model tiny-dense $layout -o "$T/mixed.json" : \
+    -np 1 -x FACTORYBENCH_CONFIG_DIR="$T/cfg" "$FACTORYBENCH" "${COMMON[@]}" --model tiny-dense $layout -o "$T/mixed.json"
+  [ "$RC" -eq 2 ] && grep -q "the ranks loaded different model files (--model tiny-dense)" "$T/mixed.err" && [ ! -e "$T/mixed.json" ] \
+    && ok "different model files, $layout: exit 2 with the reason" || fail "mixed $layout: exit $RC: $(tail -3 "$T/mixed.err")"
+done
+
 finish
