@@ -157,6 +157,9 @@ void StreamingSummary::add(double x) {
 double StreamingSummary::percentile(double p) const {
   if (n_ == 0) return 0;
   if (n_ <= kExactSampleCap) {
+    // p50 is the median as every other figure of the report states it (the mean of the middle two for an
+    // even count), so extra.percentiles and the metric's stats agree; other ranks are nearest-rank.
+    if (p == 50) return summarize(exact_).median;
     std::vector<double> sorted = exact_;
     std::sort(sorted.begin(), sorted.end());
     const auto rank = static_cast<std::size_t>(std::ceil(p / 100.0 * static_cast<double>(n_)));

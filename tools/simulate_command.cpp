@@ -1,5 +1,6 @@
 // factorybench simulate: cluster-scale goodput from a failure model and recovery costs (Monte Carlo over
 // trials). Needs no device and no MPI: the report is begun without them, so the command starts at once.
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <iostream>
@@ -70,6 +71,9 @@ std::vector<std::int64_t> parse_gpu_list(const std::string& text) {
     const auto n = parse_size(item, "--sweep-gpus");
     if (n == 0)
       throw usage_error(fmt::format("invalid --sweep-gpus '{}': GPU counts must be positive", item));
+    // Results are named by GPU count (and interval): a repeat would be a second result of the same name.
+    if (std::find(out.begin(), out.end(), static_cast<std::int64_t>(n)) != out.end())
+      throw usage_error(fmt::format("invalid --sweep-gpus '{}': {} is listed twice", text, item));
     out.push_back(static_cast<std::int64_t>(n));
   }
   if (out.empty())
@@ -192,8 +196,14 @@ int run_simulate(const SimulateOptions& opt, Session& session) {
   // (policy, fixed interval, the text the user gave for it)
   std::vector<std::tuple<IntervalPolicy, std::optional<double>, std::string>> intervals;
   if (!opt.sweep_interval.empty()) {
-    for (const auto& item : split_list(opt.sweep_interval))
-      intervals.emplace_back(IntervalPolicy::fixed, positive_duration(item, "--sweep-interval"), item);
+    for (const auto& item : split_list(opt.sweep_interval)) {
+      const double d = positive_duration(item, "--sweep-interval");
+      for (const auto& seen : intervals)
+        if (std::get<1>(seen) == d)
+          throw usage_error(fmt::format("invalid --sweep-interval '{}': {} and {} are the same interval",
+                                        opt.sweep_interval, std::get<2>(seen), item));
+      intervals.emplace_back(IntervalPolicy::fixed, d, item);
+    }
     if (intervals.empty()) throw usage_error("invalid --sweep-interval: expected a list such as 10m,30m,1h");
   } else if (opt.interval == "auto" || opt.interval == "young" || opt.interval == "daly") {
     intervals.emplace_back(resilience::parse_interval_policy(opt.interval), std::nullopt, opt.interval);

@@ -115,6 +115,8 @@ bad huge-days "invalid --days 1000000000: .*at most 36500" --gpus 8 --days 1e9
 bad huge-trials "invalid --trials 100000000: must be in \\[1, 10000000\\]" --gpus 8 --trials 100000000
 bad huge-work "simulate would run about .* events .* over the limit" --gpus 131072 --trials 9000000
 expect_error negative-seed 2 "--seed: '-1' is not a non-negative integer" fb simulate --gpus 8 --seed -1
+expect_error twice-gpus 2 "invalid --sweep-gpus '8,16,8': 8 is listed twice" fb simulate --sweep-gpus 8,16,8
+expect_error twice-interval 2 "invalid --sweep-interval '10m,600s': 10m and 600s are the same interval" fb simulate --gpus 8 --sweep-interval 10m,600s
 expect_error huge-seed 2 "--seed: '18446744073709551616' is beyond the largest seed, 2\^64-1" fb simulate --gpus 8 --seed 18446744073709551616
 
 # A run of more than a few seconds shows progress on stderr; Ctrl-C (SIGINT) during it leaves no report.
