@@ -1,5 +1,7 @@
 #include "reports/simulate_console.hpp"
 
+#include <cmath>
+
 #include <fmt/format.h>
 
 #include "core/units.hpp"
@@ -34,10 +36,12 @@ void print_simulation(std::ostream& out, const Report& report, std::span<const s
     out << fmt::format(
         "{:>8} {:>9.3f} {:>8.1f} {:>10} {:>10} | {:>8.2f} {:>6.2f} {:>6.2f} {:>6.2f} {:>6.3f} | {:>9.2f} "
         "{:>8} {:>8}\n",
-        p["gpus"].get<std::int64_t>(), r.metric("job_mtbf_h")->value, r.metric("failures_mean")->value,
-        format_duration(r.metric("interval_s")->value), p["interval_policy"].get<std::string>(),
-        r.metric("goodput_pct")->value, pc.p5, pc.p50, pc.p95, r.metric("ettr")->value,
-        r.metric("analytic_goodput_pct")->value, format_duration(p["young_interval_s"].get<double>()),
+        p["gpus"].get<std::int64_t>(),
+        r.metric("job_mtbf_h") ? r.metric("job_mtbf_h")->value : INFINITY,  // no failure simulated
+        r.metric("failures_mean")->value, format_duration(r.metric("interval_s")->value),
+        p["interval_policy"].get<std::string>(), r.metric("goodput_pct")->value, pc.p5, pc.p50, pc.p95,
+        r.metric("ettr")->value, r.metric("analytic_goodput_pct")->value,
+        format_duration(p["young_interval_s"].get<double>()),
         format_duration(p["daly_interval_s"].get<double>()));
   }
   if (work) {

@@ -86,7 +86,12 @@ reports::Result simulation_result(const FailureModel& model, const ClusterConfig
   r.set_metric("goodput_pct", distribution(sim.goodput_pct, "%", Better::higher));
   r.set_metric("ettr", distribution(sim.ettr, "fraction", Better::higher));
   r.set_metric("failures_mean", distribution(sim.failures, "count", Better::lower));
-  r.set_metric("job_mtbf_h", {sim.sim_mtbf_s / 3600.0, "h", Better::higher, std::nullopt});
+  // No failure in any trial: the MTBF is beyond the simulated time, not a number to gate on (JSON would
+  // write infinity as null, which compare reads as a failed measurement).
+  if (std::isfinite(sim.sim_mtbf_s))
+    r.set_metric("job_mtbf_h", {sim.sim_mtbf_s / 3600.0, "h", Better::higher, std::nullopt});
+  else
+    r.params["job_mtbf_note"] = "no failure in any trial: the job MTBF is beyond the simulated time";
   r.set_metric("interval_s", {choice.interval_s, "s", Better::none, std::nullopt});
   const double analytic = first_order_goodput(choice.interval_s, k.checkpoint_s, k.restart_s(), mtbf);
   r.set_metric("analytic_goodput_pct", {100 * analytic, "%", Better::higher, std::nullopt});

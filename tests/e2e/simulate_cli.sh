@@ -115,6 +115,13 @@ bad huge-days "invalid --days 1000000000: .*at most 36500" --gpus 8 --days 1e9
 bad huge-trials "invalid --trials 100000000: must be in \\[1, 10000000\\]" --gpus 8 --trials 100000000
 bad huge-work "simulate would run about .* events .* over the limit" --gpus 131072 --trials 9000000
 expect_error negative-seed 2 "--seed: '-1' is not a non-negative integer" fb simulate --gpus 8 --seed -1
+# No failure in any trial: no job MTBF to gate on (it is beyond the window), and a gate against a run that
+# failed passes, with the figure MISSING, not WORSE.
+fb -q simulate --gpus 8 --trials 5 --days 3 --job-mtbf 36000d -o "$T/nofail.json"
+assert_json "$T/nofail.json" "'job_mtbf_h' not in d['results'][0]['metrics'] and 'beyond the simulated time' in d['results'][0]['params']['job_mtbf_note']" "no failure: job_mtbf_h left out, with a note"
+fb -q simulate --gpus 8 --trials 5 --days 3 --job-mtbf 2h -o "$T/fails.json"
+run_capture nofail_gate fb compare "$T/fails.json" "$T/nofail.json"
+[ "$RC" -eq 0 ] && grep -qE "job_mtbf_h .*MISSING" "$T/nofail_gate.out" && ok "no failure: compare passes, MTBF MISSING" || fail "no-failure gate: rc=$RC $(tail -3 "$T/nofail_gate.out")"
 expect_error twice-gpus 2 "invalid --sweep-gpus '8,16,8': 8 is listed twice" fb simulate --sweep-gpus 8,16,8
 expect_error twice-interval 2 "invalid --sweep-interval '10m,600s': 10m and 600s are the same interval" fb simulate --gpus 8 --sweep-interval 10m,600s
 expect_error huge-seed 2 "--seed: '18446744073709551616' is beyond the largest seed, 2\^64-1" fb simulate --gpus 8 --seed 18446744073709551616
