@@ -95,6 +95,11 @@ resilience::RecoveryCosts resolve_costs(const SimulateOptions& opt, resilience::
     const auto cal = resilience::calibrate_from_report(report, opt.calibrate);
     const auto take = [&](const std::optional<double>& v, double& into, std::string& s, const char* metric) {
       if (!v) return;
+      // A cost measured by a real run: positive, and far below a month (1e12 s made every trial badput).
+      if (!(*v > 0) || *v > 30 * 86400.0)
+        throw input_error(fmt::format("--calibrate {}: {} = {:g} s is not a plausible recovery cost (expected "
+                                      "(0 s, 30 d])",
+                                      opt.calibrate, metric, *v));
       into = *v;
       s = fmt::format("calibrate ({})", metric);
     };
@@ -105,7 +110,10 @@ resilience::RecoveryCosts resolve_costs(const SimulateOptions& opt, resilience::
     notes["calibration"] = {{"source", cal.source}, {"missing", cal.missing}};
     if (!cal.missing.empty()) {
       std::string list;
-      for (const auto& m : cal.missing) list += (list.empty() ? "" : ", ") + m;
+      std::vector<std::string> named;
+      for (const auto& m : cal.missing)
+        if (std::find(named.begin(), named.end(), m) == named.end()) named.push_back(m);
+      for (const auto& m : named) list += (list.empty() ? "" : ", ") + m;
       log::warn("--calibrate {}: missing {}; using options or defaults for those", opt.calibrate, list);
     }
   }

@@ -70,6 +70,11 @@ run_capture partial fb simulate --gpus 8192 --days 10 --trials 20 --calibrate "$
 grep -q "missing extra.ledger.checkpoints.save_blocking_s / saves, badput_s.detection, badput_s.relaunch, badput_s.ckpt_restore" "$T/partial.err" \
   && ok "missing calibration fields named" || fail "partial calibration: $(cat "$T/partial.err")"
 
+# A cost no run measures (a blocking save of 1e12 s): refused, not simulated into 0% goodput.
+"$PY" -c "import json,sys; d=json.load(open(sys.argv[1])); c=d['results'][0]['extra']['ledger']['checkpoints']; c['save_blocking_s']=1e12*c['saves']; json.dump(d, open(sys.argv[2],'w'))" "$T/resilience.json" "$T/absurd.json"
+expect_error absurd_cost 2 "--calibrate .*absurd.json: blocking save time / saves = 1e\+12 s is not a plausible recovery cost" \
+  fb simulate --gpus 8192 --days 10 --trials 20 --calibrate "$T/absurd.json" --output "$T/absurd-out.json"
+
 # A job defined by its work (20 days of compute) instead of a window: time to train beside the analytic one.
 run_capture work fb simulate --gpus 16384 --work-days 20 --trials 50 --output "$T/work.json"
 [ "$RC" -eq 0 ] || die "simulate --work-days exited $RC: $(cat "$T/work.err")"
