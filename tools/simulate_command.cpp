@@ -97,9 +97,10 @@ resilience::RecoveryCosts resolve_costs(const SimulateOptions& opt, resilience::
       if (!v) return;
       // A cost measured by a real run: positive, and far below a month (1e12 s made every trial badput).
       if (!(*v > 0) || *v > 30 * 86400.0)
-        throw input_error(fmt::format("--calibrate {}: {} = {:g} s is not a plausible recovery cost (expected "
-                                      "(0 s, 30 d])",
-                                      opt.calibrate, metric, *v));
+        throw input_error(
+            fmt::format("--calibrate {}: {} = {:g} s is not a plausible recovery cost (expected "
+                        "(0 s, 30 d])",
+                        opt.calibrate, metric, *v));
       into = *v;
       s = fmt::format("calibrate ({})", metric);
     };

@@ -87,7 +87,8 @@ TEST(ModelConfig, ErrorsNameTheJsonPath) {
   EXPECT_NE(error_of(text).find("$.kv_heads: must divide $.heads"), std::string::npos);
   text = kMinimal;
   text.insert(text.size() - 1, R"(,"mtp_layers":1000000000)");
-  EXPECT_NE(error_of(text).find("$.mtp_layers: must be in [0, $.layers"), std::string::npos) << error_of(text);
+  EXPECT_NE(error_of(text).find("$.mtp_layers: must be in [0, $.layers"), std::string::npos)
+      << error_of(text);
   text = kMinimal;
   text.replace(text.find("gelu"), 4, "relu");
   EXPECT_NE(error_of(text).find("$.activation: must be"), std::string::npos);

@@ -153,8 +153,7 @@ ModelWeights make_model_weights(StepContext& c, std::int64_t first_layer, bool f
   const std::uint64_t replicated_seed = derive_seed(c.o.seed, 999);
   initialise(c, mw.dense, c.groups.dp.get(),
              derive_seed(c.o.seed, static_cast<std::uint64_t>(1000 + c.coords.t)), replicated_seed);
-  initialise(c, mw.experts, c.groups.edp.get(),
-             derive_seed(c.o.seed, 500000), replicated_seed);
+  initialise(c, mw.experts, c.groups.edp.get(), derive_seed(c.o.seed, 500000), replicated_seed);
   return mw;
 }
 
