@@ -74,8 +74,9 @@ WriteTarget write_target(const std::filesystem::path& path) {
 }
 
 void write_file_atomic(const std::filesystem::path& target, std::span<const std::byte> data) {
-  const auto [path, in_place] = write_target(target);
-  if (in_place) return write_through(path, data);
+  const WriteTarget where = write_target(target);
+  const std::filesystem::path& path = where.path;  // not a structured binding: clang 15 cannot capture one
+  if (where.in_place) return write_through(path, data);
   const auto dir = path.has_parent_path() ? path.parent_path() : std::filesystem::path(".");
   // Appended, not "." + name + ...: GCC 12 warns a false -Wrestrict on that rvalue chain once inlined.
   std::string name = ".";
