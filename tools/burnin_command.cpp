@@ -13,7 +13,7 @@
 #include "core/units.hpp"
 #include "reports/burnin_console.hpp"
 #include "tools/commands.hpp"
-#include "tools/positive_option.hpp"
+#include "tools/count_option.hpp"
 #include "workloads/burnin.hpp"
 
 namespace fb::tools {

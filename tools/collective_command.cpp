@@ -13,7 +13,7 @@
 #include "core/units.hpp"
 #include "reports/collective_console.hpp"
 #include "tools/commands.hpp"
-#include "tools/positive_option.hpp"
+#include "tools/count_option.hpp"
 #include "workloads/collective_benchmark.hpp"
 #include "workloads/run_environment.hpp"
 

@@ -11,7 +11,7 @@
 #include "core/error.hpp"
 #include "reports/gemm_console.hpp"
 #include "tools/commands.hpp"
-#include "tools/positive_option.hpp"
+#include "tools/count_option.hpp"
 #include "workloads/gemm_benchmark.hpp"
 #include "workloads/model_config.hpp"
 

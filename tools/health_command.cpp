@@ -10,7 +10,7 @@
 #include "core/units.hpp"
 #include "reports/health_console.hpp"
 #include "tools/commands.hpp"
-#include "tools/positive_option.hpp"
+#include "tools/count_option.hpp"
 #include "workloads/health_check.hpp"
 
 namespace fb::tools {

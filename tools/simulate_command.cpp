@@ -22,7 +22,7 @@
 #include "resilience/failure_model.hpp"
 #include "resilience/simulation_result.hpp"
 #include "tools/commands.hpp"
-#include "tools/positive_option.hpp"
+#include "tools/count_option.hpp"
 
 namespace fb::tools {
 namespace {
