@@ -11,6 +11,13 @@ std::uint64_t derive_seed(std::uint64_t seed, std::uint64_t stream) {
   return mix.next();
 }
 
+double random_value_at(std::uint64_t seed, std::uint64_t index, double lo, double hi) {
+  constexpr std::uint64_t kGamma = 0x9E3779B97F4A7C15ull;  // SplitMix64's increment
+  SplitMix64 rng(seed + 2 * index * kGamma);               // the state after 2·index draws
+  const double mag = lo + (hi - lo) * rng.uniform();
+  return (rng.next() & 1u) ? -mag : mag;
+}
+
 void fill_random_host(void* out, std::size_t count, DType type, std::uint64_t seed, double lo, double hi) {
   SplitMix64 rng(seed);
   auto value = [&] {

@@ -30,4 +30,10 @@ std::uint64_t derive_seed(std::uint64_t seed, std::uint64_t stream);
 void fill_random_host(void* out, std::size_t count, DType type, std::uint64_t seed, double lo = 0.0625,
                       double hi = 1.0);
 
+// Element `index` of what fill_random_host(out, …, DType::fp64 or fp32, seed, lo, hi) writes, without the
+// elements before it: splitmix64 is a counter (its k-th draw mixes seed + (k+1)·γ) and each element takes two
+// draws, magnitude then sign. A rank fills its slice of a tensor that exists whole only in the model (tensor
+// parallelism) with exactly the values the unsplit tensor holds there.
+double random_value_at(std::uint64_t seed, std::uint64_t index, double lo = 0.0625, double hi = 1.0);
+
 }  // namespace fb

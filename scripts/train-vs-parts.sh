@@ -163,7 +163,7 @@ for index, case in enumerate(cases):
     for name, nbytes in sorted(done.items()):
         kind = name.split("/")[0]
         if kind == "tp_allreduce":
-            op, group = "allreduce", tp
+            op, group = "allreduce", plan[name]["group_size"] if name in plan else tp  # kv_head_grads: kv copies
             size = plan[name]["bytes_per_call"] if name in plan else act
         elif kind == "tp_reduce_scatter":
             op, group, size = "reducescatter", tp, act

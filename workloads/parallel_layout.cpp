@@ -148,6 +148,7 @@ LocalDims local_dims(const ModelConfig& m, const ParallelConfig& c, const StepSh
     l.mla_latent = a.q_lora_rank + a.kv_lora_rank + a.qk_rope_head_dim;
   } else {
     l.kv_heads = m.kv_heads >= c.tp ? m.kv_heads / c.tp : 1;
+    l.kv_copies = m.kv_heads >= c.tp || m.kv_heads < 1 ? 1 : c.tp / m.kv_heads;
     l.head_dim = m.head_dim;
     l.v_head_dim = m.head_dim;
     l.qkv_width = (l.heads + 2 * l.kv_heads) * l.head_dim;
@@ -391,6 +392,12 @@ void PlanLists::tp_collectives() {
   if (m.mla)
     collectives.push_back({"tp_allreduce/mla_latent_grad", "tp", "allreduce", c.tp,
                            static_cast<double>(l.tokens * l.mla_latent) * e, layers_here * mbs});
+  // Once per step and layer, with fewer kv heads than TP ranks: the K and V columns of the kv head that
+  // kv_copies ranks hold, whose gradients each computed from its own query heads.
+  if (l.kv_copies > 1)
+    collectives.push_back({"tp_allreduce/kv_head_grads", "tp", "allreduce", l.kv_copies,
+                           static_cast<double>(2 * l.head_dim * m.hidden) * e,
+                           static_cast<double>(layers_here)});
   // Once per step, tensors every TP rank holds whole but computes from part of the tokens: each MoE layer's
   // router (each TP rank routes its own token slice) and, with sequence parallelism, every norm gain (two
   // per layer and the final norm), one all-reduce per tensor.

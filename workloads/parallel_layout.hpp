@@ -61,6 +61,7 @@ struct LocalDims {
                                      // --sequence-parallel, else tokens
   std::int64_t layers = 0;           // layers per pipeline stage (layers / pp)
   std::int64_t heads = 0, kv_heads = 0;
+  std::int64_t kv_copies = 1;   // TP ranks holding each kv head: tp / kv_heads when kv_heads < tp, else 1
   std::int64_t head_dim = 0;    // query/key head dim (MLA: qk_nope + qk_rope)
   std::int64_t v_head_dim = 0;  // value head dim (MLA: v_head_dim; else head_dim)
   std::int64_t qkv_width = 0;   // (heads + 2·kv_heads)·head_dim; MLA: heads·(2·(nope+rope) + v + nope) =

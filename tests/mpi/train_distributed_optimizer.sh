@@ -51,6 +51,12 @@ same pp 1e-12
 pair mla 4 --model tiny-mla --tp 2 --dp 2 --sequence-parallel
 same mla 1e-6
 
+# TP 4 over tiny-dense's 2 kv heads (each held by 2 TP ranks, its gradient counted once in the norm) and
+# DP 2: 8 ranks. The sharded state splits the fused QKV tensor at other places than the replicated copy's
+# norm weights do, so Σ g² is associated differently: the same to 1e-12.
+pair kv_copies 8 --model tiny-dense --tp 4 --dp 2 --dtype fp32
+same kv_copies 1e-12
+
 # A sharded checkpoint: 2 steps saved, then resumed to 4, equals 4 uninterrupted steps.
 Z=(train --backend host --warmup-steps 0 --model tiny-moe --dp 4 --ep 2 --distributed-optimizer)
 run_capture whole fb_mpirun 4 "${Z[@]}" --steps 4 -o "$T/whole.json"

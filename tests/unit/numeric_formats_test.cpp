@@ -78,6 +78,20 @@ TEST(RandomFill, SeededNeverZeroAndRepresentable) {
   for (auto v : ints) EXPECT_TRUE(v != 0 && v >= -64 && v <= 64);
 }
 
+// Any element of a stream, computed alone, is the element the stream writes: a TP rank's slice of a tensor
+// holds the whole tensor's values (workloads/train/model_weights.cpp).
+TEST(RandomFill, ValueAtIndexIsTheStreamsElement) {
+  std::vector<double> d(3000);
+  std::vector<float> f(3000);
+  fill_random_host(d.data(), d.size(), DType::fp64, 42, 0.01, 0.5);
+  fill_random_host(f.data(), f.size(), DType::fp32, 42, 0.01, 0.5);
+  for (std::size_t i : {0ul, 1ul, 2ul, 17ul, 1024ul, 2999ul}) {
+    EXPECT_EQ(random_value_at(42, i, 0.01, 0.5), d[i]) << i;
+    EXPECT_EQ(static_cast<float>(random_value_at(42, i, 0.01, 0.5)), f[i]) << i;
+  }
+  EXPECT_NE(random_value_at(43, 5, 0.01, 0.5), d[5]);
+}
+
 TEST(Statistics, KnownAnswers) {
   const std::vector<double> v{5, 1, 4, 2, 3};
   const auto s = summarize(v);

@@ -31,6 +31,7 @@ void GradientReduction::tp_reduce_partial(std::int64_t layer) {
     return;
   }
   const auto& w = w_.layers[static_cast<std::size_t>(layer)];
+  if (c_.groups.kv_copies) kv_copies_reduce(w.qkv);
   if (c_.sp) {
     tp_reduce_tensor(w.attn_norm);
     tp_reduce_tensor(w.mlp_norm);
@@ -45,6 +46,18 @@ void GradientReduction::tp_reduce_tensor(std::int64_t t) {
   void* g = weight_grad(c_, w_.dense, t);
   c_.groups.tp->allreduce(g, g, static_cast<std::size_t>(n), c_.dt, ReduceOp::sum);
   c_.count_bytes("tp_allreduce/replicated_grads", static_cast<double>(n * c_.elem()));
+}
+
+// The kv head this rank shares with the other TP ranks whose query heads read it: each computed its
+// gradient from its own query heads, the sum is the gradient of the one kv head of the model.
+void GradientReduction::kv_copies_reduce(std::int64_t t) {
+  const auto& ten = w_.dense.at(t);
+  const auto& copied = ten.place.copied;  // K and V of the head, adjacent columns of the in×out tensor
+  const std::int64_t n = copied.count * ten.in;
+  c_.mark(kTpComm);
+  void* g = c_.at(weight_grad(c_, w_.dense, t), copied.local * ten.in);
+  c_.groups.kv_copies->allreduce(g, g, static_cast<std::size_t>(n), c_.dt, ReduceOp::sum);
+  c_.count_bytes("tp_allreduce/kv_head_grads", static_cast<double>(n * c_.elem()));
 }
 
 // [begin, end) is one gradient bucket (model_weights.cpp lays them out): all-reduced, or with a sharded

@@ -2,7 +2,9 @@
 // Gradient reduction after the last micro-batch's backward. First, over the TP group, the gradients of
 // tensors every TP rank holds whole but computes from part of the tokens: the router (each TP rank routes
 // its own token slice) and, with sequence parallelism, the norm gains (each rank normalises its own rows),
-// as Megatron-LM all-reduces its sequence-parallel parameters. Then data-parallel reduction in buckets of
+// as Megatron-LM all-reduces its sequence-parallel parameters; and, with fewer kv heads than TP ranks, each
+// kv head's gradient over the TP ranks holding it (each computed it from its own query heads). Then
+// data-parallel reduction in buckets of
 // --bucket-layers layers (the output layer with the final norm, and the embedding, are buckets of their
 // own): dense gradients over the DP group, expert gradients over the expert-DP group, each bucket reduced as
 // soon as the backward has produced it; with --overlap without waiting (non-blocking). With
@@ -28,6 +30,7 @@ class GradientReduction {
  private:
   void tp_reduce_partial(std::int64_t layer);
   void tp_reduce_tensor(std::int64_t t);
+  void kv_copies_reduce(std::int64_t t);
   void reduce_range(Region& r, Communicator* comm, std::int64_t size, std::int64_t begin, std::int64_t end,
                     const char* group, const char* what);
   StepContext& c_;

@@ -2,15 +2,25 @@
 
 #include <algorithm>
 #include <cmath>
+#include <tuple>
 #include <utility>
 
+#include "core/error.hpp"
 #include "core/random_fill.hpp"
 #include "workloads/layer_gemm_shapes.hpp"
 
 namespace fb::workloads::train {
 
 std::int64_t Region::add(std::int64_t in, std::int64_t out, bool tp_replicated) {
-  tensors.push_back({count, in, out, tp_replicated, false});
+  const std::int64_t t = add(in, out, whole_tensor(in, out));
+  tensors.back().tp_replicated = tp_replicated;
+  return t;
+}
+
+std::int64_t Region::add(std::int64_t in, std::int64_t out, TpPlacement place) {
+  if (place.local_out() != out || place.row + in > place.whole_in)
+    throw runtime_error("Region::add: the TP placement does not match the block (a bug)");
+  tensors.push_back({count, in, out, false, false, std::move(place)});
   seed_ids.push_back(next_id++);
   count += in * out;
   return static_cast<std::int64_t>(tensors.size()) - 1;
@@ -31,14 +41,37 @@ void Region::close_bucket(int shard_count) {
 
 namespace {
 
+// This rank's t and the TP degree, for the placements below.
+struct TpRank {
+  std::int64_t t, tp;
+  ColumnPart even(std::int64_t whole) const { return even_part(whole, t, tp); }
+  TpPlacement rows(std::int64_t local_in, std::int64_t out) const {
+    return row_parallel(local_in, out, t, tp);
+  }
+};
+
+TpRank tp_rank(const StepContext& c) {
+  return {c.coords.t, c.o.parallel.tp};
+}
+
 void add_attention(const StepContext& c, Region& dense, LayerWeights& w) {
-  w.attn_norm = dense.add_norm(c.m.hidden);
+  const TpRank r = tp_rank(c);
+  const std::int64_t h = c.m.hidden;
+  w.attn_norm = dense.add_norm(h);
   if (c.m.mla) {
     const auto& a = *c.m.mla;
     if (a.q_lora_rank > 0) w.q_norm = dense.add_norm(a.q_lora_rank);
     w.kv_norm = dense.add_norm(a.kv_lora_rank);
-    for (const auto& p : mla_projections(c.m, c.o.parallel.tp)) {
-      const std::int64_t t = dense.add(p.in, p.out, p.tp_replicated);
+    const std::int64_t H = c.m.heads, qk = a.qk_nope_head_dim + a.qk_rope_head_dim;
+    for (const auto& p : mla_projections(c.m, r.tp)) {
+      // The up projections are column-parallel over heads (kv_up: [V | k_nope], each over all heads), the
+      // output projection row-parallel; the down projections are replicated.
+      TpPlacement place = whole_tensor(p.in, p.out);
+      if (p.role == "q_up" || p.role == "q") place = column_parallel(p.in, {r.even(H * qk)});
+      if (p.role == "kv_up")
+        place = column_parallel(p.in, {r.even(H * a.v_head_dim), r.even(H * a.qk_nope_head_dim)});
+      if (p.role == "attn_out") place = r.rows(p.in, p.out);
+      const std::int64_t t = p.tp_replicated ? dense.add(p.in, p.out, true) : dense.add(p.in, p.out, place);
       if (p.role == "q_down") w.q_down = t;
       if (p.role == "q_up") w.q_up = t;
       if (p.role == "q") w.q = t;
@@ -47,9 +80,21 @@ void add_attention(const StepContext& c, Region& dense, LayerWeights& w) {
       if (p.role == "attn_out") w.attn_out = t;
     }
   } else {
-    w.qkv = dense.add(c.m.hidden, c.l.qkv_width);
-    w.attn_out = dense.add(c.l.heads * c.l.head_dim, c.m.hidden);
+    w.qkv = dense.add(h, c.l.qkv_width, gqa_qkv(h, c.m.heads, c.m.kv_heads, c.l.head_dim, r.t, r.tp));
+    w.attn_out = dense.add(c.l.heads * c.l.head_dim, h, r.rows(c.l.heads * c.l.head_dim, h));
   }
+}
+
+// A feed-forward block's up projection (SwiGLU: [gate | up], each column-parallel) and down projection
+// (row-parallel), `f` this rank's intermediate width.
+std::pair<std::int64_t, std::int64_t> add_ffn(const StepContext& c, Region& dense, std::int64_t f) {
+  const TpRank r = tp_rank(c);
+  const std::int64_t h = c.m.hidden, whole = f * r.tp;
+  std::vector<ColumnPart> parts{r.even(whole)};
+  if (c.swiglu()) parts.push_back(r.even(whole));
+  const std::int64_t up =
+      dense.add(h, static_cast<std::int64_t>(parts.size()) * f, column_parallel(h, parts));
+  return {up, dense.add(f, h, r.rows(f, h))};
 }
 
 void add_feed_forward(const StepContext& c, ModelWeights& mw, LayerWeights& w) {
@@ -57,19 +102,30 @@ void add_feed_forward(const StepContext& c, ModelWeights& mw, LayerWeights& w) {
   w.mlp_norm = mw.dense.add_norm(h);
   if (w.moe) {
     w.router = mw.dense.add(h, c.m.moe->experts, true);
-    if (c.l.shared_ffn > 0) {
-      w.shared_up = mw.dense.add(h, up * c.l.shared_ffn);
-      w.shared_down = mw.dense.add(c.l.shared_ffn, h);
-    }
+    if (c.l.shared_ffn > 0) std::tie(w.shared_up, w.shared_down) = add_ffn(c, mw.dense, c.l.shared_ffn);
     w.expert_up = static_cast<std::int64_t>(mw.experts.tensors.size());
     for (std::int64_t e = 0; e < c.l.local_experts; ++e) {
       mw.experts.add(h, up * c.l.expert_ffn);
       mw.experts.add(c.l.expert_ffn, h);
     }
   } else {
-    w.mlp_up = mw.dense.add(h, up * c.l.ffn);
-    w.mlp_down = mw.dense.add(c.l.ffn, h);
+    std::tie(w.mlp_up, w.mlp_down) = add_ffn(c, mw.dense, c.l.ffn);
   }
+}
+
+// A weight block from its place in the whole tensor: element (i, j) of the whole in×out tensor (column-major)
+// is element j·in + i of the tensor's seeded stream, ±[1/16, 1]/√in.
+void fill_weights(float* out, const Region::Tensor& ten, std::uint64_t seed) {
+  const auto& p = ten.place;
+  const double a = 1.0 / std::sqrt(static_cast<double>(p.whole_in));
+  for (const auto& run : p.columns)
+    for (std::int64_t j = 0; j < run.count; ++j) {
+      const auto first = static_cast<std::uint64_t>((run.whole + j) * p.whole_in + p.row);
+      float* column = out + (run.local + j) * ten.in;
+      for (std::int64_t i = 0; i < ten.in; ++i)
+        column[i] =
+            static_cast<float>(random_value_at(seed, first + static_cast<std::uint64_t>(i), a / 16, a));
+    }
 }
 
 // Allocates a region's buffers and fills the weights (fp32 master, converted to the step dtype). A sharded
@@ -86,13 +142,11 @@ void initialise(StepContext& c, Region& r, Communicator* group, std::uint64_t se
   std::vector<float> host(static_cast<std::size_t>(r.count));  // the padding between buckets stays zero
   for (std::size_t t = 0; t < r.tensors.size(); ++t) {
     const auto& ten = r.tensors[t];
-    const double a = 1.0 / std::sqrt(static_cast<double>(ten.in));
-    const auto n = static_cast<std::size_t>(ten.in * ten.out);
     if (ten.ones)
-      std::fill_n(host.data() + ten.offset, n, 1.0f);
+      std::fill_n(host.data() + ten.offset, static_cast<std::size_t>(ten.in * ten.out), 1.0f);
     else
-      fill_random_host(host.data() + ten.offset, n, DType::fp32,
-                       derive_seed(ten.tp_replicated ? replicated_seed : seed, r.seed_ids[t]), a / 16, a);
+      fill_weights(host.data() + ten.offset, ten,
+                   derive_seed(ten.tp_replicated ? replicated_seed : seed, r.seed_ids[t]));
   }
   // This rank's parts of the master weights (one shard: all of them), then the weights from them.
   for (const auto& p : r.shards.owned())
@@ -113,7 +167,11 @@ ModelWeights make_model_weights(StepContext& c, std::int64_t first_layer, bool f
   const int expert_shards = zero && c.groups.edp ? c.groups.edp->size() : 1;
   // The embedding table: this TP rank's vocab rows [t·V/T, …), h wide (stored h × rows: row v at v·h).
   mw.dense.next_id = std::uint64_t{1} << 41;
-  if (first_stage) mw.embedding = mw.dense.add(c.m.hidden, c.l.vocab);
+  // The vocabulary is padded to a multiple of TP (Megatron-LM pads it too): V = tp·⌈vocab/tp⌉ rows.
+  const TpRank r = tp_rank(c);
+  const std::int64_t vocab_rows = c.l.vocab * r.tp;
+  if (first_stage)
+    mw.embedding = mw.dense.add(c.m.hidden, c.l.vocab, column_parallel(c.m.hidden, {r.even(vocab_rows)}));
   mw.layers.resize(static_cast<std::size_t>(c.l.layers));
   for (std::int64_t i = 0; i < c.l.layers; ++i) {
     auto& w = mw.layers[static_cast<std::size_t>(i)];
@@ -138,7 +196,7 @@ ModelWeights make_model_weights(StepContext& c, std::int64_t first_layer, bool f
   mw.experts.layer_begin.push_back(mw.experts.count);
   mw.dense.next_id = std::uint64_t{1} << 40;
   if (last_stage) {
-    mw.logits = mw.dense.add(c.m.hidden, c.l.vocab);
+    mw.logits = mw.dense.add(c.m.hidden, c.l.vocab, column_parallel(c.m.hidden, {r.even(vocab_rows)}));
     mw.final_norm = mw.dense.add_norm(c.m.hidden);
   }
   mw.dense.close_bucket(dense_shards);
@@ -147,12 +205,12 @@ ModelWeights make_model_weights(StepContext& c, std::int64_t first_layer, bool f
   mw.experts.shards =
       RegionShards(mw.experts.buckets, expert_shards, expert_shards > 1 ? c.groups.edp->rank() : 0);
 
-  // Seeded by this rank's TP shard and the tensor's place in the model (experts: their global index, not
-  // TP-split): the same on every data-parallel replica, and the same model whatever the pipeline split and
-  // the expert-parallel degree.
+  // Seeded by the tensor's place in the model (experts: their global index) and each element's place in the
+  // whole tensor: the same on every data-parallel replica, and the same model whatever the tensor-parallel
+  // split, the pipeline split and the expert-parallel degree. (Stream 1000 was TP rank 0's before TP ranks
+  // shared one: a run without TP keeps the weights it had.)
   const std::uint64_t replicated_seed = derive_seed(c.o.seed, 999);
-  initialise(c, mw.dense, c.groups.dp.get(),
-             derive_seed(c.o.seed, static_cast<std::uint64_t>(1000 + c.coords.t)), replicated_seed);
+  initialise(c, mw.dense, c.groups.dp.get(), derive_seed(c.o.seed, 1000), replicated_seed);
   initialise(c, mw.experts, c.groups.edp.get(), derive_seed(c.o.seed, 500000), replicated_seed);
   return mw;
 }

@@ -7,6 +7,7 @@
 #include "core/backend.hpp"
 #include "workloads/train/optimizer_shards.hpp"
 #include "workloads/train/step_context.hpp"
+#include "workloads/train/tp_placement.hpp"
 
 namespace fb::workloads::train {
 
@@ -18,8 +19,9 @@ struct Region {
   DeviceBuffer param, grad, master, m, v;
   struct Tensor {
     std::int64_t offset, in, out;
-    bool tp_replicated;  // identical on every TP rank (router, norms, MLA down projections): seeded without t
+    bool tp_replicated;  // identical on every TP rank (router, norms, MLA down projections)
     bool ones;           // a norm's gain: starts at 1
+    TpPlacement place;   // where this in×out block lies in the whole tensor (seeded by its place there)
   };
   std::vector<Tensor> tensors;
   // Element offset where each layer's tensors begin, then an end sentinel for the layers, then the end of
@@ -33,7 +35,10 @@ struct Region {
   // state is split over the region's data-parallel group (one shard without --distributed-optimizer).
   std::vector<GradBucket> buckets;
   RegionShards shards;
+  // A tensor this rank holds whole (`tp_replicated`: on every TP rank alike), or its TP block of a whole
+  // tensor (`place`, whose columns must number `out`).
   std::int64_t add(std::int64_t in, std::int64_t out, bool tp_replicated = false);
+  std::int64_t add(std::int64_t in, std::int64_t out, TpPlacement place);
   std::int64_t add_norm(std::int64_t width);  // an RMSNorm gain (1 × width, replicated over TP, ones)
   // Ends the bucket that began where the last one ended (nothing when no tensor was added since), padded
   // so that it splits over `shard_count` ranks (optimizer_shards.hpp).
@@ -65,9 +70,10 @@ struct ModelWeights {
 
 // Lays out this stage's layers (global indices first_layer…), with the embedding on the first stage and the
 // final norm and output layer on the last, in gradient buckets of --bucket-layers layers, and initialises
-// them: weights ~ ±[1/16, 1]/√in, seeded by the tensor's place in the model and this rank's TP shard
-// (experts: EP rank); norm gains 1; moments zero. Collective over the DP groups with --distributed-optimizer
-// (each rank fills its shard, the weights are all-gathered).
+// them: weights ~ ±[1/16, 1]/√in (in of the whole tensor), each element seeded by the tensor's place in the
+// model and the element's place in the whole tensor, so that neither --tp, --pp nor --ep changes the model
+// (experts by their global index); norm gains 1; moments zero. Collective over the DP groups with
+// --distributed-optimizer (each rank fills its shard, the weights are all-gathered).
 ModelWeights make_model_weights(StepContext& c, std::int64_t first_layer, bool first_stage, bool last_stage);
 
 // Linear layer with W stored in×out (column-major, lda = in), activations token-major (width×rows): token

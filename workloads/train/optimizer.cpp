@@ -14,18 +14,25 @@ void add_region(StepContext& c, Region& r, double replicas, std::vector<kernels:
   const bool sharded = r.shards.shards() > 1;
   for (const auto& t : r.tensors) {
     const double weight = 1.0 / ((sharded ? 1.0 : replicas) * (t.tp_replicated ? tp : 1.0));
-    // One shard owns every element at its own offset: the whole tensor is one piece.
-    for (const auto& p : r.shards.owned_within(t.offset, t.in * t.out)) {
-      kernels::AdamTensor a;
-      a.master = r.master.as<float>() + p.local;
-      a.m = r.m.as<float>() + p.local;
-      a.v = r.v.as<float>() + p.local;
-      a.grad = c.at(r.grad, p.global);
-      a.param = c.at(r.param, p.global);
-      a.count = p.count;
-      a.grad_scale = scale;
-      a.norm_weight = weight;
-      out.push_back(a);
+    // Columns that several TP ranks hold alike (a kv head shared by fewer kv heads than TP ranks) count
+    // once over them: the tensor in up to three column ranges, the middle one weighted 1/copies.
+    const auto& copied = t.place.copied;
+    const std::int64_t cuts[] = {0, copied.local * t.in, (copied.local + copied.count) * t.in, t.in * t.out};
+    for (int range = 0; range < 3; ++range) {
+      const double w = range == 1 ? weight / static_cast<double>(t.place.copies) : weight;
+      // One shard owns every element at its own offset: each range is one piece.
+      for (const auto& p : r.shards.owned_within(t.offset + cuts[range], cuts[range + 1] - cuts[range])) {
+        kernels::AdamTensor a;
+        a.master = r.master.as<float>() + p.local;
+        a.m = r.m.as<float>() + p.local;
+        a.v = r.v.as<float>() + p.local;
+        a.grad = c.at(r.grad, p.global);
+        a.param = c.at(r.param, p.global);
+        a.count = p.count;
+        a.grad_scale = scale;
+        a.norm_weight = w;
+        out.push_back(a);
+      }
     }
   }
 }

@@ -3,11 +3,13 @@
 namespace fb::workloads::train {
 
 ParallelGroups make_parallel_groups(MpiContext& mpi, Backend& backend, const ParallelConfig& c,
-                                    const RankCoords& r, bool moe) {
+                                    const RankCoords& r, bool moe, std::int64_t kv_copies) {
   ParallelGroups g;
   g.world = make_communicator(mpi, backend);
   g.tp = g.world->split(static_cast<int>(r.p * c.dp + r.d), static_cast<int>(r.t));
   g.dp = g.world->split(static_cast<int>(r.p * c.tp + r.t), static_cast<int>(r.d));
+  // TP ranks t with the same t / kv_copies hold the same kv head (workloads/train/tp_placement.hpp).
+  if (kv_copies > 1) g.kv_copies = g.tp->split(static_cast<int>(r.t / kv_copies), static_cast<int>(r.t));
   if (moe) {
     const std::int64_t groups = c.dp * c.tp / c.ep;
     g.ep = g.world->split(static_cast<int>(r.p * groups + r.ep_group), static_cast<int>(r.ep_rank));

@@ -18,7 +18,7 @@ StepContext::StepContext(const TrainOptions& o_, const TrainPlan& plan_, MpiCont
       row0(sp ? coords.t * rows : 0),
       gemm_engine(kernels::make_gemm_engine(backend_, dt, {.local_ranks = mpi.local_size()})),
       k(kernels::make_train_kernels(backend_)),
-      groups(make_parallel_groups(mpi, backend_, o_.parallel, coords, m.moe.has_value())),
+      groups(make_parallel_groups(mpi, backend_, o_.parallel, coords, m.moe.has_value(), l.kv_copies)),
       timer(backend_) {}
 
 DeviceBuffer StepContext::alloc(std::int64_t elements, std::size_t element_bytes) {
