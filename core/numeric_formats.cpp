@@ -22,7 +22,10 @@ std::uint32_t encode_small(float value, int exp_bits, int man_bits, bool saturat
   }
   float mag = std::fabs(value);
   if (mag > max_finite || std::isinf(mag)) {
-    if (saturate || !has_inf)
+    // Without saturation, round to nearest even overflows only from max_finite + half its ulp (fp16:
+    // 65520) up; below that it rounds to max_finite, as the hardware conversions (__float2half_rn) do.
+    const float overflow = max_finite + std::ldexp(1.0f, std::ilogb(max_finite) - man_bits - 1);
+    if (saturate || !has_inf || mag < overflow)
       mag = max_finite;
     else
       return (sign << sign_shift) | (((1u << exp_bits) - 1) << man_bits);

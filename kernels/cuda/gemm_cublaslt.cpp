@@ -7,11 +7,13 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <limits>
 #include <map>
 #include <memory>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
@@ -56,10 +58,33 @@ struct PrefDeleter {
 using DescPtr = std::unique_ptr<cublasLtMatmulDescOpaque_t, DescDeleter>;
 using LayoutPtr = std::unique_ptr<cublasLtMatrixLayoutOpaque_t, LayoutDeleter>;
 
+// Operand alignments in bytes, powers of two up to 256: of the address and, in a strided batch, of every
+// later matrix. cuBLASLt's heuristics assume 256 unless told (CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_*), and an
+// algorithm chosen for 256 may refuse a pointer into the middle of a buffer: a head's columns of the QKV
+// rows, a tensor inside a parameter region.
+struct Alignments {
+  std::uint32_t a = 256, b = 256, c = 256;
+};
+std::uint32_t alignment_of(const void* p, std::int64_t batch, std::int64_t stride_bytes) {
+  std::uintptr_t bits = reinterpret_cast<std::uintptr_t>(p) | 256u;
+  if (batch > 1) bits |= static_cast<std::uintptr_t>(stride_bytes);
+  return static_cast<std::uint32_t>(bits & (~bits + 1));  // the lowest set bit
+}
+Alignments alignments_of(const GemmProblem& p, const GemmTypes& t, const void* a, const void* b,
+                         const void* c) {
+  const auto bytes = [&](DType type, std::int64_t stride) {
+    return stride * static_cast<std::int64_t>(dtype_bytes(type));
+  };
+  return {alignment_of(a, p.batch, bytes(t.a, p.batch_stride_a())),
+          alignment_of(b, p.batch, bytes(t.b, p.batch_stride_b())),
+          alignment_of(c, p.batch, bytes(t.c, p.batch_stride_c()))};
+}
+
 // Everything that changes the descriptors or the algorithm choice.
 using PlanKey = std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t, bool, bool, std::int64_t,
-                           std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t, bool>;
-PlanKey key_of(const GemmProblem& p) {
+                           std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t, bool,
+                           std::uint32_t, std::uint32_t, std::uint32_t>;
+PlanKey key_of(const GemmProblem& p, const Alignments& al) {
   return {p.m,
           p.n,
           p.k,
@@ -72,7 +97,10 @@ PlanKey key_of(const GemmProblem& p) {
           p.batch_stride_a(),
           p.batch_stride_b(),
           p.batch_stride_c(),
-          p.beta != 0.0};
+          p.beta != 0.0,
+          al.a,
+          al.b,
+          al.c};
 }
 
 struct Plan {
@@ -204,7 +232,8 @@ class CublasLtEngine final : public GemmEngine {
   Plan& plan_for(const GemmProblem& p, const void* a, const void* b, void* c, const GemmScales& scales,
                  int autotune) {
     check(p);
-    const PlanKey key = key_of(p);
+    const Alignments al = alignments_of(p, types_, a, b, c);
+    const PlanKey key = key_of(p, al);
     if (auto it = plans_.find(key); it != plans_.end() && (autotune <= 1 || it->second.info.timed > 0))
       return it->second;
 
@@ -231,6 +260,13 @@ class CublasLtEngine final : public GemmEngine {
     const std::uint64_t ws = workspace_.bytes();
     FB_CHECK_CUBLAS(cublasLtMatmulPreferenceSetAttribute(raw_pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
                                                          &ws, sizeof(ws)));
+    const std::pair<cublasLtMatmulPreferenceAttributes_t, std::uint32_t> alignments[] = {
+        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, al.a},
+        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, al.b},
+        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, al.c},
+        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, al.c}};  // D is written in place over C
+    for (const auto& [attr, bytes] : alignments)
+      FB_CHECK_CUBLAS(cublasLtMatmulPreferenceSetAttribute(raw_pref, attr, &bytes, sizeof(bytes)));
 
     const int wanted = std::max(1, std::max(autotune, options_.autotune));
     std::vector<cublasLtMatmulHeuristicResult_t> found(static_cast<std::size_t>(wanted));

@@ -62,11 +62,15 @@ class CublasGroupedGemm final : public GroupedGemm {
     }
     const std::size_t groups = m_.size();
     if (groups == 0) return;
-    // [A pointers | B pointers | C pointers], uploaded together.
-    for (std::size_t g = 0; g < problems.size(); ++g)
-      if (problems[g].m && problems[g].n && problems[g].k) ptrs_.push_back(a[g]);
-    for (std::size_t g = 0; g < problems.size(); ++g)
-      if (problems[g].m && problems[g].n && problems[g].k) ptrs_.push_back(b[g]);
+    // [A pointers | B pointers | C pointers], uploaded together, each array padded to 4 pointers (32 bytes):
+    // with an odd group count the B and C arrays would start 8 bytes off a 16-byte boundary, and cuBLAS
+    // checks pointer-array alignment in its batched GEMMs.
+    const std::size_t stride = (groups + 3) / 4 * 4;
+    for (const auto* array : {&a, &b}) {
+      for (std::size_t g = 0; g < problems.size(); ++g)
+        if (problems[g].m && problems[g].n && problems[g].k) ptrs_.push_back((*array)[g]);
+      ptrs_.resize(ptrs_.size() + stride - groups, nullptr);
+    }
     for (std::size_t g = 0; g < problems.size(); ++g)
       if (problems[g].m && problems[g].n && problems[g].k) ptrs_.push_back(c[g]);
     const std::size_t bytes = ptrs_.size() * sizeof(void*);
@@ -85,8 +89,8 @@ class CublasGroupedGemm final : public GroupedGemm {
     FB_CHECK_CUBLAS(
         cublasGemmGroupedBatchedEx(handle_, ta_.data(), tb_.data(), m_.data(), n_.data(), k_.data(),
                                    alpha_.data(), reinterpret_cast<const void* const*>(dev), t, lda_.data(),
-                                   reinterpret_cast<const void* const*>(dev + groups), t, ldb_.data(),
-                                   beta_.data(), reinterpret_cast<void* const*>(dev + 2 * groups), t,
+                                   reinterpret_cast<const void* const*>(dev + stride), t, ldb_.data(),
+                                   beta_.data(), reinterpret_cast<void* const*>(dev + 2 * stride), t,
                                    ldc_.data(), static_cast<int>(groups), group_size_.data(), compute));
   }
 

@@ -56,9 +56,10 @@ __global__ void __launch_bounds__(kThreads)
 template <typename T>
 __global__ void rmsnorm_gamma_partial_kernel(const T* dy, const T* s, const float* rstd, long long rows,
                                              long long width, long long pitch, float* partial) {
-  const long long c = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x;
+  // Row blocks on grid x (up to 2^31 − 1), column blocks on y (width / 256 stays far below 65,535).
+  const long long c = blockIdx.y * static_cast<long long>(blockDim.x) + threadIdx.x;
   if (c >= width) return;
-  const long long b = blockIdx.y, end = min(rows, (b + 1) * kNormRowBlock);
+  const long long b = blockIdx.x, end = min(rows, (b + 1) * kNormRowBlock);
   float part = 0;
   for (long long r = b * kNormRowBlock; r < end; ++r)
     part += ld(dy, r * pitch + c) * (ld(s, r * pitch + c) * rstd[r]);
@@ -101,7 +102,7 @@ void rmsnorm_backward(void* stream, Scratch& scratch, const void* dy, const void
   dispatch(type, [&](auto* tag) {
     using T = FB_ELEM_T;
     // dγ before dx: dx may alias d_residual, never dy or s, so the order only matters for clarity.
-    rmsnorm_gamma_partial_kernel<<<dim3(col_blocks, static_cast<unsigned>(blocks)), kThreads, 0, st_>>>(
+    rmsnorm_gamma_partial_kernel<<<dim3(static_cast<unsigned>(blocks), col_blocks), kThreads, 0, st_>>>(
         static_cast<const T*>(dy), static_cast<const T*>(s), rstd, rows, width, pitch, partial);
     rmsnorm_gamma_total_kernel<<<col_blocks, kThreads, 0, st_>>>(partial, blocks, width,
                                                                  static_cast<T*>(d_gamma));

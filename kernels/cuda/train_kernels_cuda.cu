@@ -305,6 +305,7 @@ class CudaTrainKernels final : public TrainKernels {
   void causal_softmax(void* scores, DType type, std::int64_t keys, std::int64_t queries,
                       std::int64_t first_query, std::int64_t batch, std::int64_t batch_stride,
                       float scale) override {
+    if (queries * batch == 0) return;  // an empty grid is a launch error; the host does nothing
     dispatch(type, [&](auto* tag) {
       causal_softmax_kernel<<<static_cast<unsigned>(queries * batch), kThreads, 0, stream_>>>(
           static_cast<FB_ELEM_T*>(scores), keys, queries, first_query, batch_stride, scale);
@@ -313,6 +314,7 @@ class CudaTrainKernels final : public TrainKernels {
   }
   void softmax_backward(const void* probs, void* d, DType type, std::int64_t keys, std::int64_t queries,
                         std::int64_t batch, std::int64_t batch_stride, float scale) override {
+    if (queries * batch == 0) return;
     dispatch(type, [&](auto* tag) {
       softmax_backward_kernel<<<static_cast<unsigned>(queries * batch), kThreads, 0, stream_>>>(
           static_cast<const FB_ELEM_T*>(probs), static_cast<FB_ELEM_T*>(d), keys, queries, batch_stride,
@@ -445,10 +447,14 @@ class CudaTrainKernels final : public TrainKernels {
       float *c = nullptr, *s = nullptr;
       FB_CHECK_CUDA(cudaMalloc(&c, bytes));
       FB_CHECK_CUDA(cudaMalloc(&s, bytes));
-      FB_CHECK_CUDA(
-          cudaMemcpy(c, table.cos.data(), table.cos.size() * sizeof(float), cudaMemcpyHostToDevice));
-      FB_CHECK_CUDA(
-          cudaMemcpy(s, table.sin.data(), table.sin.size() * sizeof(float), cudaMemcpyHostToDevice));
+      // On the kernels' stream, which does not wait for the legacy default stream (cudaStreamNonBlocking): a
+      // plain cudaMemcpy from pageable memory may return before the data lands, and the first rope kernel
+      // would read a half-written table. Synchronised because `table` is freed on return.
+      FB_CHECK_CUDA(cudaMemcpyAsync(c, table.cos.data(), table.cos.size() * sizeof(float),
+                                    cudaMemcpyHostToDevice, stream_));
+      FB_CHECK_CUDA(cudaMemcpyAsync(s, table.sin.data(), table.sin.size() * sizeof(float),
+                                    cudaMemcpyHostToDevice, stream_));
+      FB_CHECK_CUDA(cudaStreamSynchronize(stream_));
       it = rope_tables_.emplace(key, std::make_pair(c, s)).first;
     }
     return it->second;

@@ -139,6 +139,50 @@ TEST(CudaEngineShapes, GroupedExpertsWithTheirOwnRows) {
   for (int g = 0; g < 3; ++g) EXPECT_TRUE(check_all(*backend, groups[g], ops[g]).ok()) << "group " << g;
 }
 
+// Operands that start inside their buffers, 16 and 32 bytes past 256-byte boundaries, as the training step
+// passes a head's columns of the QKV rows or a tensor inside a parameter region: the engine tells cuBLASLt
+// their alignment (its heuristics assume 256 bytes), so the algorithm it picks reads them; the same shape
+// at aligned addresses gets a plan of its own.
+TEST(CudaEngineShapes, OperandsInsideBuffersAtSmallAlignments) {
+  REQUIRE_GPU(backend);
+  auto engine = make_gemm_engine(*backend, DType::bf16);
+  GemmProblem p;
+  p.m = 256;
+  p.n = 128;
+  p.k = 192;
+  p.transa = true;
+  p.dtype = DType::bf16;
+  for (const std::int64_t offset : {std::int64_t{0}, std::int64_t{8}, std::int64_t{16}}) {  // bf16 elements
+    const std::int64_t pad = 64;
+    DeviceBuffer a = backend->allocate(static_cast<std::size_t>(p.elements_a() + pad) * 2);
+    DeviceBuffer b = backend->allocate(static_cast<std::size_t>(p.elements_b() + pad) * 2);
+    DeviceBuffer c = backend->allocate(static_cast<std::size_t>(p.elements_c() + pad) * 2);
+    backend->fill_random(a, DType::bf16, 70);
+    backend->fill_random(b, DType::bf16, 71);
+    backend->fill_random(c, DType::bf16, 72);
+    auto* a0 = static_cast<char*>(a.data()) + offset * 2;
+    auto* b0 = static_cast<char*>(b.data()) + 2 * offset * 2;  // 32 bytes in when offset = 8
+    auto* c0 = static_cast<char*>(c.data()) + offset * 2;
+    engine->run(p, a0, b0, c0);
+    backend->synchronize();
+    std::vector<unsigned char> ha(a.bytes()), hb(b.bytes()), hc(c.bytes());
+    backend->copy_to_host(ha.data(), a, ha.size());
+    backend->copy_to_host(hb.data(), b, hb.size());
+    backend->copy_to_host(hc.data(), c, hc.size());
+    std::vector<GemmSample> samples;
+    std::vector<double> values;
+    for (std::int64_t j = 0; j < p.n; ++j)
+      for (std::int64_t i = 0; i < p.m; ++i) {
+        samples.push_back({i, j, 0});
+        values.push_back(
+            element_as_double(hc.data() + offset * 2, DType::bf16, gemm_c_index(p, samples.back())));
+      }
+    const auto check =
+        check_gemm_samples(p, ha.data() + offset * 2, hb.data() + 2 * offset * 2, samples, values);
+    EXPECT_TRUE(check.ok()) << "offset " << offset << " elements: " << check.detail;
+  }
+}
+
 TEST(CudaEngineShapes, Fp8RejectsNonTnLayouts) {
   REQUIRE_GPU(backend);
   auto engine = make_gemm_engine(*backend, DType::fp8_e4m3);

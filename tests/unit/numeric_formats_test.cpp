@@ -25,6 +25,12 @@ TEST(NumericFormats, Bf16KnownEncodings) {
 TEST(NumericFormats, Fp16KnownEncodings) {
   EXPECT_EQ(float_to_fp16(1.0f), 0x3C00);
   EXPECT_EQ(float_to_fp16(65504.0f), 0x7BFF);
+  // Round to nearest even past the largest finite value: below 65504 + half an ulp (16) to 65504, from
+  // there (a tie, to the even neighbour 65536) to infinity.
+  EXPECT_EQ(float_to_fp16(65519.0f), 0x7BFF);
+  EXPECT_EQ(float_to_fp16(-65519.0f), 0xFBFF);
+  EXPECT_EQ(float_to_fp16(65520.0f), 0x7C00);
+  EXPECT_EQ(float_to_fp16(1e6f), 0x7C00);
   EXPECT_EQ(float_to_fp16(-0.5f), 0xB800);
   EXPECT_EQ(float_to_fp16(0x1p-24f), 0x0001);  // smallest subnormal
   EXPECT_EQ(fp16_to_float(0x0001), 0x1p-24f);
