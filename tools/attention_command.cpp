@@ -116,6 +116,7 @@ int run_attention(const AttentionCliOptions& cli, Session& session) {
     c.params = params;
     cases.push_back(std::move(c));
   }
+  if (session.checking_only()) return 0;  // a suite's preflight: validated, nothing run
   workloads::check_attention_memory(mpi, backend, cases);
 
   workloads::AttentionRunOptions o;
@@ -172,7 +173,7 @@ Command add_attention_command(CLI::App& app) {
                   "The attention of this model (preset name or JSON file), per TP rank");
   sub->add_option("--tp", opt->tp, "--model: tensor-parallel degree (heads per rank = heads / tp)")
       ->capture_default_str();
-  return {sub, [opt](Session& s) { return run_attention(*opt, s); }};
+  return {sub, [opt](Session& s) { return run_attention(*opt, s); }, true};
 }
 
 }  // namespace fb::tools

@@ -55,6 +55,7 @@ int run_burnin_command(const BurninCliOptions& cli, Session& session) {
           fmt::format("FACTORYBENCH_INJECT '{}': sdc at check {}, but this burn-in runs {} check(s)", f.text,
                       f.sdc_check, runs));
   }
+  if (session.checking_only()) return 0;  // a suite's preflight: validated, nothing run
   auto& backend = session.backend();
   auto report = session.begin_report();
   const auto run = workloads::run_burnin(mpi, backend, o);
@@ -84,7 +85,7 @@ Command add_burnin_command(CLI::App& app) {
   sub->add_option("--check-interval", opt->check_interval,
                   "Time between SDC checks (default: a tenth of --duration)");
   add_count_option(*sub, "--size", opt->size, "GEMM m = n = k (default 8192 on cuda, 256 on host)");
-  return {sub, [opt](Session& s) { return run_burnin_command(*opt, s); }};
+  return {sub, [opt](Session& s) { return run_burnin_command(*opt, s); }, true};
 }
 
 }  // namespace fb::tools

@@ -95,6 +95,7 @@ int run_collective(const CollectiveCliOptions& cli, Session& session) {
   auto& mpi = session.mpi();
   // Everything that needs no communication is checked before the backend (and any device) is touched.
   workloads::validate_collective_options(options, mpi.size());
+  if (session.checking_only()) return 0;  // a suite's preflight: validated, nothing run
   auto report = session.begin_report();
   auto& backend = session.backend();  // starts the telemetry sampler with the device
   options.telemetry = session.telemetry();
@@ -149,7 +150,7 @@ Command add_collective_command(CLI::App& app) {
   sub->add_option("--experts", opt->experts, "MoE: routed experts, spread evenly over the ranks");
   sub->add_option("--top-k", opt->top_k, "MoE: experts per token");
   sub->add_option("--skew", opt->skew, "MoE: Zipf exponent of expert popularity (0 = uniform)");
-  return {sub, [opt](Session& s) { return run_collective(*opt, s); }};
+  return {sub, [opt](Session& s) { return run_collective(*opt, s); }, true};
 }
 
 }  // namespace fb::tools

@@ -12,8 +12,9 @@
 namespace fb::tools {
 
 struct Command {
-  CLI::App* app;         // the subcommand
-  CommandAction action;  // runs when it was chosen
+  CLI::App* app;           // the subcommand
+  CommandAction action;    // runs when it was chosen
+  bool preflight = false;  // the action honours Session::checking_only() (a suite validates it first)
 };
 
 // The global options (--backend, --output, --seed, --quiet, --log-level) and every subcommand, in

@@ -93,6 +93,7 @@ int run_gemm(const GemmCliOptions& cli, Session& session) {
   if (!cli.m.empty()) ms = workloads::parse_gemm_dims(cli.m, "--m");
   if (!cli.n.empty()) ns = workloads::parse_gemm_dims(cli.n, "--n");
   if (!cli.k.empty()) ks = workloads::parse_gemm_dims(cli.k, "--k");
+  if (session.checking_only()) return 0;  // a suite's preflight: validated, nothing run
 
   auto& mpi = session.mpi();
   auto& backend = session.backend();
@@ -175,7 +176,7 @@ Command add_gemm_command(CLI::App& app) {
   add_count_option(*sub, "--seq", opt->seq, "--model: sequence length (default: the model's)");
   sub->add_option("--micro-batch", opt->micro_batch, "--model: sequences per micro-batch")
       ->capture_default_str();
-  return {sub, [opt](Session& s) { return run_gemm(*opt, s); }};
+  return {sub, [opt](Session& s) { return run_gemm(*opt, s); }, true};
 }
 
 }  // namespace fb::tools

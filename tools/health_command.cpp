@@ -63,6 +63,7 @@ int run_health(const HealthCliOptions& cli, Session& session) {
         std::pair{"FACTORYBENCH_TEST_SLOW_GEMM_RANK", o.slow_gemm_rank}})
     if (rank && *rank >= mpi.size())
       throw usage_error(fmt::format("{} {}: the job has ranks 0..{}", name, *rank, mpi.size() - 1));
+  if (session.checking_only()) return 0;  // a suite's preflight: validated, nothing run
   auto& backend = session.backend();
   auto report = session.begin_report();
   const auto run = workloads::run_health_checks(mpi, backend, session.peak(), o, session.telemetry());
@@ -103,7 +104,7 @@ Command add_health_command(CLI::App& app) {
   sub->add_option("--min-free-memory", opt->min_free_memory,
                   "Fail below this fraction of device (host) memory free; warn below 0.9")
       ->capture_default_str();
-  return {sub, [opt](Session& s) { return run_health(*opt, s); }};
+  return {sub, [opt](Session& s) { return run_health(*opt, s); }, true};
 }
 
 }  // namespace fb::tools

@@ -290,6 +290,7 @@ int run_locate(const LocateCliOptions& cli, Session& session) {
   injected_faults();  // a bad FACTORYBENCH_INJECT stops here, before any measurement
   auto& mpi = session.mpi();
   check_injected_ranks(injected_faults(), mpi.size());
+  if (session.checking_only()) return 0;  // a suite's preflight: validated, nothing run
   auto& backend = session.backend();
   const bool on_gpu = backend.kind() == BackendKind::cuda;
   if (sizes.empty()) sizes = {on_gpu ? 256ull << 20 : 1ull << 20};
@@ -445,7 +446,7 @@ Command add_locate_command(CLI::App& app) {
   sub->add_option("--run-dir", opt->run_dir,
                   "Shared directory for the hang watchdog's per-rank state files (fb-hang-<run id>/)")
       ->capture_default_str();
-  return {sub, [opt](Session& s) { return run_locate(*opt, s); }};
+  return {sub, [opt](Session& s) { return run_locate(*opt, s); }, true};
 }
 
 }  // namespace fb::tools

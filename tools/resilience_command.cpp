@@ -327,6 +327,7 @@ int run_resilience(const ResilienceCommandOptions& o, Session& session) {
   s.drain_after = o.drain_after;
   s.heartbeat_timeout_s = parse_duration(o.heartbeat_timeout, "--heartbeat-timeout");
   resilience::validate_supervisor_options(s);
+  if (session.checking_only()) return 0;  // a suite's preflight: validated, nothing run
 
   // Run as an MPI job's rank (a `suite` step, or `mpirun -np N factorybench resilience`): one supervisor,
   // on rank 0; it launches its own job (its launcher gets none of this job's MPI wiring). Under a suite the
@@ -418,10 +419,12 @@ Command add_resilience_command(CLI::App& app) {
   sub->add_option("--preflight-timeout", opt->preflight_timeout,
                   "Kill a pre-flight health job after this long")
       ->capture_default_str();
-  return {sub, [opt, sub](Session& s) {
+  return {sub,
+          [opt, sub](Session& s) {
             opt->steps_given = sub->count("--steps") > 0;
             return run_resilience(*opt, s);
-          }};
+          },
+          true};
 }
 
 }  // namespace fb::tools

@@ -53,6 +53,12 @@ class Session {
   // Suite mode: finish() merges each step's report into `sink` under `step` (nullptr ends it).
   void collect_into(reports::Report* sink, std::string step);
 
+  // Suite preflight: a command that declares it (Command::preflight) returns 0 as soon as its input is
+  // validated (options, the models, layouts and files they name) while this is set, before it measures,
+  // launches or writes anything; its Errors are what the run would throw.
+  bool checking_only() const { return checking_only_; }
+  void set_checking_only(bool on) { checking_only_ = on; }
+
  private:
   void check_output_writable() const;
   int* argc_;
@@ -67,6 +73,7 @@ class Session {
   double telemetry_from_s_ = 0;  // start of the window the next finish() summarises
   reports::Report* sink_ = nullptr;
   std::string sink_step_;
+  bool checking_only_ = false;
 };
 
 using CommandAction = std::function<int(Session&)>;

@@ -249,6 +249,7 @@ int run_simulate(const SimulateOptions& opt, Session& session) {
         "of {:.2g}: lower --trials, --days or --gpus",
         total_events, opt.trials, cases.size(), resilience::kMaxEvents));
 
+  if (session.checking_only()) return 0;  // a suite's preflight: validated, nothing run
   SimulateProgress meter(total_events);
   const resilience::CaseProgress progress = [&meter](std::string label, int trials, double trial_events) {
     return meter.for_call(std::move(label), trials, trial_events);
@@ -311,7 +312,7 @@ Command add_simulate_command(CLI::App& app) {
   sub->add_option("--sweep-gpus", opt->sweep_gpus, "Comma-separated GPU counts, one result each");
   sub->add_option("--sweep-interval", opt->sweep_interval,
                   "Comma-separated fixed intervals, one result each");
-  return {sub, [opt](Session& s) { return run_simulate(*opt, s); }};
+  return {sub, [opt](Session& s) { return run_simulate(*opt, s); }, true};
 }
 
 }  // namespace fb::tools

@@ -32,7 +32,7 @@ struct SuiteOptions {
 int run_suite(const SuiteOptions& opt, Session& session) {
   const Suite suite = load_suite(opt.file);
   // Parse every step before running any: a typo in step 5 should not cost steps 1-4.
-  std::vector<std::pair<std::unique_ptr<CLI::App>, CommandAction>> parsed;
+  std::vector<ParsedStep> parsed;
   for (const auto& step : suite.steps) parsed.push_back(parse_suite_step(step));
   if (opt.list) {
     if (session.is_root())
@@ -43,6 +43,20 @@ int run_suite(const SuiteOptions& opt, Session& session) {
       }
     return 0;
   }
+
+  // Then validate every step that can validate alone (an unknown model, an impossible layout, a missing
+  // floors file), also before anything runs: the suite stops with the step's error and writes no report.
+  session.set_checking_only(true);
+  for (std::size_t i = 0; i < parsed.size(); ++i) {
+    if (!parsed[i].preflight) continue;
+    try {
+      parsed[i].action(session);
+    } catch (const Error& e) {
+      if (e.kind() == ErrorKind::runtime) throw;
+      throw Error(e.kind(), fmt::format("suite step '{}': {}", suite.steps[i].name, e.what()));
+    }
+  }
+  session.set_checking_only(false);
 
   auto& mpi = session.mpi();
   auto report = session.begin_report(false);
@@ -58,7 +72,7 @@ int run_suite(const SuiteOptions& opt, Session& session) {
     std::string error;
     session.collect_into(&report, step.name);
     try {
-      step_rc = parsed[index - 1].second(session);
+      step_rc = parsed[index - 1].action(session);
     } catch (const Error& e) {
       if (e.kind() == ErrorKind::runtime) throw;  // may be one rank's alone: main aborts the job
       step_rc = exit_code_for(e.kind());
@@ -118,7 +132,9 @@ Command add_suite_command(CLI::App& app) {
       "suite",
       "Run several benchmarks in one MPI job and write one combined report.\n"
       "FILE is a JSON suite ({\"steps\": [{\"name\", \"command\", \"args\"}]}) or the name of one in\n"
-      "configs/suites (quickstart, node-validation-hopper, node-validation-blackwell).");
+      "configs/suites (quickstart, node-validation-hopper, node-validation-blackwell).\n"
+      "Every step is parsed and its input validated (models, layouts, presets, fault plans) before the\n"
+      "first runs; a failing step is recorded and the rest go on.");
   sub->add_option("file", opt->file, "Suite file or preset name")->required();
   sub->add_flag("--fail-fast", opt->fail_fast,
                 "Stop at the first failing step (default: record it and go on)");

@@ -79,7 +79,7 @@ Suite load_suite(const std::string& name_or_path) {
   return parse_suite(read_json_file(path), path.string(), path.stem().string());
 }
 
-std::pair<std::unique_ptr<CLI::App>, CommandAction> parse_suite_step(const SuiteStep& step) {
+ParsedStep parse_suite_step(const SuiteStep& step) {
   auto app = std::make_unique<CLI::App>("suite step", "factorybench");
   app->require_subcommand(1);
   app->fallthrough();
@@ -101,7 +101,7 @@ std::pair<std::unique_ptr<CLI::App>, CommandAction> parse_suite_step(const Suite
     throw usage_error(fmt::format(
         "suite step '{}': --backend, --output and --seed belong on the suite command line", step.name));
   for (const auto& c : commands)
-    if (c.app->parsed()) return {std::move(app), c.action};
+    if (c.app->parsed()) return {std::move(app), c.action, c.preflight};
   throw usage_error(fmt::format("suite step '{}': no subcommand", step.name));
 }
 

@@ -27,8 +27,14 @@ struct Suite {
 Suite parse_suite(const nlohmann::json& j, const std::string& source, const std::string& default_name);
 // A preset name (configs/suites) or a file.
 Suite load_suite(const std::string& name_or_path);
-// Parses one step with a fresh command table (global options belong on the suite's command line); usage
-// Error naming the step otherwise.
-std::pair<std::unique_ptr<CLI::App>, CommandAction> parse_suite_step(const SuiteStep& step);
+// One step parsed with a fresh command table: what runs, and whether it can validate alone (preflight).
+struct ParsedStep {
+  std::unique_ptr<CLI::App> app;
+  CommandAction action;
+  bool preflight = false;
+};
+// Parses one step (global options belong on the suite's command line); usage Error naming the step
+// otherwise.
+ParsedStep parse_suite_step(const SuiteStep& step);
 
 }  // namespace fb::tools

@@ -115,6 +115,7 @@ int run_train(const TrainCommandOptions& opt, Session& session) {
     options.shape.fused_attention =
         choice == AttentionEngineChoice::cudnn || choice == AttentionEngineChoice::reference;
     const auto plan = workloads::prepare_training(options, world);
+    if (session.checking_only()) return 0;  // a suite's preflight: validated, nothing run
     auto report = session.begin_report(false);
     report.results.push_back(workloads::train_result(options, plan, nullptr, {}, world));
     const int rc = session.finish(report);
@@ -133,6 +134,7 @@ int run_train(const TrainCommandOptions& opt, Session& session) {
   // Each rank reads the model file on its own host: one that differs would train a mixture, or stop in a
   // collective of the wrong size.
   mpi.require_same_content(plan.model.file_digest, "model files (--model " + opt.train.model + ")");
+  if (session.checking_only()) return 0;  // a suite's preflight: validated, nothing run
   auto& backend = session.backend();
   if (opt.train.dtype.empty() && default_dtype(backend.kind()) != options.shape.dtype) {
     options.shape.dtype = default_dtype(backend.kind());
@@ -286,7 +288,7 @@ Command add_train_command(CLI::App& app) {
   add_resilience_options(*sub, opt->resilience, opt->state_bytes, opt->mtbf);
   sub->add_flag("--dry-run", opt->dry_run,
                 "Print and report the plan (parameters, FLOPs, memory, GEMMs, collectives)");
-  return {sub, [opt](Session& s) { return run_train(*opt, s); }};
+  return {sub, [opt](Session& s) { return run_train(*opt, s); }, true};
 }
 
 }  // namespace fb::tools

@@ -72,6 +72,22 @@ expect_error unknown_cmd 2 "suite step 'a': unknown command 'frob' \\(expected o
 printf '{"steps": [{"name": "a", "command": "info"}, {"name": "a", "command": "info"}]}' >"$T/dup.json"
 expect_error dup_name 2 "dup.json: \\$.steps\\[1\\].name: 'a' names an earlier step too" fb suite "$T/dup.json"
 
+# Every step's input is validated before the first step runs (the models, layouts and files its options
+# name): a typo in a later step stops the suite with that step's reason and exit 2, before step 1 has
+# measured anything, and writes no report.
+late_step() {  # NAME PATTERN COMMAND ARGS: a gemm step, then the bad one
+  printf '{"steps": [{"name": "first", "command": "gemm", "args": "--m 64 --n 64 --k 64 --iters 2 --warmup 1"}, {"name": "late", "command": "%s", "args": "%s"}]}' "$3" "$4" >"$T/$1.json"
+  expect_error "$1" 2 "$2" fb suite "$T/$1.json" --backend host -o "$T/$1_out.json"
+  [ ! -e "$T/$1_out.json" ] && ! grep -q "factorybench gemm" "$T/$1.out" && ok "$1: nothing run, no report" \
+    || fail "$1: the first step ran or a report was written: $(cat "$T/$1.out")"
+}
+late_step late_model "^factorybench: error: suite step 'late': unknown models 'llama3-8x'" train "--model llama3-8x --steps 2"
+late_step late_layout "suite step 'late': world size 1 is not divisible by --tp 2" train "--model tiny-dense --tp 2 --steps 2"
+late_step late_floors "suite step 'late': unknown floors 'nope'" locate "--floors nope"
+late_step late_failure_model "suite step 'late': unknown failure-models 'nope'" simulate "--gpus 1024 --failure-model nope"
+late_step late_resilience "suite step 'late': invalid --faults 'crash@step=99,rank=7': rank=7 is not below the 2 ranks" resilience "--ranks 2 --model tiny-dense --steps 4 --faults crash@step=99,rank=7"
+late_step late_collective "suite step 'late': invalid size range: -b/--minbytes 65536 is larger than -e/--maxbytes 8" collective "--op allreduce -b 64K -e 8"
+
 # --fail-fast: the steps it did not run are in the report as skipped, with the reason.
 printf '{"steps": [{"name": "bad", "command": "health", "args": "--expect-gpu H200"}, {"name": "later", "command": "info"}]}' >"$T/ff.json"
 run_capture ff fb suite "$T/ff.json" --fail-fast -o "$T/ff_out.json"
