@@ -28,19 +28,25 @@ struct Operands {
   DeviceBuffer a, b, c;
 };
 
-Operands make_operands(Backend& backend, const GemmProblem& p, std::uint64_t seed) {
+// `spare` elements more than the problem reads, in each buffer (for operands that start inside them).
+Operands make_operands(Backend& backend, const GemmProblem& p, std::uint64_t seed, std::int64_t spare = 0) {
   const auto t = gemm_types(p.dtype);
-  Operands o{backend.allocate(static_cast<std::size_t>(p.elements_a()) * dtype_bytes(t.a)),
-             backend.allocate(static_cast<std::size_t>(p.elements_b()) * dtype_bytes(t.b)),
-             backend.allocate(static_cast<std::size_t>(p.elements_c()) * dtype_bytes(t.c))};
+  Operands o{backend.allocate(static_cast<std::size_t>(p.elements_a() + spare) * dtype_bytes(t.a)),
+             backend.allocate(static_cast<std::size_t>(p.elements_b() + spare) * dtype_bytes(t.b)),
+             backend.allocate(static_cast<std::size_t>(p.elements_c() + spare) * dtype_bytes(t.c))};
   backend.fill_random(o.a, t.a, seed);
   backend.fill_random(o.b, t.b, seed + 1);
   backend.fill_random(o.c, t.c, seed + 2);
   return o;
 }
 
+// Byte offsets of the operands inside their buffers.
+struct Offsets {
+  std::size_t a = 0, b = 0, c = 0;
+};
+
 // Copies A, B and C to the host and checks every element of C.
-GemmCheck check_all(Backend& backend, const GemmProblem& p, const Operands& o) {
+GemmCheck check_all(Backend& backend, const GemmProblem& p, const Operands& o, Offsets at = {}) {
   backend.synchronize();
   std::vector<unsigned char> a(o.a.bytes()), b(o.b.bytes()), c(o.c.bytes());
   backend.copy_to_host(a.data(), o.a, a.size());
@@ -53,9 +59,9 @@ GemmCheck check_all(Backend& backend, const GemmProblem& p, const Operands& o) {
     for (std::int64_t j = 0; j < p.n; ++j)
       for (std::int64_t i = 0; i < p.m; ++i) {
         samples.push_back({i, j, bt});
-        values.push_back(element_as_double(c.data(), t.c, gemm_c_index(p, samples.back())));
+        values.push_back(element_as_double(c.data() + at.c, t.c, gemm_c_index(p, samples.back())));
       }
-  return check_gemm_samples(p, a.data(), b.data(), samples, values);
+  return check_gemm_samples(p, a.data() + at.a, b.data() + at.b, samples, values);
 }
 
 class CudaEngine : public ::testing::TestWithParam<DType> {};
@@ -152,34 +158,13 @@ TEST(CudaEngineShapes, OperandsInsideBuffersAtSmallAlignments) {
   p.k = 192;
   p.transa = true;
   p.dtype = DType::bf16;
-  for (const std::int64_t offset : {std::int64_t{0}, std::int64_t{8}, std::int64_t{16}}) {  // bf16 elements
-    const std::int64_t pad = 64;
-    DeviceBuffer a = backend->allocate(static_cast<std::size_t>(p.elements_a() + pad) * 2);
-    DeviceBuffer b = backend->allocate(static_cast<std::size_t>(p.elements_b() + pad) * 2);
-    DeviceBuffer c = backend->allocate(static_cast<std::size_t>(p.elements_c() + pad) * 2);
-    backend->fill_random(a, DType::bf16, 70);
-    backend->fill_random(b, DType::bf16, 71);
-    backend->fill_random(c, DType::bf16, 72);
-    auto* a0 = static_cast<char*>(a.data()) + offset * 2;
-    auto* b0 = static_cast<char*>(b.data()) + 2 * offset * 2;  // 32 bytes in when offset = 8
-    auto* c0 = static_cast<char*>(c.data()) + offset * 2;
-    engine->run(p, a0, b0, c0);
-    backend->synchronize();
-    std::vector<unsigned char> ha(a.bytes()), hb(b.bytes()), hc(c.bytes());
-    backend->copy_to_host(ha.data(), a, ha.size());
-    backend->copy_to_host(hb.data(), b, hb.size());
-    backend->copy_to_host(hc.data(), c, hc.size());
-    std::vector<GemmSample> samples;
-    std::vector<double> values;
-    for (std::int64_t j = 0; j < p.n; ++j)
-      for (std::int64_t i = 0; i < p.m; ++i) {
-        samples.push_back({i, j, 0});
-        values.push_back(
-            element_as_double(hc.data() + offset * 2, DType::bf16, gemm_c_index(p, samples.back())));
-      }
-    const auto check =
-        check_gemm_samples(p, ha.data() + offset * 2, hb.data() + 2 * offset * 2, samples, values);
-    EXPECT_TRUE(check.ok()) << "offset " << offset << " elements: " << check.detail;
+  for (const std::size_t bytes : {std::size_t{0}, std::size_t{16}, std::size_t{32}}) {
+    auto o = make_operands(*backend, p, 70, 64);
+    const Offsets at{bytes, 2 * bytes, bytes};  // B 32 and 64 bytes in
+    engine->run(p, static_cast<char*>(o.a.data()) + at.a, static_cast<char*>(o.b.data()) + at.b,
+                static_cast<char*>(o.c.data()) + at.c);
+    const auto check = check_all(*backend, p, o, at);
+    EXPECT_TRUE(check.ok()) << "operands " << bytes << " bytes in: " << check.detail;
   }
 }
 
