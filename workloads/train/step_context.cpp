@@ -1,6 +1,7 @@
 #include "workloads/train/step_context.hpp"
 
 #include <algorithm>
+#include <thread>
 
 namespace fb::workloads::train {
 
@@ -16,6 +17,8 @@ StepContext::StepContext(const TrainOptions& o_, const TrainPlan& plan_, MpiCont
       sp(plan_.shape.sequence_parallel && o_.parallel.tp > 1),
       rows(sp ? l.tokens / o_.parallel.tp : l.tokens),
       row0(sp ? coords.t * rows : 0),
+      host_threads(
+          std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / std::max(1, mpi.local_size()))),
       gemm_engine(kernels::make_gemm_engine(backend_, dt, {.local_ranks = mpi.local_size()})),
       k(kernels::make_train_kernels(backend_)),
       groups(make_parallel_groups(mpi, backend_, o_.parallel, coords, m.moe.has_value(), l.kv_copies)),

@@ -40,6 +40,7 @@ class StepContext {
   const bool sp;            // sequence parallelism in effect (tp > 1)
   const std::int64_t rows;  // residual-stream rows this rank holds: T, or T/tp with sequence parallelism
   const std::int64_t row0;  // the first of them
+  const int host_threads;   // this rank's share of the host's cores (weight initialisation), at least 1
   std::unique_ptr<kernels::GemmEngine> gemm_engine;
   std::unique_ptr<kernels::TrainKernels> k;
   ParallelGroups groups;
