@@ -68,9 +68,10 @@ int run_attention(const AttentionCliOptions& cli, Session& session) {
   std::vector<std::int64_t> seqs;
   if (!cli.seq.empty()) seqs = workloads::parse_gemm_dims(cli.seq, "--seq");
 
-  auto& mpi = session.mpi();
-  auto& backend = session.backend();
-  kernels::AttentionShape base = default_shape(backend.kind());
+  // The device's defaults; a suite's preflight checks against the host's and touches no device (an error in
+  // starting it is the suite's, not this step's).
+  const BackendKind kind = session.checking_only() ? BackendKind::host : session.backend().kind();
+  kernels::AttentionShape base = default_shape(kind);
   nlohmann::json params = nlohmann::json::object();
   if (!cli.model.empty()) {
     if (cli.heads || cli.kv_heads || cli.head_dim || cli.value_dim)
@@ -103,7 +104,7 @@ int run_attention(const AttentionCliOptions& cli, Session& session) {
   base.batch = cli.batch;
   base.causal = !cli.no_causal;
   base.scale = 1.0f / std::sqrt(static_cast<float>(base.head_dim));
-  const DType type = dtype.value_or(backend.kind() == BackendKind::cuda ? DType::bf16 : DType::fp32);
+  const DType type = dtype.value_or(kind == BackendKind::cuda ? DType::bf16 : DType::fp32);
 
   std::vector<workloads::AttentionCase> cases;
   for (const auto seq : seqs) {
@@ -117,6 +118,8 @@ int run_attention(const AttentionCliOptions& cli, Session& session) {
     cases.push_back(std::move(c));
   }
   if (session.checking_only()) return 0;  // a suite's preflight: validated, nothing run
+  auto& mpi = session.mpi();
+  auto& backend = session.backend();
   workloads::check_attention_memory(mpi, backend, cases);
 
   workloads::AttentionRunOptions o;

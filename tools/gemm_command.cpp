@@ -93,7 +93,12 @@ int run_gemm(const GemmCliOptions& cli, Session& session) {
   if (!cli.m.empty()) ms = workloads::parse_gemm_dims(cli.m, "--m");
   if (!cli.n.empty()) ns = workloads::parse_gemm_dims(cli.n, "--n");
   if (!cli.k.empty()) ks = workloads::parse_gemm_dims(cli.k, "--k");
-  if (session.checking_only()) return 0;  // a suite's preflight: validated, nothing run
+  if (session.checking_only()) {  // a suite's preflight: what does not depend on the device, then nothing run
+    parse_transpose(cli.ta, "--ta", false);
+    parse_transpose(cli.tb, "--tb", false);
+    if (model) (void)workloads::gemm_cases_for_model(*model, {cli.tp, cli.seq, cli.micro_batch}, DType::fp32);
+    return 0;
+  }
 
   auto& mpi = session.mpi();
   auto& backend = session.backend();

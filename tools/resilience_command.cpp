@@ -106,24 +106,29 @@ void check_sdc_detectable(const resilience::FaultPlan& plan, const workloads::Tr
 
 }  // namespace
 
-std::unique_ptr<workloads::TrainHooks> make_train_hooks(resilience::ResilienceOptions o,
-                                                        const std::string& state_bytes,
-                                                        const std::string& mtbf, MpiContext& mpi,
-                                                        const workloads::TrainOptions& train,
-                                                        std::uint64_t seed) {
+TrainResilience check_train_resilience(resilience::ResilienceOptions o, const std::string& state_bytes,
+                                       const std::string& mtbf, int world,
+                                       const workloads::TrainOptions& train, std::uint64_t seed) {
   if (!state_bytes.empty()) o.state_bytes = parse_size(state_bytes, "--state-bytes");
   if (!mtbf.empty()) o.mtbf_s = parse_duration(mtbf, "--mtbf");
   o.seed = seed;
   resilience::validate_resilience_options(o);
-  if (o.run_dir.empty()) return nullptr;
+  if (o.run_dir.empty()) return {std::move(o), {}};
   // Loaded against the real world size before the run dir is touched: a bad --faults leaves nothing
   // behind (issue 16).
-  auto plan = resilience::job_fault_plan(o, mpi.size());
+  auto plan = resilience::job_fault_plan(o, world);
   check_sdc_detectable(plan, train);
+  return {std::move(o), std::move(plan)};
+}
+
+std::unique_ptr<workloads::TrainHooks> make_train_hooks(TrainResilience checked, MpiContext& mpi,
+                                                        const workloads::TrainOptions& train) {
+  if (checked.options.run_dir.empty()) return nullptr;
   // Data-parallel replicas hold the same dense weights: ranks with the same tensor (and pipeline) coordinate.
   const auto c = workloads::rank_coords(mpi.rank(), train.parallel);
   const int group = static_cast<int>(c.t + c.p * train.parallel.tp);
-  return std::make_unique<resilience::TrainResilienceHooks>(std::move(o), mpi, group, std::move(plan));
+  return std::make_unique<resilience::TrainResilienceHooks>(std::move(checked.options), mpi, group,
+                                                            std::move(checked.plan));
 }
 
 namespace {

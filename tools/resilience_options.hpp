@@ -26,11 +26,18 @@ std::vector<std::string> resilience_options_argv(const resilience::ResilienceOpt
                                                  const std::string& state_bytes_text,
                                                  const std::string& mtbf_text);
 
-// Validates and returns the hooks for a train run (null when --run-dir is not given).
-std::unique_ptr<workloads::TrainHooks> make_train_hooks(resilience::ResilienceOptions options,
-                                                        const std::string& state_bytes_text,
-                                                        const std::string& mtbf_text, MpiContext& mpi,
-                                                        const workloads::TrainOptions& train,
-                                                        std::uint64_t seed);
+// A train run's resilience options with the texts parsed, and its fault plan against `world` ranks,
+// validated (a bad --faults, a checkpoint option without --run-dir, an SDC plan no replica can vote on):
+// touches nothing, so a bad one leaves nothing behind.
+struct TrainResilience {
+  resilience::ResilienceOptions options;
+  resilience::FaultPlan plan;
+};
+TrainResilience check_train_resilience(resilience::ResilienceOptions options,
+                                       const std::string& state_bytes_text, const std::string& mtbf_text,
+                                       int world, const workloads::TrainOptions& train, std::uint64_t seed);
+// The hooks for a train run (null when --run-dir is not given).
+std::unique_ptr<workloads::TrainHooks> make_train_hooks(TrainResilience checked, MpiContext& mpi,
+                                                        const workloads::TrainOptions& train);
 
 }  // namespace fb::tools

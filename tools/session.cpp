@@ -48,7 +48,16 @@ MpiContext& Session::mpi() {
     mpi_ = std::make_unique<MpiContext>(argc_, argv_);
     log::configure(mpi_->rank(), log::parse_level(options_.log_level), options_.quiet);
     mpi_->require_same_arguments(args_);
-    if (mpi_->is_root()) check_output_writable();
+    // Rank 0 writes the report; every rank learns whether it can, so none goes on into collectives that
+    // rank 0 has left.
+    std::string why;
+    try {
+      if (mpi_->is_root()) check_output_writable();
+    } catch (const Error& e) {
+      why = e.what();
+    }
+    if (!mpi_->all_true(why.empty()))
+      throw usage_error(why.empty() ? "invalid -o/--output: rank 0 cannot write it" : why);
   }
   return *mpi_;
 }
@@ -67,6 +76,12 @@ void Session::check_output_writable() const {
   if (::access(dir.c_str(), W_OK) != 0)
     throw usage_error(fmt::format("invalid -o/--output {}: cannot write in {}: {}", options_.output,
                                   dir.string(), std::strerror(errno)));
+}
+
+void Session::set_checking_only(bool on) {
+  checking_only_ = on;
+  log::configure(mpi_ ? mpi_->rank() : launcher_rank(),
+                 on ? log::Level::error : log::parse_level(options_.log_level), options_.quiet);
 }
 
 Backend& Session::backend() {

@@ -56,8 +56,9 @@ class Session {
   // Suite preflight: a command that declares it (Command::preflight) returns 0 as soon as its input is
   // validated (options, the models, layouts and files they name) while this is set, before it measures,
   // launches or writes anything; its Errors are what the run would throw.
+  // While it is set, only errors are logged: a warning the check finds is said again when the step runs.
   bool checking_only() const { return checking_only_; }
-  void set_checking_only(bool on) { checking_only_ = on; }
+  void set_checking_only(bool on);
 
  private:
   void check_output_writable() const;

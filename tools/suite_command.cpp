@@ -15,6 +15,7 @@
 #include "core/error.hpp"
 #include "core/json_file.hpp"
 #include "core/logging.hpp"
+#include "core/rank_collectives.hpp"
 #include "reports/headline.hpp"
 #include "reports/suite_step_extra.hpp"
 #include "tools/commands.hpp"
@@ -28,6 +29,36 @@ struct SuiteOptions {
   bool fail_fast = false;
   bool list = false;
 };
+
+// Validates every step that can validate alone (an unknown model, an impossible layout, a missing preset, a
+// bad fault plan) before anything runs: the suite stops with the step's error and writes no report. The
+// checks run no collective; the ranks agree on the outcome after them, so an input that only some ranks
+// lack (a file missing on one host) stops every rank instead of leaving the others in step 1's collectives.
+void preflight(const Suite& suite, const std::vector<ParsedStep>& parsed, Session& session) {
+  std::string error;
+  ErrorKind kind = ErrorKind::input;
+  session.set_checking_only(true);
+  for (std::size_t i = 0; i < parsed.size() && error.empty(); ++i) {
+    if (!parsed[i].preflight) continue;
+    try {
+      parsed[i].action(session);
+    } catch (const Error& e) {
+      if (e.kind() == ErrorKind::runtime) throw;
+      error = fmt::format("suite step '{}': {}", suite.steps[i].name, e.what());
+      kind = e.kind();
+    }
+  }
+  session.set_checking_only(false);
+  auto& mpi = session.mpi();
+  const auto errors = gather_to_root(mpi, error);  // rank 0 prints usage and input errors
+  if (mpi.all_true(error.empty())) return;
+  for (std::size_t r = 0; r < errors.size(); ++r)
+    if (!errors[r].empty()) {
+      error = r == 0 ? errors[0] : fmt::format("{} (on rank {}; ranks read their own files)", errors[r], r);
+      break;
+    }
+  throw Error(kind, error.empty() ? "suite: a step failed its check on another rank" : error);
+}
 
 int run_suite(const SuiteOptions& opt, Session& session) {
   const Suite suite = load_suite(opt.file);
@@ -44,21 +75,9 @@ int run_suite(const SuiteOptions& opt, Session& session) {
     return 0;
   }
 
-  // Then validate every step that can validate alone (an unknown model, an impossible layout, a missing
-  // floors file), also before anything runs: the suite stops with the step's error and writes no report.
-  session.set_checking_only(true);
-  for (std::size_t i = 0; i < parsed.size(); ++i) {
-    if (!parsed[i].preflight) continue;
-    try {
-      parsed[i].action(session);
-    } catch (const Error& e) {
-      if (e.kind() == ErrorKind::runtime) throw;
-      throw Error(e.kind(), fmt::format("suite step '{}': {}", suite.steps[i].name, e.what()));
-    }
-  }
-  session.set_checking_only(false);
-
+  // MPI (and the -o check) first: their errors are the suite's, not a step's.
   auto& mpi = session.mpi();
+  preflight(suite, parsed, session);
   auto report = session.begin_report(false);
   report.summary["suite"] = {{"name", suite.name}, {"description", suite.description}};
   int rc = 0;

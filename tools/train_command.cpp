@@ -131,17 +131,19 @@ int run_train(const TrainCommandOptions& opt, Session& session) {
   // the layout (with the host's default dtype; the device's, when it differs, only changes the plan's sizes).
   auto options = make_train_options(opt.train, BackendKind::host, mpi.size(), session.options().seed);
   auto plan = workloads::prepare_training(options, mpi.size());
+  auto checked = check_train_resilience(opt.resilience, opt.state_bytes, opt.mtbf, mpi.size(), options,
+                                        session.options().seed);
+  // A suite's preflight: validated, nothing run (and no collective: the suite agrees on the outcome).
+  if (session.checking_only()) return 0;
   // Each rank reads the model file on its own host: one that differs would train a mixture, or stop in a
   // collective of the wrong size.
   mpi.require_same_content(plan.model.file_digest, "model files (--model " + opt.train.model + ")");
-  if (session.checking_only()) return 0;  // a suite's preflight: validated, nothing run
   auto& backend = session.backend();
   if (opt.train.dtype.empty() && default_dtype(backend.kind()) != options.shape.dtype) {
     options.shape.dtype = default_dtype(backend.kind());
     plan = workloads::make_plan(plan.model, options.parallel, options.shape);
   }
-  const auto hooks =
-      make_train_hooks(opt.resilience, opt.state_bytes, opt.mtbf, mpi, options, session.options().seed);
+  const auto hooks = make_train_hooks(std::move(checked), mpi, options);
   const auto run = workloads::run_training(options, std::move(plan), mpi, backend, hooks.get());
   auto report = session.begin_report();
   report.results.push_back(workloads::train_result(options, run.plan, &run, session.peak(), mpi.size()));

@@ -86,7 +86,27 @@ late_step late_layout "suite step 'late': world size 1 is not divisible by --tp 
 late_step late_floors "suite step 'late': unknown floors 'nope'" locate "--floors nope"
 late_step late_failure_model "suite step 'late': unknown failure-models 'nope'" simulate "--gpus 1024 --failure-model nope"
 late_step late_resilience "suite step 'late': invalid --faults 'crash@step=99,rank=7': rank=7 is not below the 2 ranks" resilience "--ranks 2 --model tiny-dense --steps 4 --faults crash@step=99,rank=7"
+late_step late_train_faults "suite step 'late': invalid --faults 'crash@step=3,rank=5': rank=5 is not below the 1 ranks" train "--model tiny-dense --steps 4 --run-dir $T/late_rd --faults crash@step=3,rank=5"
+[ ! -e "$T/late_rd" ] && ok "late_train_faults: no run directory left behind" || fail "late_train_faults: $T/late_rd created"
+late_step late_checkpoint "suite step 'late': --checkpoint-every needs --run-dir DIR" train "--model tiny-dense --steps 4 --checkpoint-every 1"
+late_step late_gemm_ta "suite step 'late': invalid --ta 'X': expected N or T" gemm "--m 64 --n 64 --k 64 --ta X"
+late_step late_gemm_model "suite step 'late': tiny-dense: heads 4 is not divisible by --tp 3" gemm "--model tiny-dense --tp 3"
 late_step late_collective "suite step 'late': invalid size range: -b/--minbytes 65536 is larger than -e/--maxbytes 8" collective "--op allreduce -b 64K -e 8"
+
+# The ranks agree on the checks before anything runs: a file that only rank 0's working directory holds
+# stops both ranks (rank 0 names rank 1's error) instead of leaving rank 0 in step 1's collectives.
+mkdir -p "$T/wd0" "$T/wd1"
+printf '{"steps": [{"name": "t", "command": "train", "args": "--model tiny-dense --steps 2 --warmup-steps 1"}, {"name": "loc", "command": "locate", "args": "--floors ./floors.json"}]}' >"$T/split.json"
+cp "$FB_SOURCE_DIR/configs/floors/h100-8gpu.json" "$T/wd0/floors.json"
+run_capture split timeout 120 mpirun --oversubscribe -np 1 -wdir "$T/wd0" "$FACTORYBENCH" suite "$T/split.json" --backend host : \
+  -np 1 -wdir "$T/wd1" "$FACTORYBENCH" suite "$T/split.json" --backend host
+[ "$RC" -eq 2 ] && grep -q "suite step 'loc': floors file not found: ./floors.json (on rank 1; ranks read their own files)" "$T/split.err" \
+  && ok "a check failing on rank 1 only stops both ranks, rank 0 names it" || fail "split: exit $RC: $(head -3 "$T/split.err")"
+
+# A bad -o is the suite's error, not a step's, and stops every rank (it used to hang the others).
+run_capture bad_out timeout 60 mpirun --oversubscribe -np 2 "$FACTORYBENCH" --backend host -o "$T/no/such/dir/x.json" suite "$T/ok.json"
+[ "$RC" -eq 2 ] && grep -q "^factorybench: error: invalid -o/--output $T/no/such/dir/x.json: no directory" "$T/bad_out.err" \
+  && ! grep -q "suite step" "$T/bad_out.err" && ok "bad -o: exit 2 on 2 ranks, named as the suite's" || fail "bad_out: exit $RC: $(head -3 "$T/bad_out.err")"
 
 # --fail-fast: the steps it did not run are in the report as skipped, with the reason.
 printf '{"steps": [{"name": "bad", "command": "health", "args": "--expect-gpu H200"}, {"name": "later", "command": "info"}]}' >"$T/ff.json"
