@@ -168,6 +168,14 @@ tp_case dense_tp4_same 4 tiny-dense_tp1 --model tiny-dense --tp 4
 tp_case moe_tp2_same 2 tiny-moe_tp1 --model tiny-moe --tp 2
 tp_case moe_tp4_ep2_same 4 tiny-moe_tp1 --model tiny-moe --tp 4 --ep 2
 tp_case mla_tp4_sp_same 4 tiny-mla_tp1 --model tiny-mla --tp 4 --sequence-parallel
+# Gradient accumulation: every micro-batch reads the same tokens, so the averaged gradient of 2 (or, through
+# 2 pipeline stages, 4) micro-batches is the gradient of one, bit for bit in fp32, and so are the reported
+# loss and gradient norm (the norm of the gradient the update applies, not of the micro-batches' sum).
+for ga in 2 4; do
+  run_capture "dense_ga$ga" fb_mpirun $((ga / 2)) "${TPC[@]}" --model tiny-dense --pp $((ga / 2)) --grad-accum $ga -o "$T/dense_ga$ga.json"
+  [ "$RC" -eq 0 ] || fail "dense_ga$ga exit $RC: $(tail -5 "$T/dense_ga$ga.err")"
+  assert_json "$T/dense_ga$ga.json" "[d['results'][0]['metrics'][k]['value'] for k in ('loss', 'grad_norm')] == [json.load(open('$T/tiny-dense_tp1.json'))['results'][0]['metrics'][k]['value'] for k in ('loss', 'grad_norm')]" "grad-accum $ga (pp $((ga / 2))): the loss and gradient norm of one micro-batch, bit for bit"
+done
 # The kv heads' gradient sum: 2 layers x K and V of one head (2 x 32 columns of 128 rows) x fp32, over the 2
 # ranks holding the head, as planned; none where TP divides the kv heads.
 assert_json "$T/dense_tp4_same.json" "$B['tp_allreduce/kv_head_grads'] == 2 * 2 * 32 * 128 * 4 and [(c['group_size'], c['bytes_per_call'] * c['calls_per_step']) for c in d['results'][0]['extra']['collectives_plan'] if c['name'] == 'tp_allreduce/kv_head_grads'] == [(2, 2 * 2 * 32 * 128 * 4)]" "dense_tp4: kv head gradients summed over the 2 ranks holding each, as planned"

@@ -5,15 +5,22 @@
 namespace fb::workloads::train {
 namespace {
 
-// Every tensor of a region, its gradients averaged over `replicas` × micro-batches. A sharded region
-// contributes the parts of its tensors this rank owns; each element's reduced gradient then lives on one
-// replica only, so it counts once in Σ grad² without the 1/replicas weight.
+// Every tensor of a region, held alike by `replicas` ranks (dense: DP; experts: expert-DP). The reduced
+// gradient sums every micro-batch of every data-parallel rank's tokens (an expert's over the expert-DP ranks
+// its tokens reached), so it is averaged over dp × micro-batches: the gradient of the mean loss, whatever
+// spreads the experts. A sharded region contributes the parts of its tensors this rank owns; each element's
+// reduced gradient then lives on one replica only, so it counts once in Σ grad² without the 1/replicas
+// weight. The gradient norm is that of the averaged gradient the update applies, as Megatron-LM reports it:
+// the raw sums' Σ g² weighted by average².
 void add_region(StepContext& c, Region& r, double replicas, std::vector<kernels::AdamTensor>& out) {
-  const auto scale = static_cast<float>(1.0 / (replicas * static_cast<double>(c.plan.shape.grad_accum)));
+  const double average =
+      1.0 / (static_cast<double>(c.o.parallel.dp) * static_cast<double>(c.plan.shape.grad_accum));
+  const auto scale = static_cast<float>(average);
   const double tp = static_cast<double>(c.o.parallel.tp);
   const bool sharded = r.shards.shards() > 1;
   for (const auto& t : r.tensors) {
-    const double weight = 1.0 / ((sharded ? 1.0 : replicas) * (t.tp_replicated ? tp : 1.0));
+    const double weight =
+        average * average / ((sharded ? 1.0 : replicas) * (t.tp_replicated ? tp : 1.0));
     // Columns that several TP ranks hold alike (a kv head shared by fewer kv heads than TP ranks) count
     // once over them: the tensor in up to three column ranges, the middle one weighted 1/copies.
     const auto& copied = t.place.copied;
