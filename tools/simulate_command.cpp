@@ -261,7 +261,9 @@ int run_simulate(const SimulateOptions& opt, Session& session) {
   report.summary =
       resilience::simulation_summary(model, report.results, notes.value("calibration", nlohmann::json()));
   const int rc = session.finish(report);
-  if (!session.options().quiet) reports::print_simulation(std::cout, report, resilience::kTimeSplitNames);
+  // Every rank of an MPI job (a suite's) simulates the same seeded trials; rank 0 speaks.
+  if (session.is_root() && !session.options().quiet)
+    reports::print_simulation(std::cout, report, resilience::kTimeSplitNames);
   return rc;
 }
 

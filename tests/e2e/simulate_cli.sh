@@ -131,6 +131,11 @@ expect_error twice-gpus 2 "invalid --sweep-gpus '8,16,8': 8 is listed twice" fb 
 expect_error twice-interval 2 "invalid --sweep-interval '10m,600s': 10m and 600s are the same interval" fb simulate --gpus 8 --sweep-interval 10m,600s
 expect_error huge-seed 2 "--seed: '18446744073709551616' is beyond the largest seed, 2\^64-1" fb simulate --gpus 8 --seed 18446744073709551616
 
+# Under mpirun every rank simulates the same seeded trials; rank 0 alone prints the table.
+run_capture two_ranks fb_mpirun 2 simulate --gpus 1024 --trials 3 --days 2
+[ "$RC" -eq 0 ] && [ "$(grep -c "^simulate:" "$T/two_ranks.out")" -eq "$(fb simulate --gpus 1024 --trials 3 --days 2 | grep -c "^simulate:")" ] \
+  && ok "2 ranks print the table once" || fail "two ranks: rc=$RC $(cat "$T/two_ranks.out")"
+
 # A run of more than a few seconds shows progress on stderr; Ctrl-C (SIGINT) during it leaves no report.
 run_capture progress timeout -s INT 8 "$FACTORYBENCH" simulate --gpus 16384 --trials 5000000 --output "$T/interrupted.json"
 [ "$RC" -ne 0 ] && ok "SIGINT ended the run (exit $RC)" || fail "the long run was not interrupted"
