@@ -26,7 +26,21 @@ std::filesystem::path config_dir() {
   return FB_SOURCE_CONFIG_DIR;
 }
 
+namespace {
+
+// How a message names one preset of a folder: "model", "suite", "failure model" ("floors" stays plural:
+// one file holds a set of them).
+std::string kind_of(std::string_view category) {
+  std::string kind(category);
+  if (kind.size() > 1 && kind.back() == 's' && kind != "floors") kind.pop_back();
+  std::replace(kind.begin(), kind.end(), '-', ' ');
+  return kind;
+}
+
+}  // namespace
+
 std::filesystem::path resolve_config(std::string_view category, std::string_view name_or_path) {
+  const std::string kind = kind_of(category);
   const std::filesystem::path given(name_or_path);
   std::error_code ec;
   const bool looks_like_path = given.has_parent_path() || given.extension() == ".json";
@@ -34,8 +48,8 @@ std::filesystem::path resolve_config(std::string_view category, std::string_view
     if (std::filesystem::is_regular_file(given, ec)) return given;
     // A path that exists but is no regular file (/dev/null, a folder) is not "not found".
     if (std::filesystem::exists(given, ec))
-      throw input_error(given.string() + " is not a " + std::string(category) + " file (not a regular file)");
-    throw input_error(std::string(category) + " file not found: " + given.string());
+      throw input_error(given.string() + " is not a " + kind + " file (not a regular file)");
+    throw input_error(kind + " file not found: " + given.string());
   }
   const auto dir = config_dir() / category;
   const auto candidate = dir / (std::string(name_or_path) + ".json");
@@ -49,7 +63,7 @@ std::filesystem::path resolve_config(std::string_view category, std::string_view
     if (!list.empty()) list += ", ";
     list += n;
   }
-  throw input_error("unknown " + std::string(category) + " '" + std::string(name_or_path) + "'" +
+  throw input_error("unknown " + kind + " '" + std::string(name_or_path) + "'" +
                     (list.empty() ? std::string(" (no presets found in ") + dir.string() + ")"
                                   : " (available: " + list + ")"));
 }

@@ -2,6 +2,9 @@
 
 #include <numeric>
 
+#include <fmt/format.h>
+
+#include "core/error.hpp"
 #include "core/mpi_check.hpp"
 #include "core/mpi_handles.hpp"
 
@@ -87,6 +90,27 @@ std::vector<std::string> gather_to_root(const MpiContext& mpi, const std::string
   for (std::size_t r = 0; r < lens.size(); ++r)
     out.emplace_back(all.data() + offsets[r], static_cast<std::size_t>(lens[r]));
   return out;
+}
+
+void agree_on_errors(const MpiContext& mpi, const std::function<void()>& work) {
+  std::string error;
+  ErrorKind kind = ErrorKind::input;
+  try {
+    work();
+  } catch (const Error& e) {
+    if (e.kind() == ErrorKind::runtime) throw;
+    error = e.what();
+    kind = e.kind();
+  }
+  if (mpi.size() > 1) {
+    const auto errors = gather_to_root(mpi, error);
+    if (mpi.all_true(error.empty())) return;
+    for (std::size_t r = 1; r < errors.size() && error.empty(); ++r)  // rank 0's own error first
+      if (!errors[r].empty())
+        error = fmt::format("{} (on rank {}; each rank reads its own files)", errors[r], r);
+    if (error.empty()) error = "stopped with another rank, whose input failed its check";
+  }
+  if (!error.empty()) throw Error(kind, error);
 }
 
 #define FB_RANK_COLLECTIVES(T)                                                 \

@@ -4,6 +4,8 @@
 // for the hang watchdog); these run on the host over MPI_COMM_WORLD (or the node's ranks) so that workloads
 // and resilience hold no raw MPI calls. Implemented for int, std::int64_t, std::uint64_t, double and char.
 #include <cstdint>
+#include <functional>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -50,5 +52,19 @@ std::vector<T> gather_to_root(const MpiContext& mpi, const T& value) {
 }
 // Strings of any length: rank 0 gets every rank's (index = rank), the others an empty vector.
 std::vector<std::string> gather_to_root(const MpiContext& mpi, const std::string& value);
+
+// Work each rank does on its own that may fail on some ranks only (reading its host's files), with the
+// outcome agreed: when a usage or input Error stops any rank, every rank throws one, rank 0's with the first
+// failing rank's reason (rank 0 prints usage and input errors); else it returns on every rank. Without it
+// the ranks that passed would wait forever in the next collective for those that stopped. Runtime Errors
+// pass through at once (main aborts the job for them).
+void agree_on_errors(const MpiContext& mpi, const std::function<void()>& work);
+// The same for work with a result.
+template <class F>
+auto agreed(const MpiContext& mpi, F&& work) {
+  std::optional<decltype(work())> out;
+  agree_on_errors(mpi, [&] { out.emplace(work()); });
+  return std::move(*out);
+}
 
 }  // namespace fb

@@ -79,7 +79,8 @@ int run_attention(const AttentionCliOptions& cli, Session& session) {
           "--model takes the heads and head dims from the model: drop "
           "--heads/--kv-heads/--head-dim/--value-dim");
     // The step's per-rank attention: heads split over TP as the training step splits them.
-    const auto model = workloads::load_model(cli.model);
+    // Each rank reads the model file on its own host: one that cannot stops every rank.
+    const auto model = session.on_every_rank([&] { return workloads::load_model(cli.model); });
     workloads::StepShape step;
     step.seq = seqs.empty() ? 0 : seqs.front();
     const auto plan = workloads::make_plan(model, workloads::ParallelConfig{cli.tp, 1, 1, 1}, step);

@@ -9,6 +9,7 @@
 
 #include "core/backend.hpp"
 #include "core/mpi_context.hpp"
+#include "core/rank_collectives.hpp"
 #include "core/telemetry_sampler.hpp"
 #include "reports/report.hpp"
 #include "workloads/device_peak.hpp"
@@ -59,6 +60,14 @@ class Session {
   // While it is set, only errors are logged: a warning the check finds is said again when the step runs.
   bool checking_only() const { return checking_only_; }
   void set_checking_only(bool on);
+  // Work every rank does on its own once MPI is up that may fail on some ranks only (reading this host's
+  // files), its outcome agreed so that every rank stops when one does (core/rank_collectives.hpp). In a
+  // suite's preflight it only runs: the suite agrees once for all its checks (no collective inside them).
+  template <class F>
+  auto on_every_rank(F&& work) {
+    if (checking_only_) return work();
+    return agreed(mpi(), std::forward<F>(work));
+  }
 
  private:
   void check_output_writable() const;

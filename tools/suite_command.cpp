@@ -35,29 +35,24 @@ struct SuiteOptions {
 // checks run no collective; the ranks agree on the outcome after them, so an input that only some ranks
 // lack (a file missing on one host) stops every rank instead of leaving the others in step 1's collectives.
 void preflight(const Suite& suite, const std::vector<ParsedStep>& parsed, Session& session) {
-  std::string error;
-  ErrorKind kind = ErrorKind::input;
-  session.set_checking_only(true);
-  for (std::size_t i = 0; i < parsed.size() && error.empty(); ++i) {
-    if (!parsed[i].preflight) continue;
-    try {
-      parsed[i].action(session);
-    } catch (const Error& e) {
-      if (e.kind() == ErrorKind::runtime) throw;
-      error = fmt::format("suite step '{}': {}", suite.steps[i].name, e.what());
-      kind = e.kind();
-    }
-  }
-  session.set_checking_only(false);
+  struct CheckingOnly {  // for the checks alone, however they end
+    Session& s;
+    explicit CheckingOnly(Session& session) : s(session) { s.set_checking_only(true); }
+    ~CheckingOnly() { s.set_checking_only(false); }
+  };
   auto& mpi = session.mpi();
-  const auto errors = gather_to_root(mpi, error);  // rank 0 prints usage and input errors
-  if (mpi.all_true(error.empty())) return;
-  for (std::size_t r = 0; r < errors.size(); ++r)
-    if (!errors[r].empty()) {
-      error = r == 0 ? errors[0] : fmt::format("{} (on rank {}; ranks read their own files)", errors[r], r);
-      break;
+  agree_on_errors(mpi, [&] {
+    const CheckingOnly checking(session);
+    for (std::size_t i = 0; i < parsed.size(); ++i) {
+      if (!parsed[i].preflight) continue;
+      try {
+        parsed[i].action(session);
+      } catch (const Error& e) {
+        if (e.kind() == ErrorKind::runtime) throw;
+        throw Error(e.kind(), fmt::format("suite step '{}': {}", suite.steps[i].name, e.what()));
+      }
     }
-  throw Error(kind, error.empty() ? "suite: a step failed its check on another rank" : error);
+  });
 }
 
 int run_suite(const SuiteOptions& opt, Session& session) {

@@ -114,7 +114,8 @@ int run_train(const TrainCommandOptions& opt, Session& session) {
     const auto choice = options.attention_engine;
     options.shape.fused_attention =
         choice == AttentionEngineChoice::cudnn || choice == AttentionEngineChoice::reference;
-    const auto plan = workloads::prepare_training(options, world);
+    // Each rank reads the model file on its own host: one that cannot stops every rank.
+    const auto plan = session.on_every_rank([&] { return workloads::prepare_training(options, world); });
     if (session.checking_only()) return 0;  // a suite's preflight: validated, nothing run
     auto report = session.begin_report(false);
     report.results.push_back(workloads::train_result(options, plan, nullptr, {}, world));
@@ -129,12 +130,15 @@ int run_train(const TrainCommandOptions& opt, Session& session) {
   }
   // Everything that needs no device is validated first, and the model loaded once: the options, the model,
   // the layout (with the host's default dtype; the device's, when it differs, only changes the plan's sizes).
+  // Each rank reads the model (and a --faults file) on its own host: one that cannot, a path only the first
+  // host has, stops every rank with the reason instead of leaving the others in the first collective.
   auto options = make_train_options(opt.train, BackendKind::host, mpi.size(), session.options().seed);
-  auto plan = workloads::prepare_training(options, mpi.size());
-  auto checked = check_train_resilience(opt.resilience, opt.state_bytes, opt.mtbf, mpi.size(), options,
-                                        session.options().seed);
-  // A suite's preflight: validated, nothing run (and no collective: the suite agrees on the outcome).
-  if (session.checking_only()) return 0;
+  auto [plan, checked] = session.on_every_rank([&] {
+    return std::pair{workloads::prepare_training(options, mpi.size()),
+                     check_train_resilience(opt.resilience, opt.state_bytes, opt.mtbf, mpi.size(), options,
+                                            session.options().seed)};
+  });
+  if (session.checking_only()) return 0;  // a suite's preflight: validated, nothing run
   // Each rank reads the model file on its own host: one that differs would train a mixture, or stop in a
   // collective of the wrong size.
   mpi.require_same_content(plan.model.file_digest, "model files (--model " + opt.train.model + ")");

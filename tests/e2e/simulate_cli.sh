@@ -104,7 +104,7 @@ bad spares "invalid --spares 200: more spares than the job's 128 nodes" --gpus 1
 bad short-interval "shorter than the checkpoint cost" --gpus 1024 --checkpoint-interval 30s
 bad short-sweep "invalid --sweep-interval '20s'" --gpus 1024 --sweep-interval 10m,20s
 bad bad-interval "expected auto, young, daly or a duration" --gpus 1024 --checkpoint-interval sometimes
-bad unknown-preset "unknown failure-models 'nope'" --gpus 1024 --failure-model nope
+bad unknown-preset "unknown failure model 'nope'" --gpus 1024 --failure-model nope
 bad unknown-category "\\\$\\.categories\\.cosmic_rays: unknown failure category" --gpus 1024 --failure-model "$T/unknown.json"
 bad negative-rate "\\\$\\.categories\\.faulty_gpu\\.rate_per_hour: must be > 0" --gpus 1024 --failure-model "$T/negative.json"
 bad malformed "malformed.json: malformed JSON" --gpus 1024 --failure-model "$T/malformed.json"

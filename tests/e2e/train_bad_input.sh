@@ -5,7 +5,7 @@ cd "$T"
 
 no_report() { [ ! -e "$T/$1.json" ] && ok "$1: no report written" || fail "$1: report written"; }
 
-expect_error unknown_model 2 "unknown models 'llama9-1t' \(available: .*llama3-8b" \
+expect_error unknown_model 2 "unknown model 'llama9-1t' \(available: .*llama3-8b" \
   fb train --backend host --model llama9-1t -o "$T/unknown_model.json"
 no_report unknown_model
 

@@ -62,7 +62,7 @@ run_capture global fb suite "$T/fail.json" --backend host -o "$T/y.json"
 [ "$RC" -eq 2 ] && grep -q "belong on the suite command line" "$T/global.err" && ok "global options rejected in steps" || fail "global option in step: $RC $(cat "$T/global.err")"
 [ ! -e "$T/y.json" ] || fail "report written for an invalid suite"
 
-expect_error missing_suite 2 "unknown suites 'nosuch'" fb suite nosuch
+expect_error missing_suite 2 "unknown suite 'nosuch'" fb suite nosuch
 printf '{"steps": [{"command": 5}]}' >"$T/typed.json"
 expect_error typed_suite 2 'typed.json: \$.steps\[0\].command: expected a string' fb suite "$T/typed.json"
 printf '{"steps": [{"command": "info", "args": "--frobnicate"}]}' >"$T/unknown.json"
@@ -81,10 +81,10 @@ late_step() {  # NAME PATTERN COMMAND ARGS: a gemm step, then the bad one
   [ ! -e "$T/$1_out.json" ] && ! grep -q "factorybench gemm" "$T/$1.out" && ok "$1: nothing run, no report" \
     || fail "$1: the first step ran or a report was written: $(cat "$T/$1.out")"
 }
-late_step late_model "^factorybench: error: suite step 'late': unknown models 'llama3-8x'" train "--model llama3-8x --steps 2"
+late_step late_model "^factorybench: error: suite step 'late': unknown model 'llama3-8x'" train "--model llama3-8x --steps 2"
 late_step late_layout "suite step 'late': world size 1 is not divisible by --tp 2" train "--model tiny-dense --tp 2 --steps 2"
 late_step late_floors "suite step 'late': unknown floors 'nope'" locate "--floors nope"
-late_step late_failure_model "suite step 'late': unknown failure-models 'nope'" simulate "--gpus 1024 --failure-model nope"
+late_step late_failure_model "suite step 'late': unknown failure model 'nope'" simulate "--gpus 1024 --failure-model nope"
 late_step late_resilience "suite step 'late': invalid --faults 'crash@step=99,rank=7': rank=7 is not below the 2 ranks" resilience "--ranks 2 --model tiny-dense --steps 4 --faults crash@step=99,rank=7"
 late_step late_train_faults "suite step 'late': invalid --faults 'crash@step=3,rank=5': rank=5 is not below the 1 ranks" train "--model tiny-dense --steps 4 --run-dir $T/late_rd --faults crash@step=3,rank=5"
 [ ! -e "$T/late_rd" ] && ok "late_train_faults: no run directory left behind" || fail "late_train_faults: $T/late_rd created"
@@ -100,7 +100,7 @@ printf '{"steps": [{"name": "t", "command": "train", "args": "--model tiny-dense
 cp "$FB_SOURCE_DIR/configs/floors/h100-8gpu.json" "$T/wd0/floors.json"
 run_capture split timeout 120 mpirun --oversubscribe -np 1 -wdir "$T/wd0" "$FACTORYBENCH" suite "$T/split.json" --backend host : \
   -np 1 -wdir "$T/wd1" "$FACTORYBENCH" suite "$T/split.json" --backend host
-[ "$RC" -eq 2 ] && grep -q "suite step 'loc': floors file not found: ./floors.json (on rank 1; ranks read their own files)" "$T/split.err" \
+[ "$RC" -eq 2 ] && grep -q "suite step 'loc': floors file not found: ./floors.json (on rank 1; each rank reads its own files)" "$T/split.err" \
   && ok "a check failing on rank 1 only stops both ranks, rank 0 names it" || fail "split: exit $RC: $(head -3 "$T/split.err")"
 
 # A bad -o is the suite's error, not a step's, and stops every rank (it used to hang the others).

@@ -189,6 +189,15 @@ run_capture sp_seq timeout 120 mpirun --oversubscribe -np 2 "$FACTORYBENCH" "${C
 [ "$RC" -eq 2 ] && grep -q "\-\-sequence-parallel: --seq x --micro-batch = 127 tokens is not divisible by --tp 2" "$T/sp_seq.err" && [ ! -e "$T/sp_seq.json" ] \
   && ok "sequence parallel with indivisible tokens: exit 2 with the reason" || fail "sp_seq: exit $RC: $(cat "$T/sp_seq.err")"
 
+# A model file only rank 0's host has (a path on a disk that is not shared): every rank stops with the
+# reason, rank 0 naming rank 1, instead of rank 0 waiting forever in the first collective.
+mkdir -p "$T/host0" "$T/host1"
+cp "$FB_SOURCE_DIR/configs/models/tiny-dense.json" "$T/host0/m.json"
+run_capture one_host timeout 120 mpirun --oversubscribe -np 1 -wdir "$T/host0" "$FACTORYBENCH" "${COMMON[@]}" --model ./m.json : \
+  -np 1 -wdir "$T/host1" "$FACTORYBENCH" "${COMMON[@]}" --model ./m.json
+[ "$RC" -eq 2 ] && grep -q "model file not found: ./m.json (on rank 1; each rank reads its own files)" "$T/one_host.err" \
+  && ok "a model file on one host only: exit 2, rank 1 named" || fail "one_host: exit $RC: $(head -3 "$T/one_host.err")"
+
 # Ranks that read different model files (a config directory that differs between hosts) stop with the reason
 # on every layout, instead of training a mixture (tp, pp) or failing inside an all-reduce (dp).
 cp -r "$FB_SOURCE_DIR/configs" "$T/cfg"
