@@ -19,8 +19,7 @@ void add_region(StepContext& c, Region& r, double replicas, std::vector<kernels:
   const double tp = static_cast<double>(c.o.parallel.tp);
   const bool sharded = r.shards.shards() > 1;
   for (const auto& t : r.tensors) {
-    const double weight =
-        average * average / ((sharded ? 1.0 : replicas) * (t.tp_replicated ? tp : 1.0));
+    const double weight = average * average / ((sharded ? 1.0 : replicas) * (t.tp_replicated ? tp : 1.0));
     // Columns that several TP ranks hold alike (a kv head shared by fewer kv heads than TP ranks) count
     // once over them: the tensor in up to three column ranges, the middle one weighted 1/copies.
     const auto& copied = t.place.copied;
