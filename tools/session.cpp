@@ -50,14 +50,9 @@ MpiContext& Session::mpi() {
     mpi_->require_same_arguments(args_);
     // Rank 0 writes the report; every rank learns whether it can, so none goes on into collectives that
     // rank 0 has left.
-    std::string why;
-    try {
+    agree_on_errors(*mpi_, [this] {
       if (mpi_->is_root()) check_output_writable();
-    } catch (const Error& e) {
-      why = e.what();
-    }
-    if (!mpi_->all_true(why.empty()))
-      throw usage_error(why.empty() ? "invalid -o/--output: rank 0 cannot write it" : why);
+    });
   }
   return *mpi_;
 }
