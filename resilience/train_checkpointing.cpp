@@ -31,7 +31,8 @@ void TrainResilienceHooks::allocate_checkpoint_buffers(const workloads::TrainSta
   too_big = allreduce(mpi_, too_big, RankReduce::max);
   if (too_big)
     throw usage_error(fmt::format(
-        "{}: {} rank(s) per host x {} checkpoint buffer(s) of {} exceed 90% of the host's available memory",
+        "{}: {} rank(s) on this host x {} checkpoint buffer(s) of {} exceed 90% of the host's available "
+        "memory",
         o_.state_bytes > state.bytes() ? fmt::format("invalid --state-bytes {}", format_bytes(o_.state_bytes))
                                        : std::string("checkpoint state too large"),
         mpi_.local_size(), copies, format_bytes(bytes)));

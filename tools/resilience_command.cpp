@@ -104,16 +104,47 @@ void check_sdc_detectable(const resilience::FaultPlan& plan, const workloads::Tr
         "replicated master copy and ZeRO shards it over --dp; drop one of them");
 }
 
+// --state-bytes against this host, before a launch or a run dir is touched: each of `ranks_here` ranks holds
+// its checkpoint buffer(s) in host memory, and the run dir holds --keep checkpoints of all `ranks` plus the
+// one being written. The job checks its own host again once the model's state size is known
+// (resilience/train_checkpointing.cpp).
+void check_state_bytes_fit(const resilience::ResilienceOptions& res, const std::string& text,
+                           std::uint64_t bytes, std::uint64_t ranks_here, int ranks) {
+  const std::uint64_t copies = res.async_checkpoint ? 2 : 1;
+  const std::uint64_t available = read_host_info().memory_available_bytes;
+  if (available > 0 &&
+      static_cast<double>(bytes) * copies * ranks_here > 0.9 * static_cast<double>(available))
+    throw usage_error(fmt::format(
+        "invalid --state-bytes {}: {} rank(s) on this host x {} checkpoint buffer(s) of it exceed 90% of "
+        "the host's available memory ({})",
+        text, ranks_here, copies, format_bytes(available)));
+  if (res.run_dir.empty() || (res.checkpoint_every <= 0 && res.checkpoint_interval.empty())) return;
+  std::filesystem::path dir = std::filesystem::absolute(res.run_dir);
+  std::error_code ec;
+  while (!std::filesystem::exists(dir, ec) && dir.has_parent_path() && dir != dir.parent_path())
+    dir = dir.parent_path();
+  const auto space = std::filesystem::space(dir, ec);
+  const double need = static_cast<double>(bytes) * static_cast<double>(ranks) * (res.keep + 1);
+  if (!ec && need > 0.9 * static_cast<double>(space.available))
+    throw usage_error(fmt::format(
+        "invalid --state-bytes {}: --keep {} + 1 checkpoints of {} rank(s) need {}, but {} has {} free", text,
+        res.keep, ranks, format_bytes(static_cast<std::uint64_t>(need)), dir.string(),
+        format_bytes(space.available)));
+}
+
 }  // namespace
 
 TrainResilience check_train_resilience(resilience::ResilienceOptions o, const std::string& state_bytes,
-                                       const std::string& mtbf, int world,
+                                       const std::string& mtbf, int world, int ranks_on_host,
                                        const workloads::TrainOptions& train, std::uint64_t seed) {
   if (!state_bytes.empty()) o.state_bytes = parse_size(state_bytes, "--state-bytes");
   if (!mtbf.empty()) o.mtbf_s = parse_duration(mtbf, "--mtbf");
   o.seed = seed;
   resilience::validate_resilience_options(o);
   if (o.run_dir.empty()) return {std::move(o), {}};
+  if (!state_bytes.empty())
+    check_state_bytes_fit(o, state_bytes, o.state_bytes,
+                          static_cast<std::uint64_t>(std::max(ranks_on_host, 1)), world);
   // Loaded against the real world size before the run dir is touched: a bad --faults leaves nothing
   // behind (issue 16).
   auto plan = resilience::job_fault_plan(o, world);
@@ -246,33 +277,6 @@ void check_rank_count(const ResilienceCommandOptions& o) {
         o.ranks, total, cores));
 }
 
-// --state-bytes against this host, before a launch: each rank holds its checkpoint buffer(s) in host memory,
-// and the run dir holds --keep checkpoints of every rank plus the one being written. Given no
-// hosts mpirun puts all --ranks here; otherwise (a hostfile, srun) at least one rank is. The job checks its
-// own host again (resilience/train_checkpointing.cpp), where the launcher put its ranks.
-void check_state_bytes_fit(const ResilienceCommandOptions& o, std::uint64_t bytes) {
-  const std::uint64_t copies = o.res.async_checkpoint ? 2 : 1;
-  const std::uint64_t here = all_ranks_here(o) ? static_cast<std::uint64_t>(o.ranks) : 1;
-  const std::uint64_t available = read_host_info().memory_available_bytes;
-  if (available > 0 && static_cast<double>(bytes) * copies * here > 0.9 * static_cast<double>(available))
-    throw usage_error(fmt::format(
-        "invalid --state-bytes {}: {} rank(s) on this host x {} checkpoint buffer(s) of it exceed 90% of "
-        "the host's available memory ({})",
-        o.state_bytes, here, copies, format_bytes(available)));
-  if (o.res.run_dir.empty() || (o.res.checkpoint_every <= 0 && o.res.checkpoint_interval.empty())) return;
-  std::filesystem::path dir = std::filesystem::absolute(o.res.run_dir);
-  std::error_code ec;
-  while (!std::filesystem::exists(dir, ec) && dir.has_parent_path() && dir != dir.parent_path())
-    dir = dir.parent_path();
-  const auto space = std::filesystem::space(dir, ec);
-  const double need = static_cast<double>(bytes) * static_cast<double>(o.ranks) * (o.res.keep + 1);
-  if (!ec && need > 0.9 * static_cast<double>(space.available))
-    throw usage_error(fmt::format(
-        "invalid --state-bytes {}: --keep {} + 1 checkpoints of {} rank(s) need {}, but {} has {} free",
-        o.state_bytes, o.res.keep, o.ranks, format_bytes(static_cast<std::uint64_t>(need)), dir.string(),
-        format_bytes(space.available)));
-}
-
 int run_resilience(const ResilienceCommandOptions& o, Session& session) {
   if (o.res.faults.empty())
     throw usage_error("--faults SPEC|FILE is required (use 'random:mtbf=…' for a random plan)");
@@ -305,7 +309,10 @@ int run_resilience(const ResilienceCommandOptions& o, Session& session) {
   check.run_dir = "x";
   if (!o.mtbf.empty()) check.mtbf_s = parse_duration(o.mtbf, "--mtbf");
   resilience::validate_resilience_options(check);
-  if (!o.state_bytes.empty()) check_state_bytes_fit(o, parse_size(o.state_bytes, "--state-bytes"));
+  // Given no hosts mpirun puts all --ranks here; otherwise (a hostfile, srun) at least one rank is.
+  if (!o.state_bytes.empty())
+    check_state_bytes_fit(o.res, o.state_bytes, parse_size(o.state_bytes, "--state-bytes"),
+                          all_ranks_here(o) ? static_cast<std::uint64_t>(o.ranks) : 1, o.ranks);
   // The training options as the job will see them (model, layout): a bad one is named before any launch.
   const auto train = make_train_options(o.train, BackendKind::host, o.ranks, session.options().seed);
   (void)workloads::prepare_training(train, o.ranks);

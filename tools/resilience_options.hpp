@@ -35,7 +35,8 @@ struct TrainResilience {
 };
 TrainResilience check_train_resilience(resilience::ResilienceOptions options,
                                        const std::string& state_bytes_text, const std::string& mtbf_text,
-                                       int world, const workloads::TrainOptions& train, std::uint64_t seed);
+                                       int world, int ranks_on_host, const workloads::TrainOptions& train,
+                                       std::uint64_t seed);
 // The hooks for a train run (null when --run-dir is not given).
 std::unique_ptr<workloads::TrainHooks> make_train_hooks(TrainResilience checked, MpiContext& mpi,
                                                         const workloads::TrainOptions& train);

@@ -135,8 +135,8 @@ int run_train(const TrainCommandOptions& opt, Session& session) {
   auto options = make_train_options(opt.train, BackendKind::host, mpi.size(), session.options().seed);
   auto [plan, checked] = session.on_every_rank([&] {
     return std::pair{workloads::prepare_training(options, mpi.size()),
-                     check_train_resilience(opt.resilience, opt.state_bytes, opt.mtbf, mpi.size(), options,
-                                            session.options().seed)};
+                     check_train_resilience(opt.resilience, opt.state_bytes, opt.mtbf, mpi.size(),
+                                            mpi.local_size(), options, session.options().seed)};
   });
   if (session.checking_only()) return 0;  // a suite's preflight: validated, nothing run
   // Each rank reads the model file on its own host: one that differs would train a mixture, or stop in a

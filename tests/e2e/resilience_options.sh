@@ -80,7 +80,7 @@ share=$(awk '/MemAvailable/ {printf "%.0f", $2 * 1024 * 0.6}' /proc/meminfo)
 run_capture shared fb resilience --launcher-args "--hostfile $T/hosts" --model tiny-dense --backend host --ranks 2 \
   --steps 5 --state-bytes "$share" --faults "crash@step=99" --run-dir "$T/shared" -o "$T/shared.json"
 [ "$RC" -eq 1 ] && ok "host share beyond memory: exit 1" || fail "host share beyond memory: exit $RC: $(tail -3 "$T/shared.err")"
-assert_json "$T/shared.json" "'rejected its options: invalid --state-bytes' in $R['extra']['stop_reason'] and '2 rank(s) per host' in $R['extra']['stop_reason'] and $L['attempts'] == 1 and $R['metrics']['failures']['value'] == 0" "host share beyond memory: named by the job, one attempt, no failure counted"
+assert_json "$T/shared.json" "'rejected its options: invalid --state-bytes' in $R['extra']['stop_reason'] and '2 rank(s) on this host' in $R['extra']['stop_reason'] and $L['attempts'] == 1 and $R['metrics']['failures']['value'] == 0" "host share beyond memory: named by the job, one attempt, no failure counted"
 expect_error many_ranks 2 "invalid --ranks 99999: 99999 processes would start on this host of [0-9]+ cores" \
   fb resilience --ranks 99999 --backend host --faults "crash@step=3" --run-dir "$T/bad"
 expect_error too_many_ranks 2 "invalid --ranks 200000: 200000 ranks with --spares exceed the limit of 131072" \

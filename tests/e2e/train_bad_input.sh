@@ -70,6 +70,15 @@ expect_error cudnn_on_host 2 "--attention-engine cudnn: (cuDNN attention needs t
   fb train --backend host --steps 2 --warmup-steps 0 --attention-engine cudnn -o "$T/cudnn_on_host.json"
 no_report cudnn_on_host
 
+# Checkpoint sizes this host cannot hold are refused before the run dir is touched: nothing is left behind.
+expect_error state_memory 2 "invalid --state-bytes 64T: 1 rank\\(s\\) on this host x 2 checkpoint buffer\\(s\\) of it exceed 90% of the host's available memory" \
+  fb train --backend host --steps 4 --run-dir "$T/state_memory" --state-bytes 64T --async-checkpoint -o "$T/state_memory.json"
+no_report state_memory
+[ ! -e "$T/state_memory" ] && ok "state_memory: no run dir" || fail "state_memory: run dir created: $(ls "$T/state_memory")"
+expect_error state_disk 2 "invalid --state-bytes 1G: --keep 100000 \\+ 1 checkpoints of 1 rank\\(s\\) need .* free" \
+  fb train --backend host --steps 4 --run-dir "$T/state_disk" --state-bytes 1G --keep 100000 --checkpoint-every 2 -o "$T/state_disk.json"
+[ ! -e "$T/state_disk" ] && ok "state_disk: no run dir" || fail "state_disk: run dir created"
+
 # The dry run plans a cluster-size layout from one process and reports it.
 run_capture plan fb train --backend host --model llama3-8b --tp 2 --dp 4 --dry-run -o "$T/plan.json"
 [ "$RC" -eq 0 ] && ok "dry run exit 0" || fail "dry run exit $RC: $(cat "$T/plan.err")"
