@@ -17,6 +17,7 @@
 #include "core/cuda_check.hpp"
 #include "core/error.hpp"
 #include "kernels/cuda/adam_multi_tensor.hpp"
+#include "kernels/cuda/ordered_sum.cuh"
 #include "kernels/host/adam_reference.hpp"
 
 namespace fb::kernels {
@@ -115,7 +116,7 @@ __device__ __forceinline__ void adam_element(float& master, float& m, float& v, 
 
 template <typename T>
 __global__ void __launch_bounds__(kThreads)
-    adam_multi_tensor_kernel(const TableEntry* table, int tensors, Hyper h, double* grad_sum_squares) {
+    adam_multi_tensor_kernel(const TableEntry* table, int tensors, Hyper h, double* chunk_sum_squares) {
   // The tensor owning this block's chunk: the last entry whose first_chunk <= blockIdx.x.
   const long long chunk = blockIdx.x;
   int lo = 0, hi = tensors - 1;
@@ -161,17 +162,11 @@ __global__ void __launch_bounds__(kThreads)
       }
     }
   }
-  if (!grad_sum_squares) return;
-  // Block sum of the raw gradient squares, then one fp64 atomic per block.
-  __shared__ float warp_sums[kThreads / 32];
-  for (int o = 16; o > 0; o /= 2) squares += __shfl_xor_sync(0xffffffffu, squares, o);
-  if (threadIdx.x % 32 == 0) warp_sums[threadIdx.x / 32] = squares;
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    double s = 0;
-    for (int w = 0; w < kThreads / 32; ++w) s += warp_sums[w];
-    atomicAdd(grad_sum_squares, s * t.norm_weight);
-  }
+  if (!chunk_sum_squares) return;
+  // Block sum of the raw gradient squares, one partial per chunk; ordered_sum_kernel adds them in chunk
+  // order.
+  const double s = block_sum_fixed_order(static_cast<double>(squares));
+  if (threadIdx.x == 0) chunk_sum_squares[chunk] = s * t.norm_weight;
 }
 
 bool aligned16(const void* p) {
@@ -199,6 +194,7 @@ class CudaMultiTensorAdam final : public MultiTensorAdam {
     table_ = backend.allocate(std::max<std::size_t>(1, table.size()) * sizeof(TableEntry));
     if (!table.empty()) backend.copy_to_device(table_, table.data(), table.size() * sizeof(TableEntry));
     sum_ = backend.allocate(sizeof(double));
+    partials_ = backend.allocate(static_cast<std::size_t>(std::max(chunks_, 1LL)) * sizeof(double));
   }
 
   double step(const AdamParams& p, bool grad_sum_squares) override {
@@ -210,20 +206,26 @@ class CudaMultiTensorAdam final : public MultiTensorAdam {
                   adam_bias_correction(p.beta1, p.step),
                   adam_bias_correction(p.beta2, p.step),
                   p.grad_scale};
-    double* sum = grad_sum_squares ? sum_.as<double>() : nullptr;
-    if (sum) FB_CHECK_CUDA(cudaMemsetAsync(sum, 0, sizeof(double), stream_));
+    double* partials = grad_sum_squares ? partials_.as<double>() : nullptr;
     if (chunks_ > 0) {
       const auto* table = table_.as<const TableEntry>();
       const dim3 grid(static_cast<unsigned>(chunks_));
       if (type_ == DType::bf16)
-        adam_multi_tensor_kernel<__nv_bfloat16><<<grid, kThreads, 0, stream_>>>(table, entries_, h, sum);
+        adam_multi_tensor_kernel<__nv_bfloat16><<<grid, kThreads, 0, stream_>>>(table, entries_, h, partials);
       else if (type_ == DType::fp16)
-        adam_multi_tensor_kernel<__half><<<grid, kThreads, 0, stream_>>>(table, entries_, h, sum);
+        adam_multi_tensor_kernel<__half><<<grid, kThreads, 0, stream_>>>(table, entries_, h, partials);
       else
-        adam_multi_tensor_kernel<float><<<grid, kThreads, 0, stream_>>>(table, entries_, h, sum);
+        adam_multi_tensor_kernel<float><<<grid, kThreads, 0, stream_>>>(table, entries_, h, partials);
       FB_CHECK_CUDA(cudaGetLastError());
     }
-    if (!sum) return 0.0;
+    if (!grad_sum_squares) return 0.0;
+    double* sum = sum_.as<double>();
+    if (chunks_ > 0) {
+      ordered_sum_kernel<<<1, kOrderedSumThreads, 0, stream_>>>(partials, chunks_, sum);
+      FB_CHECK_CUDA(cudaGetLastError());
+    } else {
+      FB_CHECK_CUDA(cudaMemsetAsync(sum, 0, sizeof(double), stream_));
+    }
     double out = 0;
     FB_CHECK_CUDA(cudaMemcpyAsync(&out, sum, sizeof(double), cudaMemcpyDeviceToHost, stream_));
     FB_CHECK_CUDA(cudaStreamSynchronize(stream_));
@@ -235,7 +237,7 @@ class CudaMultiTensorAdam final : public MultiTensorAdam {
   DType type_;
   long long chunks_ = 0;
   int entries_ = 0;
-  DeviceBuffer table_, sum_;
+  DeviceBuffer table_, sum_, partials_;  // partials_: one gradient sum of squares per chunk
 };
 
 }  // namespace

@@ -14,6 +14,7 @@
 #include "core/error.hpp"
 #include "kernels/cuda/block_kernels_cuda.hpp"
 #include "kernels/cuda/cuda_elements.cuh"
+#include "kernels/cuda/ordered_sum.cuh"
 #include "kernels/cuda/train_kernels_cuda.hpp"
 
 namespace fb::kernels {
@@ -216,16 +217,19 @@ __global__ void adam_kernel(T* param, const T* grad, float* master, float* m, fl
   }
 }
 
+// Σ x² in fp64 (as the host adds it), one partial per block for ordered_sum_kernel: a fixed grid of
+// kSumSquaresBlocks, so the result repeats bit for bit.
+constexpr unsigned kSumSquaresBlocks = 1024;
 template <typename T>
-__global__ void sum_squares_kernel(const T* x, long long n, double* out) {
-  float s = 0;
+__global__ void sum_squares_kernel(const T* x, long long n, double* partials) {
+  double s = 0;
   for (long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<long long>(gridDim.x) * blockDim.x) {
-    const float v = ld(x, i);
+    const double v = ld(x, i);
     s += v * v;
   }
-  s = block_reduce(s, false);
-  if (threadIdx.x == 0) atomicAdd(out, static_cast<double>(s));
+  s = block_sum_fixed_order(s);
+  if (threadIdx.x == 0) partials[blockIdx.x] = s;
 }
 
 template <typename T>
@@ -239,9 +243,11 @@ class CudaTrainKernels final : public TrainKernels {
  public:
   explicit CudaTrainKernels(Backend& backend) : stream_(static_cast<cudaStream_t>(backend.native_stream())) {
     FB_CHECK_CUDA(cudaMalloc(&scalar_, sizeof(double)));
+    FB_CHECK_CUDA(cudaMalloc(&partials_, kSumSquaresBlocks * sizeof(double)));
   }
   ~CudaTrainKernels() override {
     cudaFree(scalar_);
+    cudaFree(partials_);
     for (auto& [key, table] : rope_tables_) {
       cudaFree(table.first);
       cudaFree(table.second);
@@ -415,12 +421,16 @@ class CudaTrainKernels final : public TrainKernels {
     check();
   }
   double sum_squares(const void* x, DType type, std::int64_t count) override {
-    FB_CHECK_CUDA(cudaMemsetAsync(scalar_, 0, sizeof(double), stream_));
-    if (count > 0)
+    if (count > 0) {
       dispatch(type, [&](auto* tag) {
-        sum_squares_kernel<<<blocks_for(count), kThreads, 0, stream_>>>(static_cast<const FB_ELEM_T*>(x),
-                                                                        count, scalar_);
+        sum_squares_kernel<<<kSumSquaresBlocks, kThreads, 0, stream_>>>(static_cast<const FB_ELEM_T*>(x),
+                                                                        count, partials_);
       });
+      check();
+      ordered_sum_kernel<<<1, kOrderedSumThreads, 0, stream_>>>(partials_, kSumSquaresBlocks, scalar_);
+    } else {
+      FB_CHECK_CUDA(cudaMemsetAsync(scalar_, 0, sizeof(double), stream_));
+    }
     check();
     double out = 0;
     FB_CHECK_CUDA(cudaMemcpyAsync(&out, scalar_, sizeof(double), cudaMemcpyDeviceToHost, stream_));
@@ -461,6 +471,7 @@ class CudaTrainKernels final : public TrainKernels {
   }
   cudaStream_t stream_;
   double* scalar_ = nullptr;
+  double* partials_ = nullptr;  // sum_squares: one partial per block
   cuda_detail::Scratch scratch_{stream_};
   std::map<std::tuple<std::int64_t, std::int64_t, float>, std::pair<float*, float*>> rope_tables_;
 };

@@ -167,5 +167,39 @@ TEST(AdamMultiTensorCuda, WithoutTheNormItReturnsZeroAndStillUpdates) {
   for (const float x : out) ASSERT_NEAR(x, 0.9f, 1e-6f);
 }
 
+// The gradient norm is summed per chunk and then in chunk order (kernels/cuda/ordered_sum.cuh): the same
+// gradients give the same bits every step, however the blocks are scheduled.
+TEST(AdamMultiTensorCuda, GradientNormRepeatsBitForBit) {
+  std::string reason;
+  auto backend = gpu_test::cuda_backend(reason);
+  if (!backend) GTEST_SKIP() << reason;
+  const std::int64_t n = 3'000'017;  // 367 chunks, the last one partial
+  SplitMix64 rng(5);
+  std::vector<float> master(n), zeros(n, 0.0f), grad(n);
+  for (std::int64_t i = 0; i < n; ++i) {
+    master[i] = static_cast<float>(rng.uniform() - 0.5);
+    grad[i] = static_cast<float>(4 * rng.uniform() - 2);
+  }
+  double expected = 0;
+  for (const float x : grad) expected += static_cast<double>(x) * x;
+  auto d_master = backend->allocate(n * 4), m = backend->allocate(n * 4), v = backend->allocate(n * 4);
+  auto g = backend->allocate(n * 4), w = backend->allocate(n * 4);
+  backend->copy_to_device(d_master, master.data(), n * 4);
+  backend->copy_to_device(m, zeros.data(), n * 4);
+  backend->copy_to_device(v, zeros.data(), n * 4);
+  backend->copy_to_device(g, grad.data(), n * 4);
+  auto engine = make_multi_tensor_adam(
+      *backend, {{d_master.as<float>(), m.as<float>(), v.as<float>(), g.data(), w.data(), n}}, DType::fp32);
+  AdamParams p;
+  p.lr = 1e-4f;
+  std::vector<double> norms;
+  for (std::int64_t step = 1; step <= 20; ++step) {
+    p.step = step;
+    norms.push_back(engine->step(p, true));  // the weights move; the gradient, and so its norm, does not
+  }
+  EXPECT_NEAR(norms[0], expected, 1e-6 * expected);
+  for (std::size_t i = 1; i < norms.size(); ++i) EXPECT_EQ(norms[i], norms[0]) << "step " << i + 1;
+}
+
 }  // namespace
 }  // namespace fb::kernels

@@ -173,6 +173,26 @@ TEST_P(BlockKernelsCuda, HeadCopiesMatchTheHost) {
                t == DType::fp32 ? 1e-5 : 8e-3, "broadcast");
 }
 
+// Σ x² (the loss) is added in fp64 per block and then in block order (kernels/cuda/ordered_sum.cuh): it
+// repeats bit for bit and agrees with the host's fp64 sum to rounding.
+TEST_P(BlockKernelsCuda, SumOfSquaresRepeatsBitForBit) {
+  std::string reason;
+  auto be = cuda_backend(reason);
+  if (!be) GTEST_SKIP() << reason;
+  const DType t = GetParam();
+  auto dev = kernels::make_train_kernels(*be);
+  auto ref = kernels::make_host_train_kernels();
+  for (const std::int64_t n : {std::int64_t{1}, std::int64_t{1000}, std::int64_t{5'000'011}}) {
+    const auto x = random_typed(static_cast<std::size_t>(n), t, 9);
+    const auto d_x = upload(*be, x);
+    const double want = ref->sum_squares(x.data(), t, n);
+    const double first = dev->sum_squares(d_x.data(), t, n);
+    EXPECT_NEAR(first, want, 1e-12 * want) << n;
+    for (int again = 0; again < 10; ++again) EXPECT_EQ(dev->sum_squares(d_x.data(), t, n), first) << n;
+  }
+  EXPECT_EQ(dev->sum_squares(nullptr, t, 0), 0.0);
+}
+
 INSTANTIATE_TEST_SUITE_P(Types, BlockKernelsCuda, ::testing::Values(DType::fp32, DType::bf16),
                          [](const auto& p) { return std::string(to_string(p.param)); });
 

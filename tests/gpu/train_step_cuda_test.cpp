@@ -51,6 +51,21 @@ TEST(TrainStepCuda, Fp32MatchesTheHostBackend) {
   }
 }
 
+// The same seed gives the same loss and gradient norm bits on a second run: no atomics in the reported sums
+// (kernels/cuda/ordered_sum.cuh), and the step's kernels and GEMM plans are deterministic.
+TEST(TrainStepCuda, ASecondRunRepeatsTheLossBitForBit) {
+  std::string reason;
+  auto gpu = cuda_backend(reason);
+  if (!gpu) GTEST_SKIP() << reason;
+  for (const char* model : {"tiny-dense", "tiny-moe"}) {
+    const auto o = tiny(model, DType::bf16, kernels::AttentionEngineChoice::gemm);
+    const auto first = workloads::run_training(o, test_mpi(), *gpu, nullptr);
+    const auto second = workloads::run_training(o, test_mpi(), *gpu, nullptr);
+    EXPECT_EQ(first.loss, second.loss) << model;
+    EXPECT_EQ(first.grad_norm, second.grad_norm) << model;
+  }
+}
+
 TEST(TrainStepCuda, CudnnAttentionTrainsTheSameModelAsTheBlockedGemms) {
   std::string reason;
   auto gpu = cuda_backend(reason);
