@@ -22,9 +22,15 @@ std::string errno_text() {
 }  // namespace
 
 void sync_directory(const std::filesystem::path& dir) {
-  const int fd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY);
+  const int fd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0) throw runtime_error("cannot open directory " + dir.string() + ": " + errno_text());
-  ::fsync(fd);
+  // An I/O error here means the new entries may not survive a crash: the write is not durable. File systems
+  // that cannot sync a directory at all (EINVAL) keep their entries by other means.
+  if (::fsync(fd) != 0 && errno != EINVAL) {
+    const std::string text = errno_text();
+    ::close(fd);
+    throw runtime_error("cannot sync directory " + dir.string() + ": " + text);
+  }
   ::close(fd);
 }
 

@@ -230,9 +230,16 @@ ShardInfo CheckpointStore::write_shard(std::int64_t step, int rank, std::span<co
   const auto t0 = std::chrono::steady_clock::now();
   const auto dir = dir_for(step);
   std::error_code ec;
-  fs::create_directories(dir, ec);
+  const bool root_existed = fs::is_directory(root_, ec);
+  const bool created = fs::create_directories(dir, ec);
   if (ec)
     throw runtime_error(fmt::format("cannot create checkpoint directory {}: {}", dir.string(), ec.message()));
+  // The new directories' own entries are durable before any shard in them counts (the rank that created
+  // them syncs their parents; the others find them there).
+  if (created) {
+    sync_directory(root_);
+    if (!root_existed) sync_directory(root_.has_parent_path() ? root_.parent_path() : fs::path("."));
+  }
   ShardInfo info;
   info.rank = rank;
   info.file = shard_file(rank);
@@ -427,33 +434,31 @@ std::vector<std::int64_t> steps_to_prune(const std::vector<std::int64_t>& presen
   return out;
 }
 
-std::vector<std::string> CheckpointStore::prune(int keep, int world_size,
-                                                std::optional<std::int64_t> committed_now) const {
-  const auto present = list_steps();
-  const auto committed = committed_steps();
-  const auto just_written = [&](std::int64_t step) {
-    std::string why;
-    const auto info = read_manifest(dir_for(step), step, &why);
-    if (!info || info->world_size != world_size) return false;
-    for (const auto& shard : info->shards) {
-      std::error_code ec;
-      if (fs::file_size(info->dir / shard.file, ec) != shard.bytes || ec) return false;
-    }
-    return true;
-  };
+std::vector<std::string> CheckpointStore::prune(int keep, int world_size, std::int64_t committed_now) const {
+  // Only steps up to the one just committed take part: newer directories are another run's (a fresh run in
+  // an old run dir, or a resume that walked back past them). Counting them removed this run's own commits.
+  auto present = list_steps(), committed = committed_steps();
+  std::erase_if(present, [&](std::int64_t s) { return s > committed_now; });
+  std::erase_if(committed, [&](std::int64_t s) { return s >= committed_now; });
+  // The checkpoint just committed does not count: its writers hashed what they wrote, but nothing has read
+  // it back, and damage between the write and the commit would go unseen. The --keep newest older ones
+  // that verify stay beside it; it counts from the next commit on, once verify has read it.
   std::vector<std::int64_t> verified;  // newest first while checking, then ascending
   for (auto it = committed.rbegin();
        it != committed.rend() && verified.size() < static_cast<std::size_t>(keep); ++it)
-    if (*it == committed_now ? just_written(*it) : verify(*it, world_size, nullptr).has_value())
-      verified.push_back(*it);
+    if (verify(*it, world_size, nullptr)) verified.push_back(*it);
   std::reverse(verified.begin(), verified.end());
   std::vector<std::string> removed;
   for (const auto s : steps_to_prune(present, verified, keep)) {
     const auto dir = dir_for(s);
     std::error_code ec;
-    fs::remove(dir / "manifest.json", ec);  // uncommit first: a half-removed checkpoint is never taken
-    checkpoint_test_pause(CheckpointPhase::prune, s, 0);
-    fs::remove_all(dir, ec);
+    if (fs::is_symlink(dir, ec)) {
+      fs::remove(dir, ec);  // a linked-in checkpoint: the link goes, what it names is not ours to uncommit
+    } else {
+      fs::remove(dir / "manifest.json", ec);  // uncommit first: a half-removed checkpoint is never taken
+      checkpoint_test_pause(CheckpointPhase::prune, s, 0);
+      fs::remove_all(dir, ec);
+    }
     removed.push_back(name_for(s));
   }
   if (!removed.empty()) sync_directory(root_);

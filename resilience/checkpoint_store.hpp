@@ -11,7 +11,9 @@
 // skipped. Retention (prune) counts verified checkpoints only: `--keep N` means N checkpoints that verify
 // exist at every instant once N were written; nothing is removed until N newer ones verify, so the newest
 // verified checkpoint is never removed. (It used to count every manifest: a checkpoint damaged after its
-// commit still counted, and the commit of the next one pruned the last good older one: issue 16.)
+// commit still counted, and the commit of the next one pruned the last good older one: issue 16. Later it
+// counted the one just committed on its sizes alone: a shard damaged before the commit cost the last good
+// one.)
 // This class does file I/O only; MPI coordination lives in the caller (train_resilience_hooks).
 #include <cstddef>
 #include <cstdint>
@@ -91,15 +93,15 @@ class CheckpointStore {
   std::vector<std::int64_t> list_steps() const;
   // Steps with a manifest that parses (shards not read), oldest first.
   std::vector<std::int64_t> committed_steps() const;
-  // Keeps the `keep` newest checkpoints that verify for `world_size` ranks (every shard hashed: the
-  // committed ones are checked newest first until `keep` verify) and removes every step directory older
-  // than the oldest of them (checkpoints, damaged ones, uncommitted leftovers), manifest first. Removes
-  // nothing while fewer than `keep` verify. Returns the names removed, oldest first. `committed_now`: the
-  // checkpoint the caller has just committed; its manifest is read back and its shard sizes checked, but
-  // its bytes are not re-read (the writers hashed exactly what they wrote and fsync'ed; it is read at the
-  // next prune, once it is no longer the newest).
-  std::vector<std::string> prune(int keep, int world_size,
-                                 std::optional<std::int64_t> committed_now = std::nullopt) const;
+  // Retention after committing step `committed_now`: keeps the `keep` newest older checkpoints that verify
+  // for `world_size` ranks (every shard hashed: the committed ones are checked newest first until `keep`
+  // verify) beside the one just committed, and removes every step directory older than the oldest of them
+  // (checkpoints, damaged ones, uncommitted leftovers), manifest first; a symlinked step directory loses
+  // only the link. Removes nothing while fewer than `keep` verify. The one just committed does not count
+  // (nothing has read it back yet), and directories newer than it (another run's) are neither counted nor
+  // removed. So up to keep + 1 committed checkpoints stay, plus one being written. Returns the names
+  // removed, oldest first.
+  std::vector<std::string> prune(int keep, int world_size, std::int64_t committed_now) const;
 
  private:
   struct FileStamp {

@@ -178,8 +178,8 @@ void TrainResilienceHooks::commit_gathered(std::int64_t step, const ShardInfo& m
   std::string refused;
   try {
     info = store_.commit(step, shards);
-    // Only now, with this checkpoint committed, may older ones go; prune keeps the --keep newest that
-    // verify (this one included when it does).
+    // Only now, with this checkpoint committed, may older ones go; prune keeps the --keep newest older ones
+    // that verify beside it (it counts once it has been read back, at the next commit).
     pruned = store_.prune(o_.keep, mpi_.size(), step);
   } catch (const Error& ex) {
     refused = ex.what();

@@ -282,7 +282,13 @@ bool TrainResilienceHooks::after_step(std::int64_t step, const workloads::StepOu
     return false;
   }
   if (periodic) check_stragglers(step);
-  if (async_.pending()) poll_async(false);
+  if (async_.pending()) {
+    // A finished write's commit (and the prune, which reads older checkpoints back on rank 0) is checkpoint
+    // work: the watchdog gives it the save allowance, not the step timeout.
+    saving(true);
+    poll_async(false);
+    saving(false);
+  }
   if (save) save_checkpoint(step);
   for (auto it = corrupt_pending_.begin(); it != corrupt_pending_.end();) {
     corrupt_newest_checkpoint(*it, step);

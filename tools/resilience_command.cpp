@@ -7,8 +7,10 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <initializer_list>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <thread>
 
@@ -41,7 +43,9 @@ void add_resilience_options(CLI::App& sub, resilience::ResilienceOptions& o, std
       "--checkpoint-interval", o.checkpoint_interval,
       "Checkpoint every DURATION, or auto (Daly's interval from the measured save cost and --mtbf)");
   sub.add_option("--mtbf", mtbf, "Mean time between failures for --checkpoint-interval auto (e.g. 30m)");
-  sub.add_option("--keep", o.keep, "Verified checkpoints kept (older ones removed)")->capture_default_str();
+  sub.add_option("--keep", o.keep,
+                 "Verified checkpoints kept beside the newest (older ones removed once this many verify)")
+      ->capture_default_str();
   sub.add_option(
       "--state-bytes", state_bytes,
       "Checkpoint bytes per rank (default: the model shard's fp32 master weights and two moments)");
@@ -104,9 +108,18 @@ void check_sdc_detectable(const resilience::FaultPlan& plan, const workloads::Tr
         "replicated master copy and ZeRO shards it over --dp; drop one of them");
 }
 
+// The first step directory (committed or not) in any of `dirs`.
+std::optional<std::filesystem::path> first_checkpoint_in(std::initializer_list<std::filesystem::path> dirs) {
+  std::error_code ec;
+  for (const auto& dir : dirs)
+    for (const auto& e : std::filesystem::directory_iterator(dir, ec))
+      if (e.path().filename().string().rfind("step-", 0) == 0) return e.path();
+  return std::nullopt;
+}
+
 // --state-bytes against this host, before a launch or a run dir is touched: each of `ranks_here` ranks holds
-// its checkpoint buffer(s) in host memory, and the run dir holds --keep checkpoints of all `ranks` plus the
-// one being written. The job checks its own host again once the model's state size is known
+// its checkpoint buffer(s) in host memory, and the run dir holds up to --keep + 2 checkpoints of all `ranks`.
+// The job checks its own host again once the model's state size is known
 // (resilience/train_checkpointing.cpp).
 void check_state_bytes_fit(const resilience::ResilienceOptions& res, const std::string& text,
                            std::uint64_t bytes, std::uint64_t ranks_here, int ranks) {
@@ -124,10 +137,12 @@ void check_state_bytes_fit(const resilience::ResilienceOptions& res, const std::
   while (!std::filesystem::exists(dir, ec) && dir.has_parent_path() && dir != dir.parent_path())
     dir = dir.parent_path();
   const auto space = std::filesystem::space(dir, ec);
-  const double need = static_cast<double>(bytes) * static_cast<double>(ranks) * (res.keep + 1);
+  // The kept ones, the one just committed (it counts once read back, at the next commit) and the one being
+  // written (resilience/checkpoint_store.hpp).
+  const double need = static_cast<double>(bytes) * static_cast<double>(ranks) * (res.keep + 2);
   if (!ec && need > 0.9 * static_cast<double>(space.available))
     throw usage_error(fmt::format(
-        "invalid --state-bytes {}: --keep {} + 1 checkpoints of {} rank(s) need {}, but {} has {} free", text,
+        "invalid --state-bytes {}: --keep {} + 2 checkpoints of {} rank(s) need {}, but {} has {} free", text,
         res.keep, ranks, format_bytes(static_cast<std::uint64_t>(need)), dir.string(),
         format_bytes(space.available)));
 }
@@ -142,6 +157,14 @@ TrainResilience check_train_resilience(resilience::ResilienceOptions o, const st
   o.seed = seed;
   resilience::validate_resilience_options(o);
   if (o.run_dir.empty()) return {std::move(o), {}};
+  // A fresh run in a run dir with another run's checkpoints would mix them: its commits and the old ones
+  // side by side, and a later --resume taking whichever is newest.
+  if (!o.resume)
+    if (const auto found = first_checkpoint_in({std::filesystem::path(o.run_dir) / "checkpoints"}))
+      throw usage_error(fmt::format(
+          "--run-dir {} already holds checkpoints ({}): add --resume to continue from them, or choose "
+          "another directory",
+          o.run_dir, found->string()));
   if (!state_bytes.empty())
     check_state_bytes_fit(o, state_bytes, o.state_bytes,
                           static_cast<std::uint64_t>(std::max(ranks_on_host, 1)), world);
@@ -292,16 +315,13 @@ int run_resilience(const ResilienceCommandOptions& o, Session& session) {
         "start); continue a run's checkpoints with train --run-dir DIR --resume");
   if (!o.res.run_dir.empty()) {
     const std::filesystem::path dir(o.res.run_dir);
-    std::error_code ec;
     // The job's own checkpoints, or (--policy compare) those of each policy's job.
-    for (const auto& ckpt :
-         {dir / "checkpoints", dir / "none" / "checkpoints", dir / "drain" / "checkpoints"})
-      for (const auto& e : std::filesystem::directory_iterator(ckpt, ec))
-        if (e.path().filename().string().rfind("step-", 0) == 0)
-          throw usage_error(fmt::format(
-              "--run-dir {} already holds checkpoints ({}); resilience starts a fresh job there: choose "
-              "another directory or remove them",
-              o.res.run_dir, e.path().string()));
+    if (const auto found = first_checkpoint_in(
+            {dir / "checkpoints", dir / "none" / "checkpoints", dir / "drain" / "checkpoints"}))
+      throw usage_error(fmt::format(
+          "--run-dir {} already holds checkpoints ({}); resilience starts a fresh job there: choose "
+          "another directory or remove them",
+          o.res.run_dir, found->string()));
   }
   const auto plan = resilience::load_fault_plan(o.res.faults, o.ranks + o.spares, 7 * 86400.0,
                                                 session.options().seed, o.spares);

@@ -68,8 +68,8 @@ expect_error noauto 2 "--checkpoint-interval auto needs --mtbf" \
 expect_error huge 2 "invalid --state-bytes 64T: 2 rank\(s\) on this host x 1 checkpoint buffer\(s\) of it exceed 90% of the host's available memory" \
   fb resilience "${COMMON[@]}" --ranks 2 --steps 5 --state-bytes 64T --faults "crash@step=99" --run-dir "$T/huge" -o "$T/huge.json"
 [ ! -e "$T/huge" ] && ok "state-bytes beyond memory: nothing launched" || fail "state-bytes beyond memory: $T/huge created"
-# --keep + 1 checkpoints of every rank beyond the run dir's free space: refused before any launch.
-expect_error full_disk 2 "invalid --state-bytes 1G: --keep 100000 \+ 1 checkpoints of 2 rank\(s\) need .* free" \
+# --keep + 2 checkpoints of every rank beyond the run dir's free space: refused before any launch.
+expect_error full_disk 2 "invalid --state-bytes 1G: --keep 100000 \+ 2 checkpoints of 2 rank\(s\) need .* free" \
   fb resilience "${COMMON[@]}" --ranks 2 --steps 5 --state-bytes 1G --keep 100000 --checkpoint-every 2 \
   --faults "crash@step=99" --run-dir "$T/disk" -o "$T/disk.json"
 # Ranks the supervisor cannot see on this host (a hostfile): the job finds its host's share too large, exits 2

@@ -75,7 +75,7 @@ expect_error state_memory 2 "invalid --state-bytes 64T: 1 rank\\(s\\) on this ho
   fb train --backend host --steps 4 --run-dir "$T/state_memory" --state-bytes 64T --async-checkpoint -o "$T/state_memory.json"
 no_report state_memory
 [ ! -e "$T/state_memory" ] && ok "state_memory: no run dir" || fail "state_memory: run dir created: $(ls "$T/state_memory")"
-expect_error state_disk 2 "invalid --state-bytes 1G: --keep 100000 \\+ 1 checkpoints of 1 rank\\(s\\) need .* free" \
+expect_error state_disk 2 "invalid --state-bytes 1G: --keep 100000 \\+ 2 checkpoints of 1 rank\\(s\\) need .* free" \
   fb train --backend host --steps 4 --run-dir "$T/state_disk" --state-bytes 1G --keep 100000 --checkpoint-every 2 -o "$T/state_disk.json"
 [ ! -e "$T/state_disk" ] && ok "state_disk: no run dir" || fail "state_disk: run dir created"
 

@@ -147,16 +147,15 @@ TEST_F(CheckpointStoreTest, InjectedDiskFullLeavesThePreviousCheckpointNewest) {
   EXPECT_EQ(choice.chosen->step, 10);
 }
 
-TEST_F(CheckpointStoreTest, PruneKeepsTheNewestCommitted) {
+TEST_F(CheckpointStoreTest, PruneKeepsTheNewestVerifiedBesideTheNewCommit) {
   CheckpointStore store(root);
   for (int s = 1; s <= 5; ++s) save(store, s * 10, 1, 512);
   store.write_shard(25, 0, state_bytes(512, 3));  // leftover of a crashed save
   store.write_shard(60, 0, state_bytes(512, 3));  // newer than the newest commit: may be in progress, kept
-  const auto removed = store.prune(2, 1);
-  EXPECT_EQ(removed,
-            (std::vector<std::string>{"step-00000010", "step-00000020", "step-00000025", "step-00000030"}));
-  EXPECT_EQ(store.committed_steps(), (std::vector<std::int64_t>{40, 50}));
-  EXPECT_EQ(store.list_steps(), (std::vector<std::int64_t>{40, 50, 60}));
+  const auto removed = store.prune(2, 1, 50);     // 40 and 30 verify; 50, just committed, does not count
+  EXPECT_EQ(removed, (std::vector<std::string>{"step-00000010", "step-00000020", "step-00000025"}));
+  EXPECT_EQ(store.committed_steps(), (std::vector<std::int64_t>{30, 40, 50}));
+  EXPECT_EQ(store.list_steps(), (std::vector<std::int64_t>{30, 40, 50, 60}));
 }
 
 // Every way the steps present, the verified ones among them and --keep can combine (6 steps, keep 1..3):
@@ -209,10 +208,13 @@ TEST_F(CheckpointStoreTest, PruneCountsOnlyVerifiedCheckpoints) {
   EXPECT_NE(choice.skipped[1].reason.find("rank-00000.shard checksum mismatch"), std::string::npos);
   // Once 20 verifies, 15 and 10 (damaged) sit between the kept 5 and 20: only older ones may go.
   save(store, 20, 2, 4096);
-  EXPECT_TRUE(store.prune(2, 2).empty());
+  EXPECT_TRUE(store.prune(2, 2, 20).empty());
   save(store, 25, 2, 4096);
-  EXPECT_EQ(store.prune(2, 2), (std::vector<std::string>{"step-00000005", "step-00000010", "step-00000015"}));
-  EXPECT_EQ(store.list_steps(), (std::vector<std::int64_t>{20, 25}));
+  EXPECT_TRUE(store.prune(2, 2, 25).empty());  // 20 and 5 are the two kept
+  save(store, 30, 2, 4096);
+  EXPECT_EQ(store.prune(2, 2, 30),
+            (std::vector<std::string>{"step-00000005", "step-00000010", "step-00000015"}));
+  EXPECT_EQ(store.list_steps(), (std::vector<std::int64_t>{20, 25, 30}));
 }
 
 // After a walk-back (restored 5; 15 and 20 damaged), the re-run's commit of 10 must not be pruned in favour
@@ -223,13 +225,32 @@ TEST_F(CheckpointStoreTest, PruneAfterAWalkBackKeepsTheNewCommit) {
   corrupt(store, 15, 0);
   corrupt(store, 20, 0);
   save(store, 10, 1, 2048);
-  EXPECT_TRUE(store.prune(2, 1).empty());
+  EXPECT_TRUE(store.prune(2, 1, 10).empty());
   const auto choice = store.find_newest_valid(1);
   ASSERT_TRUE(choice.chosen);
   EXPECT_EQ(choice.chosen->step, 10);
-  save(store, 15, 1, 2048);  // the re-run overwrites the damaged 15; now 5 may go
-  EXPECT_EQ(store.prune(2, 1), (std::vector<std::string>{"step-00000005"}));
+  save(store, 15, 1, 2048);  // the re-run overwrites the damaged 15; 10 and 5 are the two kept
+  EXPECT_TRUE(store.prune(2, 1, 15).empty());
+  save(store, 20, 1, 2048);  // and the damaged 20; now 5 may go
+  EXPECT_EQ(store.prune(2, 1, 20), (std::vector<std::string>{"step-00000005"}));
   EXPECT_EQ(store.list_steps(), (std::vector<std::int64_t>{10, 15, 20}));
+}
+
+// A run started afresh in an old run dir, or resumed from scratch because the newer checkpoints do not fit
+// its state: the newer directories are another run's. They must not count toward --keep, or every commit of
+// this run would be pruned in favour of them (each commit removed itself), and they are not removed either.
+TEST_F(CheckpointStoreTest, NewerCheckpointsOfAnotherRunNeitherCountNorGo) {
+  CheckpointStore store(root);
+  for (const std::int64_t s : {90, 120}) save(store, s, 2, 1024);  // the earlier run's, both verify
+  save(store, 30, 2, 1024);
+  EXPECT_TRUE(store.prune(2, 2, 30).empty());
+  save(store, 60, 2, 1024);
+  EXPECT_TRUE(store.prune(2, 2, 60).empty());
+  save(store, 75, 2, 1024);
+  EXPECT_TRUE(store.prune(2, 2, 75).empty());  // 60 and 30 kept beside 75
+  save(store, 80, 2, 1024);
+  EXPECT_EQ(store.prune(2, 2, 80), (std::vector<std::string>{"step-00000030"}));
+  EXPECT_EQ(store.list_steps(), (std::vector<std::int64_t>{60, 75, 80, 90, 120}));
 }
 
 TEST_F(CheckpointStoreTest, PruneWithFewerVerifiedThanKeepRemovesNothing) {
@@ -238,10 +259,10 @@ TEST_F(CheckpointStoreTest, PruneWithFewerVerifiedThanKeepRemovesNothing) {
   corrupt(store, 20, 0);
   corrupt(store, 30, 0);
   store.write_shard(5, 0, state_bytes(1024, 1));  // an uncommitted leftover, older than every checkpoint
-  EXPECT_TRUE(store.prune(2, 1).empty());
+  EXPECT_TRUE(store.prune(2, 1, 30).empty());
   EXPECT_EQ(store.list_steps(), (std::vector<std::int64_t>{5, 10, 20, 30}));
   // A checkpoint written by another world size does not verify for this one and does not count either.
-  EXPECT_TRUE(store.prune(1, 3).empty());
+  EXPECT_TRUE(store.prune(1, 3, 30).empty());
 }
 
 // verify remembers the hashes of unchanged shards (prune re-checks kept checkpoints at every commit), but
@@ -261,16 +282,45 @@ TEST_F(CheckpointStoreTest, RememberedHashesNeverHideALaterCorruption) {
   EXPECT_TRUE(store.verify(10, 2, nullptr));
 }
 
-// The checkpoint just committed counts without re-reading its bytes, but only if its manifest reads back
-// and every shard is there with its size.
-TEST_F(CheckpointStoreTest, TheJustCommittedCheckpointCountsOnlyWhenWhole) {
+// The checkpoint just committed does not count: a shard damaged between its write and the commit (the
+// writers' hashes are of what they wrote) must not cost the last good checkpoint, even with --keep 1.
+TEST_F(CheckpointStoreTest, TheJustCommittedCheckpointDoesNotCount) {
   CheckpointStore store(root);
-  for (const std::int64_t s : {10, 20, 30}) save(store, s, 2, 2048);
-  fs::remove(store.dir_for(30) / CheckpointStore::shard_file(1));
+  for (const std::int64_t s : {10, 20}) save(store, s, 2, 2048);
+  std::vector<ShardInfo> shards{store.write_shard(30, 0, state_bytes(2048, 3000)),
+                                store.write_shard(30, 1, state_bytes(2048, 3001))};
+  corrupt(store, 30, 1);  // after the write, before the commit
+  store.commit(30, shards);
   EXPECT_EQ(store.prune(1, 2, 30), (std::vector<std::string>{"step-00000010"}));  // 20 is the one kept
   EXPECT_EQ(store.list_steps(), (std::vector<std::int64_t>{20, 30}));
   save(store, 40, 2, 2048);
-  EXPECT_EQ(store.prune(1, 2, 40), (std::vector<std::string>{"step-00000020", "step-00000030"}));
+  EXPECT_TRUE(store.prune(1, 2, 40).empty());  // 30 is read now and fails: 20 stays the one verified
+  const auto choice = store.find_newest_valid(2, 40);
+  ASSERT_TRUE(choice.chosen);
+  EXPECT_EQ(choice.chosen->step, 20);
+  save(store, 50, 2, 2048);
+  EXPECT_EQ(store.prune(1, 2, 50), (std::vector<std::string>{"step-00000020", "step-00000030"}));
+  // A shard missing from the one just committed changes nothing either.
+  save(store, 60, 2, 2048);
+  fs::remove(store.dir_for(60) / CheckpointStore::shard_file(1));
+  EXPECT_EQ(store.prune(1, 2, 60), (std::vector<std::string>{"step-00000040"}));
+  EXPECT_EQ(store.list_steps(), (std::vector<std::int64_t>{50, 60}));
+}
+
+// A step directory that is a link (another run's checkpoint linked in): the prune removes the link, and the
+// checkpoint it names keeps its manifest.
+TEST_F(CheckpointStoreTest, PruneRemovesALinkedStepDirectoryNotWhatItNames) {
+  const auto elsewhere = root / "other-run";
+  CheckpointStore other(elsewhere);
+  save(other, 5, 1, 1024);
+  CheckpointStore store(root / "run");
+  fs::create_directories(store.root());
+  fs::create_directory_symlink(other.dir_for(5), store.dir_for(5));
+  for (const std::int64_t s : {10, 20}) save(store, s, 1, 1024);
+  EXPECT_EQ(store.prune(1, 1, 20), (std::vector<std::string>{"step-00000005"}));
+  EXPECT_FALSE(fs::exists(fs::symlink_status(store.dir_for(5))));
+  EXPECT_TRUE(fs::exists(other.dir_for(5) / "manifest.json"));
+  EXPECT_TRUE(other.verify(5, 1, nullptr));
 }
 
 TEST_F(CheckpointStoreTest, WalkBackBelowAStepThatFailedElsewhere) {
@@ -397,7 +447,7 @@ TEST_F(CheckpointStoreTest, KillNineMidWriteNeverLosesTheLastCheckpoint) {
               store.write_shard(step, r, state_bytes(kShard, static_cast<std::uint64_t>(step)), paced));
         std::this_thread::sleep_for(std::chrono::milliseconds(20));  // shards durable, manifest not yet
         store.commit(step, shards);
-        store.prune(2, 2);
+        store.prune(2, 2, step);
         const char c = 'c';
         if (::write(ready[1], &c, 1) != 1) ::_exit(1);
       }
