@@ -9,6 +9,9 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
+
+#include <fmt/format.h>
 
 #include "core/error.hpp"
 
@@ -123,9 +126,19 @@ std::string read_text_file(const std::filesystem::path& path) {
     throw input_error("expected a file, found a directory: " + path.string());
   std::ifstream in(path, std::ios::binary);
   if (!in) throw input_error("cannot read " + path.string());
-  std::ostringstream out;
-  out << in.rdbuf();
-  return out.str();
+  // A pipe (/dev/stdin) is read like a file, but an endless one (/dev/zero) must end in an error, not in
+  // all of memory.
+  std::string text;
+  std::vector<char> chunk(1 << 20);
+  while (in) {
+    in.read(chunk.data(), static_cast<std::streamsize>(chunk.size()));
+    text.append(chunk.data(), static_cast<std::size_t>(in.gcount()));
+    if (text.size() > kMaxTextFileBytes)
+      throw input_error(fmt::format("{}: more than {} GiB; not an input this tool reads", path.string(),
+                                    kMaxTextFileBytes >> 30));
+  }
+  if (in.bad()) throw input_error("cannot read " + path.string());
+  return text;
 }
 
 }  // namespace fb

@@ -23,6 +23,8 @@ void write_file_atomic(const std::filesystem::path& path, std::string_view text)
 // fsync of a directory, so a rename inside it is durable.
 void sync_directory(const std::filesystem::path& dir);
 // Whole file as text; throws an input Error naming the path when it cannot be read.
+// Inputs beyond this size are refused (input error): no report, log or config is near it.
+inline constexpr std::size_t kMaxTextFileBytes = std::size_t{1} << 30;
 std::string read_text_file(const std::filesystem::path& path);
 
 }  // namespace fb

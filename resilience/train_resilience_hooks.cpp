@@ -35,6 +35,16 @@ void sleep_s(double s) {
 }  // namespace
 
 void validate_resilience_options(const ResilienceOptions& o) {
+  // Values first, with or without --run-dir: a typo is named even where the option would not act.
+  if (o.checkpoint_every < 0)
+    throw usage_error(fmt::format("invalid --checkpoint-every {}: must not be negative", o.checkpoint_every));
+  if (o.keep < 1) throw usage_error(fmt::format("invalid --keep {}: must be at least 1", o.keep));
+  if (!(o.straggler_threshold > 0 && o.straggler_threshold <= 1))
+    throw usage_error(
+        fmt::format("invalid --straggler-threshold {}: must be in (0, 1]", o.straggler_threshold));
+  if (o.check_every < 1)
+    throw usage_error(fmt::format("invalid --check-every {}: must be at least 1", o.check_every));
+  parse_hang_timeout(o.hang_timeout);
   if (o.run_dir.empty()) {
     for (const auto& [set, name] : {std::pair{o.checkpoint_every > 0, "--checkpoint-every"},
                                     {!o.checkpoint_interval.empty(), "--checkpoint-interval"},
@@ -44,8 +54,6 @@ void validate_resilience_options(const ResilienceOptions& o) {
       if (set) throw usage_error(fmt::format("{} needs --run-dir DIR", name));
     return;
   }
-  if (o.checkpoint_every < 0)
-    throw usage_error(fmt::format("invalid --checkpoint-every {}: must not be negative", o.checkpoint_every));
   if (o.checkpoint_every > 0 && !o.checkpoint_interval.empty())
     throw usage_error("--checkpoint-every and --checkpoint-interval are exclusive");
   if (o.checkpoint_interval == "auto") {
@@ -56,13 +64,6 @@ void validate_resilience_options(const ResilienceOptions& o) {
     throw usage_error(
         fmt::format("invalid --checkpoint-interval '{}': must be positive", o.checkpoint_interval));
   }
-  if (o.keep < 1) throw usage_error(fmt::format("invalid --keep {}: must be at least 1", o.keep));
-  if (!(o.straggler_threshold > 0 && o.straggler_threshold <= 1))
-    throw usage_error(
-        fmt::format("invalid --straggler-threshold {}: must be in (0, 1]", o.straggler_threshold));
-  if (o.check_every < 1)
-    throw usage_error(fmt::format("invalid --check-every {}: must be at least 1", o.check_every));
-  parse_hang_timeout(o.hang_timeout);
 }
 
 FaultPlan job_fault_plan(const ResilienceOptions& o, int world_size) {

@@ -15,6 +15,7 @@
 #include "tools/enum_option.hpp"
 #include "workloads/attention_benchmark.hpp"
 #include "workloads/gemm_benchmark.hpp"
+#include "workloads/measurement_loop.hpp"
 #include "workloads/model_config.hpp"
 #include "workloads/parallel_layout.hpp"
 
@@ -49,8 +50,7 @@ void require_positive(const std::optional<std::int64_t>& v, const char* option) 
 }
 
 int run_attention(const AttentionCliOptions& cli, Session& session) {
-  if (cli.iters < 1) throw usage_error(fmt::format("invalid --iters {}: must be at least 1", cli.iters));
-  if (cli.warmup < 0) throw usage_error(fmt::format("invalid --warmup {}: must not be negative", cli.warmup));
+  workloads::validate_iterations(cli.iters, cli.warmup);
   if (cli.batch < 1) throw usage_error(fmt::format("invalid --batch {}: must be positive", cli.batch));
   require_positive(cli.heads, "--heads");
   require_positive(cli.kv_heads, "--kv-heads");

@@ -126,9 +126,11 @@ Command add_collective_command(CLI::App& app) {
   sub->add_option("-b,--minbytes", opt->min_bytes, "Smallest size S (units: 8, 64K, 1M, 8G)")
       ->capture_default_str();
   sub->add_option("-e,--maxbytes", opt->max_bytes, "Largest size S")->capture_default_str();
-  sub->add_option("-f,--stepfactor", opt->factor, "Multiply the size by this factor between steps (>= 2)")
-      ->capture_default_str();
-  sub->add_option("-i,--stepbytes", opt->step_bytes, "Grow the size by this many bytes instead of -f");
+  auto* factor =
+      sub->add_option("-f,--stepfactor", opt->factor, "Multiply the size by this factor between steps (>= 2)")
+          ->capture_default_str();
+  sub->add_option("-i,--stepbytes", opt->step_bytes, "Grow the size by this many bytes instead of -f")
+      ->excludes(factor);
   sub->add_option("-n,--iters", opt->iters, "Timed iterations per size")->capture_default_str();
   sub->add_option("-w,--warmup", opt->warmup, "Untimed iterations before timing")->capture_default_str();
   sub->add_option("-d,--dtype", opt->dtype, "fp32, fp16, bf16, fp8_e4m3, fp8_e5m2, fp64, int32, int8")

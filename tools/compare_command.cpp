@@ -25,6 +25,7 @@ struct CompareOptions {
 int run_compare(const CompareOptions& opt, Session& session) {
   // Options first (usage errors), then files (input errors): nothing is written before both are valid.
   const auto format = reports::parse_compare_format(opt.format);
+  if (session.is_root()) session.check_output_writable();
   reports::CompareRules rules;
   if (!opt.rules.empty()) rules = reports::read_compare_rules(opt.rules);
   if (!opt.tolerance.empty()) rules.tolerance = reports::parse_tolerance(opt.tolerance, "--tolerance");
@@ -36,7 +37,7 @@ int run_compare(const CompareOptions& opt, Session& session) {
   if (!session.is_root()) return comparison.exit_status();
 
   const std::string text = reports::render_compare(comparison, format);
-  const std::string& output = session.options().output;
+  const std::string output = session.rendering_output();
   if (!output.empty()) {
     write_file_atomic(output, text);
     for (const auto& w : comparison.warnings) log::warn("{}", w);

@@ -1,5 +1,6 @@
 // factorybench gemm: achieved matrix-multiply throughput on every rank (cuBLASLt on cuda, OpenBLAS on host),
 // MFU against the dtype's peak, a check against an fp64 reference, and the ranks slower than the median.
+#include <algorithm>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -13,6 +14,7 @@
 #include "tools/commands.hpp"
 #include "tools/count_option.hpp"
 #include "workloads/gemm_benchmark.hpp"
+#include "workloads/measurement_loop.hpp"
 #include "workloads/model_config.hpp"
 
 namespace fb::tools {
@@ -59,8 +61,7 @@ double parse_fraction(const std::string& text, const char* option) {
 
 int run_gemm(const GemmCliOptions& cli, Session& session) {
   // Options that need no device are checked first, so a typo costs nothing.
-  if (cli.iters < 1) throw usage_error(fmt::format("invalid --iters {}: must be at least 1", cli.iters));
-  if (cli.warmup < 0) throw usage_error(fmt::format("invalid --warmup {}: must not be negative", cli.warmup));
+  workloads::validate_iterations(cli.iters, cli.warmup);
   if (cli.autotune < 1)
     throw usage_error(fmt::format("invalid --autotune {}: must be at least 1", cli.autotune));
   if (cli.batch < 1) throw usage_error(fmt::format("invalid --batch {}: must be positive", cli.batch));
@@ -93,6 +94,13 @@ int run_gemm(const GemmCliOptions& cli, Session& session) {
   if (!cli.m.empty()) ms = workloads::parse_gemm_dims(cli.m, "--m");
   if (!cli.n.empty()) ns = workloads::parse_gemm_dims(cli.n, "--n");
   if (!cli.k.empty()) ks = workloads::parse_gemm_dims(cli.k, "--k");
+  // Every combination is one case: three long ranges would be billions of shapes (and all of memory).
+  constexpr std::size_t kMaxShapes = 100000;
+  const auto count = [](const std::vector<std::int64_t>& d) { return std::max<std::size_t>(d.size(), 1); };
+  if (static_cast<double>(count(ms)) * static_cast<double>(count(ns)) * static_cast<double>(count(ks)) >
+      static_cast<double>(kMaxShapes))
+    throw usage_error(fmt::format("--m/--n/--k: {} x {} x {} shapes; at most {} per run", count(ms),
+                                  count(ns), count(ks), kMaxShapes));
   if (session.checking_only()) {  // a suite's preflight: what does not depend on the device, then nothing run
     parse_transpose(cli.ta, "--ta", false);
     parse_transpose(cli.tb, "--tb", false);

@@ -38,6 +38,7 @@ int finish_import(Session& session, reports::Report imported) {
 }
 
 int run_import(const ImportOptions& opt, Session& session) {
+  if (session.is_root()) session.check_output_writable();
   if (opt.nccl->parsed()) {
     std::vector<reports::NcclTestsFile> files;
     for (const auto& path : opt.nccl_files) files.push_back({path, read_text_file(path)});

@@ -18,6 +18,7 @@ struct ReportOptions {
 
 int run_report(const ReportOptions& opt, Session& session) {
   const auto format = reports::parse_report_format(opt.format);
+  if (session.is_root()) session.check_output_writable();
   std::vector<reports::NamedReport> inputs;
   for (const auto& path : opt.inputs) {
     inputs.push_back({path, reports::read_report(path)});
@@ -27,7 +28,7 @@ int run_report(const ReportOptions& opt, Session& session) {
   }
   if (!session.is_root()) return 0;
   const std::string text = reports::render_report(inputs, format);
-  const std::string& output = session.options().output;
+  const std::string output = session.rendering_output();
   if (output.empty()) {
     std::cout << text << std::flush;
   } else {

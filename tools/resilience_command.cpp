@@ -108,6 +108,12 @@ void check_sdc_detectable(const resilience::FaultPlan& plan, const workloads::Tr
         "replicated master copy and ZeRO shards it over --dp; drop one of them");
 }
 
+double parse_mtbf(const std::string& text) {
+  const double s = parse_duration(text, "--mtbf");
+  if (!(s > 0)) throw usage_error(fmt::format("invalid --mtbf {}: must be positive", text));
+  return s;
+}
+
 // The first step directory (committed or not) in any of `dirs`.
 std::optional<std::filesystem::path> first_checkpoint_in(std::initializer_list<std::filesystem::path> dirs) {
   std::error_code ec;
@@ -153,7 +159,7 @@ TrainResilience check_train_resilience(resilience::ResilienceOptions o, const st
                                        const std::string& mtbf, int world, int ranks_on_host,
                                        const workloads::TrainOptions& train, std::uint64_t seed) {
   if (!state_bytes.empty()) o.state_bytes = parse_size(state_bytes, "--state-bytes");
-  if (!mtbf.empty()) o.mtbf_s = parse_duration(mtbf, "--mtbf");
+  if (!mtbf.empty()) o.mtbf_s = parse_mtbf(mtbf);
   o.seed = seed;
   resilience::validate_resilience_options(o);
   if (o.run_dir.empty()) return {std::move(o), {}};
@@ -304,6 +310,7 @@ int run_resilience(const ResilienceCommandOptions& o, Session& session) {
   if (o.res.faults.empty())
     throw usage_error("--faults SPEC|FILE is required (use 'random:mtbf=…' for a random plan)");
   // Validate the plan and options here, before anything is launched.
+  if (session.is_root()) session.check_output_writable();
   if (o.spares < 0) throw usage_error(fmt::format("invalid --spares {}: must not be negative", o.spares));
   if (o.ranks < 1) throw usage_error(fmt::format("invalid --ranks {}: must be at least 1", o.ranks));
   check_rank_count(o);
@@ -327,7 +334,7 @@ int run_resilience(const ResilienceCommandOptions& o, Session& session) {
                                                 session.options().seed, o.spares);
   auto check = o.res;
   check.run_dir = "x";
-  if (!o.mtbf.empty()) check.mtbf_s = parse_duration(o.mtbf, "--mtbf");
+  if (!o.mtbf.empty()) check.mtbf_s = parse_mtbf(o.mtbf);
   resilience::validate_resilience_options(check);
   // Given no hosts mpirun puts all --ranks here; otherwise (a hostfile, srun) at least one rank is.
   if (!o.state_bytes.empty())
@@ -433,6 +440,8 @@ Command add_resilience_command(CLI::App& app) {
   sub->add_option("--launcher-args", opt->launcher_args, "Extra launcher arguments (quoted)");
   add_train_options(*sub, opt->train);
   add_resilience_options(*sub, opt->res, opt->state_bytes, opt->mtbf);
+  sub->get_option("--faults")
+      ->description("Fault plan (required): KIND@step=N[,rank=R]...;... | random:mtbf=... | FILE.json");
   sub->add_option("--time-budget", opt->time_budget, "Stop after this much wall time (e.g. 10m)");
   sub->add_option("--max-restarts", opt->max_restarts, "Relaunches allowed")->capture_default_str();
   add_enum_option(*sub, "--policy", opt->policy, kPolicyChoiceNames,

@@ -1,5 +1,6 @@
 #include "tools/session.hpp"
 
+#include <stdlib.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -68,9 +69,15 @@ void Session::check_output_writable() const {
   const auto dir = out.has_parent_path() ? out.parent_path() : std::filesystem::path(".");
   if (!std::filesystem::is_directory(dir, ec))
     throw usage_error(fmt::format("invalid -o/--output {}: no directory {}", options_.output, dir.string()));
-  if (::access(dir.c_str(), W_OK) != 0)
+  // A file is created and removed, as the writer will (access(2) says yes to root in /proc or on a
+  // read-only mount).
+  std::string probe = (dir / ".factorybench-write-test-XXXXXX").string();
+  const int fd = ::mkstemp(probe.data());
+  if (fd < 0)
     throw usage_error(fmt::format("invalid -o/--output {}: cannot write in {}: {}", options_.output,
                                   dir.string(), std::strerror(errno)));
+  ::close(fd);
+  ::unlink(probe.c_str());
 }
 
 void Session::set_checking_only(bool on) {

@@ -53,6 +53,9 @@ class Session {
 
   // Suite mode: finish() merges each step's report into `sink` under `step` (nullptr ends it).
   void collect_into(reports::Report* sink, std::string step);
+  // Where a command writes a rendering of its own (report, compare): -o/--output, but inside a suite, whose
+  // -o is the suite's JSON report, nothing (the rendering goes to stdout).
+  std::string rendering_output() const { return sink_ ? std::string() : options_.output; }
 
   // Suite preflight: a command that declares it (Command::preflight) returns 0 as soon as its input is
   // validated (options, the models, layouts and files they name) while this is set, before it measures,
@@ -69,8 +72,11 @@ class Session {
     return agreed(mpi(), std::forward<F>(work));
   }
 
- private:
+  // -o/--output names a file rank 0 can create (usage error otherwise). Checked with MPI's start; the
+  // commands that start no MPI (report, compare, import, resilience) call it before their work.
   void check_output_writable() const;
+
+ private:
   int* argc_;
   char*** argv_;
   GlobalOptions options_;

@@ -1,5 +1,7 @@
 #include "tools/suite_file.hpp"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "core/config_paths.hpp"
@@ -64,8 +66,13 @@ Suite parse_suite(const nlohmann::json& j, const std::string& src, const std::st
     if (s.contains("name") && !s["name"].is_string()) throw bad(where + ".name", "expected a string");
     step.name = s.value("name", fmt::format("{}-{}", i + 1, step.args.front()));
     // A step's name keys its part of the combined report (summary.steps.NAME): it must be one, and unique.
-    if (step.name.empty() || step.name.find_first_of("/ \t") != std::string::npos)
-      throw bad(where + ".name", fmt::format("'{}' must be a non-empty word (no spaces or '/')", step.name));
+    const bool word = !step.name.empty() && std::none_of(step.name.begin(), step.name.end(), [](char c) {
+      return c == '/' || c == ' ' || static_cast<unsigned char>(c) < 0x20 || c == 0x7f;
+    });
+    if (!word)  // named escaped: a newline in it must not break the one-line error
+      throw bad(where + ".name",
+                fmt::format("{} must be a non-empty word (no spaces, control characters or '/')",
+                            nlohmann::json(step.name).dump()));
     for (const auto& other : suite.steps)
       if (other.name == step.name)
         throw bad(where + ".name", fmt::format("'{}' names an earlier step too", step.name));
@@ -92,6 +99,13 @@ ParsedStep parse_suite_step(const SuiteStep& step) {
   std::vector<std::string> reversed(step.args.rbegin(), step.args.rend());  // CLI11 parses a reversed vector
   try {
     app->parse(reversed);
+  } catch (const CLI::CallForHelp&) {
+    throw usage_error(fmt::format("suite step '{}': --help is not a step (run factorybench {} --help)",
+                                  step.name, step.args.front()));
+  } catch (const CLI::CallForAllHelp&) {
+    throw usage_error(fmt::format("suite step '{}': --help-all is not a step", step.name));
+  } catch (const CLI::CallForVersion&) {
+    throw usage_error(fmt::format("suite step '{}': --version is not a step", step.name));
   } catch (const CLI::ParseError& e) {
     throw usage_error(fmt::format("suite step '{}': {}", step.name, e.what()));
   }

@@ -2,6 +2,7 @@
 // tensor/data/expert/pipeline-parallel layout (optionally sequence parallel), with Megatron-accurate model
 // FLOPs and MFU. --dry-run prints the plan (parameters, FLOPs, memory, every
 // GEMM and collective) without running.
+#include <cmath>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -278,8 +279,8 @@ workloads::TrainOptions make_train_options(const TrainCliOptions& cli, BackendKi
   o.routing_skew = cli.routing_skew;
   o.overlap = cli.overlap;
   o.bucket_layers = cli.bucket_layers;
-  if (!(cli.learning_rate > 0))
-    throw usage_error(fmt::format("invalid --lr {}: must be positive", cli.learning_rate));
+  if (!(cli.learning_rate > 0 && std::isfinite(cli.learning_rate)))
+    throw usage_error(fmt::format("invalid --lr {}: must be positive and finite", cli.learning_rate));
   o.learning_rate = static_cast<float>(cli.learning_rate);
   o.seed = seed;
   return o;

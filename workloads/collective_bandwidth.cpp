@@ -2,6 +2,8 @@
 
 #include <string>
 
+#include <fmt/format.h>
+
 #include "core/error.hpp"
 
 namespace fb::workloads {
@@ -50,6 +52,11 @@ std::vector<std::uint64_t> sweep_sizes(std::uint64_t min_bytes, std::uint64_t ma
   if (step == 0 && (factor < 2 || factor > 1024))
     throw usage_error("invalid -f/--stepfactor " + std::to_string(factor) +
                       ": must be in [2, 1024] (or use -i STEP)");
+  // nccl-tests sweeps tens of sizes; a million is a typo (-i 1 over 1 KiB..1 GiB was 1e9 sizes, never done).
+  constexpr std::uint64_t kMaxSizes = 100000;
+  if (step > 0 && (max_bytes - min_bytes) / step >= kMaxSizes)
+    throw usage_error(fmt::format("invalid -i/--stepbytes {}: {} sizes from -b {} to -e {}; at most {}", step,
+                                  (max_bytes - min_bytes) / step + 1, min_bytes, max_bytes, kMaxSizes));
   std::vector<std::uint64_t> sizes;
   for (std::uint64_t s = min_bytes; s <= max_bytes;) {
     sizes.push_back(s);

@@ -240,8 +240,7 @@ Result make_result(const Case& c, const CollectiveOptions& o, int n, int group) 
 }  // namespace
 
 void validate_collective_options(const CollectiveOptions& o, int world) {
-  if (o.iters < 1) throw usage_error(fmt::format("invalid --iters {}: must be at least 1", o.iters));
-  if (o.warmup < 0) throw usage_error(fmt::format("invalid --warmup {}: must be at least 0", o.warmup));
+  validate_iterations(o.iters, o.warmup);
   if (o.split < 0 || (o.split > 0 && world % o.split != 0))
     throw usage_error(fmt::format("invalid --split {}: must divide the world size {}", o.split, world));
   const int n = group_size(o, world);

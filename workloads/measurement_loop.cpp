@@ -1,15 +1,24 @@
 #include "workloads/measurement_loop.hpp"
 
-#include <limits>
-
 #include <time.h>
 
 #include <algorithm>
+#include <limits>
 #include <memory>
 
+#include <fmt/format.h>
+
+#include "core/error.hpp"
 #include "core/rank_collectives.hpp"
 
 namespace fb::workloads {
+
+void validate_iterations(long long iters, long long warmup) {
+  if (iters < 1 || iters > kMaxIterations)
+    throw usage_error(fmt::format("invalid --iters {}: must be in [1, {}]", iters, kMaxIterations));
+  if (warmup < 0 || warmup > kMaxIterations)
+    throw usage_error(fmt::format("invalid --warmup {}: must be in [0, {}]", warmup, kMaxIterations));
+}
 namespace {
 
 double process_cpu_seconds() {

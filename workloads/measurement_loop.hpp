@@ -36,6 +36,11 @@ struct Measurement {
   double cpu_seconds = 0;
 };
 
+// --iters in [1, kMaxIterations] and --warmup in [0, kMaxIterations], or a usage error naming the option: a
+// typo (-n 2000000000) is refused instead of running for days.
+inline constexpr long long kMaxIterations = 100'000'000;
+void validate_iterations(long long iters, long long warmup);
+
 // Runs `iteration(buffer)` warmup + iters times and times the last iters of them.
 Measurement measure(Backend& backend, const MeasureLoop& loop,
                     const std::function<void(int buffer)>& iteration);

@@ -35,6 +35,8 @@ TrainPlan prepare_training(const TrainOptions& o, std::int64_t world) {
   positive("--micro-batch", o.shape.micro_batch);
   positive("--grad-accum", o.shape.grad_accum);
   positive("--steps", o.steps);
+  if (o.steps > 1'000'000'000)
+    throw usage_error(fmt::format("invalid --steps {}: at most 1000000000", o.steps));
   positive("--bucket-layers", o.bucket_layers);
   if (o.warmup_steps < 0 || o.warmup_steps >= o.steps)
     throw usage_error(

@@ -115,4 +115,13 @@ run_capture ff fb suite "$T/ff.json" --fail-fast -o "$T/ff_out.json"
 validate "$T/ff_out.json"
 assert_json "$T/ff_out.json" "[(r['status'], r['error']) for r in d['results'] if r['benchmark'] == 'suite' and r['name'] == 'later'] == [('skipped', \"not run: --fail-fast after step 'bad' failed\")]" "fail-fast: the step not run is skipped, with the reason"
 assert_json "$T/ff_out.json" "[s['name'] for s in d['summary']['suite']['steps']] == ['bad', 'later'] and d['summary']['suite']['steps'][1]['skipped'] is True" "fail-fast: summary lists both steps"
+
+# A report (or compare) step renders to stdout: the suite's -o is the suite's JSON report, and the step's
+# Markdown used to be written there (and replaced by the JSON only at the end).
+printf '{"steps": [{"name": "md", "command": "report", "args": ["%s"]}, {"name": "later", "command": "info"}]}' \
+  "$FB_SOURCE_DIR/tests/data/report_sample.json" >"$T/render.json"
+run_capture render fb suite "$T/render.json" -o "$T/render_out.json"
+[ "$RC" -eq 0 ] && grep -q "^# factorybench report" "$T/render.out" && ok "report step: its Markdown on stdout" \
+  || fail "render: exit $RC: $(head -3 "$T/render.err")"
+validate "$T/render_out.json"
 finish
