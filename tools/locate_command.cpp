@@ -295,6 +295,21 @@ int run_locate(const LocateCliOptions& cli, Session& session) {
   const bool on_gpu = backend.kind() == BackendKind::cuda;
   if (sizes.empty()) sizes = {on_gpu ? 256ull << 20 : 1ull << 20};
   if (allreduce_bytes == 0) allreduce_bytes = on_gpu ? 256ull << 20 : 1ull << 20;
+  // Each test's buffer against the smallest free memory of any rank, before a directory is made or a buffer
+  // allocated: every rank stops alike, with the option to change (was: exit 3 from the allocation, and the
+  // watchdog's directory left behind).
+  const auto free_min =
+      allreduce(mpi, static_cast<std::uint64_t>(backend.free_memory_bytes()), RankReduce::min);
+  const auto check_fits = [&](bool wanted, std::uint64_t bytes, const std::string& option,
+                              const std::string& text) {
+    if (wanted && bytes > free_min)
+      throw usage_error(fmt::format("invalid {} {}: a buffer of {} per rank, but only {} is free", option,
+                                    text, format_bytes(bytes), format_bytes(free_min)));
+  };
+  check_fits(want_p2p, *std::max_element(sizes.begin(), sizes.end()), "-b/--bytes",
+             cli.bytes.empty() ? format_bytes(sizes.front()) : cli.bytes);
+  check_fits(want_bisection, allreduce_bytes, "--allreduce-size",
+             cli.allreduce_size.empty() ? format_bytes(allreduce_bytes) : cli.allreduce_size);
   auto report = session.begin_report();
   // NCCL's own init log into the run directory, read back for the transport record (unless the user set
   // NCCL_DEBUG already, or gave logs with --nccl-log). Set before the NCCL communicator is created.

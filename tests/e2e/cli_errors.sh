@@ -15,6 +15,14 @@ if ! command -v nvidia-smi >/dev/null || ! nvidia-smi -L >/dev/null 2>&1; then
 fi
 for f in r1 r2 r3 r4 r5; do [ ! -e "$T/$f.json" ] || fail "a report was written despite the error ($f)"; done
 
+# locate: a buffer no rank can hold is refused before the watchdog's directory is made (was: exit 3 from the
+# allocation, and fb-hang-* left in the run dir).
+mkdir -p "$T/locate_run"
+expect_error locate_bytes 2 "invalid -b/--bytes 1T: a buffer of 1 TiB per rank, but only .* is free" \
+  fb locate --backend host -b 1T --run-dir "$T/locate_run" -o "$T/locate.json"
+[ -z "$(ls -A "$T/locate_run")" ] && [ ! -e "$T/locate.json" ] && ok "locate_bytes: nothing left behind" \
+  || fail "locate_bytes: left $(ls -A "$T/locate_run")"
+
 # --help and --version succeed and say what the tool is.
 run_capture help fb --help
 [ "$RC" -eq 0 ] && grep -q "info" "$T/help.out" && ok "--help lists subcommands" || fail "--help"
