@@ -19,11 +19,24 @@ std::string lower(std::string_view s) {
   return out;
 }
 
-// Splits "12.5ms" into 12.5 and "ms"; false when there is no leading number.
+// Splits "12.5ms" (or "1e-3s", "1.5e3M") into the number and the unit; false when there is no leading
+// number.
 bool split_number(std::string_view text, double& number, std::string& suffix) {
+  const auto digit = [&](std::size_t k) {
+    return k < text.size() && std::isdigit(static_cast<unsigned char>(text[k]));
+  };
   std::size_t i = 0;
-  while (i < text.size() && (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.')) ++i;
+  while (i < text.size() && (digit(i) || text[i] == '.')) ++i;
   if (i == 0) return false;
+  // An exponent only where digits follow it: "5e" is not one.
+  if (i < text.size() && (text[i] == 'e' || text[i] == 'E')) {
+    std::size_t j = i + 1;
+    if (j < text.size() && (text[j] == '+' || text[j] == '-')) ++j;
+    if (digit(j)) {
+      while (digit(j)) ++j;
+      i = j;
+    }
+  }
   const auto* begin = text.data();
   auto [end, ec] = std::from_chars(begin, begin + i, number);
   if (ec != std::errc() || end != begin + i) return false;

@@ -136,6 +136,13 @@ void validate_supervisor_options(const SupervisorOptions& o) {
   if (o.spares < 0) throw usage_error(fmt::format("invalid --spares {}: must not be negative", o.spares));
   if (o.time_budget_s < 0)
     throw usage_error(fmt::format("invalid --time-budget {} s: must not be negative", o.time_budget_s));
+  // Zero would kill every attempt at once (and every pre-flight check) and call it a hang.
+  if (!(o.heartbeat_timeout_s > 0))
+    throw usage_error(
+        fmt::format("invalid --heartbeat-timeout {} s: must be positive", o.heartbeat_timeout_s));
+  if (o.preflight && !(o.preflight_timeout_s > 0))
+    throw usage_error(
+        fmt::format("invalid --preflight-timeout {} s: must be positive", o.preflight_timeout_s));
 }
 
 namespace {

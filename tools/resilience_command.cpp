@@ -11,7 +11,6 @@
 #include <iostream>
 #include <memory>
 #include <optional>
-#include <sstream>
 #include <thread>
 
 #include <fmt/format.h>
@@ -29,6 +28,7 @@
 #include "tools/commands.hpp"
 #include "tools/enum_option.hpp"
 #include "tools/resilience_options.hpp"
+#include "tools/shell_words.hpp"
 #include "tools/train_options.hpp"
 #include "workloads/parallel_layout.hpp"
 #include "workloads/train_step.hpp"
@@ -230,13 +230,6 @@ struct ResilienceCommandOptions {
 // With --time-budget and no --steps, the job trains until the budget is spent.
 constexpr std::int64_t kStepsUntilBudget = 1'000'000'000;
 
-std::vector<std::string> split_args(const std::string& s) {
-  std::istringstream in(s);
-  std::vector<std::string> out;
-  for (std::string w; in >> w;) out.push_back(w);
-  return out;
-}
-
 // The training job's arguments: the global options it needs, then every train and resilience option as
 // parsed (one serializer each), less those the supervisor sets per attempt (--run-dir, --steps, --resume,
 // --warmup-steps, --faults: resilience/job_launch.cpp launch_command).
@@ -284,7 +277,7 @@ void supervise(const ResilienceCommandOptions& o, resilience::SupervisorOptions&
 // --machinefile) or no launcher at all.
 bool all_ranks_here(const ResilienceCommandOptions& o) {
   if (o.launcher == resilience::Launcher::srun) return false;
-  for (const auto& a : split_args(o.launcher_args))
+  for (const auto& a : split_shell_words(o.launcher_args, "--launcher-args"))
     if (a == "-H" || a.starts_with("--host") || a.starts_with("-host") || a.starts_with("--machinefile") ||
         a.starts_with("-machinefile") || a.starts_with("--default-hostfile"))
       return false;
@@ -347,7 +340,7 @@ int run_resilience(const ResilienceCommandOptions& o, Session& session) {
   resilience::SupervisorOptions s;
   s.ranks = o.ranks;
   s.launcher = o.launcher;
-  s.launcher_args = split_args(o.launcher_args);
+  s.launcher_args = split_shell_words(o.launcher_args, "--launcher-args");
   s.train_args = forwarded_train_args(o, session.options());
   s.faults = o.res.faults;
   s.time_budget_s = o.time_budget.empty() ? 0 : parse_duration(o.time_budget, "--time-budget");
@@ -358,7 +351,8 @@ int run_resilience(const ResilienceCommandOptions& o, Session& session) {
   s.preflight_args = {"--backend",   session.options().backend,
                       "--seed",      std::to_string(session.options().seed),
                       "--log-level", "warn"};
-  for (auto& a : split_args(o.preflight_args)) s.preflight_args.push_back(std::move(a));
+  for (auto& a : split_shell_words(o.preflight_args, "--preflight-args"))
+    s.preflight_args.push_back(std::move(a));
   s.preflight_timeout_s = parse_duration(o.preflight_timeout, "--preflight-timeout");
   if (!o.preflight_args.empty() && !o.preflight) throw usage_error("--preflight-args needs --preflight");
   s.max_restarts = o.max_restarts;

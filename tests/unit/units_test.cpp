@@ -16,6 +16,10 @@ TEST(ParseSize, AcceptsBinarySuffixesAsNcclTestsDoes) {
   EXPECT_EQ(parse_size("1GiB"), 1ull << 30);
   EXPECT_EQ(parse_size("2t"), 2ull << 40);
   EXPECT_EQ(parse_size("1.5K"), 1536u);
+  // Scientific notation, as the simulator's options take it (it used to read "1e3M" as the unit "e3m").
+  EXPECT_EQ(parse_size("1e3M"), 1000ull << 20);
+  EXPECT_EQ(parse_size("2.5e1"), 25u);
+  EXPECT_EQ(parse_size("4E+2K"), 400ull << 10);
 }
 
 TEST(ParseSize, RejectsBadInputNamingTheOption) {
@@ -42,10 +46,13 @@ TEST(ParseDuration, AcceptsCommonUnits) {
   EXPECT_DOUBLE_EQ(parse_duration("2h"), 7200);
   EXPECT_DOUBLE_EQ(parse_duration("1d"), 86400);
   EXPECT_DOUBLE_EQ(parse_duration("250us"), 250e-6);
+  EXPECT_DOUBLE_EQ(parse_duration("1e-3s"), 1e-3);
+  EXPECT_DOUBLE_EQ(parse_duration("1.5e2m"), 9000);
+  EXPECT_DOUBLE_EQ(parse_duration("1e4d"), 1e4 * 86400);
 }
 
 TEST(ParseDuration, RejectsBadInput) {
-  for (const char* bad : {"", "-1s", "fast", "10 parsecs", "5y"}) {
+  for (const char* bad : {"", "-1s", "fast", "10 parsecs", "5y", "5e", "5es", "1e30s", "1e5d"}) {
     EXPECT_THROW(parse_duration(bad, "--hang-timeout"), Error) << bad;
   }
 }
