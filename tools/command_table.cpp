@@ -5,7 +5,22 @@
 #include <charconv>
 #include <cstdint>
 
+#include <fmt/format.h>
+
+#include "core/error.hpp"
+
 namespace fb::tools {
+
+void refuse_empty_values(const CLI::App& app) {
+  for (const CLI::Option* opt : app.get_options()) {
+    if (opt->count() == 0 || opt->get_type_size_min() == 0) continue;  // not given, or a flag
+    const std::string name = opt->get_name();
+    if (name == "--launcher-args" || name == "--preflight-args") continue;  // no words is a value
+    for (const auto& value : opt->results())
+      if (value.empty()) throw usage_error(fmt::format("invalid {} '': expected a value", name));
+  }
+  for (const CLI::App* sub : app.get_subcommands()) refuse_empty_values(*sub);
+}
 
 void add_global_options(CLI::App& app, GlobalOptions& global) {
   app.add_option("--backend", global.backend,

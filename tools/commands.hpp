@@ -25,6 +25,9 @@ std::vector<Command> add_all_commands(CLI::App& app);
 // arguments" or "a subcommand is required"): whether `name` is a command, and all of them, comma-separated.
 bool is_command(const std::vector<Command>& commands, std::string_view name);
 std::string command_names(const std::vector<Command>& commands);
+// After a parse: an option given an empty value (--dtype '', -o "$UNSET") is a usage error naming it, not a
+// silent request for the default. Flags take no value; --launcher-args and --preflight-args may be empty.
+void refuse_empty_values(const CLI::App& app);
 
 Command add_info_command(CLI::App& app);
 Command add_simulate_command(CLI::App& app);

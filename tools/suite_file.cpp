@@ -109,6 +109,11 @@ ParsedStep parse_suite_step(const SuiteStep& step) {
   } catch (const CLI::ParseError& e) {
     throw usage_error(fmt::format("suite step '{}': {}", step.name, e.what()));
   }
+  try {
+    refuse_empty_values(*app);
+  } catch (const Error& e) {
+    throw usage_error(fmt::format("suite step '{}': {}", step.name, e.what()));
+  }
   const GlobalOptions defaults;
   if (step_global.backend != defaults.backend || !step_global.output.empty() ||
       step_global.seed != defaults.seed)
