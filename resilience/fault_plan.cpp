@@ -126,11 +126,15 @@ PlannedFault parse_one(std::string_view part, int slots) {
     }
   if (!known) throw bad(part, fmt::format("unknown fault kind '{}' (expected {})", kind_text, kind_list()));
   bool factor_set = false, duration_set = false;
+  std::vector<std::string_view> seen;
   for (auto item : split(part.substr(at + 1), ',')) {
     item = trim(item);
     const auto eq = item.find('=');
     if (eq == std::string_view::npos) throw bad(part, fmt::format("'{}' is not KEY=VALUE", item));
     const auto key = trim(item.substr(0, eq)), value = trim(item.substr(eq + 1));
+    if (std::find(seen.begin(), seen.end(), key) != seen.end())
+      throw bad(part, fmt::format("'{}' given twice", key));
+    seen.push_back(key);
     if (key == "step")
       f.step = parse_int(value, part, key, 1);
     else if (key == "time")

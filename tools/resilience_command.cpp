@@ -90,6 +90,15 @@ namespace {
 // SDC is detected by the replicas' checksum vote: with one replica there is nothing to compare, and with the
 // dense optimizer state sharded over DP a flipped master weight reaches every replica through the weights'
 // all-gather, so no vote could see it.
+// A fault planned at a step the job never reaches would never fire: the run would pass without the fault
+// the user asked for.
+void check_faults_reachable(const resilience::FaultPlan& plan, std::int64_t steps) {
+  for (const auto& f : plan.faults)
+    if (f.step && *f.step > steps)
+      throw usage_error(
+          fmt::format("invalid --faults: {} never fires: the job runs --steps {}", f.text, steps));
+}
+
 void check_sdc_detectable(const resilience::FaultPlan& plan, const workloads::TrainOptions& train) {
   bool sdc = std::any_of(plan.faults.begin(), plan.faults.end(),
                          [](const auto& f) { return f.kind == resilience::FaultKind::sdc; });
@@ -154,6 +163,12 @@ void check_state_bytes_fit(const resilience::ResilienceOptions& res, const std::
 }
 
 }  // namespace
+
+void warn_unreachable_faults(const resilience::FaultPlan& plan, std::int64_t steps) {
+  for (const auto& f : plan.faults)
+    if (f.step && *f.step > steps)
+      log::warn("--faults: {} never fires: the job runs --steps {}", f.text, steps);
+}
 
 TrainResilience check_train_resilience(resilience::ResilienceOptions o, const std::string& state_bytes,
                                        const std::string& mtbf, int world, int ranks_on_host,
@@ -361,6 +376,7 @@ int run_resilience(const ResilienceCommandOptions& o, Session& session) {
   s.heartbeat_timeout_s = parse_duration(o.heartbeat_timeout, "--heartbeat-timeout");
   resilience::validate_supervisor_options(s);
   if (session.checking_only()) return 0;  // a suite's preflight: validated, nothing run
+  if (session.is_root()) warn_unreachable_faults(plan, s.steps);
 
   // Run as an MPI job's rank (a `suite` step, or `mpirun -np N factorybench resilience`): one supervisor,
   // on rank 0; it launches its own job (its launcher gets none of this job's MPI wiring). Under a suite the

@@ -37,6 +37,9 @@ TrainResilience check_train_resilience(resilience::ResilienceOptions options,
                                        const std::string& state_bytes_text, const std::string& mtbf_text,
                                        int world, int ranks_on_host, const workloads::TrainOptions& train,
                                        std::uint64_t seed);
+// A warning for each fault planned at a step beyond `steps` (it would never fire: a run that passes
+// without the fault asked for). Call once validation is over.
+void warn_unreachable_faults(const resilience::FaultPlan& plan, std::int64_t steps);
 // The hooks for a train run (null when --run-dir is not given).
 std::unique_ptr<workloads::TrainHooks> make_train_hooks(TrainResilience checked, MpiContext& mpi,
                                                         const workloads::TrainOptions& train);

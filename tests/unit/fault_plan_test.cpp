@@ -91,6 +91,9 @@ TEST(FaultPlan, MalformedSpecsQuoteTheBadPart) {
   EXPECT_EQ(msg("random:mtbf=1m,flaky-share=2"),
             "invalid --faults 'random:mtbf=1m,flaky-share=2': flaky-share must be in [0, 1]");
   EXPECT_EQ(msg("  "), "invalid --faults '': expected KIND@step=N, KIND@time=D or random:…");
+  // A key given twice is a typo, not "the last one wins".
+  EXPECT_EQ(msg("nan@step=1,rank=0,rank=1"),
+            "invalid --faults 'nan@step=1,rank=0,rank=1': 'rank' given twice");
   EXPECT_EQ(error_of([] { load_fault_plan("/nonexistent/plan.json", 4); }),
             "invalid --faults '/nonexistent/plan.json': not a fault spec (KIND@step=N, KIND@time=D, "
             "random:…) and no "
