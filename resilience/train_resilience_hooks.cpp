@@ -80,6 +80,7 @@ TrainResilienceHooks::TrainResilienceHooks(ResilienceOptions options, MpiContext
       slot_(mpi.rank()),
       attempt_(env_int("FB_ATTEMPT", 1)),
       dir_(o_.run_dir),
+      lock_(dir_, mpi),
       store_(dir_ / "checkpoints"),
       plan_(std::move(plan)),
       hang_(parse_hang_timeout(o_.hang_timeout)) {

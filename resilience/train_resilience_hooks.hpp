@@ -17,6 +17,7 @@
 #include "resilience/checkpoint_store.hpp"
 #include "resilience/event_log.hpp"
 #include "resilience/fault_plan.hpp"
+#include "resilience/run_dir_lock.hpp"
 #include "workloads/train_hooks.hpp"
 
 namespace fb::resilience {
@@ -114,6 +115,7 @@ class TrainResilienceHooks final : public workloads::TrainHooks {
   bool deadline_stop_ = false;
   int attempt_;
   std::filesystem::path dir_;
+  RunDirLock lock_;  // taken before anything in the run dir is touched
   std::unique_ptr<EventLog> log_;
   CheckpointStore store_;
   FaultPlan plan_;

@@ -90,15 +90,6 @@ namespace {
 // SDC is detected by the replicas' checksum vote: with one replica there is nothing to compare, and with the
 // dense optimizer state sharded over DP a flipped master weight reaches every replica through the weights'
 // all-gather, so no vote could see it.
-// A fault planned at a step the job never reaches would never fire: the run would pass without the fault
-// the user asked for.
-void check_faults_reachable(const resilience::FaultPlan& plan, std::int64_t steps) {
-  for (const auto& f : plan.faults)
-    if (f.step && *f.step > steps)
-      throw usage_error(
-          fmt::format("invalid --faults: {} never fires: the job runs --steps {}", f.text, steps));
-}
-
 void check_sdc_detectable(const resilience::FaultPlan& plan, const workloads::TrainOptions& train) {
   bool sdc = std::any_of(plan.faults.begin(), plan.faults.end(),
                          [](const auto& f) { return f.kind == resilience::FaultKind::sdc; });

@@ -1,0 +1,91 @@
+#include "resilience/run_dir_lock.hpp"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "core/error.hpp"
+#include "core/rank_collectives.hpp"
+
+namespace fb::resilience {
+namespace {
+
+double wait_from_environment(double fallback) {
+  const char* v = std::getenv("FACTORYBENCH_RUN_DIR_LOCK_WAIT");
+  if (!v || !*v) return fallback;
+  char* end = nullptr;
+  const double s = std::strtod(v, &end);
+  return end && *end == '\0' && s >= 0 ? s : fallback;
+}
+
+// The holder's "pid P on HOST" as it wrote it (best effort: the lock, not this text, is what excludes).
+std::string holder_of(int fd) {
+  char text[256] = {};
+  const ssize_t n = ::pread(fd, text, sizeof text - 1, 0);
+  std::string s = n > 0 ? std::string(text, static_cast<std::size_t>(n)) : std::string();
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  return s.empty() ? "another job" : s;
+}
+
+}  // namespace
+
+RunDirLock::RunDirLock(const std::filesystem::path& dir, MpiContext& mpi, double wait_s) {
+  std::string error;
+  if (mpi.is_root()) {
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    const auto path = dir / ".lock";
+    fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd_ < 0) {
+      error =
+          fmt::format("--run-dir {}: cannot open {}: {}", dir.string(), path.string(), std::strerror(errno));
+    } else {
+      const auto deadline =
+          std::chrono::steady_clock::now() + std::chrono::duration<double>(wait_from_environment(wait_s));
+      while (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+        if (errno != EWOULDBLOCK && errno != EINTR) {
+          error = fmt::format("--run-dir {}: cannot lock {}: {}", dir.string(), path.string(),
+                              std::strerror(errno));
+          break;
+        }
+        if (std::chrono::steady_clock::now() >= deadline) {
+          error = fmt::format(
+              "--run-dir {} is in use by {} (its lock {}): stop that job, or choose another --run-dir",
+              dir.string(), holder_of(fd_), path.string());
+          break;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      }
+      if (error.empty()) {
+        const auto me = fmt::format("pid {} on {}\n", ::getpid(), mpi.hostname());
+        if (::ftruncate(fd_, 0) != 0 || ::pwrite(fd_, me.data(), me.size(), 0) < 0) { /* text only */
+        }
+      } else {
+        ::close(fd_);
+        fd_ = -1;
+      }
+    }
+  }
+  // Every rank stops alike, with rank 0's reason.
+  int ok = error.empty() ? 1 : 0;
+  broadcast(mpi, ok);
+  if (!ok) {
+    if (mpi.is_root()) throw usage_error(error);
+    throw usage_error(fmt::format("--run-dir {}: rank 0 could not take the run dir's lock", dir.string()));
+  }
+}
+
+RunDirLock::~RunDirLock() {
+  if (fd_ >= 0) ::close(fd_);  // releases the lock
+}
+
+}  // namespace fb::resilience

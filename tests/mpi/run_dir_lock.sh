@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# One job per run dir: while a job trains in it (held here in a 6 s checkpoint save), a second job on the
+# same --run-dir stops with exit 2 naming the holder, before it writes anything there; the first job finishes
+# untouched, and once it has ended the run dir is free again. The lock is the kernel's (flock): a job killed
+# with SIGKILL leaves no stale lock behind.
+. "$(dirname "$0")/../lib.sh"
+
+RUN=$T/run
+TRAIN=(train --backend host --model tiny-dense --layers 1 --warmup-steps 0 --checkpoint-every 2 --run-dir "$RUN")
+rm -f "$T/marks"
+FACTORYBENCH_TEST_CKPT_PAUSE="shard=6@2" FACTORYBENCH_TEST_CKPT_MARK=$T/marks \
+  mpirun --oversubscribe -x FACTORYBENCH_TEST_CKPT_PAUSE -x FACTORYBENCH_TEST_CKPT_MARK -np 2 "$FACTORYBENCH" \
+  "${TRAIN[@]}" --steps 4 >"$T/first.out" 2>"$T/first.err" &
+job=$!
+for _ in $(seq 1 600); do grep -q '^shard 2 ' "$T/marks" 2>/dev/null && break; sleep 0.05; done
+grep -q '^shard 2 ' "$T/marks" || { kill -9 "$job" 2>/dev/null; die "the first job never reached its save"; }
+lines_before=$(wc -l <"$RUN/events.jsonl")
+
+export FACTORYBENCH_RUN_DIR_LOCK_WAIT=0
+run_capture second fb_mpirun 2 "${TRAIN[@]}" --steps 4 --resume
+[ "$RC" -eq 2 ] && grep -q "^factorybench: error: --run-dir $RUN is in use by pid [0-9]* on .* (its lock $RUN/.lock): stop that job, or choose another --run-dir$" "$T/second.err" \
+  && ok "a second job on the run dir: exit 2, naming the holder" || fail "second: exit $RC: $(head -3 "$T/second.err")"
+[ "$(wc -l <"$RUN/events.jsonl")" -eq "$lines_before" ] && ok "the second job wrote no event" \
+  || fail "the second job wrote to events.jsonl: $(tail -2 "$RUN/events.jsonl")"
+
+RC=0
+wait "$job" || RC=$?
+[ "$RC" -eq 0 ] && ok "the first job finished (exit 0)" || fail "first: exit $RC: $(tail -3 "$T/first.err")"
+
+# Free once the holder has ended, also when it was killed with SIGKILL.
+run_capture third fb_mpirun 2 "${TRAIN[@]}" --steps 6 --resume
+[ "$RC" -eq 0 ] && ok "after the first job ended the run dir is free" || fail "third: exit $RC: $(tail -3 "$T/third.err")"
+KILLED=(train --backend host --model tiny-dense --layers 1 --warmup-steps 0 --checkpoint-every 2 --run-dir "$T/killed")
+"$FACTORYBENCH" "${KILLED[@]}" --steps 100000 >/dev/null 2>&1 &
+killed=$!
+for _ in $(seq 1 200); do [ -e "$T/killed/events.jsonl" ] && break; sleep 0.05; done
+kill -9 "$killed"
+wait "$killed" 2>/dev/null || true
+run_capture after_kill fb "${KILLED[@]}" --steps 2 --resume
+[ "$RC" -eq 0 ] && ok "a SIGKILLed holder leaves no stale lock" || fail "after_kill: exit $RC: $(tail -3 "$T/after_kill.err")"
+finish
