@@ -59,3 +59,15 @@ finish() {
   if [ "$FAILS" -ne 0 ]; then echo "$FAILS check(s) failed" >&2; exit 1; fi
   echo "all checks passed"
 }
+
+# flip_middle FILE: XORs 8 bytes at the middle of FILE with 0xA5, as the ckpt-corrupt fault damages a shard.
+flip_middle() {
+  "$PY" - "$1" <<'PYEOF'
+import os, sys
+with open(sys.argv[1], "r+b") as f:
+    f.seek(os.path.getsize(sys.argv[1]) // 2)
+    b = f.read(8)
+    f.seek(-len(b), 1)
+    f.write(bytes(x ^ 0xA5 for x in b))
+PYEOF
+}

@@ -20,14 +20,7 @@ for mode in sync async; do
   job=$!
   for _ in $(seq 1 600); do grep -q '^manifest 6 ' "$T/marks" 2>/dev/null && break; sleep 0.05; done
   grep -q '^manifest 6 ' "$T/marks" || { kill -9 "$job" 2>/dev/null; die "$mode: the commit of step 6 never started"; }
-  "$PY" - "$RUN/checkpoints/step-00000006/rank-00001.shard" <<'PYEOF'
-import os, sys
-with open(sys.argv[1], "r+b") as f:
-    f.seek(os.path.getsize(sys.argv[1]) // 2)
-    b = f.read(8)
-    f.seek(-len(b), 1)
-    f.write(bytes(x ^ 0xA5 for x in b))
-PYEOF
+  flip_middle "$RUN/checkpoints/step-00000006/rank-00001.shard"
   RC=0
   wait "$job" || RC=$?  # run_capture leaves errexit on
   [ "$RC" -eq 0 ] && ok "$mode: a 4 s commit is not a hang (exit 0)" || fail "$mode: exit $RC: $(tail -3 "$T/$mode.err")"

@@ -16,14 +16,7 @@ fb_mpirun 2 "${TRAIN[@]}" --steps 8 --resume > "$T/resume.out" 2> "$T/resume.err
 job=$!
 for _ in $(seq 1 600); do grep -q '^restore 6 ' "$T/marks" 2>/dev/null && break; sleep 0.05; done
 grep -q '^restore 6 ' "$T/marks" || { kill -9 "$job" $(pgrep -P "$job" || true) 2>/dev/null; die "the restore never reached step 6"; }
-"$PY" - "$RUN/checkpoints/step-00000006/rank-00001.shard" <<'PYEOF'
-import os, sys
-with open(sys.argv[1], "r+b") as f:
-    f.seek(os.path.getsize(sys.argv[1]) // 2)
-    b = f.read(8)
-    f.seek(-len(b), 1)
-    f.write(bytes(x ^ 0xA5 for x in b))
-PYEOF
+flip_middle "$RUN/checkpoints/step-00000006/rank-00001.shard"
 set +e; wait "$job"; RC=$?; set -e
 [ "$RC" -eq 0 ] || { cat "$T/resume.err" >&2; fail "resume failed with exit $RC"; }
 E=$RUN/events.jsonl
