@@ -33,7 +33,7 @@ int run_info(const InfoOptions& opt, Session& session) {
     std::cout << reports::to_json(report).dump(2) << "\n";
     return rc;
   }
-  reports::print_info(std::cout, report, workloads::version_line());
+  if (!session.options().quiet) reports::print_info(std::cout, report, workloads::version_line());
   return rc;
 }
 

@@ -247,14 +247,13 @@ int run_locate(const LocateCliOptions& cli, Session& session) {
     std::stringstream in(cli.tests);
     std::string t;
     while (std::getline(in, t, ',')) {
-      if (t == "p2p")
-        want_p2p = true;
-      else if (t == "bisection")
-        want_bisection = true;
-      else if (t == "transport")
-        want_transport = true;
-      else
-        throw usage_error("invalid --tests '" + cli.tests + "': expected p2p, bisection, transport");
+      bool* want = t == "p2p"         ? &want_p2p
+                   : t == "bisection" ? &want_bisection
+                   : t == "transport" ? &want_transport
+                                      : nullptr;
+      if (!want) throw usage_error("invalid --tests '" + cli.tests + "': expected p2p, bisection, transport");
+      if (*want) throw usage_error("invalid --tests '" + cli.tests + "': " + t + " named twice");
+      *want = true;
     }
   }
   if (!want_p2p && !want_bisection && !want_transport)  // nothing run would read as a PASS

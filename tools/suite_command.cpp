@@ -131,7 +131,7 @@ int run_suite(const SuiteOptions& opt, Session& session) {
   report.summary["suite"]["steps"] = step_log;
   mpi.barrier();
   const int finish_rc = session.finish(report);
-  if (session.is_root())  // one line per step: its headline figure and verdict
+  if (session.is_root() && !session.options().quiet)  // one line per step: its headline figure and verdict
     std::cout << fmt::format("suite {}: {} step{}\n", suite.name, suite.steps.size(),
                              suite.steps.size() == 1 ? "" : "s")
               << reports::render_headlines(reports::headlines(report));
