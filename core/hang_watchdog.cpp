@@ -7,7 +7,11 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <set>
 #include <sstream>
+
+#include <fcntl.h>
+#include <unistd.h>
 
 #include <fmt/format.h>
 
@@ -46,15 +50,21 @@ std::optional<RankCallRecord> parse_record(const std::string& line) {
 }
 
 std::vector<std::string> diagnose_hang(const std::vector<RankCallRecord>& ranks, double timeout_s) {
+  // Stuck: in a call past the timeout, or in the very call (op, number) of a rank that is. A peer that
+  // entered that call later, or whose state file is a period older, waits in it all the same.
+  const auto in_call = [](const RankCallRecord& r) { return r.call.entered > r.call.left && !r.done; };
+  std::set<std::pair<std::string, std::uint64_t>> timed_out;
+  for (const auto& r : ranks)
+    if (in_call(r) && r.in_call_s >= timeout_s) timed_out.insert({r.call.op, r.call.entered});
+  std::vector<std::string> lines;
+  if (timed_out.empty()) return lines;
   std::vector<const RankCallRecord*> stuck, idle;
   for (const auto& r : ranks) {
-    if (r.call.entered > r.call.left && r.in_call_s >= timeout_s)
+    if (in_call(r) && (r.in_call_s >= timeout_s || timed_out.count({r.call.op, r.call.entered})))
       stuck.push_back(&r);
     else if (r.call.entered == r.call.left || r.done)
       idle.push_back(&r);
   }
-  std::vector<std::string> lines;
-  if (stuck.empty()) return lines;
   // The call the stuck ranks wait in: the most common (op, sequence number) among them.
   const auto most_common = [](const std::vector<const RankCallRecord*>& among) {
     std::map<std::pair<std::string, std::uint64_t>, int> votes;
@@ -143,6 +153,14 @@ std::vector<RankCallRecord> read_call_states(const std::filesystem::path& dir, i
   return out;
 }
 
+bool claim_hang_report(const std::filesystem::path& dir) {
+  const auto path = dir / "hang.reported";
+  const int fd = ::open(path.c_str(), O_CREAT | O_EXCL | O_WRONLY, 0644);
+  if (fd < 0) return false;
+  ::close(fd);
+  return true;
+}
+
 void HangWatchdog::write_state(bool done) {
   publish_call_state(dir_, identity_, done);
 }
@@ -160,15 +178,36 @@ void HangWatchdog::loop() {
     lock.unlock();
     std::this_thread::sleep_for(std::chrono::duration<double>(2.5 * period));
     write_state(false);
-    const auto all = read_call_states(dir_, world_size_);
-    const auto lines = diagnose_hang(all, timeout_s_);
+    auto all = read_call_states(dir_, world_size_);
     int reporter = identity_.rank;
     for (const auto& r : all)
       if (r.call.entered > r.call.left && r.in_call_s >= timeout_s_) reporter = std::min(reporter, r.rank);
-    if (reporter == identity_.rank && on_hang_)
-      on_hang_(lines);
-    else
-      std::this_thread::sleep_for(std::chrono::duration<double>(4 * period));  // let the reporter finish
+    // The lowest stuck rank reports. Ranks that read the files a period apart can disagree on who that
+    // is, so the report is claimed (one rank alone prints it), and a rank that is not the lowest in its
+    // view still reports if nobody has claimed the report after a few periods (the lowest may be slow).
+    const auto claimed = dir_ / "hang.reported";
+    const auto reported = dir_ / "hang.done";
+    const auto wait_for = [&](const std::filesystem::path& file, double seconds) {
+      std::error_code ec;
+      for (double t = 0; t < seconds && !std::filesystem::exists(file, ec); t += period / 4)
+        std::this_thread::sleep_for(std::chrono::duration<double>(period / 4));
+    };
+    if (reporter != identity_.rank) {
+      wait_for(claimed, 6 * period);
+      std::error_code ec;
+      if (!std::filesystem::exists(claimed, ec)) {
+        write_state(false);
+        all = read_call_states(dir_, world_size_);
+      }
+    }
+    if (on_hang_ && claim_hang_report(dir_)) {
+      on_hang_(diagnose_hang(all, timeout_s_));
+      std::fflush(nullptr);
+      std::ofstream(reported) << identity_.rank << "\n";
+    } else {
+      // Exiting tears the job down (the launcher kills the rest): wait for the reporter to finish first.
+      wait_for(reported, 20 * period);
+    }
     std::fflush(nullptr);
     std::_Exit(1);
   }

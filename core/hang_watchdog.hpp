@@ -37,7 +37,8 @@ std::string format_record(const RankCallRecord& r);
 std::optional<RankCallRecord> parse_record(const std::string& line);
 
 // The ranks stuck longer than `timeout_s` inside a call, and the ranks that never entered the call their
-// peers wait in (not in a call, or finished). Empty when no rank is stuck. Pure.
+// peers wait in (not in a call, or finished). A rank in the same call as one stuck past the timeout counts
+// as stuck however long it has waited. Empty when no rank is stuck. Pure.
 std::vector<std::string> diagnose_hang(const std::vector<RankCallRecord>& ranks, double timeout_s);
 
 // The side channel alone, for callers with a watchdog of their own (train's step watchdog): publish this
@@ -45,6 +46,10 @@ std::vector<std::string> diagnose_hang(const std::vector<RankCallRecord>& ranks,
 // every rank's (ranks without a readable file are left out).
 void publish_call_state(const std::filesystem::path& dir, const RankCallRecord& identity, bool done);
 std::vector<RankCallRecord> read_call_states(const std::filesystem::path& dir, int world_size);
+
+// Whether this caller is the first to claim the hang report of the job whose states are in `dir`
+// (creates <dir>/hang.reported exclusively): exactly one rank prints the diagnosis.
+bool claim_hang_report(const std::filesystem::path& dir);
 
 class HangWatchdog {
  public:

@@ -2,6 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+#include <atomic>
+#include <filesystem>
+#include <thread>
+
 namespace fb {
 namespace {
 
@@ -74,6 +79,36 @@ TEST(HangWatchdogTest, ThePeerOfAStuckSendNeverEnteredTheRecv) {
   EXPECT_EQ(lines[1], "rank 0 (host node0, GPU 0) entered send #3 (1 MiB) and never left (waited 30 s)");
   ranks[0].call.op = "recv";
   EXPECT_EQ(diagnose_hang(ranks, 10)[0], "rank 2 (host node1, GPU 0) never entered send #3 (1 MiB)");
+}
+
+// Rank 0 entered the call last (or its state file is a period older): it waits in the call the stuck ranks
+// wait in, so it is named as stuck, not left out of the diagnosis (a CI run once printed it without).
+TEST(HangWatchdogTest, APeerInTheSameCallUnderTheTimeoutIsStuckToo) {
+  std::vector<RankCallRecord> ranks{rec(0, 3, 2, 1.2), rec(1, 3, 2, 3.25), rec(2, 2, 2, 0),
+                                    rec(3, 2, 1, 1.5)};
+  const auto lines = diagnose_hang(ranks, 2);
+  ASSERT_EQ(lines.size(), 3u);  // rank 3 waits in an earlier call, under the timeout: not part of this hang
+  EXPECT_EQ(lines[0], "rank 2 (host node1, GPU 0) never entered allreduce #3 (2 MiB)");
+  EXPECT_EQ(lines[1],
+            "rank 0 (host node0, GPU 0) entered allreduce #3 (2 MiB) and never left (waited 1.2 s)");
+  EXPECT_EQ(lines[2],
+            "rank 1 (host node0, GPU 1) entered allreduce #3 (2 MiB) and never left (waited 3.25 s)");
+}
+
+// Ranks that read the state files a period apart can each believe they are the lowest stuck rank; the
+// claim lets one of them, and only one, report.
+TEST(HangWatchdogTest, OneClaimOfTheReportSucceeds) {
+  const auto dir = std::filesystem::temp_directory_path() / ("fb-hang-claim-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  std::atomic<int> won{0};
+  std::vector<std::thread> ranks;
+  for (int r = 0; r < 8; ++r) ranks.emplace_back([&] { won += claim_hang_report(dir) ? 1 : 0; });
+  for (auto& t : ranks) t.join();
+  EXPECT_EQ(won.load(), 1);
+  EXPECT_FALSE(claim_hang_report(dir));
+  std::filesystem::remove_all(dir);
+  EXPECT_FALSE(claim_hang_report(dir));  // no directory: nobody claims (and nothing is created)
 }
 
 }  // namespace
