@@ -15,6 +15,7 @@
 
 #include "core/atomic_file.hpp"
 #include "core/error.hpp"
+#include "core/units.hpp"
 #include "resilience/checkpoint_test_hook.hpp"
 
 namespace fb::resilience {
@@ -421,6 +422,24 @@ std::vector<std::int64_t> CheckpointStore::committed_steps() const {
     if (read_manifest(dir_for(s), s, &why)) out.push_back(s);
   }
   return out;
+}
+
+std::optional<std::string> CheckpointStore::written_by_another_job(int world_size, int rank,
+                                                                   std::uint64_t shard_bytes) const {
+  const auto steps = list_steps();
+  for (auto it = steps.rbegin(); it != steps.rend(); ++it) {
+    std::string why;
+    const auto info = read_manifest(dir_for(*it), *it, &why);
+    if (!info) continue;  // damaged or uncommitted: the walk-back deals with it
+    if (info->world_size != world_size)
+      return fmt::format("checkpoint {} was written by {} ranks, this job has {}", info->name,
+                         info->world_size, world_size);
+    const auto& shard = info->shards[static_cast<std::size_t>(rank)];
+    if (shard.bytes != shard_bytes)
+      return fmt::format("checkpoint {}: rank {}'s shard holds {}, this run's state is {}", info->name, rank,
+                         format_bytes(shard.bytes), format_bytes(shard_bytes));
+  }
+  return std::nullopt;
 }
 
 std::vector<std::int64_t> steps_to_prune(const std::vector<std::int64_t>& present,

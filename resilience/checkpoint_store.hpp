@@ -89,6 +89,13 @@ class CheckpointStore {
   // Reads one shard into `out` (must be the shard's size) and checks its checksum; runtime Error otherwise.
   void read_shard(const CheckpointInfo& checkpoint, int rank, std::span<std::byte> out) const;
 
+  // A committed checkpoint (its manifest intact) that another job wrote: another world size, or a shard for
+  // `rank` of another size than `shard_bytes` (another model, layout or --state-bytes). Not damage: a
+  // resume that walked past it would start over and its saves would prune the other job's checkpoints.
+  // The reason, naming the newest such checkpoint; nullopt when every committed one fits.
+  std::optional<std::string> written_by_another_job(int world_size, int rank,
+                                                    std::uint64_t shard_bytes) const;
+
   // Step directories present, oldest first (committed or not).
   std::vector<std::int64_t> list_steps() const;
   // Steps with a manifest that parses (shards not read), oldest first.

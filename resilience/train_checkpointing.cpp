@@ -48,6 +48,15 @@ void TrainResilienceHooks::allocate_checkpoint_buffers(const workloads::TrainSta
 }
 
 void TrainResilienceHooks::restore_newest_checkpoint(workloads::TrainStateAccess& state) {
+  // A checkpoint of another job (a mistyped --layers or --tp on a resume) is refused, not walked past: the
+  // run would start over and its saves would prune that job's verified checkpoints.
+  agree_on_errors(mpi_, [&] {
+    if (const auto why = store_.written_by_another_job(mpi_.size(), mpi_.rank(), buffer_.size()))
+      throw usage_error(fmt::format(
+          "--resume: {} (a different --model, --layers, parallel layout or --state-bytes): resume with the "
+          "options that wrote {}, or use another --run-dir",
+          *why, store_.root().string()));
+  });
   const double t0 = wall_now();
   if (mpi_.is_root()) log(make_event(event::ckpt_restore_start, t0));
   // Walk back through every verified checkpoint before starting from scratch: rank 0 picks the newest

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# --resume into a run dir whose checkpoints another job wrote (another --layers, world size or --state-bytes)
+# stops with exit 2 naming the checkpoint and the difference, and leaves those checkpoints as they were. It
+# used to skip them as unreadable, train from step 0, and prune them with its own saves. The same options
+# that wrote them resume from the newest.
+. "$(dirname "$0")/../lib.sh"
+
+RUN=$T/run
+TRAIN=(train --backend host --model tiny-dense --layers 2 --warmup-steps 0 --checkpoint-every 2 --keep 1 --run-dir "$RUN")
+run_capture first fb_mpirun 2 "${TRAIN[@]}" --steps 4 -q
+[ "$RC" -eq 0 ] && ok "first job: exit 0" || die "first job: exit $RC: $(tail -3 "$T/first.err")"
+sums() { (cd "$RUN/checkpoints" && find . -type f | sort | xargs sha256sum); }
+before=$(sums)
+[ -n "$before" ] || die "the first job left no checkpoint"
+
+check_refused() {  # NAME PATTERN ARGS...
+  local name=$1 pattern=$2
+  shift 2
+  local lines
+  lines=$(wc -l <"$RUN/events.jsonl")
+  run_capture "$name" "$@"
+  [ "$RC" -eq 2 ] && grep -qE "^factorybench: error: --resume: $pattern" "$T/$name.err" \
+    && ok "$name: exit 2 naming the difference" || fail "$name: exit $RC: $(head -3 "$T/$name.err")"
+  [ "$(sums)" = "$before" ] && ok "$name: the checkpoints are untouched" || fail "$name: the checkpoints changed"
+  ! grep -q '"ckpt_save_start"' <(tail -n +"$((lines + 1))" "$RUN/events.jsonl") \
+    && ok "$name: no save" || fail "$name: it saved"
+}
+check_refused layers "checkpoint step-00000004: rank [01]'s shard holds .*, this run's state is .* \\(a different --model, --layers, parallel layout or --state-bytes\\): resume with the options that wrote $RUN/checkpoints, or use another --run-dir$" \
+  fb_mpirun 2 train --backend host --model tiny-dense --layers 1 --warmup-steps 0 --checkpoint-every 2 --keep 1 --run-dir "$RUN" --steps 6 --resume -q
+check_refused ranks "checkpoint step-00000004 was written by 2 ranks, this job has 1 " \
+  fb_mpirun 1 "${TRAIN[@]}" --steps 6 --resume -q
+check_refused state_bytes "checkpoint step-00000004: rank [01]'s shard holds .*, this run's state is 16 MiB " \
+  fb_mpirun 2 "${TRAIN[@]}" --steps 6 --resume --state-bytes 16M -q
+
+run_capture same fb_mpirun 2 "${TRAIN[@]}" --steps 6 --resume -q
+[ "$RC" -eq 0 ] && ok "same options: exit 0" || fail "same options: exit $RC: $(tail -3 "$T/same.err")"
+grep '"ckpt_restore_end"' "$RUN/events.jsonl" | tail -1 | grep -q '"step":4' \
+  && ok "same options: resumed from step 4" || fail "same options: $(grep '"ckpt_restore_end"' "$RUN/events.jsonl" | tail -1)"
+finish
