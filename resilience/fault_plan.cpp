@@ -417,11 +417,16 @@ FaultPlan load_fault_plan(std::string_view arg, int slots, double horizon_s, std
   // A file of that name is the plan, even one whose name holds '@' (runs/crash@3.json); anything else is
   // a spec.
   const bool file = std::filesystem::is_regular_file(std::string(text), ec);
+  if (!file && text == "none") {  // a baseline: the same job, checkpoints and supervision, no fault
+    FaultPlan plan;
+    plan.source = "none";
+    return plan;
+  }
   if (!file && (text.find('@') != std::string_view::npos || text.starts_with("random:")))
     return parse_fault_spec(text, slots, horizon_s, default_seed, spares);
   if (!file)
     throw usage_error(fmt::format(
-        "invalid --faults '{}': not a fault spec (KIND@step=N, KIND@time=D, random:…) and no such file",
+        "invalid --faults '{}': not a fault spec (KIND@step=N, KIND@time=D, random:…, none) and no such file",
         text));
   const std::string content = read_text_file(std::string(text));
   auto j = nlohmann::json::parse(content, nullptr, false);

@@ -52,7 +52,7 @@ void add_resilience_options(CLI::App& sub, resilience::ResilienceOptions& o, std
   sub.add_flag("--async-checkpoint", o.async_checkpoint, "Snapshot to host memory, write in the background");
   sub.add_flag("--resume", o.resume, "Resume from the newest checkpoint that verifies");
   sub.add_option("--faults", o.faults,
-                 "Fault plan: KIND@step=N[,rank=R]...;... | random:mtbf=... | FILE.json");
+                 "Fault plan: KIND@step=N[,rank=R]...;... | random:mtbf=... | FILE.json | none");
   sub.add_option("--hang-timeout", o.hang_timeout, "Watchdog timeout: DURATION or auto")
       ->capture_default_str();
   sub.add_option("--straggler-threshold", o.straggler_threshold,
@@ -307,7 +307,10 @@ void check_rank_count(const ResilienceCommandOptions& o) {
 
 int run_resilience(const ResilienceCommandOptions& o, Session& session) {
   if (o.res.faults.empty())
-    throw usage_error("--faults SPEC|FILE is required (use 'random:mtbf=…' for a random plan)");
+    throw usage_error(
+        "--faults SPEC|FILE is required (use 'random:mtbf=…' for a random plan, 'none' for a baseline "
+        "without "
+        "faults)");
   // Validate the plan and options here, before anything is launched.
   if (session.is_root()) session.check_output_writable();
   if (o.spares < 0) throw usage_error(fmt::format("invalid --spares {}: must not be negative", o.spares));
@@ -442,7 +445,9 @@ Command add_resilience_command(CLI::App& app) {
   add_train_options(*sub, opt->train);
   add_resilience_options(*sub, opt->res, opt->state_bytes, opt->mtbf);
   sub->get_option("--faults")
-      ->description("Fault plan (required): KIND@step=N[,rank=R]...;... | random:mtbf=... | FILE.json");
+      ->description(
+          "Fault plan (required): KIND@step=N[,rank=R]...;... | random:mtbf=... | FILE.json | none (a "
+          "baseline)");
   sub->add_option("--time-budget", opt->time_budget, "Stop after this much wall time (e.g. 10m)");
   sub->add_option("--max-restarts", opt->max_restarts, "Relaunches allowed")->capture_default_str();
   add_enum_option(*sub, "--policy", opt->policy, kPolicyChoiceNames,

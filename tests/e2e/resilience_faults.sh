@@ -84,5 +84,13 @@ expect_error kept2 2 "--run-dir $T/kept2 already holds checkpoints \\($T/kept2/d
 expect_error badfault 2 "invalid --faults 'crsh@step=3': unknown fault kind 'crsh'" \
   fb resilience --ranks 2 --faults "crsh@step=3" --run-dir "$T/bad" -o "$T/bad.json"
 [ ! -e "$T/bad.json" ] && ok "no report on bad input" || fail "a report was written on bad input"
+# The baseline: --faults none runs the same supervised job with no fault; train takes it too.
+run_capture baseline fb resilience --ranks 2 "${COMMON[@]}" --steps 6 --checkpoint-every 2 --faults none \
+  --run-dir "$T/baseline" -o "$T/baseline.json"
+[ "$RC" -eq 0 ] && ok "baseline: exit 0" || fail "baseline: exit $RC: $(tail -3 "$T/baseline.err")"
+assert_json "$T/baseline.json" "[d['results'][0]['metrics'][k]['value'] for k in ('steps_completed', 'failures', 'restarts', 'wasted_steps')] == [6, 0, 0, 0] and d['results'][0]['status'] == 'ok'" "baseline: 6 steps, no failure, restart or wasted step"
+run_capture baseline_train fb train --backend host --model tiny-dense --layers 1 --steps 3 --warmup-steps 0 --faults none \
+  --run-dir "$T/baseline_train" -o "$T/baseline_train.json"
+[ "$RC" -eq 0 ] && ok "train --faults none: exit 0" || fail "train --faults none: exit $RC: $(tail -3 "$T/baseline_train.err")"
 expect_error needsdir 2 "--resume needs --run-dir DIR" fb train --model tiny-dense --steps 3 --resume --backend host
 finish

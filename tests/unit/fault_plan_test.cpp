@@ -96,8 +96,18 @@ TEST(FaultPlan, MalformedSpecsQuoteTheBadPart) {
             "invalid --faults 'nan@step=1,rank=0,rank=1': 'rank' given twice");
   EXPECT_EQ(error_of([] { load_fault_plan("/nonexistent/plan.json", 4); }),
             "invalid --faults '/nonexistent/plan.json': not a fault spec (KIND@step=N, KIND@time=D, "
-            "random:…) and no "
-            "such file");
+            "random:…, none) and no such file");
+}
+
+TEST(FaultPlan, NoneIsTheEmptyPlan) {
+  const auto plan = load_fault_plan(" none ", 4);
+  EXPECT_TRUE(plan.faults.empty());
+  EXPECT_FALSE(plan.random);
+  EXPECT_EQ(plan.source, "none");
+  EXPECT_EQ(
+      error_of([] { load_fault_plan("nones", 4); }),
+      "invalid --faults 'nones': not a fault spec (KIND@step=N, KIND@time=D, random:…, none) and no such "
+      "file");
 }
 
 TEST(FaultPlan, RandomPlanIsPoissonDeterministicAndConcentratedOnFlakyRanks) {
