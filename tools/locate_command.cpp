@@ -32,6 +32,7 @@
 #include "reports/report_json.hpp"
 #include "tools/commands.hpp"
 #include "workloads/collective_bisection.hpp"
+#include "workloads/measurement_loop.hpp"
 #include "workloads/mpi_transport_record.hpp"
 #include "workloads/p2p_matrix.hpp"
 #include "workloads/run_environment.hpp"
@@ -81,7 +82,10 @@ Floors load_floors(const std::string& names) {
   if (names.empty()) return f;
   std::stringstream in(names);
   std::string name;
+  std::set<std::string> seen;
   while (std::getline(in, name, ',')) {
+    if (!seen.insert(name).second)
+      throw usage_error(fmt::format("invalid --floors '{}': '{}' named twice", names, name));
     const auto path = resolve_config("floors", name);
     const auto j = read_json_file(path);
     if (!j.is_object())
@@ -272,10 +276,9 @@ int run_locate(const LocateCliOptions& cli, Session& session) {
   for (const auto& f : cli.nccl_logs)
     if (!std::filesystem::exists(f))
       throw usage_error("invalid --nccl-log '" + f + "': no such file or directory");
-  if (cli.iters < 1) throw usage_error(fmt::format("invalid --iters {}: must be at least 1", cli.iters));
-  if (cli.confirm_passes < 0)
-    throw usage_error(fmt::format("invalid --confirm-passes {}: must be >= 0", cli.confirm_passes));
-  if (cli.warmup < 0) throw usage_error(fmt::format("invalid --warmup {}: must be >= 0", cli.warmup));
+  workloads::validate_iterations(cli.iters, cli.warmup);
+  if (cli.confirm_passes < 0 || cli.confirm_passes > 100)
+    throw usage_error(fmt::format("invalid --confirm-passes {}: must be in [0, 100]", cli.confirm_passes));
   std::vector<std::uint64_t> sizes;
   if (!cli.bytes.empty()) sizes = parse_sizes(cli.bytes);
   std::uint64_t allreduce_bytes = 0;
