@@ -139,6 +139,17 @@ FailureModel parse_failure_model(const json& j, const std::string& source) {
     c.rate_per_hour = rate.get<double>();
     if (!std::isfinite(c.rate_per_hour) || c.rate_per_hour <= 0)
       w.at("rate_per_hour").fail(fmt::format("must be > 0 (got {})", c.rate_per_hour));
+    // Bounds that no published rate comes near (the smallest in the presets is 3.3e-7 per GPU-hour): below
+    // 1e-12 the intervals derived from it overflow to meaningless figures; above 3600 a unit fails every
+    // second.
+    if (c.rate_per_hour < 1e-12 || c.rate_per_hour > 3600)
+      w.at("rate_per_hour").fail(fmt::format("must be in [1e-12, 3600] per hour (got {})", c.rate_per_hour));
+    // Documentation (the published count the rate came from, a remark), checked all the same: a typo in
+    // them is still a typo.
+    if (value.contains("observed") &&
+        !(value.at("observed").is_number_integer() && value.at("observed").get<std::int64_t>() >= 0))
+      w.at("observed").fail("expected a non-negative integer (the published count of interruptions)");
+    if (value.contains("note")) read_string(value.at("note"), w.at("note"));
     m.categories.push_back(std::move(c));
   }
   return m;

@@ -75,6 +75,26 @@ TEST(FailureModel, BadFilesNameTheJsonPath) {
   EXPECT_EQ(error_of(j), "bad.json: $.categories.faulty_gpu.rate_per_hour: must be > 0 (got -1e-06)");
   j["categories"]["faulty_gpu"]["rate_per_hour"] = 0;
   EXPECT_EQ(error_of(j), "bad.json: $.categories.faulty_gpu.rate_per_hour: must be > 0 (got 0)");
+  j["categories"]["faulty_gpu"]["rate_per_hour"] = 1e-300;
+  EXPECT_EQ(
+      error_of(j),
+      "bad.json: $.categories.faulty_gpu.rate_per_hour: must be in [1e-12, 3600] per hour (got 1e-300)");
+  j["categories"]["faulty_gpu"]["rate_per_hour"] = 1e4;
+  EXPECT_EQ(error_of(j),
+            "bad.json: $.categories.faulty_gpu.rate_per_hour: must be in [1e-12, 3600] per hour (got 10000)");
+  j = minimal();
+  j["categories"]["faulty_gpu"]["observed"] = "many";
+  EXPECT_EQ(
+      error_of(j),
+      "bad.json: $.categories.faulty_gpu.observed: expected a non-negative integer (the published count "
+      "of interruptions)");
+  j["categories"]["faulty_gpu"]["observed"] = -3;
+  EXPECT_NE(error_of(j).find("$.categories.faulty_gpu.observed: expected a non-negative integer"),
+            std::string::npos);
+  j["categories"]["faulty_gpu"]["observed"] = 148;
+  j["categories"]["faulty_gpu"]["note"] = 7;
+  EXPECT_EQ(error_of(j), "bad.json: $.categories.faulty_gpu.note: expected a string");
+  j = minimal();
   j["categories"]["faulty_gpu"]["rate_per_hour"] = "often";
   EXPECT_EQ(error_of(j), "bad.json: $.categories.faulty_gpu.rate_per_hour: expected a number");
   j = minimal();
