@@ -117,6 +117,19 @@ void check_injected_ranks(const InjectedFaults& f, int world_size) {
   check(f.sdc_rank, "sdc");
 }
 
+void check_injection_applies(std::string_view command, int world_size, bool communicator_faults, bool sdc) {
+  const auto& f = injected_faults();
+  check_injected_ranks(f, world_size);
+  if (!communicator_faults && (!f.slow_links.empty() || f.slow_rank >= 0 || f.hang_rank >= 0))
+    throw usage_error(
+        fmt::format("{} '{}': {} sends nothing through the communicator: slow-link, slow-rank and "
+                    "hang cannot act on it",
+                    kVar, f.text, command));
+  if (!sdc && f.sdc_rank >= 0)
+    throw usage_error(fmt::format("{} '{}': {} has no burn-in check for sdc to act on (burnin has)", kVar,
+                                  f.text, command));
+}
+
 const InjectedFaults& injected_faults() {
   static const InjectedFaults faults = [] {
     const char* env = std::getenv(kVar.data());

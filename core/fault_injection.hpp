@@ -45,6 +45,10 @@ struct InjectedFaults {
 InjectedFaults parse_injected_faults(std::string_view spec);
 // Throws a usage Error when an entry names a rank outside the job (a typo would otherwise test nothing).
 void check_injected_ranks(const InjectedFaults& faults, int world_size);
+// Parses FACTORYBENCH_INJECT and checks it against the job and what `command` can apply: communicator
+// faults (slow-link, slow-rank, hang) need a command that communicates through the communicator, sdc one
+// with a burn-in check. Throws a usage Error otherwise (an injection that cannot act tests nothing).
+void check_injection_applies(std::string_view command, int world_size, bool communicator_faults, bool sdc);
 // FACTORYBENCH_INJECT, parsed on first use (empty when unset).
 const InjectedFaults& injected_faults();
 

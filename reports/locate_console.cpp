@@ -120,9 +120,10 @@ void print_locate_report(std::ostream& out, const Report& report) {
   out << (named ? "locate: FAIL\n" : "locate: PASS\n");
 }
 
-void print_locate_hang(std::ostream& out, const Result& hang) {
+void print_hang(std::ostream& out, const Result& hang) {
   for (const auto& l : read_hang_extra(hang).diagnosis) out << "hang: " << l << "\n";
-  out << "locate: FAIL (hang; rank states in " << hang.params.value("run_dir", std::string()) << ")\n";
+  out << hang.benchmark << ": FAIL (hang; rank states in " << hang.params.value("run_dir", std::string())
+      << ")\n";
 }
 
 }  // namespace fb::reports

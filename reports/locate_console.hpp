@@ -17,7 +17,8 @@ void print_locate_report(std::ostream& out, const Report& report);
 // p2p Result carrying extra.verdict. Also the text of that Result's error.
 std::vector<std::string> p2p_verdict_lines(const Result& r);
 
-// What the hang watchdog found, from the "hang" Result (extra.diagnosis, params.run_dir).
-void print_locate_hang(std::ostream& out, const Result& hang);
+// What the hang watchdog found, from the "hang" Result (extra.diagnosis, params.run_dir) of the command
+// named by its benchmark (locate, health).
+void print_hang(std::ostream& out, const Result& hang);
 
 }  // namespace fb::reports

@@ -44,10 +44,10 @@ int run_burnin_command(const BurninCliOptions& cli, Session& session) {
   if (cli.size < 0) throw usage_error(fmt::format("invalid --size {}: must be positive", cli.size));
   o.size = cli.size;
   o.seed = session.options().seed;
-  injected_faults();  // a bad FACTORYBENCH_INJECT stops here
-
   auto& mpi = session.mpi();
-  check_injected_ranks(injected_faults(), mpi.size());
+  // A bad FACTORYBENCH_INJECT stops here; burn-in exchanges its checksums outside the communicator, so only
+  // sdc can act on it.
+  check_injection_applies("burnin", mpi.size(), /*communicator_faults=*/false, /*sdc=*/true);
   if (const auto& f = injected_faults(); f.sdc_rank >= 0) {
     const auto runs = static_cast<std::uint64_t>(checks);
     if (f.sdc_check > runs)

@@ -7,8 +7,10 @@
 #include <fmt/format.h>
 
 #include "core/error.hpp"
+#include "core/fault_injection.hpp"
 #include "core/units.hpp"
 #include "reports/health_console.hpp"
+#include "tools/command_hang_watchdog.hpp"
 #include "tools/commands.hpp"
 #include "tools/count_option.hpp"
 #include "workloads/health_check.hpp"
@@ -24,6 +26,8 @@ struct HealthCliOptions {
   std::string checkpoint_dir = "./";
   std::string checkpoint_size;
   double min_free_memory = 0.5;
+  std::string hang_timeout = "5m";
+  std::string run_dir = ".";
 };
 
 // The test hooks name a rank in the environment, so their failure paths can be exercised on any machine:
@@ -57,7 +61,9 @@ int run_health(const HealthCliOptions& cli, Session& session) {
   o.seed = session.options().seed;
   workloads::validate_health_options(o);
 
+  const double hang_timeout = parse_duration(cli.hang_timeout, "--hang-timeout");
   auto& mpi = session.mpi();
+  check_injection_applies("health", mpi.size(), /*communicator_faults=*/true, /*sdc=*/false);
   for (const auto& [name, rank] :
        {std::pair{"FACTORYBENCH_TEST_READONLY_CKPT_RANK", o.readonly_checkpoint_rank},
         std::pair{"FACTORYBENCH_TEST_SLOW_GEMM_RANK", o.slow_gemm_rank}})
@@ -66,7 +72,11 @@ int run_health(const HealthCliOptions& cli, Session& session) {
   if (session.checking_only()) return 0;  // a suite's preflight: validated, nothing run
   auto& backend = session.backend();
   auto report = session.begin_report();
+  // A rank that hangs (a wedged GPU or NIC) is named, and the job ends, instead of waiting for the
+  // scheduler's time limit.
+  CommandHangWatchdog watchdog(mpi, "health", report, session.options().output, cli.run_dir, hang_timeout);
   const auto run = workloads::run_health_checks(mpi, backend, session.peak(), o, session.telemetry());
+  watchdog.finish();
   if (mpi.is_root()) {
     report.results = workloads::health_results(run);
     report.summary["health"] = workloads::health_summary(run, o);
@@ -88,8 +98,10 @@ Command add_health_command(CLI::App& app) {
       "health",
       "Pre-flight check of every rank in seconds: device, memory, ECC, row remaps, a short GEMM, clocks,\n"
       "slowdown reasons, an exact all-reduce and the checkpoint directory. Exit 0 all pass, 1 any fail.");
-  sub->add_option("--expect-gpu", opt->expect_gpu, "Fail unless every rank's GPU is this model")
-      ->check(CLI::IsMember({"H100", "H200", "B200", "GB200", "GB300"}));
+  sub->add_option(
+      "--expect-gpu", opt->expect_gpu,
+      "Fail unless every rank's GPU is this model (H100, H200, B200, GB200 or GB300; several, any of "
+      "which passes: H100,H200)");
   sub->add_option(
       "--gemm-floor", opt->gemm_floor,
       "Fail the GEMM below this fraction of the expected throughput (MAMF on GPUs, the job's median "
@@ -103,6 +115,15 @@ Command add_health_command(CLI::App& app) {
                   "Bytes written and fsync'ed to measure it (default 256M on cuda, 32M on host)");
   sub->add_option("--min-free-memory", opt->min_free_memory,
                   "Fail below this fraction of device (host) memory free; warn below 0.9")
+      ->capture_default_str();
+  sub->add_option(
+         "--hang-timeout", opt->hang_timeout,
+         "End the check (exit 1) naming the ranks that never entered, or never left, a collective that "
+         "ran this long (0 = off)")
+      ->capture_default_str();
+  sub->add_option("--run-dir", opt->run_dir,
+                  "Shared directory for the hang watchdog's per-rank state files (fb-hang-<run id>/, removed "
+                  "after a run without hang)")
       ->capture_default_str();
   return {sub, [opt](Session& s) { return run_health(*opt, s); }, true};
 }

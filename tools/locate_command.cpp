@@ -30,6 +30,7 @@
 #include "reports/locate_console.hpp"
 #include "reports/locate_extra.hpp"
 #include "reports/report_json.hpp"
+#include "tools/command_hang_watchdog.hpp"
 #include "tools/commands.hpp"
 #include "workloads/collective_bisection.hpp"
 #include "workloads/measurement_loop.hpp"
@@ -289,9 +290,9 @@ int run_locate(const LocateCliOptions& cli, Session& session) {
   }
 
   const double hang_timeout = parse_duration(cli.hang_timeout, "--hang-timeout");
-  injected_faults();  // a bad FACTORYBENCH_INJECT stops here, before any measurement
   auto& mpi = session.mpi();
-  check_injected_ranks(injected_faults(), mpi.size());
+  // A bad FACTORYBENCH_INJECT stops here, before any measurement.
+  check_injection_applies("locate", mpi.size(), /*communicator_faults=*/true, /*sdc=*/false);
   if (session.checking_only()) return 0;  // a suite's preflight: validated, nothing run
   auto& backend = session.backend();
   const bool on_gpu = backend.kind() == BackendKind::cuda;
@@ -327,35 +328,8 @@ int run_locate(const LocateCliOptions& cli, Session& session) {
   auto comm = make_communicator(mpi, backend);
   if (!floors.used.empty()) report.summary["locate"]["floors"] = floors.used;
 
-  // The watchdog's side channel: <run-dir>/fb-hang-<run id>/rank-R.state. On a hang the lowest stuck rank
-  // prints the diagnosis and writes the report so far plus a failed "hang" result, then the job ends.
-  std::unique_ptr<HangWatchdog> watchdog;
-  const auto dir =
-      std::filesystem::path(cli.run_dir) / ("fb-hang-" + report.run.value("id", std::string("run")));
-  if (hang_timeout > 0) {
-    RankCallRecord me;
-    me.rank = mpi.rank();
-    me.host = mpi.hostname();
-    me.local_rank = mpi.local_rank();
-    const auto output = session.options().output;
-    auto partial = report;
-    auto on_hang = [partial, output, dir](const std::vector<std::string>& found) mutable {
-      std::string msg;
-      for (const auto& l : found) msg += (msg.empty() ? "" : "; ") + l;
-      reports::Result r;
-      r.benchmark = "locate";
-      r.name = "hang";
-      r.params = {{"test", "hang"}, {"run_dir", dir.string()}};
-      reports::write_hang_extra(r, {found});
-      r.fail(msg);
-      reports::print_locate_hang(std::cout, r);
-      std::cout.flush();
-      partial.results.push_back(r);
-      partial.run["finished_at"] = workloads::utc_timestamp();
-      if (!output.empty()) reports::write_report(output, partial);
-    };
-    watchdog = std::make_unique<HangWatchdog>(dir, me, mpi.size(), hang_timeout, std::move(on_hang));
-  }
+  // The watchdog's side channel: <run-dir>/fb-hang-<run id>/rank-R.state (tools/command_hang_watchdog.hpp).
+  CommandHangWatchdog watchdog(mpi, "locate", report, session.options().output, cli.run_dir, hang_timeout);
   bool named = false;
 
   workloads::P2pOptions p;
@@ -400,12 +374,7 @@ int run_locate(const LocateCliOptions& cli, Session& session) {
     }
     named = mpi.all_true(!named) ? false : true;
   }
-  if (watchdog) {  // no hang: the state files have served their purpose
-    watchdog.reset();
-    mpi.barrier();
-    std::error_code ec;
-    if (mpi.is_root()) std::filesystem::remove_all(dir, ec);
-  }
+  watchdog.finish();  // no hang: the state files have served their purpose
   session.finish(report);
   if (mpi.is_root() && !session.options().quiet) {
     reports::print_locate_report(std::cout, report);

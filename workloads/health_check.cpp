@@ -33,14 +33,28 @@ CheckOutcome guarded(std::string_view check, Context& c, CheckOutcome (*fn)(Cont
 
 }  // namespace
 
-bool gpu_model_matches(std::string_view device_name, std::string_view expected) {
+namespace {
+
+std::vector<std::string> split_models(std::string_view list) {
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  while (start <= list.size()) {
+    const auto end = list.find(',', start);
+    out.emplace_back(
+        list.substr(start, end == std::string_view::npos ? std::string_view::npos : end - start));
+    if (end == std::string_view::npos) break;
+    start = end + 1;
+  }
+  return out;
+}
+
+bool one_model_matches(std::string_view device_name, std::string_view expected) {
   const auto upper = [](std::string_view s) {
     std::string u(s);
     for (auto& ch : u) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
     return u;
   };
   const std::string name = upper(device_name), want = upper(expected);
-  if (want.empty()) return true;
   std::size_t start = 0;
   while (start <= name.size()) {
     const std::size_t end = name.find_first_of(" -_", start);
@@ -53,11 +67,36 @@ bool gpu_model_matches(std::string_view device_name, std::string_view expected) 
   return false;
 }
 
+}  // namespace
+
+bool gpu_model_matches(std::string_view device_name, std::string_view expected) {
+  if (expected.empty()) return true;
+  for (const auto& model : split_models(expected))
+    if (one_model_matches(device_name, model)) return true;
+  return false;
+}
+
+std::string expected_models_text(std::string_view expected) {
+  const auto models = split_models(expected);
+  std::string out;
+  for (std::size_t i = 0; i < models.size(); ++i)
+    out += (i == 0 ? "" : i + 1 == models.size() ? " or " : ", ") + models[i];
+  return out;
+}
+
 void validate_health_options(const HealthOptions& o) {
-  if (!o.expect_gpu.empty() &&
-      std::find(std::begin(kGpuModels), std::end(kGpuModels), o.expect_gpu) == std::end(kGpuModels))
-    throw usage_error(
-        fmt::format("invalid --expect-gpu '{}': expected H100, H200, B200, GB200 or GB300", o.expect_gpu));
+  if (!o.expect_gpu.empty()) {
+    std::vector<std::string> seen;
+    for (const auto& model : split_models(o.expect_gpu)) {
+      if (std::find(std::begin(kGpuModels), std::end(kGpuModels), model) == std::end(kGpuModels))
+        throw usage_error(fmt::format(
+            "invalid --expect-gpu '{}': '{}' is not H100, H200, B200, GB200 or GB300 (several: H100,H200)",
+            o.expect_gpu, model));
+      if (std::find(seen.begin(), seen.end(), model) != seen.end())
+        throw usage_error(fmt::format("invalid --expect-gpu '{}': '{}' named twice", o.expect_gpu, model));
+      seen.push_back(model);
+    }
+  }
   if (o.gemm_floor && !(*o.gemm_floor >= 0 && *o.gemm_floor <= 1))
     throw usage_error(fmt::format("invalid --gemm-floor {}: must be a fraction in [0, 1]", *o.gemm_floor));
   if (o.gemm_size < 0 || o.gemm_size > 65536)

@@ -61,7 +61,7 @@ struct RankHealth {
 };
 
 struct HealthOptions {
-  std::string expect_gpu;  // "", H100, H200, B200, GB200 or GB300
+  std::string expect_gpu;  // "", or a comma-separated list of H100, H200, B200, GB200, GB300 (any matches)
   // Pass the GEMM at or above floor x the expected throughput (gemm_expectation). Unset: the device
   // class's floor (configs/hardware health.gemm_floor), else kDefaultGemmFloor.
   std::optional<double> gemm_floor;
@@ -139,5 +139,7 @@ std::vector<RankHealth> health_from_report(const reports::Report& report);
 // True when `device_name` ("NVIDIA H100 80GB HBM3") names the model `expected` ("H100"): a whole word
 // of the name (split at spaces and '-'), case-insensitive, so B200 does not match "NVIDIA GB200".
 bool gpu_model_matches(std::string_view device_name, std::string_view expected);
+// "H100 or H200" for the --expect-gpu list "H100,H200".
+std::string expected_models_text(std::string_view expected);
 
 }  // namespace fb::workloads

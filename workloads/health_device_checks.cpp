@@ -36,10 +36,11 @@ CheckOutcome check_device(Context& c) {
                                  fmt::format("{} ({} cores for this rank)", d.name, d.multiprocessors))
                        : outcome("device", Verdict::fail,
                                  fmt::format("expected an {} but the host backend has no GPU (CPU: {})",
-                                             expect, d.name));
+                                             expected_models_text(expect), d.name));
   } else if (!expect.empty() && !gpu_model_matches(d.name, expect)) {
-    o = outcome("device", Verdict::fail,
-                fmt::format("expected an {} but device {} is '{}'", expect, d.index, d.name));
+    o = outcome(
+        "device", Verdict::fail,
+        fmt::format("expected an {} but device {} is '{}'", expected_models_text(expect), d.index, d.name));
   } else if (!c.gpu) {
     o = outcome("device", Verdict::warn,
                 fmt::format("{} visible, but {}: ECC, row-remap, clock and slowdown checks are skipped",

@@ -109,4 +109,32 @@ run_capture huge_ckpt fb health --backend host --checkpoint-size 1T --checkpoint
 [ "$RC" -eq 1 ] && grep -qE "FAIL checkpoint_dir: .*1 TiB per rank x 1 rank\(s\) on this host would not fit: .* free" "$T/huge_ckpt.out" \
   && [ -z "$(ls -A "$T/ck")" ] && ok "1 TiB checkpoint: fails with the free space, nothing written" \
   || fail "huge_ckpt: exit $RC: $(grep checkpoint "$T/huge_ckpt.out")"
+# A rank that never enters the all-reduce: the watchdog names it and the rank waiting for it, writes the
+# report with a failed hang result, and the job ends (exit 1) instead of hanging until the scheduler's limit.
+mkdir -p "$T/hangdir"
+run_capture hang timeout 120 mpirun --oversubscribe -np 2 -x FACTORYBENCH_INJECT=hang@rank=1,call=1 "$FACTORYBENCH" \
+  health --backend host --checkpoint-dir "$T/ckpt" --checkpoint-size 1M --hang-timeout 2s --run-dir "$T/hangdir" \
+  --output "$T/hang.json"
+[ "$RC" -ne 0 ] && [ "$RC" -ne 124 ] && ok "hang: the job ends (exit $RC)" || fail "hang: exit $RC"
+grep -qE "^hang: rank 1 \(host .*, GPU 1\) never entered allreduce #1 \(4 MiB\)$" "$T/hang.out" \
+  && grep -qE "^health: FAIL \(hang; rank states in $T/hangdir/fb-hang-" "$T/hang.out" \
+  && ok "hang: rank 1 named as never entering the all-reduce" || fail "hang: $(cat "$T/hang.out")"
+[ "$(grep -c "never entered" "$T/hang.out")" -eq 1 ] && ok "hang: one diagnosis" || fail "hang: printed $(grep -c "never entered" "$T/hang.out") times"
+assert_json "$T/hang.json" "[(r['name'], r['status']) for r in d['results']] == [('hang', 'failed')] and 'rank 1' in d['results'][0]['error']" "hang: the report's hang result names rank 1"
+run_capture nohang fb_mpirun 2 health --backend host --checkpoint-dir "$T/ckpt" --checkpoint-size 1M --run-dir "$T/nohang"
+[ "$RC" -eq 0 ] && [ -z "$(ls -A "$T/nohang" 2>/dev/null)" ] && ok "no hang: exit 0, no state files left" \
+  || fail "nohang: exit $RC, left $(ls -A "$T/nohang" 2>/dev/null)"
+
+# Injections health cannot apply, or for ranks outside the job, are usage errors, not failed checks.
+expect_error inject_sdc 2 "FACTORYBENCH_INJECT 'sdc@rank=0': health has no burn-in check for sdc to act on \(burnin has\)" \
+  env FACTORYBENCH_INJECT=sdc@rank=0 "$FACTORYBENCH" health --backend host --output "$T/bad.json"
+expect_error inject_bogus 2 "invalid FACTORYBENCH_INJECT entry 'bogus@rank=1': unknown kind 'bogus'" \
+  env FACTORYBENCH_INJECT=bogus@rank=1 "$FACTORYBENCH" health --backend host --output "$T/bad.json"
+expect_error inject_rank 2 "slow-rank names rank 7, but the job has ranks 0..0" \
+  env FACTORYBENCH_INJECT=slow-rank@rank=7,delay=1ms "$FACTORYBENCH" health --backend host --output "$T/bad.json"
+[ ! -e "$T/bad.json" ] && ok "no report written on a bad injection" || fail "a report was written on a bad injection"
+expect_error expect_twice 2 "invalid --expect-gpu 'H100,H100': 'H100' named twice" fb health --backend host --expect-gpu H100,H100
+run_capture expect_list fb health --backend host --checkpoint-dir "$T/ckpt" --checkpoint-size 1M --expect-gpu H100,H200
+[ "$RC" -eq 1 ] && grep -q "FAIL device: expected an H100 or H200 but the host backend has no GPU" "$T/expect_list.out" \
+  && ok "--expect-gpu H100,H200 on a host: the device check names both" || fail "expect_list: exit $RC: $(grep device "$T/expect_list.out")"
 finish

@@ -74,13 +74,18 @@ TEST(LocateConsole, MatrixVerdictBisectionAndTransport) {
 
 TEST(LocateConsole, HangNamesTheRanksAndTheStateDirectory) {
   reports::Result r;
+  r.benchmark = "locate";
   r.params = {{"test", "hang"}, {"run_dir", "/shared/fb-hang-x"}};
   r.extra["diagnosis"] = {"rank 5 (host h2, GPU 1) never entered allreduce #3 (256 KiB)"};
   std::ostringstream out;
-  reports::print_locate_hang(out, r);
+  reports::print_hang(out, r);
   EXPECT_EQ(out.str(),
             "hang: rank 5 (host h2, GPU 1) never entered allreduce #3 (256 KiB)\n"
             "locate: FAIL (hang; rank states in /shared/fb-hang-x)\n");
+  r.benchmark = "health";
+  out.str("");
+  reports::print_hang(out, r);
+  EXPECT_NE(out.str().find("\nhealth: FAIL (hang; rank states in /shared/fb-hang-x)\n"), std::string::npos);
 }
 
 TEST(BurninConsole, OneLinePerNode) {

@@ -26,6 +26,14 @@ TEST(HealthCheck, GpuModelMatchesWholeWords) {
   EXPECT_FALSE(gpu_model_matches("NVIDIA GH200 480GB", "H200"));
   EXPECT_FALSE(gpu_model_matches("NVIDIA H100 PCIe", "H200"));
   EXPECT_TRUE(gpu_model_matches("anything", ""));
+  // A list: any model in it (the Hopper node-validation preset runs on H100 and H200 nodes).
+  EXPECT_TRUE(gpu_model_matches("NVIDIA H100 80GB HBM3", "H100,H200"));
+  EXPECT_TRUE(gpu_model_matches("NVIDIA H200", "H100,H200"));
+  EXPECT_FALSE(gpu_model_matches("NVIDIA GH200 480GB", "H100,H200"));
+  EXPECT_TRUE(gpu_model_matches("NVIDIA GB200", "B200,GB200"));
+  EXPECT_EQ(expected_models_text("H100"), "H100");
+  EXPECT_EQ(expected_models_text("H100,H200"), "H100 or H200");
+  EXPECT_EQ(expected_models_text("B200,GB200,GB300"), "B200, GB200 or GB300");
 }
 
 TEST(HealthCheck, CombineVerdicts) {
@@ -51,6 +59,12 @@ TEST(HealthCheck, ValidateOptionsNamesTheOption) {
   o = {};
   o.expect_gpu = "A100";
   EXPECT_THROW(validate_health_options(o), Error);
+  o.expect_gpu = "H100,H100";
+  EXPECT_THROW(validate_health_options(o), Error);
+  o.expect_gpu = "H100,";
+  EXPECT_THROW(validate_health_options(o), Error);
+  o.expect_gpu = "H100,H200";
+  EXPECT_NO_THROW(validate_health_options(o));
   o = {};
   o.min_free_memory = -0.1;
   EXPECT_THROW(validate_health_options(o), Error);

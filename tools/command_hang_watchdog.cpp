@@ -1,0 +1,48 @@
+#include "tools/command_hang_watchdog.hpp"
+
+#include <iostream>
+
+#include "reports/locate_console.hpp"
+#include "reports/locate_extra.hpp"
+#include "reports/report_json.hpp"
+#include "workloads/run_environment.hpp"
+
+namespace fb::tools {
+
+CommandHangWatchdog::CommandHangWatchdog(const MpiContext& mpi, std::string command, reports::Report partial,
+                                         std::string output, const std::filesystem::path& run_dir,
+                                         double timeout_s)
+    : mpi_(mpi), dir_(run_dir / ("fb-hang-" + partial.run.value("id", std::string("run")))) {
+  if (timeout_s <= 0) return;
+  RankCallRecord me;
+  me.rank = mpi.rank();
+  me.host = mpi.hostname();
+  me.local_rank = mpi.local_rank();
+  auto on_hang = [partial = std::move(partial), output = std::move(output), command = std::move(command),
+                  dir = dir_](const std::vector<std::string>& found) mutable {
+    std::string msg;
+    for (const auto& l : found) msg += (msg.empty() ? "" : "; ") + l;
+    reports::Result r;
+    r.benchmark = command;
+    r.name = "hang";
+    r.params = {{"test", "hang"}, {"run_dir", dir.string()}};
+    reports::write_hang_extra(r, {found});
+    r.fail(msg);
+    reports::print_hang(std::cout, r);
+    std::cout.flush();
+    partial.results.push_back(r);
+    partial.run["finished_at"] = workloads::utc_timestamp();
+    if (!output.empty()) reports::write_report(output, partial);
+  };
+  watchdog_ = std::make_unique<HangWatchdog>(dir_, me, mpi.size(), timeout_s, std::move(on_hang));
+}
+
+void CommandHangWatchdog::finish() {
+  if (!watchdog_) return;
+  watchdog_.reset();
+  mpi_.barrier();
+  std::error_code ec;
+  if (mpi_.is_root()) std::filesystem::remove_all(dir_, ec);
+}
+
+}  // namespace fb::tools
