@@ -154,14 +154,18 @@ MetricVerdict judge_metric(const Metric& baseline, const Metric& candidate, cons
   const double b = baseline.value, c = candidate.value;
   const bool directed = baseline.better != Better::none;
   if (!std::isfinite(c) || !std::isfinite(b)) {
+    // A measurement that produced no number is a regression, also when the baseline had none either
+    // (else a broken measurement would pass for as long as it stays broken).
     if (!directed) {
       v.verdict = Verdict::info;
-    } else if (std::isfinite(b)) {
-      v.verdict = Verdict::worse;  // a measurement that produced no number is a regression
+    } else if (!std::isfinite(c)) {
+      v.verdict = Verdict::worse;
     } else {
       v.verdict = Verdict::ambiguous;
     }
-    v.reason = std::isfinite(b) ? "candidate value is null" : "baseline value is null";
+    v.reason = !std::isfinite(c) ? (std::isfinite(b) ? "candidate value is null"
+                                                     : "candidate value is null (and baseline value)")
+                                 : "baseline value is null";
     return v;
   }
   if (b == 0) {
@@ -431,6 +435,26 @@ Comparison compare_reports(const Report& baseline, const Report& candidate, cons
       status_row(cr, Verdict::worse, "failed in candidate" + (cr.error ? ": " + *cr.error : std::string()));
     for (const auto& [name, m] : cr.metrics)
       only_on_one_side(cr, name, m, Verdict::added, "result not in baseline");
+  }
+
+  // A floor or ceiling that matches no metric of the candidate gates nothing: a typo in a name
+  // ("colective", "busbw_gpbs") would silently disable it. Said, not failed: a shared rules file may hold
+  // floors for benchmarks this pair of reports does not run.
+  for (const auto& rule : rules.rules) {
+    if (!rule.min && !rule.max) continue;
+    bool matched_any = false;
+    for (const auto& cr : candidate.results)
+      for (const auto& [name, m] : cr.metrics)
+        matched_any = matched_any || rule.matches(cr.benchmark, cr.name, name);
+    if (!matched_any)
+      out.warnings.push_back(
+          fmt::format("{}: the {} rule matches no metric of {} (benchmark '{}', result '{}', metric '{}'): "
+                      "it gates nothing",
+                      rule.where,
+                      rule.min && rule.max ? "floor and ceiling"
+                      : rule.min           ? "floor"
+                                           : "ceiling",
+                      candidate_source, rule.benchmark, rule.result, rule.metric));
   }
 
   for (auto& row : out.rows)

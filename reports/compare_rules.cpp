@@ -47,7 +47,10 @@ struct Node : JsonCursor<Node> {
       }
     }
     const double v = number();
-    if (v < 0 || v > 10) fail("expected a fraction in [0, 10] (or a string like \"5%\"), got " + j.dump());
+    // A plain number is a fraction: 5 would allow a 500% change, which is a typo for 5% far more often than
+    // it is meant. Beyond 100% the percentage form says so.
+    if (v < 0 || v > 1)
+      fail("expected a fraction in [0, 1] (or a string like \"5%\", up to \"1000%\"), got " + j.dump());
     return v;
   }
   std::string glob() const {
@@ -120,6 +123,10 @@ double parse_tolerance(std::string_view text, std::string_view what) {
   if (!v || value < 0 || value > 10)
     throw usage_error("invalid " + std::string(what) + " '" + std::string(text) +
                       "': expected a percentage like 5% or a fraction like 0.05 (0 to 1000%)");
+  if (!percent && value > 1)  // "5" is a typo for 5% far more often than a 500% tolerance
+    throw usage_error("invalid " + std::string(what) + " '" + std::string(text) +
+                      "': a plain number is a fraction (0.05 = 5%); write " + std::string(s) +
+                      "% for a percentage");
   return value;
 }
 

@@ -81,4 +81,17 @@ Metric metric_from_samples(std::span<const double> samples, std::string unit, Be
   return m;
 }
 
+Metric scaled_metric(const Metric& source, double factor, std::string unit, Better better) {
+  Metric m;
+  m.value = source.value * factor;
+  m.unit = std::move(unit);
+  m.better = better;
+  if (source.stats) {
+    auto s = *source.stats;
+    for (double* x : {&s.min, &s.median, &s.max, &s.mean, &s.p99, &s.stddev}) *x *= factor;
+    m.stats = s;
+  }
+  return m;
+}
+
 }  // namespace fb::reports

@@ -65,5 +65,8 @@ struct Report {
 
 // Metric from samples: value = median, stats attached.
 Metric metric_from_samples(std::span<const double> samples, std::string unit, Better better);
+// A metric that is `source` times a positive constant (mfu = tflops / peak, busbw = algbw x the bus
+// factor): value and stats scaled alike, so compare sees the derived figure as noisy as its source.
+Metric scaled_metric(const Metric& source, double factor, std::string unit, Better better);
 
 }  // namespace fb::reports

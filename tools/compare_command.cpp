@@ -25,7 +25,7 @@ struct CompareOptions {
 int run_compare(const CompareOptions& opt, Session& session) {
   // Options first (usage errors), then files (input errors): nothing is written before both are valid.
   const auto format = reports::parse_compare_format(opt.format);
-  if (session.is_root()) session.check_output_writable();
+  if (session.is_root()) session.check_output_writable({opt.baseline, opt.candidate, opt.rules});
   reports::CompareRules rules;
   if (!opt.rules.empty()) rules = reports::read_compare_rules(opt.rules);
   if (!opt.tolerance.empty()) rules.tolerance = reports::parse_tolerance(opt.tolerance, "--tolerance");

@@ -37,8 +37,14 @@ int finish_import(Session& session, reports::Report imported) {
   return rc;
 }
 
+std::vector<std::string> import_inputs(const ImportOptions& opt) {
+  auto all = opt.nccl_files;
+  all.insert(all.end(), opt.mlperf_logs.begin(), opt.mlperf_logs.end());
+  return all;
+}
+
 int run_import(const ImportOptions& opt, Session& session) {
-  if (session.is_root()) session.check_output_writable();
+  if (session.is_root()) session.check_output_writable(import_inputs(opt));
   if (opt.nccl->parsed()) {
     std::vector<reports::NcclTestsFile> files;
     for (const auto& path : opt.nccl_files) files.push_back({path, read_text_file(path)});

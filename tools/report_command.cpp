@@ -18,7 +18,7 @@ struct ReportOptions {
 
 int run_report(const ReportOptions& opt, Session& session) {
   const auto format = reports::parse_report_format(opt.format);
-  if (session.is_root()) session.check_output_writable();
+  if (session.is_root()) session.check_output_writable(opt.inputs);
   std::vector<reports::NamedReport> inputs;
   for (const auto& path : opt.inputs) {
     inputs.push_back({path, reports::read_report(path)});

@@ -59,8 +59,14 @@ MpiContext& Session::mpi() {
 }
 
 // Before a long benchmark, not after it: the report's directory must exist and take files (rank 0 writes).
-void Session::check_output_writable() const {
+void Session::check_output_writable(const std::vector<std::string>& inputs) const {
   if (options_.output.empty()) return;
+  for (const auto& in : inputs) {
+    std::error_code ec;
+    if (std::filesystem::equivalent(options_.output, in, ec))
+      throw usage_error(fmt::format("invalid -o/--output {}: it is the input {}, which writing would destroy",
+                                    options_.output, in));
+  }
   const auto [out, in_place] = write_target(options_.output);  // where the writer will put it
   if (in_place) return;                                        // a device or FIFO: written to
   std::error_code ec;

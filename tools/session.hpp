@@ -72,9 +72,10 @@ class Session {
     return agreed(mpi(), std::forward<F>(work));
   }
 
-  // -o/--output names a file rank 0 can create (usage error otherwise). Checked with MPI's start; the
+  // -o/--output names a file rank 0 can create (usage error otherwise), and none of `inputs` (the files
+  // report, compare and import read: writing one would destroy it). Checked with MPI's start; the
   // commands that start no MPI (report, compare, import, resilience) call it before their work.
-  void check_output_writable() const;
+  void check_output_writable(const std::vector<std::string>& inputs = {}) const;
 
  private:
   int* argc_;

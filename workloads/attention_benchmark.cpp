@@ -334,7 +334,8 @@ AttentionRunOutput run_attention_benchmark(const MpiContext& mpi, Backend& backe
     r.set_metric("backward_time_us", us_metric(all_bwd));
     if (const auto p = peak.for_dtype(std::string(to_string(c.dtype))); p && *p > 0) {
       r.params["peak_tflops"] = *p;
-      r.set_metric("mfu", {mfu(r.metric("tflops")->value, *p), "fraction", reports::Better::higher, {}});
+      r.set_metric("mfu", reports::scaled_metric(*r.metric("tflops"), mfu(1.0, *p), "fraction",
+                                                 reports::Better::higher));
     }
     r.set_per_rank("tflops", rank_tflops);
     r.set_per_rank("time_us", rank_time_us);

@@ -379,8 +379,15 @@ Result group_result(const Case& c, const Bench& b, const CaseSamples& s, int g) 
   const double algbw = algbw_gbps(c.counts.bytes, seconds);
   Result res = make_result(c, o, n, g);
   res.set_metric("time_us", Metric{stats.mean, "us", Better::lower, stats});
-  res.set_metric("algbw_gbps", Metric{algbw, "GB/s", Better::higher, std::nullopt});
-  res.set_metric("busbw_gbps", Metric{algbw * bus_factor(c.op, n), "GB/s", Better::higher, std::nullopt});
+  // The bandwidths are nccl-tests' (from the mean time); their spread is that of the per-iteration
+  // bandwidths, so compare judges them as noisy as the time they come from.
+  std::vector<double> per_iteration;
+  for (const double x : t) per_iteration.push_back(algbw_gbps(c.counts.bytes, x));
+  auto algbw_metric = reports::metric_from_samples(per_iteration, "GB/s", Better::higher);
+  algbw_metric.value = algbw;
+  res.set_metric("algbw_gbps", algbw_metric);
+  res.set_metric("busbw_gbps",
+                 reports::scaled_metric(algbw_metric, bus_factor(c.op, n), "GB/s", Better::higher));
   if (c.matrix && o.moe)
     res.set_metric("busiest_share",
                    Metric{c.matrix->busiest_share(), "fraction", Better::lower, std::nullopt});

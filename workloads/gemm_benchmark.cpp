@@ -332,8 +332,8 @@ reports::Result gemm_result(const GemmCase& gc, const GemmMeasurement& m, const 
   r.set_metric("tflops", reports::metric_from_samples(tf, "TFLOP/s", reports::Better::higher));
   r.set_metric("time_us", reports::metric_from_samples(us, "us", reports::Better::lower));
   if (peak_tflops && *peak_tflops > 0)
-    r.set_metric("mfu",
-                 {mfu(r.metric("tflops")->value, *peak_tflops), "fraction", reports::Better::higher, {}});
+    r.set_metric("mfu", reports::scaled_metric(*r.metric("tflops"), mfu(1.0, *peak_tflops), "fraction",
+                                               reports::Better::higher));
   if (m.plan.algo_id >= 0)
     r.set_metric("algo", {static_cast<double>(m.plan.algo_id), "id", reports::Better::none, {}});
   r.set_per_rank("tflops", std::vector<double>(rank_tflops.begin(), rank_tflops.end()));

@@ -116,4 +116,15 @@ fb report "$SAMPLE" >"$T/report.md"
 grep -q "^## collective" "$T/report.md" && ok "markdown report" || fail "markdown report"
 expect_error report_format 2 "invalid --format 'pdf'" fb report "$SAMPLE" --format pdf
 expect_error report_bad 2 'malformed.json: \$\.results\[0\]\.metrics\.busbw_gbps\.value' fb report "$T/malformed.json"
+# -o naming an input is refused before anything is written: the input is left as it was.
+cp "$SAMPLE" "$T/in.json"
+sum_before=$(sha256sum <"$T/in.json")
+expect_error out_is_input_report 2 "invalid -o/--output $T/in.json: it is the input $T/in.json, which writing would destroy" \
+  fb -o "$T/in.json" report "$T/in.json"
+(cd "$T" && expect_error out_is_input_compare 2 "invalid -o/--output ./in.json: it is the input $T/in.json, which writing would destroy" \
+  fb -o ./in.json compare "$T/in.json" "$T/worse.json" --format junit)
+expect_error out_is_input_import 2 "invalid -o/--output $T/nccl.txt: it is the input $T/nccl.txt" \
+  sh -c "cp '$DATA/nccl_tests_allreduce_h100.txt' '$T/nccl.txt' && exec '$FACTORYBENCH' -o '$T/nccl.txt' import nccl-tests '$T/nccl.txt'"
+[ "$(sha256sum <"$T/in.json")" = "$sum_before" ] && ok "the input is untouched" || fail "the input was overwritten"
+cmp -s "$T/nccl.txt" "$DATA/nccl_tests_allreduce_h100.txt" && ok "the imported log is untouched" || fail "the log was overwritten"
 finish

@@ -106,6 +106,47 @@ TEST(Compare, BaselineZero) {
 TEST(Compare, NullCandidateIsWorse) {
   EXPECT_EQ(one(100, std::nan(""), Better::higher).verdict, Verdict::worse);
   EXPECT_EQ(one(std::nan(""), 100, Better::higher).verdict, Verdict::ambiguous);
+  // Broken on both sides is still broken: a measurement does not pass by staying broken.
+  const auto both = one(std::nan(""), std::nan(""), Better::higher);
+  EXPECT_EQ(both.verdict, Verdict::worse);
+  EXPECT_TRUE(both.fails);
+  EXPECT_EQ(both.reason, "candidate value is null (and baseline value)");
+  EXPECT_EQ(one(std::nan(""), std::nan(""), Better::none).verdict, Verdict::info);
+}
+
+// A derived metric (mfu = tflops / peak) carries its source's spread scaled alike, so the same noisy -15%
+// change is AMBIGUOUS for both (mfu used to have no stats and was WORSE while tflops was AMBIGUOUS).
+TEST(Compare, ADerivedMetricIsAsNoisyAsItsSource) {
+  const auto tflops = metric(100, Better::higher, "TFLOP/s", 10, 20);
+  const auto mfu = scaled_metric(tflops, 1.0 / 400, "fraction", Better::higher);
+  EXPECT_DOUBLE_EQ(mfu.value, 0.25);
+  ASSERT_TRUE(mfu.stats);
+  EXPECT_DOUBLE_EQ(mfu.stats->stddev, 10.0 / 400);
+  EXPECT_DOUBLE_EQ(mfu.stats->max, 120.0 / 400);
+  EXPECT_EQ(mfu.stats->n, 20u);
+  const auto slower = metric(85, Better::higher, "TFLOP/s", 10, 20);
+  const EffectiveRule rule{0.05, std::nullopt, std::nullopt, false};
+  const auto a = judge_metric(tflops, slower, rule, 2.0, 0.10);
+  const auto b =
+      judge_metric(mfu, scaled_metric(slower, 1.0 / 400, "fraction", Better::higher), rule, 2.0, 0.10);
+  EXPECT_EQ(a.verdict, Verdict::ambiguous);
+  EXPECT_EQ(b.verdict, a.verdict);
+  EXPECT_NEAR(*b.noise, *a.noise, 1e-12);
+}
+
+// A floor whose names match nothing gates nothing: compare says so (a warning, not a failure).
+TEST(Compare, AFloorThatMatchesNothingIsWarnedAbout) {
+  CompareRules rules;
+  rules.rules.push_back(parse_bound_rule("colective/* busbw_gbps >= 1000", "rules.json: $.rules[0]"));
+  rules.rules.push_back(parse_bound_rule("collective/* busbw_gbps >= 1", "rules.json: $.rules[1]"));
+  const auto r =
+      report({result("collective", "allreduce/bf16/1024", {{"busbw_gbps", metric(10, Better::higher)}})});
+  const auto cmp = compare_reports(r, r, rules, "base.json", "cand.json");
+  ASSERT_EQ(cmp.warnings.size(), 1u);
+  EXPECT_EQ(
+      cmp.warnings[0],
+      "rules.json: $.rules[0]: the floor rule matches no metric of cand.json (benchmark 'colective', result "
+      "'*', metric 'busbw_gbps'): it gates nothing");
 }
 
 // Noise band = 2·sqrt(σb² + σc²)/|b|. σ = 5 on both sides of b = 100: 14.1%.
@@ -464,6 +505,17 @@ TEST(CompareRulesTest, Tolerance) {
   EXPECT_DOUBLE_EQ(parse_tolerance(" 2.5 % ", "--tolerance"), 0.025);
   EXPECT_THROW(parse_tolerance("-1%", "--tolerance"), Error);
   EXPECT_THROW(parse_tolerance("five", "--tolerance"), Error);
+  // A plain number is a fraction; one above 1 is a typo for a percentage, not a 500% tolerance.
+  EXPECT_DOUBLE_EQ(parse_tolerance("1", "--tolerance"), 1.0);
+  EXPECT_DOUBLE_EQ(parse_tolerance("500%", "--tolerance"), 5.0);
+  try {
+    parse_tolerance("5", "--tolerance");
+    ADD_FAILURE() << "5 accepted";
+  } catch (const Error& e) {
+    EXPECT_STREQ(
+        e.what(),
+        "invalid --tolerance '5': a plain number is a fraction (0.05 = 5%); write 5% for a percentage");
+  }
   try {
     parse_tolerance("abc", "--tolerance");
   } catch (const Error& e) {
@@ -527,6 +579,9 @@ TEST(CompareRulesTest, ErrorsNameTheJsonPath) {
                      "rules.json: $.tolerence: unknown field (known: tolerance, noise_sigmas, max_noise, "
                      "fail_on_missing, rules, description)");
   expect_rules_error(R"([1])", "rules.json: $: expected an object");
+  expect_rules_error(R"({"tolerance": 5})",
+                     "rules.json: $.tolerance: expected a fraction in [0, 1] (or a string like \"5%\", up to "
+                     "\"1000%\"), got 5");
 }
 
 }  // namespace
