@@ -122,7 +122,7 @@ struct SimulationSummary {
   double model_mtbf_s = 0;       // 1 / total failure rate of the allocation
   double expected_failures = 0;  // rate × wall time
   StreamingSummary goodput_pct;  // reference-step work / wall × 100
-  StreamingSummary ettr;         // productive time (slow steps count) / wall, fraction
+  StreamingSummary ettr;         // time not lost to failures (saves and slow steps count) / wall, fraction
   StreamingSummary failures;
   StreamingSummary wall_s;  // per-trial wall time: the window, or the time to train for a fixed work
   int unfinished = 0;       // fixed work: trials the wall-time cap ended before the work was done

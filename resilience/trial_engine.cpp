@@ -391,7 +391,10 @@ SimulationSummary simulate(const FailureModel& model, const ClusterConfig& confi
     s.wall_s.add(wall);
     if (!o.finished) ++s.unfinished;
     s.goodput_pct.add(100.0 * o.split.productive / wall);
-    s.ettr.add((o.split.productive + o.split.straggler) / wall);
+    // ETTR (REFERENCES.md; as the resilience ledger counts it): the wall time not lost to failures, i.e. less
+    // re-done work and the restart (detection, relaunch, restore, waiting for a spare). Checkpoint saves and
+    // slow steps are the running job's time.
+    s.ettr.add((o.split.productive + o.split.straggler + o.split.checkpoint) / wall);
     s.failures.add(static_cast<double>(o.failures));
     s.failures_total += static_cast<double>(o.failures);
     const auto parts = as_array(o.split);

@@ -170,7 +170,9 @@ TEST(ClusterSimulator, StragglersCostTimeUntilDrained) {
   EXPECT_LT(drained.mean_split.straggler, 0.01 * c.wall_s);
   EXPECT_GT(drained.mean_drained_nodes, 10);
   EXPECT_GT(drained.goodput_pct.mean(), kept.goodput_pct.mean());
-  EXPECT_NEAR(kept.ettr.mean(), (kept.mean_split.productive + kept.mean_split.straggler) / c.wall_s, 1e-9);
+  EXPECT_NEAR(kept.ettr.mean(),
+              (kept.mean_split.productive + kept.mean_split.straggler + kept.mean_split.checkpoint) / c.wall_s,
+              1e-9);
 }
 
 TEST(ClusterSimulator, DrainRetiresFlakyNodes) {
