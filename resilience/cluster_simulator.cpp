@@ -243,7 +243,16 @@ int interval_search_trials(IntervalPolicy policy, int trials) {
 
 double estimated_trial_events(const FailureModel& model, const ClusterConfig& config) {
   const double mtbf = job_mtbf_s(model, config.gpus, config.gpus_per_node);
-  const double wall = config.work_s > 0 ? std::min(config.wall_s, 2 * config.work_s) : config.wall_s;
+  double wall = config.work_s > 0 ? std::min(config.wall_s, 2 * config.work_s) : config.wall_s;
+  // A fixed work with a spare pool that failures empty faster than repairs refill it (Little's law: nodes in
+  // repair = node failure rate x repair time) mostly waits for spares: its trials run to the wall-time cap
+  // (100 x the work), with failures arriving all along.
+  if (config.work_s > 0 && config.spares) {
+    const auto rates = allocation_rates(model, config.gpus, config.gpus_per_node);
+    const double in_repair =
+        rates.node_attributed_per_node_h * static_cast<double>(config.nodes()) * config.repair_s / 3600.0;
+    if (in_repair >= static_cast<double>(*config.spares)) wall = config.wall_s;
+  }
   // A node reset costs about a tenth of a failure event (measured on the host build: 200 trials of 36500
   // days at 16384 GPUs, 5.7e7 failures, took 7.5 s; 1e6 trials of 30 days, 2.3e8 failures and 2e9 node
   // resets, took 35 s).

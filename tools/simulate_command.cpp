@@ -1,6 +1,7 @@
 // factorybench simulate: cluster-scale goodput from a failure model and recovery costs (Monte Carlo over
 // trials). Needs no device and no MPI: the report is begun without them, so the command starts at once.
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <iostream>
@@ -150,7 +151,9 @@ class SimulateProgress {
 };
 
 int run_simulate(const SimulateOptions& opt, Session& session) {
-  // Everything is validated before any simulation runs, so bad input writes no report.
+  // Everything is validated before any simulation runs, so bad input writes no report, and a report that
+  // cannot be written is said before hours of simulation rather than after.
+  if (session.is_root()) session.check_output_writable();
   if (!opt.failure_model.empty() && !opt.job_mtbf.empty())
     throw usage_error("--failure-model and --job-mtbf are exclusive: give one");
   FailureModel model =
@@ -217,13 +220,14 @@ int run_simulate(const SimulateOptions& opt, Session& session) {
   } else if (opt.interval == "auto" || opt.interval == "young" || opt.interval == "daly") {
     intervals.emplace_back(resilience::parse_interval_policy(opt.interval), std::nullopt, opt.interval);
   } else {
-    double fixed = 0;
-    try {
-      fixed = positive_duration(opt.interval, "--checkpoint-interval");
-    } catch (const Error&) {
-      resilience::parse_interval_policy(opt.interval);  // throws the message that lists every choice
-    }
-    intervals.emplace_back(IntervalPolicy::fixed, fixed, opt.interval);
+    // Not a policy: a duration, positive and sane (that error names the bound), or neither (that error lists
+    // every choice).
+    const bool duration =
+        !opt.interval.empty() && (std::isdigit(static_cast<unsigned char>(opt.interval[0])) ||
+                                  opt.interval[0] == '.' || opt.interval[0] == '-');
+    if (!duration) resilience::parse_interval_policy(opt.interval);  // throws
+    intervals.emplace_back(IntervalPolicy::fixed, positive_duration(opt.interval, "--checkpoint-interval"),
+                           opt.interval);
   }
   std::vector<resilience::SimulationCase> cases;
   double total_events = 0;
@@ -246,7 +250,7 @@ int run_simulate(const SimulateOptions& opt, Session& session) {
   if (total_events > resilience::kMaxEvents)
     throw usage_error(fmt::format(
         "simulate would run about {:.2g} failure and node events ({} trials of {} case(s)), over the limit "
-        "of {:.2g}: lower --trials, --days or --gpus",
+        "of {:.2g}: lower --trials, --days, --work-days or --gpus (or give more --spares)",
         total_events, opt.trials, cases.size(), resilience::kMaxEvents));
 
   if (session.checking_only()) return 0;  // a suite's preflight: validated, nothing run

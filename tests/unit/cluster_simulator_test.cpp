@@ -170,9 +170,9 @@ TEST(ClusterSimulator, StragglersCostTimeUntilDrained) {
   EXPECT_LT(drained.mean_split.straggler, 0.01 * c.wall_s);
   EXPECT_GT(drained.mean_drained_nodes, 10);
   EXPECT_GT(drained.goodput_pct.mean(), kept.goodput_pct.mean());
-  EXPECT_NEAR(kept.ettr.mean(),
-              (kept.mean_split.productive + kept.mean_split.straggler + kept.mean_split.checkpoint) / c.wall_s,
-              1e-9);
+  EXPECT_NEAR(
+      kept.ettr.mean(),
+      (kept.mean_split.productive + kept.mean_split.straggler + kept.mean_split.checkpoint) / c.wall_s, 1e-9);
 }
 
 TEST(ClusterSimulator, DrainRetiresFlakyNodes) {
@@ -242,6 +242,19 @@ TEST(ClusterSimulator, EstimatesTheEventsOfATrial) {
   c.work_s = 10 * kDay;
   c.wall_s = 100 * c.work_s;
   EXPECT_NEAR(estimated_trial_events(single_rate_model(6 * kHour), c), 80 + 12.8 + 1, 1e-9);
+  // A spare pool that node failures empty faster than repairs refill it: the trial waits for spares until
+  // the cap (100 x the work). Meta RSC-1 at 16,384 GPUs (2,048 nodes, 6.5 failures per 1,000 node-days, all
+  // node-attributed) with 48 h repairs keeps ~26.6 nodes in repair; 8 spares run out, 64 do not.
+  const auto rsc = load_failure_model("meta-rsc1-a100");
+  auto w = config(16384, 1);
+  w.work_s = 10 * kDay;
+  w.wall_s = 100 * w.work_s;
+  w.repair_s = 48 * kHour;
+  w.spares = 64;
+  const double enough = estimated_trial_events(rsc, w);
+  w.spares = 8;
+  const double starved = estimated_trial_events(rsc, w);
+  EXPECT_NEAR(starved - 2048 / 10.0 - 1, 50 * (enough - 2048 / 10.0 - 1), 1e-6);  // 1000 days, not 20
 }
 
 TEST(ClusterSimulator, ReportsProgressAfterEveryTrial) {
