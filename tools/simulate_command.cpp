@@ -57,18 +57,23 @@ double positive_duration(const std::string& text, const std::string& option) {
   return s;
 }
 
-std::vector<std::string> split_list(const std::string& text) {
+// Items of a comma-separated list; an empty one ("8,,16", a trailing comma) is a usage error naming `option`.
+std::vector<std::string> split_list(const std::string& text, const std::string& option) {
   std::vector<std::string> out;
   std::stringstream ss(text);
   std::string item;
-  while (std::getline(ss, item, ','))
-    if (!item.empty()) out.push_back(item);
+  while (std::getline(ss, item, ',')) {
+    if (item.empty()) throw usage_error(fmt::format("invalid {} '{}': an empty item", option, text));
+    out.push_back(item);
+  }
+  if (!text.empty() && text.back() == ',')
+    throw usage_error(fmt::format("invalid {} '{}': an empty item", option, text));
   return out;
 }
 
 std::vector<std::int64_t> parse_gpu_list(const std::string& text) {
   std::vector<std::int64_t> out;
-  for (const auto& item : split_list(text)) {
+  for (const auto& item : split_list(text, "--sweep-gpus")) {
     const auto n = parse_size(item, "--sweep-gpus");
     if (n == 0)
       throw usage_error(fmt::format("invalid --sweep-gpus '{}': GPU counts must be positive", item));
@@ -198,6 +203,11 @@ int run_simulate(const SimulateOptions& opt, Session& session) {
   base.straggler_factor = opt.straggler_factor;
 
   std::vector<std::int64_t> gpu_counts;
+  // One of each pair: the other would be silently ignored.
+  if (!opt.sweep_gpus.empty() && opt.gpus)
+    throw usage_error("--gpus and --sweep-gpus are exclusive: give one");
+  if (!opt.sweep_interval.empty() && opt.interval != "daly")
+    throw usage_error("--checkpoint-interval and --sweep-interval are exclusive: give one");
   if (!opt.sweep_gpus.empty())
     gpu_counts = parse_gpu_list(opt.sweep_gpus);
   else if (opt.gpus)
@@ -208,7 +218,7 @@ int run_simulate(const SimulateOptions& opt, Session& session) {
   // (policy, fixed interval, the text the user gave for it)
   std::vector<std::tuple<IntervalPolicy, std::optional<double>, std::string>> intervals;
   if (!opt.sweep_interval.empty()) {
-    for (const auto& item : split_list(opt.sweep_interval)) {
+    for (const auto& item : split_list(opt.sweep_interval, "--sweep-interval")) {
       const double d = positive_duration(item, "--sweep-interval");
       for (const auto& seen : intervals)
         if (std::get<1>(seen) == d)
@@ -236,6 +246,10 @@ int run_simulate(const SimulateOptions& opt, Session& session) {
       resilience::SimulationCase c{g, policy, fixed};
       ClusterConfig cfg = base;
       cfg.gpus = g;
+      if (opt.gpus_per_node == 0 && g > 0 && g % cfg.gpus_per_node != 0)
+        throw usage_error(fmt::format(
+            "invalid {} {}: not a multiple of {}'s node size, {} GPUs (set --gpus-per-node)",
+            opt.sweep_gpus.empty() ? "--gpus" : "--sweep-gpus", g, model.name, cfg.gpus_per_node));
       resilience::validate(cfg);
       if (fixed && *fixed < cfg.costs.checkpoint_s)
         throw usage_error(

@@ -94,7 +94,12 @@ bad() {  # NAME PATTERN ARGS...
   [ ! -e "$T/out-$name.json" ] || fail "$name wrote a report"
 }
 bad zero-gpus "invalid --gpus 0" --gpus 0
-bad not-multiple "not a multiple of --gpus-per-node" --gpus 1020
+# Options that would be silently ignored beside another are refused; so is an empty list item.
+bad gpus-and-sweep "--gpus and --sweep-gpus are exclusive: give one" --gpus 8 --sweep-gpus 16
+bad interval-and-sweep "--checkpoint-interval and --sweep-interval are exclusive: give one" --gpus 8 --checkpoint-interval young --sweep-interval 10m
+bad empty-item "invalid --sweep-gpus '8,,16': an empty item" --sweep-gpus 8,,16
+bad job-mtbf-node "invalid --gpus 4: not a multiple of job-mtbf's node size, 8 GPUs \\(set --gpus-per-node\\)" --job-mtbf 6h --gpus 4
+bad not-multiple "invalid --gpus 1020: not a multiple of llama3-h100.s node size, 8 GPUs \\(set --gpus-per-node\\)" --gpus 1020
 bad zero-days "invalid --days 0" --gpus 1024 --days 0
 bad negative-days "invalid --days -3" --gpus 1024 --days -3
 bad zero-detection "invalid --detection '0s'" --gpus 1024 --detection 0s
