@@ -137,4 +137,16 @@ expect_error expect_twice 2 "invalid --expect-gpu 'H100,H100': 'H100' named twic
 run_capture expect_list fb health --backend host --checkpoint-dir "$T/ckpt" --checkpoint-size 1M --expect-gpu H100,H200
 [ "$RC" -eq 1 ] && grep -q "FAIL device: expected an H100 or H200 but the host backend has no GPU" "$T/expect_list.out" \
   && ok "--expect-gpu H100,H200 on a host: the device check names both" || fail "expect_list: exit $RC: $(grep device "$T/expect_list.out")"
+# SIGTERM (the scheduler's) in the middle of the checkpoint-directory write: the scratch file goes with the
+# process (it used to stay behind, up to --checkpoint-size per rank), the exit is the signal's, no report.
+mkdir -p "$T/sig"
+"$FACTORYBENCH" health --backend host --checkpoint-dir "$T/sig" --checkpoint-size 2G --output "$T/sig.json" \
+  >"$T/sig.out" 2>&1 &
+job=$!
+for _ in $(seq 1 1000); do ls -A "$T/sig" | grep -q '\.tmp$' && break; sleep 0.01; done
+kill -TERM "$job"
+RC=0
+wait "$job" || RC=$?
+[ "$RC" -eq 143 ] && [ -z "$(ls -A "$T/sig")" ] && [ ! -e "$T/sig.json" ] \
+  && ok "SIGTERM mid-write: exit 143, no scratch file, no report" || fail "sigterm: exit $RC, left: $(ls -A "$T/sig")"
 finish
