@@ -27,9 +27,10 @@ void print_burnin_report(std::ostream& out, const Report& report) {
                                 p.reason, p.first_seen_s));
     }
     const auto* tflops = r.metric("tflops");
-    out << (bad.empty() ? fmt::format("node {}: PASS ({} rank(s), {} checks, {:.3g} TFLOP/s)\n", host,
-                                      ranks.size(), summary.value("checks", 0), tflops ? tflops->value : 0.0)
-                        : fmt::format("node {}: FAIL {}\n", host, fmt::join(bad, "; ")));
+    out << (bad.empty()
+                ? fmt::format("node {}: PASS ({} rank(s), {} checks after the reference, {:.3g} TFLOP/s)\n",
+                              host, ranks.size(), summary.value("checks", 0), tflops ? tflops->value : 0.0)
+                : fmt::format("node {}: FAIL {}\n", host, fmt::join(bad, "; ")));
   }
   out << (summary.value("verdict", std::string()) == "pass" ? "burnin: PASS\n" : "burnin: FAIL\n");
 }

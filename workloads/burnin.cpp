@@ -10,6 +10,7 @@
 
 #include "core/error.hpp"
 #include "core/fault_injection.hpp"
+#include "core/progress_meter.hpp"
 #include "core/random_fill.hpp"
 #include "core/rank_collectives.hpp"
 #include "kernels/gemm_engine.hpp"
@@ -134,12 +135,17 @@ RankChecks run_checks(const MpiContext& mpi, Backend& backend, BurninGemm& g, do
     mine.at_s.push_back(now_s() - t0);
   };
   check(0);
+  // A 20-minute burn-in says it is alive (rank 0, stderr; --quiet silences it).
+  ProgressMeter progress("burnin", checks * interval);
   for (int k = 1; k <= checks; ++k) {
     // Sustained load until this check is due, then the check (every rank does the same checks).
     while (now_s() - t0 < k * interval) {
       g.run();
       ++mine.gemms;
-      if (mine.gemms % 16 == 0) backend.synchronize();
+      if (mine.gemms % 16 == 0) {
+        backend.synchronize();
+        progress.update(now_s() - t0, fmt::format("{}/{} checks, {} GEMMs", k - 1, checks, mine.gemms));
+      }
     }
     backend.synchronize();
     check(k);

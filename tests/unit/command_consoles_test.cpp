@@ -101,7 +101,7 @@ TEST(BurninConsole, OneLinePerNode) {
   std::ostringstream out;
   reports::print_burnin_report(out, report);
   EXPECT_EQ(out.str(),
-            "node h0: PASS (2 rank(s), 3 checks, 0.5 TFLOP/s)\n"
+            "node h0: PASS (2 rank(s), 3 checks after the reference, 0.5 TFLOP/s)\n"
             "node h1: FAIL rank 3 (h1, GPU 1): checksum 9 at check 2 differs from its own first result 7 "
             "(first seen at 2.0 s)\n"
             "burnin: FAIL\n");
