@@ -54,6 +54,8 @@ std::filesystem::path resolve_config(std::string_view category, std::string_view
   const auto dir = config_dir() / category;
   const auto candidate = dir / (std::string(name_or_path) + ".json");
   if (std::filesystem::is_regular_file(candidate, ec)) return candidate;
+  // Not a preset, but a file of that name here (suite.txt, plan.yaml): the file, as a path would be.
+  if (std::filesystem::is_regular_file(given, ec)) return given;
   std::vector<std::string> names;
   for (const auto& entry : std::filesystem::directory_iterator(dir, ec))
     if (entry.path().extension() == ".json") names.push_back(entry.path().stem().string());

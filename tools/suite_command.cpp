@@ -129,6 +129,8 @@ int run_suite(const SuiteOptions& opt, Session& session) {
     }
   }
   report.summary["suite"]["steps"] = step_log;
+  // The suite's own verdict, as health and burnin record theirs: CI reads one field, not every exit code.
+  report.summary["suite"]["verdict"] = rc == 0 ? "pass" : "fail";
   mpi.barrier();
   const int finish_rc = session.finish(report);
   if (session.is_root() && !session.options().quiet)  // one line per step: its headline figure and verdict

@@ -115,6 +115,12 @@ run_capture ff fb suite "$T/ff.json" --fail-fast -o "$T/ff_out.json"
 validate "$T/ff_out.json"
 assert_json "$T/ff_out.json" "[(r['status'], r['error']) for r in d['results'] if r['benchmark'] == 'suite' and r['name'] == 'later'] == [('skipped', \"not run: --fail-fast after step 'bad' failed\")]" "fail-fast: the step not run is skipped, with the reason"
 assert_json "$T/ff_out.json" "[s['name'] for s in d['summary']['suite']['steps']] == ['bad', 'later'] and d['summary']['suite']['steps'][1]['skipped'] is True" "fail-fast: summary lists both steps"
+assert_json "$T/ff_out.json" "d['summary']['suite']['verdict'] == 'fail'" "fail-fast: the suite's verdict is fail"
+assert_json "$T/ok-report.json" "d['summary']['suite']['verdict'] == 'pass'" "the passing suite's verdict is pass"
+# A suite file named without a path or .json, present here, is that file (it used to be "unknown suite").
+cp "$T/ok.json" "$T/mysuite.txt"
+run_capture bare fb suite mysuite.txt --backend host -q
+[ "$RC" -eq 0 ] && ok "a bare file name that is no preset: the file" || fail "bare: exit $RC: $(head -2 "$T/bare.err")"
 
 # A report (or compare) step renders to stdout: the suite's -o is the suite's JSON report, and the step's
 # Markdown used to be written there (and replaced by the JSON only at the end).
