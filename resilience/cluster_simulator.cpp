@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "core/error.hpp"
+#include "core/random_fill.hpp"
 #include "core/units.hpp"
 #include "reports/resilience_extra.hpp"
 #include "resilience/checkpoint_interval.hpp"
@@ -212,25 +213,32 @@ IntervalChoice choose_interval(IntervalPolicy policy, std::optional<double> fixe
       break;
   }
   // Common random numbers: every candidate sees the same failure times, so differences are the interval's.
+  // They are not the final run's: the best of 13 candidates on the very trials it is then reported on would
+  // be biased upward (the maximum of noisy estimates), so the search draws its own.
   const int n = std::min(trials, 200);
+  const std::uint64_t search_seed = derive_seed(seed, 0x5EA7C4);
   int done = 0;  // trials of earlier candidates, so progress counts across the whole search
   const auto evaluate = [&](double interval) {
     const TrialProgress step = progress ? TrialProgress([&](int k) { progress(done + k); }) : TrialProgress();
-    const double g = simulate(model, config, interval, n, seed, step).goodput_pct.mean();
+    const double g = simulate(model, config, interval, n, search_seed, step).goodput_pct.mean();
     done += n;
     c.searched.emplace_back(interval, g);
     return g;
   };
-  double best = c.daly_s, best_g = -1;
+  // No candidate shorter than a save (a fixed interval that short is refused too); ties keep the longest,
+  // the one that spends least on saves.
+  const auto candidate = [&](double interval) { return std::max(interval, config.costs.checkpoint_s); };
+  double best = candidate(c.daly_s), best_g = -1;
   for (int k = -5; k <= 5; ++k) {
-    const double interval = c.daly_s * std::pow(1.25, k);
+    const double interval = candidate(c.daly_s * std::pow(1.25, k));
     const double g = evaluate(interval);
-    if (g > best_g) best = interval, best_g = g;
+    if (g >= best_g) best = interval, best_g = g;
   }
   const double centre = best;
   for (double f : {1.0 / 1.1, 1.1}) {
-    const double g = evaluate(centre * f);
-    if (g > best_g) best = centre * f, best_g = g;
+    const double interval = candidate(centre * f);
+    const double g = evaluate(interval);
+    if (g > best_g) best = interval, best_g = g;
   }
   std::sort(c.searched.begin(), c.searched.end());
   c.interval_s = best;

@@ -202,6 +202,29 @@ TEST(ClusterSimulator, AutoIntervalSearchLandsNearDaly) {
   EXPECT_LT(choice.interval_s, choice.daly_s * 1.6);
 }
 
+// The search runs on trials of its own: the chosen interval's goodput on the reported trials is not the
+// search's maximum over 13 candidates on those same trials (an upward-biased figure).
+TEST(ClusterSimulator, AutoIntervalSearchDrawsItsOwnTrials) {
+  const auto model = single_rate_model(6 * kHour);
+  auto c = config(1024, 30);
+  c.costs.checkpoint_s = 300;
+  const auto choice = choose_interval(IntervalPolicy::search, std::nullopt, model, c, 50, 11);
+  const double reported = simulate(model, c, choice.interval_s, 50, 11).goodput_pct.mean();
+  double searched_best = 0;
+  for (const auto& [interval, g] : choice.searched) searched_best = std::max(searched_best, g);
+  EXPECT_NE(reported, searched_best);
+}
+
+// A job MTBF shorter than a save: every candidate ties at 0% goodput; none is shorter than the save.
+TEST(ClusterSimulator, AutoIntervalIsNeverShorterThanASave) {
+  const auto model = single_rate_model(60);
+  auto c = config(8, 1);
+  c.costs.checkpoint_s = 300;
+  const auto choice = choose_interval(IntervalPolicy::search, std::nullopt, model, c, 5, 3);
+  EXPECT_GE(choice.interval_s, 300.0);
+  for (const auto& [interval, g] : choice.searched) EXPECT_GE(interval, 300.0);
+}
+
 TEST(ClusterSimulator, FixedIntervalShorterThanCheckpointIsRejected) {
   const auto model = single_rate_model(6 * kHour);
   auto c = config(1024, 1);
