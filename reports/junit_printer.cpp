@@ -50,7 +50,9 @@ std::string render_junit(const std::vector<NamedReport>& reports) {
         out += fmt::format("      <property name=\"backend\" value=\"{}\"/>\n", xml_escape(f.backend));
       out += "    </properties>\n";
       for (const Result* r : results) {
-        out += fmt::format("    <testcase classname=\"{}\" name=\"{}\" time=\"0\">\n", xml_escape(bench),
+        // classname + name identify a test to Jenkins and GitLab: with several runs, the run is part of it,
+        // or the same result of two runs would be one test's history.
+        out += fmt::format("    <testcase classname=\"{}\" name=\"{}\" time=\"0\">\n", xml_escape(suite),
                            xml_escape(r->name));
         if (r->status == Status::failed)
           out += fmt::format("      <failure type=\"failed\" message=\"{}\"/>\n",

@@ -7,7 +7,18 @@ namespace fb::reports {
 std::string xml_escape(std::string_view text) {
   std::string out;
   out.reserve(text.size());
-  for (const char ch : text) {
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char ch = text[i];
+    // U+FFFE and U+FFFF (UTF-8 EF BF BE/BF) are valid JSON but not XML characters: a JUnit file holding one
+    // is rejected by its readers. They become U+FFFD, the replacement character.
+    if (static_cast<unsigned char>(ch) == 0xEF && i + 2 < text.size() &&
+        static_cast<unsigned char>(text[i + 1]) == 0xBF &&
+        (static_cast<unsigned char>(text[i + 2]) == 0xBE ||
+         static_cast<unsigned char>(text[i + 2]) == 0xBF)) {
+      out += "\xEF\xBF\xBD";
+      i += 2;
+      continue;
+    }
     switch (ch) {
       case '&':
         out += "&amp;";
@@ -57,9 +68,12 @@ std::string md_cell(std::string_view text) {
         break;
       case '\n':
       case '\r':
+      case '\t':
         out += ' ';
         break;
       default:
+        // Other control characters (an ESC would recolour a terminal showing the file) are left out.
+        if (static_cast<unsigned char>(ch) < 0x20 || ch == '\x7f') continue;
         out += ch;
     }
   }

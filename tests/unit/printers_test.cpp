@@ -151,6 +151,25 @@ TEST(MarkdownText, CellsAndCodeSpansShowTheirTextLiterally) {
   EXPECT_EQ(md_cell("x\\|y"), "x\\\\\\|y");
   EXPECT_EQ(md_cell("<script>a & *b* [c]</script>"), "&lt;script&gt;a &amp; \\*b\\* \\[c\\]&lt;/script&gt;");
   EXPECT_EQ(md_cell("busbw_gbps\nnext"), "busbw_gbps next");
+  EXPECT_EQ(md_cell("a\x1b[31mred\x7f"), "a\\[31mred");  // no raw control characters
+  // Not XML characters: U+FFFE/U+FFFF become U+FFFD; C0 controls but tab and newline are dropped.
+  EXPECT_EQ(xml_escape("a"
+                       "\xEF\xBF\xBE"
+                       "b"
+                       "\xEF\xBF\xBF"
+                       "c"
+                       "\x01"
+                       "d"
+                       "\xEF\xBF\xBD"
+                       "e"),
+            "a"
+            "\xEF\xBF\xBD"
+            "b"
+            "\xEF\xBF\xBD"
+            "c"
+            "d"
+            "\xEF\xBF\xBD"
+            "e");
   EXPECT_EQ(md_code_cell("factorybench gemm -m 8"), "`factorybench gemm -m 8`");
   EXPECT_EQ(md_code_cell("echo `date` | x"), "``echo `date` \\| x``");
   EXPECT_EQ(md_code_cell("`x`"), "`` `x` ``");
@@ -233,6 +252,18 @@ TEST(ReportJunit, FailedAndSkippedResults) {
       std::string::npos);
   EXPECT_NE(xml.find("<failure type=\"failed\" message=\"wrong answer\"/>"), std::string::npos);
   EXPECT_NE(xml.find("<skipped message=\"fp8 needs cuda\"/>"), std::string::npos);
+  EXPECT_NE(xml.find("<testcase classname=\"gemm\" name=\"a\""), std::string::npos);
+}
+
+// Two runs of the same result are two tests to a CI system (classname + name), not one test twice.
+TEST(ReportJunit, SeveralRunsKeepTheirTestsApart) {
+  const auto rep = run("r", {result("gemm", "a", {{"tflops", metric(1, Better::higher, "TFLOP/s")}})});
+  const std::string xml = render_junit({{"a/run.json", rep}, {"b/run.json", rep}});
+  std::set<std::string> ids;
+  const std::regex testcase("<testcase classname=\"([^\"]*)\" name=\"([^\"]*)\"");
+  for (auto it = std::sregex_iterator(xml.begin(), xml.end(), testcase); it != std::sregex_iterator(); ++it)
+    ids.insert((*it)[1].str() + "/" + (*it)[2].str());
+  EXPECT_EQ(ids.size(), 2u) << xml;
 }
 
 std::size_t count(const std::string& text, const std::string& what) {
