@@ -1,4 +1,6 @@
 #include "reports/report_json.hpp"
+
+#include <algorithm>
 #include "core/json_file.hpp"
 
 #include <cmath>
@@ -64,7 +66,8 @@ SampleStats read_stats(const Cursor& c) {
   if (c.j.contains("p99")) s.p99 = c.at("p99").num();
   if (c.j.contains("stddev")) s.stddev = c.at("stddev").num();
   const Cursor n = c.at("n");
-  if (!n.j.is_number_unsigned() && !n.j.is_number_integer()) n.fail("expected a non-negative integer");
+  if (!n.j.is_number_unsigned() && !(n.j.is_number_integer() && n.j.get<std::int64_t>() >= 0))
+    n.fail("expected a non-negative integer");
   s.n = n.j.get<std::size_t>();
   // Compare's noise band is built from the spread: a negative deviation or an inverted range would widen
   // it (squared) until a regression reads as noise.
@@ -82,10 +85,19 @@ Result read_result(const Cursor& c) {
   Result r;
   r.benchmark = c.at("benchmark").str();
   r.name = c.at("name").str();
+  // As the schema has them: results are matched and printed by these names.
+  if (r.benchmark.empty()) c.at("benchmark").fail("must not be empty");
+  if (r.name.empty()) c.at("name").fail("must not be empty");
   if (c.j.contains("params")) r.params = c.at("params").object();
   const Cursor metrics = c.at("metrics");
   for (const auto& [name, value] : metrics.object().items()) {
     const Cursor m = c.child(value, metrics.path + "." + name);
+    // Metric names are identifiers (schema: ^[a-z][a-z0-9_]*$): Prometheus, JUnit and Markdown use them.
+    const bool identifier = !name.empty() && name[0] >= 'a' && name[0] <= 'z' &&
+                            std::all_of(name.begin(), name.end(), [](char ch) {
+                              return (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '_';
+                            });
+    if (!identifier) m.fail("a metric name is lower-case letters, digits and '_', starting with a letter");
     m.object();
     Metric metric;
     metric.value = m.at("value").num();

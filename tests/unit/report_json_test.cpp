@@ -96,6 +96,30 @@ TEST(ReportJson, ImpossibleStatsAreRefused) {
   j = to_json(sample_report());
   j["results"][0]["metrics"]["time_us"]["stats"]["median"] = 0.5;
   refused(j, "median: outside [min, max]");
+  j = to_json(sample_report());
+  j["results"][0]["metrics"]["time_us"]["stats"]["n"] = -1;  // used to wrap to 2^64 - 1 samples
+  refused(j, "n: expected a non-negative integer");
+}
+
+// Names as the schema has them: a metric name is an identifier, a result has a name.
+TEST(ReportJson, NamesOutsideTheSchemaAreRefused) {
+  const auto message = [](nlohmann::json j) {
+    try {
+      report_from_json(j, "s.json");
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  auto j = to_json(sample_report());
+  j["results"][0]["metrics"]["we|ird"] = j["results"][0]["metrics"]["time_us"];
+  EXPECT_EQ(
+      message(j),
+      "s.json: $.results[0].metrics.we|ird: a metric name is lower-case letters, digits and '_', starting "
+      "with a letter");
+  j = to_json(sample_report());
+  j["results"][0]["name"] = "";
+  EXPECT_EQ(message(j), "s.json: $.results[0].name: must not be empty");
 }
 
 // Fields that compare and the renderings read: a wrong type is refused rather than read as "unknown".
