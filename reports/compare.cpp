@@ -110,6 +110,8 @@ std::string_view to_string(Verdict v) {
 std::string format_value(double v) {
   if (!std::isfinite(v)) return "null";
   if (v == std::floor(v) && std::fabs(v) < 1e15) return fmt::format("{:.0f}", v);
+  // Beyond that, every digit is noise to a reader (a 405B model's FLOPs per step; 1e308 is 309 digits).
+  if (std::fabs(v) >= 1e15) return fmt::format("{:.6g}", v);
   if (std::fabs(v) >= 1000) return fmt::format("{:.1f}", v);
   return fmt::format("{:.4g}", v);
 }

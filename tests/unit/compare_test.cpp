@@ -482,6 +482,8 @@ TEST(CompareFormatting, Numbers) {
   EXPECT_EQ(format_value(0.45231), "0.4523");
   EXPECT_EQ(format_value(17179869184.0), "17179869184");
   EXPECT_EQ(format_value(1234.567), "1234.6");
+  EXPECT_EQ(format_value(20676247440850944.0), "2.06762e+16");  // every digit used to be printed
+  EXPECT_EQ(format_value(1e308), "1e+308");
   EXPECT_EQ(format_change(-0.025), "-2.5%");
   EXPECT_EQ(format_change(0.0), "+0.0%");
   EXPECT_EQ(format_ratio(0.97512), "0.975");
