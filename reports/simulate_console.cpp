@@ -44,6 +44,10 @@ void print_simulation(std::ostream& out, const Report& report, std::span<const s
         format_duration(p["young_interval_s"].get<double>()),
         format_duration(p["daly_interval_s"].get<double>()));
   }
+  for (const auto& r : report.results)
+    if (r.params.contains("analytic_note") && r.params["analytic_note"].is_string())
+      out << fmt::format("analytic at {} GPUs: {}\n", r.params["gpus"].get<std::int64_t>(),
+                         r.params["analytic_note"].get<std::string>());
   if (work) {
     out << "time to train (days over trials; analytic: work / first-order goodput):\n";
     out << fmt::format("{:>8} {:>10} | {:>8} {:>8} {:>8} {:>8} | {:>9} {:>10}\n", "gpus", "interval", "mean",

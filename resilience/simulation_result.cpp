@@ -95,6 +95,16 @@ reports::Result simulation_result(const FailureModel& model, const ClusterConfig
   r.set_metric("interval_s", {choice.interval_s, "s", Better::none, std::nullopt});
   const double analytic = first_order_goodput(choice.interval_s, k.checkpoint_s, k.restart_s(), mtbf);
   r.set_metric("analytic_goodput_pct", {100 * analytic, "%", Better::higher, std::nullopt});
+  // The first-order formula assumes at most one failure per interval and a restart short beside the MTBF;
+  // where its overheads add up to all the time it reads 0, which says only that it no longer applies.
+  if (const double overhead =
+          k.checkpoint_s / choice.interval_s + choice.interval_s / (2 * mtbf) + k.restart_s() / mtbf;
+      overhead >= 1)
+    r.params["analytic_note"] = fmt::format(
+        "the first-order formula does not apply here: C/T + T/2M + R/M = {:.2f} >= 1 (the restart alone is "
+        "{:.2f} "
+        "of the MTBF); the simulated goodput is the figure",
+        overhead, k.restart_s() / mtbf);
   if (cfg.work_s > 0) {
     // Time to train a fixed amount of work: per trial, from start until the work is kept.
     r.set_metric("time_to_train_h", {sim.wall_s.mean() / 3600.0, "h", Better::lower, std::nullopt});

@@ -148,4 +148,9 @@ grep -qE "^simulate: [0-9]+% \(16384 GPUs: [0-9]+/5000000 trials\), .* elapsed, 
   && ok "progress on stderr: $(tail -1 "$T/progress.err")" || fail "no progress line: $(cat "$T/progress.err")"
 [ -z "$(ls "$T" | grep interrupted)" ] && ok "no report, no temporary file after SIGINT" || fail "left: $(ls "$T")"
 
+# Where the first-order formula stops applying (Meta RSC-1 at 131,072 GPUs: the restart alone is 2/3 of the
+# MTBF) its 0 comes with a note naming why; at 16,384 GPUs it applies and there is none.
+run_capture analytic fb simulate --failure-model meta-rsc1-a100 --sweep-gpus 16384,131072 --trials 20 -o "$T/analytic.json"
+assert_json "$T/analytic.json" "[('analytic_note' in r['params']) for r in d['results']] == [False, True] and d['results'][1]['metrics']['analytic_goodput_pct']['value'] == 0 and 'does not apply' in d['results'][1]['params']['analytic_note']" "analytic: a note where the formula does not apply"
+grep -q "^analytic at 131072 GPUs: the first-order formula does not apply here" "$T/analytic.out" && ok "analytic: the console says so" || fail "analytic console: $(grep analytic "$T/analytic.out")"
 finish
