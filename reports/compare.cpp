@@ -277,6 +277,8 @@ Comparison compare_reports(const Report& baseline, const Report& candidate, cons
   const auto cand_index = unique_results(candidate, candidate_source);
   std::vector<bool> matched(candidate.results.size(), false);
   std::size_t matched_count = 0;
+  // A candidate result a reference's pattern named but whose params differ: why it was not compared.
+  std::vector<std::string> unlike_reference(candidate.results.size());
 
   const auto base_row = [](const Result& r, const std::string& metric) {
     MetricComparison row;
@@ -405,6 +407,7 @@ Comparison compare_reports(const Report& baseline, const Report& candidate, cons
         if (cr.benchmark != br.benchmark || !glob_match(pattern, cr.name)) continue;
         if (auto why = params_mismatch(br, cr); !why.empty()) {
           if (unlike.empty()) unlike = why;
+          if (unlike_reference[ci].empty()) unlike_reference[ci] = br.name + ": " + why;
           continue;
         }
         any = true;
@@ -435,8 +438,10 @@ Comparison compare_reports(const Report& baseline, const Report& candidate, cons
     const Result& cr = candidate.results[ci];
     if (cr.status == Status::failed)
       status_row(cr, Verdict::worse, "failed in candidate" + (cr.error ? ": " + *cr.error : std::string()));
-    for (const auto& [name, m] : cr.metrics)
-      only_on_one_side(cr, name, m, Verdict::added, "result not in baseline");
+    const std::string reason = unlike_reference[ci].empty()
+                                   ? std::string("result not in baseline")
+                                   : "not comparable with the reference " + unlike_reference[ci];
+    for (const auto& [name, m] : cr.metrics) only_on_one_side(cr, name, m, Verdict::added, reason);
   }
 
   // A floor or ceiling that matches no metric of the candidate gates nothing: a typo in a name

@@ -2,6 +2,7 @@
 // and the errors that name the JSON path. Reports are built by hand with the Report types.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <string>
@@ -456,6 +457,15 @@ TEST(Compare, ReferenceMatchParamsMustAgree) {
             "not comparable: llama3-8b/tp1-dp8-ep1-pp1/fp8/seq8192-mb1-ga1 has params.attention_flops "
             "\"causal\" where the reference needs \"full\"");
   EXPECT_FALSE(cmp.rows[0].fails);
+  // The same candidate is NEW, saying which reference it was not comparable with.
+  const auto causal_row = std::find_if(cmp.rows.begin(), cmp.rows.end(), [](const MetricComparison& r) {
+    return r.result == "llama3-8b/tp1-dp8-ep1-pp1/fp8/seq8192-mb1-ga1";
+  });
+  ASSERT_NE(causal_row, cmp.rows.end());
+  EXPECT_EQ(causal_row->verdict, Verdict::added);
+  EXPECT_EQ(causal_row->reason,
+            "not comparable with the reference llama3-8b/nemo-24.07/fp8: llama3-8b/tp1-dp8-ep1-pp1/fp8/"
+            "seq8192-mb1-ga1 has params.attention_flops \"causal\" where the reference needs \"full\"");
   // With nothing else in common the error says why the one candidate was not compared.
   try {
     (void)compare_reports(report({ref}), report({causal}), {});
