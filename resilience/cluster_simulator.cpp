@@ -45,11 +45,11 @@ void validate(const ClusterConfig& c) {
   if (c.gpus <= 0) throw usage_error(fmt::format("invalid --gpus {}: must be positive", c.gpus));
   if (c.gpus_per_node <= 0)
     throw usage_error(fmt::format("invalid --gpus-per-node {}: must be positive", c.gpus_per_node));
+  if (c.gpus > kMaxGpus)
+    throw usage_error(fmt::format("invalid --gpus {}: at most {} GPUs", c.gpus, kMaxGpus));
   if (c.gpus % c.gpus_per_node != 0)
     throw usage_error(
         fmt::format("invalid --gpus {}: not a multiple of --gpus-per-node {}", c.gpus, c.gpus_per_node));
-  if (c.gpus > kMaxGpus)
-    throw usage_error(fmt::format("invalid --gpus {}: at most {} GPUs", c.gpus, kMaxGpus));
   const auto positive = [](double v, const char* option) {
     if (!std::isfinite(v) || v <= 0)
       throw usage_error(fmt::format("invalid {} {}: must be a positive duration", option, v));

@@ -246,7 +246,7 @@ int run_simulate(const SimulateOptions& opt, Session& session) {
       resilience::SimulationCase c{g, policy, fixed};
       ClusterConfig cfg = base;
       cfg.gpus = g;
-      if (opt.gpus_per_node == 0 && g > 0 && g % cfg.gpus_per_node != 0)
+      if (opt.gpus_per_node == 0 && g > 0 && g <= resilience::kMaxGpus && g % cfg.gpus_per_node != 0)
         throw usage_error(fmt::format(
             "invalid {} {}: not a multiple of {}'s node size, {} GPUs (set --gpus-per-node)",
             opt.sweep_gpus.empty() ? "--gpus" : "--sweep-gpus", g, model.name, cfg.gpus_per_node));
