@@ -4,12 +4,40 @@
 
 #include <charconv>
 #include <cstdint>
+#include <string>
+#include <string_view>
 
 #include <fmt/format.h>
 
 #include "core/error.hpp"
 
 namespace fb::tools {
+
+namespace {
+
+// CLI11 2.1 reads a signed integer beyond 2^63-1 as 2^63-1 (strtoll saturates), so an absurd count reached
+// our checks as 9223372036854775807 and the message named a number nobody typed. Every value that is a plain
+// integer must fit in a signed 64-bit integer as typed; --seed has its own check (it allows up to 2^64-1).
+std::string integer_out_of_range(const std::string& text) {
+  std::string_view digits = text;
+  if (!digits.empty() && (digits.front() == '+' || digits.front() == '-')) digits.remove_prefix(1);
+  if (digits.empty() || digits.find_first_not_of("0123456789") != std::string_view::npos) return {};
+  std::int64_t v = 0;
+  const char* first = text.data() + (text.front() == '+' ? 1 : 0);
+  const auto [end, ec] = std::from_chars(first, text.data() + text.size(), v);
+  if (ec == std::errc() && end == text.data() + text.size()) return {};
+  return "'" + text + "' is out of range (at most 9223372036854775807 in magnitude)";
+}
+
+void refuse_integers_out_of_range(CLI::App& app) {
+  for (CLI::Option* opt : app.get_options({})) {
+    if (opt->get_type_size_min() == 0 || opt->get_name() == "--seed") continue;  // flags; seed checks itself
+    opt->check(CLI::Validator(integer_out_of_range, "", "integer range"));
+  }
+  for (CLI::App* sub : app.get_subcommands({})) refuse_integers_out_of_range(*sub);
+}
+
+}  // namespace
 
 void refuse_empty_values(const CLI::App& app) {
   for (const CLI::Option* opt : app.get_options()) {
@@ -68,6 +96,7 @@ std::vector<Command> add_all_commands(CLI::App& app) {
   commands.push_back(add_resilience_command(app));
   commands.push_back(add_locate_command(app));
   commands.push_back(add_burnin_command(app));
+  refuse_integers_out_of_range(app);
   return commands;
 }
 

@@ -13,7 +13,15 @@ expect_error bad_seed 2 "--seed" fb info --seed banana -o "$T/r4.json"
 if ! command -v nvidia-smi >/dev/null || ! nvidia-smi -L >/dev/null 2>&1; then
   expect_error cuda_without_gpu 2 "--backend cuda: " fb info --backend cuda -o "$T/r5.json"
 fi
-for f in r1 r2 r3 r4 r5; do [ ! -e "$T/$f.json" ] || fail "a report was written despite the error ($f)"; done
+# An integer beyond 64 bits is refused as typed (CLI11 alone saturated it to 2^63-1, and the later check
+# named 9223372036854775807), for a count option, a plain integer option and a negative value alike.
+expect_error huge_steps 2 "--steps: '99999999999999999999999' is out of range" fb train --model tiny-dense --steps 99999999999999999999999 -o "$T/r6.json"
+expect_error huge_gpus 2 "--gpus: '-99999999999999999999999' is out of range" fb simulate --gpus -99999999999999999999999 -o "$T/r7.json"
+expect_error huge_tp 2 "--tp: '18446744073709551617' is out of range" fb train --model tiny-dense --tp 18446744073709551617 -o "$T/r8.json"
+# The largest seed itself is still a seed.
+run_capture largest_seed fb simulate --gpus 8 --days 1 --trials 2 --seed 18446744073709551615 -o "$T/seed.json"
+[ "$RC" -eq 0 ] && ok "largest seed accepted" || fail "largest seed: rc=$RC $(tail -2 "$T/largest_seed.out")"
+for f in r1 r2 r3 r4 r5 r6 r7 r8; do [ ! -e "$T/$f.json" ] || fail "a report was written despite the error ($f)"; done
 
 # locate: a buffer no rank can hold is refused before the watchdog's directory is made (was: exit 3 from the
 # allocation, and fb-hang-* left in the run dir).
