@@ -117,9 +117,16 @@ void check_injected_ranks(const InjectedFaults& f, int world_size) {
   check(f.sdc_rank, "sdc");
 }
 
-void check_injection_applies(std::string_view command, int world_size, bool communicator_faults, bool sdc) {
+void check_injection_applies(std::string_view command, int world_size, bool communicator_faults, bool sdc,
+                             bool point_to_point) {
   const auto& f = injected_faults();
   check_injected_ranks(f, world_size);
+  // A slow link delays messages between its two ranks; collectives are delayed by a slow rank only.
+  if (communicator_faults && !point_to_point && !f.slow_links.empty())
+    throw usage_error(
+        fmt::format("{} '{}': {} sends no point-to-point message, so slow-link cannot act on it "
+                    "(slow-rank delays its collectives)",
+                    kVar, f.text, command));
   if (!communicator_faults && (!f.slow_links.empty() || f.slow_rank >= 0 || f.hang_rank >= 0))
     throw usage_error(
         fmt::format("{} '{}': {} sends nothing through the communicator: slow-link, slow-rank and "

@@ -48,7 +48,9 @@ void check_injected_ranks(const InjectedFaults& faults, int world_size);
 // Parses FACTORYBENCH_INJECT and checks it against the job and what `command` can apply: communicator
 // faults (slow-link, slow-rank, hang) need a command that communicates through the communicator, sdc one
 // with a burn-in check. Throws a usage Error otherwise (an injection that cannot act tests nothing).
-void check_injection_applies(std::string_view command, int world_size, bool communicator_faults, bool sdc);
+// `point_to_point`: the command sends messages between ranks (a slow link acts only on those).
+void check_injection_applies(std::string_view command, int world_size, bool communicator_faults, bool sdc,
+                             bool point_to_point = true);
 // FACTORYBENCH_INJECT, parsed on first use (empty when unset).
 const InjectedFaults& injected_faults();
 

@@ -56,7 +56,17 @@ void print_health_report(std::ostream& out, const Report& report) {
     out << fmt::format("rank {} ({}, {}): {} {}\n", r.at("rank").get<int>(), r.at("host").get<std::string>(),
                        r.at("device").get<std::string>(), upper, detail);
   }
-  out << fmt::format("health: {} rank(s): {} pass, {} warn, {} fail\n", ranks.size(), pass, warn, fail);
+  std::string job;
+  if (report.summary.contains("health") && report.summary.at("health").contains("job")) {
+    const auto& j = report.summary.at("health").at("job");
+    std::string upper = j.value("verdict", std::string());
+    for (auto& ch : upper) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+    out << fmt::format("job: {} {}: {}\n", upper, j.value("check", std::string()),
+                       j.value("reason", std::string()));
+    job = "; job " + upper;
+  }
+  out << fmt::format("health: {} rank(s): {} pass, {} warn, {} fail{}\n", ranks.size(), pass, warn, fail,
+                     job);
 }
 
 }  // namespace fb::reports

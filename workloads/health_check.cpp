@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <limits>
 
 #include <fmt/format.h>
 
@@ -108,6 +109,10 @@ void validate_health_options(const HealthOptions& o) {
     throw usage_error(
         fmt::format("invalid --min-free-memory {}: must be a fraction in [0, 1]", o.min_free_memory));
   if (o.checkpoint_dir.empty()) throw usage_error("invalid --checkpoint-dir '': must name a directory");
+  // 100 TB/s is beyond any interconnect built (GB200 NVL72 all-reduce busbw is about 0.85 TB/s).
+  if (o.allreduce_floor_gbps && !(*o.allreduce_floor_gbps > 0 && *o.allreduce_floor_gbps <= 1e5))
+    throw usage_error(fmt::format("invalid --allreduce-floor {}: must be a bus bandwidth in (0, 100000] GB/s",
+                                  *o.allreduce_floor_gbps));
 }
 
 HealthRun run_health_checks(MpiContext& mpi, Backend& backend, const DevicePeak& peak,
@@ -146,6 +151,13 @@ HealthRun run_health_checks(MpiContext& mpi, Backend& backend, const DevicePeak&
   HealthRun run;
   for (const double v : allgather(mpi, static_cast<double>(static_cast<int>(mine.verdict))))
     run.verdicts.push_back(static_cast<Verdict>(static_cast<int>(v)));
+  if (options.allreduce_floor_gbps) {
+    double busbw = std::numeric_limits<double>::quiet_NaN();
+    if (const auto* ar = mine.find("allreduce"); ar && ar->verdict != Verdict::fail)
+      for (const auto& [name, m] : ar->metrics)
+        if (name == "busbw_gbps") busbw = m.value;
+    run.job = allreduce_floor_outcome(allgather(mpi, busbw), *options.allreduce_floor_gbps);
+  }
   const auto all = gather_to_root(mpi, health_rank_to_json(mine).dump());
   if (mpi.is_root())
     for (const auto& text : all) run.ranks.push_back(health_rank_from_json(json::parse(text)));

@@ -70,6 +70,10 @@ struct HealthOptions {
   std::uint64_t checkpoint_bytes = 0;  // written and fsync'ed; 0 = 256 MiB (cuda) or 32 MiB (host)
   std::filesystem::path checkpoint_dir = ".";
   double min_free_memory = 0.5;  // fail below this fraction of device (host) memory free; warn below 0.9
+  // The job-level floor on the all-reduce's bus bandwidth (--allreduce-floor, GB/s). A slow rank or link
+  // slows the collective for every rank alike, so it cannot fail one node: it fails the job (HealthRun::job)
+  // and leaves the ranks' verdicts alone; `locate` finds the culprit. Unset: no floor.
+  std::optional<double> allreduce_floor_gbps;
   // Test hook (FACTORYBENCH_TEST_READONLY_CKPT_RANK): this rank checks a read-only directory instead.
   std::optional<int> readonly_checkpoint_rank;
   // Test hook (FACTORYBENCH_TEST_SLOW_GEMM_RANK): this rank runs every GEMM kSlowGemmRepeat times, a
@@ -108,15 +112,24 @@ CheckOutcome clocks_outcome(const char* unit_name, Verdict verdict, std::vector<
 CheckOutcome gpu_clocks_outcome(const nvml::Device& gpu, const std::optional<nlohmann::json>& window);
 CheckOutcome gpu_slowdown_outcome(const nvml::Device& gpu, const std::optional<nlohmann::json>& window);
 
-// Usage Errors naming the option (--expect-gpu, --gemm-floor, --gemm-size, --min-free-memory).
+// Usage Errors naming the option (--expect-gpu, --gemm-floor, --gemm-size, --min-free-memory,
+// --allreduce-floor).
 void validate_health_options(const HealthOptions& options);
 
 struct HealthRun {
   std::vector<RankHealth> ranks;  // rank 0: every rank, in rank order; other ranks: their own only
   std::vector<Verdict> verdicts;  // every rank: each rank's verdict (index = rank)
-  bool all_pass() const;          // no rank failed (warnings pass)
+  // Every rank: the job-level all-reduce floor's outcome (check "allreduce_floor"), when one was set.
+  std::optional<CheckOutcome> job;
+  bool all_pass() const;  // no rank failed (warnings pass); the job-level check aside
+  bool passed() const;    // all_pass() and the job-level check did not fail: the command's exit status
   std::vector<int> failed_ranks() const;
 };
+
+// The job-level verdict on the all-reduce: the median of the ranks' bus bandwidths (NaN: that rank did not
+// measure it) against `floor_gbps`. Fail below it, naming the figure, the floor and the slowest rank (a
+// hint, not a verdict on that rank: every rank waits for the slowest link); skip when no rank measured.
+CheckOutcome allreduce_floor_outcome(std::span<const double> rank_busbw_gbps, double floor_gbps);
 
 // Collective over the world. `telemetry` (may be null) gives the clocks and clock-event reasons during
 // the GEMM; without it only the readings before and after are used.

@@ -2,6 +2,7 @@
 // and the GPU's clocks and slowdown reasons from NVML. No MPI, no device work: unit-tested on their own
 // (the NVML ones on the scripted NVML in tests/fakes).
 #include <algorithm>
+#include <cmath>
 #include <set>
 
 #include <fmt/format.h>
@@ -134,6 +135,36 @@ std::optional<GemmExpectation> gemm_expectation(const DevicePeak& peak, const st
 
 double gemm_floor(const HealthOptions& options, const DevicePeak& peak) {
   return options.gemm_floor.value_or(peak.health_gemm_floor.value_or(kDefaultGemmFloor));
+}
+
+CheckOutcome allreduce_floor_outcome(std::span<const double> rank_busbw_gbps, double floor_gbps) {
+  std::vector<double> measured;
+  int slowest = -1;
+  for (std::size_t r = 0; r < rank_busbw_gbps.size(); ++r) {
+    const double v = rank_busbw_gbps[r];
+    if (!std::isfinite(v)) continue;
+    measured.push_back(v);
+    if (slowest < 0 || v < rank_busbw_gbps[static_cast<std::size_t>(slowest)]) slowest = static_cast<int>(r);
+  }
+  if (measured.empty())
+    return outcome("allreduce_floor", Verdict::skip,
+                   "no rank measured the all-reduce (its check failed on every rank)");
+  // Every rank times the same collective; the median keeps one rank's late start from deciding.
+  const double median = summarize(measured).median;
+  const std::string seen = fmt::format("median busbw {:.3g} GB/s over {} rank(s)", median, measured.size());
+  CheckOutcome o =
+      median >= floor_gbps
+          ? outcome("allreduce_floor", Verdict::pass, fmt::format("{}; floor {:.3g} GB/s", seen, floor_gbps))
+          : outcome(
+                "allreduce_floor", Verdict::fail,
+                fmt::format("{}, below --allreduce-floor {:.3g} GB/s (lowest: rank {}, {:.3g} GB/s): a "
+                            "slow rank or link slows every rank alike, so no node is failed; run "
+                            "`factorybench locate` to find it",
+                            seen, floor_gbps, slowest, rank_busbw_gbps[static_cast<std::size_t>(slowest)]));
+  o.metrics.emplace_back("busbw_gbps", metric(median, "GB/s", Better::higher));
+  o.metrics.emplace_back("floor_gbps", metric(floor_gbps, "GB/s", Better::none));
+  o.metrics.emplace_back("fraction_of_floor", metric(median / floor_gbps, "fraction", Better::higher));
+  return o;
 }
 
 }  // namespace fb::workloads

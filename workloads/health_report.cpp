@@ -72,6 +72,10 @@ bool HealthRun::all_pass() const {
   return std::none_of(verdicts.begin(), verdicts.end(), [](Verdict v) { return v == Verdict::fail; });
 }
 
+bool HealthRun::passed() const {
+  return all_pass() && !(job && job->verdict == Verdict::fail);
+}
+
 std::vector<int> HealthRun::failed_ranks() const {
   std::vector<int> out;
   for (std::size_t r = 0; r < verdicts.size(); ++r)
@@ -132,6 +136,22 @@ std::vector<reports::Result> health_results(const HealthRun& run) {
       reports::write_health_extra(res, {std::string(to_string(ch.verdict)), ch.reason});
       out.push_back(std::move(res));
     }
+  if (run.job) {
+    // The job's result: no rank in its name or params (health_from_report reads ranks, and skips it).
+    const CheckOutcome& ch = *run.job;
+    reports::Result res;
+    res.benchmark = "health";
+    res.name = ch.check + "/job";
+    res.params = {{"check", ch.check}, {"scope", "job"}, {"ranks", run.verdicts.size()}};
+    for (const auto& [name, m] : ch.metrics) res.set_metric(name, m);
+    if (ch.verdict == Verdict::fail) res.fail(ch.reason);
+    if (ch.verdict == Verdict::skip) {
+      res.status = reports::Status::skipped;
+      res.error = ch.reason;
+    }
+    reports::write_health_extra(res, {std::string(to_string(ch.verdict)), ch.reason});
+    out.push_back(std::move(res));
+  }
   return out;
 }
 
@@ -154,17 +174,25 @@ json health_summary(const HealthRun& run, const HealthOptions& options) {
          {"reason", r.verdict == Verdict::fail ? r.reasons(Verdict::fail) : r.reasons(Verdict::warn)}});
     all.push_back(r.verdict);
   }
+  if (run.job) all.push_back(run.job->verdict);
   json failed_ranks = run.failed_ranks();
-  return {{"verdict", std::string(to_string(combine_verdicts(all)))},
-          {"ranks_total", run.verdicts.size()},
-          {"ranks_failed", failed_ranks},
-          {"checks", std::vector<std::string>(std::begin(kHealthChecks), std::end(kHealthChecks))},
-          {"options",
-           {{"expect_gpu", options.expect_gpu},
-            {"gemm_floor", options.gemm_floor ? json(*options.gemm_floor) : json(nullptr)},
-            {"min_free_memory", options.min_free_memory},
-            {"checkpoint_dir", options.checkpoint_dir.string()}}},
-          {"ranks", ranks}};
+  json summary = {{"verdict", std::string(to_string(combine_verdicts(all)))},
+                  {"ranks_total", run.verdicts.size()},
+                  {"ranks_failed", failed_ranks},
+                  {"checks", std::vector<std::string>(std::begin(kHealthChecks), std::end(kHealthChecks))},
+                  {"options",
+                   {{"expect_gpu", options.expect_gpu},
+                    {"gemm_floor", options.gemm_floor ? json(*options.gemm_floor) : json(nullptr)},
+                    {"allreduce_floor_gbps",
+                     options.allreduce_floor_gbps ? json(*options.allreduce_floor_gbps) : json(nullptr)},
+                    {"min_free_memory", options.min_free_memory},
+                    {"checkpoint_dir", options.checkpoint_dir.string()}}},
+                  {"ranks", ranks}};
+  if (run.job)
+    summary["job"] = {{"check", run.job->check},
+                      {"verdict", std::string(to_string(run.job->verdict))},
+                      {"reason", run.job->reason}};
+  return summary;
 }
 
 std::vector<RankHealth> health_from_report(const reports::Report& report) {
@@ -172,6 +200,7 @@ std::vector<RankHealth> health_from_report(const reports::Report& report) {
   for (std::size_t i = 0; i < report.results.size(); ++i) {
     const auto& res = report.results[i];
     if (res.benchmark != "health") continue;
+    if (res.params.value("scope", "") == "job") continue;  // the job-level floor: no rank's verdict
     const auto where = fmt::format("results[{}] ({})", i, res.name);
     if (!res.params.contains("rank") || !res.params["rank"].is_number_integer())
       throw input_error(where + ".params.rank: missing or not an integer");

@@ -128,6 +128,11 @@ run_capture nohang fb_mpirun 2 health --backend host --checkpoint-dir "$T/ckpt" 
 # Injections health cannot apply, or for ranks outside the job, are usage errors, not failed checks.
 expect_error inject_sdc 2 "FACTORYBENCH_INJECT 'sdc@rank=0': health has no burn-in check for sdc to act on \(burnin has\)" \
   env FACTORYBENCH_INJECT=sdc@rank=0 "$FACTORYBENCH" health --backend host --output "$T/bad.json"
+# A slow link delays messages between its ranks, and health sends none: refused, not passed as healthy.
+run_capture inject_slow_link mpirun --oversubscribe -np 2 -x FACTORYBENCH_INJECT=slow-link@ranks=0-1,delay=1ms "$FACTORYBENCH" \
+  health --backend host --output "$T/bad.json"
+[ "$RC" -eq 2 ] && grep -q "FACTORYBENCH_INJECT 'slow-link@ranks=0-1,delay=1ms': health sends no point-to-point message, so slow-link cannot act on it" "$T/inject_slow_link.err" \
+  && ok "slow-link refused by health" || fail "inject_slow_link: exit $RC: $(cat "$T/inject_slow_link.err")"
 expect_error inject_bogus 2 "invalid FACTORYBENCH_INJECT entry 'bogus@rank=1': unknown kind 'bogus'" \
   env FACTORYBENCH_INJECT=bogus@rank=1 "$FACTORYBENCH" health --backend host --output "$T/bad.json"
 expect_error inject_rank 2 "slow-rank names rank 7, but the job has ranks 0..0" \
@@ -149,4 +154,21 @@ RC=0
 wait "$job" || RC=$?
 [ "$RC" -eq 143 ] && [ -z "$(ls -A "$T/sig")" ] && [ ! -e "$T/sig.json" ] \
   && ok "SIGTERM mid-write: exit 143, no scratch file, no report" || fail "sigterm: exit $RC, left: $(ls -A "$T/sig")"
+# The job-level all-reduce floor (--allreduce-floor): a slow rank (200 ms before every collective it enters,
+# so about 0.005 GB/s) fails the job, exit 1, with no node failed (every rank waits alike), naming locate; a
+# healthy job passes a floor far below what it measures (a few GB/s here).
+run_capture slowlink timeout 300 mpirun --oversubscribe -np 2 -x FACTORYBENCH_INJECT=slow-rank@rank=1,delay=200ms \
+  "$FACTORYBENCH" "${COMMON[@]}" --allreduce-floor 0.5 --output "$T/slowlink.json"
+cat "$T/slowlink.out"
+[ "$RC" -eq 1 ] && grep -qE '^job: FAIL allreduce_floor: median busbw .* over 2 rank\(s\), below --allreduce-floor 0.5 GB/s .*factorybench locate' "$T/slowlink.out" \
+  && ok "slow rank: job fails on the all-reduce floor, exit 1" || fail "slowlink: exit $RC: $(cat "$T/slowlink.out" "$T/slowlink.err")"
+validate "$T/slowlink.json"
+assert_json "$T/slowlink.json" "d['summary']['health']['verdict'] == 'fail' and d['summary']['health']['ranks_failed'] == [] and d['summary']['health']['job']['verdict'] == 'fail'" "slow rank: summary fails the job, no rank"
+assert_json "$T/slowlink.json" "[(r['status'], r['params']['scope'], r['metrics']['busbw_gbps']['value'] < 0.5) for r in d['results'] if r['name'] == 'allreduce_floor/job'] == [('failed', 'job', True)]" "slow rank: the job result, below the floor"
+assert_json "$T/slowlink.json" "d['summary']['health']['options']['allreduce_floor_gbps'] == 0.5" "floor recorded in the options"
+run_capture floorpass timeout 300 mpirun --oversubscribe -np 2 "$FACTORYBENCH" "${COMMON[@]}" --allreduce-floor 0.001 --output "$T/floorpass.json"
+[ "$RC" -eq 0 ] && grep -q '^job: PASS allreduce_floor' "$T/floorpass.out" && ok "healthy job: passes the floor" \
+  || fail "floorpass: exit $RC: $(cat "$T/floorpass.out" "$T/floorpass.err")"
+expect_error floor_negative 2 "invalid --allreduce-floor -1: must be a bus bandwidth in \(0, 100000\] GB/s" fb health --backend host --allreduce-floor -1
+
 finish
