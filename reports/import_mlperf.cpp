@@ -118,6 +118,13 @@ Run parse_log(const MlperfLog& log) {
       return x;
     };
     if (key == "run_start") {
+      // Ranks may each log the start (the same run); a start after a stop is a second run in one log,
+      // whose time to train would be measured from the first start to the last stop.
+      if (run.stop_ms)
+        throw input_error(
+            fmt::format("{}:{}: run_start after the run_stop at line {}: one run per log "
+                        "(split the file; several logs make one report)",
+                        log.source, lineno, run.stop_line));
       if (!run.start_ms) {
         run.start_ms = time_ms();
         run.start_line = lineno;

@@ -57,7 +57,11 @@ struct Test {
   std::vector<Row> rows;
   std::optional<double> avg_busbw;
   std::optional<long> out_of_bounds;
-  bool rooted = false;  // a root column
+  bool rooted = false;     // a root column
+  bool op_stated = false;  // the op came from the file's own "Collective test starting" or JSON args
+  // nccl-tests stopped in this table: "FILE:LINE: <its failure line>" ("Test NCCL failure ...").
+  std::optional<std::string> aborted;
+  bool unfinished = false;  // no closing "Avg bus bandwidth" line: the run did not finish, or the file is cut
 };
 
 struct Parsed {
@@ -249,6 +253,7 @@ Parsed parse_text(const std::string& text, const std::string& source) {
   bool open = false;  // between a header and the table's end ("Out of bounds", "Avg bus bandwidth")
   std::optional<std::string> program;  // the latest program named before the next table
   std::string program_from;
+  bool program_stated = false;  // named by nccl-tests' own "Collective test starting" line
   std::optional<int> iters, warmup;
   std::istringstream in(text);
   std::string line;
@@ -269,7 +274,9 @@ Parsed parse_text(const std::string& text, const std::string& source) {
       if (!open) continue;  // a number outside a table (pids, log lines)
       Row row;
       row.line = lineno;
-      if (t.size() < layout->columns)
+      // More columns than the header is two rows run together (or a garbled one): refused, since reading
+      // the first would silently drop the second and its #wrong.
+      if (t.size() != layout->columns)
         throw input_error(fmt::format("{}:{}: {} columns where the header has {}", source, lineno, t.size(),
                                       layout->columns));
       const auto number = [&](std::size_t col, const char* what) {
@@ -314,8 +321,9 @@ Parsed parse_text(const std::string& text, const std::string& source) {
             throw input_error(fmt::format("{}:{}: column {}: expected a number or N/A, got '{}'", source,
                                           lineno, c.max_error ? "error" : "#wrong", t[*c.check]));
           // The header says which it is; a value that is not a whole number ("7e-07") is a deviation
-          // whatever the header says, never a count of wrong elements.
-          (c.max_error || !is_integer(cell) ? side.max_error : side.wrong) = *v;
+          // whatever the header says, never a count of wrong elements. nccl-tests prints #wrong with %g,
+          // so a million wrong elements and more reads "1.67772e+07": still a whole number, still a count.
+          (c.max_error || *v != std::floor(*v) ? side.max_error : side.wrong) = *v;
         }
         (s == 0 ? row.out_of_place : row.in_place) = side;
       }
@@ -334,22 +342,45 @@ Parsed parse_text(const std::string& text, const std::string& source) {
       if (program) {
         test.op = nccl_tests_op_name(*program);
         test.op_from = program_from + " " + *program;
+        test.op_stated = program_stated;
       }
       program.reset();
       p.tests.push_back(std::move(test));
+      continue;
+    }
+    // nccl-tests' own failure lines (src/common.h): "<host>: Test NCCL failure common.cu:1005 '...'",
+    // "Test CUDA failure ...", " .. <host> pid N: Test failure common.cu:891". The sweep stopped there.
+    if (line.find("Test NCCL failure") != std::string::npos ||
+        line.find("Test CUDA failure") != std::string::npos ||
+        line.find(": Test failure") != std::string::npos) {
+      if (current() && !current()->aborted) {
+        std::string what = line.substr(line.find_first_not_of(' '));
+        if (what.size() > 200) what = what.substr(0, 200) + "...";
+        current()->aborted = fmt::format("{}:{}: {}", source, lineno, ascii(what));
+      }
+      open = false;
       continue;
     }
     if (std::regex_search(line, m, kRank)) {
       if (m[1].length() > 9 || m[3].length() > 9) continue;  // not a rank nccl-tests printed
       p.devices[std::stoi(m[1])] = {ascii(m[2]), ascii(m[5]), ascii(m[4]), std::stoi(m[3])};
     } else if (std::regex_search(line, m, kAvg)) {
-      if (current() && open) current()->avg_busbw = to_double(m[1]);
+      if (current() && open) {
+        const auto avg = to_double(m[1]);
+        // nccl-tests prints "-nan" only when no size ran; with rows above, it is a garbled line.
+        if (!avg || !std::isfinite(*avg) || *avg < 0)
+          throw input_error(fmt::format("{}:{}: \"Avg bus bandwidth\" '{}' is not a bandwidth", source,
+                                        lineno, ascii(m[1])));
+        current()->avg_busbw = avg;
+      }
       open = false;
     } else if (std::regex_search(line, m, kOob)) {
       if (current() && open && m[1].length() <= 15) current()->out_of_bounds = std::stol(m[1]);
     } else if (std::regex_search(line, m, kProgram)) {
       program = ascii(m[1]);
       program_from = "\"Collective test starting:\"";
+      program_stated = true;
+      if (current() && open) current()->unfinished = true;
       open = false;
     } else if (line.find("Collective test concluded") != std::string::npos) {
       open = false;
@@ -368,9 +399,11 @@ Parsed parse_text(const std::string& text, const std::string& source) {
       if (auto name = program_mention(line)) {
         program = *name;
         program_from = "program name in the output:";
+        program_stated = false;
       }
     }
   }
+  if (current() && open) current()->unfinished = true;
   std::erase_if(p.tests, [](const Test& t) { return t.rows.empty(); });
   if (p.tests.empty())
     throw input_error(source +
@@ -422,6 +455,7 @@ Parsed parse_json(const std::string& text, const std::string& source) {
   if (root.has("args") && j["args"].is_array() && !j["args"].empty() && j["args"][0].is_string()) {
     test.op = nccl_tests_op_name(j["args"][0].get<std::string>());
     test.op_from = "args[0] " + j["args"][0].get<std::string>();
+    test.op_stated = true;
   }
   if (root.has("nccl_version") && j["nccl_version"].is_number_integer() &&
       j["nccl_version"].get<long>() > 0 && j["nccl_version"].get<long>() < 1000000)
@@ -476,9 +510,10 @@ Parsed parse_json(const std::string& text, const std::string& source) {
       side.busbw = bus.number();
       if (side.algbw < 0) alg.fail("a bandwidth cannot be negative");
       if (side.busbw < 0) bus.fail("a bandwidth cannot be negative");
-      if (s.has("nwrong")) side.wrong = s.at("nwrong").number();
+      if (s.has("nwrong")) side.wrong = s.at("nwrong").integer(0, kMaxCount);
       (std::string(key) == "out_of_place" ? row.out_of_place : row.in_place) = side;
     }
+    if (!row.out_of_place && !row.in_place) r.fail("neither \"out_of_place\" nor \"in_place\": no figure");
     test.rows.push_back(std::move(row));
   }
   if (root.has("average_bus_bandwidth")) {
@@ -530,7 +565,13 @@ std::string known_ops_list() {
 void resolve_ops(Parsed& p, const NcclTestsImportOptions& options) {
   for (auto& test : p.tests) {
     if (options.op) {
-      test.op = nccl_tests_op_name(*options.op);
+      // --op names the collective of a table the file does not name; it does not overrule the file.
+      const std::string op = nccl_tests_op_name(*options.op);
+      if (test.op_stated && test.op != op)
+        throw input_error(fmt::format("{}: --op {} but the file says this table measured {} (from {})",
+                                      test.line ? fmt::format("{}:{}", p.source, test.line) : p.source,
+                                      *options.op, test.op, test.op_from));
+      test.op = op;
       test.op_from = "--op";
     } else if (test.op.empty()) {
       if (auto op = op_from_shape(test)) {
@@ -634,12 +675,20 @@ Report import_nccl_tests(const std::vector<NcclTestsFile>& files, const NcclTest
   std::map<std::string, std::size_t> index;  // key → groups
   std::map<std::string, std::vector<double>> avg_by_op;
   std::map<std::string, long> out_of_bounds_by_op;
+  std::map<std::string, std::vector<std::string>> aborted_by_op;
   json summary = json::array();
   for (const auto& p : parsed) {
     json ops = json::array();
     std::size_t rows = 0;
     for (const auto& test : p.tests) {
-      ops.push_back({{"op", test.op}, {"from", test.op_from}});
+      json entry = {{"op", test.op}, {"from", test.op_from}};
+      if (test.aborted) {
+        entry["aborted"] = *test.aborted;
+        aborted_by_op[test.op].push_back(*test.aborted);
+      } else if (test.unfinished) {
+        entry["unfinished"] = test.line ? fmt::format("{}:{}", p.source, test.line) : p.source;
+      }
+      ops.push_back(entry);
       rows += test.rows.size();
       if (test.avg_busbw) avg_by_op[test.op].push_back(*test.avg_busbw);
       if (test.out_of_bounds) out_of_bounds_by_op[test.op] += *test.out_of_bounds;
@@ -755,6 +804,18 @@ Report import_nccl_tests(const std::vector<NcclTestsFile>& files, const NcclTest
     if (const auto oob = out_of_bounds_by_op.find(op);
         oob != out_of_bounds_by_op.end() && oob->second > 0 && !any_failed)
       r.fail(fmt::format("nccl-tests reported {} out-of-bounds values", oob->second));
+    rep.results.push_back(std::move(r));
+  }
+  // A sweep nccl-tests itself reported as stopped fails, whatever its rows say: the sizes after the last
+  // row never ran.
+  for (const auto& [op, where] : aborted_by_op) {
+    Result r;
+    r.benchmark = "collective";
+    r.name = op + "/run";
+    r.params = {{"op", op}, {"source", "nccl-tests"}, {"aborted_tables", where.size()}};
+    std::string msg = "nccl-tests stopped: " + where.front();
+    if (where.size() > 1) msg += fmt::format(" (and {} more table(s))", where.size() - 1);
+    r.fail(msg);
     rep.results.push_back(std::move(r));
   }
   return rep;

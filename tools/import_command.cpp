@@ -50,7 +50,18 @@ int run_import(const ImportOptions& opt, Session& session) {
     for (const auto& path : opt.nccl_files) files.push_back({path, read_text_file(path)});
     reports::NcclTestsImportOptions options;
     if (!opt.op.empty()) options.op = opt.op;
-    return finish_import(session, reports::import_nccl_tests(files, options));
+    auto imported = reports::import_nccl_tests(files, options);
+    // A table without its closing lines may be a run that died with its error on stderr, or a file cut
+    // short: the rows are kept, and the doubt is said.
+    if (session.is_root())
+      for (const auto& file : imported.summary["import"])
+        for (const auto& op : file["ops"])
+          if (op.contains("unfinished"))
+            log::warn(
+                "{}: the {} table has no closing \"Avg bus bandwidth\" line: nccl-tests did not finish "
+                "it, or the file is cut; its rows are imported, the sizes after them are missing",
+                op["unfinished"].get<std::string>(), op["op"].get<std::string>());
+    return finish_import(session, std::move(imported));
   }
   std::vector<reports::MlperfLog> logs;
   for (const auto& path : opt.mlperf_logs) logs.push_back({path, read_text_file(path)});

@@ -65,6 +65,86 @@ TEST(ImportNcclTests, TextTable) {
   EXPECT_EQ(r0.params["ranks"], 2);
 }
 
+// The finding of an audit: nccl-tests prints #wrong with %g, so 16,777,216 wrong elements reads
+// "1.67772e+07". That is a count (a whole number), not a deviation, and it fails an fp8 row too.
+TEST(ImportNcclTests, WrongCountsInExponentNotationAreCounts) {
+  std::string text = kText;
+  text.replace(text.find("0.10      3"), 11, "0.10 1.67772e+07");
+  const Report rep = import_nccl_tests(text, "ag.txt");
+  ASSERT_EQ(rep.results[2].name, "allgather/bf16/4096");
+  EXPECT_EQ(rep.results[2].status, Status::failed);
+  ASSERT_NE(rep.results[2].metric("wrong"), nullptr);
+  EXPECT_DOUBLE_EQ(rep.results[2].metric("wrong")->value, 16777200.0);
+  EXPECT_EQ(rep.results[2].metric("max_error"), nullptr);
+  EXPECT_EQ(*rep.results[2].error, "nccl-tests reported 16777200 wrong elements (ag.txt:14)");
+}
+
+// A sweep that nccl-tests reported as stopped fails, with its line; one without its closing lines is kept,
+// and marked unfinished in the summary (the command warns).
+TEST(ImportNcclTests, StoppedAndUnfinishedTables) {
+  std::string text = kText;
+  text = text.substr(0, text.find("# Out of bounds"));
+  const Report cut = import_nccl_tests(text, "cut.txt");
+  EXPECT_EQ(cut.results.size(), 4u);  // the rows, no avg_busbw, no failure of its own
+  EXPECT_EQ(cut.summary["import"][0]["ops"][0]["unfinished"], "cut.txt:11");
+  text +=
+      "node01: Test NCCL failure common.cu:1005 'unhandled cuda error / '\n .. node01 pid 41230: Test "
+      "failure "
+      "common.cu:891\n";
+  const Report stopped = import_nccl_tests(text, "crash.txt");
+  const Result& run = stopped.results.back();
+  EXPECT_EQ(run.name, "allgather/run");
+  EXPECT_EQ(run.status, Status::failed);
+  EXPECT_EQ(
+      *run.error,
+      "nccl-tests stopped: crash.txt:15: node01: Test NCCL failure common.cu:1005 'unhandled cuda error / '");
+  EXPECT_FALSE(stopped.summary["import"][0]["ops"][0].contains("unfinished"));
+  // The whole file, closed as nccl-tests closes it: neither.
+  const Report whole = import_nccl_tests(kText, "ag.txt");
+  EXPECT_FALSE(whole.summary["import"][0]["ops"][0].contains("unfinished"));
+  EXPECT_FALSE(whole.summary["import"][0]["ops"][0].contains("aborted"));
+}
+
+// Two rows run together, and an average that is not a number, are refused with the line.
+TEST(ImportNcclTests, GarbledRowsAndAveragesAreRefused) {
+  const auto error_of = [](const std::string& text) {
+    try {
+      import_nccl_tests(text, "g.txt");
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  std::string merged = kText;
+  const std::string row =
+      "        1024           128  bfloat16    none      -1    10.00    0.10    0.05      0     9.50    0.11 "
+      "   0.05    N/A";
+  merged.replace(merged.find(row), row.size(), row + " " + row);
+  EXPECT_EQ(error_of(merged), "g.txt:13: 26 columns where the header has 13");
+  for (const char* avg : {"-nan", "inf", "garbage"}) {
+    std::string text = kText;
+    text.replace(text.find("0.0775"), 6, avg);
+    EXPECT_EQ(error_of(text), fmt::format("g.txt:16: \"Avg bus bandwidth\" '{}' is not a bandwidth", avg));
+  }
+}
+
+TEST(ImportNcclTests, JsonRowsWithoutFiguresOrNegativeCountsAreRefused) {
+  const auto error_of = [](const std::string& text) {
+    try {
+      import_nccl_tests(text, "j.json");
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  const std::string head =
+      R"({"args":["./build/all_reduce_perf"],"results":[{"size":1024,"count":256,"type":"float","redop":"sum","root":"    -1")";
+  EXPECT_EQ(error_of(head + R"(,"out_of_place":{"time":10.0,"alg_bw":0.1,"bus_bw":0.1,"nwrong":-5}}]})"),
+            "j.json: $.results[0].out_of_place.nwrong: expected a whole number in [0, 9.0072e+15]");
+  EXPECT_EQ(error_of(head + "}]}"),
+            "j.json: $.results[0]: neither \"out_of_place\" nor \"in_place\": no figure");
+}
+
 // Older nccl-tests (2.10.0 among them): "error" is the largest deviation (a float), not a count, and a table
 // may have neither redop nor root (all_gather) or root without redop (broadcast).
 TEST(ImportNcclTests, OldErrorColumnAndMissingColumns) {
@@ -160,10 +240,28 @@ TEST(ImportNcclTests, LauncherPrefixes) {
   EXPECT_EQ(b.results[2].name, "allreduce/fp32/2048");  // shape: size = count x 4 and busbw/algbw > 1
   EXPECT_TRUE(b.run["world_size"].is_null());           // the output does not say
   EXPECT_EQ(b.results[0].metric("wrong"), nullptr);
-  // --op names the collective (nccl-tests' spelling or ours) where the shape would say otherwise.
+  // --op names the collective (nccl-tests' spelling or ours) where the shape would say otherwise...
   NcclTestsImportOptions op;
   op.op = "all_reduce_perf_mpi";
-  EXPECT_EQ(import_nccl_tests({{"tagged.txt", tagged}}, op).results[0].name, "allreduce/fp32/1024");
+  std::string unnamed = tagged;
+  unnamed.erase(unnamed.find("[1,0]<stdout>:# Collective"),
+                unnamed.find("[1,0]<stdout>:#       size") - unnamed.find("[1,0]<stdout>:# Collective"));
+  EXPECT_EQ(import_nccl_tests({{"tagged.txt", unnamed}}, op).results[0].name, "allreduce/fp32/1024");
+  // ...but does not overrule the collective nccl-tests itself named (it merged different collectives).
+  EXPECT_THROW(
+      {
+        try {
+          import_nccl_tests({{"tagged.txt", tagged}}, op);
+        } catch (const Error& e) {
+          EXPECT_STREQ(e.what(),
+                       "tagged.txt:3: --op all_reduce_perf_mpi but the file says this table measured "
+                       "reducescatter (from \"Collective test starting:\" reduce_scatter_perf_mpi)");
+          throw;
+        }
+      },
+      Error);
+  op.op = "reducescatter";
+  EXPECT_EQ(import_nccl_tests({{"tagged.txt", tagged}}, op).results[0].name, "reducescatter/fp32/1024");
 }
 
 // A byte that is not UTF-8 in a host name must not make the report unwritable (it made `import` exit 3).
@@ -337,6 +435,20 @@ TEST(ImportMlperf, TimeToTrainThroughputAndScore) {
   EXPECT_EQ(rep.summary["mlperf"]["submission_benchmark"], "bert");
   EXPECT_EQ(rep.summary["mlperf"]["system"], "unknown");  // no SYSJSON, no submission_platform
   EXPECT_TRUE(rep.run["world_size"].is_null());           // no number_of_nodes: unknown, not 1
+}
+
+// Two runs in one log (a second run_start after the run_stop) were one run, timed from the first start
+// to the last stop; a start logged twice before the stop (several ranks) is still one run.
+TEST(ImportMlperf, ASecondRunInOneLogIsRefused) {
+  const std::string one = run_log(10);
+  try {
+    import_mlperf({{"two.log", one + one}});
+    ADD_FAILURE() << "two runs in one log were accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("run_start after the run_stop at line"), std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("one run per log"), std::string::npos) << e.what();
+  }
 }
 
 TEST(ImportMlperf, TwoFailedRunsGiveNoScore) {
