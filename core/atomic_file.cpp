@@ -68,15 +68,19 @@ void write_through(const std::filesystem::path& path, std::span<const std::byte>
 WriteTarget write_target(const std::filesystem::path& path) {
   // A symbolic link stays a link: the file it names is the one replaced. Anything else that is not a
   // regular file (or a directory, which the rename refuses) is written through.
+  // The chain is followed link by link, so a link whose file does not exist yet (latest.json -> run-7.json,
+  // made before the run) names that file; weakly_canonical would stop at the dangling link itself.
   WriteTarget t{path, false};
   std::error_code ec;
   auto st = std::filesystem::symlink_status(path, ec);
-  if (!ec && std::filesystem::is_symlink(st)) {
-    const auto target = std::filesystem::weakly_canonical(path, ec);
+  for (int hops = 0; !ec && std::filesystem::is_symlink(st); ++hops) {
+    if (hops == 40) return t;  // a loop (ELOOP): left to the writer's error
+    const auto next = std::filesystem::read_symlink(t.path, ec);
     if (ec) return t;
-    t.path = target;
-    st = std::filesystem::symlink_status(target, ec);
+    t.path = next.is_absolute() ? next : t.path.parent_path() / next;
+    st = std::filesystem::symlink_status(t.path, ec);
   }
+  if (ec == std::errc::no_such_file_or_directory) ec.clear();  // a file to create
   t.in_place = !ec && std::filesystem::exists(st) && !std::filesystem::is_regular_file(st) &&
                !std::filesystem::is_directory(st);
   return t;

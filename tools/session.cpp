@@ -67,6 +67,10 @@ void Session::check_output_writable(const std::vector<std::string>& inputs) cons
       throw usage_error(fmt::format("invalid -o/--output {}: it is the input {}, which writing would destroy",
                                     options_.output, in));
   }
+  std::error_code loop;
+  [[maybe_unused]] const auto status = std::filesystem::status(options_.output, loop);
+  if (loop == std::errc::too_many_symbolic_link_levels)
+    throw usage_error(fmt::format("invalid -o/--output {}: a loop of symbolic links", options_.output));
   const auto [out, in_place] = write_target(options_.output);  // where the writer will put it
   if (in_place) return;                                        // a device or FIFO: written to
   std::error_code ec;

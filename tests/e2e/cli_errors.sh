@@ -31,6 +31,17 @@ expect_error locate_bytes 2 "invalid -b/--bytes 1T: a buffer of 1 TiB per rank, 
 [ -z "$(ls -A "$T/locate_run")" ] && [ ! -e "$T/locate.json" ] && ok "locate_bytes: nothing left behind" \
   || fail "locate_bytes: left $(ls -A "$T/locate_run")"
 
+# -o through links: a link to a file not yet written gets the report; a loop, or a link into a missing
+# directory, is refused before the run (both used to fail with exit 3 after it).
+ln -s "run-9.json" "$T/latest.json"
+run_capture link_out fb simulate --gpus 8 --days 1 --trials 2 -o "$T/latest.json"
+[ "$RC" -eq 0 ] && [ -L "$T/latest.json" ] && [ -s "$T/run-9.json" ] && ok "-o a link to a new file: written there" \
+  || fail "link_out: rc=$RC $(cat "$T/link_out.err")"
+ln -s "$T/loop_b" "$T/loop_a"; ln -s "$T/loop_a" "$T/loop_b"
+expect_error link_loop 2 "invalid -o/--output .*loop_a: a loop of symbolic links" fb simulate --gpus 8 -o "$T/loop_a"
+ln -s /nonexistent/dir/r.json "$T/dangling.json"
+expect_error link_missing_dir 2 "invalid -o/--output .*dangling.json: no directory /nonexistent/dir" fb simulate --gpus 8 -o "$T/dangling.json"
+
 # --help and --version succeed and say what the tool is.
 run_capture help fb --help
 [ "$RC" -eq 0 ] && grep -q "info" "$T/help.out" && ok "--help lists subcommands" || fail "--help"

@@ -51,6 +51,23 @@ TEST(AtomicFile, ASymlinkStaysALinkToTheRewrittenFile) {
   EXPECT_EQ(slurp(d.path / "target.json"), "new");
 }
 
+// latest.json -> run-7.json, made before the run: the report lands in run-7.json (it was "cannot open
+// latest.json", exit 3, after the whole run), also through a chain of links into a subdirectory.
+TEST(AtomicFile, ALinkToAFileNotYetWrittenCreatesThatFile) {
+  TempDir d;
+  fs::create_symlink("run-7.json", d.path / "latest.json");
+  write_file_atomic(d.path / "latest.json", std::string_view("first"));
+  EXPECT_TRUE(fs::is_symlink(fs::symlink_status(d.path / "latest.json")));
+  EXPECT_EQ(slurp(d.path / "run-7.json"), "first");
+  fs::create_directory(d.path / "sub");
+  fs::create_symlink("sub/hop.json", d.path / "chain.json");
+  fs::create_symlink("x.json", d.path / "sub" / "hop.json");
+  EXPECT_EQ(write_target(d.path / "chain.json").path, d.path / "sub" / "x.json");
+  write_file_atomic(d.path / "chain.json", std::string_view("second"));
+  EXPECT_EQ(slurp(d.path / "sub" / "x.json"), "second");
+  EXPECT_TRUE(fs::is_symlink(fs::symlink_status(d.path / "sub" / "hop.json")));
+}
+
 TEST(AtomicFile, AFifoIsWrittenToNotReplaced) {
   TempDir d;
   const auto fifo = d.path / "pipe";
