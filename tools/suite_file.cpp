@@ -114,11 +114,15 @@ ParsedStep parse_suite_step(const SuiteStep& step) {
   } catch (const Error& e) {
     throw usage_error(fmt::format("suite step '{}': {}", step.name, e.what()));
   }
-  const GlobalOptions defaults;
-  if (step_global.backend != defaults.backend || !step_global.output.empty() ||
-      step_global.seed != defaults.seed)
-    throw usage_error(fmt::format(
-        "suite step '{}': --backend, --output and --seed belong on the suite command line", step.name));
+  // Global options are the suite's: one backend, one report, one seed, one telemetry sampler and one log
+  // for every step. Given in a step they would be ignored (a step's --telemetry full, or even a bad
+  // --telemetry-interval, passed silently), so any of them is refused, named.
+  for (const CLI::Option* opt : app->get_options())
+    if (opt->count() > 0)
+      throw usage_error(
+          fmt::format("suite step '{}': {} belongs on the suite command line (it applies to every "
+                      "step)",
+                      step.name, opt->get_name()));
   for (const auto& c : commands)
     if (c.app->parsed()) return {std::move(app), c.action, c.preflight};
   throw usage_error(fmt::format("suite step '{}': no subcommand", step.name));

@@ -59,7 +59,14 @@ cat >"$T/fail.json" <<'JSON'
   {"name": "after", "command": "info"}]}
 JSON
 run_capture global fb suite "$T/fail.json" --backend host -o "$T/y.json"
-[ "$RC" -eq 2 ] && grep -q "belong on the suite command line" "$T/global.err" && ok "global options rejected in steps" || fail "global option in step: $RC $(cat "$T/global.err")"
+[ "$RC" -eq 2 ] && grep -q "suite step 'broken': --backend belongs on the suite command line" "$T/global.err" && ok "global options rejected in steps" || fail "global option in step: $RC $(cat "$T/global.err")"
+# Every global option, not only --backend/--output/--seed: a step's --telemetry or -q was silently ignored.
+for opt in "--telemetry full" "--telemetry-interval banana" "-q" "--log-level debug"; do
+  printf '{"steps": [{"name": "g", "command": "info", "args": "%s"}]}\n' "$opt" >"$T/global_opt.json"
+  run_capture global_opt fb suite "$T/global_opt.json" --backend host -o "$T/y.json"
+  [ "$RC" -eq 2 ] && grep -qE "suite step 'g': (--telemetry|--telemetry-interval|--quiet|--log-level) belongs on the suite command line" "$T/global_opt.err" \
+    && ok "step option '$opt' refused" || fail "step option '$opt': $RC $(cat "$T/global_opt.err")"
+done
 [ ! -e "$T/y.json" ] || fail "report written for an invalid suite"
 
 expect_error missing_suite 2 "unknown suite 'nosuch'" fb suite nosuch
