@@ -16,7 +16,15 @@
 namespace fb {
 
 std::filesystem::path config_dir() {
-  if (const char* env = std::getenv("FACTORYBENCH_CONFIG_DIR"); env && *env) return env;
+  if (const char* env = std::getenv("FACTORYBENCH_CONFIG_DIR"); env && *env) {
+    // A misspelled directory would leave the hardware table empty: no peaks, no MFU, a GPU's health
+    // floor applied to a CPU, all without a word.
+    std::error_code ec;
+    if (!std::filesystem::is_directory(env, ec))
+      throw input_error(std::string("FACTORYBENCH_CONFIG_DIR=") + env +
+                        ": not a directory (it names the configs folder: hardware, models, suites, ...)");
+    return env;
+  }
   std::error_code ec;
   const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
   if (!ec) {

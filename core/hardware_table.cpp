@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <filesystem>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "core/atomic_file.hpp"
@@ -45,6 +46,11 @@ std::vector<HardwarePeaks> load_hardware_table() {
   std::vector<std::filesystem::path> files;
   for (const auto& e : std::filesystem::directory_iterator(dir, ec))
     if (e.path().extension() == ".json") files.push_back(e.path());
+  if (ec)
+    throw input_error(
+        fmt::format("cannot read the hardware table {}: {} (set FACTORYBENCH_CONFIG_DIR to the "
+                    "configs folder)",
+                    dir.string(), ec.message()));
   std::sort(files.begin(), files.end());
   for (const auto& f : files) {
     nlohmann::json j;
