@@ -114,11 +114,13 @@ std::vector<LayerGemm> layer_gemm_shapes(const ModelConfig& model, const LayerSh
   if (model.moe) {
     const auto& moe = *model.moe;
     const std::int64_t local_experts = split(model, "experts", moe.experts, o.ep, "--ep");
-    const std::int64_t expert_ffn =
-        split(model, "expert_ffn", moe.expert_ffn ? moe.expert_ffn : model.ffn, tp, "--tp");
-    // Balanced routing: every expert receives T·top_k/experts tokens (rounded up).
-    const std::int64_t per_expert = (b.tokens * moe.top_k + moe.experts - 1) / moe.experts;
-    b.linear("router", model.hidden, moe.experts);
+    // Experts are whole on each rank (expert TP = 1) and each TP rank routes its own slice of the tokens,
+    // as the train step runs them (workloads/parallel_layout.cpp moe_and_output_gemms).
+    const std::int64_t expert_ffn = moe.expert_ffn ? moe.expert_ffn : model.ffn;
+    const std::int64_t routed = (b.tokens + tp - 1) / tp;
+    // Balanced routing: every expert receives its share of the EP group's routed tokens (rounded up).
+    const std::int64_t per_expert = (routed * o.ep * moe.top_k + moe.experts - 1) / moe.experts;
+    b.linear("router", model.hidden, moe.experts, routed);
     b.linear("expert_up", model.hidden, up_factor * expert_ffn, per_expert, local_experts);
     b.linear("expert_down", expert_ffn, model.hidden, per_expert, local_experts);
     if (moe.shared_ffn > 0) {

@@ -15,9 +15,10 @@
 //                       kv_down hidden → kv_lora_rank + rope, kv_up kv_lora_rank → heads·(nope+v)/tp
 //   mlp_up    hidden → 2·ffn/tp (SwiGLU: up and gate fused) or ffn/tp (GeLU); mlp_down ffn/tp → hidden
 //             (dense layers only; MoE models with leading dense layers list them too)
-//   router    hidden → experts (replicated)
-//   expert_up / expert_down: like mlp_* with expert_ffn, batched over the experts on this rank (experts/ep),
-//             each receiving T·top_k/experts tokens (balanced routing, rounded up)
+//   router    hidden → experts (replicated), on this TP rank's T/tp tokens (each TP rank routes its slice)
+//   expert_up / expert_down: like mlp_* with the whole expert_ffn (experts are not tensor-split: expert
+//             TP = 1, as the train step runs them), batched over the experts on this rank (experts/ep), each
+//             receiving (T/tp)·ep·top_k/experts tokens (balanced routing over the EP group, rounded up)
 //   shared_up / shared_down: the shared experts as one dense MLP of shared_ffn on all T tokens
 // Attention's score and context products (flash attention) are not GEMM-engine work and are not listed.
 // The MLA projections come from mla_projections(), which the train step also builds its weights from: one

@@ -105,8 +105,9 @@ TEST(LayerGemmShapes, MixtralExpertsAreBatchedWithBalancedTokens) {
 
 TEST(LayerGemmShapes, DeepSeekV3MlaAndSharedExpert) {
   // DeepSeek-V3 TP 8, seq 4096: q_up 1536 → 16 heads·(128+64) = 3072; kv_down 7168 → 512+64 = 576;
-  // kv_up 512 → 16·(128+128) = 4096; attn_out 16·128 = 2048 → 7168; 4096·8/256 = 128 tokens per expert,
-  // experts 7168 → 2·2048/8 = 512; shared 2048/8 = 256; dense MLP 18432/8 = 2304.
+  // kv_up 512 → 16·(128+128) = 4096; attn_out 16·128 = 2048 → 7168; each TP rank routes 4096/8 = 512
+  // tokens, 512·8/256 = 16 per expert, experts whole (expert TP = 1, as the train step runs them): 7168 →
+  // 2·2048 = 4096; shared 2048/8 = 256; dense MLP 18432/8 = 2304.
   const auto model = load_model("deepseek-v3");
   LayerShapeOptions o;
   o.tp = 8;
@@ -116,7 +117,14 @@ TEST(LayerGemmShapes, DeepSeekV3MlaAndSharedExpert) {
   EXPECT_EQ(s.at("deepseek-v3/tp8/kv_down/fwd"), Mnk(576, 4096, 7168, 1, true, false));
   EXPECT_EQ(s.at("deepseek-v3/tp8/kv_up/fwd"), Mnk(4096, 4096, 512, 1, true, false));
   EXPECT_EQ(s.at("deepseek-v3/tp8/attn_out/fwd"), Mnk(7168, 4096, 2048, 1, true, false));
-  EXPECT_EQ(s.at("deepseek-v3/tp8/expert_up/fwd"), Mnk(512, 128, 7168, 256, true, false));
+  EXPECT_EQ(s.at("deepseek-v3/tp8/expert_up/fwd"), Mnk(4096, 16, 7168, 256, true, false));
+  EXPECT_EQ(s.at("deepseek-v3/tp8/router/fwd"), Mnk(256, 512, 7168, 1, true, false));
+  // An expert_ffn that TP does not divide is no obstacle: experts are not split (an audit found it refused).
+  auto odd = load_model("tiny-moe");
+  odd.moe->expert_ffn = 33;
+  LayerShapeOptions tp2;
+  tp2.tp = 2;
+  EXPECT_EQ(std::get<0>(by_name(layer_gemm_shapes(odd, tp2)).at("tiny-moe/tp2/expert_down/fwd")), 128);
   EXPECT_EQ(s.at("deepseek-v3/tp8/shared_down/fwd"), Mnk(7168, 4096, 256, 1, true, false));
   EXPECT_EQ(s.at("deepseek-v3/tp8/mlp_down/fwd"), Mnk(7168, 4096, 2304, 1, true, false));
 }
