@@ -108,15 +108,28 @@ int run_train(const TrainCommandOptions& opt, Session& session) {
   if (opt.dry_run) {
     // The plan for the requested layout, whatever the size of this job (plan a cluster from a laptop).
     const std::int64_t world = opt.train.tp * std::max<std::int64_t>(opt.train.dp, 1) * opt.train.pp;
-    auto options = make_train_options(opt.train, BackendKind::host, world, session.options().seed);
+    // The dtype the run would default to: the backend asked for (bf16 on cuda: a GPU plan from a laptop
+    // with --backend cuda), or for auto the one this machine has.
+    const auto choice_of_backend = parse_backend_choice(session.options().backend);
+    const BackendKind kind = choice_of_backend == BackendChoice::cuda ? BackendKind::cuda
+                             : choice_of_backend == BackendChoice::host || session.checking_only()
+                                 ? BackendKind::host
+                                 : session.backend().kind();
+    auto options = make_train_options(opt.train, kind, world, session.options().seed);
     // An explicit fused engine plans its own path (no probability blocks, no strip GEMMs); auto is only
     // resolved on the ranks that run, so its plan is the blocked path's, as the note says.
     using kernels::AttentionEngineChoice;
     const auto choice = options.attention_engine;
     options.shape.fused_attention =
         choice == AttentionEngineChoice::cudnn || choice == AttentionEngineChoice::reference;
-    // Each rank reads the model file on its own host: one that cannot stops every rank.
-    const auto plan = session.on_every_rank([&] { return workloads::prepare_training(options, world); });
+    // Each rank reads the model file on its own host: one that cannot stops every rank. The resilience
+    // options are checked as the run would check them (a bad --faults or --keep 0 is not a plan).
+    const auto plan = session.on_every_rank([&] {
+      auto p = workloads::prepare_training(options, world);
+      check_train_resilience(opt.resilience, opt.state_bytes, opt.mtbf, static_cast<int>(world), 1, options,
+                             session.options().seed);
+      return p;
+    });
     if (session.checking_only()) return 0;  // a suite's preflight: validated, nothing run
     auto report = session.begin_report(false);
     report.results.push_back(workloads::train_result(options, plan, nullptr, {}, world));
@@ -133,6 +146,7 @@ int run_train(const TrainCommandOptions& opt, Session& session) {
   // the layout (with the host's default dtype; the device's, when it differs, only changes the plan's sizes).
   // Each rank reads the model (and a --faults file) on its own host: one that cannot, a path only the first
   // host has, stops every rank with the reason instead of leaving the others in the first collective.
+  refuse_recompute_in_a_run(opt.train);
   auto options = make_train_options(opt.train, BackendKind::host, mpi.size(), session.options().seed);
   auto [plan, checked] = session.on_every_rank([&] {
     return std::pair{workloads::prepare_training(options, mpi.size()),
@@ -174,13 +188,13 @@ void add_train_options(CLI::App& sub, TrainCliOptions& o) {
          "--pp", o.pp,
          "Pipeline-parallel degree: stages of layers/pp layers, 1F1B over the --grad-accum micro-batches")
       ->capture_default_str();
-  add_count_option(sub, "--seq", o.seq, "Sequence length (default: the model's)");
+  add_count_option(sub, "--seq", o.seq, "Sequence length (default: the model's; 8K = 8192)");
   sub.add_option("--micro-batch", o.micro_batch, "Sequences per micro-batch")->capture_default_str();
   sub.add_option("--grad-accum", o.grad_accum, "Micro-batches per step (gradient accumulation)")
       ->capture_default_str();
   sub.add_option("--steps", o.steps, "Training steps (including warm-up)")->capture_default_str();
-  sub.add_option("--warmup-steps", o.warmup_steps, "Leading steps left out of the statistics")
-      ->capture_default_str();
+  sub.add_option("--warmup-steps", o.warmup_steps,
+                 "Leading steps left out of the statistics (default 2, or --steps - 1 when that is fewer)");
   sub.add_option(
       "--dtype", o.dtype,
       "bf16 or fp32 (fp16 and fp8 are planned by --dry-run, not run); default bf16 on cuda, fp32 on host");
@@ -232,7 +246,10 @@ std::vector<std::string> train_options_argv(const TrainCliOptions& o) {
   put("--micro-batch", o.micro_batch, d.micro_batch);
   put("--grad-accum", o.grad_accum, d.grad_accum);
   put("--steps", o.steps, d.steps);
-  put("--warmup-steps", o.warmup_steps, d.warmup_steps);
+  if (o.warmup_steps) {
+    a.push_back("--warmup-steps");
+    a.push_back(std::to_string(*o.warmup_steps));
+  }
   put("--dtype", o.dtype, d.dtype);
   put("--layers", o.layers, d.layers);
   put("--routing-skew", o.routing_skew, d.routing_skew);
@@ -245,6 +262,14 @@ std::vector<std::string> train_options_argv(const TrainCliOptions& o) {
   put("--bucket-layers", o.bucket_layers, d.bucket_layers);
   put("--lr", o.learning_rate, d.learning_rate);
   return a;
+}
+
+void refuse_recompute_in_a_run(const TrainCliOptions& cli) {
+  if (cli.recompute != workloads::Recompute::none)
+    throw usage_error(fmt::format(
+        "--recompute {}: the train step does not recompute activations, so a run's HFU would count FLOPs "
+        "that never ran; the option sets what a --dry-run plan counts as hardware FLOPs",
+        to_string(cli.recompute)));
 }
 
 workloads::TrainOptions make_train_options(const TrainCliOptions& cli, BackendKind backend,
@@ -276,7 +301,9 @@ workloads::TrainOptions make_train_options(const TrainCliOptions& cli, BackendKi
   o.attention_engine = cli.attention_engine;
   o.layers = cli.layers;
   o.steps = cli.steps;
-  o.warmup_steps = cli.warmup_steps;
+  // The default leaves at least one measured step: --steps 1 and 2 run without naming --warmup-steps.
+  o.warmup_steps =
+      cli.warmup_steps.value_or(std::min<std::int64_t>(2, std::max<std::int64_t>(cli.steps - 1, 0)));
   o.routing_skew = cli.routing_skew;
   o.overlap = cli.overlap;
   o.bucket_layers = cli.bucket_layers;

@@ -3,6 +3,7 @@
 // under faults) parses them identically, and written back to argv by one serializer for its relaunches.
 // Defined in tools/train_command.cpp.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,8 +20,9 @@ struct TrainCliOptions {
   std::string model = "tiny-dense";
   std::int64_t tp = 1, dp = 0, ep = 1, pp = 1;  // dp 0 = world / (tp · pp)
   std::int64_t seq = 0, micro_batch = 1, grad_accum = 1, layers = 0;
-  std::int64_t steps = 10, warmup_steps = 2, bucket_layers = 1;
-  std::string dtype;  // empty = bf16 on cuda, fp32 on host
+  std::int64_t steps = 10, bucket_layers = 1;
+  std::optional<std::int64_t> warmup_steps;  // unset: 2, or --steps - 1 when that is fewer
+  std::string dtype;                         // empty = bf16 on cuda, fp32 on host
   workloads::Recompute recompute = workloads::Recompute::none;
   workloads::AttentionFlops attention_flops = workloads::AttentionFlops::causal;
   kernels::AttentionEngineChoice attention_engine = kernels::AttentionEngineChoice::automatic;
@@ -36,6 +38,10 @@ void add_train_options(CLI::App& sub, TrainCliOptions& options);
 // are left out), for a relaunched job. Every option add_train_options registers must be written here
 // (tests/unit/train_options_argv_test.cpp enumerates them).
 std::vector<std::string> train_options_argv(const TrainCliOptions& options);
+
+// A run (not a --dry-run plan) refuses --recompute selective|full: the step does not recompute
+// activations, so HFU would count FLOPs that never ran. Throws a usage Error naming the option.
+void refuse_recompute_in_a_run(const TrainCliOptions& options);
 
 // The workload options for a world of `world_size` ranks on `backend`; throws usage Errors naming the option.
 workloads::TrainOptions make_train_options(const TrainCliOptions& cli, BackendKind backend,

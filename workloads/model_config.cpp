@@ -1,5 +1,6 @@
 #include "workloads/model_config.hpp"
 
+#include <algorithm>
 #include <functional>
 #include "core/json_file.hpp"
 
@@ -124,6 +125,45 @@ void validate_model(const ModelConfig& m, const std::string& where) {
   if (m.mtp_layers < 0 || m.mtp_layers > m.layers)
     fail("$.mtp_layers", fmt::format("must be in [0, $.layers = {}], got {}", m.layers, m.mtp_layers));
   if (m.heads < 1) fail("$.heads", fmt::format("must be >= 1, got {}", m.heads));
+  // Upper bounds far beyond any published model (hidden 16384 and vocab 256 K at most today), so that the
+  // plan's integer sizes cannot wrap: a typo is refused, not planned at "182 PiB".
+  const auto at_most = [&](const char* path, std::int64_t v, std::int64_t max) {
+    if (v > max) fail(path, fmt::format("must be at most {}, got {}", max, v));
+  };
+  at_most("$.hidden", m.hidden, std::int64_t{1} << 20);
+  at_most("$.heads", m.heads, std::int64_t{1} << 16);
+  at_most("$.head_dim", m.head_dim, std::int64_t{1} << 16);
+  at_most("$.ffn", m.ffn, std::int64_t{1} << 24);
+  at_most("$.vocab", m.vocab, std::int64_t{1} << 24);
+  at_most("$.seq", m.seq, std::int64_t{1} << 24);
+  if (m.moe) {
+    at_most("$.moe.experts", m.moe->experts, std::int64_t{1} << 16);
+    at_most("$.moe.expert_ffn", m.moe->expert_ffn, std::int64_t{1} << 24);
+    at_most("$.moe.shared_ffn", m.moe->shared_ffn, std::int64_t{1} << 24);
+  }
+  if (m.mla)
+    for (const auto& [path, v] : {std::pair{"$.mla.q_lora_rank", m.mla->q_lora_rank},
+                                  std::pair{"$.mla.kv_lora_rank", m.mla->kv_lora_rank},
+                                  std::pair{"$.mla.qk_nope_head_dim", m.mla->qk_nope_head_dim},
+                                  std::pair{"$.mla.qk_rope_head_dim", m.mla->qk_rope_head_dim},
+                                  std::pair{"$.mla.v_head_dim", m.mla->v_head_dim}})
+      at_most(path, v, std::int64_t{1} << 20);
+  // And the whole: about 100 T parameters at most (the largest published models have about 2 T).
+  {
+    const double h = static_cast<double>(m.hidden);
+    const double attention = 4.0 * h * static_cast<double>(m.heads) * static_cast<double>(m.head_dim);
+    double mlp = 3.0 * h * static_cast<double>(m.ffn);
+    if (m.moe)
+      mlp = std::max(mlp, 3.0 * h *
+                              (static_cast<double>(m.moe->experts) * static_cast<double>(m.moe->expert_ffn) +
+                               static_cast<double>(m.moe->shared_ffn)));
+    const double params =
+        static_cast<double>(m.layers) * (attention + mlp) + 2.0 * static_cast<double>(m.vocab) * h;
+    if (params > 1e14)
+      fail("$",
+           fmt::format("about {:.3g} parameters: at most 1e14 (the largest published models have about 2e12)",
+                       params));
+  }
   if (m.kv_heads < 1 || m.kv_heads > m.heads || m.heads % m.kv_heads != 0)
     fail("$.kv_heads", fmt::format("must divide $.heads ({}), got {}", m.heads, m.kv_heads));
   if (m.head_dim < 1) fail("$.head_dim", fmt::format("must be >= 1, got {}", m.head_dim));

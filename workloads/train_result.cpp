@@ -27,35 +27,42 @@ void describe_run(reports::Result& r, const TrainOptions& o, const TrainPlan& pl
                        o.layers > 0 ? fmt::format("-{}layers", plan.model.layers) : std::string(), c.tp, c.dp,
                        c.ep, c.pp, plan.shape.sequence_parallel ? "-sp" : "", to_string(plan.shape.dtype),
                        plan.local.seq, plan.shape.micro_batch, plan.shape.grad_accum);
-  r.params = {{"model", plan.model.name},
-              {"model_file", plan.model.file},
-              {"layers", plan.model.layers},
-              {"layers_note",
-               o.layers > 0 ? "only --layers layers are instantiated; FLOPs, parameters and MFU are for "
-                              "the model that runs"
-                            : "all layers"},
-              {"tp", c.tp},
-              {"dp", c.dp},
-              {"ep", c.ep},
-              {"pp", c.pp},
-              {"sequence_parallel", plan.shape.sequence_parallel},
-              {"attention", plan.model.mla ? "mla" : "mha"},
-              // What ran the attention core (a dry run: what was asked for).
-              {"attention_engine", run ? run->attention_engine : std::string(to_string(o.attention_engine))},
-              {"seq", plan.local.seq},
-              {"micro_batch", plan.shape.micro_batch},
-              {"grad_accum", plan.shape.grad_accum},
-              {"dtype", std::string(to_string(plan.shape.dtype))},
-              {"attention_flops", std::string(to_string(plan.shape.attention))},
-              {"recompute", std::string(to_string(plan.shape.recompute))},
-              {"distributed_optimizer", plan.shape.distributed_optimizer},
-              {"overlap", o.overlap},
-              {"bucket_layers", o.bucket_layers},
-              {"learning_rate", o.learning_rate},
-              {"routing_skew", o.routing_skew},
-              {"steps", o.steps},
-              {"warmup_steps", o.warmup_steps},
-              {"dry_run", dry_run}};
+  r.params = {
+      {"model", plan.model.name},
+      {"model_file", plan.model.file},
+      {"layers", plan.model.layers},
+      {"layers_note",
+       o.layers > 0
+           ? "only --layers layers are instantiated; FLOPs, parameters and MFU are for the model that "
+             "runs" +
+                 (plan.model.moe
+                      ? fmt::format("; {} of them MoE (first_dense_layers {}; a prefix keeps "
+                                    "at least one MoE layer)",
+                                    plan.model.moe_layer_count(), plan.model.moe->first_dense_layers)
+                      : std::string())
+           : "all layers"},
+      {"tp", c.tp},
+      {"dp", c.dp},
+      {"ep", c.ep},
+      {"pp", c.pp},
+      {"sequence_parallel", plan.shape.sequence_parallel},
+      {"attention", plan.model.mla ? "mla" : "mha"},
+      // What ran the attention core (a dry run: what was asked for).
+      {"attention_engine", run ? run->attention_engine : std::string(to_string(o.attention_engine))},
+      {"seq", plan.local.seq},
+      {"micro_batch", plan.shape.micro_batch},
+      {"grad_accum", plan.shape.grad_accum},
+      {"dtype", std::string(to_string(plan.shape.dtype))},
+      {"attention_flops", std::string(to_string(plan.shape.attention))},
+      {"recompute", std::string(to_string(plan.shape.recompute))},
+      {"distributed_optimizer", plan.shape.distributed_optimizer},
+      {"overlap", o.overlap},
+      {"bucket_layers", o.bucket_layers},
+      {"learning_rate", o.learning_rate},
+      {"routing_skew", o.routing_skew},
+      {"steps", o.steps},
+      {"warmup_steps", o.warmup_steps},
+      {"dry_run", dry_run}};
 }
 
 // What the plan says before anything runs: FLOPs, parameters and the memory estimate.

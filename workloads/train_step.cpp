@@ -25,6 +25,8 @@ TrainPlan prepare_training(const TrainOptions& o, std::int64_t world) {
           fmt::format("invalid --layers {}: {} has only {} layers", o.layers, model.name, model.layers));
     model.layers = o.layers;
     model.mtp_layers = 0;  // MTP layers are never instantiated: count only what runs
+    // A prefix of a MoE model keeps at least one MoE layer (else it would measure a dense model): the
+    // leading dense layers shrink to L - 1, and the report says so (params.layers_note).
     if (model.moe && model.moe->first_dense_layers >= model.layers)
       model.moe->first_dense_layers = std::min(model.moe->first_dense_layers, model.layers - 1);
     validate_model(model, model.file.empty() ? model.name : model.file);
@@ -42,7 +44,14 @@ TrainPlan prepare_training(const TrainOptions& o, std::int64_t world) {
     throw usage_error(
         fmt::format("invalid --warmup-steps {}: must be in [0, --steps {})", o.warmup_steps, o.steps));
   if (o.routing_skew < 0 || !std::isfinite(o.routing_skew))
-    throw usage_error(fmt::format("invalid --routing-skew {}: must be >= 0", o.routing_skew));
+    throw usage_error(fmt::format("invalid --routing-skew {}: must be a finite number >= 0", o.routing_skew));
+  // Options that would change nothing are refused, as --ep on a dense model is: the report would carry a
+  // setting that never acted (and, for --sequence-parallel, another result name for the same run).
+  if (o.routing_skew > 0 && !model.moe)
+    throw usage_error(fmt::format("--routing-skew {}: {} has no experts (dense model); it skews MoE routing",
+                                  o.routing_skew, model.name));
+  if (o.shape.sequence_parallel && o.parallel.tp == 1)
+    throw usage_error("--sequence-parallel needs --tp > 1: it splits the tensor-parallel group's sequence");
   validate_layout(model, o.parallel, world);
   // Counted in doubles: the plan's integer token and FLOP counts must not overflow (2^31 x 2^31 micro-batches
   // planned -5e11 tokens), and a step of that size is a typo, not a test.

@@ -7,7 +7,7 @@ set -e
 
 run_capture all fb resilience --backend host --launcher mpirun --launcher-args "--oversubscribe" --ranks 4 \
   --model tiny-moe --layers 2 --tp 2 --dp 1 --pp 2 --ep 2 --sequence-parallel --overlap --bucket-layers 2 \
-  --distributed-optimizer --lr 0.0003 --recompute selective --attention-flops full --routing-skew 0.5 --grad-accum 2 --micro-batch 2 \
+  --distributed-optimizer --lr 0.0003 --attention-flops full --routing-skew 0.5 --grad-accum 2 --micro-batch 2 \
   --seq 64 --dtype bf16 --steps 3 --checkpoint-every 2 --keep 3 --state-bytes 1M --async-checkpoint \
   --hang-timeout 30s --straggler-threshold 0.5 --check-every 7 --heartbeat-timeout 60s \
   --faults "crash@step=99" --run-dir "$T/all" --output "$T/all.json"
@@ -27,7 +27,6 @@ check sequence_parallel True
 check overlap True
 check bucket_layers 2
 assert_json "$P" "abs(d['results'][0]['params']['learning_rate'] - 0.0003) < 1e-9" "the job got learning_rate 0.0003"
-check recompute "'selective'"
 check attention_flops "'full'"
 check routing_skew 0.5
 check grad_accum 2

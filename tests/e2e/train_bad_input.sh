@@ -101,4 +101,27 @@ blocked_act=$(json "$T/blocked.json" "d['results'][0]['extra']['memory_estimate_
 grep -q "attention core: fused" "$T/fused.out" && grep -q "attention core: blocked GEMMs.*auto picks cudnn at run time" "$T/blocked.out" \
   && ok "dry run names the attention core" || fail "attention core lines: $(grep attention "$T/fused.out" "$T/blocked.out")"
 
+# From the train audit: options that could not act are refused; the dry run checks what a run checks and
+# plans in the dtype the asked backend would use; --seq takes a binary suffix; --steps 1 and 2 run.
+expect_error recompute_run 2 "--recompute full: the train step does not recompute activations" fb train --backend host --recompute full -o "$T/r.json"
+expect_error sp_tp1 2 "--sequence-parallel needs --tp > 1" fb train --backend host --sequence-parallel -o "$T/r.json"
+expect_error skew_dense 2 "--routing-skew 5: tiny-dense has no experts" fb train --backend host --routing-skew 5 -o "$T/r.json"
+expect_error skew_inf 2 "invalid --routing-skew inf: must be a finite number >= 0" fb train --backend host --model tiny-moe --routing-skew inf -o "$T/r.json"
+expect_error dry_keep 2 "invalid --keep 0: must be at least 1" fb train --backend host --dry-run --keep 0 -o "$T/r.json"
+expect_error dry_faults 2 "--faults needs --run-dir DIR" fb train --backend host --dry-run --faults crash@step=1,rank=0 -o "$T/r.json"
+[ ! -e "$T/r.json" ] && ok "no report for the refused options" || fail "a report was written for a refused option"
+run_capture dry_cuda fb train --backend cuda --model llama3-8b --tp 8 --seq 8K --dry-run -o "$T/dry_cuda.json"
+[ "$RC" -eq 0 ] && ok "dry run --backend cuda plans without a GPU" || fail "dry_cuda: exit $RC: $(cat "$T/dry_cuda.err")"
+assert_json "$T/dry_cuda.json" "d['results'][0]['params']['dtype'] == 'bf16' and d['results'][0]['params']['seq'] == 8192" "dry run --backend cuda: bf16 (the cuda default), --seq 8K = 8192"
+assert_json "$T/dry_cuda.json" "d['results'][0]['params']['recompute'] == 'none'" "dry run: recompute none by default"
+run_capture dry_recompute fb train --backend host --recompute full --dry-run -o "$T/dry_recompute.json"
+assert_json "$T/dry_recompute.json" "d['results'][0]['params']['recompute'] == 'full'" "dry run still plans --recompute full"
+for steps in 1 2; do
+  run_capture "steps$steps" fb train --backend host --steps $steps -o "$T/steps$steps.json"
+  [ "$RC" -eq 0 ] && assert_json "$T/steps$steps.json" "d['results'][0]['params']['warmup_steps'] == $steps - 1" "--steps $steps: default warm-up $((steps - 1))" \
+    || fail "--steps $steps: exit $RC: $(cat "$T/steps$steps.err")"
+done
+run_capture moe_prefix fb train --backend host --model tiny-moe --layers 1 --dry-run -o "$T/moe_prefix.json"
+assert_json "$T/moe_prefix.json" "'1 of them MoE (first_dense_layers 0' in d['results'][0]['params']['layers_note']" "--layers 1 on tiny-moe: the note says the one layer is MoE"
+
 finish
