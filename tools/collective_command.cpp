@@ -28,7 +28,7 @@ struct CollectiveCliOptions {
   std::string min_bytes = "32M", max_bytes = "32M", step_bytes;
   std::uint64_t factor = 2;
   int iters = 20, warmup = 5, average = 1;
-  bool inplace = false, check = false;
+  bool inplace = false, check = false, no_check = false;
   std::optional<double> min_busbw;
   int split = 0;
   std::optional<std::uint64_t> moe_tokens, hidden;
@@ -61,7 +61,8 @@ workloads::CollectiveOptions resolve(const CollectiveCliOptions& cli, std::uint6
   o.warmup = cli.warmup;
   o.average = static_cast<workloads::TimeAverage>(cli.average);
   o.inplace = cli.inplace;
-  o.check = cli.check;
+  // Verified by default, as nccl-tests (-c 1) and DESIGN.md's contract do; --no-check for pure timing.
+  o.check = !cli.no_check;
   o.min_busbw_gbps = cli.min_busbw;
   o.split = cli.split;
   o.seed = seed;
@@ -142,8 +143,12 @@ Command add_collective_command(CLI::App& app) {
       ->check(CLI::Range(0, 3))
       ->capture_default_str();
   sub->add_flag("--inplace", opt->inplace, "Also measure in place (send buffer = receive buffer)");
-  sub->add_flag("-c,--check", opt->check,
-                "Verify results from exactly predictable inputs; any wrong element fails");
+  auto* check = sub->add_flag("-c,--check", opt->check,
+                              "Verify results from exactly predictable inputs; any wrong element fails (the "
+                              "default)");
+  sub->add_flag("--no-check", opt->no_check,
+                "Do not verify (one run per size with predictable inputs, after the timed ones, is left out)")
+      ->excludes(check);
   sub->add_option("--min-busbw", opt->min_busbw, "Fail (exit 1) when the average busbw is below this (GB/s)");
   add_count_option(*sub, "--split", opt->split,
                    "Run inside groups of N consecutive ranks, each reported separately (default: the world)");
