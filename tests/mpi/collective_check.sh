@@ -65,6 +65,12 @@ for a in 0 1 2 3; do
   run_capture "avg$a" fb_mpirun 3 "${COMMON[@]}" --op allreduce -b 4K -e 4K -a "$a" -o "$T/avg$a.json"
   [ "$RC" -eq 0 ] && assert_json "$T/avg$a.json" "d['results'][0]['params']['average'] == $a" "-a $a" || fail "-a $a: $(cat "$T/avg$a.err")"
 done
+# As nccl-tests combines them: each rank's mean time, then rank 0's, the mean, the min or the max of those.
+for a in 0 1 2 3; do
+  pick=$(echo "lambda m: m[0]|lambda m: sum(m) / len(m)|min|max" | cut -d'|' -f$((a + 1)))
+  assert_json "$T/avg$a.json" "abs(d['results'][0]['metrics']['time_us']['value'] - ($pick)(d['results'][0]['per_rank']['time_us'])) < 1e-6 * d['results'][0]['metrics']['time_us']['value']" \
+    "-a $a: time_us is nccl-tests' combination of the per-rank means"
+done
 
 # MoE dispatch/combine: seeded routing, identical on all ranks, deduplicated per destination rank.
 for n in 2 4; do
