@@ -314,6 +314,12 @@ int run_resilience(const ResilienceCommandOptions& o, Session& session) {
   // Validate the plan and options here, before anything is launched.
   if (session.is_root()) session.check_output_writable();
   if (o.spares < 0) throw usage_error(fmt::format("invalid --spares {}: must not be negative", o.spares));
+  // A drained rank moves to a spare slot; with none, drain never acts, and a compare run compares none
+  // with itself.
+  if (o.policy != PolicyChoice::none && o.spares == 0)
+    throw usage_error(fmt::format("--policy {} needs --spares N: a drained rank moves to a spare slot, and "
+                                  "with none nothing is ever drained",
+                                  o.policy == PolicyChoice::drain ? "drain" : "compare"));
   if (o.ranks < 1) throw usage_error(fmt::format("invalid --ranks {}: must be at least 1", o.ranks));
   check_rank_count(o);
   // The supervisor's ledger starts at the job's start, so a supervised job never continues another's

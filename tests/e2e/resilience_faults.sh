@@ -80,7 +80,9 @@ expect_error kept 2 "--run-dir $T/kept already holds checkpoints \\($T/kept/chec
 [ -d "$T/kept/checkpoints/step-00000005" ] && ok "kept: the checkpoint is still there" || fail "kept: checkpoint deleted"
 mkdir -p "$T/kept2/drain/checkpoints/step-00000005"  # a --policy compare run's
 expect_error kept2 2 "--run-dir $T/kept2 already holds checkpoints \\($T/kept2/drain/checkpoints/step-00000005\\)" \
-  fb resilience --ranks 2 --faults "crash@step=3" --policy compare --run-dir "$T/kept2" -o "$T/bad.json"
+  fb resilience --ranks 2 --spares 1 --faults "crash@step=3" --policy compare --run-dir "$T/kept2" -o "$T/bad.json"
+expect_error drain_no_spares 2 "--policy drain needs --spares N: a drained rank moves to a spare slot, and with none nothing is ever drained" \
+  fb resilience --ranks 2 --faults "crash@step=3" --policy drain --run-dir "$T/bad" -o "$T/bad.json"
 expect_error badfault 2 "invalid --faults 'crsh@step=3': unknown fault kind 'crsh'" \
   fb resilience --ranks 2 --faults "crsh@step=3" --run-dir "$T/bad" -o "$T/bad.json"
 [ ! -e "$T/bad.json" ] && ok "no report on bad input" || fail "a report was written on bad input"
