@@ -26,11 +26,29 @@ HardwarePeaks parse_hardware_entry(const nlohmann::json& j, const std::string& f
     hw.kind = j.value("kind", std::string("gpu"));
     if (hw.kind != "gpu" && hw.kind != "cpu") throw input_error(where("kind") + ": expected gpu or cpu");
     hw.hbm_tbps = j.value("hbm_tbps", 0.0);
-    if (j.contains("health") && j.at("health").contains("gemm_floor")) {
-      const double f = j.at("health").at("gemm_floor").get<double>();
-      if (!(f >= 0 && f <= 1))
-        throw input_error(where("health.gemm_floor") + ": must be a fraction in [0, 1]");
-      hw.health_gemm_floor = f;
+    if (j.contains("health")) {
+      const auto& h = j.at("health");
+      if (!h.is_object()) throw input_error(where("health") + ": expected an object");
+      const auto fraction = [&](const char* key, std::optional<double>& out) {
+        if (!h.contains(key)) return;
+        const double f = h.at(key).get<double>();
+        if (!(f >= 0 && f <= 1))
+          throw input_error(where(std::string("health.") + key) + ": must be a fraction in [0, 1]");
+        out = f;
+      };
+      for (const auto& [key, value] : h.items())
+        if (key != "gemm_floor" && key != "power_limit_fail" && key != "power_limit_warn" &&
+            key != "clock_under_load_warn")
+          throw input_error(where("health." + key) +
+                            ": unknown field (gemm_floor, power_limit_fail, power_limit_warn, "
+                            "clock_under_load_warn)");
+      fraction("gemm_floor", hw.health_gemm_floor);
+      fraction("power_limit_fail", hw.health_power_limit_fail);
+      fraction("power_limit_warn", hw.health_power_limit_warn);
+      fraction("clock_under_load_warn", hw.health_clock_under_load_warn);
+      if (hw.health_power_limit_fail && hw.health_power_limit_warn &&
+          *hw.health_power_limit_fail > *hw.health_power_limit_warn)
+        throw input_error(where("health.power_limit_fail") + ": must not exceed health.power_limit_warn");
     }
     hw.source = j.value("source", std::string());
   } catch (const nlohmann::json::exception& e) {

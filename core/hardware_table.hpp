@@ -20,6 +20,10 @@ struct HardwarePeaks {
   // health: fail the GEMM below this fraction of the class's expected throughput (MAMF on GPUs, the job's
   // median rank on the host); --gemm-floor overrides.
   std::optional<double> health_gemm_floor;
+  // health's clocks check (fractions; unset: the defaults in workloads/health_check.hpp): fail a power limit
+  // below power_limit_fail of the default, warn below power_limit_warn, warn a clock under load below
+  // clock_under_load_warn of the max. A site that caps power on purpose sets its cap's fraction here.
+  std::optional<double> health_power_limit_fail, health_power_limit_warn, health_clock_under_load_warn;
   std::string source;  // provenance of the figures
   std::string file;    // where it was loaded from
 };

@@ -31,6 +31,9 @@ DevicePeak resolve_device_peak(const MpiContext& mpi, const Backend& backend) {
     const auto device = backend.device();
     if (const auto hw = find_hardware(table, device.name)) {
       peak.health_gemm_floor = hw->health_gemm_floor;
+      peak.health_power_limit_fail = hw->health_power_limit_fail;
+      peak.health_power_limit_warn = hw->health_power_limit_warn;
+      peak.health_clock_under_load_warn = hw->health_clock_under_load_warn;
       peak.class_name = hw->name;
       peak.tflops = hw->peak_tflops;
       peak.mamf_tflops = hw->mamf_tflops;
@@ -56,6 +59,7 @@ DevicePeak resolve_device_peak(const MpiContext& mpi, const Backend& backend) {
   peak.measured = true;
   if (const auto hw = find_hardware_class(table, "cpu")) {
     peak.health_gemm_floor = hw->health_gemm_floor;
+    peak.health_clock_under_load_warn = hw->health_clock_under_load_warn;
     peak.class_name = hw->name;
   }
   peak.tflops["fp32"] = per_core[0] * cores / 1e3;

@@ -17,6 +17,8 @@ struct DevicePeak {
   bool measured = false;
   // The device class's health floor (configs/hardware: health.gemm_floor), and which entry gave it.
   std::optional<double> health_gemm_floor;
+  // The class's clocks-check thresholds (configs/hardware: health.power_limit_fail, ...); unset: defaults.
+  std::optional<double> health_power_limit_fail, health_power_limit_warn, health_clock_under_load_warn;
   std::string class_name;  // "H200 SXM", "host CPU"; empty when no entry matched
   std::optional<double> for_dtype(const std::string& dtype) const;
 };

@@ -99,17 +99,28 @@ std::optional<GemmExpectation> gemm_expectation(const DevicePeak& peak, const st
 // The floor in force: --gemm-floor, else the device class's, else kDefaultGemmFloor.
 double gemm_floor(const HealthOptions& options, const DevicePeak& peak);
 
+// The clocks check's thresholds, fractions: a power limit below power_limit_fail of the default fails,
+// below power_limit_warn warns; a clock under load below clock_under_load_warn of the max warns. The device
+// class may set each (configs/hardware health.*): a site that caps power on purpose sets its cap.
+struct ClockThresholds {
+  double power_limit_fail = 0.75;
+  double power_limit_warn = 0.95;
+  double clock_under_load_warn = 0.7;
+};
+ClockThresholds clock_thresholds(const DevicePeak& peak);
+
 // The clocks verdict from the readings: the clock under load (the GEMM window's median, else a reading
-// now) against the max clock (warn below 70%), after the power-limit findings so far (`verdict`,
-// `problems`, `seen`, and `o`'s metrics). `unit_name`: "SM clock" or "CPU clock".
+// now) against the max clock (warn below t.clock_under_load_warn), after the power-limit findings so far
+// (`verdict`, `problems`, `seen`, and `o`'s metrics). `unit_name`: "SM clock" or "CPU clock".
 CheckOutcome clocks_outcome(const char* unit_name, Verdict verdict, std::vector<std::string> problems,
                             std::vector<std::string> seen, CheckOutcome o, std::optional<double> max_clock,
-                            std::optional<double> load_clock);
+                            std::optional<double> load_clock, const ClockThresholds& t = {});
 
 // The cuda path's NVML verdicts, from the device and the GEMM window's telemetry summary (nullopt: none):
 // `clocks` (power limit vs default, SM clock under load vs max) and `slowdown` (active hardware slowdown
 // reasons now or during the GEMM). Exposed for the scripted-NVML tests (tests/fakes/fake_nvml.c).
-CheckOutcome gpu_clocks_outcome(const nvml::Device& gpu, const std::optional<nlohmann::json>& window);
+CheckOutcome gpu_clocks_outcome(const nvml::Device& gpu, const std::optional<nlohmann::json>& window,
+                                const ClockThresholds& t = {});
 CheckOutcome gpu_slowdown_outcome(const nvml::Device& gpu, const std::optional<nlohmann::json>& window);
 
 // Usage Errors naming the option (--expect-gpu, --gemm-floor, --gemm-size, --min-free-memory,

@@ -148,14 +148,16 @@ CheckOutcome check_row_remap(Context& c) {
 CheckOutcome check_clocks(Context& c) {
   const auto window = gemm_window(c);
   if (c.cuda)
-    return c.gpu ? gpu_clocks_outcome(*c.gpu, window) : outcome("clocks", Verdict::skip, nvml_skip(c));
+    return c.gpu ? gpu_clocks_outcome(*c.gpu, window, clock_thresholds(c.peak))
+                 : outcome("clocks", Verdict::skip, nvml_skip(c));
   std::optional<double> load_clock;
   if (window && (*window)["host"].contains("cpu_mhz"))
     load_clock = (*window)["host"]["cpu_mhz"]["median"].get<double>();
   else if (const auto mhz = host::read_cpu_mhz("/", host::affinity_cpus()); !mhz.empty())
     load_clock = summarize(mhz).median;
   return clocks_outcome("CPU clock", Verdict::pass, {}, {}, {},
-                        host::read_cpu_max_mhz("/", host::affinity_cpus()), load_clock);
+                        host::read_cpu_max_mhz("/", host::affinity_cpus()), load_clock,
+                        clock_thresholds(c.peak));
 }
 
 CheckOutcome check_slowdown(Context& c) {

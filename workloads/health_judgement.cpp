@@ -20,27 +20,28 @@ using nlohmann::json;
 using reports::Better;
 using reports::Metric;
 
-namespace {
-
-constexpr double kFailPowerLimit = 0.75;  // enforced / default power limit
-constexpr double kWarnPowerLimit = 0.95;
-constexpr double kWarnClockUnderLoad = 0.7;  // median clock during the GEMM / max clock
-
-}  // namespace
+ClockThresholds clock_thresholds(const DevicePeak& peak) {
+  ClockThresholds t;
+  t.power_limit_fail = peak.health_power_limit_fail.value_or(t.power_limit_fail);
+  t.power_limit_warn =
+      std::max(peak.health_power_limit_warn.value_or(t.power_limit_warn), t.power_limit_fail);
+  t.clock_under_load_warn = peak.health_clock_under_load_warn.value_or(t.clock_under_load_warn);
+  return t;
+}
 
 // The clocks verdict from what was read: power-limit findings so far, the max clock and the clock under
 // load (the GEMM window's median, else a reading now).
 CheckOutcome clocks_outcome(const char* unit_name, Verdict verdict, std::vector<std::string> problems,
                             std::vector<std::string> seen, CheckOutcome o, std::optional<double> max_clock,
-                            std::optional<double> load_clock) {
+                            std::optional<double> load_clock, const ClockThresholds& t) {
   if (load_clock) {
     o.metrics.emplace_back("clock_under_load_mhz", metric(*load_clock, "MHz", Better::higher));
     std::string text = fmt::format("{} {:.0f} MHz under load", unit_name, *load_clock);
     if (max_clock && *max_clock > 0) {
       text += fmt::format(" of max {:.0f}", *max_clock);
-      if (*load_clock < kWarnClockUnderLoad * *max_clock) {
+      if (*load_clock < t.clock_under_load_warn * *max_clock) {
         verdict = std::max(verdict, Verdict::warn);
-        problems.push_back(text + fmt::format(" (below {})", percent(kWarnClockUnderLoad)));
+        problems.push_back(text + fmt::format(" (below {})", percent(t.clock_under_load_warn)));
         text.clear();
       }
     }
@@ -57,7 +58,8 @@ CheckOutcome clocks_outcome(const char* unit_name, Verdict verdict, std::vector<
   return o;
 }
 
-CheckOutcome gpu_clocks_outcome(const nvml::Device& gpu, const std::optional<json>& window) {
+CheckOutcome gpu_clocks_outcome(const nvml::Device& gpu, const std::optional<json>& window,
+                                const ClockThresholds& t) {
   std::vector<std::string> problems, seen;
   Verdict verdict = Verdict::pass;
   CheckOutcome o;
@@ -66,10 +68,10 @@ CheckOutcome gpu_clocks_outcome(const nvml::Device& gpu, const std::optional<jso
     const double ratio = *l.power_limit_w / *l.default_power_limit_w;
     const std::string text =
         fmt::format("power limit {:.0f} W of default {:.0f} W", *l.power_limit_w, *l.default_power_limit_w);
-    if (ratio < kFailPowerLimit) {
+    if (ratio < t.power_limit_fail) {
       verdict = Verdict::fail;
-      problems.push_back(text + fmt::format(" (below {})", percent(kFailPowerLimit)));
-    } else if (ratio < kWarnPowerLimit) {
+      problems.push_back(text + fmt::format(" (below {})", percent(t.power_limit_fail)));
+    } else if (ratio < t.power_limit_warn) {
       verdict = Verdict::warn;
       problems.push_back(text);
     } else {
@@ -84,7 +86,7 @@ CheckOutcome gpu_clocks_outcome(const nvml::Device& gpu, const std::optional<jso
   else if (const auto r = gpu.read(false); r.sm_clock_mhz)
     seen.push_back(fmt::format("SM clock {:.0f} MHz idle", *r.sm_clock_mhz));
   return clocks_outcome("SM clock", verdict, std::move(problems), std::move(seen), std::move(o),
-                        l.max_sm_clock_mhz, load_clock);
+                        l.max_sm_clock_mhz, load_clock, t);
 }
 
 CheckOutcome gpu_slowdown_outcome(const nvml::Device& gpu, const std::optional<json>& window) {

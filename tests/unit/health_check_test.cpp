@@ -228,6 +228,43 @@ TEST(HealthCheck, HardwareFloorOutOfRangeIsAnInputError) {
   setenv("FACTORYBENCH_CONFIG_DIR", FB_SOURCE_DIR "/configs", 1);
 }
 
+TEST(HealthCheck, ClockThresholdsComeFromTheClass) {
+  DevicePeak peak;
+  EXPECT_DOUBLE_EQ(clock_thresholds(peak).power_limit_fail, 0.75);
+  EXPECT_DOUBLE_EQ(clock_thresholds(peak).power_limit_warn, 0.95);
+  EXPECT_DOUBLE_EQ(clock_thresholds(peak).clock_under_load_warn, 0.7);
+  peak.health_power_limit_fail = 0.5;
+  peak.health_clock_under_load_warn = 0.6;
+  EXPECT_DOUBLE_EQ(clock_thresholds(peak).power_limit_fail, 0.5);
+  EXPECT_DOUBLE_EQ(clock_thresholds(peak).power_limit_warn, 0.95);
+  EXPECT_DOUBLE_EQ(clock_thresholds(peak).clock_under_load_warn, 0.6);
+  peak.health_power_limit_fail = 0.97;  // above the default warn: warn follows it
+  EXPECT_DOUBLE_EQ(clock_thresholds(peak).power_limit_warn, 0.97);
+  // From a table entry, checked: a fail above the warn, an unknown field.
+  const auto dir = std::string(::testing::TempDir()) + "/fb_hw_clock";
+  std::filesystem::create_directories(dir + "/hardware");
+  const auto error_of = [&](const char* health) {
+    std::ofstream(dir + "/hardware/x.json")
+        << R"({"name": "X", "match": ["X"], "peak_tflops": {}, "health": )" << health << "}";
+    setenv("FACTORYBENCH_CONFIG_DIR", dir.c_str(), 1);
+    std::string what;
+    try {
+      const auto table = load_hardware_table();
+      what = "ok " + std::to_string(table.at(0).health_power_limit_fail.value_or(-1));
+    } catch (const Error& e) {
+      what = e.what();
+    }
+    setenv("FACTORYBENCH_CONFIG_DIR", FB_SOURCE_DIR "/configs", 1);
+    return what;
+  };
+  EXPECT_EQ(error_of(R"({"power_limit_fail": 0.6, "power_limit_warn": 0.8})"), "ok 0.600000");
+  EXPECT_NE(error_of(R"({"power_limit_fail": 0.9, "power_limit_warn": 0.8})")
+                .find("health.power_limit_fail: must not exceed health.power_limit_warn"),
+            std::string::npos);
+  EXPECT_NE(error_of(R"({"power_limt_fail": 0.9})").find("health.power_limt_fail: unknown field"),
+            std::string::npos);
+}
+
 // The cuda path's NVML verdicts on the scripted NVML (tests/fakes/fake_nvml.c): a healthy GPU passes; a
 // throttled one (hardware thermal slowdown, a capped power limit, a low clock under load) fails or warns
 // with the reason.
@@ -278,6 +315,11 @@ TEST_F(HealthFakeNvml, CappedPowerLimitFailsAndLowClockUnderLoadWarns) {
   auto o = gpu_clocks_outcome(*gpu_, std::nullopt);
   EXPECT_EQ(o.verdict, Verdict::fail);
   EXPECT_NE(o.reason.find("power limit 400 W of default 700 W (below 75%)"), std::string::npos) << o.reason;
+  // A site that caps power on purpose sets its cap's fraction for the class: 400 of 700 W only warns.
+  ClockThresholds capped;
+  capped.power_limit_fail = 0.5;
+  o = gpu_clocks_outcome(*gpu_, std::nullopt, capped);
+  EXPECT_EQ(o.verdict, Verdict::warn) << o.reason;
   set("power_limit_mw", 700000);
   const nlohmann::json window = {{"gpu", {{"sm_clock_mhz", {{"median", 990.0}}}}}};  // half the max clock
   o = gpu_clocks_outcome(*gpu_, window);
