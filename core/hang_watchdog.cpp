@@ -21,6 +21,10 @@
 namespace fb {
 namespace {
 
+// The claim that one rank alone prints the diagnosis, and its "printed" mark that lets the others exit.
+constexpr const char* kClaimFile = "hang.reported";
+constexpr const char* kDoneFile = "hang.done";
+
 std::string call_text(const std::string& op, std::uint64_t seq, std::uint64_t bytes) {
   return fmt::format("{} #{} ({})", op, seq, format_bytes(bytes));
 }
@@ -154,7 +158,7 @@ std::vector<RankCallRecord> read_call_states(const std::filesystem::path& dir, i
 }
 
 bool claim_hang_report(const std::filesystem::path& dir) {
-  const auto path = dir / "hang.reported";
+  const auto path = dir / kClaimFile;
   const int fd = ::open(path.c_str(), O_CREAT | O_EXCL | O_WRONLY, 0644);
   if (fd < 0) return false;
   ::close(fd);
@@ -185,8 +189,8 @@ void HangWatchdog::loop() {
     // The lowest stuck rank reports. Ranks that read the files a period apart can disagree on who that
     // is, so the report is claimed (one rank alone prints it), and a rank that is not the lowest in its
     // view still reports if nobody has claimed the report after a few periods (the lowest may be slow).
-    const auto claimed = dir_ / "hang.reported";
-    const auto reported = dir_ / "hang.done";
+    const auto claimed = dir_ / kClaimFile;
+    const auto reported = dir_ / kDoneFile;
     const auto wait_for = [&](const std::filesystem::path& file, double seconds) {
       std::error_code ec;
       for (double t = 0; t < seconds && !std::filesystem::exists(file, ec); t += period / 4)
