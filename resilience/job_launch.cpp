@@ -255,6 +255,9 @@ std::vector<std::string> preflight_command(const SupervisorOptions& o, int attem
   if (std::find(o.preflight_args.begin(), o.preflight_args.end(), "--checkpoint-dir") ==
       o.preflight_args.end())
     cmd.insert(cmd.end(), {"--checkpoint-dir", (o.run_dir / "checkpoints").string()});
+  // Its hang watchdog's state files (a diagnosis left after a hang) go to the run dir, not the cwd.
+  if (std::find(o.preflight_args.begin(), o.preflight_args.end(), "--run-dir") == o.preflight_args.end())
+    cmd.insert(cmd.end(), {"--run-dir", o.run_dir.string()});
   cmd.insert(cmd.end(), {"--output", report.string()});
   return cmd;
 }

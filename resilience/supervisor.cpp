@@ -68,6 +68,13 @@ PreflightOutcome run_preflight(const SupervisorOptions& o, int attempt, int roun
   // Test hook: FACTORYBENCH_TEST_PREFLIGHT_FAIL_SLOT=S makes the rank placed on slot S fail the check (the
   // health command's FACTORYBENCH_TEST_READONLY_CKPT_RANK for that rank): a bad node that a drain removes.
   std::vector<std::pair<std::string, std::optional<std::string>>> env;
+  // Test hook: FACTORYBENCH_TEST_PREFLIGHT_HANG_SLOT=S makes the rank on slot S never enter the check's
+  // all-reduce (FACTORYBENCH_INJECT hang, for the health job alone): its watchdog must end it.
+  if (const char* hang = std::getenv("FACTORYBENCH_TEST_PREFLIGHT_HANG_SLOT"); hang && *hang) {
+    const auto it = std::find(slots.begin(), slots.end(), std::atoi(hang));
+    if (it != slots.end())
+      env.emplace_back("FACTORYBENCH_INJECT", fmt::format("hang@rank={},call=1", it - slots.begin()));
+  }
   if (const char* bad = std::getenv("FACTORYBENCH_TEST_PREFLIGHT_FAIL_SLOT"); bad && *bad) {
     const auto it = std::find(slots.begin(), slots.end(), std::atoi(bad));
     env.emplace_back(
@@ -93,20 +100,28 @@ PreflightOutcome run_preflight(const SupervisorOptions& o, int attempt, int roun
     error = fmt::format("the health job ran past {:.0f} s and was killed", o.preflight_timeout_s);
   } else {
     try {
-      const auto ranks = workloads::health_from_report(reports::read_report(report_path));
-      if (static_cast<int>(ranks.size()) != o.ranks)
-        error = fmt::format("the health report has {} rank(s), the job {}", ranks.size(), o.ranks);
-      bool warned = false;
-      for (const auto& r : ranks) {
-        if (r.verdict == workloads::Verdict::warn) warned = true;
-        if (r.verdict != workloads::Verdict::fail || r.rank < 0 || r.rank >= o.ranks) continue;
-        out.failed_ranks.push_back(r.rank);
-        failed.push_back({{"rank", r.rank},
-                          {"slot", slots[static_cast<std::size_t>(r.rank)]},
-                          {"host", r.host},
-                          {"reason", r.reasons(workloads::Verdict::fail)}});
+      const auto report = reports::read_report(report_path);
+      // The health job's own hang watchdog ended it: its report holds the diagnosis, not per-rank checks
+      // (health_from_report would call the report malformed).
+      for (const auto& r : report.results)
+        if (r.name == "hang" && r.status == reports::Status::failed)
+          error = "the health check hung: " + r.error.value_or("(no diagnosis)");
+      if (error.empty()) {
+        const auto ranks = workloads::health_from_report(report);
+        if (static_cast<int>(ranks.size()) != o.ranks)
+          error = fmt::format("the health report has {} rank(s), the job {}", ranks.size(), o.ranks);
+        bool warned = false;
+        for (const auto& r : ranks) {
+          if (r.verdict == workloads::Verdict::warn) warned = true;
+          if (r.verdict != workloads::Verdict::fail || r.rank < 0 || r.rank >= o.ranks) continue;
+          out.failed_ranks.push_back(r.rank);
+          failed.push_back({{"rank", r.rank},
+                            {"slot", slots[static_cast<std::size_t>(r.rank)]},
+                            {"host", r.host},
+                            {"reason", r.reasons(workloads::Verdict::fail)}});
+        }
+        out.verdict = !out.failed_ranks.empty() ? "fail" : warned ? "warn" : "pass";
       }
-      out.verdict = !out.failed_ranks.empty() ? "fail" : warned ? "warn" : "pass";
     } catch (const std::exception& ex) {
       error = fmt::format("no health report ({}; {})", describe_status(status), ex.what());
     }

@@ -43,6 +43,18 @@ run_capture nospare env FACTORYBENCH_TEST_PREFLIGHT_FAIL_SLOT=1 "$FACTORYBENCH" 
 assert_json "$T/nospare.json" "[(e['verdict'], e['action']) for e in $(ev preflight)] == [('fail', 'none: not enough spares, launching anyway')] and $(ev drain) == []" "no spare: the failure is recorded, nothing drained"
 assert_json "$T/nospare.json" "$R['metrics']['steps_completed']['value'] == 6 and $L['preflight']['failed'] == 1" "no spare: the job still runs"
 
+# --- The check itself hangs (the rank on slot 1 never enters the all-reduce): health's own watchdog ends it, and
+# the event says it hung and names the rank (it said "no health report ... params.rank: missing"). Its state
+# files stay in the run dir, not the cwd.
+HANG_COMMON=("${COMMON[@]}")
+HANG_COMMON[${#HANG_COMMON[@]}-1]="${HANG_COMMON[${#HANG_COMMON[@]}-1]} --hang-timeout 3s"
+run_capture hung env FACTORYBENCH_TEST_PREFLIGHT_HANG_SLOT=1 "$FACTORYBENCH" resilience --ranks 2 "${HANG_COMMON[@]}" \
+  --steps 4 --faults none --run-dir "$T/hung" -o "$T/hung.json"
+[ "$RC" -eq 0 ] || { cat "$T/hung.out" "$T/hung.err" >&2; die "preflight hang: exit $RC"; }
+assert_json "$T/hung.json" "[e['verdict'] for e in $(ev preflight)] == ['error'] and $(ev preflight)[0]['error'].startswith('the health check hung: ') and 'rank 1' in $(ev preflight)[0]['error']" "a hung check: the event says so and names rank 1"
+assert_json "$T/hung.json" "$R['metrics']['steps_completed']['value'] == 4" "a hung check: the job still runs"
+ls -d "$T/hung"/fb-hang-* >/dev/null 2>&1 && ok "the watchdog's files are in the run dir" || fail "no fb-hang-* in the run dir: $(ls "$T/hung")"
+
 expect_error noflag 2 "--preflight-args needs --preflight" \
   fb resilience --ranks 2 --backend host --preflight-args "--gemm-size 64" --faults "crash@step=3" --run-dir "$T/bad"
 finish
