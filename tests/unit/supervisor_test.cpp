@@ -104,15 +104,16 @@ TEST(Preflight, HealthThroughTheSameLauncherOnTheRunsCheckpointDirectory) {
   o.binary = "/opt/fb/bin/factorybench";
   o.run_dir = "/scratch/run";
   o.preflight_args = {"--backend", "host", "--gemm-floor", "0.5"};
-  EXPECT_EQ(
-      preflight_command(o, 3, 1, "/scratch/run/preflight-3.json"),
-      (std::vector<std::string>{"mpirun", "-np", "2", "--oversubscribe", "/opt/fb/bin/factorybench", "health",
-                                "--backend", "host", "--gemm-floor", "0.5", "--checkpoint-dir",
-                                "/scratch/run/checkpoints", "--output", "/scratch/run/preflight-3.json"}));
-  // A --checkpoint-dir of the user's is kept, not doubled.
-  o.preflight_args = {"--checkpoint-dir", "/lustre/ckpt"};
+  EXPECT_EQ(preflight_command(o, 3, 1, "/scratch/run/preflight-3.json"),
+            (std::vector<std::string>{"mpirun", "-np", "2", "--oversubscribe", "/opt/fb/bin/factorybench",
+                                      "health", "--backend", "host", "--gemm-floor", "0.5",
+                                      "--checkpoint-dir", "/scratch/run/checkpoints", "--run-dir",
+                                      "/scratch/run", "--output", "/scratch/run/preflight-3.json"}));
+  // A --checkpoint-dir or --run-dir of the user's is kept, not doubled.
+  o.preflight_args = {"--checkpoint-dir", "/lustre/ckpt", "--run-dir", "/lustre/hang"};
   const auto cmd = preflight_command(o, 1, 2, "r.json");
   EXPECT_EQ(std::count(cmd.begin(), cmd.end(), "--checkpoint-dir"), 1);
+  EXPECT_EQ(std::count(cmd.begin(), cmd.end(), "--run-dir"), 1);
   // srun: a step name of its own per round, so a leftover is never mistaken for the training step.
   o.launcher = Launcher::srun;
   const auto s = preflight_command(o, 1, 2, "r.json");
