@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <limits>
 #include <numeric>
 
 #include <fmt/format.h>
@@ -65,13 +66,18 @@ Error bad(std::string_view part, const std::string& why) {
   return usage_error(fmt::format("invalid --faults '{}': {}", part, why));
 }
 
-std::int64_t parse_int(std::string_view text, std::string_view part, std::string_view key, std::int64_t min) {
+// Ranks are ints: a larger value would wrap (rank=4294967296 became rank 0) before the check against the job.
+constexpr std::int64_t kMaxRankValue = std::int64_t{1} << 24;
+
+std::int64_t parse_int(std::string_view text, std::string_view part, std::string_view key, std::int64_t min,
+                       std::int64_t max = std::numeric_limits<std::int64_t>::max()) {
   std::int64_t v = 0;
   const auto* end = text.data() + text.size();
   const auto [ptr, ec] = std::from_chars(text.data(), end, v);
   if (text.empty() || ec != std::errc() || ptr != end)
     throw bad(part, fmt::format("{}='{}' is not an integer", key, text));
   if (v < min) throw bad(part, fmt::format("{}={} must be at least {}", key, v, min));
+  if (v > max) throw bad(part, fmt::format("{}={} must be at most {}", key, v, max));
   return v;
 }
 
@@ -140,7 +146,7 @@ PlannedFault parse_one(std::string_view part, int slots) {
     else if (key == "time")
       f.time_s = parse_dur(value, part, key);
     else if (key == "rank")
-      f.rank = static_cast<int>(parse_int(value, part, key, 0));
+      f.rank = static_cast<int>(parse_int(value, part, key, 0, kMaxRankValue));
     else if (key == "factor")
       f.factor = parse_real(value, part, key), factor_set = true;
     else if (key == "duration")
@@ -186,7 +192,7 @@ RandomFaultSpec parse_random(std::string_view spec, int ranks, std::uint64_t def
         r.mix.emplace_back(kind, share);
       }
     } else if (key == "flaky-ranks") {
-      r.flaky_ranks = static_cast<int>(parse_int(value, spec, key, 0));
+      r.flaky_ranks = static_cast<int>(parse_int(value, spec, key, 0, kMaxRankValue));
     } else if (key == "flaky-share") {
       r.flaky_share = parse_real(value, spec, key);
       if (r.flaky_share < 0 || r.flaky_share > 1) throw bad(spec, "flaky-share must be in [0, 1]");

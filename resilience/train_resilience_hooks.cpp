@@ -275,12 +275,20 @@ bool TrainResilienceHooks::after_step(std::int64_t step, const workloads::StepOu
       log(e, Durability::fsync);
     }
     rollback_ = true;
+    rollback_reason_ = fmt::format(
+        "loss or gradient norm not finite at step {}: stopped for a rollback to the last checkpoint "
+        "(--resume goes on from it)",
+        step);
     return false;
   }
   const bool periodic = step % o_.check_every == 0;
   const bool save = checkpoint_due(step, out.slowest_rank_seconds);
   if ((periodic || save) && vote_sdc(step)) {
     rollback_ = true;
+    rollback_reason_ = fmt::format(
+        "silent data corruption detected at step {} (the replicas' weights disagree): stopped for a "
+        "rollback to the last checkpoint (--resume goes on from it)",
+        step);
     return false;
   }
   if (periodic) check_stragglers(step);

@@ -79,6 +79,7 @@ class TrainResilienceHooks final : public workloads::TrainHooks {
   // Last step restored from a checkpoint (0 = none) and whether the run stopped for a rollback.
   std::int64_t restored_step() const { return restored_step_; }
   bool rolled_back() const { return rollback_; }
+  std::string stop_reason() const override { return rollback_reason_; }
   // The checkpoint interval in steps once resolved from --checkpoint-interval (0 = not yet / not used).
   std::int64_t interval_steps() const { return interval_steps_; }
 
@@ -126,6 +127,7 @@ class TrainResilienceHooks final : public workloads::TrainHooks {
   double step_start_ = 0;
   std::int64_t restored_step_ = 0;
   bool rollback_ = false;
+  std::string rollback_reason_;  // the result's failure when rolled back
   // Checkpointing.
   std::vector<std::byte> buffer_;
   std::vector<std::byte> spare_;  // async: the host snapshot buffer (lent to the writer while it writes)

@@ -167,6 +167,12 @@ int run_train(const TrainCommandOptions& opt, Session& session) {
   const auto run = workloads::run_training(options, std::move(plan), mpi, backend, hooks.get());
   auto report = session.begin_report();
   report.results.push_back(workloads::train_result(options, run.plan, &run, session.peak(), mpi.size()));
+  // A run its checks stopped (silent data corruption, a loss that is not finite) failed, whatever it
+  // measured before: exit 1, not a short success.
+  if (hooks)
+    if (const auto why = hooks->stop_reason();
+        !why.empty() && report.results.back().status != reports::Status::failed)
+      report.results.back().fail(why);
   const int rc = session.finish(report);
   if (mpi.is_root() && !session.options().quiet) {
     print_plan(run.plan, backend.free_memory_bytes());

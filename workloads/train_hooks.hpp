@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <string>
 
 namespace fb::workloads {
 
@@ -58,6 +59,9 @@ class TrainHooks {
   }
   // After the last step (or an early stop).
   virtual void on_finish(std::int64_t last_step) { (void)last_step; }
+  // Why the run stopped before --steps on a detected fault (silent data corruption, a loss that is not
+  // finite), for the result's failure; empty when it did not.
+  virtual std::string stop_reason() const { return {}; }
 };
 
 }  // namespace fb::workloads

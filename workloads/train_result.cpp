@@ -214,7 +214,8 @@ reports::Result train_result(const TrainOptions& o, const TrainPlan& plan, const
     const bool timed = !run->step_seconds.empty();
     const double step_time = timed ? throughput_metrics(r, measured, plan, *run, peak, world) : 0.0;
     run_measurements(r, measured, plan, *run, step_time);
-    if (!timed) {
+    // A failure (a loss that is not finite, even in a warm-up step) stays a failure: skipped would pass.
+    if (!timed && r.status != reports::Status::failed) {
       r.status = reports::Status::skipped;
       r.error = run->steps_run == 0
                     ? fmt::format("nothing to train: the run resumed at step {} and --steps is {}",

@@ -56,6 +56,15 @@ kind_run sdc "sdc@step=7,rank=1" 3;    failure_is sdc sdc 1  # a vote needs a st
 # Two replicas cannot name the bad one, but differ: detected all the same (rank -1) and rolled back.
 kind_run sdc2 "sdc@step=7,rank=1" 2;   failure_is sdc2 sdc -1
 assert_json "$T/sdc2.json" "d['results'][0]['extra']['ledger']['checkpoints']['restored_steps'][-1] == 5" "sdc with 2 replicas: rolled back to step 5"
+# A standalone train whose check stopped it (sdc voted, a NaN even in a warm-up step) failed: exit 1 with the
+# reason, not a short success (or SKIPPED) with exit 0.
+run_capture train_sdc fb_mpirun 2 train --backend host --steps 10 --run-dir "$T/train_sdc" --checkpoint-every 5 \
+  --faults "sdc@step=3,rank=1" -o "$T/train_sdc.json"
+[ "$RC" -eq 1 ] && assert_json "$T/train_sdc.json" "d['results'][0]['status'] == 'failed' and 'silent data corruption detected at step 5' in d['results'][0]['error']" "train: sdc rollback fails the run" \
+  || fail "train_sdc: exit $RC: $(tail -3 "$T/train_sdc.out")"
+run_capture train_nan fb train --backend host --steps 10 --run-dir "$T/train_nan" --checkpoint-every 3 --faults nan@step=2 -o "$T/train_nan.json"
+[ "$RC" -eq 1 ] && assert_json "$T/train_nan.json" "d['results'][0]['status'] == 'failed'" "train: a NaN in a warm-up step fails, not SKIPPED" \
+  || fail "train_nan: exit $RC: $(tail -3 "$T/train_nan.out")"
 expect_error sdc_dp1 2 "--faults injects sdc, which nothing detects with --dp 1" \
   fb resilience --ranks 2 --tp 2 --faults "sdc@step=3,rank=1" --run-dir "$T/bad" -o "$T/bad.json"
 kind_run nan "nan@step=7,rank=1";      failure_is nan nan 1  # the rank whose own loss was NaN before the all-reduce

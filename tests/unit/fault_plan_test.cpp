@@ -91,6 +91,13 @@ TEST(FaultPlan, MalformedSpecsQuoteTheBadPart) {
   EXPECT_EQ(msg("random:mtbf=1m,flaky-share=2"),
             "invalid --faults 'random:mtbf=1m,flaky-share=2': flaky-share must be in [0, 1]");
   EXPECT_EQ(msg("  "), "invalid --faults '': expected KIND@step=N, KIND@time=D or random:…");
+  // A rank beyond an int wrapped before the check against the job (4294967296 crashed rank 0).
+  EXPECT_EQ(msg("crash@step=3,rank=4294967296"),
+            "invalid --faults 'crash@step=3,rank=4294967296': rank=4294967296 must be at most 16777216");
+  EXPECT_EQ(
+      msg("random:mtbf=1m,flaky-ranks=4294967297"),
+      "invalid --faults 'random:mtbf=1m,flaky-ranks=4294967297': flaky-ranks=4294967297 must be at most "
+      "16777216");
   // A key given twice is a typo, not "the last one wins".
   EXPECT_EQ(msg("nan@step=1,rank=0,rank=1"),
             "invalid --faults 'nan@step=1,rank=0,rank=1': 'rank' given twice");
