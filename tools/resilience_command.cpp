@@ -143,14 +143,25 @@ void check_state_bytes_fit(const resilience::ResilienceOptions& res, const std::
   while (!std::filesystem::exists(dir, ec) && dir.has_parent_path() && dir != dir.parent_path())
     dir = dir.parent_path();
   const auto space = std::filesystem::space(dir, ec);
+  if (ec) return;
   // The kept ones, the one just committed (it counts once read back, at the next commit) and the one being
-  // written (resilience/checkpoint_store.hpp).
+  // written (resilience/checkpoint_store.hpp). Checkpoints already in the run dir (a relaunch, a --resume)
+  // are part of that count: their space is the job's, not a shortfall (else no crash could be recovered on
+  // a volume the first attempt fitted).
+  std::uintmax_t held = 0;
+  const auto ckpt = std::filesystem::path(res.run_dir) / "checkpoints";
+  for (auto it = std::filesystem::recursive_directory_iterator(ckpt, ec);
+       !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec))
+    if (std::error_code fe; it->is_regular_file(fe)) held += it->file_size(fe);
   const double need = static_cast<double>(bytes) * static_cast<double>(ranks) * (res.keep + 2);
-  if (!ec && need > 0.9 * static_cast<double>(space.available))
+  const double usable = static_cast<double>(space.available) + static_cast<double>(held);
+  if (need > 0.9 * usable)
     throw usage_error(fmt::format(
-        "invalid --state-bytes {}: --keep {} + 2 checkpoints of {} rank(s) need {}, but {} has {} free", text,
-        res.keep, ranks, format_bytes(static_cast<std::uint64_t>(need)), dir.string(),
-        format_bytes(space.available)));
+        "invalid --state-bytes {}: --keep {} + 2 checkpoints of {} rank(s) need {}, but {} has {} free{}",
+        text, res.keep, ranks, format_bytes(static_cast<std::uint64_t>(need)), dir.string(),
+        format_bytes(space.available),
+        held > 0 ? fmt::format(" and its checkpoints hold {}", format_bytes(static_cast<std::uint64_t>(held)))
+                 : std::string()));
 }
 
 }  // namespace
@@ -317,9 +328,10 @@ int run_resilience(const ResilienceCommandOptions& o, Session& session) {
   // A drained rank moves to a spare slot; with none, drain never acts, and a compare run compares none
   // with itself.
   if (o.policy != PolicyChoice::none && o.spares == 0)
-    throw usage_error(fmt::format("--policy {} needs --spares N: a drained rank moves to a spare slot, and "
-                                  "with none nothing is ever drained",
-                                  o.policy == PolicyChoice::drain ? "drain" : "compare"));
+    throw usage_error(
+        fmt::format("--policy {} needs --spares N: a drained rank moves to a spare slot, and "
+                    "with none nothing is ever drained",
+                    o.policy == PolicyChoice::drain ? "drain" : "compare"));
   if (o.ranks < 1) throw usage_error(fmt::format("invalid --ranks {}: must be at least 1", o.ranks));
   check_rank_count(o);
   // The supervisor's ledger starts at the job's start, so a supervised job never continues another's

@@ -124,4 +124,20 @@ done
 run_capture moe_prefix fb train --backend host --model tiny-moe --layers 1 --dry-run -o "$T/moe_prefix.json"
 assert_json "$T/moe_prefix.json" "'1 of them MoE (first_dense_layers 0' in d['results'][0]['params']['layers_note']" "--layers 1 on tiny-moe: the note says the one layer is MoE"
 
+# The disk check counts the run dir's own checkpoints as the job's space (an audit's resume on a volume that
+# fitted the first run was refused): refused when keep + 2 checkpoints exceed the free space, accepted once
+# checkpoints already in the run dir (a sparse file here) hold what is missing.
+free=$(df -B1 --output=avail "$T" | tail -1)
+if [ "$free" -gt $((8 << 30)) ]; then
+  keep=$((free / (1 << 30) + 1))
+  expect_error disk_short 2 "invalid --state-bytes 1G: --keep $keep \+ 2 checkpoints of 1 rank\(s\) need .* free$" \
+    fb train --backend host --dry-run --run-dir "$T/held" --checkpoint-every 5 --state-bytes 1G --keep "$keep"
+  mkdir -p "$T/held/checkpoints/step-00000005" && truncate -s "$free" "$T/held/checkpoints/step-00000005/shard"
+  run_capture disk_held fb train --backend host --dry-run --run-dir "$T/held" --checkpoint-every 5 --state-bytes 1G \
+    --keep "$keep" --resume -o "$T/disk_held.json"
+  [ "$RC" -eq 0 ] && ok "disk check: the run dir's checkpoints count as the job's space" || fail "disk_held: exit $RC: $(cat "$T/disk_held.err")"
+else
+  echo "note: less than 8 GiB free under $T; the disk-check part was not run"
+fi
+
 finish
