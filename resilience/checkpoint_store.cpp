@@ -109,6 +109,7 @@ std::optional<CheckpointInfo> read_manifest(const fs::path& dir, std::int64_t st
       shard.rank = s.at("rank").get<int>();
       shard.file = s.at("file").get<std::string>();
       shard.bytes = s.at("bytes").get<std::uint64_t>();
+      shard.state_bytes = s.value("state_bytes", std::uint64_t{0});
       const auto h = parse_hex64(s.at("xxh64").get<std::string>());
       if (!h || shard.rank != static_cast<int>(info.shards.size()) ||
           shard.file.find('/') != std::string::npos) {
@@ -325,6 +326,7 @@ CheckpointInfo CheckpointStore::commit(std::int64_t step, std::vector<ShardInfo>
                     {"file", shards[r].file},
                     {"bytes", shards[r].bytes},
                     {"xxh64", hex64(shards[r].xxh64)}});
+    if (shards[r].state_bytes > 0) list.back()["state_bytes"] = shards[r].state_bytes;
     info.total_bytes += shards[r].bytes;
   }
   for (const auto& shard : shards) {
@@ -425,7 +427,8 @@ std::vector<std::int64_t> CheckpointStore::committed_steps() const {
 }
 
 std::optional<std::string> CheckpointStore::written_by_another_job(int world_size, int rank,
-                                                                   std::uint64_t shard_bytes) const {
+                                                                   std::uint64_t shard_bytes,
+                                                                   std::uint64_t state_bytes) const {
   const auto steps = list_steps();
   for (auto it = steps.rbegin(); it != steps.rend(); ++it) {
     std::string why;
@@ -438,6 +441,12 @@ std::optional<std::string> CheckpointStore::written_by_another_job(int world_siz
     if (shard.bytes != shard_bytes)
       return fmt::format("checkpoint {}: rank {}'s shard holds {}, this run's state is {}", info->name, rank,
                          format_bytes(shard.bytes), format_bytes(shard_bytes));
+    if (shard.state_bytes > 0 && state_bytes > 0 && shard.state_bytes != state_bytes)
+      return fmt::format(
+          "checkpoint {}: rank {}'s shard holds {} of model state (padded to {}), this run's "
+          "model state is {}",
+          info->name, rank, format_bytes(shard.state_bytes), format_bytes(shard.bytes),
+          format_bytes(state_bytes));
   }
   return std::nullopt;
 }

@@ -34,6 +34,9 @@ struct ShardInfo {
   std::uint64_t bytes = 0;
   std::uint64_t xxh64 = 0;
   double write_s = 0;  // open → durable rename, this shard
+  // The model's own state at the front of the shard (the rest is --state-bytes filler); 0: not recorded.
+  // It tells apart two models padded to the same shard size.
+  std::uint64_t state_bytes = 0;
 };
 
 struct CheckpointInfo {
@@ -93,8 +96,9 @@ class CheckpointStore {
   // `rank` of another size than `shard_bytes` (another model, layout or --state-bytes). Not damage: a
   // resume that walked past it would start over and its saves would prune the other job's checkpoints.
   // The reason, naming the newest such checkpoint; nullopt when every committed one fits.
-  std::optional<std::string> written_by_another_job(int world_size, int rank,
-                                                    std::uint64_t shard_bytes) const;
+  // `state_bytes`: this run's model state in the shard, compared where the manifest recorded it.
+  std::optional<std::string> written_by_another_job(int world_size, int rank, std::uint64_t shard_bytes,
+                                                    std::uint64_t state_bytes = 0) const;
 
   // Step directories present, oldest first (committed or not).
   std::vector<std::int64_t> list_steps() const;

@@ -51,7 +51,8 @@ void TrainResilienceHooks::restore_newest_checkpoint(workloads::TrainStateAccess
   // A checkpoint of another job (a mistyped --layers or --tp on a resume) is refused, not walked past: the
   // run would start over and its saves would prune that job's verified checkpoints.
   agree_on_errors(mpi_, [&] {
-    if (const auto why = store_.written_by_another_job(mpi_.size(), mpi_.rank(), buffer_.size()))
+    if (const auto why =
+            store_.written_by_another_job(mpi_.size(), mpi_.rank(), buffer_.size(), state.bytes()))
       throw usage_error(fmt::format(
           "--resume: {} (a different --model, --layers, parallel layout or --state-bytes): resume with the "
           "options that wrote {}, or use another --run-dir",
@@ -169,7 +170,7 @@ bool TrainResilienceHooks::checkpoint_due(std::int64_t step, double step_s) {
 
 void TrainResilienceHooks::commit_gathered(std::int64_t step, const ShardInfo& mine, double write_s_local) {
   // Every rank's shard is durable once this gather completes: rank 0 may commit.
-  const std::uint64_t local[2] = {mine.bytes, mine.xxh64};
+  const std::uint64_t local[3] = {mine.bytes, mine.xxh64, state_->bytes()};
   const auto all = gather_to_root(mpi_, std::span<const std::uint64_t>(local));
   const double write_s = allreduce(mpi_, write_s_local, RankReduce::max);
   // No rank moves on before rank 0 committed and pruned: a ckpt-corrupt fault on another rank right after
@@ -180,8 +181,8 @@ void TrainResilienceHooks::commit_gathered(std::int64_t step, const ShardInfo& m
   }
   std::vector<ShardInfo> shards;
   for (int r = 0; r < mpi_.size(); ++r)
-    shards.push_back({r, CheckpointStore::shard_file(r), all[2 * static_cast<std::size_t>(r)],
-                      all[2 * static_cast<std::size_t>(r) + 1], 0});
+    shards.push_back({r, CheckpointStore::shard_file(r), all[3 * static_cast<std::size_t>(r)],
+                      all[3 * static_cast<std::size_t>(r) + 1], 0, all[3 * static_cast<std::size_t>(r) + 2]});
   std::optional<CheckpointInfo> info;
   std::vector<std::string> pruned;
   std::string refused;

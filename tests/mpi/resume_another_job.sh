@@ -36,4 +36,15 @@ run_capture same fb_mpirun 2 "${TRAIN[@]}" --steps 6 --resume -q
 [ "$RC" -eq 0 ] && ok "same options: exit 0" || fail "same options: exit $RC: $(tail -3 "$T/same.err")"
 grep '"ckpt_restore_end"' "$RUN/events.jsonl" | tail -1 | grep -q '"step":4' \
   && ok "same options: resumed from step 4" || fail "same options: $(grep '"ckpt_restore_end"' "$RUN/events.jsonl" | tail -1)"
+# Two models padded to the same shard size by --state-bytes: the manifest's model-state size tells them apart
+# (an audit's 1-layer resume loaded a 2-layer checkpoint, and trained NaNs).
+PADDED="$T/padded"
+fb_mpirun 2 train --backend host --model tiny-dense --warmup-steps 0 --checkpoint-every 2 --keep 1 --run-dir "$PADDED" \
+  --steps 4 --state-bytes 16M -q || die "the padded run failed"
+run_capture padded fb_mpirun 2 train --backend host --model tiny-dense --layers 1 --warmup-steps 0 --checkpoint-every 2 \
+  --keep 1 --run-dir "$PADDED" --steps 6 --state-bytes 16M --resume -q
+[ "$RC" -eq 2 ] && grep -qE "^factorybench: error: --resume: checkpoint step-00000004: rank [01]'s shard holds .* of model state \(padded to 16 MiB\), this run's model state is " "$T/padded.err" \
+  && ok "padded to the same size, another model: refused" || fail "padded: exit $RC: $(head -3 "$T/padded.err")"
+grep -q '"state_bytes"' "$PADDED/checkpoints/step-00000004/manifest.json" && ok "the manifest records each shard's model state" \
+  || fail "no state_bytes in $(cat "$PADDED/checkpoints/step-00000004/manifest.json")"
 finish
