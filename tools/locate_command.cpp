@@ -2,6 +2,7 @@
 // collective bisection (workloads/p2p_matrix.hpp, workloads/collective_bisection.hpp, docs/locate.md).
 // Exit 0 when nothing is named, 1 when a link, rank or node is.
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -60,12 +61,23 @@ struct LocateCliOptions {
 
 std::vector<std::uint64_t> parse_sizes(const std::string& text) {
   std::vector<std::uint64_t> out;
+  std::vector<std::string> items;
   std::stringstream in(text);
   std::string item;
   while (std::getline(in, item, ',')) {
     const auto b = parse_size(item, "-b/--bytes");
     if (b == 0) throw usage_error("invalid -b/--bytes '" + item + "': must be positive");
+    // The matrix moves whole fp32 elements (workloads/p2p_matrix.cpp): two sizes that round to the same
+    // one would be two results of one name, which compare refuses.
+    const std::uint64_t moved = std::max<std::uint64_t>(1, b / 4) * 4;
+    for (std::size_t i = 0; i < out.size(); ++i)
+      if (std::max<std::uint64_t>(1, out[i] / 4) * 4 == moved)
+        throw usage_error(
+            fmt::format("invalid -b/--bytes '{}': {} and {} are both measured as {} bytes (whole "
+                        "fp32 elements)",
+                        text, items[i], item, moved));
     out.push_back(b);
+    items.push_back(item);
   }
   if (out.empty()) throw usage_error("invalid -b/--bytes '': expected SIZE[,SIZE...]");
   return out;
@@ -266,10 +278,13 @@ int run_locate(const LocateCliOptions& cli, Session& session) {
   if (!(cli.outlier_threshold > 0 && cli.outlier_threshold < 1))  // NaN too: it would never flag
     throw usage_error(
         fmt::format("invalid --outlier-threshold {:g}: must be a fraction in (0, 1)", cli.outlier_threshold));
-  if (cli.min_p2p_bw && *cli.min_p2p_bw < 0)
-    throw usage_error(fmt::format("invalid --min-p2p-bw {:g}: must be >= 0", *cli.min_p2p_bw));
-  if (cli.allreduce_floor && *cli.allreduce_floor < 0)
-    throw usage_error(fmt::format("invalid --allreduce-floor {:g}: must be >= 0", *cli.allreduce_floor));
+  // NaN too: it compares false, so it would switch the --floors preset off without a word.
+  if (cli.min_p2p_bw && !(*cli.min_p2p_bw >= 0 && std::isfinite(*cli.min_p2p_bw)))
+    throw usage_error(
+        fmt::format("invalid --min-p2p-bw {:g}: must be a finite number >= 0", *cli.min_p2p_bw));
+  if (cli.allreduce_floor && !(*cli.allreduce_floor >= 0 && std::isfinite(*cli.allreduce_floor)))
+    throw usage_error(
+        fmt::format("invalid --allreduce-floor {:g}: must be a finite number >= 0", *cli.allreduce_floor));
   const Floors floors = load_floors(cli.floors);
   std::optional<std::set<std::string>> expected_transports;
   if (!cli.expect_transport.empty())
@@ -292,7 +307,9 @@ int run_locate(const LocateCliOptions& cli, Session& session) {
   const double hang_timeout = parse_duration(cli.hang_timeout, "--hang-timeout");
   auto& mpi = session.mpi();
   // A bad FACTORYBENCH_INJECT stops here, before any measurement.
-  check_injection_applies("locate", mpi.size(), /*communicator_faults=*/true, /*sdc=*/false);
+  // A slow link acts on the matrix's messages only; without the p2p test nothing could show it.
+  check_injection_applies("locate", mpi.size(), /*communicator_faults=*/true, /*sdc=*/false,
+                          /*point_to_point=*/want_p2p);
   if (session.checking_only()) return 0;  // a suite's preflight: validated, nothing run
   auto& backend = session.backend();
   const bool on_gpu = backend.kind() == BackendKind::cuda;

@@ -42,6 +42,13 @@ expect_error link_loop 2 "invalid -o/--output .*loop_a: a loop of symbolic links
 ln -s /nonexistent/dir/r.json "$T/dangling.json"
 expect_error link_missing_dir 2 "invalid -o/--output .*dangling.json: no directory /nonexistent/dir" fb simulate --gpus 8 -o "$T/dangling.json"
 
+# locate: two sizes measured as one (whole fp32 elements) would be two results of one name; a NaN floor
+# compared false and switched the --floors preset off.
+expect_error locate_dup_sizes 2 "invalid -b/--bytes '64K,65537': 64K and 65537 are both measured as 65536 bytes" \
+  fb locate --backend host -b 64K,65537 -o "$T/locate.json"
+expect_error locate_nan_floor 2 "invalid --min-p2p-bw nan: must be a finite number >= 0" \
+  fb locate --backend host --floors network-400g --min-p2p-bw nan -o "$T/locate.json"
+
 # --help and --version succeed and say what the tool is.
 run_capture help fb --help
 [ "$RC" -eq 0 ] && grep -q "info" "$T/help.out" && ok "--help lists subcommands" || fail "--help"

@@ -119,6 +119,11 @@ expect_error bad_tests 2 "invalid --tests 'p2p,ring'" fb locate --backend host -
 expect_error bad_bytes 2 "invalid -b/--bytes '0'" fb locate --backend host -b 0 --output "$T/bad.json"
 expect_error bad_inject 2 "invalid FACTORYBENCH_INJECT entry 'slow-link@ranks=1': missing delay=|ranks must be A-B" \
   env FACTORYBENCH_INJECT=slow-link@ranks=1 "$FACTORYBENCH" locate --backend host --output "$T/bad.json"
+# A slow link acts on the matrix's messages: with the bisection alone it could not act, and the run passed.
+run_capture link_no_p2p timeout 120 mpirun --oversubscribe -np 2 -x FACTORYBENCH_INJECT=slow-link@ranks=0-1,delay=5ms \
+  "$FACTORYBENCH" locate --backend host --tests bisection --output "$T/bad.json"
+[ "$RC" -eq 2 ] && grep -q "locate sends no point-to-point message, so slow-link cannot act on it" "$T/link_no_p2p.err" \
+  && ok "slow-link without p2p: refused" || fail "link_no_p2p: exit $RC: $(head -3 "$T/link_no_p2p.err")"
 expect_error bad_hosts 2 "invalid FACTORYBENCH_FAKE_HOSTS '3': expected a number of hosts that divides the world size 1" \
   env FACTORYBENCH_FAKE_HOSTS=3 "$FACTORYBENCH" locate --backend host --output "$T/bad.json"
 [ ! -e "$T/bad.json" ] && ok "no report written on bad input" || fail "a report was written on bad input"
