@@ -1,5 +1,6 @@
 #include "reports/resilience_console.hpp"
 
+#include <algorithm>
 #include <string>
 
 #include <fmt/format.h>
@@ -16,10 +17,12 @@ void print_resilience_result(std::ostream& out, const Result& r,
   out << fmt::format("{}: {} steps in {:.2f} s; {} failure(s), {} restart(s), {} wasted step(s){}\n", r.name,
                      L.steps_completed, L.wall_s, L.failures, L.restarts, L.wasted_steps,
                      stop_reason == "completed" ? "" : fmt::format(" ({})", stop_reason));
+  const bool repaired =
+      std::any_of(L.failure_list.begin(), L.failure_list.end(), [](const auto& f) { return f.resumed_at; });
   out << fmt::format(
-      "goodput {:.1f}% (step-time), {:.1f}% (reference-step), ETTR {:.3f}, MTTF {:.2f} s{}, MTTR {:.2f} s\n",
+      "goodput {:.1f}% (step-time), {:.1f}% (reference-step), ETTR {:.3f}, MTTF {:.2f} s{}, MTTR {}\n",
       100 * L.goodput, 100 * L.goodput_ref, L.ettr, L.mttf_s, L.mttf_censored ? " (no failure)" : "",
-      L.mttr_s);
+      repaired ? fmt::format("{:.2f} s", L.mttr_s) : std::string("n/a (no failure recovered)"));
   out << "where the wall time went:\n";
   for (const auto name : time_parts) {
     const auto it = L.split_s.find(std::string(name));

@@ -1,5 +1,6 @@
 #include "resilience/resilience_result.hpp"
 
+#include <algorithm>
 #include <optional>
 
 #include <fmt/format.h>
@@ -37,7 +38,10 @@ reports::Result resilience_result(const SupervisorResult& s, std::string_view po
   m("goodput_ref_pct", 100 * L.goodput_ref, "%", Better::higher);
   m("ettr", L.ettr, "fraction", Better::higher);
   m("mttf_s", L.mttf_s, "s", Better::higher);
-  m("mttr_s", L.mttr_s, "s", Better::lower);
+  // MTTR averages the failures that were recovered; with none (no failure, or a job that never came back)
+  // there is no repair time, and 0 would read as the best one.
+  if (std::any_of(L.failure_list.begin(), L.failure_list.end(), [](const auto& f) { return f.resumed_at; }))
+    m("mttr_s", L.mttr_s, "s", Better::lower);
   m("failures", L.failures, "count", Better::lower);
   m("restarts", L.restarts, "count", Better::lower);
   m("wasted_steps", static_cast<double>(L.wasted_steps), "count", Better::lower);

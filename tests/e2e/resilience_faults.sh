@@ -65,6 +65,11 @@ run_capture train_sdc fb_mpirun 2 train --backend host --steps 10 --run-dir "$T/
 run_capture train_nan fb train --backend host --steps 10 --run-dir "$T/train_nan" --checkpoint-every 3 --faults nan@step=2 -o "$T/train_nan.json"
 [ "$RC" -eq 1 ] && assert_json "$T/train_nan.json" "d['results'][0]['status'] == 'failed'" "train: a NaN in a warm-up step fails, not SKIPPED" \
   || fail "train_nan: exit $RC: $(tail -3 "$T/train_nan.out")"
+# A failure never recovered has no repair time: no mttr_s (it read 0 s, the best value), "n/a" printed.
+run_capture unrepaired fb resilience --ranks 1 --launcher none --backend host --steps 12 --checkpoint-every 4 \
+  --faults crash@step=6 --max-restarts 0 --run-dir "$T/unrepaired" -o "$T/unrepaired.json"
+assert_json "$T/unrepaired.json" "'mttr_s' not in d['results'][0]['metrics'] and d['results'][0]['metrics']['failures']['value'] == 1" "unrepaired failure: no mttr_s"
+grep -q "MTTR n/a (no failure recovered)" "$T/unrepaired.out" && ok "unrepaired failure: MTTR n/a printed" || fail "unrepaired: $(grep MTTR "$T/unrepaired.out")"
 expect_error sdc_dp1 2 "--faults injects sdc, which nothing detects with --dp 1" \
   fb resilience --ranks 2 --tp 2 --faults "sdc@step=3,rank=1" --run-dir "$T/bad" -o "$T/bad.json"
 kind_run nan "nan@step=7,rank=1";      failure_is nan nan 1  # the rank whose own loss was NaN before the all-reduce
