@@ -110,5 +110,24 @@ TEST(CollectiveBisectionTest, SingleRankGroupsAreNotJudged) {
   EXPECT_TRUE(judge_bisection(rounds, 0, 0, 0.5).nodes.empty());
 }
 
+// The audit's case: 5 nodes, node 0 slow. Round 2's {0,1} is the only multi-node group of its round (no
+// relative test), but node 0 alone is below the others in round 3: only node 0 is named (it named 0, 1, 2).
+TEST(CollectiveBisectionTest, AnUnjudgedSubgroupDoesNotNameItsWholeParent) {
+  auto rounds = measured(5, 0, 100, 2);
+  EXPECT_EQ(judge_bisection(rounds, 0, 0, 0.5).nodes, (std::vector<int>{0}));
+  // 8 nodes, one slow: still only that one.
+  auto eight = measured(8, 5, 100, 2);
+  EXPECT_EQ(judge_bisection(eight, 0, 0, 0.5).nodes, (std::vector<int>{5}));
+}
+
+// A single node measured in several rounds keeps its best figure: one noisy repeat does not name it.
+TEST(CollectiveBisectionTest, ARepeatedSingleNodeKeepsItsBestFigure) {
+  auto rounds = measured(3, -1, 100, 0);  // {0,1},{2} then {0},{1},{2}: node 2 is measured twice
+  ASSERT_EQ(rounds[1][1].group, (NodeGroup{2, 3}));
+  rounds[1][1].busbw_gbps = 10;  // a stall in round 2; round 3's 100 is its figure
+  EXPECT_TRUE(judge_bisection(rounds, 0, 0, 0.5).nodes.empty());
+  EXPECT_DOUBLE_EQ(rounds[1][1].busbw_gbps, 100);
+}
+
 }  // namespace
 }  // namespace fb::workloads
