@@ -38,6 +38,11 @@ void CallLog::leave() {
   state_.left = state_.entered;
 }
 
+void CallLog::set_waiting(std::string_view op) {
+  std::lock_guard lock(mutex_);
+  state_.waiting = std::string(op);
+}
+
 CallState CallLog::snapshot() const {
   std::lock_guard lock(mutex_);
   return state_;

@@ -15,6 +15,10 @@ struct CallState {
   std::string op;             // the last call entered: "allreduce", "send", ...
   std::uint64_t bytes = 0;    // its payload on this rank
   double entered_at_s = 0;    // steady-clock seconds when it was entered
+  // A job-wide wait outside the numbered calls ("barrier", "allgather": the bookkeeping between measured
+  // calls) this rank is in now; empty otherwise. Such a rank is not idle: it waits for the others, so a
+  // hang diagnosis must not name it as the rank that never entered the next call.
+  std::string waiting;
 };
 
 class CallLog {
@@ -24,6 +28,7 @@ class CallLog {
   // world rank R here, before call K is entered, for good.
   std::uint64_t enter(std::string_view op, std::uint64_t bytes);
   void leave();
+  void set_waiting(std::string_view op);  // "" when the wait is over
   CallState snapshot() const;
   void set_world_rank(int rank) { world_rank_ = rank; }
 
@@ -40,6 +45,15 @@ class CallScope {
   ~CallScope() { CallLog::instance().leave(); }
   CallScope(const CallScope&) = delete;
   CallScope& operator=(const CallScope&) = delete;
+};
+
+// Marks a job-wide wait outside the numbered calls for its lifetime (MpiContext barriers, rank collectives).
+class WaitScope {
+ public:
+  explicit WaitScope(std::string_view op) { CallLog::instance().set_waiting(op); }
+  ~WaitScope() { CallLog::instance().set_waiting({}); }
+  WaitScope(const WaitScope&) = delete;
+  WaitScope& operator=(const WaitScope&) = delete;
 };
 
 double steady_seconds();

@@ -36,9 +36,9 @@ std::string who(const RankCallRecord& r) {
 }  // namespace
 
 std::string format_record(const RankCallRecord& r) {
-  return fmt::format("{} {} {} {} {} {} {} {:.3f} {}\n", r.rank, r.host, r.local_rank, r.call.entered,
+  return fmt::format("{} {} {} {} {} {} {} {:.3f} {} {}\n", r.rank, r.host, r.local_rank, r.call.entered,
                      r.call.left, r.call.op.empty() ? "-" : r.call.op, r.call.bytes, r.in_call_s,
-                     r.done ? 1 : 0);
+                     r.done ? 1 : 0, r.call.waiting.empty() ? "-" : r.call.waiting);
 }
 
 std::optional<RankCallRecord> parse_record(const std::string& line) {
@@ -46,9 +46,10 @@ std::optional<RankCallRecord> parse_record(const std::string& line) {
   RankCallRecord r;
   int done = 0;
   if (!(in >> r.rank >> r.host >> r.local_rank >> r.call.entered >> r.call.left >> r.call.op >>
-        r.call.bytes >> r.in_call_s >> done))
+        r.call.bytes >> r.in_call_s >> done >> r.call.waiting))
     return std::nullopt;
   if (r.call.op == "-") r.call.op.clear();
+  if (r.call.waiting == "-") r.call.waiting.clear();
   r.done = done != 0;
   return r;
 }
@@ -62,10 +63,12 @@ std::vector<std::string> diagnose_hang(const std::vector<RankCallRecord>& ranks,
     if (in_call(r) && r.in_call_s >= timeout_s) timed_out.insert({r.call.op, r.call.entered});
   std::vector<std::string> lines;
   if (timed_out.empty()) return lines;
-  std::vector<const RankCallRecord*> stuck, idle;
+  std::vector<const RankCallRecord*> stuck, idle, elsewhere;
   for (const auto& r : ranks) {
     if (in_call(r) && (r.in_call_s >= timeout_s || timed_out.count({r.call.op, r.call.entered})))
       stuck.push_back(&r);
+    else if (!r.done && r.call.entered == r.call.left && !r.call.waiting.empty())
+      elsewhere.push_back(&r);  // waiting for the others between numbered calls: not a culprit
     else if (r.call.entered == r.call.left || r.done)
       idle.push_back(&r);
   }
@@ -101,6 +104,9 @@ std::vector<std::string> diagnose_hang(const std::vector<RankCallRecord>& ranks,
     lines.push_back(fmt::format("{} entered {} and never left (waited {})", who(*r),
                                 call_text(r->call.op, r->call.entered, r->call.bytes),
                                 format_duration(r->in_call_s)));
+  for (const auto* r : elsewhere)
+    lines.push_back(fmt::format("{} waits in a job-wide {} after call #{} (for the ranks above)", who(*r),
+                                r->call.waiting, r->call.left));
   return lines;
 }
 

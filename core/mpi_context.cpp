@@ -1,5 +1,7 @@
 #include "core/mpi_context.hpp"
 
+#include "core/call_log.hpp"
+
 #include <unistd.h>
 
 #include <algorithm>
@@ -109,10 +111,12 @@ std::vector<std::string> MpiContext::unique_hosts() const {
 }
 
 void MpiContext::barrier() const {
+  WaitScope wait("barrier");
   FB_CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
 }
 
 void MpiContext::barrier_sleeping(int poll_ms) const {
+  WaitScope wait("barrier");
   MPI_Request request;
   FB_CHECK_MPI(MPI_Ibarrier(MPI_COMM_WORLD, &request));
   for (int done = 0;;) {
@@ -123,6 +127,7 @@ void MpiContext::barrier_sleeping(int poll_ms) const {
 }
 
 bool MpiContext::all_true(bool ok) const {
+  WaitScope wait("allreduce");
   int local = ok ? 1 : 0, global = 0;
   FB_CHECK_MPI(MPI_Allreduce(&local, &global, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD));
   return global != 0;

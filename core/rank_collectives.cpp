@@ -1,5 +1,7 @@
 #include "core/rank_collectives.hpp"
 
+#include "core/call_log.hpp"
+
 #include <numeric>
 
 #include <fmt/format.h>
@@ -44,12 +46,14 @@ int count(std::size_t n) {
 
 template <class T>
 void allreduce(const MpiContext& mpi, std::span<T> values, RankReduce op) {
+  WaitScope wait("allreduce");
   FB_CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, values.data(), count(values.size()), mpi_type<T>(), mpi_op(op),
                              world_comm(mpi)));
 }
 
 template <class T>
 void broadcast(const MpiContext& mpi, std::span<T> values, int root) {
+  WaitScope wait("broadcast");
   FB_CHECK_MPI(MPI_Bcast(values.data(), count(values.size()), mpi_type<T>(), root, world_comm(mpi)));
 }
 
@@ -60,6 +64,7 @@ void broadcast_in_node(const MpiContext& mpi, std::span<T> values) {
 
 template <class T>
 std::vector<T> allgather(const MpiContext& mpi, std::span<const T> mine) {
+  WaitScope wait("allgather");
   std::vector<T> out(mine.size() * static_cast<std::size_t>(mpi.size()));
   FB_CHECK_MPI(MPI_Allgather(mine.data(), count(mine.size()), mpi_type<T>(), out.data(), count(mine.size()),
                              mpi_type<T>(), world_comm(mpi)));
@@ -68,6 +73,7 @@ std::vector<T> allgather(const MpiContext& mpi, std::span<const T> mine) {
 
 template <class T>
 std::vector<T> gather_to_root(const MpiContext& mpi, std::span<const T> mine) {
+  WaitScope wait("gather");
   std::vector<T> out(mpi.is_root() ? mine.size() * static_cast<std::size_t>(mpi.size()) : 0);
   FB_CHECK_MPI(MPI_Gather(mine.data(), count(mine.size()), mpi_type<T>(), out.data(), count(mine.size()),
                           mpi_type<T>(), 0, world_comm(mpi)));

@@ -38,6 +38,9 @@ TEST(HangWatchdogTest, RecordRoundTripsThroughOneLine) {
   EXPECT_EQ(back->call.bytes, 2u << 20);
   EXPECT_DOUBLE_EQ(back->in_call_s, 7.5);
   EXPECT_FALSE(back->done);
+  EXPECT_TRUE(back->call.waiting.empty());
+  r.call.waiting = "barrier";
+  EXPECT_EQ(parse_record(format_record(r))->call.waiting, "barrier");
   EXPECT_FALSE(parse_record("5 node2 1 123"));  // a partial line
   EXPECT_FALSE(parse_record(""));
 }
@@ -93,6 +96,20 @@ TEST(HangWatchdogTest, APeerInTheSameCallUnderTheTimeoutIsStuckToo) {
             "rank 0 (host node0, GPU 0) entered allreduce #3 (2 MiB) and never left (waited 1.2 s)");
   EXPECT_EQ(lines[2],
             "rank 1 (host node0, GPU 1) entered allreduce #3 (2 MiB) and never left (waited 3.25 s)");
+}
+
+// The audit's bisection: ranks 0 and 1 run one group, 2 and 3 another. Rank 1 never entered #7, so rank 0
+// waits in it; ranks 2 and 3 finished their group's #7 and wait in the job-wide allgather that follows. They
+// are not culprits (they were named "never entered #8").
+TEST(HangWatchdogTest, RanksWaitingOutsideTheNumberedCallsAreNotNamed) {
+  std::vector<RankCallRecord> ranks{rec(0, 7, 6, 30), rec(1, 6, 6, 0), rec(2, 7, 7, 0), rec(3, 7, 7, 0)};
+  ranks[2].call.waiting = ranks[3].call.waiting = "allgather";
+  const auto lines = diagnose_hang(ranks, 10);
+  ASSERT_EQ(lines.size(), 4u);
+  EXPECT_EQ(lines[0], "rank 1 (host node0, GPU 1) never entered allreduce #7 (2 MiB)");
+  EXPECT_EQ(lines[1], "rank 0 (host node0, GPU 0) entered allreduce #7 (2 MiB) and never left (waited 30 s)");
+  EXPECT_EQ(lines[2],
+            "rank 2 (host node1, GPU 0) waits in a job-wide allgather after call #7 (for the ranks above)");
 }
 
 // Ranks that read the state files a period apart can each believe they are the lowest stuck rank; the
