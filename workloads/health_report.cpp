@@ -121,29 +121,12 @@ RankHealth health_rank_from_json(const json& j) {
 
 std::vector<reports::Result> health_results(const HealthRun& run) {
   std::vector<reports::Result> out;
-  for (const auto& r : run.ranks)
-    for (const auto& ch : r.checks) {
-      reports::Result res;
-      res.benchmark = "health";
-      res.name = fmt::format("{}/rank{}", ch.check, r.rank);
-      res.params = {{"check", ch.check}, {"rank", r.rank}, {"host", r.host}, {"device", r.device}};
-      for (const auto& [name, m] : ch.metrics) res.set_metric(name, m);
-      if (ch.verdict == Verdict::fail) res.fail(ch.reason);
-      if (ch.verdict == Verdict::skip) {
-        res.status = reports::Status::skipped;
-        res.error = ch.reason;
-      }
-      reports::write_health_extra(res, {std::string(to_string(ch.verdict)), ch.reason});
-      out.push_back(std::move(res));
-    }
-  if (run.job) {
-    // The job's result: no rank in its name or params (health_from_report reads ranks, and skips it).
-    const CheckOutcome& ch = *run.job;
+  const auto add = [&](const CheckOutcome& ch, std::string name, json params) {
     reports::Result res;
     res.benchmark = "health";
-    res.name = ch.check + "/job";
-    res.params = {{"check", ch.check}, {"scope", "job"}, {"ranks", run.verdicts.size()}};
-    for (const auto& [name, m] : ch.metrics) res.set_metric(name, m);
+    res.name = std::move(name);
+    res.params = std::move(params);
+    for (const auto& [metric_name, m] : ch.metrics) res.set_metric(metric_name, m);
     if (ch.verdict == Verdict::fail) res.fail(ch.reason);
     if (ch.verdict == Verdict::skip) {
       res.status = reports::Status::skipped;
@@ -151,7 +134,15 @@ std::vector<reports::Result> health_results(const HealthRun& run) {
     }
     reports::write_health_extra(res, {std::string(to_string(ch.verdict)), ch.reason});
     out.push_back(std::move(res));
-  }
+  };
+  for (const auto& r : run.ranks)
+    for (const auto& ch : r.checks)
+      add(ch, fmt::format("{}/rank{}", ch.check, r.rank),
+          {{"check", ch.check}, {"rank", r.rank}, {"host", r.host}, {"device", r.device}});
+  // The job's result: no rank in its name or params (health_from_report reads ranks, and skips it).
+  if (run.job)
+    add(*run.job, run.job->check + "/job",
+        {{"check", run.job->check}, {"scope", "job"}, {"ranks", run.verdicts.size()}});
   return out;
 }
 
