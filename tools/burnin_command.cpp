@@ -1,5 +1,6 @@
 // factorybench burnin: sustained GEMMs on every rank with periodic silent-data-corruption checks and a
 // per-node verdict (workloads/burnin.hpp, docs/locate.md). Exit 0 every node passes, 1 otherwise.
+#include <algorithm>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -10,6 +11,7 @@
 
 #include "core/error.hpp"
 #include "core/fault_injection.hpp"
+#include "core/rank_collectives.hpp"
 #include "core/units.hpp"
 #include "reports/burnin_console.hpp"
 #include "tools/commands.hpp"
@@ -57,6 +59,17 @@ int run_burnin_command(const BurninCliOptions& cli, Session& session) {
   }
   if (session.checking_only()) return 0;  // a suite's preflight: validated, nothing run
   auto& backend = session.backend();
+  // Three size x size fp32 operands on the device and one copy on the host, against the smallest free memory
+  // of any rank: every rank stops alike, with the option to change (was: exit 3 from the allocation).
+  if (o.size > 0) {
+    const double need = 4.0 * 4.0 * static_cast<double>(o.size) * static_cast<double>(o.size);
+    const auto free_min =
+        allreduce(mpi, static_cast<std::uint64_t>(backend.free_memory_bytes()), RankReduce::min);
+    if (need > static_cast<double>(free_min))
+      throw usage_error(fmt::format("invalid --size {}: its operands need {} per rank, but only {} is free",
+                                    o.size, format_bytes(static_cast<std::uint64_t>(std::min(need, 1.8e19))),
+                                    format_bytes(free_min)));
+  }
   auto report = session.begin_report();
   const auto run = workloads::run_burnin(mpi, backend, o);
   report.results = workloads::burnin_results(run);

@@ -2,6 +2,10 @@
 
 #include <iostream>
 
+#include <fmt/format.h>
+
+#include "core/error.hpp"
+
 #include "reports/locate_console.hpp"
 #include "reports/locate_extra.hpp"
 #include "reports/report_json.hpp"
@@ -14,6 +18,16 @@ CommandHangWatchdog::CommandHangWatchdog(const MpiContext& mpi, std::string comm
                                          double timeout_s)
     : mpi_(mpi), dir_(run_dir / ("fb-hang-" + partial.run.value("id", std::string("run")))) {
   if (timeout_s <= 0) return;
+  // --run-dir is the user's: one that cannot hold the state files is a usage error, on every rank alike
+  // (the watchdog's own "cannot create" was a runtime failure, exit 3).
+  {
+    std::error_code ec;
+    std::filesystem::create_directories(dir_, ec);
+    if (!mpi.all_true(!ec))
+      throw usage_error(fmt::format(
+          "invalid --run-dir {}: cannot create {} for the hang watchdog's state files{}", run_dir.string(),
+          dir_.filename().string(), ec ? ": " + ec.message() : std::string(" on another rank")));
+  }
   RankCallRecord me;
   me.rank = mpi.rank();
   me.host = mpi.hostname();

@@ -49,6 +49,14 @@ expect_error locate_dup_sizes 2 "invalid -b/--bytes '64K,65537': 64K and 65537 a
 expect_error locate_nan_floor 2 "invalid --min-p2p-bw nan: must be a finite number >= 0" \
   fb locate --backend host --floors network-400g --min-p2p-bw nan -o "$T/locate.json"
 
+# A --run-dir that cannot hold the hang watchdog's files, and burn-in operands no rank can hold, are usage
+# errors (exit 2), not runtime failures (exit 3 from the watchdog or the allocation).
+expect_error locate_run_dir 2 "invalid --run-dir /proc/1: cannot create fb-hang-.* for the hang watchdog's state files" \
+  fb locate --backend host --run-dir /proc/1 -o "$T/rd1.json"
+expect_error burnin_size 2 "invalid --size 1000000: its operands need .* per rank, but only .* is free" \
+  fb burnin --backend host --size 1000000 --duration 1s -o "$T/rd2.json"
+[ ! -e "$T/rd1.json" ] && [ ! -e "$T/rd2.json" ] && ok "no report for either" || fail "a report was written"
+
 # --help and --version succeed and say what the tool is.
 run_capture help fb --help
 [ "$RC" -eq 0 ] && grep -q "info" "$T/help.out" && ok "--help lists subcommands" || fail "--help"
