@@ -124,6 +124,19 @@ std::size_t element_bytes(const std::string& type) {
   return 0;
 }
 
+// nccl-tests' reduction names (src/common.cu test_opnames) and "none", printed by the collectives that
+// do not reduce. Anything else in the column is a garbled row or another tool's table.
+bool known_redop(const std::string& redop) {
+  for (const char* name : {"none", "sum", "prod", "max", "min", "avg", "mulsum"})
+    if (redop == name) return true;
+  return false;
+}
+
+constexpr const char* kTypeNames =
+    "int8, uint8, int32, uint32, int64, uint64, half, float, double, bfloat16, "
+    "f8e4m3, f8e5m2";
+constexpr const char* kRedopNames = "sum, prod, max, min, avg, mulsum or none";
+
 // Older nccl-tests (2.10.0 still does; 2.13 prints "#wrong") printed the largest deviation from the
 // expected result in its "error" column and counted a test out of bounds when it exceeded
 // DeltaMaxValue(type) (src/common.cu): 1e-5 float, 1e-12 double, 1e-2 bfloat16, 1e-200 (exact) for the
@@ -298,7 +311,13 @@ Parsed parse_text(const std::string& text, const std::string& source) {
       row.bytes = static_cast<std::uint64_t>(whole(0, "size", 0, kMaxCount));
       row.count = static_cast<std::uint64_t>(whole(layout->count, "count", 0, kMaxCount));
       row.type = ascii(t[layout->type]);
+      if (element_bytes(row.type) == 0)
+        throw input_error(fmt::format("{}:{}: column type: '{}' is not an nccl-tests data type ({})", source,
+                                      lineno, row.type, kTypeNames));
       if (layout->redop) row.redop = ascii(t[*layout->redop]);
+      if (!known_redop(row.redop))
+        throw input_error(fmt::format("{}:{}: column redop: '{}' is not an nccl-tests reduction ({})", source,
+                                      lineno, row.redop, kRedopNames));
       if (layout->root) row.root = static_cast<long>(whole(*layout->root, "root", -1, kMaxRank));
       for (std::size_t s = 0; s < layout->sides.size(); ++s) {
         const auto& c = layout->sides[s];
@@ -487,7 +506,11 @@ Parsed parse_json(const std::string& text, const std::string& source) {
     row.bytes = static_cast<std::uint64_t>(r.at("size").integer(0, kMaxCount));
     row.count = r.has("count") ? static_cast<std::uint64_t>(r.at("count").integer(0, kMaxCount)) : 0;
     row.type = r.at("type").text();
+    if (element_bytes(row.type) == 0)
+      r.at("type").fail(fmt::format("'{}' is not an nccl-tests data type ({})", row.type, kTypeNames));
     row.redop = r.has("redop") ? r.at("redop").text() : "none";
+    if (!known_redop(row.redop))
+      r.at("redop").fail(fmt::format("'{}' is not an nccl-tests reduction ({})", row.redop, kRedopNames));
     if (r.has("root")) {
       const Node rt = r.at("root");  // written as a padded string ("    -1") by nccl-tests
       const auto words = rt.j.is_string() ? split_ws(rt.j.get<std::string>()) : std::vector<std::string>{};

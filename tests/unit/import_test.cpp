@@ -361,6 +361,14 @@ TEST(ImportNcclTests, ErrorsSayWhere) {
             "ag.txt:14: column time: '0.00' is not a plausible time");
   EXPECT_EQ(garbled("0.20    0.10", "0.20   -0.10"),
             "ag.txt:14: column busbw: '-0.10' is not a plausible busbw");
+  // A type or reduction nccl-tests never prints is another tool's table or a garbled row.
+  EXPECT_EQ(garbled("   512  bfloat16", "   512  bfloat17"),
+            "ag.txt:14: column type: 'bfloat17' is not an nccl-tests data type (int8, uint8, int32, uint32, "
+            "int64, uint64, half, float, double, bfloat16, f8e4m3, f8e5m2)");
+  EXPECT_EQ(
+      garbled("   512  bfloat16    none", "   512  bfloat16    sumx"),
+      "ag.txt:14: column redop: 'sumx' is not an nccl-tests reduction (sum, prod, max, min, avg, mulsum "
+      "or none)");
   const auto json_error = [](const std::string& side) {
     try {
       import_nccl_tests(R"({"results":[{"size":8,"count":2,"type":"float","out_of_place":)" + side + "}]}",
@@ -370,6 +378,24 @@ TEST(ImportNcclTests, ErrorsSayWhere) {
       return std::string(e.what());
     }
   };
+  const auto json_row_error = [](const std::string& type, const std::string& redop) {
+    try {
+      import_nccl_tests(R"({"args":["./build/all_reduce_perf"],"results":[{"size":8,"count":2,"type":")" +
+                            type + R"(","redop":")" + redop +
+                            R"(","out_of_place":{"time":5,"alg_bw":1,"bus_bw":1}}]})",
+                        "x.json");
+      return std::string("accepted");
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+  };
+  EXPECT_EQ(json_row_error("float", "sum"), "accepted");
+  EXPECT_EQ(json_row_error("fp32", "sum")
+                .rfind("x.json: $.results[0].type: 'fp32' is not an nccl-tests data type", 0),
+            0u);
+  EXPECT_EQ(json_row_error("float", "add")
+                .rfind("x.json: $.results[0].redop: 'add' is not an nccl-tests reduction", 0),
+            0u);
   EXPECT_EQ(json_error(R"({"time":-5,"alg_bw":1,"bus_bw":1})"),
             "x.json: $.results[0].out_of_place.time: a time must be positive");
   EXPECT_EQ(json_error(R"({"time":null,"alg_bw":1,"bus_bw":1})"),
