@@ -3,7 +3,9 @@
 // names the file and the place: "mine.json: $.results[3].metrics.tflops: expected a number". Each reader
 // derives its own cursor (CRTP) for the value checks of its format.
 #include <cmath>
+#include <initializer_list>
 #include <string>
+#include <string_view>
 #include <utility>
 
 #include <nlohmann/json.hpp>
@@ -32,6 +34,19 @@ struct JsonCursor {
   }
   Self at(std::size_t i) const { return child(j.at(i), path + "[" + std::to_string(i) + "]"); }
   bool has(const std::string& key) const { return j.is_object() && j.contains(key) && !j.at(key).is_null(); }
+
+  // An object whose schema closes it (additionalProperties: false): a field outside `known` is a typo or
+  // another format, refused by name rather than silently dropped ("stat" for "stats" loses the noise band).
+  void known_fields(std::initializer_list<std::string_view> known) const {
+    for (const auto& item : object().items()) {
+      bool ok = false;
+      for (const auto k : known) ok = ok || item.key() == k;
+      if (ok) continue;
+      std::string list;
+      for (const auto k : known) list += (list.empty() ? "" : ", ") + std::string(k);
+      child(item.value(), path + "." + item.key()).fail("unknown field (known: " + list + ")");
+    }
+  }
 
   // Value checks shared by the formats.
   const nlohmann::json& object() const {

@@ -80,8 +80,10 @@ SampleStats read_stats(const Cursor& c) {
   return s;
 }
 
-Result read_result(const Cursor& c) {
+Result read_result(const Cursor& c, bool closed) {
   c.object();
+  if (closed)
+    c.known_fields({"benchmark", "name", "params", "metrics", "per_rank", "status", "error", "extra"});
   Result r;
   r.benchmark = c.at("benchmark").str();
   r.name = c.at("name").str();
@@ -99,6 +101,7 @@ Result read_result(const Cursor& c) {
                             });
     if (!identifier) m.fail("a metric name is lower-case letters, digits and '_', starting with a letter");
     m.object();
+    if (closed) m.known_fields({"value", "unit", "better", "stats"});
     Metric metric;
     metric.value = m.at("value").num();
     metric.unit = m.at("unit").str();
@@ -172,13 +175,17 @@ Report report_from_json(const nlohmann::json& j, const std::string& source) {
   report.schema = root.at("schema").str();
   if (report.schema.rfind("factorybench.report/", 0) != 0)
     root.at("schema").fail("not a factorybench report (schema \"" + report.schema + "\")");
+  // v1 closes the report, result and metric objects (reports/schema/report-v1.json); a report of another
+  // version may carry fields this reader does not know, and compare warns about the version instead.
+  const bool closed = report.schema == kSchemaV1;
+  if (closed) root.known_fields({"schema", "tool", "run", "system", "results", "events", "summary"});
   check_run_fields(root);
   if (j.contains("tool")) report.tool = root.at("tool").object();
   if (j.contains("run")) report.run = root.at("run").object();
   if (j.contains("system")) report.system = root.at("system").object();
   const Cursor results = root.at("results");
   for (std::size_t i = 0; i < results.array().size(); ++i)
-    report.results.push_back(read_result(results.at(i)));
+    report.results.push_back(read_result(results.at(i), closed));
   if (j.contains("events")) report.events = root.at("events").array();
   if (j.contains("summary")) report.summary = root.at("summary").object();
   return report;

@@ -122,6 +122,40 @@ TEST(ReportJson, NamesOutsideTheSchemaAreRefused) {
   EXPECT_EQ(message(j), "s.json: $.results[0].name: must not be empty");
 }
 
+// v1 closes the report, result and metric objects: a misspelt optional field is refused, not dropped (a
+// metric's "stat" would lose its noise band silently). Another version's fields are its own business.
+TEST(ReportJson, FieldsOutsideTheV1SchemaAreRefused) {
+  const auto message = [](nlohmann::json j) {
+    try {
+      report_from_json(j, "u.json");
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  auto j = to_json(sample_report());
+  j["results"][0]["metrics"]["time_us"]["stat"] = j["results"][0]["metrics"]["time_us"]["stats"];
+  EXPECT_EQ(message(j),
+            "u.json: $.results[0].metrics.time_us.stat: unknown field (known: value, unit, better, stats)");
+  j = to_json(sample_report());
+  j["results"][1]["errors"] = "x";
+  EXPECT_EQ(message(j),
+            "u.json: $.results[1].errors: unknown field (known: benchmark, name, params, metrics, "
+            "per_rank, status, error, extra)");
+  j = to_json(sample_report());
+  j["sumary"] = nlohmann::json::object();
+  EXPECT_EQ(message(j),
+            "u.json: $.sumary: unknown field (known: schema, tool, run, system, results, events, summary)");
+  j["schema"] = "factorybench.report/v2";
+  j["results"][0]["metrics"]["time_us"]["confidence"] = 0.9;
+  EXPECT_EQ(message(j), "accepted");
+  // Open objects stay open: params, extra, summary, run.
+  j = to_json(sample_report());
+  j["results"][0]["params"]["anything"] = 1;
+  j["summary"]["anything"] = 1;
+  EXPECT_EQ(message(j), "accepted");
+}
+
 // Fields that compare and the renderings read: a wrong type is refused rather than read as "unknown".
 TEST(ReportJson, RunFieldsOfTheWrongTypeAreRefusedWithTheirPath) {
   const auto refused = [](nlohmann::json j, const std::string& path_and_reason) {
