@@ -476,6 +476,7 @@ td.num,th.num{text-align:right;font-variant-numeric:tabular-nums}
 tbody tr:nth-child(even) td{background:#fafbfc}
 tbody tr:last-child td{border-bottom:none}
 td.err{white-space:normal;color:var(--bad);font-size:12px}
+td.num.err{white-space:nowrap;font-size:inherit}.problems{font-size:13px}.problems .err{color:var(--bad)}
 .pill{display:inline-block;padding:1px 9px;border-radius:10px;font-size:12px;font-weight:600}
 .pill.ok{background:#e6f4ea;color:var(--ok)}.pill.failed{background:#fdecea;color:var(--bad)}.pill.skipped{background:#f1f3f5;color:var(--skip)}
 .up{color:var(--ok)}.down{color:var(--bad)}
@@ -558,24 +559,32 @@ std::string trend_table(const std::vector<NamedReport>& reports, const std::stri
     out += fmt::format("<th class=\"num\">{}</th>", esc(run_label(reports, i)));
   out += "<th class=\"num\">change</th></tr></thead>\n<tbody>\n";
   for (const auto& row : trend_rows(reports, bench)) {
-    out +=
-        fmt::format("<tr><td>{}</td><td>{}</td>", esc(row.result), esc(metric_heading(row.metric, row.unit)));
-    for (const auto& v : row.values)
-      out += fmt::format("<td class=\"num\">{}</td>", v ? esc(format_value(*v)) : "–");
-    const auto& a = row.values.front();
-    const auto& b = row.values.back();
-    if (a && b && std::isfinite(*a) && std::isfinite(*b) && *a != 0) {
-      const double change = (*b - *a) / std::fabs(*a);
+    out += fmt::format("<tr><td>{}</td><td>{}</td>", esc(row.result), esc(trend_metric_heading(row)));
+    for (std::size_t i = 0; i < reports.size(); ++i) {
+      const bool bad = row.status[i] && *row.status[i] != Status::ok;
+      out += fmt::format("<td class=\"num{}\">{}</td>", bad ? " err" : "", esc(trend_cell(row, i)));
+    }
+    if (const auto change = trend_change(row)) {
       const bool good =
-          row.better == Better::none || change == 0 ? true : (row.better == Better::higher) == (change > 0);
-      const char* cls = row.better == Better::none || std::fabs(change) < 0.005 ? "" : good ? "up" : "down";
-      out += fmt::format("<td class=\"num {}\">{}</td>", cls, format_change(change));
+          row.better == Better::none || *change == 0 ? true : (row.better == Better::higher) == (*change > 0);
+      const char* cls = row.better == Better::none || std::fabs(*change) < 0.005 ? "" : good ? "up" : "down";
+      out += fmt::format("<td class=\"num {}\">{}</td>", cls, format_change(*change));
     } else {
       out += "<td class=\"num\">–</td>";
     }
     out += "</tr>\n";
   }
-  return out + "</tbody></table></div>\n";
+  out += "</tbody></table></div>\n";
+  // What did not pass, and why: the table has no room for the errors.
+  const auto problems = trend_problems(reports, bench);
+  if (problems.empty()) return out;
+  out += "<ul class=\"problems\">\n";
+  for (const auto& p : problems)
+    out += fmt::format("<li><b>{}</b>: {} <span class=\"pill {}\">{}</span>{}</li>\n",
+                       esc(run_label(reports, p.report)), esc(p.result), to_string(p.status),
+                       to_string(p.status),
+                       p.error.empty() ? std::string() : " <span class=\"err\">" + esc(p.error) + "</span>");
+  return out + "</ul>\n";
 }
 
 }  // namespace

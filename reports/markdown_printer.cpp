@@ -60,15 +60,17 @@ std::string trend_table(const std::vector<NamedReport>& reports, const std::stri
   }
   out += " change |\n" + rule + "---:|\n";
   for (const auto& row : trend_rows(reports, bench)) {
-    out += fmt::format("| {} | {} |", md_cell(row.result), md_cell(metric_heading(row.metric, row.unit)));
-    for (const auto& v : row.values) out += fmt::format(" {} |", v ? format_value(*v) : std::string("–"));
-    const auto& first = row.values.front();
-    const auto& last = row.values.back();
-    std::string change = "–";
-    if (first && last && std::isfinite(*first) && std::isfinite(*last) && *first != 0)
-      change = format_change((*last - *first) / std::fabs(*first));
-    out += fmt::format(" {} |\n", change);
+    out += fmt::format("| {} | {} |", md_cell(row.result), md_cell(trend_metric_heading(row)));
+    for (std::size_t i = 0; i < reports.size(); ++i) out += fmt::format(" {} |", md_cell(trend_cell(row, i)));
+    const auto change = trend_change(row);
+    out += fmt::format(" {} |\n", change ? format_change(*change) : std::string("–"));
   }
+  // What did not pass, and why: the table has no room for the errors.
+  const auto problems = trend_problems(reports, bench);
+  if (!problems.empty()) out += "\n";
+  for (const auto& p : problems)
+    out += fmt::format("- {}: {} {}{}\n", md_cell(run_label(reports, p.report)), md_cell(p.result),
+                       to_string(p.status), p.error.empty() ? std::string() : ": " + md_cell(p.error));
   return out;
 }
 

@@ -1,5 +1,6 @@
 #include "reports/report_view.hpp"
 
+#include <cmath>
 #include <filesystem>
 #include <unordered_map>
 #include <unordered_set>
@@ -109,28 +110,74 @@ std::vector<const Result*> results_of(const Report& report, const std::string& b
 }
 
 std::vector<TrendRow> trend_rows(const std::vector<NamedReport>& reports, const std::string& benchmark) {
-  std::vector<TrendRow> rows;
-  std::unordered_map<std::string, std::size_t> index;
-  for (std::size_t i = 0; i < reports.size(); ++i) {
+  // Each result's status in each report, and whether it has a metric anywhere.
+  std::unordered_map<std::string, std::vector<std::optional<Status>>> status;
+  std::unordered_set<std::string> measured;
+  for (std::size_t i = 0; i < reports.size(); ++i)
     for (const auto& r : reports[i].report.results) {
       if (r.benchmark != benchmark) continue;
-      for (const auto& [name, m] : r.metrics) {
-        const std::string key = r.name + '\x1f' + name;
-        auto [it, fresh] = index.emplace(key, rows.size());
-        if (fresh) {
-          TrendRow row;
-          row.result = r.name;
-          row.metric = name;
-          row.unit = m.unit;
-          row.better = m.better;
-          row.values.assign(reports.size(), std::nullopt);
-          rows.push_back(std::move(row));
-        }
-        rows[it->second].values[i] = m.value;
-      }
+      auto& s = status.try_emplace(r.name, reports.size()).first->second;
+      s[i] = r.status;
+      if (!r.metrics.empty()) measured.insert(r.name);
     }
-  }
+  std::vector<TrendRow> rows;
+  std::unordered_map<std::string, std::size_t> index;
+  const auto row_for = [&](const Result& r, const std::string& metric, const Metric* m) -> TrendRow& {
+    const std::string key = r.name + '\x1f' + metric + '\x1f' + (m ? m->unit : std::string());
+    auto [it, fresh] = index.emplace(key, rows.size());
+    if (fresh) {
+      TrendRow row;
+      row.result = r.name;
+      row.metric = metric;
+      if (m) {
+        row.unit = m->unit;
+        row.better = m->better;
+      }
+      row.values.assign(reports.size(), std::nullopt);
+      row.status = status.at(r.name);
+      rows.push_back(std::move(row));
+    }
+    return rows[it->second];
+  };
+  for (std::size_t i = 0; i < reports.size(); ++i)
+    for (const auto& r : reports[i].report.results) {
+      if (r.benchmark != benchmark) continue;
+      if (!measured.count(r.name)) row_for(r, "", nullptr);
+      for (const auto& [name, m] : r.metrics) row_for(r, name, &m).values[i] = m.value;
+    }
   return rows;
+}
+
+std::string trend_cell(const TrendRow& row, std::size_t report) {
+  const auto& v = row.values.at(report);
+  const auto& s = row.status.at(report);
+  const bool ok = !s || *s == Status::ok;
+  if (v) return ok ? format_value(*v) : fmt::format("{} ({})", format_value(*v), to_string(*s));
+  if (s && (row.metric.empty() || !ok)) return std::string(to_string(*s));
+  return "–";
+}
+
+std::optional<double> trend_change(const TrendRow& row) {
+  const auto& a = row.values.front();
+  const auto& b = row.values.back();
+  const auto ok = [](const std::optional<Status>& s) { return s && *s == Status::ok; };
+  if (!a || !b || !std::isfinite(*a) || !std::isfinite(*b) || *a == 0) return std::nullopt;
+  if (!ok(row.status.front()) || !ok(row.status.back())) return std::nullopt;
+  return (*b - *a) / std::fabs(*a);
+}
+
+std::string trend_metric_heading(const TrendRow& row) {
+  return row.metric.empty() ? "status" : metric_heading(row.metric, row.unit);
+}
+
+std::vector<TrendProblem> trend_problems(const std::vector<NamedReport>& reports,
+                                         const std::string& benchmark) {
+  std::vector<TrendProblem> out;
+  for (std::size_t i = 0; i < reports.size(); ++i)
+    for (const auto& r : reports[i].report.results)
+      if (r.benchmark == benchmark && r.status != Status::ok)
+        out.push_back({i, r.name, r.status, r.error.value_or("")});
+  return out;
 }
 
 }  // namespace fb::reports

@@ -36,16 +36,40 @@ std::string metric_unit(const std::vector<NamedReport>& reports, const std::stri
 // A value as a cell: "482.3", "null" for a non-finite value.
 std::string value_cell(const Metric& m);
 
-// The rows of a trend table for one benchmark: each (result, metric) seen in any report, with each report's
-// value (absent where the report lacks it).
+// The rows of a trend table for one benchmark: each (result, metric, unit) seen in any report, with each
+// report's value (absent where the report lacks it) and the result's status there (absent where the report
+// lacks the result). A result with no metric in any report (one that failed before measuring) gets one row
+// with an empty metric, so that no result drops out of the table. A metric given in other units by another
+// report is another row: values of different units are never set side by side.
 struct TrendRow {
   std::string result;
-  std::string metric;
+  std::string metric;  // empty: the result's status row
   std::string unit;
   Better better = Better::none;
   std::vector<std::optional<double>> values;  // one per report
+  std::vector<std::optional<Status>> status;  // one per report
 };
 std::vector<TrendRow> trend_rows(const std::vector<NamedReport>& reports, const std::string& benchmark);
+
+// One cell of a trend row: "482.3"; "482.3 (failed)" when that report's result failed or was skipped;
+// "failed" / "skipped" without a value; "–" where the report lacks it.
+std::string trend_cell(const TrendRow& row, std::size_t report);
+// The change from the first report to the last, as a fraction; only when both values are finite and both
+// results ok (a failed run's figure is not a trend).
+std::optional<double> trend_change(const TrendRow& row);
+// The metric column of a trend row: "busbw_gbps (GB/s)", or "status" for a result's status row.
+std::string trend_metric_heading(const TrendRow& row);
+
+// The results of one benchmark that did not pass, in report order, with their errors: listed under a trend
+// table, which has no room for them.
+struct TrendProblem {
+  std::size_t report = 0;
+  std::string result;
+  Status status = Status::failed;
+  std::string error;  // empty when the result gives none
+};
+std::vector<TrendProblem> trend_problems(const std::vector<NamedReport>& reports,
+                                         const std::string& benchmark);
 
 // Results of one benchmark in one report.
 std::vector<const Result*> results_of(const Report& report, const std::string& benchmark);

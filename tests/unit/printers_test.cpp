@@ -185,6 +185,41 @@ TEST(ReportMarkdown, TrendOverSeveralRuns) {
   EXPECT_NE(md.find("| bf16/8x8x8 | tflops (TFLOP/s) | 10 | 11 | +10.0% |"), std::string::npos);
 }
 
+// Every result of every run is in the trend table, with its status: a result that failed before measuring
+// has a status row, a failed run's figure is marked and not taken for a trend, errors are listed under the
+// table, and a metric in other units is another row (never set side by side).
+TEST(ReportMarkdown, TrendKeepsFailedResultsAndUnitsApart) {
+  auto stopped = result("collective", "allreduce/run", {});
+  stopped.fail("nccl-tests stopped: node005 failed");
+  auto slow =
+      result("collective", "allreduce/fp32/1024", {{"busbw_gbps", metric(5, Better::higher, "GB/s")}});
+  slow.fail("wrong results");
+  const auto a = run("a", {result("collective", "allreduce/fp32/1024",
+                                  {{"busbw_gbps", metric(10, Better::higher, "GB/s")},
+                                   {"time_us", metric(8, Better::lower, "us")}})});
+  const auto b = run("b", {slow, stopped});
+  auto c = run("c", {result("collective", "allreduce/fp32/1024",
+                            {{"busbw_gbps", metric(12, Better::higher, "GB/s")},
+                             {"time_us", metric(0.008, Better::lower, "ms")}})});
+  const std::string md = render_markdown({{"a.json", a}, {"b.json", b}, {"c.json", c}});
+  EXPECT_NE(md.find("| allreduce/fp32/1024 | busbw_gbps (GB/s) | 10 | 5 (failed) | 12 | +20.0% |"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("| allreduce/fp32/1024 | time_us (us) | 8 | failed | – | – |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| allreduce/fp32/1024 | time_us (ms) | – | failed | 0.008 | – |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| allreduce/run | status | – | failed | – | – |"), std::string::npos) << md;
+  EXPECT_NE(md.find("- b: allreduce/fp32/1024 failed: wrong results\n"), std::string::npos) << md;
+  EXPECT_NE(md.find("- b: allreduce/run failed: nccl-tests stopped: node005 failed\n"), std::string::npos)
+      << md;
+  // A failed last run is no trend.
+  const std::string md2 = render_markdown({{"a.json", a}, {"b.json", b}});
+  EXPECT_NE(md2.find("| allreduce/fp32/1024 | busbw_gbps (GB/s) | 10 | 5 (failed) | – |"), std::string::npos)
+      << md2;
+  const std::string html = render_html({{"a.json", a}, {"b.json", b}, {"c.json", c}});
+  EXPECT_NE(html.find("<td class=\"num err\">failed</td>"), std::string::npos);
+  EXPECT_NE(html.find("nccl-tests stopped: node005 failed"), std::string::npos);
+}
+
 // Prometheus text format 0.0.4, strictly: comment lines, then samples `name{labels} value`.
 TEST(Prometheus, StrictLineGrammar) {
   auto rep = run(
