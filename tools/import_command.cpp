@@ -99,7 +99,8 @@ Command add_import_command(CLI::App& app) {
       "  2  usage or input error, one line naming FILE:LINE or the JSON path: no result table, a\n"
       "     malformed row or :::MLLOG line, a time that is not a finite number, run_stop not after\n"
       "     run_start, a collective that cannot be told from the output (give --op), the same size\n"
-      "     on different rank counts\n";
+      "     on different rank counts\n"
+      "  3  the report could not be written (-o FILE or stdout)\n";
   for (CLI::App* app_with_help : {sub, opt->nccl, opt->mlperf}) app_with_help->footer(footer);
   return {sub, [opt](Session& s) { return run_import(*opt, s); }};
 }

@@ -1,7 +1,9 @@
 // factorybench: one binary, one subcommand per file. Only this file turns errors into exit codes:
 // 0 success, 1 a benchmark failed its check or gate, 2 usage or input error, 3 runtime failure.
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -80,6 +82,17 @@ int main(int argc, char** argv) {
   } catch (const std::exception& e) {
     print_error(std::string("internal error: ") + e.what());
     fb::abort_job_if_shared(3);
+    return 3;
+  }
+  // What went to stdout is the product of report, compare, import and info: a full disk or a closed file
+  // behind `> file` must not read as success. Checked once the command is done, before MPI shuts down.
+  errno = 0;
+  std::cout.flush();
+  const bool written = std::cout.good() && std::fflush(stdout) == 0 && !std::ferror(stdout);
+  if (!written) {
+    const int err = errno;
+    print_error(std::string("cannot write to standard output") +
+                (err ? std::string(": ") + std::strerror(err) : ""));
     return 3;
   }
   return rc;

@@ -54,7 +54,9 @@ Command add_report_command(CLI::App& app) {
       "line per suite step (or benchmark) with its headline figure and verdict");
   sub->footer(
       "Output: stdout, or with -o/--output FILE the rendering is written to FILE (atomically).\n"
-      "Exit status: 0 rendered; 2 usage or input error (a malformed report names the file and JSON path).");
+      "Exit status: 0 rendered; 2 usage or input error (a malformed report names the file and JSON path); 3 "
+      "the "
+      "rendering could not be written (-o FILE or stdout).");
   return {sub, [opt](Session& s) { return run_report(*opt, s); }};
 }
 

@@ -125,6 +125,15 @@ expect_error out_is_input_report 2 "invalid -o/--output $T/in.json: it is the in
   fb -o ./in.json compare "$T/in.json" "$T/worse.json" --format junit)
 expect_error out_is_input_import 2 "invalid -o/--output $T/nccl.txt: it is the input $T/nccl.txt" \
   sh -c "cp '$DATA/nccl_tests_allreduce_h100.txt' '$T/nccl.txt' && exec '$FACTORYBENCH' -o '$T/nccl.txt' import nccl-tests '$T/nccl.txt'"
+# A rendering that cannot be written to stdout (a full disk behind `>`) is a runtime failure, not success.
+if [ -w /dev/full ]; then
+  for cmd in "report $SAMPLE" "compare $BASE $BASE" "import nccl-tests $DATA/nccl_tests_allreduce_h100.txt"; do
+    # shellcheck disable=SC2086
+    rc=0; fb $cmd >/dev/full 2>"$T/full.err" || rc=$?
+    [ "$rc" -eq 3 ] && grep -q "cannot write to standard output" "$T/full.err" \
+      && ok "${cmd%% *} > /dev/full: exit 3" || fail "${cmd%% *} > /dev/full: rc=$rc $(cat "$T/full.err")"
+  done
+fi
 [ "$(sha256sum <"$T/in.json")" = "$sum_before" ] && ok "the input is untouched" || fail "the input was overwritten"
 cmp -s "$T/nccl.txt" "$DATA/nccl_tests_allreduce_h100.txt" && ok "the imported log is untouched" || fail "the log was overwritten"
 finish
