@@ -70,35 +70,43 @@ float replayed_master(std::uint16_t grad, fb::kernels::AdamParams p, std::int64_
 int main(int argc, char** argv) {
   std::int64_t params = std::int64_t{1} << 29;  // 512 Mi parameters: 8 GiB of state, well past any cache
   int iters = 20;
+  std::int64_t copy_mib = 1024;
+  bool host = false;  // --backend host: the same harness on the host engine, so CI runs its check
+  const char* usage = "usage: adam_bench [--params N] [--iters N] [--copy-mib N] [--backend cuda|host]";
   for (int i = 1; i < argc; ++i) {
     const std::string_view a = argv[i];
-    if ((a == "--params" || a == "--iters") && i + 1 < argc) {
+    if ((a == "--params" || a == "--iters" || a == "--copy-mib") && i + 1 < argc) {
       const long long v = std::atoll(argv[++i]);
-      if (v <= 0) {
-        std::fprintf(stderr, "adam_bench: %s must be a positive integer\n", argv[i - 1]);
+      if (v <= 0 || (a == "--iters" && v > 1000000) || (a == "--copy-mib" && v > (1 << 20))) {
+        std::fprintf(stderr, "adam_bench: %s must be a positive integer of sane size\n", argv[i - 1]);
         return 2;
       }
       if (a == "--params")
         params = v;
-      else
+      else if (a == "--iters")
         iters = static_cast<int>(v);
+      else
+        copy_mib = v;
+    } else if (a == "--backend" && i + 1 < argc &&
+               (std::string_view(argv[i + 1]) == "cuda" || std::string_view(argv[i + 1]) == "host")) {
+      host = std::string_view(argv[++i]) == "host";
     } else {
-      std::fprintf(stderr, "adam_bench: unknown argument '%s' (usage: adam_bench [--params N] [--iters N])\n",
-                   argv[i]);
+      std::fprintf(stderr, "adam_bench: unknown argument '%s' (%s)\n", argv[i], usage);
       return 2;
     }
   }
   std::unique_ptr<fb::Backend> backend;
   try {
-    backend = fb::make_backend(fb::BackendChoice::cuda, 0, 1);
+    backend = fb::make_backend(host ? fb::BackendChoice::host : fb::BackendChoice::cuda, 0, 1);
   } catch (const fb::Error& e) {
     std::printf("adam_bench: needs a GPU; skipped (%s)\n", e.what());
     return kSkipped;
   }
   try {
     fb::Backend& b = *backend;
-    // Copy bandwidth: device-to-device copy of 1 GiB (bytes copied per second; HBM traffic is twice that).
-    const std::size_t copy_bytes = std::size_t{1} << 30;
+    // Copy bandwidth: device-to-device copy of 1 GiB by default (bytes copied per second; HBM traffic is
+    // twice that).
+    const std::size_t copy_bytes = static_cast<std::size_t>(copy_mib) << 20;
     auto src = b.allocate(copy_bytes), dst = b.allocate(copy_bytes);
     const double copy_s = median_seconds(b, iters, [&] { b.copy_device_to_device(dst, src, copy_bytes); });
     const double copy_traffic = 2.0 * copy_bytes / copy_s;
@@ -130,6 +138,7 @@ int main(int argc, char** argv) {
     }
     auto adam = fb::kernels::make_multi_tensor_adam(b, tensors, fb::DType::bf16);
     fb::kernels::AdamParams p;
+    p.step = 0;  // each timed call takes the next step: 1, 2, ... as replayed_master replays them
     for (const bool norm : {false, true}) {
       const double s = median_seconds(b, iters, [&] {
         ++p.step;

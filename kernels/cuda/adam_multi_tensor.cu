@@ -16,6 +16,7 @@
 
 #include "core/cuda_check.hpp"
 #include "core/error.hpp"
+#include "kernels/cuda/adam_element.cuh"
 #include "kernels/cuda/adam_multi_tensor.hpp"
 #include "kernels/cuda/ordered_sum.cuh"
 #include "kernels/host/adam_reference.hpp"
@@ -107,11 +108,9 @@ struct Hyper {
   float lr, beta1, beta2, eps, weight_decay, c1, c2, grad_scale;
 };
 
-// The update of one element (the same expression as the host reference and TrainKernels::adam_update).
+// The update of one element, rounded as the host reference rounds it (adam_element.cuh).
 __device__ __forceinline__ void adam_element(float& master, float& m, float& v, float g, const Hyper& h) {
-  m = h.beta1 * m + (1.0f - h.beta1) * g;
-  v = h.beta2 * v + (1.0f - h.beta2) * g * g;
-  master -= h.lr * ((m / h.c1) / (sqrtf(v / h.c2) + h.eps) + h.weight_decay * master);
+  cuda_detail::adam_element_rn(master, m, v, g, h.beta1, h.beta2, h.eps, h.weight_decay, h.c1, h.c2, h.lr);
 }
 
 template <typename T>
@@ -144,7 +143,7 @@ __global__ void __launch_bounds__(kThreads)
       load8(grad + i, g);
       for (int k = 0; k < kVector; ++k) {
         squares += g[k] * g[k];
-        adam_element(w[k], m[k], v[k], g[k] * scale, h);
+        adam_element(w[k], m[k], v[k], __fmul_rn(g[k], scale), h);
       }
       store8(t.master + i, w);
       store8(t.m + i, m);
@@ -156,7 +155,7 @@ __global__ void __launch_bounds__(kThreads)
         const float g = to_float(grad[j]);
         squares += g * g;
         float w = t.master[j], m = t.m[j], v = t.v[j];
-        adam_element(w, m, v, g * scale, h);
+        adam_element(w, m, v, __fmul_rn(g, scale), h);
         t.master[j] = w, t.m[j] = m, t.v[j] = v;
         param[j] = from_float<T>(w);
       }

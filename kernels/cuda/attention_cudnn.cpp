@@ -159,6 +159,7 @@ class CudnnAttention final : public FusedAttention {
       throw runtime_error("cuDNN attention: cudnnSetStream failed");
   }
   ~CudnnAttention() override {
+    graphs_.clear();  // the cached plans were built on the handle: they go first
     if (handle_) fe::detail::destroy_handle(handle_);
   }
   CudnnAttention(const CudnnAttention&) = delete;

@@ -12,6 +12,7 @@
 
 #include "core/cuda_check.hpp"
 #include "core/error.hpp"
+#include "kernels/cuda/adam_element.cuh"
 #include "kernels/cuda/block_kernels_cuda.hpp"
 #include "kernels/cuda/cuda_elements.cuh"
 #include "kernels/cuda/ordered_sum.cuh"
@@ -209,11 +210,11 @@ __global__ void adam_kernel(T* param, const T* grad, float* master, float* m, fl
                             float b1, float b2, float eps, float wd, float c1, float c2, float grad_scale) {
   for (long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<long long>(gridDim.x) * blockDim.x) {
-    const float g = ld(grad, i) * grad_scale;
-    m[i] = b1 * m[i] + (1.0f - b1) * g;
-    v[i] = b2 * v[i] + (1.0f - b2) * g * g;
-    master[i] -= lr * ((m[i] / c1) / (sqrtf(v[i] / c2) + eps) + wd * master[i]);
-    st(param, i, master[i]);
+    const float g = __fmul_rn(ld(grad, i), grad_scale);
+    float w = master[i], mi = m[i], vi = v[i];
+    adam_element_rn(w, mi, vi, g, b1, b2, eps, wd, c1, c2, lr);
+    master[i] = w, m[i] = mi, v[i] = vi;
+    st(param, i, w);
   }
 }
 
