@@ -68,9 +68,14 @@ int run_attention(const AttentionCliOptions& cli, Session& session) {
   std::vector<std::int64_t> seqs;
   if (!cli.seq.empty()) seqs = workloads::parse_gemm_dims(cli.seq, "--seq");
 
-  // The device's defaults; a suite's preflight checks against the host's and touches no device (an error in
-  // starting it is the suite's, not this step's).
-  const BackendKind kind = session.checking_only() ? BackendKind::host : session.backend().kind();
+  // The device's defaults. A suite's preflight touches no device (an error in starting it is the suite's,
+  // not this step's): it takes the backend asked for, and for auto the host's defaults without the host's
+  // cost limit, which the step checks again when it runs on the backend it got.
+  const auto choice = parse_backend_choice(session.options().backend);
+  const bool backend_known = !session.checking_only() || choice != BackendChoice::automatic;
+  const BackendKind kind = !session.checking_only()        ? session.backend().kind()
+                           : choice == BackendChoice::cuda ? BackendKind::cuda
+                                                           : BackendKind::host;
   kernels::AttentionShape base = default_shape(kind);
   nlohmann::json params = nlohmann::json::object();
   if (!cli.model.empty()) {
@@ -121,7 +126,7 @@ int run_attention(const AttentionCliOptions& cli, Session& session) {
   // The host runs the fp64 reference, O(s²) per head: about 5 M score elements (forward + backward) a
   // second on one core of the CI machine. A request of hours (--seq 1M) is refused at once, as gemm and
   // simulate refuse runaway work, rather than running silently inside one shape.
-  if (kind == BackendKind::host) {
+  if (kind == BackendKind::host && backend_known) {
     const double passes = static_cast<double>(cli.iters + cli.warmup + (cli.no_check ? 0 : 1));
     double elements = 0;
     for (const auto& c : cases) {

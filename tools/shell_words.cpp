@@ -1,5 +1,7 @@
 #include "tools/shell_words.hpp"
 
+#include <algorithm>
+#include <cctype>
 #include <string_view>
 
 #include <fmt/format.h>
@@ -46,6 +48,17 @@ std::vector<std::string> split_shell_words(const std::string& s, const char* opt
   }
   if (in_word) out.push_back(std::move(word));
   return out;
+}
+
+std::string shell_quote(const std::string& word) {
+  const bool plain = !word.empty() && std::all_of(word.begin(), word.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) ||
+           std::string_view("_@%+=:,./-").find(c) != std::string_view::npos;
+  });
+  if (plain) return word;
+  std::string out = "'";
+  for (const char c : word) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
 }
 
 }  // namespace fb::tools

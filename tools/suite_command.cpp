@@ -19,6 +19,7 @@
 #include "reports/headline.hpp"
 #include "reports/suite_step_extra.hpp"
 #include "tools/commands.hpp"
+#include "tools/shell_words.hpp"
 #include "tools/suite_file.hpp"
 
 namespace fb::tools {
@@ -64,7 +65,7 @@ int run_suite(const SuiteOptions& opt, Session& session) {
     if (session.is_root())
       for (const auto& step : suite.steps) {
         std::string line = "factorybench";
-        for (const auto& a : step.args) line += " " + a;
+        for (const auto& a : step.args) line += " " + shell_quote(a);  // pastes into a shell as it ran
         std::cout << step.name << ": " << line << "\n";
       }
     return 0;
@@ -73,6 +74,10 @@ int run_suite(const SuiteOptions& opt, Session& session) {
   // MPI (and the -o check) first: their errors are the suite's, not a step's.
   auto& mpi = session.mpi();
   preflight(suite, parsed, session);
+  // --backend cuda on a node without a usable GPU stops here, as a single command would, rather than
+  // failing every step (the steps share this backend; creating it now costs nothing later).
+  if (parse_backend_choice(session.options().backend) == BackendChoice::cuda)
+    agree_on_errors(mpi, [&] { session.backend(); });
   auto report = session.begin_report(false);
   report.summary["suite"] = {{"name", suite.name}, {"description", suite.description}};
   int rc = 0;
@@ -85,6 +90,7 @@ int run_suite(const SuiteOptions& opt, Session& session) {
     int step_rc = 0;
     std::string error;
     session.collect_into(&report, step.name);
+    const std::size_t results_before = report.results.size();
     try {
       step_rc = parsed[index - 1].action(session);
     } catch (const Error& e) {
@@ -95,14 +101,20 @@ int run_suite(const SuiteOptions& opt, Session& session) {
     session.collect_into(nullptr, {});
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     const bool ok = step_rc == 0;
-    if (!error.empty()) {
-      reports::Result failed;
-      failed.benchmark = "suite";
-      failed.name = step.name;
-      failed.params = {{"args", step.args}};
-      reports::write_suite_step(failed, step.name);
-      failed.fail(error);
-      report.results.push_back(std::move(failed));
+    // A step that adds no result of its own (compare, report, an error before measuring) still gets one:
+    // its verdict, so that the report, its summary line and JUnit show every step, a failed gate among them.
+    if (!error.empty() || report.results.size() == results_before) {
+      reports::Result own;
+      own.benchmark = "suite";
+      own.name = step.name;
+      own.params = {{"args", step.args}};
+      reports::write_suite_step(own, step.name);
+      if (!error.empty())
+        own.fail(error);
+      else if (!ok)
+        own.fail(fmt::format("'{}' exited {}{}", step.args.front(), step_rc,
+                             step_rc == 1 ? ": a check or gate failed" : ""));
+      report.results.push_back(std::move(own));
     }
     step_log.push_back(
         {{"name", step.name}, {"args", step.args}, {"exit_code", step_rc}, {"seconds", seconds}});

@@ -7,25 +7,9 @@
 #include "core/config_paths.hpp"
 #include "core/error.hpp"
 #include "core/json_file.hpp"
+#include "tools/shell_words.hpp"
 
 namespace fb::tools {
-namespace {
-
-std::vector<std::string> split_words(const std::string& text) {
-  std::vector<std::string> out;
-  std::string word;
-  for (char c : text) {
-    if (c == ' ' || c == '\t') {
-      if (!word.empty()) out.push_back(std::move(word)), word.clear();
-    } else {
-      word += c;
-    }
-  }
-  if (!word.empty()) out.push_back(word);
-  return out;
-}
-
-}  // namespace
 
 Suite parse_suite(const nlohmann::json& j, const std::string& src, const std::string& default_name) {
   const auto bad = [&](const std::string& where, const std::string& what) {
@@ -52,7 +36,14 @@ Suite parse_suite(const nlohmann::json& j, const std::string& src, const std::st
     if (s.contains("args")) {
       const auto& a = s["args"];
       if (a.is_string()) {
-        for (auto& w : split_words(a.get<std::string>())) step.args.push_back(std::move(w));
+        // As a shell splits the line a user would type: quotes group words (--launcher-args "-x A=1").
+        std::vector<std::string> words;
+        try {
+          words = split_shell_words(a.get<std::string>(), "args");
+        } catch (const Error& e) {
+          throw bad(where + ".args", e.what());
+        }
+        for (auto& w : words) step.args.push_back(std::move(w));
       } else if (a.is_array()) {
         for (std::size_t k = 0; k < a.size(); ++k) {
           if (!a[k].is_string()) throw bad(fmt::format("{}.args[{}]", where, k), "expected a string");

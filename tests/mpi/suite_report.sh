@@ -137,4 +137,39 @@ run_capture render fb suite "$T/render.json" -o "$T/render_out.json"
 [ "$RC" -eq 0 ] && grep -q "^# factorybench report" "$T/render.out" && ok "report step: its Markdown on stdout" \
   || fail "render: exit $RC: $(head -3 "$T/render.err")"
 validate "$T/render_out.json"
+assert_json "$T/render_out.json" "[(r['benchmark'], r['status']) for r in d['results'] if r['name'] == 'md'] == [('suite', 'ok')]" "report step: its verdict is a result of its own"
+
+# A compare step that fails its gate adds no result of its own: its verdict is recorded, so the report, the
+# summary line and JUnit show the failure (it used to vanish, "1 step, all ok").
+"$PY" - "$FB_SOURCE_DIR/tests/data/report_sample.json" "$T" <<'EOF2'
+import json, sys
+d = json.load(open(sys.argv[1]))
+d["results"] = [r for r in d["results"] if r["status"] == "ok"]
+json.dump(d, open(sys.argv[2] + "/cbase.json", "w"))
+r = next(r for r in d["results"] if "busbw_gbps" in r["metrics"])
+r["metrics"]["busbw_gbps"]["value"] *= 0.5
+r["metrics"]["busbw_gbps"].pop("stats", None)
+json.dump(d, open(sys.argv[2] + "/ccand.json", "w"))
+EOF2
+# The args string is split as a shell splits it: quotes group and are removed.
+printf '{"steps": [{"name": "gate", "command": "compare", "args": "%s %s"}, {"name": "g", "command": "gemm", "args": "--m \\"64\\" --n 64 --k 64 --iters 2 --warmup 1"}]}' \
+  "$T/cbase.json" "$T/ccand.json" >"$T/gate.json"
+run_capture gate fb suite "$T/gate.json" --backend host -o "$T/gate_out.json"
+[ "$RC" -eq 1 ] && ok "failed gate step: suite exits 1" || fail "gate: exit $RC: $(head -3 "$T/gate.err")"
+validate "$T/gate_out.json"
+assert_json "$T/gate_out.json" "[(r['status'], r['error']) for r in d['results'] if r['name'] == 'gate'] == [('failed', \"'compare' exited 1: a check or gate failed\")]" "failed gate step: recorded with its exit status"
+assert_json "$T/gate_out.json" "any(r['benchmark'] == 'gemm' and r['status'] == 'ok' for r in d['results'])" "quoted args: --m \"64\" read as 64"
+fb report "$T/gate_out.json" --format summary >"$T/gate_summary.txt"
+grep -Eq "^  gate +FAILED" "$T/gate_summary.txt" && ok "summary lists the failed gate" || fail "summary: $(cat "$T/gate_summary.txt")"
+printf '{"steps": [{"name": "q", "command": "info", "args": "--json \\"unterminated"}]}' >"$T/quote.json"
+expect_error unterminated_quote 2 "quote.json: \\$.steps\\[0\\].args: invalid args '--json \"unterminated': unterminated double quote" fb suite "$T/quote.json"
+
+# --backend cuda without a usable GPU stops before the first step, as a single command does: exit 2, no report
+# (every step used to fail on its own and a report of failures was written). The node-validation presets get
+# this far: their attention step is not held to the host's cost limit on cuda.
+if ! command -v nvidia-smi >/dev/null 2>&1; then
+  run_capture nocuda fb suite node-validation-hopper --backend cuda -o "$T/nocuda.json"
+  [ "$RC" -eq 2 ] && grep -q "^factorybench: error: --backend cuda: " "$T/nocuda.err" && [ ! -e "$T/nocuda.json" ] \
+    && ok "suite --backend cuda without a GPU: exit 2, no report" || fail "nocuda: exit $RC: $(head -3 "$T/nocuda.err")"
+fi
 finish

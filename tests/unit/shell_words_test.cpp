@@ -37,5 +37,15 @@ TEST(ShellWords, AnUnterminatedQuoteIsAUsageErrorNamingTheOption) {
   }
 }
 
+// suite --list prints each step's words quoted so that the line pastes into a shell as it ran.
+TEST(ShellWords, QuotedWordsSplitBackToThemselves) {
+  EXPECT_EQ(shell_quote("--m"), "--m");
+  EXPECT_EQ(shell_quote("crash@step=3;hang@step=5"), "'crash@step=3;hang@step=5'");
+  EXPECT_EQ(shell_quote(""), "''");
+  for (const std::string w :
+       {"plain", "a b", "it's", "$HOME", "x\\y", "\"q\"", "crash@step=3;nan@rank=1", ""})
+    EXPECT_EQ(split_shell_words(shell_quote(w), "--x"), Words{w}) << w;
+}
+
 }  // namespace
 }  // namespace fb::tools
