@@ -18,7 +18,9 @@ std::optional<double> DevicePeak::for_dtype(const std::string& dtype) const {
   return it->second;
 }
 
-double host_cores_per_rank(int cores_online, int local_ranks) {
+double host_cores_per_rank(int cores_online, int cores_available, int local_ranks) {
+  // Bound to one core, OpenBLAS runs one thread: against the node's share the MFU read half (2 cores).
+  if (cores_available > 0 && cores_available < cores_online) return cores_available;
   // Against a fraction of a core, a rank's short calls (the preempted ones are outliers the median leaves
   // out) measured MFU above 1: 164% for 4 ranks on 2 cores.
   return std::max(1.0, static_cast<double>(cores_online) / static_cast<double>(std::max(1, local_ranks)));
@@ -55,7 +57,8 @@ DevicePeak resolve_device_peak(const MpiContext& mpi, const Backend& backend) {
   }
   broadcast_in_node(mpi, std::span<double>(per_core));
   const HostInfo host = read_host_info();
-  const double cores = host_cores_per_rank(host.cpu_cores_online, mpi.local_size());
+  const double cores = host_cores_per_rank(host.cpu_cores_online, host.cores_available, mpi.local_size());
+  const bool bound = host.cores_available > 0 && host.cores_available < host.cpu_cores_online;
   peak.measured = true;
   if (const auto hw = find_hardware_class(table, "cpu")) {
     peak.health_gemm_floor = hw->health_gemm_floor;
@@ -69,7 +72,9 @@ DevicePeak resolve_device_peak(const MpiContext& mpi, const Backend& backend) {
   peak.source = fmt::format(
       "measured: FMA peak of one core{} ({:.1f} GFLOP/s fp32, {:.1f} fp64) x {:.2f} cores per rank{}",
       mpi.local_rank() == 0 ? fmt::format(" ({})", isa) : std::string(), per_core[0], per_core[1], cores,
-      host.cpu_cores_online < mpi.local_size()
+      bound
+          ? fmt::format(" (bound to {} of the node's {} cores)", host.cores_available, host.cpu_cores_online)
+      : host.cpu_cores_online < mpi.local_size()
           ? fmt::format(" ({} ranks share {} cores: one core each)", mpi.local_size(), host.cpu_cores_online)
           : std::string());
   return peak;

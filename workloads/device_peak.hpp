@@ -26,9 +26,10 @@ struct DevicePeak {
 // Collective over the node communicator on the host backend (local rank 0 measures, the node shares it).
 DevicePeak resolve_device_peak(const MpiContext& mpi, const Backend& backend);
 
-// The cores a host rank's peak counts: its share of the node's cores, but never below one. Ranks that
-// outnumber the cores take turns in scheduler slices longer than most timed calls, so a call runs on a
-// whole core.
-double host_cores_per_rank(int cores_online, int local_ranks);
+// The cores a host rank's peak counts, as OpenBLAS's threads use them (kernels/host/gemm_openblas.cpp):
+// the cores of its affinity mask when a launcher bound it to fewer than the node's (mpirun binds one rank to
+// one core by default), else its share of the node's cores; never below one. Ranks that outnumber the cores
+// take turns in scheduler slices longer than most timed calls, so a call runs on a whole core.
+double host_cores_per_rank(int cores_online, int cores_available, int local_ranks);
 
 }  // namespace fb::workloads
