@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/build_info.hpp"
+#include "core/git_commit.hpp"
 #include "core/library_versions.hpp"
 #include "core/rank_collectives.hpp"
 #include "core/system_info.hpp"
