@@ -433,8 +433,11 @@ void PlanLists::pp_and_ep_collectives() {
 // optimizer each is a reduce-scatter and an all-gather of the updated weights (each rank sends its 1/n).
 void PlanLists::gradient_collectives() {
   const double e = static_cast<double>(dtype_bytes(s.dtype));
-  const double dense_grad_bytes = static_cast<double>(l.dense_params) * e;
-  const double expert_grad_bytes = static_cast<double>(l.expert_params) * e;
+  // The last stage's gradients, as every list of the plan is the last stage's (LocalDims holds the largest
+  // stage's, for memory): with PP the stages differ, and the last may hold no expert at all.
+  const auto last = stage_params(m, c, l, std::max<std::int64_t>(c.pp, 1) - 1);
+  const double dense_grad_bytes = static_cast<double>(last.dense) * e;
+  const double expert_grad_bytes = static_cast<double>(last.expert) * e;
   const std::int64_t edp = c.dp * c.tp / c.ep;
   if (c.dp > 1) {
     if (s.distributed_optimizer) {
@@ -444,7 +447,7 @@ void PlanLists::gradient_collectives() {
       collectives.push_back({"dp_allreduce/grads", "dp", "allreduce", c.dp, dense_grad_bytes, 1});
     }
   }
-  if (l.expert_params > 0 && edp > 1) {
+  if (last.expert > 0 && edp > 1) {
     if (s.distributed_optimizer) {
       collectives.push_back(
           {"edp_reduce_scatter/expert_grads", "edp", "reduce_scatter", edp, expert_grad_bytes, 1});

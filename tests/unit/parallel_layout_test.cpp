@@ -217,6 +217,28 @@ TEST(ParallelLayout, PipelineStagesSplitLayersAndExchangeActivations) {
   EXPECT_TRUE(has(layout_error(m, {1, 1, 1, 3}, 3), "--pp 3 does not divide llama3-8b's layers (32)"));
 }
 
+// The plan's lists are those of one rank of the last stage: its gradients too. Here the last stage (layer 3)
+// is dense: no expert gradients to reduce, and the dense ones are its layer plus the output layer. The plan
+// used to list stage 0's (the largest), expert all-reduce included.
+TEST(ParallelLayout, PipelineGradientCollectivesAreTheLastStages) {
+  const auto m = parse_model_json(
+      R"({"name":"moe4","layers":4,"hidden":64,"heads":4,"kv_heads":4,"head_dim":16,"ffn":128,
+          "activation":"gelu","vocab":256,"seq":64,"mtp_layers":0,
+          "moe":{"experts":4,"top_k":1,"expert_ffn":64,"shared_ffn":0,"layer_freq":2,"first_dense_layers":0}})",
+      "moe4.json");
+  StepShape s;
+  s.dtype = DType::fp32;
+  const auto plan = make_plan(m, {1, 2, 1, 4}, s);
+  // Layer 3: QKV 64·(4+2·4)·16, out 64·64, GELU MLP 2·64·128, two norms of 64; output layer 256·64 + norm 64.
+  const double last_stage = (64.0 * 12 * 16 + 64 * 64 + 2 * 64 * 128 + 2 * 64) + (256 * 64 + 64);
+  EXPECT_DOUBLE_EQ(collective(plan, "dp_allreduce/grads").bytes_per_call, last_stage * 4);
+  for (const auto& x : plan.collectives) EXPECT_EQ(x.name.rfind("edp_", 0), x.name.npos) << x.name;
+  // Without a pipeline the one stage is the whole model, experts included.
+  const auto whole = make_plan(m, {1, 2, 1, 1}, s);
+  EXPECT_DOUBLE_EQ(collective(whole, "edp_allreduce/expert_grads").bytes_per_call,
+                   static_cast<double>(whole.local.expert_params) * 4);
+}
+
 TEST(ParallelLayout, MlaPlanGemmsCoverTheModelCount) {
   // DeepSeek-V3 without its MTP layer (not run by the step) at TP 1: the plan's GEMMs (MLA projections from
   // mla_projections, attention core with q/k head dim 192 and v head dim 128, experts at balanced routing)
