@@ -97,7 +97,8 @@ std::string figure_for(const std::vector<const Result*>& results) {
   if (rule) {
     for (const Result* r : results) {
       const Metric* m = r->metric(rule->metric);
-      if (!m || r->status != Status::ok || is_aggregate(*r)) continue;
+      // A null (non-finite) figure is no headline: it would read "n/a" and, first, beat every real one.
+      if (!m || !std::isfinite(m->value) || r->status != Status::ok || is_aggregate(*r)) continue;
       if (!best || (rule->pick == Pick::highest && m->value > head->value)) best = r, head = m;
       if (rule->pick == Pick::first) break;
     }
@@ -165,14 +166,16 @@ std::vector<Headline> headlines(const Report& report) {
 
 std::string render_headlines(const std::vector<Headline>& lines) {
   std::size_t width = 4;
-  for (const auto& h : lines) width = std::max(width, display_width(h.step));
+  // Names and errors come from reports: one line each, whatever they hold.
+  for (const auto& h : lines) width = std::max(width, display_width(terminal_text(h.step)));
   std::string out;
   for (const auto& h : lines) {
-    out += fmt::format("  {}  {}  {}", pad_right(h.step, width), pad_right(h.verdict, 7), h.figure);
+    out += fmt::format("  {}  {}  {}", pad_right(terminal_text(h.step), width), pad_right(h.verdict, 7),
+                       terminal_text(h.figure));
     if (h.failed)
-      out += fmt::format("  [{} of {} failed: {}]", h.failed, h.results, h.reason);
+      out += fmt::format("  [{} of {} failed: {}]", h.failed, h.results, terminal_text(h.reason));
     else if (!h.reason.empty())
-      out += fmt::format("[{}]", h.reason);  // a skipped step: why (its figure is empty)
+      out += fmt::format("[{}]", terminal_text(h.reason));  // a skipped step: why (its figure is empty)
     out += "\n";
   }
   return out;

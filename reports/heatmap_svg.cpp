@@ -38,12 +38,16 @@ std::string render(const Heatmap& chart) {
   const int label_w = 230, top = 44, legend_h = 36;
   const int cell = n == 0 ? 0 : std::max(6, std::min(48, static_cast<int>((chart.width - label_w - 20) / n)));
   const int height = top + static_cast<int>(n) * cell + legend_h + 20;
+  // Past about 85 endpoints the smallest cell no longer fits the nominal width: the canvas grows (the page
+  // scales it down) rather than cutting off the last columns.
+  const int width = std::max(chart.width, label_w + static_cast<int>(n) * cell + 20);
   std::string out = fmt::format(
       "<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 {0} {1}\" width=\"{0}\" height=\"{1}\" "
-      "role=\"img\" aria-label=\"{2}\" style=\"font-family:system-ui,sans-serif;font-size:11px\">\n"
+      "role=\"img\" aria-label=\"{2}\" "
+      "style=\"max-width:100%;height:auto;font-family:system-ui,sans-serif;font-size:11px\">\n"
       "<text x=\"8\" y=\"18\" style=\"font-size:13px;font-weight:600\">{2}</text>\n"
       "<text x=\"8\" y=\"34\" fill=\"#666\">row = sender, column = receiver</text>\n",
-      chart.width, height, xml_escape(chart.title));
+      width, height, xml_escape(chart.title));
   const bool text = cell >= 34;
   for (std::size_t i = 0; i < n; ++i) {
     const int y = top + static_cast<int>(i) * cell;

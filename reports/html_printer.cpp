@@ -59,6 +59,20 @@ std::string slug(const std::string& s) {
   return out;
 }
 
+// Element ids are slugs, and two names can share one ("ring.x", "ring_x"): the later ones get "-2", "-3", so
+// every id in the page is unique and its anchor links to the right element.
+class UniqueIds {
+ public:
+  std::string operator()(const std::string& id) {
+    std::string out = id;
+    for (int n = 2; !used_.insert(out).second; ++n) out = id + "-" + std::to_string(n);
+    return out;
+  }
+
+ private:
+  std::set<std::string> used_;
+};
+
 // Keeps first-appearance order of keys.
 template <typename T>
 struct Ordered {
@@ -84,6 +98,11 @@ std::vector<Figure> collective_figures(const std::vector<NamedReport>& reports) 
       if (r.name.ends_with("/inplace") || (r.params.contains("inplace") && r.params["inplace"] == true))
         series += " in-place";
       if (const auto g = number_at(r.params, "group")) series += fmt::format(" group {}", *g);
+      // Another reduction or root is another curve (nccl-tests -o all, -r all): not one zig-zag line.
+      if (const auto op = string_at(r.params, "redop"); !op.empty() && op != "sum" && op != "none")
+        series += " " + op;
+      if (const auto root = number_at(r.params, "root"); root && *root > 0)
+        series += fmt::format(" root {}", *root);
       if (reports.size() > 1) series = run_label(reports, i) + " · " + series;
       groups[first_segment(r.name)][series].push_back({*bytes, bus->value});
     }
@@ -122,9 +141,12 @@ std::optional<double> system_peak(const std::vector<NamedReport>& reports, const
 }
 
 std::vector<Figure> gemm_figures(const std::vector<NamedReport>& reports) {
-  constexpr std::size_t kMaxShapes = 40;
+  // A bar per shape stays readable to about a hundred (the default cuda sweep has 64); past that the
+  // caption says how many are left out (the tables list them all).
+  constexpr std::size_t kMaxShapes = 96;
   struct Group {
     Ordered<int> shapes;                                           // shape label → (unused)
+    std::set<std::string> left_out;                                // shapes past kMaxShapes
     std::map<std::pair<std::size_t, std::string>, double> values;  // (report, shape) → TFLOP/s
     std::optional<double> params_peak, params_mamf;
   };
@@ -138,7 +160,10 @@ std::vector<Figure> gemm_figures(const std::vector<NamedReport>& reports) {
       if (dtype.empty()) dtype = first_segment(r.name);
       std::string shape = r.name.starts_with(dtype + "/") ? r.name.substr(dtype.size() + 1) : r.name;
       Group& g = groups[dtype];
-      if (g.shapes.order.size() >= kMaxShapes && !g.shapes.items.count(shape)) continue;
+      if (g.shapes.order.size() >= kMaxShapes && !g.shapes.items.count(shape)) {
+        g.left_out.insert(shape);
+        continue;
+      }
       g.shapes[shape];
       g.values[{i, shape}] = tf->value;
       if (!g.params_peak) g.params_peak = number_at(r.params, "peak_tflops");
@@ -175,6 +200,9 @@ std::vector<Figure> gemm_figures(const std::vector<NamedReport>& reports) {
     if (peak) caption += fmt::format("; dense peak {} TFLOP/s", format_value(*peak));
     if (mamf) caption += fmt::format("; MAMF (best achievable matmul) {} TFLOP/s", format_value(*mamf));
     if (!peak && !mamf) caption += "; no peak or MAMF for this dtype in the report";
+    if (!g.left_out.empty())
+      caption += fmt::format("; the first {} of {} shapes (the table below lists all)", g.shapes.order.size(),
+                             g.shapes.order.size() + g.left_out.size());
     out.push_back({"gemm-" + slug(dtype), caption, svg::render(chart)});
   }
   return out;
@@ -606,19 +634,20 @@ std::string render_html(const std::vector<NamedReport>& reports) {
   out += fmt::format("<header><h1>{}</h1><p>{} report{} · {} result{} · {} chart{}</p></header>\n<main>\n",
                      esc(title), reports.size(), reports.size() == 1 ? "" : "s", results,
                      results == 1 ? "" : "s", figures.size(), figures.size() == 1 ? "" : "s");
-  out += "<section id=\"runs\"><h2>Runs</h2>\n" + run_cards(reports) + "</section>\n";
+  UniqueIds ids;
+  out += fmt::format("<section id=\"{}\"><h2>Runs</h2>\n", ids("runs")) + run_cards(reports) + "</section>\n";
   if (!figures.empty()) {
-    out += "<section id=\"charts\"><h2>Charts</h2>\n<div class=\"charts\">\n";
+    out += fmt::format("<section id=\"{}\"><h2>Charts</h2>\n<div class=\"charts\">\n", ids("charts"));
     for (const auto& f : figures)
       out += fmt::format("<figure class=\"chart\" id=\"{}\">\n{}<figcaption>{}</figcaption>\n</figure>\n",
-                         esc(f.id), f.svg, esc(f.caption));
+                         esc(ids(f.id)), f.svg, esc(f.caption));
     out += "</div>\n</section>\n";
   }
   for (const auto& bench : benchmark_order(reports)) {
     std::size_t n = 0;
     for (const auto& nr : reports) n += results_of(nr.report, bench).size();
-    out += fmt::format("<section id=\"results-{}\"><h2>{}<span class=\"count\">{} result{}</span></h2>\n",
-                       esc(slug(bench)), esc(bench), n, n == 1 ? "" : "s");
+    out += fmt::format("<section id=\"{}\"><h2>{}<span class=\"count\">{} result{}</span></h2>\n",
+                       esc(ids("results-" + slug(bench))), esc(bench), n, n == 1 ? "" : "s");
     out += reports.size() == 1 ? single_table(reports, bench) : trend_table(reports, bench);
     out += "</section>\n";
   }

@@ -73,6 +73,7 @@ std::string param_text(const json& v) {
 }
 
 struct Family {
+  std::string owner;  // what the family holds: "status", "metric NAME" or "rank NAME"
   std::string help;
   std::vector<std::string> samples;
   std::unordered_set<std::string> label_sets;  // a series appears once
@@ -87,15 +88,25 @@ std::string render_prometheus(const std::vector<NamedReport>& reports) {
       {"model", "model"}, {"tp", "tp"},       {"dp", "dp"},      {"ep", "ep"}, {"pp", "pp"}};
   std::vector<std::string> order;
   std::map<std::string, Family> families;
-  const auto add = [&](const std::string& name, const std::string& help, const std::string& labels,
-                       double v) {
-    auto [it, fresh] = families.try_emplace(name);
-    if (fresh) {
-      order.push_back(name);
-      it->second.help = help;
+  // A family belongs to one source: a metric named "result_ok", a metric "rank_tflops" beside a per-rank
+  // "tflops", or per-rank "time.us" beside "time_us" would otherwise share a name and lose or mix series.
+  // The later source takes the name with "_2" (then "_3", ...), its HELP naming what it holds.
+  const auto add = [&](const std::string& base, const std::string& owner, const std::string& help,
+                       const std::string& labels, double v) {
+    std::string name = base;
+    for (int n = 2;; ++n) {
+      auto [it, fresh] = families.try_emplace(name);
+      if (fresh) {
+        order.push_back(name);
+        it->second.owner = owner;
+        it->second.help = help;
+      }
+      if (it->second.owner == owner) break;
+      name = fmt::format("{}_{}", base, n);
     }
-    if (!it->second.label_sets.insert(labels).second) return;  // duplicate series: keep the first
-    it->second.samples.push_back(fmt::format("{}{{{}}} {}", name, labels, sample_value(v)));
+    Family& f = families.at(name);
+    if (!f.label_sets.insert(labels).second) return;  // duplicate series: keep the first
+    f.samples.push_back(fmt::format("{}{{{}}} {}", name, labels, sample_value(v)));
   };
   for (std::size_t i = 0; i < reports.size(); ++i) {
     for (const auto& r : reports[i].report.results) {
@@ -107,17 +118,18 @@ std::string render_prometheus(const std::vector<NamedReport>& reports) {
             labels += fmt::format(",{}=\"{}\"", label, label_value(v));
       if (reports.size() > 1) labels += fmt::format(",run=\"{}\"", label_value(run_label(reports, i)));
       if (r.status != Status::skipped)
-        add("factorybench_result_ok", "factorybench result status (1 ok, 0 failed)", labels,
+        add("factorybench_result_ok", "status", "factorybench result status (1 ok, 0 failed)", labels,
             r.status == Status::ok ? 1 : 0);
       for (const auto& [name, m] : r.metrics)
-        add("factorybench_" + metric_name(name),
+        add("factorybench_" + metric_name(name), "metric " + name,
             fmt::format("factorybench {} ({}, {} is better)", name, m.unit.empty() ? "no unit" : m.unit,
                         m.better == Better::none ? "neither" : std::string(to_string(m.better))),
             labels, m.value);
       for (const auto& [name, values] : r.per_rank)
         for (std::size_t rank = 0; rank < values.size(); ++rank)
-          add("factorybench_rank_" + metric_name(name), fmt::format("factorybench per-rank {}", name),
-              labels + fmt::format(",rank=\"{}\"", rank), values[rank]);
+          add("factorybench_rank_" + metric_name(name), "rank " + name,
+              fmt::format("factorybench per-rank {}", name), labels + fmt::format(",rank=\"{}\"", rank),
+              values[rank]);
     }
   }
   std::string out;

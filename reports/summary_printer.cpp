@@ -4,6 +4,7 @@
 #include "reports/headline.hpp"
 #include "reports/report_printers.hpp"
 #include "reports/report_view.hpp"
+#include "reports/text_format.hpp"
 
 namespace fb::reports {
 
@@ -13,9 +14,9 @@ std::string render_summary(const std::vector<NamedReport>& reports) {
     const auto lines = headlines(reports[i].report);
     std::size_t failed = 0;
     for (const auto& h : lines) failed += h.verdict == "FAILED" ? 1 : 0;
-    out +=
-        fmt::format("{}: {} step{}, {}\n", run_label(reports, i), lines.size(), lines.size() == 1 ? "" : "s",
-                    failed ? fmt::format("{} FAILED", failed) : std::string("all ok"));
+    out += fmt::format("{}: {} step{}, {}\n", terminal_text(run_label(reports, i)), lines.size(),
+                       lines.size() == 1 ? "" : "s",
+                       failed ? fmt::format("{} FAILED", failed) : std::string("all ok"));
     out += render_headlines(lines);
   }
   return out;

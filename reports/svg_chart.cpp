@@ -502,7 +502,10 @@ std::string render(const RankHeatStrip& chart) {
   const double cell_h = 18;
   const double top = 62;
   const int height = static_cast<int>(top + chart.rows.size() * cell_h + 64);
-  Canvas c(chart.width, height, chart.title);
+  // Past about 175 ranks the smallest cell no longer fits the nominal width: the canvas grows (the page
+  // scales it down) rather than cutting off the last ranks.
+  const int width = std::max(chart.width, static_cast<int>(std::ceil(label_w + cell_w * ranks + 24)));
+  Canvas c(width, height, chart.title);
   c.text(16, 42, "each cell: a rank's value relative to the median of its row; outlined = beyond threshold",
          "start", 11, kMuted);
   const std::size_t every = ranks <= 32 ? 1 : ranks <= 128 ? 8 : 32;

@@ -100,6 +100,24 @@ std::string md_code_cell(std::string_view text) {
   return fence + (pad ? " " : "") + body + (pad ? " " : "") + fence;
 }
 
+std::string terminal_text(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c < 0x20 || c == 0x7f) {
+      out += ' ';
+    } else if (c == 0xc2 && i + 1 < text.size() && static_cast<unsigned char>(text[i + 1]) >= 0x80 &&
+               static_cast<unsigned char>(text[i + 1]) <= 0x9f) {
+      out += ' ';  // U+0080..U+009F
+      ++i;
+    } else {
+      out += text[i];
+    }
+  }
+  return out;
+}
+
 std::size_t display_width(std::string_view text) {
   std::size_t n = 0;
   for (const char ch : text) n += (static_cast<unsigned char>(ch) & 0xC0) != 0x80 ? 1 : 0;

@@ -12,6 +12,10 @@ std::string xml_escape(std::string_view text);
 std::string md_cell(std::string_view text);
 // The same text as a code span (a command line, a path), fenced so that backticks inside cannot close it.
 std::string md_code_cell(std::string_view text);
+// Text for a terminal line: control characters (C0, DEL and the C1 range, which includes the escape
+// sequence introducers) become spaces, so a name from a report can neither split the line nor drive the
+// terminal. Other UTF-8 is kept.
+std::string terminal_text(std::string_view text);
 // Left/right padding to a display width counted in code points (UTF-8 aware, so "±" counts as one).
 std::string pad_right(std::string_view text, std::size_t width);
 std::string pad_left(std::string_view text, std::size_t width);

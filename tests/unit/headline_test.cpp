@@ -2,10 +2,12 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 
 #include "reports/headline.hpp"
 #include "reports/report_printers.hpp"
+#include "reports/text_format.hpp"
 
 namespace fb::reports {
 namespace {
@@ -55,6 +57,31 @@ TEST(HeadlineTest, EachStepIsHeadedByItsRuleFigure) {
   EXPECT_EQ(lines[2].figure, "MFU 42.9% (llama3-8b/tp1/bf16), step 0.177 s");
   EXPECT_EQ(lines[3].figure, "goodput 81.2% (tiny-dense/ranks4), ETTR 90.0%, failures 2");
   for (const auto& h : lines) EXPECT_EQ(h.verdict, "ok") << h.step;
+}
+
+// A null figure (NaN) heads nothing: first in the list it used to win and print "peak n/a".
+TEST(HeadlineTest, ANullFigureNeverHeadsTheStep) {
+  Report rep;
+  rep.results.push_back(result("gemm", "fp32/128x128x128", "", {{"tflops", m(std::nan(""), "TFLOP/s")}}));
+  rep.results.push_back(result("gemm", "fp32/256x128x128", "", {{"tflops", m(0.077, "TFLOP/s")}}));
+  const auto lines = headlines(rep);
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_EQ(lines[0].figure.rfind("peak 0.077 TFLOP/s (fp32/256x128x128)", 0), 0u) << lines[0].figure;
+}
+
+// Names come from reports: a newline or an escape sequence in one can neither split the summary's line nor
+// reach the terminal.
+TEST(HeadlineTest, ControlCharactersInNamesStayOnTheirLine) {
+  Report rep;
+  rep.results.push_back(result("gemm", "fp32/64\nfake line\x1b[31m", "step\r\x1b]0;title\x07",
+                               {{"tflops", m(1.5, "TFLOP/s")}}));
+  const std::string out = render_headlines(headlines(rep));
+  EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 1) << out;
+  EXPECT_EQ(out.find('\x1b'), std::string::npos) << out;
+  EXPECT_EQ(out.find('\r'), std::string::npos) << out;
+  EXPECT_EQ(terminal_text("a\xc2\x9b"
+                          "1mb \xc3\xa9"),
+            "a 1mb \xc3\xa9");  // C1 CSI goes, é stays
 }
 
 TEST(HeadlineTest, AFailedResultFailsItsStepWithTheFirstReason) {

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <regex>
 #include <string>
@@ -34,6 +35,29 @@ TEST(HeatmapSvgTest, OneCellPerEntryColouredByValue) {
   EXPECT_EQ(count(out, "fill=\"#1a9850\""), 4u + 1u);  // the highest cells (10) and the legend's high end
   EXPECT_NE(out.find("<title>a → c: 1 GB/s</title>"), std::string::npos);
   EXPECT_NE(out.find("<title>c → a: 5.5 GB/s</title>"), std::string::npos);
+}
+
+// Every cell lies inside the canvas however many endpoints there are: past about 85 the canvas grows (it
+// used to keep its 760 width and cut off the last columns, a slow node among them).
+TEST(HeatmapSvgTest, EveryCellFitsTheCanvasAtAnySize) {
+  for (const std::size_t n : {3u, 128u}) {
+    svg::Heatmap h;
+    h.title = "p2p";
+    for (std::size_t i = 0; i < n; ++i) {
+      h.labels.push_back("node" + std::to_string(i));
+      h.values.emplace_back(n, 1.0);
+    }
+    const auto out = svg::render(h);
+    std::smatch vb;
+    ASSERT_TRUE(std::regex_search(out, vb, std::regex("viewBox=\"0 0 ([0-9]+) ([0-9]+)\"")));
+    const double width = std::stod(vb[1]);
+    double right = 0;
+    const std::regex rect("<rect x=\"([0-9.]+)\" y=\"[0-9.]+\" width=\"([0-9.]+)\"");
+    for (auto it = std::sregex_iterator(out.begin(), out.end(), rect); it != std::sregex_iterator(); ++it)
+      right = std::max(right, std::stod((*it)[1]) + std::stod((*it)[2]));
+    EXPECT_LE(right, width) << n << " endpoints";
+    EXPECT_NE(out.find("max-width:100%"), std::string::npos);
+  }
 }
 
 TEST(HeatmapSvgTest, HtmlReportDrawsAHeatmapForAResultWithAMatrix) {

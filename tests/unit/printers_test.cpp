@@ -2,12 +2,15 @@
 // the resilience timeline derived from events, and the chart helpers' arithmetic.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <regex>
 #include <set>
 #include <sstream>
 #include <string>
+
+#include <fmt/format.h>
 
 #include "reports/compare.hpp"
 #include "reports/compare_printers.hpp"
@@ -206,7 +209,8 @@ TEST(ReportMarkdown, TrendKeepsFailedResultsAndUnitsApart) {
             std::string::npos)
       << md;
   EXPECT_NE(md.find("| allreduce/fp32/1024 | time_us (us) | 8 | failed | – | – |"), std::string::npos) << md;
-  EXPECT_NE(md.find("| allreduce/fp32/1024 | time_us (ms) | – | failed | 0.008 | – |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| allreduce/fp32/1024 | time_us (ms) | – | failed | 0.008 | – |"), std::string::npos)
+      << md;
   EXPECT_NE(md.find("| allreduce/run | status | – | failed | – | – |"), std::string::npos) << md;
   EXPECT_NE(md.find("- b: allreduce/fp32/1024 failed: wrong results\n"), std::string::npos) << md;
   EXPECT_NE(md.find("- b: allreduce/run failed: nccl-tests stopped: node005 failed\n"), std::string::npos)
@@ -218,6 +222,71 @@ TEST(ReportMarkdown, TrendKeepsFailedResultsAndUnitsApart) {
   const std::string html = render_html({{"a.json", a}, {"b.json", b}, {"c.json", c}});
   EXPECT_NE(html.find("<td class=\"num err\">failed</td>"), std::string::npos);
   EXPECT_NE(html.find("nccl-tests stopped: node005 failed"), std::string::npos);
+}
+
+// Names that map to one Prometheus family keep their own: a metric "result_ok", a metric "rank_tflops"
+// beside per-rank "tflops", per-rank "time.us" beside "time_us". Every series is kept, each family once.
+TEST(Prometheus, FamilyNameCollisionsKeepEverySeries) {
+  auto r = result("collective", "allreduce/fp32/1024",
+                  {{"result_ok", metric(0.25, Better::higher, "fraction")},
+                   {"rank_tflops", metric(3, Better::higher, "TFLOP/s")}});
+  r.per_rank = {{"tflops", {1.0, 2.0}}, {"time.us", {5.0, 6.0}}, {"time_us", {7.0, 8.0}}};
+  const std::string prom = render_prometheus({{"c.json", run("c", {r})}});
+  EXPECT_NE(prom.find("factorybench_result_ok{benchmark=\"collective\",result=\"allreduce/fp32/1024\"} 1\n"),
+            std::string::npos)
+      << prom;
+  EXPECT_NE(
+      prom.find("factorybench_result_ok_2{benchmark=\"collective\",result=\"allreduce/fp32/1024\"} 0.25\n"),
+      std::string::npos)
+      << prom;
+  for (const char* v : {"} 3\n", "rank=\"1\"} 2\n", "rank=\"1\"} 6\n", "rank=\"1\"} 8\n"})
+    EXPECT_NE(prom.find(v), std::string::npos) << v << "\n" << prom;
+  std::set<std::string> types;
+  for (const auto& line : lines_of(prom))
+    if (line.rfind("# TYPE ", 0) == 0) {
+      EXPECT_TRUE(types.insert(line).second) << line;
+    }
+  EXPECT_EQ(types.size(), 6u) << prom;  // status, 2 metrics, 3 per-rank
+}
+
+// A heat strip of 512 ranks keeps every rank inside its canvas (it used to cut off ranks past about 175).
+TEST(SvgChart, RankHeatStripFitsEveryRank) {
+  svg::RankHeatStrip chart;
+  chart.title = "tflops";
+  chart.rows.push_back({"fp32/64x64x64", std::vector<double>(512, 1.0)});
+  chart.rows[0].slowness[400] = 2.0;
+  const std::string out = svg::render(chart);
+  std::smatch vb;
+  ASSERT_TRUE(std::regex_search(out, vb, std::regex("viewBox=\"0 0 ([0-9]+) ")));
+  double right = 0;
+  const std::regex rect("<rect x=\"([0-9.]+)\" y=\"[0-9.]+\" width=\"([0-9.]+)\"");
+  for (auto it = std::sregex_iterator(out.begin(), out.end(), rect); it != std::sregex_iterator(); ++it)
+    right = std::max(right, std::stod((*it)[1]) + std::stod((*it)[2]));
+  EXPECT_LE(right, std::stod(vb[1]));
+  EXPECT_NE(out.find("rank 511"), std::string::npos);
+}
+
+// HTML: every id is unique (slugs of "ring.x" and "ring_x" coincide), another reduction is another busbw
+// curve, and a GEMM chart past its bar limit says how many shapes it left out.
+TEST(ReportHtml, UniqueIdsReductionCurvesAndShapesLeftOut) {
+  std::vector<Result> results;
+  for (const char* op : {"ring.x", "ring_x"})
+    for (const char* redop : {"sum", "prod"})
+      for (const double bytes : {1024.0, 2048.0})
+        results.push_back(result("collective", fmt::format("{}/fp32/{}/{}", op, bytes, redop),
+                                 {{"busbw_gbps", metric(bytes / 100, Better::higher, "GB/s")}},
+                                 {{"bytes", bytes}, {"dtype", "fp32"}, {"redop", redop}}));
+  for (int i = 0; i < 100; ++i)
+    results.push_back(result("gemm", fmt::format("fp32/{}x64x64", 64 + i),
+                             {{"tflops", metric(1 + i, Better::higher, "TFLOP/s")}}, {{"dtype", "fp32"}}));
+  const std::string html = render_html({{"r.json", run("r", results)}});
+  std::set<std::string> ids;
+  const std::regex id_re(" id=\"([^\"]*)\"");
+  for (auto it = std::sregex_iterator(html.begin(), html.end(), id_re); it != std::sregex_iterator(); ++it)
+    EXPECT_TRUE(ids.insert((*it)[1]).second) << "duplicate id " << (*it)[1];
+  EXPECT_TRUE(ids.count("busbw-ring-x") && ids.count("busbw-ring-x-2"));
+  EXPECT_NE(html.find("fp32 prod"), std::string::npos);  // its own series
+  EXPECT_NE(html.find("the first 96 of 100 shapes"), std::string::npos);
 }
 
 // Prometheus text format 0.0.4, strictly: comment lines, then samples `name{labels} value`.
