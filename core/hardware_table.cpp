@@ -2,6 +2,7 @@
 #include "core/json_file.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <filesystem>
 
 #include <fmt/format.h>
@@ -86,11 +87,18 @@ std::vector<HardwarePeaks> load_hardware_table() {
 
 std::optional<HardwarePeaks> find_hardware(const std::vector<HardwarePeaks>& table,
                                            const std::string& device_name) {
+  // A match starts a word of the name: "H200" is not the tail of "GH200" (a Grace Hopper superchip, other
+  // power and MAMF), nor "B200" of "GB200".
+  const auto starts_a_word = [&](const std::string& m) {
+    for (auto at = device_name.find(m); at != std::string::npos; at = device_name.find(m, at + 1))
+      if (at == 0 || !std::isalnum(static_cast<unsigned char>(device_name[at - 1]))) return true;
+    return false;
+  };
   const HardwarePeaks* best = nullptr;
   std::size_t best_len = 0;
   for (const auto& hw : table)
     for (const auto& m : hw.match)
-      if (!m.empty() && device_name.find(m) != std::string::npos && m.size() > best_len) {
+      if (!m.empty() && m.size() > best_len && starts_a_word(m)) {
         best = &hw;
         best_len = m.size();
       }

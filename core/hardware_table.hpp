@@ -32,7 +32,7 @@ struct HardwarePeaks {
 HardwarePeaks parse_hardware_entry(const nlohmann::json& j, const std::string& file);
 // All entries of configs/hardware; throws an input Error naming the file and field on malformed JSON.
 std::vector<HardwarePeaks> load_hardware_table();
-// The entry whose longest `match` substring occurs in `device_name`, if any.
+// The entry whose longest `match` substring starts a word of `device_name`, if any.
 std::optional<HardwarePeaks> find_hardware(const std::vector<HardwarePeaks>& table,
                                            const std::string& device_name);
 

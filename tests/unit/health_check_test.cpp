@@ -210,6 +210,13 @@ TEST(HealthCheck, HardwareTablesCarryClassFloors) {
   const auto h200 = find_hardware(table, "NVIDIA H200");
   ASSERT_TRUE(h200);
   EXPECT_EQ(h200->name, "H200 SXM");
+  // A match starts a word: a Grace Hopper GH200 is not an H200 SXM (other power, other MAMF), a GB200 is
+  // its own entry, not a B200.
+  EXPECT_FALSE(find_hardware(table, "NVIDIA GH200 480GB"));
+  EXPECT_EQ(find_hardware(table, "NVIDIA GB200")->name, find_hardware(table, "GB200")->name);
+  EXPECT_NE(find_hardware(table, "NVIDIA GB200")->name, find_hardware(table, "NVIDIA B200")->name);
+  EXPECT_EQ(find_hardware(table, "NVIDIA H100 80GB HBM3")->name,
+            find_hardware(table, "NVIDIA H100 SXM5")->name);
 }
 
 TEST(HealthCheck, HardwareFloorOutOfRangeIsAnInputError) {
