@@ -86,22 +86,40 @@ Command add_import_command(CLI::App& app) {
       "output (\"Collective test starting\", a program name, or the table's shape)");
   opt->mlperf = sub->add_subcommand("mlperf", "MLPerf Training logs (:::MLLOG lines), one log per run");
   opt->mlperf->add_option("logs", opt->mlperf_logs, "MLPerf log files, one per run")->required();
-  const std::string footer =
-      "Output: the JSON report on stdout, or with -o/--output FILE written to FILE (atomically).\n"
+  const std::string output =
+      "Output: the JSON report on stdout, or with -o/--output FILE written to FILE (atomically).\n";
+  const std::string nccl =
       "Several nccl-tests files make one report: a size measured more than once (repetitions, or files of\n"
-      "the same test) is one result with the median and spread of its repeats.\n"
-      "Exit status:\n"
-      "  0  imported, every result ok\n"
-      "  1  imported, a result failed: nccl-tests counted wrong elements (or, in older versions, a max "
-      "error\n"
-      "     above its bound for the type), or an MLPerf run did not succeed, or too many runs failed\n"
-      "     for an MLPerf score\n"
-      "  2  usage or input error, one line naming FILE:LINE or the JSON path: no result table, a\n"
-      "     malformed row or :::MLLOG line, a time that is not a finite number, run_stop not after\n"
-      "     run_start, a collective that cannot be told from the output (give --op), the same size\n"
-      "     on different rank counts\n"
-      "  3  the report could not be written (-o FILE or stdout)\n";
-  for (CLI::App* app_with_help : {sub, opt->nccl, opt->mlperf}) app_with_help->footer(footer);
+      "the same test) is one result with the median and spread of its repeats.\n";
+  const std::string mlperf =
+      "Each log is one run: its time to train (run_start to run_stop) and, from enough successful runs,\n"
+      "the benchmark's score (the olympic mean, as MLPerf's result summarizer computes it).\n";
+  const auto exits = [](const char* failed, const char* input) {
+    return fmt::format(
+        "Exit status:\n"
+        "  0  imported, every result ok\n"
+        "  1  imported, a result failed: {}\n"
+        "  2  usage or input error, one line naming FILE:LINE or the JSON path: {}\n"
+        "  3  the report could not be written (-o FILE or stdout)\n",
+        failed, input);
+  };
+  const char* nccl_failed =
+      "nccl-tests counted wrong elements (or, in older versions, a max error\n"
+      "     above its bound for the type), or stopped with an error";
+  const char* nccl_input =
+      "no result table, a\n"
+      "     malformed row, a time that is not a finite number, a collective that cannot be told from the\n"
+      "     output (give --op), the same size on different rank counts";
+  const char* mlperf_failed = "a run did not succeed, or too many runs failed for a score";
+  const char* mlperf_input =
+      "no :::MLLOG line, a\n"
+      "     malformed one, a time that is not a finite number, run_stop not after run_start";
+  opt->nccl->footer(output + nccl + exits(nccl_failed, nccl_input));
+  opt->mlperf->footer(output + mlperf + exits(mlperf_failed, mlperf_input));
+  sub->footer(output +
+              exits("nccl-tests counted wrong elements or stopped, or an MLPerf run did not succeed",
+                    "a malformed\n     input (each format's help lists the cases)") +
+              "See `import nccl-tests --help` and `import mlperf --help`.\n");
   return {sub, [opt](Session& s) { return run_import(*opt, s); }};
 }
 

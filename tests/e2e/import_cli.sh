@@ -103,9 +103,14 @@ assert_json "$T/ml_asus.json" \
   'd["run"]["world_size"] is None and abs(d["results"][0]["metrics"]["time_to_train_min"]["value"] - 29.5544) < 1e-3' \
   "ASUSTeK (CRLF): 29.554 min, world size unknown"
 # The exit codes are in --help.
-fb import --help >"$T/help.txt"
-grep -q "2  usage or input error" "$T/help.txt" && grep -q "1  imported, a result failed" "$T/help.txt" \
-  && ok "exit codes in --help" || fail "exit codes missing from import --help"
+for sub in "" nccl-tests mlperf; do
+  # shellcheck disable=SC2086
+  fb import $sub --help >"$T/help.txt"
+  grep -q "2  usage or input error" "$T/help.txt" && grep -q "1  imported, a result failed" "$T/help.txt" \
+    && ok "exit codes in import $sub --help" || fail "exit codes missing from import $sub --help"
+done
+# Each format's help is its own: mlperf's does not describe nccl-tests files.
+fb import mlperf --help | grep -q "nccl-tests" && fail "import mlperf --help talks of nccl-tests" || ok "import mlperf --help is mlperf's"
 
 # Errors: one line, exit 2.
 printf '%s\n' '{"results": [{"size": 8, "type": "float", "out_of_place": {"time": "x", "alg_bw": 1, "bus_bw": 1}}]}' >"$T/bad.json"
