@@ -125,6 +125,31 @@ expect_error out_is_input_report 2 "invalid -o/--output $T/in.json: it is the in
   fb -o ./in.json compare "$T/in.json" "$T/worse.json" --format junit)
 expect_error out_is_input_import 2 "invalid -o/--output $T/nccl.txt: it is the input $T/nccl.txt" \
   sh -c "cp '$DATA/nccl_tests_allreduce_h100.txt' '$T/nccl.txt' && exec '$FACTORYBENCH' -o '$T/nccl.txt' import nccl-tests '$T/nccl.txt'"
+# configs/rules/ci.json gates one figure per timing: a GEMM shape 25% slower (its TFLOP/s, time and MFU all
+# move) and a training step 25% slower (step time, tokens/s, TFLOP/s, MFU, HFU) each fail once.
+fb --backend host -q -o "$T/ci_gemm.json" gemm --m 64 --n 64 --k 64 --iters 3 --warmup 1 --no-check
+fb --backend host -q -o "$T/ci_train.json" train --model tiny-dense --steps 3 --warmup-steps 1
+"$PY" - "$T" <<'EOF2'
+import json, sys
+t = sys.argv[1]
+for name, slower, faster in (("ci_gemm", {"time_us"}, {"tflops", "mfu"}),
+                             ("ci_train", {"step_time_s"}, {"tokens_per_s", "tokens_per_s_per_gpu", "model_tflops_per_gpu", "mfu", "hfu"})):
+    d = json.load(open(f"{t}/{name}.json"))
+    r = d["results"][0]
+    for k, m in r["metrics"].items():
+        m.pop("stats", None)
+        if k in slower: m["value"] /= 0.75
+        if k in faster: m["value"] *= 0.75
+    json.dump(d, open(f"{t}/{name}_slow.json", "w"))
+EOF2
+for kind in gemm train; do
+  rc=0; fb compare "$T/ci_$kind.json" "$T/ci_${kind}_slow.json" --rules "$FB_SOURCE_DIR/configs/rules/ci.json" --format json \
+    >"$T/ci_$kind.cmp" || rc=$?
+  worse=$(json "$T/ci_$kind.cmp" "[c['metric'] for c in d['comparisons'] if c['verdict'] == 'WORSE']")
+  [ "$rc" -eq 1 ] && [ "$worse" = "['$([ $kind = gemm ] && echo tflops || echo mfu)']" ] \
+    && ok "ci.json: a slower $kind fails once ($worse)" || fail "ci.json $kind: exit $rc, WORSE $worse"
+done
+
 # A rendering that cannot be written to stdout (a full disk behind `>`) is a runtime failure, not success.
 if [ -w /dev/full ]; then
   for cmd in "report $SAMPLE" "compare $BASE $BASE" "import nccl-tests $DATA/nccl_tests_allreduce_h100.txt"; do
