@@ -32,6 +32,10 @@ ProgressMeter::Clock::time_point ProgressMeter::clock() const {
   return now_ ? now_() : Clock::now();
 }
 
+bool ProgressMeter::due() const {
+  return total_ > 0 && clock() >= next_;
+}
+
 void ProgressMeter::update(double done, std::string_view detail) {
   const auto t = clock();
   if (t < next_ || total_ <= 0) return;

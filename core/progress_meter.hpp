@@ -20,6 +20,8 @@ class ProgressMeter {
                          std::function<Clock::time_point()> now = {});
   // `done` units of `total` are finished; `detail` follows the percentage ("12/64 shapes").
   void update(double done, std::string_view detail = {});
+  // Whether update() would print now: a hot loop asks first and builds its detail text only then.
+  bool due() const;
   int lines() const { return lines_; }
 
  private:

@@ -150,7 +150,8 @@ void calibrate_fp8(Backend& backend, std::vector<AttentionBuffers>& sets,
 }
 
 CaseMeasurement measure_case(const MpiContext& mpi, Backend& backend, kernels::FusedAttention& engine,
-                             const AttentionCase& c, const AttentionRunOptions& o, std::size_t index) {
+                             const AttentionCase& c, const AttentionRunOptions& o, std::size_t index,
+                             const std::function<void(int, int)>& on_iteration) {
   CaseMeasurement m;
   m.sets = rotation_sets(attention_set_bytes(c.shape, c.dtype), backend.defaults().gemm.cache_bytes,
                          backend.free_memory_bytes());
@@ -171,9 +172,12 @@ CaseMeasurement measure_case(const MpiContext& mpi, Backend& backend, kernels::F
   loop.warmup = o.warmup;
   loop.iters = o.iters;
   loop.buffers = m.sets;
+  // Progress over both loops: forward's iterations, then backward's.
+  if (on_iteration) loop.on_iteration = [&](int done, int total) { on_iteration(done, 2 * total); };
   m.forward = measure(backend, loop, forward).seconds;
   // Every set now holds a forward's output and statistics, which its backward reads.
   for (int i = 0; i < m.sets; ++i) forward(i);
+  if (on_iteration) loop.on_iteration = [&](int done, int total) { on_iteration(total + done, 2 * total); };
   m.backward = measure(backend, loop, backward).seconds;
   if (o.check || o.after_run_hook) {
     forward(0);
@@ -287,7 +291,14 @@ AttentionRunOutput run_attention_benchmark(const MpiContext& mpi, Backend& backe
     const AttentionCase& c = cases[ci];
     progress.update(static_cast<double>(ci), fmt::format("{}/{} shapes, next {}", ci, cases.size(), c.name));
     const double window_from = o.telemetry ? o.telemetry->mark() : 0;
-    const CaseMeasurement m = measure_case(mpi, backend, *engine, c, o, ci);
+    // Progress inside a shape too: the host's fp64 reference runs seconds an iteration at long sequences.
+    const auto inside = [&](int done, int total) {
+      if (progress.due())
+        progress.update(static_cast<double>(ci) + static_cast<double>(done) / total,
+                        fmt::format("{}/{} shapes, {}: {} {}/{}", ci, cases.size(), c.name,
+                                    2 * done <= total ? "forward" : "backward", done, total));
+    };
+    const CaseMeasurement m = measure_case(mpi, backend, *engine, c, o, ci, inside);
     const nlohmann::json window = o.telemetry
                                       ? gather_telemetry(mpi, *o.telemetry, window_from, o.telemetry->mark())
                                       : nlohmann::json();

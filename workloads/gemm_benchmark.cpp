@@ -250,7 +250,8 @@ void check_gemm_memory(const MpiContext& mpi, const Backend& backend, std::span<
 }
 
 GemmMeasurement measure_gemm_case(const MpiContext& mpi, Backend& backend, kernels::GemmEngine& engine,
-                                  const GemmCase& gc, const GemmRunOptions& o, std::size_t case_index) {
+                                  const GemmCase& gc, const GemmRunOptions& o, std::size_t case_index,
+                                  const std::function<void(int, int)>& on_iteration) {
   const kernels::GemmProblem& p = gc.problem;
   const std::uint64_t free_bytes = backend.free_memory_bytes();
   GemmMeasurement m;
@@ -269,6 +270,7 @@ GemmMeasurement measure_gemm_case(const MpiContext& mpi, Backend& backend, kerne
   loop.warmup = o.warmup;
   loop.iters = o.iters;
   loop.buffers = m.sets;
+  loop.on_iteration = on_iteration;
   loop.before_timing = [&] {
     backend.synchronize();
     if (o.telemetry) m.timed_from_s = o.telemetry->mark();
@@ -445,7 +447,14 @@ GemmRunOutput run_gemm_benchmark(const MpiContext& mpi, Backend& backend, const 
     const GemmCase& gc = cases[ci];
     progress.update(static_cast<double>(ci), fmt::format("{}/{} shapes, next {}", ci, cases.size(), gc.name));
     const double window_from = o.telemetry ? o.telemetry->mark() : 0;
-    const GemmMeasurement m = measure_gemm_case(mpi, backend, *engine, gc, o, ci);
+    // Progress inside a shape too: on the host one large shape runs for many seconds.
+    const auto inside = [&](int done, int total) {
+      if (progress.due())
+        progress.update(
+            static_cast<double>(ci) + static_cast<double>(done) / total,
+            fmt::format("{}/{} shapes, {}: iteration {}/{}", ci, cases.size(), gc.name, done, total));
+    };
+    const GemmMeasurement m = measure_gemm_case(mpi, backend, *engine, gc, o, ci, inside);
     const nlohmann::json window = o.telemetry
                                       ? gather_telemetry(mpi, *o.telemetry, window_from, o.telemetry->mark())
                                       : nlohmann::json();

@@ -98,8 +98,10 @@ struct GemmMeasurement {
   bool checked = false;
   std::optional<double> timed_from_s, timed_to_s;  // options.telemetry marks around the timed iterations
 };
+// `on_iteration` (may be empty): MeasureLoop::on_iteration, for progress inside the case.
 GemmMeasurement measure_gemm_case(const MpiContext& mpi, Backend& backend, kernels::GemmEngine& engine,
-                                  const GemmCase& gc, const GemmRunOptions& options, std::size_t case_index);
+                                  const GemmCase& gc, const GemmRunOptions& options, std::size_t case_index,
+                                  const std::function<void(int, int)>& on_iteration = {});
 
 // Throws a usage Error, on every rank, before allocating anything, when a case's buffers cannot fit
 // in free memory (one set of A, B and C plus the engine workspace).

@@ -37,7 +37,14 @@ Measurement measure(Backend& backend, const MeasureLoop& loop, const std::functi
     else
       backend.synchronize();
   };
-  for (int i = 0; i < loop.warmup; ++i) iteration(i % buffers);
+  const int total = loop.warmup + loop.iters;
+  const auto tick = [&](int done) {
+    if (loop.on_iteration) loop.on_iteration(done, total);
+  };
+  for (int i = 0; i < loop.warmup; ++i) {
+    iteration(i % buffers);
+    tick(i + 1);
+  }
   settle(loop.before_timing);
   const double cpu_from = process_cpu_seconds();
   std::vector<std::unique_ptr<Timer>> timers;
@@ -47,6 +54,7 @@ Measurement measure(Backend& backend, const MeasureLoop& loop, const std::functi
     timers.back()->start();
     iteration((loop.warmup + i) % buffers);
     timers.back()->stop();
+    tick(loop.warmup + i + 1);
   }
   settle(loop.after_timing);
   Measurement m;

@@ -26,6 +26,9 @@ struct MeasureLoop {
   // pass their communicator's synchronize (and a barrier before timing, so ranks start together).
   std::function<void()> before_timing;
   std::function<void()> after_timing;
+  // Called after every iteration, warm-up and timed (outside the timer), with the iterations done and the
+  // total: progress inside one long case (a host GEMM of 4096³ runs seconds an iteration). Keep it cheap.
+  std::function<void(int done, int total)> on_iteration;
 };
 
 struct Measurement {

@@ -23,7 +23,16 @@ TEST(MeasurementLoop, WarmupThenTimedIterationsRotateThroughTheSets) {
     ++settled;
   };
   loop.after_timing = [&] { ++settled; };
+  // Progress after every iteration, warm-up and timed alike, each after its own iteration ran.
+  std::vector<std::pair<int, int>> ticks;
+  loop.on_iteration = [&](int done, int total) {
+    EXPECT_EQ(static_cast<std::size_t>(done), seen.size());
+    ticks.emplace_back(done, total);
+  };
   const Measurement m = measure(backend, loop, [&](int buffer) { seen.push_back(buffer); });
+  ASSERT_EQ(ticks.size(), 7u);
+  EXPECT_EQ(ticks.front(), std::make_pair(1, 7));
+  EXPECT_EQ(ticks.back(), std::make_pair(7, 7));
   EXPECT_EQ(seen, (std::vector<int>{0, 1, 2, 0, 1, 2, 0}));  // iteration i uses set i mod 3
   EXPECT_EQ(settled, 2);
   ASSERT_EQ(m.seconds.size(), 5u);

@@ -23,10 +23,16 @@ TEST(ProgressMeterTest, SilentForTheFirstSecondsThenOneLinePerInterval) {
   std::vector<std::string> lines;
   ProgressMeter meter(
       "train", 100, 3, 2, [&](const std::string& l) { lines.push_back(l); }, [&] { return t; });
+  int due = 0;
   for (int step = 0; step < 100; ++step) {
     t += std::chrono::milliseconds(250);  // 4 steps a second: 25 s in all
+    const bool will_print = meter.due();  // exactly when update() prints
+    const int before = meter.lines();
     meter.update(step, "step " + std::to_string(step));
+    EXPECT_EQ(will_print, meter.lines() == before + 1) << step;
+    due += will_print ? 1 : 0;
   }
+  EXPECT_EQ(due, 12);
   // Quiet until 3 s, then every 2 s up to 25 s: at 3, 5, ..., 25 s.
   ASSERT_EQ(lines.size(), 12u);
   EXPECT_EQ(meter.lines(), 12);
