@@ -2,6 +2,7 @@
 
 #include <stdlib.h>
 #include <unistd.h>
+#include <algorithm>
 
 #include <cerrno>
 #include <cstring>
@@ -159,6 +160,18 @@ int Session::finish(reports::Report& report) {
   if (!options_.output.empty() && is_root()) {
     reports::write_report(options_.output, report);
     log::info("report written to {}", options_.output);
+  }
+  // --quiet prints errors only, and a failed check or gate is one: exit 1 still says why (the console
+  // table that would have said it is not printed).
+  if (options_.quiet && is_root()) {
+    std::size_t shown = 0, failed = 0;
+    for (const auto& r : report.results) {
+      if (r.status != reports::Status::failed) continue;
+      if (++failed <= 5)
+        log::error("{} {} failed: {}", r.benchmark, r.name, r.error.value_or("no reason given"));
+      shown = std::min<std::size_t>(failed, 5);
+    }
+    if (failed > shown) log::error("... and {} more failed results (see the report)", failed - shown);
   }
   return report.any_failed() ? 1 : 0;
 }
