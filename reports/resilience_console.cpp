@@ -32,7 +32,8 @@ void print_resilience_result(std::ostream& out, const Result& r,
                        L.wall_s > 0 ? 100 * secs / L.wall_s : 0.0);
   }
   for (const auto& f : L.failure_list)
-    out << fmt::format("  failure: {} on rank {} (attempt {}), detected after {:.2f} s: {}\n", f.kind, f.rank,
+    out << fmt::format("  failure: {} on {} (attempt {}), detected after {:.2f} s: {}\n", f.kind,
+                       f.rank >= 0 ? fmt::format("rank {}", f.rank) : std::string("an unknown rank"),
                        f.attempt, f.detected_at - f.failed_at, f.how);
   for (const auto& f : L.launch_failure_list)
     out << fmt::format("  launch failed (attempt {}), no rank started: {}\n", f.attempt, f.how);

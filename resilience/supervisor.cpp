@@ -372,6 +372,9 @@ class Supervision {
       if (e["type"] == event::init_done) a.started = true;
       if (e["type"] == event::step)
         a.last_step = std::max<std::int64_t>(a.last_step, e["step"].get<std::int64_t>());
+      // The step the attempt reached: a relaunch that resumed from the final checkpoint runs no step.
+      if (e["type"] == event::attempt_end && e.contains("last_step") && e["last_step"].is_number_integer())
+        a.last_step = std::max<std::int64_t>(a.last_step, e["last_step"].get<std::int64_t>());
       if (e["type"] == event::attempt_end && e.value("reason", "") == "completed") completed = true;
       if (e["type"] == event::attempt_end && e.value("reason", "") == "time budget") budget_end = true;
       if (e["type"] == event::failure_detected && e.value("fatal", true)) a.failure_logged = true;

@@ -237,7 +237,9 @@ TrainRun run_training(const TrainOptions& o, TrainPlan prepared, MpiContext& mpi
     ++run.steps_run;
     if (hooks && !hooks->after_step(step, outcome_of(s, slowest))) break;
   }
-  if (hooks) hooks->on_finish(run.last_step);
+  // The step reached, not the last one run here: a relaunch that resumes from the final checkpoint runs no
+  // step and has still reached the end (its supervisor reads this as the job finishing).
+  if (hooks) hooks->on_finish(step);
   run.breakdown_seconds = median_breakdown(cats);
   agree_counters(run, trainer, *control, plan);
   return run;

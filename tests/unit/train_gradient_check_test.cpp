@@ -178,5 +178,23 @@ TEST(TrainParameters, TheStepHoldsEveryCountedParameter) {
   }
 }
 
+// A run that resumes from its final checkpoint runs no step and has still reached the end: on_finish gets
+// the step reached (a supervisor read the 0 it used to get as a relaunch that trained nothing, and spent its
+// restarts on a finished job).
+TEST(TrainHooksTest, OnFinishGetsTheStepReachedWhenNothingIsLeftToRun) {
+  struct Resumed final : TrainHooks {
+    std::int64_t finished_at = -1;
+    int steps_run = 0;
+    std::int64_t on_start(TrainStateAccess&) override { return 2; }  // as from a checkpoint of step 2
+    void before_step(std::int64_t) override { ++steps_run; }
+    void on_finish(std::int64_t last_step) override { finished_at = last_step; }
+  } hooks;
+  HostBackend backend(1);
+  const auto o = options("tiny-dense", kernels::AttentionEngineChoice::gemm);  // --steps 2
+  run_training(o, mpi(), backend, &hooks);
+  EXPECT_EQ(hooks.steps_run, 0);
+  EXPECT_EQ(hooks.finished_at, 2);
+}
+
 }  // namespace
 }  // namespace fb::workloads
