@@ -15,6 +15,7 @@
 #include "core/system_info.hpp"
 #include "core/units.hpp"
 #include "resilience/checkpoint_interval.hpp"
+#include "resilience/checkpoint_space.hpp"
 #include "resilience/checkpoint_test_hook.hpp"
 #include "resilience/train_resilience_hooks.hpp"
 
@@ -36,6 +37,22 @@ void TrainResilienceHooks::allocate_checkpoint_buffers(const workloads::TrainSta
         o_.state_bytes > state.bytes() ? fmt::format("invalid --state-bytes {}", format_bytes(o_.state_bytes))
                                        : std::string("checkpoint state too large"),
         mpi_.local_size(), copies, format_bytes(bytes)));
+  // The run dir's volume against the checkpoints kept, now that the shard size is known (the command checks
+  // --state-bytes before launching; without it, or with a model state above it, only here). A full disk
+  // would otherwise fail most saves while the run goes on.
+  if (o_.checkpoint_every > 0 || !o_.checkpoint_interval.empty()) {
+    const double every_shard =
+        static_cast<double>(allreduce(mpi_, static_cast<double>(bytes), RankReduce::sum));
+    std::string problem;
+    if (mpi_.is_root())
+      problem = checkpoint_space_problem(o_.run_dir, o_.keep, every_shard,
+                                         fmt::format("of {} rank(s), {} each", mpi_.size(),
+                                                     format_bytes(static_cast<std::uint64_t>(every_shard))))
+                    .value_or("");
+    if (allreduce(mpi_, problem.empty() ? 0 : 1, RankReduce::max))
+      throw usage_error(fmt::format("the run dir cannot hold the checkpoints: {}{}", problem,
+                                    mpi_.is_root() ? "" : " (see rank 0)"));
+  }
   buffer_.assign(bytes, std::byte{0});
   if (bytes > state.bytes()) {
     // --state-bytes beyond the model's state: seeded filler, written and verified like real state.

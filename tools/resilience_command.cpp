@@ -21,6 +21,7 @@
 #include "core/system_info.hpp"
 #include "core/units.hpp"
 #include "reports/resilience_console.hpp"
+#include "resilience/checkpoint_space.hpp"
 #include "resilience/event_log.hpp"
 #include "resilience/fault_plan.hpp"
 #include "resilience/resilience_result.hpp"
@@ -138,30 +139,10 @@ void check_state_bytes_fit(const resilience::ResilienceOptions& res, const std::
         "the host's available memory ({})",
         text, ranks_here, copies, format_bytes(available)));
   if (res.run_dir.empty() || (res.checkpoint_every <= 0 && res.checkpoint_interval.empty())) return;
-  std::filesystem::path dir = std::filesystem::absolute(res.run_dir);
-  std::error_code ec;
-  while (!std::filesystem::exists(dir, ec) && dir.has_parent_path() && dir != dir.parent_path())
-    dir = dir.parent_path();
-  const auto space = std::filesystem::space(dir, ec);
-  if (ec) return;
-  // The kept ones, the one just committed (it counts once read back, at the next commit) and the one being
-  // written (resilience/checkpoint_store.hpp). Checkpoints already in the run dir (a relaunch, a --resume)
-  // are part of that count: their space is the job's, not a shortfall (else no crash could be recovered on
-  // a volume the first attempt fitted).
-  std::uintmax_t held = 0;
-  const auto ckpt = std::filesystem::path(res.run_dir) / "checkpoints";
-  for (auto it = std::filesystem::recursive_directory_iterator(ckpt, ec);
-       !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec))
-    if (std::error_code fe; it->is_regular_file(fe)) held += it->file_size(fe);
-  const double need = static_cast<double>(bytes) * static_cast<double>(ranks) * (res.keep + 2);
-  const double usable = static_cast<double>(space.available) + static_cast<double>(held);
-  if (need > 0.9 * usable)
-    throw usage_error(fmt::format(
-        "invalid --state-bytes {}: --keep {} + 2 checkpoints of {} rank(s) need {}, but {} has {} free{}",
-        text, res.keep, ranks, format_bytes(static_cast<std::uint64_t>(need)), dir.string(),
-        format_bytes(space.available),
-        held > 0 ? fmt::format(" and its checkpoints hold {}", format_bytes(static_cast<std::uint64_t>(held)))
-                 : std::string()));
+  if (const auto problem = resilience::checkpoint_space_problem(
+          res.run_dir, res.keep, static_cast<double>(bytes) * static_cast<double>(ranks),
+          fmt::format("of {} rank(s)", ranks)))
+    throw usage_error(fmt::format("invalid --state-bytes {}: {}", text, *problem));
 }
 
 }  // namespace
