@@ -8,7 +8,9 @@
 #include <chrono>
 #include <cstdlib>
 #include <functional>
+#include <string_view>
 #include <thread>
+#include <utility>
 
 #include "core/error.hpp"
 #include "core/mpi_check.hpp"
@@ -166,8 +168,23 @@ int slurm_task_local_id(int mpi_rank) {
 }
 
 int launcher_rank() {
-  for (const char* var : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID"}) {
-    if (const char* v = std::getenv(var)) return std::atoi(v);
+  // A rank counts only with the launcher's world size beside it, above one: a variable left over from an
+  // outer job (SLURM_PROCID=1 in a task's shell, without SLURM_NTASKS) must not make a process that is
+  // alone keep its errors and its report to itself. PMIx sets no size variable; Open MPI's comes with it.
+  static constexpr std::pair<const char*, const char*> kVars[] = {
+      {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"},
+      {"PMIX_RANK", nullptr},
+      {"PMI_RANK", "PMI_SIZE"},
+      {"SLURM_PROCID", "SLURM_NTASKS"}};
+  for (const auto& [rank_var, size_var] : kVars) {
+    const char* rank = std::getenv(rank_var);
+    if (!rank) continue;
+    if (size_var) {
+      const char* size = std::getenv(size_var);
+      if (!size && std::string_view(rank_var) == "SLURM_PROCID") size = std::getenv("SLURM_NPROCS");
+      if (!size || std::atoi(size) <= 1) continue;
+    }
+    return std::atoi(rank);
   }
   return 0;
 }
