@@ -44,8 +44,11 @@ RunDirLock::RunDirLock(const std::filesystem::path& dir, MpiContext& mpi, double
     std::error_code ec;
     std::filesystem::create_directories(dir, ec);
     const auto path = dir / ".lock";
-    fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (fd_ < 0) {
+    fd_ = ec ? -1 : ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (ec) {
+      // The reason it cannot be made (a read-only volume, no permission), not the missing lock file's.
+      error = fmt::format("--run-dir {}: cannot create it: {}", dir.string(), ec.message());
+    } else if (fd_ < 0) {
       error =
           fmt::format("--run-dir {}: cannot open {}: {}", dir.string(), path.string(), std::strerror(errno));
     } else {
