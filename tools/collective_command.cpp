@@ -1,6 +1,7 @@
 // factorybench collective: nccl-tests' measurements (same S, algbw, busbw, -a, in-place) for every
 // collective in one binary, on NCCL (cuda) or MPI (host), with an exact --check, a --min-busbw gate,
 // sub-communicators (--split) and MoE dispatch/combine traffic.
+#include <algorithm>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -10,6 +11,7 @@
 
 #include "core/communicator.hpp"
 #include "core/error.hpp"
+#include "core/fault_injection.hpp"
 #include "core/units.hpp"
 #include "reports/collective_console.hpp"
 #include "tools/commands.hpp"
@@ -96,6 +98,11 @@ int run_collective(const CollectiveCliOptions& cli, Session& session) {
   auto& mpi = session.mpi();
   // Everything that needs no communication is checked before the backend (and any device) is touched.
   workloads::validate_collective_options(options, mpi.size());
+  // FACTORYBENCH_INJECT against this job: a rank outside it, sdc (no burn-in check here), or a slow link
+  // with no sendrecv to act on is refused rather than testing nothing.
+  const bool sendrecv = std::find(options.ops.begin(), options.ops.end(),
+                                  workloads::CollectiveOp::sendrecv) != options.ops.end();
+  check_injection_applies("collective", mpi.size(), /*communicator_faults=*/true, /*sdc=*/false, sendrecv);
   if (session.checking_only()) return 0;  // a suite's preflight: validated, nothing run
   auto report = session.begin_report();
   auto& backend = session.backend();  // starts the telemetry sampler with the device

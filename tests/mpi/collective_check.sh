@@ -126,6 +126,16 @@ run_capture gate fb_mpirun 2 "${COMMON[@]}" --op allreduce -b 1K -e 1K --min-bus
 run_capture gate_quiet fb_mpirun 2 "${COMMON[@]}" --op allreduce -b 1K -e 1K --min-busbw 1000000 -q
 [ "$RC" -eq 1 ] && [ ! -s "$T/gate_quiet.out" ] && grep -q "error: collective avg_busbw failed: average busbw .* is below --min-busbw 1000000" "$T/gate_quiet.err" \
   && ok "-q: a failed gate still says why" || fail "-q gate: exit $RC, stderr '$(cat "$T/gate_quiet.err")'"
+# FACTORYBENCH_INJECT is checked against the job: a rank outside it, or a slow link with no sendrecv to act on,
+# is refused (it used to run and test nothing).
+run_capture inject_rank mpirun --oversubscribe -np 2 -x FACTORYBENCH_INJECT=slow-rank@rank=9,delay=1ms "$FACTORYBENCH" \
+  "${COMMON[@]}" --op allreduce -b 1K -e 1K
+[ "$RC" -eq 2 ] && grep -q "slow-rank names rank 9, but the job has ranks 0..1" "$T/inject_rank.err" \
+  && ok "injection outside the job refused" || fail "inject_rank: exit $RC $(cat "$T/inject_rank.err")"
+run_capture inject_link mpirun --oversubscribe -np 2 -x FACTORYBENCH_INJECT=slow-link@ranks=0-1,delay=1ms "$FACTORYBENCH" \
+  "${COMMON[@]}" --op allreduce -b 1K -e 1K
+[ "$RC" -eq 2 ] && grep -q "sends no point-to-point message, so slow-link cannot act on it" "$T/inject_link.err" \
+  && ok "slow link without sendrecv refused" || fail "inject_link: exit $RC $(cat "$T/inject_link.err")"
 run_capture gate_ok fb_mpirun 2 "${COMMON[@]}" --op allreduce -b 1K -e 1K --min-busbw 0 -o "$T/gate_ok.json"
 [ "$RC" -eq 0 ] && ok "--min-busbw 0 passes" || fail "--min-busbw 0: exit $RC"
 finish
