@@ -54,17 +54,38 @@ std::optional<RankCallRecord> parse_record(const std::string& line) {
   return r;
 }
 
+std::vector<int> frozen_ranks(const std::vector<RankCallRecord>& ranks) {
+  std::vector<int> out;
+  for (const auto& r : ranks)
+    if (!r.done && r.age_s >= kStaleStateS) out.push_back(r.rank);
+  return out;
+}
+
 std::vector<std::string> diagnose_hang(const std::vector<RankCallRecord>& ranks, double timeout_s) {
+  // Frozen first: a rank that stopped publishing is the likeliest culprit, and its last state (in a call,
+  // between calls) says where it stopped, not what it waits for.
+  const auto frozen = [](const RankCallRecord& r) { return !r.done && r.age_s >= kStaleStateS; };
+  std::vector<std::string> lines;
+  for (const auto& r : ranks)
+    if (frozen(r))
+      lines.push_back(fmt::format(
+          "{} stopped responding: its state is {} old (frozen: stopped, swapped out or stuck in the kernel); "
+          "last seen {}",
+          who(r), format_duration(r.age_s),
+          r.call.entered > r.call.left ? "in " + call_text(r.call.op, r.call.entered, r.call.bytes)
+                                       : fmt::format("after call #{}", r.call.left)));
   // Stuck: in a call past the timeout, or in the very call (op, number) of a rank that is. A peer that
   // entered that call later, or whose state file is a period older, waits in it all the same.
-  const auto in_call = [](const RankCallRecord& r) { return r.call.entered > r.call.left && !r.done; };
+  const auto in_call = [&](const RankCallRecord& r) {
+    return r.call.entered > r.call.left && !r.done && !frozen(r);
+  };
   std::set<std::pair<std::string, std::uint64_t>> timed_out;
   for (const auto& r : ranks)
     if (in_call(r) && r.in_call_s >= timeout_s) timed_out.insert({r.call.op, r.call.entered});
-  std::vector<std::string> lines;
   if (timed_out.empty()) return lines;
   std::vector<const RankCallRecord*> stuck, idle, elsewhere;
   for (const auto& r : ranks) {
+    if (frozen(r)) continue;
     if (in_call(r) && (r.in_call_s >= timeout_s || timed_out.count({r.call.op, r.call.entered})))
       stuck.push_back(&r);
     else if (!r.done && r.call.entered == r.call.left && !r.call.waiting.empty())
@@ -154,11 +175,18 @@ void publish_call_state(const std::filesystem::path& dir, const RankCallRecord& 
 
 std::vector<RankCallRecord> read_call_states(const std::filesystem::path& dir, int world_size) {
   std::vector<RankCallRecord> out;
+  const auto now = std::filesystem::file_time_type::clock::now();
   for (int r = 0; r < world_size; ++r) {
-    std::ifstream in(dir / fmt::format("rank-{}.state", r));
+    const auto path = dir / fmt::format("rank-{}.state", r);
+    std::ifstream in(path);
     std::string line;
     if (std::getline(in, line))
-      if (auto rec = parse_record(line)) out.push_back(*rec);
+      if (auto rec = parse_record(line)) {
+        std::error_code ec;
+        const auto written = std::filesystem::last_write_time(path, ec);
+        if (!ec) rec->age_s = std::max(0.0, std::chrono::duration<double>(now - written).count());
+        out.push_back(*rec);
+      }
   }
   return out;
 }

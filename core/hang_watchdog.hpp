@@ -29,7 +29,12 @@ struct RankCallRecord {
   CallState call;        // entered_at_s unused here
   double in_call_s = 0;  // how long the current call has run (0 when not in one)
   bool done = false;     // the rank finished its work (the watchdog stopped)
+  double age_s = 0;      // how long ago the rank last published it (read_call_states: the file's age)
 };
+
+// Every live rank republishes its state at least once a second; one silent for this long is frozen
+// (SIGSTOP, swapped out, stuck in the kernel), and its last state is history, not the present.
+inline constexpr double kStaleStateS = 5.0;
 
 // One line of text and back ("rank host local entered left op bytes in_call_s done"); parse returns
 // nullopt for a malformed or partial line.
@@ -38,8 +43,12 @@ std::optional<RankCallRecord> parse_record(const std::string& line);
 
 // The ranks stuck longer than `timeout_s` inside a call, and the ranks that never entered the call their
 // peers wait in (not in a call, or finished). A rank in the same call as one stuck past the timeout counts
-// as stuck however long it has waited. Empty when no rank is stuck. Pure.
+// as stuck however long it has waited. A rank whose state is older than kStaleStateS (not finished) comes
+// first, as frozen: the others wait for it whatever its last state said. Empty when no rank is stuck or
+// frozen. Pure.
 std::vector<std::string> diagnose_hang(const std::vector<RankCallRecord>& ranks, double timeout_s);
+// The ranks whose state is older than kStaleStateS and that had not finished: frozen. Pure.
+std::vector<int> frozen_ranks(const std::vector<RankCallRecord>& ranks);
 
 // The side channel alone, for callers with a watchdog of their own (train's step watchdog): publish this
 // rank's call state to <dir>/rank-R.state (write beside, rename: readers never see half a line), and read

@@ -158,17 +158,22 @@ void TrainResilienceHooks::watchdog_loop() {
     const double idle = wall_now() - (in_save ? saving_since : last_progress_.load());
     if (idle < limit || stop_) continue;
     auto e = make_event(event::failure_detected);
-    const int culprit = failing_rank_from_heartbeats();
+    int culprit = failing_rank_from_heartbeats();
     e["kind"] = "hang";
-    e["rank"] = culprit;
     std::vector<std::string> diagnosis;
     try {
       publish_call_state(calls, identity, false);
       // A rank in a call for half the step timeout is stuck in it: the step it belongs to began after the
       // last completed step, and a step takes a fraction of the timeout.
-      diagnosis = diagnose_hang(read_call_states(calls, mpi_.size()), limit / 2);
+      const auto states = read_call_states(calls, mpi_.size());
+      diagnosis = diagnose_hang(states, limit / 2);
+      // The heartbeats name no rank when every one had finished the same step; a single frozen rank (its
+      // call state stopped updating: SIGSTOP, swapped out) is the one the others wait for.
+      if (const auto frozen = frozen_ranks(states); culprit < 0 && frozen.size() == 1)
+        culprit = frozen.front();
     } catch (...) {
     }
+    e["rank"] = culprit;
     e["calls"] = diagnosis;
     e["how"] = fmt::format(
         "watchdog on rank {}: {} {:.1f} s (timeout {:.1f} s){}{}", mpi_.rank(),

@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 #include <atomic>
+#include <chrono>
 #include <filesystem>
 #include <thread>
 
@@ -53,6 +54,49 @@ TEST(HangWatchdogTest, NamesTheRankThatNeverEnteredTheCall) {
   EXPECT_EQ(lines[0], "rank 5 (host node2, GPU 1) never entered allreduce #123 (2 MiB)");
   EXPECT_EQ(lines[1],
             "rank 0 (host node0, GPU 0) entered allreduce #123 (2 MiB) and never left (waited 30 s)");
+}
+
+// A frozen rank (SIGSTOP) stops publishing: its last state, here inside the very all-reduce the others wait
+// in, is history. It is named first as frozen, and not taken for one more rank waiting in the call (the
+// diagnosis used to name only the healthy ranks, stuck in the call).
+TEST(HangWatchdogTest, AFrozenRankIsNamedFirstWhateverItsLastState) {
+  std::vector<RankCallRecord> ranks{rec(0, 560, 559, 30), rec(1, 560, 559, 0.2)};
+  ranks[1].age_s = 29.5;
+  EXPECT_EQ(frozen_ranks(ranks), std::vector<int>{1});
+  const auto lines = diagnose_hang(ranks, 10);
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_EQ(
+      lines[0],
+      "rank 1 (host node0, GPU 1) stopped responding: its state is 29.5 s old (frozen: stopped, swapped out "
+      "or stuck in the kernel); last seen in allreduce #560 (2 MiB)");
+  EXPECT_EQ(lines[1],
+            "rank 0 (host node0, GPU 0) entered allreduce #560 (2 MiB) and never left (waited 30 s)");
+  // Frozen between calls, with nobody past the timeout yet: still named. A finished rank is never frozen.
+  std::vector<RankCallRecord> quiet{rec(0, 7, 6, 2), rec(1, 6, 6, 0), rec(2, 6, 6, 0, true)};
+  quiet[1].age_s = 8;
+  quiet[2].age_s = 100;
+  EXPECT_EQ(frozen_ranks(quiet), std::vector<int>{1});
+  const auto q = diagnose_hang(quiet, 10);
+  ASSERT_EQ(q.size(), 1u);
+  EXPECT_NE(q[0].find("rank 1 (host node0, GPU 1) stopped responding: its state is 8 s old"),
+            std::string::npos)
+      << q[0];
+  EXPECT_NE(q[0].find("last seen after call #6"), std::string::npos) << q[0];
+}
+
+TEST(HangWatchdogTest, ReadStatesCarryTheirAge) {
+  const auto dir = std::filesystem::path(::testing::TempDir()) / ("fb_ages_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  publish_call_state(dir, rec(0, 1, 1, 0), false);
+  publish_call_state(dir, rec(1, 1, 1, 0), false);
+  std::filesystem::last_write_time(dir / "rank-1.state",
+                                   std::filesystem::file_time_type::clock::now() - std::chrono::seconds(20));
+  const auto states = read_call_states(dir, 2);
+  ASSERT_EQ(states.size(), 2u);
+  EXPECT_LT(states[0].age_s, kStaleStateS);
+  EXPECT_GE(states[1].age_s, 19.0);
+  EXPECT_EQ(frozen_ranks(states), std::vector<int>{1});
+  std::filesystem::remove_all(dir);
 }
 
 TEST(HangWatchdogTest, NoStuckRankNoDiagnosis) {
