@@ -13,6 +13,7 @@
 #include "core/element_access.hpp"
 #include "core/error.hpp"
 #include "core/logging.hpp"
+#include "core/progress_meter.hpp"
 #include "core/random_fill.hpp"
 #include "core/rank_collectives.hpp"
 #include "core/statistics.hpp"
@@ -316,6 +317,11 @@ struct Bench {
   DeviceBuffer& recv;
   int n;  // ranks per group
   std::vector<double> checksums;
+  // Progress over the sweep, weighted by bytes (a size takes about twice as long as the one before it):
+  // the work of the cases done so far, and this case's.
+  ProgressMeter* progress = nullptr;
+  double done = 0, weight = 0;
+  std::string detail;
 };
 
 // Every rank's per-iteration seconds (rank 0) and wrong-element counts for one case.
@@ -341,6 +347,12 @@ CaseSamples run_case(const Case& c, Bench& b) {
     b.comm.barrier();
   };
   loop.after_timing = [&] { b.comm.synchronize(); };
+  if (b.progress)
+    loop.on_iteration = [&](int done, int total) {
+      if (b.progress->due())
+        b.progress->update(b.done + b.weight * done / total,
+                           fmt::format("{}: iteration {}/{}", b.detail, done, total));
+    };
   const Measurement m = measure(b.backend, loop, [&](int) { issue(c, o, b.comm, p, vp); });
 
   unsigned long long wrong = 0;
@@ -477,10 +489,21 @@ CollectiveRun run_collective_benchmark(const CollectiveOptions& o, MpiContext& m
   DeviceBuffer recv = backend.allocate(buffer_bytes);
   backend.fill_random(send, o.type, derive_seed(o.seed, static_cast<std::uint64_t>(mpi.rank()) * 2));
   backend.fill_random(recv, o.type, derive_seed(o.seed, static_cast<std::uint64_t>(mpi.rank()) * 2 + 1));
-  Bench bench{o, mpi, backend, comm, send, recv, n, routing_checksums(o, mpi, n)};
+  Bench bench{o, mpi, backend, comm, send, recv, n, routing_checksums(o, mpi, n), nullptr, 0, 0, {}};
 
   CollectiveRun run;
+  double total_weight = 0;
+  for (const Case& c : cases)
+    total_weight += c.skip_reason.empty() ? static_cast<double>(c.counts.bytes) + 1 : 0;
+  ProgressMeter progress("collective", total_weight);
+  bench.progress = &progress;
+  std::size_t index = 0;
   for (const Case& c : cases) {
+    ++index;
+    bench.weight = c.skip_reason.empty() ? static_cast<double>(c.counts.bytes) + 1 : 0;
+    bench.detail = fmt::format("case {}/{}, {} {}{}", index, cases.size(), c.label,
+                               format_bytes(c.counts.bytes), c.inplace ? " in place" : "");
+    progress.update(bench.done, bench.detail);
     if (!c.skip_reason.empty()) {
       if (mpi.is_root())
         for (int g = 0; g < groups; ++g) {
@@ -492,6 +515,7 @@ CollectiveRun run_collective_benchmark(const CollectiveOptions& o, MpiContext& m
       continue;
     }
     const CaseSamples samples = run_case(c, bench);
+    bench.done += bench.weight;
     if (!mpi.is_root()) continue;
     for (int g = 0; g < groups; ++g) run.results.push_back(group_result(c, bench, samples, g));
   }
