@@ -98,11 +98,13 @@ int run_collective(const CollectiveCliOptions& cli, Session& session) {
   auto& mpi = session.mpi();
   // Everything that needs no communication is checked before the backend (and any device) is touched.
   workloads::validate_collective_options(options, mpi.size());
-  // FACTORYBENCH_INJECT against this job: a rank outside it, sdc (no burn-in check here), or a slow link
-  // with no sendrecv to act on is refused rather than testing nothing.
+  // FACTORYBENCH_INJECT against this job: a rank outside it, or a slow link with no sendrecv to act on, is
+  // refused rather than testing nothing. An sdc entry is let pass: it is burn-in's, and a validation job that
+  // sets the variable for all its steps (scripts/slurm/node-validation.sbatch) reaches the suite's
+  // collectives.
   const bool sendrecv = std::find(options.ops.begin(), options.ops.end(),
                                   workloads::CollectiveOp::sendrecv) != options.ops.end();
-  check_injection_applies("collective", mpi.size(), /*communicator_faults=*/true, /*sdc=*/false, sendrecv);
+  check_injection_applies("collective", mpi.size(), /*communicator_faults=*/true, /*sdc=*/true, sendrecv);
   if (session.checking_only()) return 0;  // a suite's preflight: validated, nothing run
   auto report = session.begin_report();
   auto& backend = session.backend();  // starts the telemetry sampler with the device

@@ -85,7 +85,7 @@ ParsedStep parse_suite_step(const SuiteStep& step) {
   add_global_options(*app, step_global);
   const auto commands = add_all_commands(*app);
   if (!is_command(commands, step.args.front())) {  // as the command line says it (tools/main.cpp)
-    std::string names;  // what a step may run: every command but suite itself
+    std::string names;                             // what a step may run: every command but suite itself
     for (const auto& c : commands)
       if (c.app->get_name() != "suite") names += (names.empty() ? "" : ", ") + c.app->get_name();
     throw usage_error(fmt::format("suite step '{}': unknown command '{}' (expected one of {})", step.name,

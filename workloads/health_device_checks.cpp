@@ -156,8 +156,8 @@ CheckOutcome check_clocks(Context& c) {
   else if (const auto mhz = host::read_cpu_mhz("/", host::affinity_cpus()); !mhz.empty())
     load_clock = summarize(mhz).median;
   const auto max_clock = host::read_cpu_max_mhz("/", host::affinity_cpus());
-  CheckOutcome o = clocks_outcome("CPU clock", Verdict::pass, {}, {}, {}, max_clock, load_clock,
-                                  clock_thresholds(c.peak));
+  CheckOutcome o =
+      clocks_outcome("CPU clock", Verdict::pass, {}, {}, {}, max_clock, load_clock, clock_thresholds(c.peak));
   // Without cpufreq's maximum (a VM, a container) nothing was compared: a skip that shows the clock, not a
   // pass that checked nothing.
   if (o.verdict == Verdict::pass && !(max_clock && *max_clock > 0)) {
