@@ -156,9 +156,10 @@ wait "$job" || RC=$?
   && ok "SIGTERM mid-write: exit 143, no scratch file, no report" || fail "sigterm: exit $RC, left: $(ls -A "$T/sig")"
 # The job-level all-reduce floor (--allreduce-floor): a slow rank (200 ms before every collective it enters,
 # so about 0.005 GB/s) fails the job, exit 1, with no node failed (every rank waits alike), naming locate; a
-# healthy job passes a floor far below what it measures (a few GB/s here).
+# healthy job passes a floor far below what it measures (a few GB/s here). The GEMM floor is off in this run:
+# it is not what is tested, and under the sanitizers on a loaded machine a rank's GEMM once fell below it.
 run_capture slowlink timeout 300 mpirun --oversubscribe -np 2 -x FACTORYBENCH_INJECT=slow-rank@rank=1,delay=200ms \
-  "$FACTORYBENCH" "${COMMON[@]}" --allreduce-floor 0.5 --output "$T/slowlink.json"
+  "$FACTORYBENCH" "${COMMON[@]}" --allreduce-floor 0.5 --gemm-floor 0 --output "$T/slowlink.json"
 cat "$T/slowlink.out"
 [ "$RC" -eq 1 ] && grep -qE '^job: FAIL allreduce_floor: median busbw .* over 2 rank\(s\), below --allreduce-floor 0.5 GB/s .*factorybench locate' "$T/slowlink.out" \
   && ok "slow rank: job fails on the all-reduce floor, exit 1" || fail "slowlink: exit $RC: $(cat "$T/slowlink.out" "$T/slowlink.err")"
