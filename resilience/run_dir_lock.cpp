@@ -19,12 +19,20 @@
 namespace fb::resilience {
 namespace {
 
+// FACTORYBENCH_RUN_DIR_LOCK_WAIT in seconds; a value that is not one is named, not silently replaced by the
+// default (a typo would otherwise make a relaunch give up at once, or wait 10 s it was told not to).
 double wait_from_environment(double fallback) {
   const char* v = std::getenv("FACTORYBENCH_RUN_DIR_LOCK_WAIT");
   if (!v || !*v) return fallback;
   char* end = nullptr;
+  errno = 0;
   const double s = std::strtod(v, &end);
-  return end && *end == '\0' && s >= 0 ? s : fallback;
+  if (end == v || *end != '\0' || errno == ERANGE || !(s >= 0 && s <= 86400))
+    throw usage_error(
+        fmt::format("invalid FACTORYBENCH_RUN_DIR_LOCK_WAIT '{}': expected seconds to wait for the run dir's "
+                    "lock, 0 to 86400",
+                    v));
+  return s;
 }
 
 // The holder's "pid P on HOST" as it wrote it (best effort: the lock, not this text, is what excludes).
@@ -41,19 +49,28 @@ std::string holder_of(int fd) {
 RunDirLock::RunDirLock(const std::filesystem::path& dir, MpiContext& mpi, double wait_s) {
   std::string error;
   if (mpi.is_root()) {
+    double wait = wait_s;
+    try {
+      wait = wait_from_environment(wait_s);  // before anything is made in the run dir
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
     std::error_code ec;
-    std::filesystem::create_directories(dir, ec);
     const auto path = dir / ".lock";
-    fd_ = ec ? -1 : ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (ec) {
+    if (error.empty()) {
+      std::filesystem::create_directories(dir, ec);
+      fd_ = ec ? -1 : ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    }
+    if (!error.empty()) {
+      // the lock wait's own error: nothing was made
+    } else if (ec) {
       // The reason it cannot be made (a read-only volume, no permission), not the missing lock file's.
       error = fmt::format("--run-dir {}: cannot create it: {}", dir.string(), ec.message());
     } else if (fd_ < 0) {
       error =
           fmt::format("--run-dir {}: cannot open {}: {}", dir.string(), path.string(), std::strerror(errno));
     } else {
-      const auto deadline =
-          std::chrono::steady_clock::now() + std::chrono::duration<double>(wait_from_environment(wait_s));
+      const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(wait);
       while (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
         if (errno != EWOULDBLOCK && errno != EINTR) {
           error = fmt::format("--run-dir {}: cannot lock {}: {}", dir.string(), path.string(),
