@@ -25,6 +25,13 @@ namespace {
 constexpr const char* kClaimFile = "hang.reported";
 constexpr const char* kDoneFile = "hang.done";
 
+std::filesystem::path state_file(const std::filesystem::path& dir, int rank) {
+  return dir / fmt::format("rank-{}.state", rank);
+}
+std::filesystem::path state_tmp_file(const std::filesystem::path& dir, int rank) {
+  return dir / fmt::format(".rank-{}.state.tmp", rank);
+}
+
 std::string call_text(const std::string& op, std::uint64_t seq, std::uint64_t bytes) {
   return fmt::format("{} #{} ({})", op, seq, format_bytes(bytes));
 }
@@ -141,6 +148,11 @@ HangWatchdog::HangWatchdog(std::filesystem::path dir, RankCallRecord identity, i
   std::error_code ec;
   std::filesystem::create_directories(dir_, ec);
   if (ec) throw runtime_error("hang watchdog: cannot create '" + dir_.string() + "': " + ec.message());
+  // Ctrl-C or the scheduler's SIGTERM takes this rank's state files along, and the directory with the last
+  // rank's; a hang already claimed keeps them for its diagnosis.
+  cleanup_ = std::make_unique<RemoveOnSignal>(
+      std::vector{state_file(dir_, identity_.rank), state_tmp_file(dir_, identity_.rank)}, dir_,
+      dir_ / kClaimFile);
   write_state(false);
   thread_ = std::thread([this] { loop(); });
 }
@@ -163,8 +175,8 @@ void publish_call_state(const std::filesystem::path& dir, const RankCallRecord& 
   r.call = CallLog::instance().snapshot();
   r.in_call_s = r.call.entered > r.call.left ? steady_seconds() - r.call.entered_at_s : 0;
   r.done = done;
-  const auto path = dir / fmt::format("rank-{}.state", r.rank);
-  const auto tmp = dir / fmt::format(".rank-{}.state.tmp", r.rank);
+  const auto path = state_file(dir, r.rank);
+  const auto tmp = state_tmp_file(dir, r.rank);
   {
     std::ofstream out(tmp, std::ios::trunc);
     out << format_record(r);
@@ -177,7 +189,7 @@ std::vector<RankCallRecord> read_call_states(const std::filesystem::path& dir, i
   std::vector<RankCallRecord> out;
   const auto now = std::filesystem::file_time_type::clock::now();
   for (int r = 0; r < world_size; ++r) {
-    const auto path = dir / fmt::format("rank-{}.state", r);
+    const auto path = state_file(dir, r);
     std::ifstream in(path);
     std::string line;
     if (std::getline(in, line))

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -19,6 +20,7 @@
 #include <vector>
 
 #include "core/call_log.hpp"
+#include "core/remove_on_signal.hpp"
 
 namespace fb {
 
@@ -83,6 +85,7 @@ class HangWatchdog {
   std::condition_variable wake_;
   bool stop_ = false;
   std::thread thread_;
+  std::unique_ptr<RemoveOnSignal> cleanup_;
 };
 
 }  // namespace fb

@@ -15,7 +15,7 @@
 #include "core/error.hpp"
 #include "core/random_fill.hpp"
 #include "core/units.hpp"
-#include "core/unlink_on_signal.hpp"
+#include "core/remove_on_signal.hpp"
 
 namespace fb::workloads::health {
 
@@ -68,7 +68,7 @@ CheckOutcome check_checkpoint_dir(Context& c) {
       c.options.checkpoint_bytes ? c.options.checkpoint_bytes : c.backend.defaults().health.checkpoint_bytes;
   const auto host = c.mpi.hostname();
   const auto file = dir / fmt::format(".factorybench-health-{}-r{}-{}.tmp", host, c.mpi.rank(), getpid());
-  const UnlinkOnSignal unlink_on_signal(file);  // an interrupted check leaves no scratch file behind
+  const RemoveOnSignal remove_on_signal({file});  // an interrupted check leaves no scratch file behind
   const int fd = ::open(file.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0644);
   if (fd < 0)
     return outcome("checkpoint_dir", Verdict::fail,

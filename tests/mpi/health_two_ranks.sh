@@ -144,16 +144,31 @@ run_capture expect_list fb health --backend host --checkpoint-dir "$T/ckpt" --ch
   && ok "--expect-gpu H100,H200 on a host: the device check names both" || fail "expect_list: exit $RC: $(grep device "$T/expect_list.out")"
 # SIGTERM (the scheduler's) in the middle of the checkpoint-directory write: the scratch file goes with the
 # process (it used to stay behind, up to --checkpoint-size per rank), the exit is the signal's, no report.
-mkdir -p "$T/sig"
+# The hang watchdog's state files (fb-hang-<run id>/ in --run-dir) go too.
+mkdir -p "$T/sig" "$T/sigrun"
 "$FACTORYBENCH" health --backend host --checkpoint-dir "$T/sig" --checkpoint-size 2G --output "$T/sig.json" \
-  >"$T/sig.out" 2>&1 &
+  --run-dir "$T/sigrun" >"$T/sig.out" 2>&1 &
 job=$!
 for _ in $(seq 1 1000); do ls -A "$T/sig" | grep -q '\.tmp$' && break; sleep 0.01; done
+ls -d "$T/sigrun"/fb-hang-* >/dev/null 2>&1 || fail "sigterm: the watchdog's state files were not there to remove"
 kill -TERM "$job"
 RC=0
 wait "$job" || RC=$?
-[ "$RC" -eq 143 ] && [ -z "$(ls -A "$T/sig")" ] && [ ! -e "$T/sig.json" ] \
-  && ok "SIGTERM mid-write: exit 143, no scratch file, no report" || fail "sigterm: exit $RC, left: $(ls -A "$T/sig")"
+[ "$RC" -eq 143 ] && [ -z "$(ls -A "$T/sig")" ] && [ -z "$(ls -A "$T/sigrun")" ] && [ ! -e "$T/sig.json" ] \
+  && ok "SIGTERM mid-write: exit 143, no scratch file, no state files, no report" \
+  || fail "sigterm: exit $RC, left: $(ls -A "$T/sig" "$T/sigrun")"
+# The same through mpirun, which passes the signal on to both ranks: the last rank out removes the directory.
+mkdir -p "$T/sig2" "$T/sig2run"
+mpirun --oversubscribe -np 2 "$FACTORYBENCH" health --backend host --checkpoint-dir "$T/sig2" --checkpoint-size 2G \
+  --output "$T/sig2.json" --run-dir "$T/sig2run" >"$T/sig2.out" 2>&1 &
+job=$!
+for _ in $(seq 1 1000); do [ "$(ls -A "$T/sig2" | grep -c '\.tmp$')" -eq 2 ] && break; sleep 0.01; done
+kill -TERM "$job"
+RC=0
+wait "$job" || RC=$?
+[ "$RC" -ne 0 ] && [ -z "$(ls -A "$T/sig2")" ] && [ -z "$(ls -A "$T/sig2run")" ] && [ ! -e "$T/sig2.json" ] \
+  && ok "SIGTERM to mpirun mid-write: both ranks leave no scratch file and no state files, no report" \
+  || fail "sigterm mpirun: exit $RC, left: $(ls -A "$T/sig2" "$T/sig2run")"
 # The job-level all-reduce floor (--allreduce-floor): a slow rank (200 ms before every collective it enters,
 # so about 0.005 GB/s) fails the job, exit 1, with no node failed (every rank waits alike), naming locate; a
 # healthy job passes a floor far below what it measures (a few GB/s here). The GEMM floor is off in this run:

@@ -1,0 +1,88 @@
+#include "core/remove_on_signal.hpp"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <array>
+#include <atomic>
+#include <cstring>
+#include <mutex>
+
+namespace fb {
+namespace {
+
+constexpr std::array<int, 3> kSignals{SIGINT, SIGTERM, SIGHUP};
+constexpr std::size_t kPathMax = 4096;
+
+// Written before `armed` is set, read only by the handler while it is set.
+struct Slot {
+  std::atomic<bool> armed{false};
+  char files[RemoveOnSignal::kFilesPerSlot][kPathMax];
+  int file_count = 0;
+  char dir[kPathMax];
+  char keep_if[kPathMax];
+};
+
+Slot g_slots[RemoveOnSignal::kSlots];
+std::mutex g_mutex;  // guards g_used and the handler installation; never taken by the handler
+bool g_used[RemoveOnSignal::kSlots];
+int g_armed = 0;
+struct sigaction g_previous[kSignals.size()];
+
+extern "C" void remove_and_reraise(int sig) {
+  for (int s = RemoveOnSignal::kSlots - 1; s >= 0; --s) {
+    const Slot& slot = g_slots[s];
+    if (!slot.armed.load(std::memory_order_acquire)) continue;
+    if (slot.keep_if[0] && ::access(slot.keep_if, F_OK) == 0) continue;
+    for (int f = 0; f < slot.file_count; ++f) ::unlink(slot.files[f]);
+    if (slot.dir[0]) ::rmdir(slot.dir);  // fails while another rank's files remain: that rank removes it
+  }
+  ::signal(sig, SIG_DFL);
+  ::raise(sig);
+}
+
+bool copy_path(char (&to)[kPathMax], const std::filesystem::path& from) {
+  const auto& text = from.native();
+  if (text.size() >= kPathMax) return false;
+  std::memcpy(to, text.c_str(), text.size() + 1);
+  return true;
+}
+
+}  // namespace
+
+RemoveOnSignal::RemoveOnSignal(const std::vector<std::filesystem::path>& files,
+                               const std::filesystem::path& dir, const std::filesystem::path& keep_if) {
+  if (files.size() > static_cast<std::size_t>(kFilesPerSlot)) return;  // not guarded
+  std::lock_guard lock(g_mutex);
+  int s = 0;
+  while (s < kSlots && g_used[s]) ++s;
+  if (s == kSlots) return;  // not guarded, as before there were guards
+  Slot& slot = g_slots[s];
+  bool fits = copy_path(slot.dir, dir) && copy_path(slot.keep_if, keep_if);
+  for (std::size_t f = 0; fits && f < files.size(); ++f) fits = copy_path(slot.files[f], files[f]);
+  if (!fits) return;
+  slot.file_count = static_cast<int>(files.size());
+  g_used[s] = true;
+  slot_ = s;
+  slot.armed.store(true, std::memory_order_release);
+  if (g_armed++ > 0) return;
+  struct sigaction action {};
+  action.sa_handler = remove_and_reraise;
+  sigemptyset(&action.sa_mask);
+  for (std::size_t i = 0; i < kSignals.size(); ++i) {
+    // A signal the process ignores (nohup, a background job's SIGINT) stays ignored.
+    ::sigaction(kSignals[i], nullptr, &g_previous[i]);
+    if (g_previous[i].sa_handler != SIG_IGN) ::sigaction(kSignals[i], &action, nullptr);
+  }
+}
+
+RemoveOnSignal::~RemoveOnSignal() {
+  if (slot_ < 0) return;
+  std::lock_guard lock(g_mutex);
+  g_slots[slot_].armed.store(false, std::memory_order_release);
+  g_used[slot_] = false;
+  if (--g_armed > 0) return;
+  for (std::size_t i = 0; i < kSignals.size(); ++i) ::sigaction(kSignals[i], &g_previous[i], nullptr);
+}
+
+}  // namespace fb

@@ -1,0 +1,32 @@
+#pragma once
+// Files that must not outlive their process when a signal ends it: the health check's scratch file of up to
+// --checkpoint-size (Ctrl-C, or the scheduler's SIGTERM, in the middle of the write used to leave gigabytes
+// behind), and a rank's hang-watchdog state files with their fb-hang-<run id>/ directory (an interrupted
+// health or locate left one in --run-dir per run). While a guard lives, SIGINT, SIGTERM and SIGHUP unlink
+// its files and then remove its directory if that is empty by then (the ranks of a job share it: the last
+// one out removes it), then take their default action, so the exit status is the signal's as before.
+// unlink, rmdir and access are async-signal-safe. Best effort: a file another thread of the process creates
+// while the handler runs stays. A few guards may live at once (kSlots); more are not guarded.
+#include <filesystem>
+#include <vector>
+
+namespace fb {
+
+class RemoveOnSignal {
+ public:
+  // `keep_if`: when this file exists at the signal, nothing of this guard is removed (a hang diagnosis
+  // that has claimed the report keeps its state files for the reader).
+  explicit RemoveOnSignal(const std::vector<std::filesystem::path>& files,
+                          const std::filesystem::path& dir = {}, const std::filesystem::path& keep_if = {});
+  ~RemoveOnSignal();  // restores the previous handlers with the last guard; the files are the owner's
+  RemoveOnSignal(const RemoveOnSignal&) = delete;
+  RemoveOnSignal& operator=(const RemoveOnSignal&) = delete;
+
+  static constexpr int kSlots = 4;
+  static constexpr int kFilesPerSlot = 3;
+
+ private:
+  int slot_ = -1;
+};
+
+}  // namespace fb
