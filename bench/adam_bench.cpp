@@ -4,7 +4,8 @@
 // and written: 24; bf16 gradient read: 2; bf16 weights written: 2), the count issue 15 uses.
 // Timed by the one measurement loop (workloads/measurement_loop.hpp): warm-up, one timer per iteration,
 // medians. After timing, sampled elements are replayed on the host reference (kernels/host/adam_reference)
-// for every step the engine took; a master weight off by more than a few ulps fails the run (exit 1).
+// for every step the engine took; an fp32 master or moment off by more than a few ulps, a bf16 weight that
+// differs, or a wrong sum of squared gradients fails the run (exit 1).
 //   build/<dir>/bench/adam_bench [--params N] [--iters N]
 // Needs the cuda backend and a GPU: elsewhere it says so and exits 77 (skipped).
 #include <algorithm>
@@ -20,6 +21,7 @@
 
 #include "core/backend.hpp"
 #include "core/error.hpp"
+#include "core/numeric_formats.hpp"
 #include "core/random_fill.hpp"
 #include "kernels/adam_multi_tensor.hpp"
 #include "kernels/host/adam_reference.hpp"
@@ -54,15 +56,25 @@ double median_seconds(fb::Backend& b, int iters, const std::function<void()>& wo
   return fb::workloads::measure(b, loop, [&](int) { work(); }).stats.median;
 }
 
-// The master weight of element `i` of a tensor after `steps` steps of `p` (steps 1..steps) from master 0.5,
-// zero moments and a constant gradient, on the host reference.
-float replayed_master(std::uint16_t grad, fb::kernels::AdamParams p, std::int64_t steps) {
+// One element's state: everything a step writes.
+struct ElementState {
   float master = 0.5f, m = 0, v = 0;
-  std::uint16_t g = grad, param = 0;
-  fb::kernels::AdamTensor t{&master, &m, &v, &g, &param, 1};
+  std::uint16_t param = 0;  // the bf16 weight
+};
+
+// Element state after `steps` steps of `p` (steps 1..steps) from master 0.5, zero moments and a constant
+// gradient, on the host reference.
+ElementState replayed(std::uint16_t grad, fb::kernels::AdamParams p, std::int64_t steps) {
+  ElementState e;
+  std::uint16_t g = grad;
+  fb::kernels::AdamTensor t{&e.master, &e.m, &e.v, &g, &e.param, 1};
   for (p.step = 1; p.step <= steps; ++p.step)
     fb::kernels::adam_reference_step({&t, 1}, fb::DType::bf16, p, false);
-  return master;
+  return e;
+}
+
+bool near(double got, double want, double rel) {
+  return std::fabs(got - want) <= rel * (1e-30 + std::fabs(want));
 }
 
 }  // namespace
@@ -139,10 +151,11 @@ int main(int argc, char** argv) {
     auto adam = fb::kernels::make_multi_tensor_adam(b, tensors, fb::DType::bf16);
     fb::kernels::AdamParams p;
     p.step = 0;  // each timed call takes the next step: 1, 2, ... as replayed_master replays them
+    double grad_sum_squares = 0;  // what the last step with the norm returned
     for (const bool norm : {false, true}) {
       const double s = median_seconds(b, iters, [&] {
         ++p.step;
-        adam->step(p, norm);
+        grad_sum_squares = adam->step(p, norm);
       });
       const double traffic = 28.0 * static_cast<double>(params) / s;
       std::printf(
@@ -151,26 +164,54 @@ int main(int argc, char** argv) {
           static_cast<long long>(params), sizes.size(), norm ? " + grad sum of squares" : "", s * 1e3,
           traffic / 1e9, copy_traffic / 1e9, traffic / copy_traffic);
     }
-    // Every step the engine took, replayed for the first, a middle and the last element of three tensors.
+    // Every step the engine took, replayed for the first, a middle and the last element of (up to) three
+    // tensors: the fp32 master, both moments and the bf16 weight written must all match (a kernel that
+    // skipped a write would otherwise pass, and look faster).
     b.synchronize();
-    int wrong = 0;
-    for (const std::size_t ti : {std::size_t{0}, sizes.size() / 2, sizes.size() - 1}) {
+    int wrong = 0, checked = 0;
+    std::vector<std::size_t> sampled{0, sizes.size() / 2, sizes.size() - 1};
+    sampled.erase(std::unique(sampled.begin(), sampled.end()), sampled.end());
+    for (const std::size_t ti : sampled) {
       const std::int64_t n = sizes[ti];
-      for (const std::int64_t i : {std::int64_t{0}, n / 2, n - 1}) {
-        float got = 0;
-        b.copy_to_host(&got, buffers[ti * 5], 4, static_cast<std::size_t>(i) * 4);
-        const float want = replayed_master(grads[static_cast<std::size_t>(i)], p, p.step);
-        if (!(std::fabs(got - want) <= 1e-5f * (1.0f + std::fabs(want)))) {
+      std::vector<std::int64_t> elements{0, n / 2, n - 1};
+      elements.erase(std::unique(elements.begin(), elements.end()), elements.end());
+      for (const std::int64_t i : elements) {
+        ElementState got;
+        const auto at = static_cast<std::size_t>(i);
+        b.copy_to_host(&got.master, buffers[ti * 5], 4, at * 4);
+        b.copy_to_host(&got.m, buffers[ti * 5 + 1], 4, at * 4);
+        b.copy_to_host(&got.v, buffers[ti * 5 + 2], 4, at * 4);
+        b.copy_to_host(&got.param, buffers[ti * 5 + 4], 2, at * 2);
+        const ElementState want = replayed(grads[at], p, p.step);
+        ++checked;
+        if (!near(got.master, want.master, 1e-5) || !near(got.m, want.m, 1e-5) ||
+            !near(got.v, want.v, 1e-5) || got.param != want.param) {
           std::fprintf(stderr,
-                       "adam_bench: tensor %zu element %lld: master %.9g after %lld steps, reference %.9g\n",
-                       ti, static_cast<long long>(i), got, static_cast<long long>(p.step), want);
+                       "adam_bench: tensor %zu element %lld after %lld steps: master %.9g m %.9g v %.9g "
+                       "weight 0x%04x; reference %.9g %.9g %.9g 0x%04x\n",
+                       ti, static_cast<long long>(i), static_cast<long long>(p.step), got.master, got.m,
+                       got.v, got.param, want.master, want.m, want.v, want.param);
           ++wrong;
         }
       }
     }
+    // The sum of squared gradients the norm step returned: every tensor holds the first n staged gradients.
+    double want_sum = 0;
+    for (const std::int64_t n : sizes)
+      for (std::int64_t i = 0; i < n; ++i) {
+        const double g = fb::bf16_to_float(grads[static_cast<std::size_t>(i)]);
+        want_sum += g * g;
+      }
+    if (!near(grad_sum_squares, want_sum, 1e-4)) {
+      std::fprintf(stderr, "adam_bench: sum of squared gradients %.9g, reference %.9g\n", grad_sum_squares,
+                   want_sum);
+      ++wrong;
+    }
     if (wrong) return 1;
-    std::printf("adam check: 9 sampled master weights match the host reference after %lld steps\n",
-                static_cast<long long>(p.step));
+    std::printf(
+        "adam check: %d sampled elements (master, m, v, bf16 weight) and the sum of squared gradients match "
+        "the host reference after %lld steps\n",
+        checked, static_cast<long long>(p.step));
   } catch (const fb::Error& e) {
     std::fprintf(stderr, "adam_bench: %s\n", e.what());
     return 1;

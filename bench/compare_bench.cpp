@@ -52,6 +52,25 @@ Report make_report(double scale) {
   return rep;
 }
 
+// What the comparison must find: every moved metric (a 10% fall) is WORSE where higher is better (even m)
+// and BETTER where lower is better (odd m); the rest are SAME. A fast but wrong comparison fails the run.
+void verify(benchmark::State& state, const Comparison& cmp) {
+  std::size_t worse = 0, better = 0;
+  for (int i = 0; i < kResults; ++i)
+    for (int m = 0; m < kMetricsPerResult; ++m)
+      if ((i * kMetricsPerResult + m) % 97 == 0) ++(m % 2 ? better : worse);
+  const auto counts = cmp.counts();
+  const auto n = [&](Verdict v) { return counts[static_cast<std::size_t>(v)]; };
+  const std::size_t rows = static_cast<std::size_t>(kResults) * kMetricsPerResult;
+  if (cmp.rows.size() != rows || n(Verdict::worse) != worse || n(Verdict::better) != better ||
+      n(Verdict::same) != rows - worse - better)
+    state.SkipWithError(fmt::format("wrong comparison: {} rows ({} expected), {} WORSE ({}), {} BETTER ({}), "
+                                    "{} SAME ({})",
+                                    cmp.rows.size(), rows, n(Verdict::worse), worse, n(Verdict::better),
+                                    better, n(Verdict::same), rows - worse - better)
+                            .c_str());
+}
+
 CompareRules rules() {
   CompareRules r;
   r.rules.push_back(parse_bound_rule("collective/case/3/* metric_0_gbps >= 50", "bench"));
@@ -71,6 +90,7 @@ void BM_CompareReports(benchmark::State& state) {
     benchmark::DoNotOptimize(cmp.rows.data());
   }
   state.SetItemsProcessed(state.iterations() * kResults * kMetricsPerResult);
+  verify(state, compare_reports(base, cand, r));
 }
 BENCHMARK(BM_CompareReports)->Unit(benchmark::kMillisecond);
 
@@ -84,6 +104,8 @@ void BM_CompareFromJson(benchmark::State& state) {
     benchmark::DoNotOptimize(cmp.rows.data());
   }
   state.SetItemsProcessed(state.iterations() * kResults * kMetricsPerResult);
+  verify(state, compare_reports(report_from_json(base_json, "base.json"),
+                                report_from_json(cand_json, "cand.json"), r));
 }
 BENCHMARK(BM_CompareFromJson)->Unit(benchmark::kMillisecond);
 
@@ -95,6 +117,14 @@ void BM_CompareAndRenderJunit(benchmark::State& state) {
     benchmark::DoNotOptimize(xml.data());
   }
   state.SetItemsProcessed(state.iterations() * kResults * kMetricsPerResult);
+  const auto cmp = compare_reports(base, cand, r);
+  verify(state, cmp);
+  // One <testcase> per compared metric.
+  const std::string xml = render_compare_junit(cmp);
+  std::size_t cases = 0;
+  for (auto at = xml.find("<testcase"); at != std::string::npos; at = xml.find("<testcase", at + 1)) ++cases;
+  if (cases != cmp.rows.size())
+    state.SkipWithError(fmt::format("JUnit has {} testcases for {} rows", cases, cmp.rows.size()).c_str());
 }
 BENCHMARK(BM_CompareAndRenderJunit)->Unit(benchmark::kMillisecond);
 

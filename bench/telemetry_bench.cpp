@@ -1,22 +1,34 @@
 // Telemetry must not disturb what it watches. Each benchmark iteration times one block of work with no
-// sampler, then the same block with a sampler running (started one untimed block earlier, as a run starts it
-// with the backend), and reports both and the difference: overhead_pct should stay within ±1 (noise
-// included).
+// sampler and the same block with a sampler running (started, as a run starts it with the backend, before
+// the timed block: one untimed call of the work lets it settle), in ABBA order so drift hits both alike.
+// A block lasts at least five sampling intervals (a sampler that wakes once per block, or not at all, would
+// be invisible), calibrated on rank 0 and shared so every rank runs the same collectives. overhead_pct is the
+// median of the per-pair on/off ratios, with their quartiles (overhead_q1_pct, overhead_q3_pct) as the
+// spread: it should stay within ±1.
 //
 //   build/<dir>/bench/telemetry_bench                        # host: OpenBLAS GEMM, MPI all-reduce (1 rank)
 //   mpirun -np 2 build/<dir>/bench/telemetry_bench           # a real two-rank all-reduce
-//   build/<dir>/bench/telemetry_bench --benchmark_filter=gemm
-// On a GPU machine the cuda backend (cuBLASLt, NCCL) and NVML sampling are used.
+//   build/<dir>/bench/telemetry_bench --benchmark_filter=gemm --pairs 10
+// On a GPU machine the cuda backend (cuBLASLt, NCCL) and NVML sampling are used. Only the counters mean
+// anything: the Time column sums both sides and the settling call.
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <functional>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "core/backend.hpp"
 #include "core/communicator.hpp"
 #include "core/mpi_context.hpp"
 #include "core/random_fill.hpp"
+#include "core/rank_collectives.hpp"
+#include "core/statistics.hpp"
 #include "core/telemetry_sampler.hpp"
 #include "kernels/gemm_engine.hpp"
 
@@ -25,34 +37,82 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 struct Workload {
-  std::function<void()> run_block;  // a few tens of ms of work, complete on return
+  std::function<void()> run_once;  // one call of the work, complete on return (synchronized)
 };
 
-void overhead(benchmark::State& state, fb::Backend& backend, const Workload& w, double interval_s) {
-  double off_s = 0, on_s = 0;
+double seconds_of(const std::function<void()>& f) {
+  const auto t0 = Clock::now();
+  f();
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+// Calls per block for a block of at least max(5 intervals, 50 ms): rank 0's median of 5 timed calls
+// decides, corrected by one timed block, and every rank uses its count (collectives must match).
+int calls_per_block(const fb::MpiContext& mpi, const Workload& w, double interval_s) {
+  std::vector<double> t;
+  for (int i = 0; i < 6; ++i) t.push_back(seconds_of(w.run_once));
+  t.erase(t.begin());  // the first call pays for warm-up
+  const double target = std::max(5 * interval_s, 0.05);
+  int calls =
+      std::clamp(static_cast<int>(std::ceil(target / std::max(fb::summarize(t).median, 1e-6))), 1, 100000);
+  fb::broadcast(mpi, calls);
+  // Short calls run faster back to back than one by one: one timed block corrects the count once.
+  const double block_s = seconds_of([&] {
+    for (int i = 0; i < calls; ++i) w.run_once();
+  });
+  if (block_s < target)
+    calls = std::clamp(static_cast<int>(std::ceil(calls * 1.1 * target / block_s)), calls, 1000000);
+  fb::broadcast(mpi, calls);
+  return calls;
+}
+
+// The q-quantile (0..1) of `v` by linear interpolation between order statistics.
+double quantile(std::vector<double> v, double q) {
+  std::sort(v.begin(), v.end());
+  const double pos = q * static_cast<double>(v.size() - 1);
+  const auto lo = static_cast<std::size_t>(pos);
+  const auto hi = std::min(lo + 1, v.size() - 1);
+  return v[lo] + (pos - static_cast<double>(lo)) * (v[hi] - v[lo]);
+}
+
+void overhead(benchmark::State& state, const fb::MpiContext& mpi, fb::Backend& backend, const Workload& w,
+              double interval_s) {
+  const int calls = calls_per_block(mpi, w, interval_s);
+  const auto block = [&] {
+    for (int i = 0; i < calls; ++i) w.run_once();
+  };
+  std::vector<double> off, on, ratio;
   std::size_t samples = 0;
-  w.run_block();  // warm-up
   for (auto _ : state) {
-    auto t0 = Clock::now();
-    w.run_block();
-    off_s += std::chrono::duration<double>(Clock::now() - t0).count();
-    {
+    double off_s = 0, on_s = 0;
+    const auto run_off = [&] { off_s = seconds_of(block); };
+    const auto run_on = [&] {
       auto sampler =
           fb::make_telemetry_sampler({fb::TelemetryMode::summary, interval_s, 1.0}, backend.device());
-      // In a run the sampler starts with the backend, long before anything is timed: its start-up reads
-      // stay outside the timed block here too (one untimed block while it settles).
-      w.run_block();
-      t0 = Clock::now();
-      w.run_block();
-      on_s += std::chrono::duration<double>(Clock::now() - t0).count();
+      w.run_once();  // untimed: the sampler's start-up reads stay outside the timed block
+      on_s = seconds_of(block);
       sampler->stop();
       samples += sampler->sample_count();
+    };
+    if (off.size() % 2 == 0) {
+      run_off();
+      run_on();
+    } else {
+      run_on();
+      run_off();
     }
+    off.push_back(off_s);
+    on.push_back(on_s);
+    ratio.push_back(on_s / off_s);
   }
-  const double n = static_cast<double>(state.iterations());
-  state.counters["off_ms"] = off_s / n * 1e3;
-  state.counters["on_ms"] = on_s / n * 1e3;
-  state.counters["overhead_pct"] = (on_s - off_s) / off_s * 100.0;
+  if (ratio.empty()) return;
+  const double n = static_cast<double>(ratio.size());
+  state.counters["calls_per_block"] = calls;
+  state.counters["off_ms"] = fb::summarize(off).median * 1e3;
+  state.counters["on_ms"] = fb::summarize(on).median * 1e3;
+  state.counters["overhead_pct"] = (fb::summarize(ratio).median - 1) * 100.0;
+  state.counters["overhead_q1_pct"] = (quantile(ratio, 0.25) - 1) * 100.0;
+  state.counters["overhead_q3_pct"] = (quantile(ratio, 0.75) - 1) * 100.0;
   state.counters["samples_per_block"] = static_cast<double>(samples) / n;
 }
 
@@ -62,11 +122,32 @@ class NullReporter : public benchmark::BenchmarkReporter {
   void ReportRuns(const std::vector<Run>&) override {}
 };
 
+// --pairs N (off/on pairs per benchmark, default 20), taken out of argv before Google Benchmark's check.
+int take_pairs(int& argc, char** argv) {
+  int pairs = 20;
+  for (int i = 1; i < argc; ++i) {
+    if (std::string(argv[i]) != "--pairs") continue;
+    char* end = nullptr;
+    const long v = i + 1 < argc ? std::strtol(argv[i + 1], &end, 10) : 0;
+    if (i + 1 >= argc || *end != '\0' || v < 1 || v > 100000) {
+      std::fprintf(stderr, "telemetry_bench: --pairs needs a count from 1 to 100000\n");
+      std::exit(2);
+    }
+    pairs = static_cast<int>(v);
+    for (int j = i; j + 2 <= argc; ++j) argv[j] = argv[j + 2];
+    argc -= 2;
+    break;
+  }
+  return pairs;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   fb::MpiContext mpi(&argc, &argv);
+  const int pairs = take_pairs(argc, argv);
   benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 2;
   auto backend = fb::make_backend(fb::BackendChoice::automatic, mpi.local_rank(), mpi.local_size());
   const bool cuda = backend->kind() == fb::BackendKind::cuda;
 
@@ -86,9 +167,8 @@ int main(int argc, char** argv) {
   backend->fill_random(b, types.b, 2);
   backend->fill_random(c, types.c, 3);
   engine->prepare(p, a.data(), b.data(), c.data());
-  const int gemms = cuda ? 200 : 20;
   const Workload gemm{[&] {
-    for (int i = 0; i < gemms; ++i) engine->run(p, a.data(), b.data(), c.data());
+    engine->run(p, a.data(), b.data(), c.data());
     backend->synchronize();
   }};
 
@@ -97,10 +177,8 @@ int main(int argc, char** argv) {
   const std::size_t count = (cuda ? 256u << 20 : 4u << 20) / 4;
   auto send = backend->allocate(count * 4), recv = backend->allocate(count * 4);
   backend->fill_random(send, fb::DType::fp32, 4);
-  const int reductions = cuda ? 100 : 50;
   const Workload allreduce{[&] {
-    for (int i = 0; i < reductions; ++i)
-      comm->allreduce(send.data(), recv.data(), count, fb::DType::fp32, fb::ReduceOp::sum);
+    comm->allreduce(send.data(), recv.data(), count, fb::DType::fp32, fb::ReduceOp::sum);
     comm->synchronize();
   }};
 
@@ -109,14 +187,14 @@ int main(int argc, char** argv) {
     const std::string suffix = interval >= 0.1 ? "/interval:100ms" : "/interval:10ms";
     benchmark::RegisterBenchmark(
         ("gemm_telemetry_overhead" + suffix).c_str(),
-        [&, interval](benchmark::State& s) { overhead(s, *backend, gemm, interval); })
-        ->Iterations(40)
+        [&, interval](benchmark::State& s) { overhead(s, mpi, *backend, gemm, interval); })
+        ->Iterations(pairs)
         ->Unit(benchmark::kMillisecond)
         ->UseRealTime();
     benchmark::RegisterBenchmark(
         ("allreduce_telemetry_overhead" + suffix).c_str(),
-        [&, interval](benchmark::State& s) { overhead(s, *backend, allreduce, interval); })
-        ->Iterations(40)
+        [&, interval](benchmark::State& s) { overhead(s, mpi, *backend, allreduce, interval); })
+        ->Iterations(pairs)
         ->Unit(benchmark::kMillisecond)
         ->UseRealTime();
   }

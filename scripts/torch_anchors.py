@@ -3,7 +3,8 @@
 the framework users already have, in the same session, so every GPU figure is reported as a ratio.
 
 Prints one JSON object per line: {"anchor": NAME, "value": X, "unit": U, "note": ...} or {"anchor": NAME,
-"error": WHY}. Timing: CUDA events around `iters` back-to-back calls after `warmup` calls, as our own figures.
+"error": WHY}. Timing as our own figures (workloads/measurement_loop): `warmup` untimed calls, then a CUDA event
+pair around each of `iters` calls, and the median call.
 
   python3 scripts/torch_anchors.py [--quick]      (--quick: small shapes, for a smoke run)
 """
@@ -22,16 +23,18 @@ def emit(name, value=None, unit="", note="", error=None):
 
 
 def timed(torch, fn, warmup, iters):
-    """Seconds per call of fn()."""
+    """Median seconds of one call of fn(), each call between its own pair of CUDA events."""
     for _ in range(warmup):
         fn()
-    start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    for _ in range(iters):
+    pairs = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(iters)]
+    for start, stop in pairs:
+        start.record()
         fn()
-    stop.record()
-    stop.synchronize()
-    return start.elapsed_time(stop) / 1e3 / iters
+        stop.record()
+    pairs[-1][1].synchronize()
+    ms = sorted(start.elapsed_time(stop) for start, stop in pairs)
+    mid = len(ms) // 2
+    return (ms[mid] if len(ms) % 2 else (ms[mid - 1] + ms[mid]) / 2) / 1e3
 
 
 def matmul_bf16(torch, n):
