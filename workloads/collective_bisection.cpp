@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "core/progress_meter.hpp"
 #include "core/random_fill.hpp"
 #include "core/rank_collectives.hpp"
 #include "core/statistics.hpp"
@@ -133,6 +134,8 @@ BisectionRun run_bisection(const MpiContext& mpi, Backend& backend, Communicator
   // Passes over all rounds, each group keeping its best figure: a slow node is slow in every pass, while a
   // loaded host's scheduling stalls (which can slow one small group by 30x) do not repeat pass after pass.
   const auto plan = plan_bisection(static_cast<int>(run.hosts.size()));
+  const int passes = o.confirm_passes + 1;
+  ProgressMeter progress("locate bisection", static_cast<double>(passes) * static_cast<double>(plan.size()));
   for (int pass = 0; pass <= o.confirm_passes; ++pass)
     for (std::size_t ri = 0; ri < plan.size(); ++ri) {
       const auto& groups = plan[ri];
@@ -180,6 +183,10 @@ BisectionRun run_bisection(const MpiContext& mpi, Backend& backend, Communicator
             run.rounds[ri][g].busbw_gbps = std::max(run.rounds[ri][g].busbw_gbps, round[g].busbw_gbps);
       }
       comm.barrier();
+      if (progress.due())
+        progress.update(
+            static_cast<double>(pass) * static_cast<double>(plan.size()) + static_cast<double>(ri + 1),
+            fmt::format("pass {}/{}, round {}/{}", pass + 1, passes, ri + 1, plan.size()));
     }
   run.verdict = judge_bisection(run.rounds, o.node_floor_gbps, o.network_floor_gbps, o.outlier_threshold);
   return run;

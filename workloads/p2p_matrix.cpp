@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "core/error.hpp"
+#include "core/progress_meter.hpp"
 #include "core/random_fill.hpp"
 #include "core/rank_collectives.hpp"
 #include "core/statistics.hpp"
@@ -193,7 +194,9 @@ FlatMatrices measure_rounds(PairTransfers& t, const std::vector<std::vector<Pair
                             const P2pOptions& o) {
   FlatMatrices f{std::vector<std::vector<double>>(o.sizes.size(), std::vector<double>(n * n, 0.0)),
                  std::vector<std::vector<double>>(o.sizes.size(), std::vector<double>(n * n, 0.0))};
-  for (const auto& round : schedule) {
+  ProgressMeter progress("locate p2p", static_cast<double>(schedule.size()));
+  for (std::size_t r = 0; r < schedule.size(); ++r) {
+    const auto& round = schedule[r];
     for (const auto& [a, b] : round) {
       if (!t.in_pair(a, b)) continue;
       for (std::size_t s = 0; s < o.sizes.size(); ++s) {
@@ -210,6 +213,9 @@ FlatMatrices measure_rounds(PairTransfers& t, const std::vector<std::vector<Pair
       }
     }
     t.comm.barrier();  // rounds do not overlap
+    if (progress.due())
+      progress.update(static_cast<double>(r + 1),
+                      fmt::format("round {}/{} of the pair tournament", r + 1, schedule.size()));
   }
   return f;
 }

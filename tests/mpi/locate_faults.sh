@@ -108,6 +108,15 @@ run_capture tr_tcp timeout 120 mpirun --oversubscribe --mca btl self,tcp -np 3 "
   && ok "--mca btl self,tcp: sockets fail --expect-transport shm" || fail "tr_tcp: exit $RC: $(cat "$T/tr_tcp.out" "$T/tr_tcp.err")"
 assert_json "$T/tr5.json" "d['summary']['locate']['transport']['btl_requested'] == 'self,tcp' and d['summary']['locate']['transport']['selected'][0]['components']['btl'] == ['self', 'tcp']" "requested and selected BTLs recorded"
 
+# Progress on stderr (rank 0) once a phase has run a few seconds: a rank slowed by 150 ms per all-reduce makes
+# the bisection (3 rounds x 3 passes x 5 calls) last over 6 s on any machine.
+run_capture progress timeout 300 mpirun --oversubscribe -np 4 -x FACTORYBENCH_FAKE_HOSTS=4 \
+  -x FACTORYBENCH_INJECT=slow-rank@rank=1,delay=150ms "$FACTORYBENCH" locate --backend host --tests bisection \
+  --allreduce-size 64K --iters 4 --output "$T/progress.json"
+grep -qE "^locate bisection: [0-9]+% \(pass [1-3]/3, round [1-3]/3\), .* elapsed, about .* left$" "$T/progress.err" \
+  && ok "bisection progress: $(grep -c '^locate bisection' "$T/progress.err") line(s)" \
+  || fail "no bisection progress line (exit $RC): $(head -5 "$T/progress.err")"
+
 # Bad input: one line, exit 2, no report.
 expect_error bad_transport 2 "invalid --expect-transport 'nvlink': unknown kind 'nvlink'" \
   fb locate --backend host --expect-transport nvlink --output "$T/bad.json"
