@@ -4,10 +4,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <fstream>
 
 #include "core/atomic_file.hpp"
 #include "core/error.hpp"
@@ -98,6 +100,44 @@ EventLogContents parse_event_log(std::string_view text) {
 
 EventLogContents read_event_log(const std::filesystem::path& path) {
   return parse_event_log(read_text_file(path));
+}
+
+std::optional<std::int64_t> last_step_event(std::string_view text) {
+  std::size_t end = text.rfind('\n');
+  while (end != std::string_view::npos) {
+    const std::size_t start = end == 0 ? std::string_view::npos : text.rfind('\n', end - 1);
+    const std::size_t from = start == std::string_view::npos ? 0 : start + 1;
+    const std::string_view line = text.substr(from, end - from);
+    // Cheap test first: most lines of a long run are step events, but not every line is one.
+    if (line.find("\"step\"") != std::string_view::npos) {
+      const auto j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+      if (!j.is_discarded() && j.is_object() && j.value("type", "") == event::step && j.contains("step") &&
+          j["step"].is_number_integer())
+        return j["step"].get<std::int64_t>();
+    }
+    if (start == std::string_view::npos) break;
+    end = start;
+  }
+  return std::nullopt;
+}
+
+std::optional<std::int64_t> last_step_in_log(const std::filesystem::path& path, std::size_t tail_bytes) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::nullopt;
+  in.seekg(0, std::ios::end);
+  const auto size = static_cast<std::size_t>(std::max<std::streamoff>(0, in.tellg()));
+  const std::size_t from = size > tail_bytes ? size - tail_bytes : 0;
+  std::string text(size - from, '\0');
+  in.seekg(static_cast<std::streamoff>(from));
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  text.resize(static_cast<std::size_t>(std::max<std::streamsize>(0, in.gcount())));
+  // A tail that starts mid-line: the first (partial) line is not parsed as a line of its own.
+  std::string_view view(text);
+  if (from > 0) {
+    const auto first = view.find('\n');
+    view = first == std::string_view::npos ? std::string_view() : view.substr(first + 1);
+  }
+  return last_step_event(view);
 }
 
 }  // namespace fb::resilience

@@ -5,8 +5,10 @@
 // (wall-clock seconds since the Unix epoch, microsecond resolution). The goodput ledger is a pure function
 // of this log; the format of each event type is documented in docs/resilience.md.
 #include <cstddef>
+#include <cstdint>
 #include <filesystem>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -76,5 +78,13 @@ struct EventLogContents {
 EventLogContents parse_event_log(std::string_view text);
 // Reads the log file; throws an input Error naming the path when it cannot be read.
 EventLogContents read_event_log(const std::filesystem::path& path);
+
+// The step of the last complete "step" event in `text` (JSON Lines; a last line without its newline is still
+// being written and is ignored), searched from the end. Pure.
+std::optional<std::int64_t> last_step_event(std::string_view text);
+// The same in the last `tail_bytes` of the log file (the supervisor's progress: reading hours of log every
+// few seconds would cost more than the step); nullopt when there is none there or the file cannot be read.
+std::optional<std::int64_t> last_step_in_log(const std::filesystem::path& path,
+                                             std::size_t tail_bytes = 65536);
 
 }  // namespace fb::resilience

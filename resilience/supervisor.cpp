@@ -16,6 +16,7 @@
 #include "core/atomic_file.hpp"
 #include "core/error.hpp"
 #include "core/logging.hpp"
+#include "core/progress_meter.hpp"
 #include "core/units.hpp"
 #include "reports/report_json.hpp"
 #include "resilience/event_log.hpp"
@@ -345,6 +346,10 @@ class Supervision {
       const auto size = log_size(log_path_);
       const double now = wall_now();
       if (size != seen) seen = size, last_beat = now;
+      if (progress_.due())
+        if (const auto step = last_step_in_log(log_path_))
+          progress_.update(static_cast<double>(*step),
+                           fmt::format("step {}/{}, attempt {}", *step, o_.steps, attempt));
       if (now - last_beat > o_.heartbeat_timeout_s) a.silent = true;
       if (o_.time_budget_s > 0 && now - t_job_ > o_.time_budget_s + kTimeBudgetGraceS) a.budget = true;
       if (a.silent || a.budget) {
@@ -493,6 +498,9 @@ class Supervision {
   fs::path log_path_;
   EventLog log_;
   double t_job_;
+  // Steps done over the whole job (restarts included), from the log's last step event: between relaunches a
+  // run of hours would otherwise print nothing (its ranks' own progress goes to the attempt's log).
+  ProgressMeter progress_{"resilience", static_cast<double>(o_.steps), 3, 5};
   std::vector<int> slots_;     // rank → slot
   std::vector<double> since_;  // job time at which each rank's slot entered service
   int next_spare_ = 0, spares_left_ = 0;

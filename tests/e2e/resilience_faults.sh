@@ -19,6 +19,9 @@ validate "$T/main.json"
 R='d["results"][0]'
 L="$R[\"extra\"][\"ledger\"]"
 assert_json "$T/main.json" "$R['metrics']['steps_completed']['value'] == 60" "reaches step 60"
+# The hang alone keeps the job 4 s without a step: the supervisor says where the job is (stderr) before then.
+grep -qE "^resilience: [0-9]+% \(step [0-9]+/60, attempt [0-9]+\), .* elapsed" "$T/main.err" \
+  && ok "supervisor progress: $(grep -m1 '^resilience: [0-9]' "$T/main.err")" || fail "no supervisor progress: $(cat "$T/main.err")"
 assert_json "$T/main.json" "$R['metrics']['failures']['value'] == 3" "3 failures"
 assert_json "$T/main.json" "$R['metrics']['restarts']['value'] == 3" "3 restarts"
 assert_json "$T/main.json" "$L['checkpoints']['restored_steps'] == [0, 10, 30, 30]" "restores from 10, 30, 30"

@@ -441,5 +441,37 @@ TEST(EventLog, AppendAfterATornLineStartsANewLine) {
   std::filesystem::remove_all(dir);
 }
 
+// The supervisor's progress reads the last step event of the log's tail.
+TEST(EventLog, LastStepEventSkipsOtherEventsAndALineStillBeingWritten) {
+  EXPECT_EQ(last_step_event("{\"type\":\"step\",\"t\":1,\"step\":7}\n"
+                            "{\"type\":\"ckpt_commit\",\"t\":2,\"step\":8}\n"
+                            "{\"type\":\"step\",\"t\":3,\"step\":9"),  // no newline yet
+            7);
+  EXPECT_EQ(last_step_event("{\"type\":\"job_start\",\"t\":1}\n"), std::nullopt);
+  EXPECT_EQ(last_step_event(""), std::nullopt);
+  EXPECT_EQ(last_step_event("{\"type\":\"step\",\"t\":1,\"step\":\"x\"}\n"), std::nullopt);
+  EXPECT_EQ(last_step_event("{\"type\":\"step\",\"t\":1,\"step\":3}\n\n"), 3);  // blank last line
+}
+
+TEST(EventLog, LastStepInLogReadsOnlyTheTail) {
+  const auto dir = std::filesystem::temp_directory_path() / ("fb-last-step-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const auto path = dir / "events.jsonl";
+  {
+    EventLog log(path);
+    for (int i = 1; i <= 2000; ++i) {
+      auto e = make_event(event::step, i);
+      e["step"] = i;
+      log.append(e);
+    }
+  }
+  EXPECT_EQ(last_step_in_log(path), 2000);
+  // A tail cut mid-line: the partial first line is not taken for an event (here it would parse as none).
+  EXPECT_EQ(last_step_in_log(path, 100), 2000);
+  EXPECT_EQ(last_step_in_log(path, 10), std::nullopt);  // not one whole line in the tail
+  EXPECT_EQ(last_step_in_log(dir / "missing.jsonl"), std::nullopt);
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace fb::resilience
