@@ -74,6 +74,11 @@ void EventLog::append(nlohmann::json event, Durability durability) {
   if (durability == Durability::fsync) ::fdatasync(fd_);
 }
 
+bool EventLog::removed() const {
+  struct stat st {};
+  return ::fstat(fd_, &st) == 0 && st.st_nlink == 0;
+}
+
 nlohmann::json make_event(std::string_view type, double t) {
   return nlohmann::json{{"type", std::string(type)}, {"t", t < 0 ? wall_now() : t}};
 }

@@ -59,6 +59,10 @@ class EventLog {
   // Appends one event; adds "t" = wall_now() when absent. `event` must be an object with a "type".
   void append(nlohmann::json event, Durability durability = Durability::flush);
   const std::filesystem::path& path() const { return path_; }
+  // Whether the file this log writes to has been deleted or replaced since it was opened (no name links to
+  // it any more: its run dir was removed under a running job). The writes still succeed, into a file nobody
+  // will read, so the owner must ask. (NFS renames an open file it deletes instead: not seen there.)
+  bool removed() const;
 
  private:
   std::filesystem::path path_;

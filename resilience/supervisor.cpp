@@ -352,7 +352,8 @@ class Supervision {
                            fmt::format("step {}/{}, attempt {}", *step, o_.steps, attempt));
       if (now - last_beat > o_.heartbeat_timeout_s) a.silent = true;
       if (o_.time_budget_s > 0 && now - t_job_ > o_.time_budget_s + kTimeBudgetGraceS) a.budget = true;
-      if (a.silent || a.budget) {
+      const bool removed = log_.removed();  // the run dir deleted: stopped as a silent job is, reported below
+      if (a.silent || a.budget || removed) {
         a.detected_at = now;
         if (o_.launcher == Launcher::srun) {
           stop_srun_attempt(child, a.status, false, srun_step_name(o_, attempt));
@@ -363,10 +364,19 @@ class Supervision {
         break;
       }
     }
-    if (o_.launcher == Launcher::srun && !a.silent && !a.budget)
+    if (o_.launcher == Launcher::srun && !a.silent && !a.budget && !log_.removed())
       stop_srun_attempt(child, a.status, true, srun_step_name(o_, attempt));
     ::kill(-child,
            SIGKILL);  // whatever is left of the attempt's process group (ranks, the launcher's helpers)
+    // The run dir removed under the job (seen here, or by rank 0, which then ended the attempt): every later
+    // event, and so the accounting, would be lost, and a relaunch would resume from nothing.
+    if (log_.removed()) {
+      ::waitpid(child, &a.status, 0);
+      throw runtime_error(fmt::format(
+          "--run-dir {}: its event log was deleted during the run (the run dir removed or replaced?); "
+          "attempt {} was stopped, and no relaunch follows without the event log the accounting reads",
+          o_.run_dir.string(), attempt));
+    }
   }
 
   void read_attempt_events(AttemptOutcome& a) {

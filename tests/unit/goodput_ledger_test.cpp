@@ -473,5 +473,25 @@ TEST(EventLog, LastStepInLogReadsOnlyTheTail) {
   std::filesystem::remove_all(dir);
 }
 
+// A run dir removed under a running job: the log's writes still succeed, so the owner asks.
+TEST(EventLog, RemovedOnceItsFileIsDeletedOrReplaced) {
+  const auto dir = std::filesystem::temp_directory_path() / ("fb-removed-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const auto path = dir / "events.jsonl";
+  EventLog log(path);
+  log.append(make_event(event::job_start));
+  EXPECT_FALSE(log.removed());
+  std::filesystem::remove_all(dir);
+  EXPECT_TRUE(log.removed());
+  log.append(make_event(event::step));  // still accepted, into the deleted file
+  // Replaced: a new file under the same name is not the one this log writes to.
+  std::filesystem::create_directories(dir);
+  EventLog second(path);
+  std::ofstream(dir / "other") << "x\n";
+  std::filesystem::rename(dir / "other", path);
+  EXPECT_TRUE(second.removed());
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace fb::resilience
