@@ -32,23 +32,30 @@ void print_matrix(std::ostream& out, const Result& r) {
   }
 }
 
+// "[a,b] 5.2 GB/s  [c] n/a  [d,e] 0.1 GB/s LOW"
+std::string group_parts(const std::vector<BisectionGroupExtra>& groups) {
+  std::string parts;
+  for (const auto& g : groups) {
+    std::string hosts;
+    for (const auto& h : g.hosts) {
+      if (!hosts.empty()) hosts += ',';
+      hosts += h;
+    }
+    parts += fmt::format("{}[{}] {}{}", parts.empty() ? "" : "  ", hosts,
+                         std::isnan(g.busbw_gbps) ? "n/a" : fmt::format("{:.3g} GB/s", g.busbw_gbps),
+                         g.below_floor ? " LOW" : "");
+  }
+  return parts;
+}
+
 std::vector<std::string> bisection_lines(const Result& r) {
   std::vector<std::string> lines;
   const auto x = read_bisection_extra(r);
-  for (std::size_t i = 0; i < x.rounds.size(); ++i) {
-    std::string parts;
-    for (const auto& g : x.rounds[i]) {
-      std::string hosts;
-      for (const auto& h : g.hosts) {
-        if (!hosts.empty()) hosts += ',';
-        hosts += h;
-      }
-      parts += fmt::format("{}[{}] {}{}", parts.empty() ? "" : "  ", hosts,
-                           std::isnan(g.busbw_gbps) ? "n/a" : fmt::format("{:.3g} GB/s", g.busbw_gbps),
-                           g.below_floor ? " LOW" : "");
-    }
-    lines.push_back(fmt::format("bisection round {}: {}", i, parts));
-  }
+  for (std::size_t i = 0; i < x.rounds.size(); ++i)
+    lines.push_back(fmt::format("bisection round {}: {}", i, group_parts(x.rounds[i])));
+  if (!x.cross_pairs.empty())
+    lines.push_back(
+        fmt::format("bisection cross-check (named node, node not named): {}", group_parts(x.cross_pairs)));
   if (x.slow_nodes.empty()) lines.push_back("bisection: no node drags its group below floor");
   for (const auto& h : x.slow_nodes)
     lines.push_back(fmt::format("slow node: {} drags its all-reduce group below floor", h));

@@ -93,30 +93,43 @@ bool has_p2p_verdict(const Result& r) {
   return r.extra.is_object() && r.extra.contains("verdict");
 }
 
+namespace {
+
+json group_json(const BisectionGroupExtra& g) {
+  return {{"hosts", g.hosts},
+          {"ranks", g.ranks},
+          {"busbw_gbps", finite_or_null(g.busbw_gbps)},
+          {"below_floor", g.below_floor}};
+}
+
+BisectionGroupExtra read_group(const ExtraCursor& g) {
+  return BisectionGroupExtra{g.at("hosts").strings(), g.at("ranks").integer<int>(), g.at("busbw_gbps").num(),
+                             g.at("below_floor").boolean()};
+}
+
+}  // namespace
+
 void write_bisection_extra(Result& r, const BisectionExtra& x) {
   json rounds = json::array();
   for (const auto& round : x.rounds) {
     json groups = json::array();
-    for (const auto& g : round)
-      groups.push_back({{"hosts", g.hosts},
-                        {"ranks", g.ranks},
-                        {"busbw_gbps", finite_or_null(g.busbw_gbps)},
-                        {"below_floor", g.below_floor}});
+    for (const auto& g : round) groups.push_back(group_json(g));
     rounds.push_back(groups);
   }
   r.extra["rounds"] = rounds;
+  if (!x.cross_pairs.empty()) {
+    json pairs = json::array();
+    for (const auto& g : x.cross_pairs) pairs.push_back(group_json(g));
+    r.extra["cross_pairs"] = pairs;
+  }
   r.extra["slow_nodes"] = x.slow_nodes;
 }
 
 BisectionExtra read_bisection_extra(const Result& r) {
   return read_extra(r, [](const ExtraCursor& e) {
     BisectionExtra x;
-    x.rounds = e.at("rounds").each([](const ExtraCursor& round) {
-      return round.each([](const ExtraCursor& g) {
-        return BisectionGroupExtra{g.at("hosts").strings(), g.at("ranks").integer<int>(),
-                                   g.at("busbw_gbps").num(), g.at("below_floor").boolean()};
-      });
-    });
+    x.rounds = e.at("rounds").each([](const ExtraCursor& round) { return round.each(read_group); });
+    if (e.has("cross_pairs")) x.cross_pairs = e.at("cross_pairs").each(read_group);
     x.slow_nodes = e.at("slow_nodes").strings();
     return x;
   });

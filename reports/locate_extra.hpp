@@ -66,6 +66,9 @@ struct BisectionGroupExtra {
 
 struct BisectionExtra {
   std::vector<std::vector<BisectionGroupExtra>> rounds;
+  // One rank per node: each named node measured with a node that was not named, {suspect, partner}
+  // (workloads/collective_bisection.hpp); absent from the report when none was needed.
+  std::vector<BisectionGroupExtra> cross_pairs;
   std::vector<std::string> slow_nodes;  // host names
   bool operator==(const BisectionExtra&) const = default;
 };

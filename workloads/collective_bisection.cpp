@@ -131,6 +131,23 @@ BisectionRun run_bisection(const MpiContext& mpi, Backend& backend, Communicator
     backend.synchronize();
   }
 
+  // The all-reduce bus bandwidth of one group (its own communicator), every rank of it calling.
+  const auto measure_group = [&](Communicator& sub) {
+    auto once = [&] {
+      sub.allreduce(buffer.data(), buffer.data(), count, DType::fp32, ReduceOp::sum);
+      sub.synchronize();
+    };
+    MeasureLoop loop;
+    loop.warmup = o.warmup;
+    loop.iters = o.iterations;
+    loop.before_timing = loop.after_timing = [&] { sub.synchronize(); };
+    const double best = best_iteration_seconds(backend, loop, once);
+    // nccl-tests' all-reduce bus bandwidth, algbw · 2(n − 1)/n, of the best iteration (as the p2p matrix: a
+    // slow node is slow every time, a loaded host's scheduling stalls are not).
+    const double n = sub.size();
+    return static_cast<double>(count * sizeof(float)) / best / 1e9 * 2 * (n - 1) / n;
+  };
+
   // Passes over all rounds, each group keeping its best figure: a slow node is slow in every pass, while a
   // loaded host's scheduling stalls (which can slow one small group by 30x) do not repeat pass after pass.
   const auto plan = plan_bisection(static_cast<int>(run.hosts.size()));
@@ -145,22 +162,7 @@ BisectionRun run_bisection(const MpiContext& mpi, Backend& backend, Communicator
             my_node < groups[static_cast<std::size_t>(g)].last)
           color = g;
       auto sub = comm.split(color, mpi.rank());
-      double busbw = kNaN;
-      if (sub->size() > 1) {
-        auto once = [&] {
-          sub->allreduce(buffer.data(), buffer.data(), count, DType::fp32, ReduceOp::sum);
-          sub->synchronize();
-        };
-        MeasureLoop loop;
-        loop.warmup = o.warmup;
-        loop.iters = o.iterations;
-        loop.before_timing = loop.after_timing = [&] { sub->synchronize(); };
-        const double best = best_iteration_seconds(backend, loop, once);
-        // nccl-tests' all-reduce bus bandwidth, algbw · 2(n − 1)/n, of the best iteration (as the p2p matrix:
-        // a slow node is slow every time, a loaded host's scheduling stalls are not).
-        const double n = sub->size();
-        busbw = static_cast<double>(count * sizeof(float)) / best / 1e9 * 2 * (n - 1) / n;
-      }
+      const double busbw = sub->size() > 1 ? measure_group(*sub) : kNaN;
       // The group's figure as its slowest rank saw it; rank order within a group is irrelevant.
       const auto all = allgather(mpi, sub->rank() == 0 ? busbw : -1.0);
       std::vector<GroupMeasurement> round;
@@ -189,7 +191,100 @@ BisectionRun run_bisection(const MpiContext& mpi, Backend& backend, Communicator
             fmt::format("pass {}/{}, round {}/{}", pass + 1, passes, ri + 1, plan.size()));
     }
   run.verdict = judge_bisection(run.rounds, o.node_floor_gbps, o.network_floor_gbps, o.outlier_threshold);
+  // Nodes named together because none could be measured alone: each measured once more, with a node that
+  // was not named (every pair at once, disjoint), in as many passes as the rounds, best figure kept.
+  run.cross_pairs = plan_cross_pairs(run.rounds, run.verdict, static_cast<int>(run.hosts.size()));
+  if (!run.cross_pairs.empty()) {
+    const auto pairs = static_cast<int>(run.cross_pairs.size());
+    int color = pairs;  // not in a pair: a group of its own that measures nothing
+    for (int i = 0; i < pairs; ++i) {
+      auto& c = run.cross_pairs[static_cast<std::size_t>(i)];
+      if (my_node == c.suspect || my_node == c.partner) color = i;
+      for (const int node : node_of) c.ranks += node == c.suspect || node == c.partner ? 1 : 0;
+    }
+    for (int pass = 0; pass <= o.confirm_passes; ++pass) {
+      auto sub = comm.split(color, mpi.rank());
+      const double busbw = color < pairs && sub->size() > 1 ? measure_group(*sub) : kNaN;
+      const auto all = allgather(mpi, sub->rank() == 0 && color < pairs ? busbw : -1.0);
+      for (int r = 0; r < mpi.size(); ++r) {
+        const double b = all[static_cast<std::size_t>(r)];
+        if (!(b >= 0)) continue;  // not a pair's first rank
+        for (auto& c : run.cross_pairs)
+          if (node_of[static_cast<std::size_t>(r)] == c.suspect ||
+              node_of[static_cast<std::size_t>(r)] == c.partner)
+            if (!std::isfinite(c.busbw_gbps) || b > c.busbw_gbps) c.busbw_gbps = b;
+      }
+      comm.barrier();
+    }
+    run.verdict = judge_cross_pairs(run.cross_pairs, run.rounds, run.verdict, o.network_floor_gbps,
+                                    o.outlier_threshold);
+  }
   return run;
+}
+
+std::vector<CrossPair> plan_cross_pairs(const std::vector<std::vector<GroupMeasurement>>& rounds,
+                                        const BisectionVerdict& verdict, int nodes) {
+  std::vector<CrossPair> pairs;
+  if (rounds.empty() || verdict.nodes.empty()) return pairs;
+  std::vector<int> unmeasured, partners;
+  for (const int n : verdict.nodes) {
+    const bool alone =
+        std::any_of(rounds.back().begin(), rounds.back().end(), [&](const GroupMeasurement& m) {
+          return m.group == NodeGroup{n, n + 1} && std::isfinite(m.busbw_gbps);
+        });
+    if (!alone) unmeasured.push_back(n);
+  }
+  for (int n = 0; n < nodes; ++n)
+    if (!std::binary_search(verdict.nodes.begin(), verdict.nodes.end(), n)) partners.push_back(n);
+  for (std::size_t i = 0; i < std::min(unmeasured.size(), partners.size()); ++i)
+    pairs.push_back({unmeasured[i], partners[i], kNaN, 0, false});
+  return pairs;
+}
+
+BisectionVerdict judge_cross_pairs(std::vector<CrossPair>& pairs,
+                                   const std::vector<std::vector<GroupMeasurement>>& rounds,
+                                   const BisectionVerdict& verdict, double network_floor_gbps,
+                                   double outlier_threshold) {
+  // Like with like: a cross pair is two nodes over the network, as the two-node groups of the plan are.
+  std::vector<double> pairs_passed, groups_passed;
+  for (const auto& round : rounds)
+    for (const auto& m : round)
+      if (m.group.size() > 1 && std::isfinite(m.busbw_gbps) && !m.below_floor) {
+        groups_passed.push_back(m.busbw_gbps);
+        if (m.group.size() == 2) pairs_passed.push_back(m.busbw_gbps);
+      }
+  const double reference = median_of(pairs_passed.empty() ? groups_passed : pairs_passed);
+  for (auto& p : pairs)
+    p.below_floor = std::isfinite(p.busbw_gbps) &&
+                    ((network_floor_gbps > 0 && p.busbw_gbps < network_floor_gbps) ||
+                     (std::isfinite(reference) && p.busbw_gbps < reference * (1 - outlier_threshold)));
+  // Runs of adjacent named nodes (the groups they were named in): clear the passing ones only where some
+  // node of the run failed its own cross-check, or where not every node of the run was checked.
+  BisectionVerdict out;
+  const auto& named = verdict.nodes;
+  for (std::size_t begin = 0; begin < named.size();) {
+    std::size_t end = begin + 1;
+    while (end < named.size() && named[end] == named[end - 1] + 1) ++end;
+    std::vector<int> cleared;
+    bool any_slow = false, all_checked = true;
+    for (std::size_t i = begin; i < end; ++i) {
+      const auto p =
+          std::find_if(pairs.begin(), pairs.end(), [&](const CrossPair& c) { return c.suspect == named[i]; });
+      if (p == pairs.end() || !std::isfinite(p->busbw_gbps)) {
+        all_checked = false;
+      } else if (p->below_floor) {
+        any_slow = true;
+      } else {
+        cleared.push_back(named[i]);
+      }
+    }
+    const bool only_together = all_checked && !any_slow;
+    for (std::size_t i = begin; i < end; ++i)
+      if (only_together || std::find(cleared.begin(), cleared.end(), named[i]) == cleared.end())
+        out.nodes.push_back(named[i]);
+    begin = end;
+  }
+  return out;
 }
 
 reports::Result bisection_result(const BisectionRun& run, const BisectionOptions& o) {
@@ -218,6 +313,12 @@ reports::Result bisection_result(const BisectionRun& run, const BisectionOptions
       groups.push_back({hosts, m.ranks, m.busbw_gbps, m.below_floor});
     }
   }
+  for (const auto& c : run.cross_pairs)
+    x.cross_pairs.push_back(
+        {{run.hosts[static_cast<std::size_t>(c.suspect)], run.hosts[static_cast<std::size_t>(c.partner)]},
+         c.ranks,
+         c.busbw_gbps,
+         c.below_floor});
   for (int n : run.verdict.nodes) x.slow_nodes.push_back(run.hosts[static_cast<std::size_t>(n)]);
   reports::write_bisection_extra(r, x);
   if (!run.verdict.nodes.empty()) {

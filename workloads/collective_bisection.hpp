@@ -46,6 +46,31 @@ struct BisectionVerdict {
 BisectionVerdict judge_bisection(std::vector<std::vector<GroupMeasurement>>& rounds, double node_floor_gbps,
                                  double network_floor_gbps, double outlier_threshold);
 
+// One rank per node: a node alone has no all-reduce of its own (n/a), so the bisection narrows a slow node
+// only to the smallest multi-node group it drags down (with 4 nodes, a pair). The cross-check measures each
+// such named node with a node that was not named; the named node whose cross pair is below floor stays
+// named, one whose cross pair passes is cleared. When every cross pair of a run of adjacent named nodes
+// passes, the run stays named: those nodes are slow only together (the link between them).
+struct CrossPair {
+  int suspect = 0, partner = 0;  // node indices
+  double busbw_gbps = 0;         // NaN until measured
+  int ranks = 0;                 // on both nodes
+  bool below_floor = false;
+  bool operator==(const CrossPair&) const = default;
+};
+// The pairs to measure: each named node whose single-node group was not measured (NaN), with a distinct node
+// that was not named, in node order (named nodes beyond the count of unnamed ones are not cross-checked).
+// Pure.
+std::vector<CrossPair> plan_cross_pairs(const std::vector<std::vector<GroupMeasurement>>& rounds,
+                                        const BisectionVerdict& verdict, int nodes);
+// Marks each measured pair below floor (under `network_floor_gbps`, or under the median of the two-node
+// groups that passed in `rounds` — of every multi-node group that passed when none has two nodes — by more
+// than the outlier threshold) and returns the verdict with the cleared nodes removed. Pure.
+BisectionVerdict judge_cross_pairs(std::vector<CrossPair>& pairs,
+                                   const std::vector<std::vector<GroupMeasurement>>& rounds,
+                                   const BisectionVerdict& verdict, double network_floor_gbps,
+                                   double outlier_threshold);
+
 struct BisectionOptions {
   std::uint64_t bytes = 4 << 20;
   int warmup = 1;
@@ -59,6 +84,7 @@ struct BisectionOptions {
 struct BisectionRun {
   std::vector<std::string> hosts;  // node index -> host name
   std::vector<std::vector<GroupMeasurement>> rounds;
+  std::vector<CrossPair> cross_pairs;  // empty unless a named node could not be measured alone
   BisectionVerdict verdict;
 };
 

@@ -108,14 +108,23 @@ run_capture tr_tcp timeout 120 mpirun --oversubscribe --mca btl self,tcp -np 3 "
   && ok "--mca btl self,tcp: sockets fail --expect-transport shm" || fail "tr_tcp: exit $RC: $(cat "$T/tr_tcp.out" "$T/tr_tcp.err")"
 assert_json "$T/tr5.json" "d['summary']['locate']['transport']['btl_requested'] == 'self,tcp' and d['summary']['locate']['transport']['selected'][0]['components']['btl'] == ['self', 'tcp']" "requested and selected BTLs recorded"
 
-# Progress on stderr (rank 0) once a phase has run a few seconds: a rank slowed by 150 ms per all-reduce makes
-# the bisection (3 rounds x 3 passes x 5 calls) last over 6 s on any machine.
+# One rank per node (4 ranks as 4 hosts), rank 1 slowed by 150 ms per all-reduce: a node alone has no
+# all-reduce, so the rounds narrow it to the pair {fake0, fake1}; the cross-check (fake0 with fake2, fake1
+# with fake3) clears fake0 and names fake1 alone. And progress on stderr (rank 0) once a phase has run a few
+# seconds: the delay makes the bisection (3 rounds x 3 passes x 5 calls) last over 6 s on any machine.
 run_capture progress timeout 300 mpirun --oversubscribe -np 4 -x FACTORYBENCH_FAKE_HOSTS=4 \
   -x FACTORYBENCH_INJECT=slow-rank@rank=1,delay=150ms "$FACTORYBENCH" locate --backend host --tests bisection \
   --allreduce-size 64K --iters 4 --output "$T/progress.json"
 grep -qE "^locate bisection: [0-9]+% \(pass [1-3]/3, round [1-3]/3\), .* elapsed, about .* left$" "$T/progress.err" \
   && ok "bisection progress: $(grep -c '^locate bisection' "$T/progress.err") line(s)" \
   || fail "no bisection progress line (exit $RC): $(head -5 "$T/progress.err")"
+cat "$T/progress.out"
+[ "$RC" -eq 1 ] && ok "one rank per node: exit 1" || fail "one rank per node: exit $RC"
+P="$T/progress.json"
+assert_json "$P" "[h[-6:] for h in d['summary']['locate']['bisection']['slow_nodes']] == ['-fake1']" "one rank per node: the cross-check names fake1 alone"
+assert_json "$P" "[([h[-6:] for h in c['hosts']], c['below_floor'], c['ranks']) for c in d['summary']['locate']['bisection']['cross_pairs']] == [(['-fake0', '-fake2'], False, 2), (['-fake1', '-fake3'], True, 2)]" "one rank per node: cross pairs fake0+fake2 pass, fake1+fake3 low"
+grep -q "^bisection cross-check (named node, node not named): \[.*-fake0,.*-fake2\] .* GB/s  \[.*-fake1,.*-fake3\] .* GB/s LOW$" "$T/progress.out" \
+  && ok "one rank per node: console shows the cross-check" || fail "console cross-check line: $(cat "$T/progress.out")"
 
 # Bad input: one line, exit 2, no report.
 expect_error bad_transport 2 "invalid --expect-transport 'nvlink': unknown kind 'nvlink'" \

@@ -129,5 +129,76 @@ TEST(CollectiveBisectionTest, ARepeatedSingleNodeKeepsItsBestFigure) {
   EXPECT_DOUBLE_EQ(rounds[1][1].busbw_gbps, 100);
 }
 
+// One rank per node: single nodes are n/a, so a slow node 1 of 4 is named with its pair partner 0.
+std::vector<std::vector<GroupMeasurement>> one_rank_per_node(int nodes, int slow) {
+  auto rounds = measured(nodes, slow, 100, 2);
+  for (auto& round : rounds)
+    for (auto& m : round) {
+      m.ranks = m.group.size();
+      if (m.group.size() == 1) m.busbw_gbps = std::nan("");
+    }
+  return rounds;
+}
+
+TEST(CollectiveBisectionTest, OneRankPerNodeNamesThePairAndPlansACrossCheck) {
+  auto rounds = one_rank_per_node(4, 1);
+  const auto v = judge_bisection(rounds, 0, 0, 0.5);
+  ASSERT_EQ(v.nodes, (std::vector<int>{0, 1}));
+  const auto pairs = plan_cross_pairs(rounds, v, 4);
+  ASSERT_EQ(pairs.size(), 2u);
+  EXPECT_EQ(pairs[0].suspect, 0);
+  EXPECT_EQ(pairs[0].partner, 2);
+  EXPECT_EQ(pairs[1].suspect, 1);
+  EXPECT_EQ(pairs[1].partner, 3);
+  EXPECT_TRUE(std::isnan(pairs[0].busbw_gbps));
+  // Nodes measured alone need no cross-check: with two ranks per node the bisection names node 1 itself.
+  auto two_ranks = measured(4, 1, 100, 2);
+  const auto v2 = judge_bisection(two_ranks, 0, 0, 0.5);
+  EXPECT_EQ(v2.nodes, (std::vector<int>{1}));
+  EXPECT_TRUE(plan_cross_pairs(two_ranks, v2, 4).empty());
+  EXPECT_TRUE(plan_cross_pairs(rounds, BisectionVerdict{}, 4).empty());
+}
+
+TEST(CollectiveBisectionTest, CrossCheckClearsThePartnerOfTheSlowNode) {
+  auto rounds = one_rank_per_node(4, 1);
+  const auto v = judge_bisection(rounds, 0, 0, 0.5);
+  auto pairs = plan_cross_pairs(rounds, v, 4);
+  pairs[0].busbw_gbps = 95;  // {0, 2}: healthy, like the passing pair {2, 3} at 100
+  pairs[1].busbw_gbps = 2;   // {1, 3}: node 1 drags it down
+  EXPECT_EQ(judge_cross_pairs(pairs, rounds, v, 0, 0.5).nodes, (std::vector<int>{1}));
+  EXPECT_FALSE(pairs[0].below_floor);
+  EXPECT_TRUE(pairs[1].below_floor);
+  // An absolute network floor applies to the cross pairs too.
+  auto floored = plan_cross_pairs(rounds, v, 4);
+  floored[0].busbw_gbps = 95;
+  floored[1].busbw_gbps = 60;  // within the relative threshold of 100, below a 80 GB/s floor
+  EXPECT_EQ(judge_cross_pairs(floored, rounds, v, 80, 0.5).nodes, (std::vector<int>{1}));
+}
+
+TEST(CollectiveBisectionTest, CrossCheckKeepsAPairThatIsSlowOnlyTogether) {
+  // The link between nodes 2 and 3: each is fine with another node, so both stay named.
+  auto rounds = one_rank_per_node(4, -1);
+  rounds[1][1].busbw_gbps = 5;
+  const auto v = judge_bisection(rounds, 0, 0, 0.5);
+  ASSERT_EQ(v.nodes, (std::vector<int>{2, 3}));
+  auto pairs = plan_cross_pairs(rounds, v, 4);
+  ASSERT_EQ(pairs.size(), 2u);
+  EXPECT_EQ(pairs[0].partner, 0);
+  pairs[0].busbw_gbps = pairs[1].busbw_gbps = 100;
+  EXPECT_EQ(judge_cross_pairs(pairs, rounds, v, 0, 0.5).nodes, (std::vector<int>{2, 3}));
+  // A pair that could not be measured clears nobody.
+  auto unmeasured = plan_cross_pairs(rounds, v, 4);
+  EXPECT_EQ(judge_cross_pairs(unmeasured, rounds, v, 0, 0.5).nodes, (std::vector<int>{2, 3}));
+}
+
+TEST(CollectiveBisectionTest, CrossCheckNeedsNodesThatWereNotNamed) {
+  // Both of two nodes named (absolute floor): nobody to pair them with.
+  auto rounds = one_rank_per_node(2, -1);
+  rounds[0][0].busbw_gbps = 10;
+  const auto v = judge_bisection(rounds, 0, 50, 0.5);
+  ASSERT_EQ(v.nodes, (std::vector<int>{0, 1}));
+  EXPECT_TRUE(plan_cross_pairs(rounds, v, 2).empty());
+}
+
 }  // namespace
 }  // namespace fb::workloads

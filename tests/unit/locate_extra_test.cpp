@@ -81,6 +81,12 @@ TEST(LocateExtra, BisectionTransportAndHangRoundTrip) {
   EXPECT_EQ(back.rounds[1][0], b.rounds[1][0]);
   EXPECT_EQ(back.rounds[0], b.rounds[0]);
   EXPECT_EQ(back.slow_nodes, b.slow_nodes);
+  EXPECT_FALSE(r.extra.contains("cross_pairs"));  // written only when a cross-check ran
+  EXPECT_TRUE(back.cross_pairs.empty());
+  b.cross_pairs = {{{"h1", "h3"}, 2, 0.25, true}, {{"h2", "h4"}, 2, 6.5, false}};
+  Result c;
+  write_bisection_extra(c, b);
+  EXPECT_EQ(read_bisection_extra(through_json(c)).cross_pairs, b.cross_pairs);
 
   const TransportExtra t{{{"engine", "mpi"}, {"kinds", {"shm"}}}, "MPI 5; transports shm"};
   Result tr;
