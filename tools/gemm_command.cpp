@@ -10,10 +10,12 @@
 #include <fmt/format.h>
 
 #include "core/error.hpp"
+#include "core/units.hpp"
 #include "reports/gemm_console.hpp"
 #include "tools/commands.hpp"
 #include "tools/count_option.hpp"
 #include "workloads/gemm_benchmark.hpp"
+#include "workloads/gemm_flops.hpp"
 #include "workloads/measurement_loop.hpp"
 #include "workloads/model_config.hpp"
 
@@ -129,6 +131,26 @@ int run_gemm(const GemmCliOptions& cli, Session& session) {
     cases = workloads::gemm_cases_from_dims(type, ms, ns, ks, cli.batch, ta, tb);
   }
   workloads::check_gemm_memory(mpi, backend, cases);
+  // OpenBLAS runs at best at the host's measured peak: a request of hours (--m/--n/--k 32K is 7e13 FLOP a
+  // call, about 8 minutes each at 0.14 TFLOP/s) is refused at once, as attention and simulate refuse runaway
+  // work, rather than run silently inside one call.
+  if (backend.kind() == BackendKind::host) {
+    if (const auto peak = session.peak().for_dtype(std::string(to_string(type))); peak && *peak > 0) {
+      const double calls = static_cast<double>(cli.warmup + cli.iters + cli.autotune);
+      double flops = 0;
+      for (const auto& c : cases)
+        flops += workloads::gemm_flops(c.problem.m, c.problem.n, c.problem.k, c.problem.batch) * calls;
+      constexpr double kMaxHostSeconds = 1800;
+      const double seconds = flops / (*peak * 1e12);
+      if (seconds > kMaxHostSeconds)
+        throw usage_error(fmt::format(
+            "gemm on the host backend: {:.3g} FLOP ({} shape(s) x {} calls) would take at least {} at this "
+            "host's {} peak of {:.3g} TFLOP/s; at most half an hour (smaller --m/--n/--k, fewer --iters, or "
+            "a "
+            "GPU)",
+            flops, cases.size(), calls, format_duration(seconds), to_string(type), *peak));
+    }
+  }
 
   workloads::GemmRunOptions o;
   o.iters = cli.iters;

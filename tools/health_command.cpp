@@ -13,6 +13,7 @@
 #include "tools/command_hang_watchdog.hpp"
 #include "tools/commands.hpp"
 #include "tools/count_option.hpp"
+#include "workloads/gemm_flops.hpp"
 #include "workloads/health_check.hpp"
 
 namespace fb::tools {
@@ -74,6 +75,21 @@ int run_health(const HealthCliOptions& cli, Session& session) {
       throw usage_error(fmt::format("{} {}: the job has ranks 0..{}", name, *rank, mpi.size() - 1));
   if (session.checking_only()) return 0;  // a suite's preflight: validated, nothing run
   auto& backend = session.backend();
+  // A check in seconds: on the host, a --gemm-size whose one call takes over 30 s at this host's measured
+  // peak (16K and up on the CI machine) would leave the job silent for many minutes; refused at once.
+  if (backend.kind() == BackendKind::host && o.gemm_size > 0) {
+    const auto type = std::string(to_string(backend.defaults().gemm.dtype));
+    if (const auto peak = session.peak().for_dtype(type); peak && *peak > 0) {
+      const double seconds = workloads::gemm_flops(o.gemm_size, o.gemm_size, o.gemm_size) / (*peak * 1e12);
+      constexpr double kMaxCallSeconds = 30;
+      if (seconds > kMaxCallSeconds)
+        throw usage_error(fmt::format(
+            "invalid --gemm-size {}: one {} GEMM takes at least {} at this host's peak of {:.3g} TFLOP/s, "
+            "and "
+            "the health check runs it many times; at most {} a call here (a smaller --gemm-size, or a GPU)",
+            o.gemm_size, type, format_duration(seconds), *peak, format_duration(kMaxCallSeconds)));
+    }
+  }
   auto report = session.begin_report();
   // A rank that hangs (a wedged GPU or NIC) is named, and the job ends, instead of waiting for the
   // scheduler's time limit.
