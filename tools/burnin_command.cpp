@@ -60,20 +60,6 @@ int run_burnin_command(const BurninCliOptions& cli, Session& session) {
   }
   if (session.checking_only()) return 0;  // a suite's preflight: validated, nothing run
   auto& backend = session.backend();
-  // On the host, a --size whose one GEMM outlasts a check interval at this host's measured peak cannot keep
-  // --duration (one 32K GEMM is minutes; a 5 s burn-in ran for hours, silent): refused at once.
-  if (backend.kind() == BackendKind::host && o.size > 0) {
-    if (const auto peak = session.peak().for_dtype("fp32"); peak && *peak > 0) {
-      const double seconds = workloads::gemm_flops(o.size, o.size, o.size) / (*peak * 1e12);
-      const double interval = o.duration_s / checks;
-      if (seconds > std::max(interval, 1.0))
-        throw usage_error(fmt::format(
-            "invalid --size {}: one fp32 GEMM takes at least {} at this host's peak of {:.3g} TFLOP/s, "
-            "longer "
-            "than a check interval ({}): a smaller --size, or a longer --check-interval and --duration",
-            o.size, format_duration(seconds), *peak, format_duration(interval)));
-    }
-  }
   // Three size x size fp32 operands on the device and one copy on the host, against the smallest free memory
   // of any rank: every rank stops alike, with the option to change (was: exit 3 from the allocation).
   if (o.size > 0) {
@@ -84,6 +70,20 @@ int run_burnin_command(const BurninCliOptions& cli, Session& session) {
       throw usage_error(fmt::format("invalid --size {}: its operands need {} per rank, but only {} is free",
                                     o.size, format_bytes(static_cast<std::uint64_t>(std::min(need, 1.8e19))),
                                     format_bytes(free_min)));
+  }
+  // On the host, a --size whose one GEMM outlasts a check interval at this host's measured peak cannot keep
+  // --duration (one 32K GEMM is minutes; a 5 s burn-in ran for hours, silent): refused at once.
+  if (backend.kind() == BackendKind::host && o.size > 0) {
+    if (const auto peak = session.peak().for_dtype("fp32"); peak && *peak > 0) {
+      const double seconds = workloads::gemm_flops(o.size, o.size, o.size) / (*peak * 1e12);
+      const double interval = o.duration_s / checks;
+      if (seconds > std::max(interval, 1.0))
+        throw usage_error(fmt::format(
+            "invalid --size {}: one fp32 GEMM takes at least {} at this host's peak of {:.3g} TFLOP/s, "
+            "longer than a check interval ({}): a smaller --size, or a longer --check-interval and "
+            "--duration",
+            o.size, format_duration(seconds), *peak, format_duration(interval)));
+    }
   }
   auto report = session.begin_report();
   const auto run = workloads::run_burnin(mpi, backend, o);
