@@ -13,11 +13,14 @@
 #include <optional>
 #include <thread>
 
+#include <unistd.h>
+
 #include <fmt/format.h>
 
 #include "core/error.hpp"
 #include "core/logging.hpp"
 #include "core/mpi_context.hpp"
+#include "core/rank_collectives.hpp"
 #include "core/system_info.hpp"
 #include "core/units.hpp"
 #include "reports/resilience_console.hpp"
@@ -345,11 +348,25 @@ int run_resilience(const ResilienceCommandOptions& o, Session& session) {
   refuse_recompute_in_a_run(o.train);
   const auto train = make_train_options(o.train, BackendKind::host, o.ranks, session.options().seed);
   (void)workloads::prepare_training(train, o.ranks);
+  // The ranks' backend is known here only when it is named: what --backend host cannot train is refused now,
+  // as train refuses it, rather than by a launched job (exit 1, and a report of a job that never trained).
+  if (session.options().backend == "host") {
+    if (train.shape.dtype != DType::fp32 && train.shape.dtype != DType::bf16)
+      throw unsupported_error(
+          fmt::format("--dtype {} on the host backend: use fp32 or bf16", to_string(train.shape.dtype)));
+    if (train.attention_engine == kernels::AttentionEngineChoice::cudnn)
+      throw unsupported_error("--attention-engine cudnn: cuDNN attention needs the cuda backend");
+  }
   check_sdc_detectable(plan, train);
   resilience::SupervisorOptions s;
   s.ranks = o.ranks;
   s.launcher = o.launcher;
   s.launcher_args = split_shell_words(o.launcher_args, "--launcher-args");
+  // --launcher none runs the one rank itself: its "launcher arguments" would be run as the command.
+  if (o.launcher == resilience::Launcher::none && !s.launcher_args.empty())
+    throw usage_error(
+        "--launcher-args needs a launcher (--launcher mpirun or srun): --launcher none runs its one "
+        "rank directly");
   s.train_args = forwarded_train_args(o, session.options());
   s.faults = o.res.faults;
   s.time_budget_s = o.time_budget.empty() ? 0 : parse_duration(o.time_budget, "--time-budget");
@@ -370,6 +387,27 @@ int run_resilience(const ResilienceCommandOptions& o, Session& session) {
   s.heartbeat_timeout_s = parse_duration(o.heartbeat_timeout, "--heartbeat-timeout");
   resilience::validate_supervisor_options(s);
   if (session.checking_only()) return 0;  // a suite's preflight: validated, nothing run
+  // A --run-dir that cannot be one (a file, a read-only place) is the user's to change: exit 2, as train says
+  // it, not the supervisor's "cannot open the event log" (exit 3) after the report was begun.
+  // Rank 0 supervises, so rank 0 decides; every rank of a suite's job stops alike.
+  std::string run_dir_error;
+  if (!o.res.run_dir.empty() && session.is_root()) {
+    std::error_code ec;
+    std::filesystem::create_directories(o.res.run_dir, ec);
+    if (ec || !std::filesystem::is_directory(o.res.run_dir, ec))
+      run_dir_error = fmt::format("--run-dir {}: cannot create it: {}", o.res.run_dir,
+                                  ec ? ec.message() : std::string("not a directory"));
+    else if (::access(o.res.run_dir.c_str(), W_OK | X_OK) != 0)
+      run_dir_error =
+          fmt::format("--run-dir {}: cannot write in it: {}", o.res.run_dir, std::strerror(errno));
+  }
+  if (session.mpi_started()) {
+    int ok = run_dir_error.empty() ? 1 : 0;
+    broadcast(session.mpi(), ok);
+    if (!ok && run_dir_error.empty())
+      run_dir_error = fmt::format("--run-dir {}: rank 0 cannot use it", o.res.run_dir);
+  }
+  if (!run_dir_error.empty()) throw usage_error(run_dir_error);
   if (session.is_root()) warn_unreachable_faults(plan, s.steps);
 
   // Run as an MPI job's rank (a `suite` step, or `mpirun -np N factorybench resilience`): one supervisor,

@@ -136,4 +136,18 @@ run_capture nolaunch env -u OMPI_MCA_rmaps_base_oversubscribe "$FACTORYBENCH" re
 assert_json "$T/nolaunch.json" "d['results'][0]['status'] == 'failed' and 'failed before any rank started' in d['results'][0]['error'] and 'not enough slots' in d['results'][0]['error'] and '--oversubscribe' in d['results'][0]['error']" "launch failure: the launcher's complaint and the hint in the result"
 assert_json "$T/nolaunch.json" "d['results'][0]['extra']['ledger']['attempts'] == 2" "launch failure: stopped after two attempts"
 pgrep -f "$T/" >/dev/null && fail "ranks left running" || ok "no ranks left running"
+# What the named backend cannot train, launcher arguments without a launcher, and a run dir that cannot be one
+# are refused before any launch, as train refuses them (exit 2, one line, no report, nothing launched).
+R1=(resilience --backend host --launcher none --faults none --steps 2 --layers 1 --model tiny-dense)
+expect_error host_fp16 2 "^factorybench: error: --dtype fp16 on the host backend: use fp32 or bf16$" \
+  fb "${R1[@]}" --dtype fp16 --run-dir "$T/run-early" -o "$T/early.json"
+expect_error host_cudnn 2 "^factorybench: error: --attention-engine cudnn: cuDNN attention needs the cuda backend$" \
+  fb "${R1[@]}" --attention-engine cudnn --run-dir "$T/run-early" -o "$T/early.json"
+expect_error none_launcher_args 2 "^factorybench: error: --launcher-args needs a launcher \(--launcher mpirun or srun\)" \
+  fb "${R1[@]}" --launcher-args "--bogus" --run-dir "$T/run-early" -o "$T/early.json"
+touch "$T/a-file"
+expect_error run_dir_file 2 "^factorybench: error: --run-dir $T/a-file: cannot create it: Not a directory$" \
+  fb "${R1[@]}" --run-dir "$T/a-file" -o "$T/early.json"
+[ ! -e "$T/early.json" ] && [ ! -e "$T/run-early" ] && ok "refused early: no report, no run dir" \
+  || fail "refused early: left $(ls -d "$T/early.json" "$T/run-early" 2>/dev/null)"
 finish
