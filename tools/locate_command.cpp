@@ -292,6 +292,20 @@ int run_locate(const LocateCliOptions& cli, Session& session) {
   for (const auto& f : cli.nccl_logs)
     if (!std::filesystem::exists(f))
       throw usage_error("invalid --nccl-log '" + f + "': no such file or directory");
+  // Logs given are read now, not after minutes of measurement: one that names no transport (not NCCL's init
+  // output, or NCCL_DEBUG below INFO) would record nothing and pass. Without the transport test they would
+  // be read by nobody.
+  if (!cli.nccl_logs.empty()) {
+    if (!want_transport && cli.expect_transport.empty())
+      throw usage_error(
+          "--nccl-log is read by the transport test: add --tests transport or --expect-transport");
+    if (workloads::parse_nccl_init_log(read_logs(cli.nccl_logs)).kinds.empty())
+      throw usage_error(
+          fmt::format("invalid --nccl-log '{}': no NCCL transport line in it (expected NCCL_DEBUG=INFO "
+                      "output of the job's "
+                      "init, with lines such as 'Channel 00/0 : 0[0] -> 1[1] via P2P/IPC')",
+                      fmt::join(cli.nccl_logs, "', '")));
+  }
   workloads::validate_iterations(cli.iters, cli.warmup);
   if (cli.confirm_passes < 0 || cli.confirm_passes > 100)
     throw usage_error(fmt::format("invalid --confirm-passes {}: must be in [0, 100]", cli.confirm_passes));

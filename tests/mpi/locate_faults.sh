@@ -127,6 +127,11 @@ grep -q "^bisection cross-check (named node, node not named): \[.*-fake0,.*-fake
   && ok "one rank per node: console shows the cross-check" || fail "console cross-check line: $(cat "$T/progress.out")"
 
 # Bad input: one line, exit 2, no report.
+printf 'not an NCCL log\n' >"$T/garbage.log"
+expect_error nccl_log_garbage 2 "invalid --nccl-log '$T/garbage.log': no NCCL transport line in it \(expected NCCL_DEBUG=INFO output" \
+  fb locate --backend host --tests transport --nccl-log "$T/garbage.log" --output "$T/bad.json"
+expect_error nccl_log_unread 2 "^factorybench: error: --nccl-log is read by the transport test: add --tests transport or --expect-transport$" \
+  fb locate --backend host --tests bisection --nccl-log "$T/nccl.log" --output "$T/bad.json"
 expect_error bad_transport 2 "invalid --expect-transport 'nvlink': unknown kind 'nvlink'" \
   fb locate --backend host --expect-transport nvlink --output "$T/bad.json"
 expect_error bad_floors 2 "unknown floors 'nope' \(available: gb200-nvl72, gb300-nvl72, h100-8gpu, h200-8gpu, network-400g\)" \
