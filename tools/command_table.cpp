@@ -44,8 +44,13 @@ void refuse_empty_values(const CLI::App& app) {
     if (opt->count() == 0 || opt->get_type_size_min() == 0) continue;  // not given, or a flag
     const std::string name = opt->get_name();
     if (name == "--launcher-args" || name == "--preflight-args") continue;  // no words is a value
-    for (const auto& value : opt->results())
+    for (const auto& value : opt->results()) {
       if (value.empty()) throw usage_error(fmt::format("invalid {} '': expected a value", name));
+      // CLI11 reads "-1" into an unsigned option as 2^64-1 ("invalid -f/--stepfactor 18446744073709551615").
+      if (opt->get_type_name() == "UINT" && value.find_first_not_of(" \t") != std::string::npos &&
+          value[value.find_first_not_of(" \t")] == '-')
+        throw usage_error(fmt::format("invalid {} {}: must not be negative", name, value));
+    }
   }
   for (const CLI::App* sub : app.get_subcommands()) refuse_empty_values(*sub);
 }

@@ -6,7 +6,7 @@ cd "$T"
 C=(collective --backend host)
 expect_error min_gt_max 2 "minbytes.*larger than.*maxbytes" fb "${C[@]}" -b 1M -e 1K -o "$T/r1.json"
 expect_error factor_lt_2 2 "stepfactor 1: must be in \\[2, 1024\\]" fb "${C[@]}" -b 8 -e 64 -f 1 -o "$T/r2.json"
-expect_error factor_wrapped 2 "stepfactor 18446744073709551614: must be in \\[2, 1024\\]" fb "${C[@]}" -b 8 -e 64 -f -2 -o "$T/r2.json"
+expect_error factor_negative 2 "invalid --stepfactor -2: must not be negative" fb "${C[@]}" -b 8 -e 64 -f -2 -o "$T/r2.json"
 expect_error unknown_op 2 "--op 'allscatter'" fb "${C[@]}" --op allscatter -o "$T/r3.json"
 expect_error unknown_dtype 2 "dtype.*fp7" fb "${C[@]}" -d fp7 -o "$T/r4.json"
 expect_error too_large 2 "needs .* per rank.*free" fb "${C[@]}" -b 64T -e 64T -o "$T/r5.json"
@@ -22,6 +22,11 @@ expect_error zero_iters 2 "--iters 0" fb "${C[@]}" -n 0 -o "$T/r14.json"
 expect_error step_zero 2 "stepbytes" fb "${C[@]}" -i 0 -o "$T/r15.json"
 for i in $(seq 1 15); do [ ! -e "$T/r$i.json" ] || fail "a report was written despite the error (r$i)"; done
 
+# A negative value for an unsigned option is named, not read as 2^64-1.
+expect_error neg_factor 2 "^factorybench: error: invalid --stepfactor -1: must not be negative$" fb "${C[@]}" -f -1 -o "$T/neg.json"
+expect_error neg_tokens 2 "^factorybench: error: invalid --moe-tokens -1: must not be negative$" \
+  fb "${C[@]}" --op alltoallv --moe-tokens -1 --experts 8 --top-k 2 -o "$T/neg.json"
+[ ! -e "$T/neg.json" ] && ok "no report for a negative count" || fail "a report for a negative count"
 # A good run in one process (world size 1) works and validates.
 run_capture good fb "${C[@]}" --op all --check -b 64 -e 1K -f 4 -n 2 -w 1 -o "$T/good.json"
 [ "$RC" -eq 0 ] && validate "$T/good.json" || fail "world-size-1 run exited $RC: $(cat "$T/good.err")"
