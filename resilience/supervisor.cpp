@@ -152,13 +152,16 @@ void validate_supervisor_options(const SupervisorOptions& o) {
   if (o.spares < 0) throw usage_error(fmt::format("invalid --spares {}: must not be negative", o.spares));
   if (o.time_budget_s < 0)
     throw usage_error(fmt::format("invalid --time-budget {} s: must not be negative", o.time_budget_s));
-  // Zero would kill every attempt at once (and every pre-flight check) and call it a hang.
-  if (!(o.heartbeat_timeout_s > 0))
+  // Below a second would kill every attempt before its first step (1ns: eleven relaunches of a healthy job)
+  // and every pre-flight check, and call it a hang; the value is checked whether or not --preflight is on.
+  if (!(o.heartbeat_timeout_s >= 1))
     throw usage_error(
-        fmt::format("invalid --heartbeat-timeout {} s: must be positive", o.heartbeat_timeout_s));
-  if (o.preflight && !(o.preflight_timeout_s > 0))
+        fmt::format("invalid --heartbeat-timeout {} s: must be at least 1 s", o.heartbeat_timeout_s));
+  if (!(o.preflight_timeout_s >= 1))
     throw usage_error(
-        fmt::format("invalid --preflight-timeout {} s: must be positive", o.preflight_timeout_s));
+        fmt::format("invalid --preflight-timeout {} s: must be at least 1 s", o.preflight_timeout_s));
+  if (o.time_budget_s > 0 && o.time_budget_s < 1)
+    throw usage_error(fmt::format("invalid --time-budget {} s: must be at least 1 s", o.time_budget_s));
 }
 
 namespace {
