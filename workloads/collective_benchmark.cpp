@@ -249,8 +249,11 @@ void validate_collective_options(const CollectiveOptions& o, int world) {
     throw usage_error(
         fmt::format("invalid --root {}: must be a rank of the {}-rank communicator", o.root, n));
   if (o.ops.empty()) throw usage_error("invalid --op: no collective selected");
-  if (o.min_busbw_gbps && !(*o.min_busbw_gbps >= 0))
-    throw usage_error("invalid --min-busbw: must be a number >= 0 (GB/s)");
+  // 100 TB/s is beyond any interconnect built (as health's --allreduce-floor): inf or 1e30 would fail every
+  // run, however fast, and read as a measurement.
+  if (o.min_busbw_gbps && !(*o.min_busbw_gbps >= 0 && *o.min_busbw_gbps <= 1e5))
+    throw usage_error(fmt::format("invalid --min-busbw {:g}: must be a bus bandwidth in [0, 100000] GB/s",
+                                  *o.min_busbw_gbps));
   if (o.moe) {
     if (o.ops.size() != 1 || o.ops[0] != CollectiveOp::alltoallv)
       throw usage_error("--moe-tokens needs --op alltoallv");

@@ -26,7 +26,9 @@ for i in $(seq 1 15); do [ ! -e "$T/r$i.json" ] || fail "a report was written de
 expect_error neg_factor 2 "^factorybench: error: invalid --stepfactor -1: must not be negative$" fb "${C[@]}" -f -1 -o "$T/neg.json"
 expect_error neg_tokens 2 "^factorybench: error: invalid --moe-tokens -1: must not be negative$" \
   fb "${C[@]}" --op alltoallv --moe-tokens -1 --experts 8 --top-k 2 -o "$T/neg.json"
-[ ! -e "$T/neg.json" ] && ok "no report for a negative count" || fail "a report for a negative count"
+expect_error inf_gate 2 "^factorybench: error: invalid --min-busbw inf: must be a bus bandwidth in \[0, 100000\] GB/s$" \
+  fb "${C[@]}" --min-busbw inf -o "$T/neg.json"
+[ ! -e "$T/neg.json" ] && ok "no report for a negative count or an unreachable gate" || fail "a report for a negative count or an unreachable gate"
 # A good run in one process (world size 1) works and validates.
 run_capture good fb "${C[@]}" --op all --check -b 64 -e 1K -f 4 -n 2 -w 1 -o "$T/good.json"
 [ "$RC" -eq 0 ] && validate "$T/good.json" || fail "world-size-1 run exited $RC: $(cat "$T/good.err")"

@@ -119,12 +119,12 @@ run_capture split_bad fb_mpirun 3 "${COMMON[@]}" --split 2 -o "$T/split_bad.json
   && ok "--split 2 on 3 ranks: exit 2, no report" || fail "--split 2 on 3 ranks: exit $RC, $(cat "$T/split_bad.err")"
 
 # --min-busbw: an unreachable gate fails the run (exit 1) but still writes the report.
-run_capture gate fb_mpirun 2 "${COMMON[@]}" --op allreduce -b 1K -e 1K --min-busbw 1000000 -o "$T/gate.json"
+run_capture gate fb_mpirun 2 "${COMMON[@]}" --op allreduce -b 1K -e 1K --min-busbw 100000 -o "$T/gate.json"
 [ "$RC" -eq 1 ] && assert_json "$T/gate.json" "[r['status'] for r in d['results'] if r['name'] == 'avg_busbw'] == ['failed']" "--min-busbw gate fails" \
   || fail "--min-busbw gate: exit $RC"
 # -q prints errors only, and a failed gate is one: the exit 1 still says why, on one line.
-run_capture gate_quiet fb_mpirun 2 "${COMMON[@]}" --op allreduce -b 1K -e 1K --min-busbw 1000000 -q
-[ "$RC" -eq 1 ] && [ ! -s "$T/gate_quiet.out" ] && grep -q "error: collective avg_busbw failed: average busbw .* is below --min-busbw 1000000" "$T/gate_quiet.err" \
+run_capture gate_quiet fb_mpirun 2 "${COMMON[@]}" --op allreduce -b 1K -e 1K --min-busbw 100000 -q
+[ "$RC" -eq 1 ] && [ ! -s "$T/gate_quiet.out" ] && grep -q "error: collective avg_busbw failed: average busbw .* is below --min-busbw 100000" "$T/gate_quiet.err" \
   && ok "-q: a failed gate still says why" || fail "-q gate: exit $RC, stderr '$(cat "$T/gate_quiet.err")'"
 # FACTORYBENCH_INJECT is checked against the job: a rank outside it, or a slow link with no sendrecv to act on,
 # is refused (it used to run and test nothing).
