@@ -32,12 +32,41 @@ std::string integer_out_of_range(const std::string& text) {
 void refuse_integers_out_of_range(CLI::App& app) {
   for (CLI::Option* opt : app.get_options({})) {
     if (opt->get_type_size_min() == 0 || opt->get_name() == "--seed") continue;  // flags; seed checks itself
+    if (opt->get_type_name() == "FLOAT") continue;  // 1e20 days is a number, not an overflowed integer
     opt->check(CLI::Validator(integer_out_of_range, "", "integer range"));
   }
   for (CLI::App* sub : app.get_subcommands({})) refuse_integers_out_of_range(*sub);
 }
 
+// The option named `name` ("--gpus") in `app` or its subcommands; nullptr when none.
+const CLI::Option* find_option(const CLI::App& app, const std::string& name) {
+  for (const CLI::Option* opt : app.get_options())
+    if (opt->check_name(name)) return opt;
+  for (const CLI::App* sub : app.get_subcommands({}))
+    if (const auto* found = find_option(*sub, name)) return found;
+  return nullptr;
+}
+
 }  // namespace
+
+std::string parse_error_message(const CLI::ParseError& e, const CLI::App& app) {
+  // CLI11's "Could not convert: --gpus = 1.5", in the words of every other bad value.
+  const std::string text = e.what();
+  constexpr std::string_view kPrefix = "Could not convert: ";
+  const auto eq = text.find(" = ");
+  if (!text.starts_with(kPrefix) || eq == std::string::npos) return text;
+  const std::string name = text.substr(kPrefix.size(), eq - kPrefix.size());
+  const std::string value = text.substr(eq + 3);
+  const CLI::Option* opt = find_option(app, name);
+  const std::string type = opt ? opt->get_type_name() : "";
+  const bool digits = !value.empty() && value.find_first_not_of("0123456789") == std::string::npos;
+  if ((type == "INT" || type == "UINT") && digits)
+    return fmt::format("invalid {} {}: out of range for this option", name, value);
+  if (type == "INT" || type == "UINT")
+    return fmt::format("invalid {} '{}': expected a whole number", name, value);
+  if (type == "FLOAT") return fmt::format("invalid {} '{}': expected a number", name, value);
+  return fmt::format("invalid {} '{}'", name, value);
+}
 
 void refuse_empty_values(const CLI::App& app) {
   for (const CLI::Option* opt : app.get_options()) {

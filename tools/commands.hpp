@@ -28,6 +28,9 @@ std::string command_names(const std::vector<Command>& commands);
 // After a parse: an option given an empty value (--dtype '', -o "$UNSET") is a usage error naming it, not a
 // silent request for the default. Flags take no value; --launcher-args and --preflight-args may be empty.
 void refuse_empty_values(const CLI::App& app);
+// A CLI11 parse error in the project's words (its conversion errors name neither the problem nor the
+// expected form); other errors as CLI11 wrote them.
+std::string parse_error_message(const CLI::ParseError& e, const CLI::App& app);
 
 Command add_info_command(CLI::App& app);
 Command add_simulate_command(CLI::App& app);

@@ -57,7 +57,7 @@ int main(int argc, char** argv) {
       if (root) app.exit(e);
       return 0;
     }
-    if (root) print_error(e.what());
+    if (root) print_error(parse_error_message(e, app));
     return 2;
   }
 

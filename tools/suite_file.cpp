@@ -102,7 +102,7 @@ ParsedStep parse_suite_step(const SuiteStep& step) {
   } catch (const CLI::CallForVersion&) {
     throw usage_error(fmt::format("suite step '{}': --version is not a step", step.name));
   } catch (const CLI::ParseError& e) {
-    throw usage_error(fmt::format("suite step '{}': {}", step.name, e.what()));
+    throw usage_error(fmt::format("suite step '{}': {}", step.name, parse_error_message(e, *app)));
   }
   try {
     refuse_empty_values(*app);
