@@ -23,6 +23,10 @@ namespace fb::resilience {
 
 void TrainResilienceHooks::allocate_checkpoint_buffers(const workloads::TrainStateAccess& state) {
   const std::uint64_t bytes = std::max<std::uint64_t>(state.bytes(), o_.state_bytes);
+  // A shard holds at least the state a restore needs: a smaller --state-bytes is raised to it, and said.
+  if (o_.state_bytes > 0 && o_.state_bytes < state.bytes() && mpi_.is_root())
+    log::warn("--state-bytes {} is below this rank's model state ({}): each shard holds the state, {}",
+              format_bytes(o_.state_bytes), format_bytes(state.bytes()), format_bytes(bytes));
   // The checkpoint buffers live in host memory (two with --async-checkpoint): refuse, on every rank alike,
   // sizes that this host's ranks together cannot hold rather than die in the allocation.
   const std::uint64_t copies = o_.async_checkpoint ? 2 : 1;

@@ -133,6 +133,9 @@ std::optional<std::filesystem::path> first_checkpoint_in(std::initializer_list<s
 // (resilience/train_checkpointing.cpp).
 void check_state_bytes_fit(const resilience::ResilienceOptions& res, const std::string& text,
                            std::uint64_t bytes, std::uint64_t ranks_here, int ranks) {
+  if (bytes == 0)  // 0 is the option's unset value: the model's state
+    throw usage_error(fmt::format(
+        "invalid --state-bytes {}: must be positive (leave the option out for the model's state)", text));
   const std::uint64_t copies = res.async_checkpoint ? 2 : 1;
   const std::uint64_t available = read_host_info().memory_available_bytes;
   if (available > 0 &&

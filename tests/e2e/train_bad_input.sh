@@ -140,4 +140,11 @@ else
   echo "note: less than 8 GiB free under $T; the disk-check part was not run"
 fi
 
+# --state-bytes 0 is the unset value typed: refused. A size below the model's state is raised to it, and said.
+expect_error state_bytes_zero 2 "^factorybench: error: invalid --state-bytes 0: must be positive \(leave the option out for the model's state\)$" \
+  fb train --backend host --model tiny-dense --layers 1 --steps 2 --checkpoint-every 1 --run-dir "$T/sb0" --state-bytes 0
+run_capture state_bytes_small fb train --backend host --model tiny-dense --layers 1 --steps 2 --checkpoint-every 1 \
+  --run-dir "$T/sb1" --state-bytes 1K -o "$T/sb1.json"
+[ "$RC" -eq 0 ] && grep -q "warning: --state-bytes 1 KiB is below this rank's model state (.*): each shard holds the state" "$T/state_bytes_small.err" \
+  && ok "--state-bytes below the state: raised, with a warning" || fail "state_bytes_small: exit $RC: $(cat "$T/state_bytes_small.err")"
 finish
