@@ -159,6 +159,12 @@ void warn_unreachable_faults(const resilience::FaultPlan& plan, std::int64_t ste
       log::warn("--faults: {} never fires: the job runs --steps {}", f.text, steps);
 }
 
+void warn_unreachable_checkpoints(const resilience::ResilienceOptions& o, std::int64_t steps) {
+  if (o.checkpoint_every > steps)
+    log::warn("--checkpoint-every {} is beyond --steps {}: no checkpoint is saved", o.checkpoint_every,
+              steps);
+}
+
 TrainResilience check_train_resilience(resilience::ResilienceOptions o, const std::string& state_bytes,
                                        const std::string& mtbf, int world, int ranks_on_host,
                                        const workloads::TrainOptions& train, std::uint64_t seed) {
@@ -411,7 +417,10 @@ int run_resilience(const ResilienceCommandOptions& o, Session& session) {
       run_dir_error = fmt::format("--run-dir {}: rank 0 cannot use it", o.res.run_dir);
   }
   if (!run_dir_error.empty()) throw usage_error(run_dir_error);
-  if (session.is_root()) warn_unreachable_faults(plan, s.steps);
+  if (session.is_root()) {
+    warn_unreachable_faults(plan, s.steps);
+    warn_unreachable_checkpoints(o.res, s.steps);
+  }
 
   // Run as an MPI job's rank (a `suite` step, or `mpirun -np N factorybench resilience`): one supervisor,
   // on rank 0; it launches its own job (its launcher gets none of this job's MPI wiring). Under a suite the

@@ -40,6 +40,8 @@ TrainResilience check_train_resilience(resilience::ResilienceOptions options,
 // A warning for each fault planned at a step beyond `steps` (it would never fire: a run that passes
 // without the fault asked for). Call once validation is over.
 void warn_unreachable_faults(const resilience::FaultPlan& plan, std::int64_t steps);
+// A warning (rank 0) when --checkpoint-every is beyond the steps: the run saves nothing.
+void warn_unreachable_checkpoints(const resilience::ResilienceOptions& o, std::int64_t steps);
 // The hooks for a train run (null when --run-dir is not given).
 std::unique_ptr<workloads::TrainHooks> make_train_hooks(TrainResilience checked, MpiContext& mpi,
                                                         const workloads::TrainOptions& train);

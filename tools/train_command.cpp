@@ -162,7 +162,10 @@ int run_train(const TrainCommandOptions& opt, Session& session) {
     options.shape.dtype = default_dtype(backend.kind());
     plan = workloads::make_plan(plan.model, options.parallel, options.shape);
   }
-  if (mpi.is_root()) warn_unreachable_faults(checked.plan, options.steps);
+  if (mpi.is_root()) {
+    warn_unreachable_faults(checked.plan, options.steps);
+    warn_unreachable_checkpoints(checked.options, options.steps);
+  }
   const auto hooks = make_train_hooks(std::move(checked), mpi, options);
   const auto run = workloads::run_training(options, std::move(plan), mpi, backend, hooks.get());
   auto report = session.begin_report();

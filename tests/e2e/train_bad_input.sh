@@ -147,4 +147,9 @@ run_capture state_bytes_small fb train --backend host --model tiny-dense --layer
   --run-dir "$T/sb1" --state-bytes 1K -o "$T/sb1.json"
 [ "$RC" -eq 0 ] && grep -q "warning: --state-bytes 1 KiB is below this rank's model state (.*): each shard holds the state" "$T/state_bytes_small.err" \
   && ok "--state-bytes below the state: raised, with a warning" || fail "state_bytes_small: exit $RC: $(cat "$T/state_bytes_small.err")"
+# A checkpoint interval beyond the run saves nothing: said, not silent.
+run_capture ckpt_beyond fb train --backend host --model tiny-dense --layers 1 --steps 2 --checkpoint-every 5 \
+  --run-dir "$T/ce" -o "$T/ce.json"
+[ "$RC" -eq 0 ] && grep -q "warning: --checkpoint-every 5 is beyond --steps 2: no checkpoint is saved" "$T/ckpt_beyond.err" \
+  && ok "--checkpoint-every beyond --steps: warned" || fail "ckpt_beyond: exit $RC: $(cat "$T/ckpt_beyond.err")"
 finish
