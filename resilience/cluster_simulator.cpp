@@ -219,7 +219,8 @@ IntervalChoice choose_interval(IntervalPolicy policy, std::optional<double> fixe
   const std::uint64_t search_seed = derive_seed(seed, 0x5EA7C4);
   int done = 0;  // trials of earlier candidates, so progress counts across the whole search
   const auto evaluate = [&](double interval) {
-    const TrialProgress step = progress ? TrialProgress([&](int k) { progress(done + k); }) : TrialProgress();
+    const TrialProgress step =
+        progress ? TrialProgress([&](double k) { progress(done + k); }) : TrialProgress();
     const double g = simulate(model, config, interval, n, search_seed, step).goodput_pct.mean();
     done += n;
     c.searched.emplace_back(interval, g);

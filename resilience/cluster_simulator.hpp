@@ -137,8 +137,9 @@ struct SimulationSummary {
   double mean_drained_nodes = 0;
 };
 
-// Called after every trial with the trials done so far in that call, for progress displays (issue 16).
-using TrialProgress = std::function<void(int trials_done)>;
+// Called after every trial with the trials done so far in that call, and within a long trial (every million
+// events) with the share of it done added (2.25: two trials and a quarter), for progress displays.
+using TrialProgress = std::function<void(double trials_done)>;
 
 // Runs `trials` trials at checkpoint interval `interval_s` (compute time between two checkpoints).
 SimulationSummary simulate(const FailureModel& model, const ClusterConfig& config, double interval_s,

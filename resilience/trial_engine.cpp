@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <deque>
+#include <functional>
 #include <limits>
 #include <optional>
 #include <tuple>
@@ -78,13 +79,20 @@ class TrialEngine {
     }
   }
 
-  TrialOutcome run(std::uint64_t trial_seed) {
+  // `within`: called every million events with the share of the trial done (of the window, or of the fixed
+  // work when that is further: a fixed work ends the trial at the work or at the window, whichever comes
+  // first), so one long trial is not a silent one.
+  TrialOutcome run(std::uint64_t trial_seed, const std::function<void(double)>& within = {}) {
     start_trial(trial_seed);
     const double wall = cfg_.wall_s;
     double t = 0, phase_end = 0;
     Progress p;
     Phase phase = Phase::running;
+    std::uint64_t events = 0;
     while (t < wall) {
+      if (within && ++events % (1u << 20) == 0)
+        within(
+            std::min(1.0, std::max(t / wall, cfg_.work_s > 0 ? out_.split.productive / cfg_.work_s : 0.0)));
       const double next_failure = t + exponential(total_rate());
       if (phase == Phase::running) {
         const double done_at = cfg_.work_s > 0 ? t + time_to_finish(p.pos, p.unc_work) : wall;
@@ -385,7 +393,9 @@ SimulationSummary simulate(const FailureModel& model, const ClusterConfig& confi
   std::array<double, 8> split_sum{}, pct_sum{};
   double drained = 0, wall_sum = 0;
   for (int i = 0; i < trials; ++i) {
-    const auto o = engine.run(derive_seed(seed, static_cast<std::uint64_t>(i)));
+    const auto within = progress ? std::function<void(double)>([&](double f) { progress(i + f); })
+                                 : std::function<void(double)>();
+    const auto o = engine.run(derive_seed(seed, static_cast<std::uint64_t>(i)), within);
     const double wall = o.wall_s;
     wall_sum += wall;
     s.wall_s.add(wall);

@@ -144,9 +144,11 @@ class SimulateProgress {
   explicit SimulateProgress(double total_events) : meter_("simulate", total_events) {}
   resilience::TrialProgress for_call(std::string label, int trials, double trial_events) {
     const double base = done_;
-    return [this, label = std::move(label), trials, trial_events, base](int k) {
+    return [this, label = std::move(label), trials, trial_events, base](double k) {
       done_ = base + k * trial_events;
-      meter_.update(done_, fmt::format("{}: {}/{} trials", label, k, trials));
+      if (meter_.due())
+        meter_.update(done_, k == std::floor(k) ? fmt::format("{}: {}/{} trials", label, k, trials)
+                                                : fmt::format("{}: {:.2f}/{} trials", label, k, trials));
     };
   }
 

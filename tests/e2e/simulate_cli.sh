@@ -141,6 +141,13 @@ run_capture two_ranks fb_mpirun 2 simulate --gpus 1024 --trials 3 --days 2
 [ "$RC" -eq 0 ] && [ "$(grep -c "^simulate:" "$T/two_ranks.out")" -eq "$(fb simulate --gpus 1024 --trials 3 --days 2 | grep -c "^simulate:")" ] \
   && ok "2 ranks print the table once" || fail "two ranks: rc=$RC $(cat "$T/two_ranks.out")"
 
+# One long trial (a fixed work the failures barely let progress: minutes of events) shows its progress within
+# the trial, not only once it ends.
+run_capture one_trial timeout -s INT 7 "$FACTORYBENCH" simulate --gpus 64 --trials 1 --work-days 36500 --job-mtbf 61s \
+  --checkpoint-cost 60s --output "$T/one_trial.json"
+grep -qE "^simulate: [0-9]+% \(64 GPUs: 0\.[0-9]{2}/1 trials\), .* elapsed, about .* left$" "$T/one_trial.err" \
+  && ok "progress within one trial: $(tail -1 "$T/one_trial.err")" || fail "no progress within the trial: $(cat "$T/one_trial.err")"
+[ ! -e "$T/one_trial.json" ] && ok "interrupted: no report" || fail "interrupted one-trial run wrote a report"
 # A run of more than a few seconds shows progress on stderr; Ctrl-C (SIGINT) during it leaves no report.
 run_capture progress timeout -s INT 8 "$FACTORYBENCH" simulate --gpus 16384 --trials 5000000 --output "$T/interrupted.json"
 [ "$RC" -ne 0 ] && ok "SIGINT ended the run (exit $RC)" || fail "the long run was not interrupted"
