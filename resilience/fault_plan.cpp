@@ -430,6 +430,8 @@ FaultPlan load_fault_plan(std::string_view arg, int slots, double horizon_s, std
   }
   if (!file && (text.find('@') != std::string_view::npos || text.starts_with("random:")))
     return parse_fault_spec(text, slots, horizon_s, default_seed, spares);
+  if (!file && std::filesystem::is_directory(std::string(text), ec))
+    throw usage_error(fmt::format("invalid --faults '{}': a directory, not a fault plan file", text));
   if (!file)
     throw usage_error(fmt::format(
         "invalid --faults '{}': not a fault spec (KIND@step=N, KIND@time=D, random:…, none) and no such file",

@@ -1,8 +1,12 @@
 // factorybench compare BASELINE CANDIDATE: the CI gate. Needs no device and no MPI: it reads two reports,
 // compares them (reports/compare.hpp) and renders the verdicts (reports/compare_printers.hpp).
+#include <filesystem>
 #include <iostream>
 
+#include <fmt/format.h>
+
 #include "core/atomic_file.hpp"
+#include "core/error.hpp"
 #include "core/logging.hpp"
 #include "reports/compare.hpp"
 #include "reports/compare_printers.hpp"
@@ -27,7 +31,12 @@ int run_compare(const CompareOptions& opt, Session& session) {
   const auto format = reports::parse_compare_format(opt.format);
   if (session.is_root()) session.check_output_writable({opt.baseline, opt.candidate, opt.rules});
   reports::CompareRules rules;
-  if (!opt.rules.empty()) rules = reports::read_compare_rules(opt.rules);
+  if (!opt.rules.empty()) {
+    std::error_code ec;
+    if (!std::filesystem::exists(opt.rules, ec))
+      throw usage_error(fmt::format("invalid --rules {}: no such file", opt.rules));
+    rules = reports::read_compare_rules(opt.rules);
+  }
   if (!opt.tolerance.empty()) rules.tolerance = reports::parse_tolerance(opt.tolerance, "--tolerance");
   rules.fail_on_missing = rules.fail_on_missing || opt.fail_on_missing;
 

@@ -84,9 +84,10 @@ void Session::check_output_writable(const std::vector<std::string>& inputs) cons
   // read-only mount).
   std::string probe = (dir / ".factorybench-write-test-XXXXXX").string();
   const int fd = ::mkstemp(probe.data());
-  if (fd < 0)
-    throw usage_error(fmt::format("invalid -o/--output {}: cannot write in {}: {}", options_.output,
-                                  dir.string(), std::strerror(errno)));
+  if (fd < 0)  // /proc answers ENOENT: no new file can be made there, which is what the user needs to hear
+    throw usage_error(
+        fmt::format("invalid -o/--output {}: cannot write in {}: {}", options_.output, dir.string(),
+                    errno == ENOENT ? "no new file can be created there" : std::strerror(errno)));
   ::close(fd);
   ::unlink(probe.c_str());
 }

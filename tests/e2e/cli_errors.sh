@@ -63,4 +63,9 @@ run_capture help fb --help
 run_capture version fb --version
 [ "$RC" -eq 0 ] && grep -qE '^factorybench [0-9]+\.[0-9]+\.[0-9]+ \(.*(cuda [0-9]|cuda: off).*Open MPI.*OpenBLAS' "$T/version.out" \
   && ok "--version: $(cat "$T/version.out")" || fail "--version: $(cat "$T/version.out")"
+# Paths named for what they are: a report where no file can be made (/proc), compare rules that are missing.
+expect_error out_in_proc 2 "^factorybench: error: invalid -o/--output /proc/version: cannot write in /proc: no new file can be created there$" \
+  fb --backend host -o /proc/version info
+expect_error missing_rules 2 "^factorybench: error: invalid --rules $T/missing-rules.json: no such file$" \
+  fb compare --rules "$T/missing-rules.json" "$T/a.json" "$T/b.json"
 finish
