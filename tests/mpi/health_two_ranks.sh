@@ -145,30 +145,28 @@ run_capture expect_list fb health --backend host --checkpoint-dir "$T/ckpt" --ch
 # SIGTERM (the scheduler's) in the middle of the checkpoint-directory write: the scratch file goes with the
 # process (it used to stay behind, up to --checkpoint-size per rank), the exit is the signal's, no report.
 # The hang watchdog's state files (fb-hang-<run id>/ in --run-dir) go too.
-mkdir -p "$T/sig" "$T/sigrun"
-"$FACTORYBENCH" health --backend host --checkpoint-dir "$T/sig" --checkpoint-size 2G --output "$T/sig.json" \
-  --run-dir "$T/sigrun" >"$T/sig.out" 2>&1 &
-job=$!
-for _ in $(seq 1 1000); do ls -A "$T/sig" | grep -q '\.tmp$' && break; sleep 0.01; done
-ls -d "$T/sigrun"/fb-hang-* >/dev/null 2>&1 || fail "sigterm: the watchdog's state files were not there to remove"
-kill -TERM "$job"
-RC=0
-wait "$job" || RC=$?
-[ "$RC" -eq 143 ] && [ -z "$(ls -A "$T/sig")" ] && [ -z "$(ls -A "$T/sigrun")" ] && [ ! -e "$T/sig.json" ] \
+# sigterm_mid_write NAME RANKS LAUNCH...: runs health through LAUNCH with its scratch file in $T/NAME and its
+# run dir in $T/NAME-run, sends SIGTERM once all RANKS scratch files exist; RC is the exit status.
+sigterm_mid_write() {
+  local name=$1 ranks=$2; shift 2
+  mkdir -p "$T/$name" "$T/$name-run"
+  "$@" "$FACTORYBENCH" health --backend host --checkpoint-dir "$T/$name" --checkpoint-size 2G \
+    --output "$T/$name.json" --run-dir "$T/$name-run" >"$T/$name.out" 2>&1 &
+  local job=$!
+  for _ in $(seq 1 1000); do [ "$(ls -A "$T/$name" | grep -c '\.tmp$')" -eq "$ranks" ] && break; sleep 0.01; done
+  ls -d "$T/$name-run"/fb-hang-* >/dev/null 2>&1 || fail "$name: the watchdog's state files were not there to remove"
+  kill -TERM "$job"
+  RC=0
+  wait "$job" || RC=$?
+  [ -z "$(ls -A "$T/$name")" ] && [ -z "$(ls -A "$T/$name-run")" ] && [ ! -e "$T/$name.json" ]
+}
+sigterm_mid_write sig 1 env && [ "$RC" -eq 143 ] \
   && ok "SIGTERM mid-write: exit 143, no scratch file, no state files, no report" \
-  || fail "sigterm: exit $RC, left: $(ls -A "$T/sig" "$T/sigrun")"
+  || fail "sigterm: exit $RC, left: $(ls -A "$T/sig" "$T/sig-run")"
 # The same through mpirun, which passes the signal on to both ranks: the last rank out removes the directory.
-mkdir -p "$T/sig2" "$T/sig2run"
-mpirun --oversubscribe -np 2 "$FACTORYBENCH" health --backend host --checkpoint-dir "$T/sig2" --checkpoint-size 2G \
-  --output "$T/sig2.json" --run-dir "$T/sig2run" >"$T/sig2.out" 2>&1 &
-job=$!
-for _ in $(seq 1 1000); do [ "$(ls -A "$T/sig2" | grep -c '\.tmp$')" -eq 2 ] && break; sleep 0.01; done
-kill -TERM "$job"
-RC=0
-wait "$job" || RC=$?
-[ "$RC" -ne 0 ] && [ -z "$(ls -A "$T/sig2")" ] && [ -z "$(ls -A "$T/sig2run")" ] && [ ! -e "$T/sig2.json" ] \
+sigterm_mid_write sig2 2 mpirun --oversubscribe -np 2 && [ "$RC" -ne 0 ] \
   && ok "SIGTERM to mpirun mid-write: both ranks leave no scratch file and no state files, no report" \
-  || fail "sigterm mpirun: exit $RC, left: $(ls -A "$T/sig2" "$T/sig2run")"
+  || fail "sigterm mpirun: exit $RC, left: $(ls -A "$T/sig2" "$T/sig2-run")"
 # The job-level all-reduce floor (--allreduce-floor): a slow rank (200 ms before every collective it enters,
 # so about 0.005 GB/s) fails the job, exit 1, with no node failed (every rank waits alike), naming locate; a
 # healthy job passes a floor far below what it measures (a few GB/s here). The GEMM floor is off in this run:

@@ -1,14 +1,6 @@
 #!/usr/bin/env bash
 # One job per run dir: while a job trains in it (held here in a 6 s checkpoint save), a second job on the
-# same --run-dir stops with exit 2 naming the holder, before it writes anything there; the first job 
-# A lock wait that is not a number of seconds is named, not replaced by the default, before anything is made.
-for bad in abc -1 1e9 nan; do
-  FACTORYBENCH_RUN_DIR_LOCK_WAIT=$bad expect_error "lock_wait_$bad" 2 \
-    "^factorybench: error: invalid FACTORYBENCH_RUN_DIR_LOCK_WAIT '$bad': expected seconds" \
-    fb train --backend host --model tiny-dense --layers 1 --steps 2 --run-dir "$T/bad_wait"
-done
-[ ! -e "$T/bad_wait" ] && ok "a bad lock wait makes no run dir" || fail "a bad lock wait made $T/bad_wait"
-finishes
+# same --run-dir stops with exit 2 naming the holder, before it writes anything there; the first job finishes
 # untouched, and once it has ended the run dir is free again. The lock is the kernel's (flock): a job killed
 # with SIGKILL leaves no stale lock behind.
 . "$(dirname "$0")/../lib.sh"
@@ -33,15 +25,7 @@ run_capture second fb_mpirun 2 "${TRAIN[@]}" --steps 4 --resume
 
 RC=0
 wait "$job" || RC=$?
-[ "$RC" -eq 0 ] && ok "the first job 
-# A lock wait that is not a number of seconds is named, not replaced by the default, before anything is made.
-for bad in abc -1 1e9 nan; do
-  FACTORYBENCH_RUN_DIR_LOCK_WAIT=$bad expect_error "lock_wait_$bad" 2 \
-    "^factorybench: error: invalid FACTORYBENCH_RUN_DIR_LOCK_WAIT '$bad': expected seconds" \
-    fb train --backend host --model tiny-dense --layers 1 --steps 2 --run-dir "$T/bad_wait"
-done
-[ ! -e "$T/bad_wait" ] && ok "a bad lock wait makes no run dir" || fail "a bad lock wait made $T/bad_wait"
-finished (exit 0)" || fail "first: exit $RC: $(tail -3 "$T/first.err")"
+[ "$RC" -eq 0 ] && ok "the first job finished (exit 0)" || fail "first: exit $RC: $(tail -3 "$T/first.err")"
 
 # Free once the holder has ended, also when it was killed with SIGKILL.
 run_capture third fb_mpirun 2 "${TRAIN[@]}" --steps 6 --resume
@@ -54,7 +38,6 @@ kill -9 "$killed"
 wait "$killed" 2>/dev/null || true
 run_capture after_kill fb "${KILLED[@]}" --steps 2 --resume
 [ "$RC" -eq 0 ] && ok "a SIGKILLed holder leaves no stale lock" || fail "after_kill: exit $RC: $(tail -3 "$T/after_kill.err")"
-
 # A lock wait that is not a number of seconds is named, not replaced by the default, before anything is made.
 for bad in abc -1 1e9 nan; do
   FACTORYBENCH_RUN_DIR_LOCK_WAIT=$bad expect_error "lock_wait_$bad" 2 \
