@@ -57,6 +57,14 @@ if [ "$built" = 1 ]; then
   skipped=$(grep -E '^[[:space:]]*[0-9]+ - .* \(Skipped\)$' "$log" | sed -E 's/^[[:space:]]*[0-9]+ - (.*) \(Skipped\)$/\1/' || true)
   count=$(printf '%s' "$skipped" | grep -c . || true)
   echo "== skipped: $count test(s)${skipped:+: $(echo $skipped)}"
+  # ctest shows no output for a skipped test: the reason of each one that is not a GPU test (those all say
+  # "no GPU"), from the log of the last run.
+  for name in $skipped; do
+    case "$name" in gpu.*) continue ;; esac
+    echo "-- why $name skipped (its last lines):"
+    awk -v n="$name" '$0 ~ ("Testing: " n "$") {on = 1; next} on && $0 ~ ("^\"" n "\" end time") {exit} on' \
+      "$BUILD_DIR/Testing/Temporary/LastTest.log" 2>/dev/null | grep -v '^-*$' | tail -n 15 || true
+  done
   timed ctest
 fi
 

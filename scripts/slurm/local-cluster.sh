@@ -121,6 +121,10 @@ EOF
 }
 
 pid_alive() { [ -s "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
+# daemon_gone PIDFILE WAITED_S: the daemon wrote its pid file and is gone, or never wrote it in 15 s.
+daemon_gone() {
+  if [ -s "$1" ]; then ! pid_alive "$1"; else [ "$2" -ge 15 ]; fi
+}
 
 show_logs() {
   for f in "$RUN_DIR"/log/*.log; do
@@ -158,8 +162,10 @@ start() {
       idle) break ;;
       down* | drain* | fail*) scontrol update NodeName="$NODE" State=RESUME >/dev/null 2>&1 || true ;;
     esac
-    pid_alive "$RUN_DIR/slurmctld.pid" || { show_logs; die "slurmctld exited during start-up"; }
-    pid_alive "$RUN_DIR/slurmd.pid" || { show_logs; die "slurmd exited during start-up"; }
+    # A daemon writes its pid file after it has forked: on a loaded machine that can take seconds, so a
+    # missing pid file counts as an exit only after 15 s (an existing one whose process is gone, at once).
+    daemon_gone "$RUN_DIR/slurmctld.pid" "$waited" && { show_logs; die "slurmctld exited during start-up"; }
+    daemon_gone "$RUN_DIR/slurmd.pid" "$waited" && { show_logs; die "slurmd exited during start-up"; }
     sleep 1
     waited=$((waited + 1))
   done
