@@ -59,12 +59,12 @@ if [ "$built" = 1 ]; then
   echo "== skipped: $count test(s)${skipped:+: $(echo $skipped)}"
   # ctest shows no output for a skipped test: the reason of each one that is not a GPU test (those all say
   # "no GPU"), from the log of the last run.
-  for name in $skipped; do
-    case "$name" in gpu.*) continue ;; esac
+  while IFS= read -r name; do  # a parameterised test's name has spaces ("... # GetParam() = ...")
+    case "$name" in gpu.* | "") continue ;; esac
     echo "-- why $name skipped (its last lines):"
     awk -v n="$name" '$0 ~ ("Testing: " n "$") {on = 1; next} on && $0 ~ ("^\"" n "\" end time") {exit} on' \
       "$BUILD_DIR/Testing/Temporary/LastTest.log" 2>/dev/null | grep -v '^-*$' | tail -n 15 || true
-  done
+  done <<<"$skipped"
   timed ctest
 fi
 
