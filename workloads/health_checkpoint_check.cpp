@@ -14,8 +14,8 @@
 
 #include "core/error.hpp"
 #include "core/random_fill.hpp"
-#include "core/units.hpp"
 #include "core/remove_on_signal.hpp"
+#include "core/units.hpp"
 
 namespace fb::workloads::health {
 
