@@ -360,9 +360,9 @@ int run_resilience(const ResilienceCommandOptions& o, Session& session) {
   // The ranks' backend is known here only when it is named: what --backend host cannot train is refused now,
   // as train refuses it, rather than by a launched job (exit 1, and a report of a job that never trained).
   if (session.options().backend == "host") {
-    if (train.shape.dtype != DType::fp32 && train.shape.dtype != DType::bf16)
-      throw unsupported_error(
-          fmt::format("--dtype {} on the host backend: use fp32 or bf16", to_string(train.shape.dtype)));
+    if (const auto why = workloads::train_dtype_unsupported(BackendKind::host, train.shape.dtype);
+        !why.empty())
+      throw unsupported_error(why);
     if (train.attention_engine == kernels::AttentionEngineChoice::cudnn)
       throw unsupported_error("--attention-engine cudnn: cuDNN attention needs the cuda backend");
   }

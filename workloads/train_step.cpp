@@ -72,6 +72,12 @@ TrainPlan prepare_training(const TrainOptions& o, std::int64_t world) {
   return plan;
 }
 
+std::string train_dtype_unsupported(BackendKind kind, DType dtype) {
+  if (kind == BackendKind::host && dtype != DType::fp32 && dtype != DType::bf16)
+    return fmt::format("--dtype {} on the host backend: use fp32 or bf16", to_string(dtype));
+  return {};
+}
+
 namespace {
 
 // The attention engine for this run, the same on every rank: `auto` falls back to the blocked GEMMs
@@ -112,10 +118,8 @@ kernels::AttentionEngineSelection choose_attention(const TrainOptions& o, TrainP
 
 // What the backend cannot run, before anything is built.
 void check_supported(const TrainPlan& plan, Backend& backend) {
-  if (backend.kind() == BackendKind::host && plan.shape.dtype != DType::fp32 &&
-      plan.shape.dtype != DType::bf16)
-    throw unsupported_error(
-        fmt::format("--dtype {} on the host backend: use fp32 or bf16", to_string(plan.shape.dtype)));
+  if (const auto why = train_dtype_unsupported(backend.kind(), plan.shape.dtype); !why.empty())
+    throw unsupported_error(why);
   if (plan.shape.dtype != DType::fp32 && plan.shape.dtype != DType::bf16)
     throw unsupported_error(
         fmt::format("--dtype {}: the train step runs fp32 or bf16", to_string(plan.shape.dtype)));

@@ -40,6 +40,9 @@ struct TrainOptions {
 // (unknown model, impossible layout, tokens not divisible by --tp) before anything is allocated; identical on
 // every rank.
 TrainPlan prepare_training(const TrainOptions& options, std::int64_t world_size);
+// Why `kind` cannot train in `dtype` ("--dtype fp16 on the host backend: use fp32 or bf16"), or empty. Pure:
+// the run checks it with its backend, the resilience supervisor with the --backend it was given.
+std::string train_dtype_unsupported(BackendKind kind, DType dtype);
 
 struct TrainRun {
   TrainPlan plan;
