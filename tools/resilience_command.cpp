@@ -354,7 +354,6 @@ int run_resilience(const ResilienceCommandOptions& o, Session& session) {
     check_state_bytes_fit(o.res, o.state_bytes, parse_size(o.state_bytes, "--state-bytes"),
                           all_ranks_here(o) ? static_cast<std::uint64_t>(o.ranks) : 1, o.ranks);
   // The training options as the job will see them (model, layout): a bad one is named before any launch.
-  refuse_recompute_in_a_run(o.train);
   const auto train = make_train_options(o.train, BackendKind::host, o.ranks, session.options().seed);
   (void)workloads::prepare_training(train, o.ranks);
   // The ranks' backend is known here only when it is named: what --backend host cannot train is refused now,

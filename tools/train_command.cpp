@@ -146,7 +146,6 @@ int run_train(const TrainCommandOptions& opt, Session& session) {
   // the layout (with the host's default dtype; the device's, when it differs, only changes the plan's sizes).
   // Each rank reads the model (and a --faults file) on its own host: one that cannot, a path only the first
   // host has, stops every rank with the reason instead of leaving the others in the first collective.
-  refuse_recompute_in_a_run(opt.train);
   auto options = make_train_options(opt.train, BackendKind::host, mpi.size(), session.options().seed);
   auto [plan, checked] = session.on_every_rank([&] {
     return std::pair{workloads::prepare_training(options, mpi.size()),
@@ -211,7 +210,10 @@ void add_train_options(CLI::App& sub, TrainCliOptions& o) {
   sub.add_option("--routing-skew", o.routing_skew, "MoE expert popularity skew (0 = uniform)")
       ->capture_default_str();
   add_enum_option(sub, "--recompute", o.recompute, workloads::kRecomputeNames,
-                  "What HFU counts as recomputed");
+                  "Activation recomputation (Korthikanti et al. 2022): none; selective (each layer's "
+                  "attention core runs its forward again in backward; the blocked path keeps no "
+                  "probabilities); full (only each layer's input is kept; the layer's forward runs again "
+                  "before its backward). HFU counts the FLOPs run again");
   add_enum_option(sub, "--attention-flops", o.attention_flops, workloads::kAttentionFlopsNames,
                   "Attention FLOPs: causal (Megatron today) or full (legacy s^2 count, NeMo <= 25.07)");
   add_enum_option(sub, "--attention-engine", o.attention_engine, kernels::kAttentionEngineNames,
@@ -271,14 +273,6 @@ std::vector<std::string> train_options_argv(const TrainCliOptions& o) {
   put("--bucket-layers", o.bucket_layers, d.bucket_layers);
   put("--lr", o.learning_rate, d.learning_rate);
   return a;
-}
-
-void refuse_recompute_in_a_run(const TrainCliOptions& cli) {
-  if (cli.recompute != workloads::Recompute::none)
-    throw usage_error(fmt::format(
-        "--recompute {}: the train step does not recompute activations, so a run's HFU would count FLOPs "
-        "that never ran; the option sets what a --dry-run plan counts as hardware FLOPs",
-        to_string(cli.recompute)));
 }
 
 workloads::TrainOptions make_train_options(const TrainCliOptions& cli, BackendKind backend,

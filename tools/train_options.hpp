@@ -39,10 +39,6 @@ void add_train_options(CLI::App& sub, TrainCliOptions& options);
 // (tests/unit/train_options_argv_test.cpp enumerates them).
 std::vector<std::string> train_options_argv(const TrainCliOptions& options);
 
-// A run (not a --dry-run plan) refuses --recompute selective|full: the step does not recompute
-// activations, so HFU would count FLOPs that never ran. Throws a usage Error naming the option.
-void refuse_recompute_in_a_run(const TrainCliOptions& options);
-
 // The workload options for a world of `world_size` ranks on `backend`; throws usage Errors naming the option.
 workloads::TrainOptions make_train_options(const TrainCliOptions& cli, BackendKind backend,
                                            std::int64_t world_size, std::uint64_t seed);

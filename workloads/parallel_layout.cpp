@@ -183,8 +183,12 @@ MemoryEstimate estimate_memory(const ModelConfig& m, const ParallelConfig& c, co
   const std::int64_t T = l.tokens, h = m.hidden;
   const std::int64_t nb = l.seq / l.attn_block;
   const std::int64_t probs = l.heads * s.micro_batch * l.attn_block * l.attn_block * nb * (nb + 1) / 2;
-  const std::uint64_t core_saved =
+  const std::uint64_t core_kept =
       s.fused_attention ? static_cast<std::uint64_t>(l.heads * T) * 4 : static_cast<std::uint64_t>(probs) * e;
+  // Selective recomputation: the blocked path's probabilities are recomputed in backward, one buffer for
+  // the stage (a fused engine's statistics are still saved per layer).
+  const bool shared_probs = s.recompute == Recompute::selective && !s.fused_attention;
+  const std::uint64_t core_saved = shared_probs ? 0 : core_kept;
   const auto layer_acts = [&](std::int64_t i) {
     std::int64_t a = T * h * 4 + T * l.qkv_width + T * l.heads * l.v_head_dim + 2 * T * l.mla_latent;
     if (m.is_moe_layer(i)) {
@@ -215,9 +219,22 @@ MemoryEstimate estimate_memory(const ModelConfig& m, const ParallelConfig& c, co
                         : 12 * params;
     const auto layers = stage_layers(m, c, p);
     std::uint64_t acts = 0;
-    for (std::int64_t i = layers.first; i < layers.first + layers.count; ++i) acts += layer_acts(i);
+    // Full recomputation keeps each layer's input (Korthikanti et al. 2022, Table 2: 2·s·b·h·L bytes in
+    // 16-bit), plus one layer's full set per layer kind on the stage and the recomputed output.
+    std::uint64_t scratch[2] = {0, 0};
+    for (std::int64_t i = layers.first; i < layers.first + layers.count; ++i) {
+      if (s.recompute != Recompute::full) {
+        acts += layer_acts(i);
+        continue;
+      }
+      acts += static_cast<std::uint64_t>(T * h) * e;
+      scratch[m.is_moe_layer(i) ? 1 : 0] = layer_acts(i) - static_cast<std::uint64_t>(T * h) * e;
+    }
     acts *= static_cast<std::uint64_t>(std::min(stages - p, s.grad_accum));  // 1F1B in-flight micro-batches
     acts += static_cast<std::uint64_t>(T * h) * e;                           // stage output
+    if (s.recompute == Recompute::full)
+      acts += scratch[0] + scratch[1] + static_cast<std::uint64_t>(T * h) * e;
+    if (shared_probs) acts += core_kept;
     if (p == stages - 1) acts += static_cast<std::uint64_t>(T * (h + l.vocab)) * e;  // final norm, logits
     est.activations = acts;
     const std::int64_t strip = s.fused_attention ? 0 : probs / std::max<std::int64_t>(layers.count, 1);
@@ -370,7 +387,10 @@ void PlanLists::tp_collectives() {
   // all-reduced, unless the query is projected from the hidden state directly: q_lora_rank 0); one more for
   // the output layer's input gradient.
   const double per_layer = m.mla && m.mla->q_lora_rank > 0 ? 3.0 : 4.0;
-  const double reductions = (per_layer * layers_here + 1) * mbs;
+  // Full recomputation runs each layer's forward again, its two output reductions (and, with sequence
+  // parallelism, its two input all-gathers) included.
+  const double again = s.recompute == Recompute::full ? 2.0 * layers_here * mbs : 0.0;
+  const double reductions = (per_layer * layers_here + 1) * mbs + again;
   // The embedding (first stage; listed when it is also the last, pp = 1): the vocabulary-parallel lookup's
   // partial rows summed forward; with sequence parallelism its gradient all-gathered backward.
   const bool embedding = c.pp == 1;
@@ -378,8 +398,8 @@ void PlanLists::tp_collectives() {
     // Megatron-LM sequence parallelism: all-gather of the sequence-split rows before QKV and the MLP (and
     // before the output layer), of the output gradients before their backward; reduce-scatter where the
     // all-reduce was.
-    collectives.push_back(
-        {"tp_allgather/layer_in", "tp", "allgather", c.tp, act / c.tp, (4.0 * layers_here + 1) * mbs});
+    collectives.push_back({"tp_allgather/layer_in", "tp", "allgather", c.tp, act / c.tp,
+                           (4.0 * layers_here + 1) * mbs + again});
     collectives.push_back({"tp_reduce_scatter/layer_out", "tp", "reduce_scatter", c.tp, act, reductions});
     if (embedding) {
       collectives.push_back({"tp_reduce_scatter/embedding", "tp", "reduce_scatter", c.tp, act, mbs});
@@ -424,8 +444,12 @@ void PlanLists::pp_and_ep_collectives() {
   }
   if (m.moe && moe_layers > 0 && c.ep > 1) {
     const double routed = static_cast<double>(l.moe_tokens * m.moe->top_k * m.hidden) * e;
-    collectives.push_back({"ep_alltoallv/dispatch", "ep", "alltoallv", c.ep, routed, 2.0 * moe_layers * mbs});
-    collectives.push_back({"ep_alltoallv/combine", "ep", "alltoallv", c.ep, routed, 2.0 * moe_layers * mbs});
+    // Forward and backward; full recomputation dispatches and combines once more in backward.
+    const double passes = s.recompute == Recompute::full ? 3.0 : 2.0;
+    collectives.push_back(
+        {"ep_alltoallv/dispatch", "ep", "alltoallv", c.ep, routed, passes * moe_layers * mbs});
+    collectives.push_back(
+        {"ep_alltoallv/combine", "ep", "alltoallv", c.ep, routed, passes * moe_layers * mbs});
   }
 }
 

@@ -103,7 +103,6 @@ grep -q "attention core: fused" "$T/fused.out" && grep -q "attention core: block
 
 # From the train audit: options that could not act are refused; the dry run checks what a run checks and
 # plans in the dtype the asked backend would use; --seq takes a binary suffix; --steps 1 and 2 run.
-expect_error recompute_run 2 "--recompute full: the train step does not recompute activations" fb train --backend host --recompute full -o "$T/r.json"
 expect_error sp_tp1 2 "--sequence-parallel needs --tp > 1" fb train --backend host --sequence-parallel -o "$T/r.json"
 expect_error skew_dense 2 "--routing-skew 5: tiny-dense has no experts" fb train --backend host --routing-skew 5 -o "$T/r.json"
 expect_error skew_inf 2 "invalid --routing-skew inf: must be a finite number >= 0" fb train --backend host --model tiny-moe --routing-skew inf -o "$T/r.json"

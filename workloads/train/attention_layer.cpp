@@ -71,6 +71,9 @@ void AttentionLayer::backward(LayerActs& a, const LayerWeights& w) {
   c_.mark(kGemm);
   linear_dgrad(c_, dense_, w.attn_out, ws.g_b.data(), c_.l.tokens, ws.g_c.data());
   linear_wgrad(c_, dense_, w.attn_out, a.ctx.data(), ws.g_b.data(), c_.l.tokens);
+  // Selective recomputation (Korthikanti et al. 2022): the core's forward again, from the saved QKV, for
+  // what it did not keep (the blocked path's probabilities; ctx is rewritten with the values it holds).
+  if (c_.plan.shape.recompute == Recompute::selective) core_->forward(a);
   // Core: d qkv into g_a (free now: x_mid's gradient is in g_b).
   core_->backward(a, ws.g_c.data(), ws.g_a.data());
   projection_->backward(a, w);

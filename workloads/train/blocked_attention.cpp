@@ -2,7 +2,9 @@
 // keys [0, (i+1)·B), one GEMM per query head of a kv group, batched over the groups (GQA shares K and V:
 // heads side by side in a token row, so the batch stride is one head's columns), the causal softmax kernel
 // on the score strips, and the context GEMM. The probability strips are saved for backward (dP, dV, softmax
-// backward, dQ, dK on the same blocks).
+// backward, dQ, dK on the same blocks); with --recompute selective no layer saves them: one buffer holds
+// the strips of whichever layer ran its core forward last, and the layer's backward runs the forward again
+// (workloads/train/attention_layer.cpp).
 #include <cmath>
 
 #include "workloads/train/attention_core.hpp"
@@ -27,8 +29,12 @@ class BlockedAttention final : public AttentionCore {
         scale(1.0f / std::sqrt(static_cast<float>(c.l.head_dim))) {
     probs_per_seq_ = c.l.heads * B * B * nb * (nb + 1) / 2;
     dprobs_ = c.act(c.l.heads * c.l.seq * B);
+    if (c.plan.shape.recompute == Recompute::selective)
+      shared_probs_ = c.act(probs_per_seq_ * c.plan.shape.micro_batch);
   }
-  void allocate(LayerActs& a) override { a.probs = c_.act(probs_per_seq_ * c_.plan.shape.micro_batch); }
+  void allocate(LayerActs& a) override {
+    if (!shared_probs_.data()) a.probs = c_.act(probs_per_seq_ * c_.plan.shape.micro_batch);
+  }
   void forward(LayerActs& a) override;
   void backward(LayerActs& a, const void* dctx, void* dqkv) override;
 
@@ -54,8 +60,11 @@ class BlockedAttention final : public AttentionCore {
   // where K and V start in a qkv row, the softmax scale.
   const std::int64_t W, d, dv, B, nb, G, hpg, HD, k_col, v_col;
   const float scale;
+  // Where layer `a`'s probability strips are: its own, or the shared buffer (selective recomputation).
+  const DeviceBuffer& probs(const LayerActs& a) const { return a.probs.data() ? a.probs : shared_probs_; }
+
   std::int64_t probs_per_seq_ = 0;
-  DeviceBuffer dprobs_;
+  DeviceBuffer dprobs_, shared_probs_;
 };
 
 void BlockedAttention::forward(LayerActs& a) {
@@ -68,10 +77,10 @@ void BlockedAttention::forward(LayerActs& a) {
       const std::int64_t q0 = t0 + i * B, p0 = s * probs_per_seq_ + off;
       for (std::int64_t j = 0; j < hpg; ++j)  // S = Kᵀ·Q (keys × B), head g·hpg + j for each group g
         c_.gemm(keys, B, d, true, false, qkv(a, t0, k_col), W, qkv(a, q0, j * d), W,
-                c_.at(a.probs, p0 + j * G * sz), keys, 0.0, G, d, hpg * d, sz);
-      c_.k->causal_softmax(c_.at(a.probs, p0), c_.dt, keys, B, i * B, l.heads, sz, scale);
+                c_.at(probs(a), p0 + j * G * sz), keys, 0.0, G, d, hpg * d, sz);
+      c_.k->causal_softmax(c_.at(probs(a), p0), c_.dt, keys, B, i * B, l.heads, sz, scale);
       for (std::int64_t j = 0; j < hpg; ++j)  // O = V·P (dv × B)
-        c_.gemm(dv, B, keys, false, false, qkv(a, t0, v_col), W, c_.at(a.probs, p0 + j * G * sz), keys,
+        c_.gemm(dv, B, keys, false, false, qkv(a, t0, v_col), W, c_.at(probs(a), p0 + j * G * sz), keys,
                 c_.at(a.ctx, q0 * HD + j * dv), HD, 0.0, G, dv, sz, hpg * dv);
     }
   }
@@ -94,10 +103,10 @@ void BlockedAttention::backward(LayerActs& a, const void* dctx, void* dqkv) {
         // dP = Vᵀ·dO (keys × B); dV += dO·Pᵀ (dv × keys).
         c_.gemm(keys, B, dv, true, false, qkv(a, t0, v_col), W, d_o(q0, j * dv), HD, dP, keys, 0.0, G, dv,
                 hpg * dv, sz);
-        c_.gemm(dv, keys, B, false, true, d_o(q0, j * dv), HD, c_.at(a.probs, p0 + j * G * sz), keys,
+        c_.gemm(dv, keys, B, false, true, d_o(q0, j * dv), HD, c_.at(probs(a), p0 + j * G * sz), keys,
                 grad(dqkv, t0, v_col), W, 1.0, G, hpg * dv, sz, dv);
       }
-      c_.k->softmax_backward(c_.at(a.probs, p0), dprobs_.data(), c_.dt, keys, B, l.heads, sz, scale);
+      c_.k->softmax_backward(c_.at(probs(a), p0), dprobs_.data(), c_.dt, keys, B, l.heads, sz, scale);
       for (std::int64_t j = 0; j < hpg; ++j) {
         const void* dS = c_.at(dprobs_, j * G * sz);
         // dQ = K·dS (d × B); dK += Q·dSᵀ (d × keys).

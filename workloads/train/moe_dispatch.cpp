@@ -91,11 +91,13 @@ void MoeDispatch::dispatch(LayerActs& a, const void* x) {
   std::vector<std::int64_t> counts(static_cast<std::size_t>(E));
   c_.k->build_permutation(a.idx.as<std::int32_t>(), Tm * k, E, a.counts.as<std::int64_t>(),
                           a.row_of_slot.as<std::int32_t>(), counts.data());
-  for (std::int64_t e = 0; e < E; ++e) expert_tokens_[e] += static_cast<double>(counts[e]);
   c_.k->permute(x, c_.dt, Tm, k, h, a.row_of_slot.as<std::int32_t>(), nullptr, perm_.data());
   plan_exchange(a, counts);
-  sent_rows_ += Tm * k;
-  received_rows_ += a.received;
+  if (!c_.recomputing) {  // a recomputed forward routes the same tokens again
+    for (std::int64_t e = 0; e < E; ++e) expert_tokens_[e] += static_cast<double>(counts[e]);
+    sent_rows_ += Tm * k;
+    received_rows_ += a.received;
+  }
   grow(a, a.received);
   alltoallv(perm_.data(), a.send_rows, scratch_a_.data(), a.recv_rows, "ep_alltoallv/dispatch");
   c_.mark(kMoeRouting);

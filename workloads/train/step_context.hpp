@@ -48,6 +48,9 @@ class StepContext {
   std::map<std::string, double> coll_bytes;  // this step, by collective name
   Workspace ws;
   std::uint64_t allocated = 0;  // bytes this rank allocated
+  // True while a layer's forward runs again for its backward (--recompute full): per-step statistics
+  // (MoE routing counts) are not counted twice; collective bytes are, since the traffic is real.
+  bool recomputing = false;
 
   // --- memory
   DeviceBuffer alloc(std::int64_t elements, std::size_t element_bytes);

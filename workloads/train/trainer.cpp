@@ -34,12 +34,14 @@ Trainer::Trainer(const TrainOptions& o, const TrainPlan& plan, MpiContext& mpi, 
       mlp_(c_, w_.dense),
       moe_(plan.model.moe ? std::make_unique<MoeLayer>(c_, w_) : nullptr),
       grads_(c_, w_),
-      optimizer_(c_, w_) {
+      optimizer_(c_, w_),
+      recompute_full_(plan.shape.recompute == Recompute::full) {
   allocate_activations();
 }
 
 // One set per micro-batch in flight (1F1B: min(P − stage, grad_accum); 1 without pipelining), and the
-// workspace sized for the widest activation.
+// workspace sized for the widest activation. --recompute full keeps only each layer's input per micro-batch
+// (Korthikanti et al. 2022: 2·s·b·h bytes per layer in 16-bit) and one full set per layer kind.
 void Trainer::allocate_activations() {
   const auto& l = c_.l;
   const std::int64_t T = l.tokens, h = c_.m.hidden, up = c_.swiglu() ? 2 : 1;
@@ -47,9 +49,23 @@ void Trainer::allocate_activations() {
   for (auto& slot_acts : acts_) {
     slot_acts.resize(w_.layers.size());
     for (std::size_t i = 0; i < w_.layers.size(); ++i) {
+      if (recompute_full_) {
+        slot_acts[i].x_in = c_.act(T * h);
+        continue;
+      }
       attention_.allocate(slot_acts[i], w_.layers[i]);
       feed_forward(w_.layers[i]).allocate(slot_acts[i], w_.layers[i]);
     }
+  }
+  if (recompute_full_) {
+    for (const auto& w : w_.layers) {
+      auto& r = scratch_[w.moe ? 1 : 0];
+      if (r.xn_in.data()) continue;
+      attention_.allocate(r, w);
+      feed_forward(w).allocate(r, w);
+      r.x_in = DeviceBuffer{};  // borrowed from the layer that runs
+    }
+    discard_ = c_.act(T * h);
   }
   x_out_ = c_.act(T * h);
   if (last_stage_) {
@@ -113,6 +129,14 @@ NormTarget Trainer::after_layer(std::vector<LayerActs>& acts, std::size_t i) {
 double Trainer::forward(std::int64_t micro_batch) {
   auto& acts = slot(micro_batch);
   if (first_stage_) embedding_->forward(acts[0].x_in.data());
+  if (recompute_full_) {
+    for (std::size_t i = 0; i < w_.layers.size(); ++i) {
+      const bool last = i + 1 == w_.layers.size();
+      layer_from_input(acts, i, last ? x_out_.data() : acts[i + 1].x_in.data(),
+                       last ? after_layer(acts, i) : NormTarget{}, false);
+    }
+    return last_stage_ ? output_forward() : 0.0;
+  }
   norm_only(
       c_, acts[0].x_in.data(),
       norm_target(c_, w_.dense, w_.layers[0].attn_norm, acts[0].xn_in.data(), acts[0].rstd_in.as<float>()));
@@ -133,14 +157,39 @@ void Trainer::backward(std::int64_t micro_batch, bool last_micro_batch) {
   auto& acts = slot(micro_batch);
   if (last_stage_) output_backward(last_micro_batch);
   for (std::size_t i = w_.layers.size(); i-- > 0;) {
-    feed_forward(w_.layers[i]).backward(acts[i], w_.layers[i]);  // g_a → g_b (d x_mid)
-    attention_.backward(acts[i], w_.layers[i]);                  // g_b → g_a (d x_in)
+    if (recompute_full_) {
+      layer_from_input(acts, i, discard_.data(), NormTarget{}, true);
+    } else {
+      feed_forward(w_.layers[i]).backward(acts[i], w_.layers[i]);  // g_a → g_b (d x_mid)
+      attention_.backward(acts[i], w_.layers[i]);                  // g_b → g_a (d x_in)
+    }
     if (last_micro_batch) grads_.layer_done(static_cast<std::int64_t>(i));
   }
   if (first_stage_) {
     embedding_->backward(c_.ws.g_a.data());
     if (last_micro_batch) grads_.embedding_done();
   }
+}
+
+// The layer's own norm of its input (the fused residual-add norm of the layer before it is not kept: its
+// output is a scratch set); both read the stored input, so the recomputed forward is the forward. The
+// forward passes use only the scratch set, tmp and the MoE dispatch's buffers, never the gradients in g_a.
+void Trainer::layer_from_input(std::vector<LayerActs>& acts, std::size_t i, void* out, const NormTarget& next,
+                               bool backward) {
+  const auto& w = w_.layers[i];
+  auto& r = scratch_[w.moe ? 1 : 0];
+  std::swap(r.x_in, acts[i].x_in);
+  c_.recomputing = backward;
+  norm_only(c_, r.x_in.data(), norm_target(c_, w_.dense, w.attn_norm, r.xn_in.data(), r.rstd_in.as<float>()));
+  attention_.forward(r, w, r.x_mid.data(),
+                     norm_target(c_, w_.dense, w.mlp_norm, r.xn_mid.data(), r.rstd_mid.as<float>()));
+  feed_forward(w).forward(r, w, out, next);
+  c_.recomputing = false;
+  if (backward) {
+    feed_forward(w).backward(r, w);  // g_a → g_b (d x_mid)
+    attention_.backward(r, w);       // g_b → g_a (d x_in)
+  }
+  std::swap(r.x_in, acts[i].x_in);
 }
 
 // Output layer on the final norm, and the synthetic loss: mean square of this rank's logits (a

@@ -61,6 +61,10 @@ class Trainer final : public PipelineStage {
   // Where layer i's feed-forward output goes: the next layer's input and norm1, or the stage output (with
   // the final norm on the last stage).
   NormTarget after_layer(std::vector<LayerActs>& acts, std::size_t i);
+  // --recompute full: layer i's forward on the scratch set of its kind from the saved input acts[i].x_in,
+  // writing `out` (and `next`); then, when `backward`, the layer's backward on what that forward saved.
+  void layer_from_input(std::vector<LayerActs>& acts, std::size_t i, void* out, const NormTarget& next,
+                        bool backward);
   double output_forward();
   void output_backward(bool last_micro_batch);
 
@@ -78,7 +82,13 @@ class Trainer final : public PipelineStage {
   std::unique_ptr<MoeLayer> moe_;
   GradientReduction grads_;
   Optimizer optimizer_;
-  std::vector<std::vector<LayerActs>> acts_;  // [slot][layer]
+  std::vector<std::vector<LayerActs>> acts_;  // [slot][layer]; with --recompute full only each x_in
+  const bool recompute_full_;
+  // --recompute full: one set of saved activations per layer kind on this stage ([0] dense, [1] MoE), which
+  // every layer of that kind borrows for one forward (and its backward), and where the recomputed forward's
+  // output goes (the next layer's saved input is already there).
+  LayerActs scratch_[2];
+  DeviceBuffer discard_;
   DeviceBuffer x_out_, xn_out_, rstd_out_,
       logits_;  // the stage output; its final norm and logits (last stage)
 };
