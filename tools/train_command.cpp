@@ -166,8 +166,8 @@ int run_train(const TrainCommandOptions& opt, Session& session) {
     warn_unreachable_checkpoints(checked.options, options.steps);
   }
   const auto hooks = make_train_hooks(std::move(checked), mpi, options);
+  auto report = session.begin_report();  // run.started_at: before the first step
   const auto run = workloads::run_training(options, std::move(plan), mpi, backend, hooks.get());
-  auto report = session.begin_report();
   report.results.push_back(workloads::train_result(options, run.plan, &run, session.peak(), mpi.size()));
   // A run its checks stopped (silent data corruption, a loss that is not finite) failed, whatever it
   // measured before: exit 1, not a short success.

@@ -120,6 +120,9 @@ for steps in 1 2; do
   [ "$RC" -eq 0 ] && assert_json "$T/steps$steps.json" "d['results'][0]['params']['warmup_steps'] == $steps - 1" "--steps $steps: default warm-up $((steps - 1))" \
     || fail "--steps $steps: exit $RC: $(cat "$T/steps$steps.err")"
 done
+# run.started_at is stamped before the first step (it was stamped after the last): the report's span holds
+# every step it timed.
+assert_json "$T/steps2.json" "(__import__('datetime').datetime.fromisoformat(d['run']['finished_at'].replace('Z', '+00:00')) - __import__('datetime').datetime.fromisoformat(d['run']['started_at'].replace('Z', '+00:00'))).total_seconds() >= d['results'][0]['metrics']['step_time_s']['value'] - 0.001" "train: started_at .. finished_at spans the measured step"
 run_capture moe_prefix fb train --backend host --model tiny-moe --layers 1 --dry-run -o "$T/moe_prefix.json"
 assert_json "$T/moe_prefix.json" "'1 of them MoE (first_dense_layers 0' in d['results'][0]['params']['layers_note']" "--layers 1 on tiny-moe: the note says the one layer is MoE"
 
