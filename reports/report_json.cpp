@@ -175,8 +175,16 @@ Report report_from_json(const nlohmann::json& j, const std::string& source) {
   report.schema = root.at("schema").str();
   if (report.schema.rfind("factorybench.report/", 0) != 0)
     root.at("schema").fail("not a factorybench report (schema \"" + report.schema + "\")");
-  // v1 closes the report, result and metric objects (reports/schema/report-v1.json); a report of another
-  // version may carry fields this reader does not know, and compare warns about the version instead.
+  // v1 closes the report, result and metric objects (reports/schema/report-v1.json); a report of a later
+  // version may carry fields this reader does not know, and compare warns about the version instead. Any
+  // other version string (v0, "", v1.1) would turn the closed-field check off silently: refused.
+  const std::string version = report.schema.substr(std::string_view("factorybench.report/v").size() - 1);
+  const bool numbered = version.size() >= 2 && version[0] == 'v' && version[1] != '0' &&
+                        version.size() <= 10 &&
+                        version.find_first_not_of("0123456789", 1) == std::string::npos;
+  if (!numbered)
+    root.at("schema").fail("unknown report schema version \"" + report.schema + "\" (this build reads " +
+                           std::string(kSchemaV1) + " and later versions)");
   const bool closed = report.schema == kSchemaV1;
   if (closed) root.known_fields({"schema", "tool", "run", "system", "results", "events", "summary"});
   check_run_fields(root);

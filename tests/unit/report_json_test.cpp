@@ -149,6 +149,13 @@ TEST(ReportJson, FieldsOutsideTheV1SchemaAreRefused) {
   j["schema"] = "factorybench.report/v2";
   j["results"][0]["metrics"]["time_us"]["confidence"] = 0.9;
   EXPECT_EQ(message(j), "accepted");
+  // A version string that is not v<N> (N >= 1) would have turned the closed-field check off silently.
+  for (const char* bad : {"factorybench.report/", "factorybench.report/v0", "factorybench.report/v1.1",
+                          "factorybench.report/V1", "factorybench.report/v", "factorybench.report/v01"}) {
+    j["schema"] = bad;
+    EXPECT_EQ(message(j), std::string("u.json: $.schema: unknown report schema version \"") + bad +
+                              "\" (this build reads factorybench.report/v1 and later versions)");
+  }
   // Open objects stay open: params, extra, summary, run.
   j = to_json(sample_report());
   j["results"][0]["params"]["anything"] = 1;
