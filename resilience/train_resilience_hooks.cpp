@@ -352,6 +352,7 @@ void TrainResilienceHooks::corrupt_newest_checkpoint(const PlannedFault& f, std:
   auto e = make_event(event::fault_injected);
   e["kind"] = "ckpt-corrupt";
   e["rank"] = mpi_.rank();
+  e["slot"] = slot_;  // as every fault_injected event (docs/resilience.md)
   e["step"] = step;
   e["spec"] = f.text;
   if (committed.empty()) {

@@ -100,7 +100,8 @@ Command add_import_command(CLI::App& app) {
         "  0  imported, every result ok\n"
         "  1  imported, a result failed: {}\n"
         "  2  usage or input error, one line naming FILE:LINE or the JSON path: {}\n"
-        "  3  the report could not be written (-o FILE or stdout)\n",
+        "  3  writing the report failed (-o FILE or stdout; an -o directory that is missing or not writable "
+        "is 2)\n",
         failed, input);
   };
   const char* nccl_failed =

@@ -56,7 +56,8 @@ Command add_report_command(CLI::App& app) {
       "Output: stdout, or with -o/--output FILE the rendering is written to FILE (atomically).\n"
       "Exit status: 0 rendered; 2 usage or input error (a malformed report names the file and JSON path); 3 "
       "the "
-      "rendering could not be written (-o FILE or stdout).");
+      "rendering failed to write (-o FILE or stdout; an -o directory that is missing or not writable is exit "
+      "2, up front).");
   return {sub, [opt](Session& s) { return run_report(*opt, s); }};
 }
 
