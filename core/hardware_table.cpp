@@ -21,6 +21,7 @@ HardwarePeaks parse_hardware_entry(const nlohmann::json& j, const std::string& f
   try {
     hw.name = j.at("name").get<std::string>();
     hw.match = j.at("match").get<std::vector<std::string>>();
+    if (j.contains("exclude")) hw.exclude = j.at("exclude").get<std::vector<std::string>>();
     for (const auto& [k, v] : j.at("peak_tflops").items()) hw.peak_tflops[k] = v.get<double>();
     if (j.contains("mamf_tflops"))
       for (const auto& [k, v] : j.at("mamf_tflops").items()) hw.mamf_tflops[k] = v.get<double>();
@@ -88,17 +89,27 @@ std::vector<HardwarePeaks> load_hardware_table() {
 std::optional<HardwarePeaks> find_hardware(const std::vector<HardwarePeaks>& table,
                                            const std::string& device_name) {
   // A match starts a word of the name: "H200" is not the tail of "GH200" (a Grace Hopper superchip, other
-  // power and MAMF), nor "B200" of "GB200".
+  // power and MAMF), nor "B200" of "GB200". An excluded word is a whole word of the name.
   const auto starts_a_word = [&](const std::string& m) {
     for (auto at = device_name.find(m); at != std::string::npos; at = device_name.find(m, at + 1))
       if (at == 0 || !std::isalnum(static_cast<unsigned char>(device_name[at - 1]))) return true;
+    return false;
+  };
+  const auto is_a_word = [&](const std::string& w) {
+    for (auto at = device_name.find(w); at != std::string::npos; at = device_name.find(w, at + 1)) {
+      const auto end = at + w.size();
+      if ((at == 0 || !std::isalnum(static_cast<unsigned char>(device_name[at - 1]))) &&
+          (end == device_name.size() || !std::isalnum(static_cast<unsigned char>(device_name[end]))))
+        return true;
+    }
     return false;
   };
   const HardwarePeaks* best = nullptr;
   std::size_t best_len = 0;
   for (const auto& hw : table)
     for (const auto& m : hw.match)
-      if (!m.empty() && m.size() > best_len && starts_a_word(m)) {
+      if (!m.empty() && m.size() > best_len && starts_a_word(m) &&
+          std::none_of(hw.exclude.begin(), hw.exclude.end(), is_a_word)) {
         best = &hw;
         best_len = m.size();
       }

@@ -13,6 +13,9 @@ struct HardwarePeaks {
   std::string name;                // "H200 SXM"
   std::string kind = "gpu";        // "gpu", or "cpu" for the host class (peaks measured, not tabled)
   std::vector<std::string> match;  // substrings of the CUDA device name
+  // Words that make a matching name another product ("NVL": the H200 NVL is a 600 W PCIe card with 835 dense
+  // bf16 TFLOP/s, not an H200 SXM): such a device gets no entry rather than the wrong peaks.
+  std::vector<std::string> exclude;
   std::map<std::string, double>
       peak_tflops;  // dense (not sparse) TFLOP/s by dtype name: bf16, fp16, fp8, ...
   std::map<std::string, double> mamf_tflops;  // best achievable matmul measured by others, by dtype

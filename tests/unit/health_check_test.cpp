@@ -213,6 +213,9 @@ TEST(HealthCheck, HardwareTablesCarryClassFloors) {
   // A match starts a word: a Grace Hopper GH200 is not an H200 SXM (other power, other MAMF), a GB200 is
   // its own entry, not a B200.
   EXPECT_FALSE(find_hardware(table, "NVIDIA GH200 480GB"));
+  // The H200 NVL (PCIe, 600 W, 835 dense bf16 TFLOP/s) is not an H200 SXM: no entry, so no wrong MFU.
+  EXPECT_FALSE(find_hardware(table, "NVIDIA H200 NVL"));
+  EXPECT_EQ(find_hardware(table, "NVIDIA H200 NVLink")->name, "H200 SXM");  // a whole word only
   EXPECT_EQ(find_hardware(table, "NVIDIA GB200")->name, find_hardware(table, "GB200")->name);
   EXPECT_NE(find_hardware(table, "NVIDIA GB200")->name, find_hardware(table, "NVIDIA B200")->name);
   EXPECT_EQ(find_hardware(table, "NVIDIA H100 80GB HBM3")->name,
