@@ -66,6 +66,25 @@ TEST(TrainStepCuda, ASecondRunRepeatsTheLossBitForBit) {
   }
 }
 
+// Activation recomputation runs the same kernels on the same inputs again: selective and full give the
+// loss and gradient norm bits of the step that keeps its activations (tests/mpi/train_recompute.sh checks
+// the host backend on every layout).
+TEST(TrainStepCuda, RecomputationRepeatsTheStepBitForBit) {
+  std::string reason;
+  auto gpu = cuda_backend(reason);
+  if (!gpu) GTEST_SKIP() << reason;
+  for (const char* model : {"tiny-dense", "tiny-moe", "tiny-mla"}) {
+    auto o = tiny(model, DType::bf16, kernels::AttentionEngineChoice::gemm);
+    const auto kept = workloads::run_training(o, test_mpi(), *gpu, nullptr);
+    for (const auto mode : {workloads::Recompute::selective, workloads::Recompute::full}) {
+      o.shape.recompute = mode;
+      const auto again = workloads::run_training(o, test_mpi(), *gpu, nullptr);
+      EXPECT_EQ(again.loss, kept.loss) << model << " " << to_string(mode);
+      EXPECT_EQ(again.grad_norm, kept.grad_norm) << model << " " << to_string(mode);
+    }
+  }
+}
+
 TEST(TrainStepCuda, CudnnAttentionTrainsTheSameModelAsTheBlockedGemms) {
   std::string reason;
   auto gpu = cuda_backend(reason);
