@@ -400,7 +400,10 @@ class Supervision {
         a.fault_rank = e.value("rank", -1);
       if (e["type"] == event::straggler_detected) {
         const int r = e.value("rank", -1);
-        if (r >= 0 && r < o_.ranks) ++strikes_[slots_[static_cast<std::size_t>(r)]];
+        if (r >= 0 && r < o_.ranks) {
+          ++strikes_[slots_[static_cast<std::size_t>(r)]];
+          ++straggles_[slots_[static_cast<std::size_t>(r)]];
+        }
       }
     }
     // A job that stopped for the deadline after its last step did finish.
@@ -471,7 +474,7 @@ class Supervision {
       const int slot = slots_[static_cast<std::size_t>(r)];
       if (strikes_[slot] < o_.drain_after || spares_left_ == 0) continue;
       const auto h = slot_host_.find(slot);
-      drain_rank(r, "failures",
+      drain_rank(r, straggles_[slot] == strikes_[slot] ? "straggler" : "failures",
                  fmt::format("slot {} failed or straggled {} time(s) (--drain-after {})", slot,
                              strikes_[slot], o_.drain_after),
                  h != slot_host_.end() ? h->second : std::string());
@@ -481,6 +484,19 @@ class Supervision {
   // Logs the job's end and accounts it; MTTF before and after the first drain for failures (the log split
   // at the drain).
   SupervisorResult finish() {
+    // Drains happen between attempts: a slot that reached its strikes in the last attempt (a straggler in a
+    // job that never failed again) is still in the job. Said, rather than left for the reader to infer.
+    if (o_.policy == DrainPolicy::drain)
+      for (int r = 0; r < o_.ranks; ++r) {
+        const int slot = slots_[static_cast<std::size_t>(r)];
+        if (strikes_[slot] < o_.drain_after) continue;
+        log::warn(
+            "resilience: slot {} (rank {}) failed or straggled {} time(s) (--drain-after {}) but was not "
+            "drained: {}",
+            slot, r, strikes_[slot], o_.drain_after,
+            spares_left_ == 0 ? "no spare slot was left"
+                              : "no relaunch followed (drains happen between attempts)");
+      }
     auto end = make_event(event::job_end);
     end["reason"] = result_.stop_reason;
     end["completed"] = result_.completed;
@@ -518,6 +534,7 @@ class Supervision {
   std::vector<double> since_;  // job time at which each rank's slot entered service
   int next_spare_ = 0, spares_left_ = 0;
   std::map<int, int> strikes_;            // slot → failures + straggler reports
+  std::map<int, int> straggles_;          // slot → straggler reports alone (a drain's cause)
   std::map<int, std::string> slot_host_;  // srun: slot → node it last failed on, excluded when drained
   SupervisorResult result_;
 };

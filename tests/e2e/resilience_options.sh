@@ -127,6 +127,17 @@ assert_json "$T/compare.json" "abs(d['summary']['compare']['mttf_ratio'] - $D['m
 assert_json "$T/compare.json" "abs(d['summary']['compare']['goodput_pct_difference'] - ($D['metrics']['goodput_pct']['value'] - $N['metrics']['goodput_pct']['value'])) < 1e-6" "compare: goodput difference reported"
 assert_json "$T/compare.json" "$D['extra']['mttf_before_drain_s'] > 0 and $D['extra']['mttf_after_drain_s'] > 0" "compare: MTTF before and after draining"
 grep -qE '^drain vs none: MTTF x[0-9.]+, goodput [+-][0-9.]+ points$' "$T/compare.out" && ok "compare: printed" || fail "compare line: $(tail -1 "$T/compare.out")"
+# --- drain for straggling -------------------------------------------------------------------------------------
+# A slot struck only by straggler reports is drained with cause "straggler" at the next relaunch (here the crash
+# of rank 0 forces one); a straggler in a job that never relaunches is not drained, and the supervisor says so.
+run stragdrain --ranks 2 --steps 20 --checkpoint-every 5 --policy drain --spares 2 --drain-after 1 \
+  --faults "straggler@step=3,rank=1,factor=6;crash@step=12,rank=0"
+assert_json "$T/stragdrain.json" "sorted((x['rank'], x['cause']) for x in d['results'][0]['extra']['drains']) == [(0, 'failures'), (1, 'straggler')]" "drain: the crashed rank for failures, the straggler for straggling"
+run stragkept --ranks 2 --steps 20 --policy drain --spares 1 --drain-after 1 --faults "straggler@step=3,rank=1,factor=6"
+assert_json "$T/stragkept.json" "not d['results'][0]['extra'].get('drains')" "drain: no relaunch, no drain"
+grep -q "slot 1 (rank 1) failed or straggled [0-9]* time(s) (--drain-after 1) but was not drained: no relaunch followed" "$T/stragkept.err" \
+  && ok "drain: the straggler left in the job is named" || fail "stragkept stderr: $(cat "$T/stragkept.err")"
+
 # A launcher that cannot start the job (more ranks than cores without --oversubscribe): two attempts that end
 # before any rank started stop the supervisor with mpirun's own complaint and a hint, not ten blind relaunches.
 run_capture nolaunch env -u OMPI_MCA_rmaps_base_oversubscribe "$FACTORYBENCH" resilience --backend host \
