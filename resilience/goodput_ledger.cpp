@@ -169,6 +169,11 @@ class LedgerBuilder {
       if (!last_fatal_kind_.empty()) ++L_.restarts_by_kind[last_fatal_kind_];
     } else if (type == event::straggler_detected) {
       ++L_.stragglers;
+    } else if (type == event::attempt_end && e.value("reason", "") == "drain") {
+      // The job checkpointed and stopped for a drain (a straggling slot): the time to the next attempt is
+      // its relaunch, as after a failure, and the restart counts under "drain".
+      pending_relaunch_ = t;
+      last_fatal_kind_ = "drain";
     } else if (type == event::drain) {
       ++L_.drains;
     } else if (type == event::job_end) {

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <fstream>
 #include <map>
 #include <optional>
 #include <sstream>
@@ -168,15 +169,17 @@ namespace {
 
 // How one attempt ended, from the wait and from its part of the event log.
 struct AttemptOutcome {
-  fs::path out_path;            // the launcher's stdout and stderr
-  std::size_t first_event;      // index of the attempt's first event in the log
-  int status = 0;               // wait status of the launcher (or the binary, --launcher none)
-  double detected_at = 0;       // when the supervisor saw the end
-  bool silent = false;          // killed: the log was silent for --heartbeat-timeout
-  bool budget = false;          // killed or stopped for the time budget
-  bool completed = false;       // every step done, exit 0
-  bool started = false;         // some rank finished its start-up (init_done)
-  bool failure_logged = false;  // the job logged its own fatal failure
+  fs::path out_path;             // the launcher's stdout and stderr
+  std::size_t first_event;       // index of the attempt's first event in the log
+  int status = 0;                // wait status of the launcher (or the binary, --launcher none)
+  double detected_at = 0;        // when the supervisor saw the end
+  bool silent = false;           // killed: the log was silent for --heartbeat-timeout
+  bool budget = false;           // killed or stopped for the time budget
+  bool completed = false;        // every step done, exit 0
+  bool started = false;          // some rank finished its start-up (init_done)
+  bool failure_logged = false;   // the job logged its own fatal failure
+  bool drain_requested = false;  // the supervisor wrote RUN_DIR/drain-request during this attempt
+  bool drain_stop = false;       // the job checkpointed and stopped for it (attempt_end reason "drain")
   std::int64_t last_step = 0;
   int fault_rank = -1;  // the rank of this attempt's last fatal injected fault (the fault plan's), -1 if none
 };
@@ -208,9 +211,10 @@ class Supervision {
         result_.stop_reason = *why;
         break;
       }
-      const bool launch_failed = !a.completed && !a.started && !a.failure_logged && !a.budget && !a.silent;
+      const bool launch_failed =
+          !a.completed && !a.started && !a.failure_logged && !a.budget && !a.silent && !a.drain_stop;
       failed_launches = launch_failed ? failed_launches + 1 : 0;
-      if (!a.completed && !a.failure_logged && !a.budget) log_failure(a, launch_failed);
+      if (!a.completed && !a.failure_logged && !a.budget && !a.drain_stop) log_failure(a, launch_failed);
       strike_failed_rank(a);
       // Once may be a node's hiccup; twice in a row is the set-up, and relaunching cannot fix it.
       if (failed_launches >= 2) {
@@ -327,6 +331,12 @@ class Supervision {
     EnvChanges env{{"FB_SUPERVISED", "1"},
                    {"FB_ATTEMPT", std::to_string(attempt)},
                    {"FB_SPARES", std::to_string(o_.spares)}};
+    // A drain may be asked for mid-attempt (a straggler reaching --drain-after): the job watches for it.
+    std::error_code ec;
+    fs::remove(drain_request_path(), ec);
+    drain_scan_offset_ = log_size(log_path_);
+    attempt_straggles_.clear();
+    if (o_.policy == DrainPolicy::drain && spares_left_ > 0) env.emplace_back("FB_DRAIN_WATCH", "1");
     // The job stops by itself at the first step boundary past the deadline (rank 0's clock decides).
     if (o_.time_budget_s > 0)
       env.emplace_back("FB_DEADLINE", fmt::format("{:.6f}", t_job_ + o_.time_budget_s));
@@ -353,6 +363,7 @@ class Supervision {
         if (const auto step = last_step_in_log(log_path_))
           progress_.update(static_cast<double>(*step),
                            fmt::format("step {}/{}, attempt {}", *step, o_.steps, attempt));
+      if (size != drain_scan_offset_ && !a.drain_requested) request_drain_of_stragglers(a);
       if (now - last_beat > o_.heartbeat_timeout_s) a.silent = true;
       if (o_.time_budget_s > 0 && now - t_job_ > o_.time_budget_s + kTimeBudgetGraceS) a.budget = true;
       const bool removed = log_.removed();  // the run dir deleted: stopped as a silent job is, reported below
@@ -382,6 +393,42 @@ class Supervision {
     }
   }
 
+  fs::path drain_request_path() const { return o_.run_dir / "drain-request"; }
+
+  // --policy drain with a spare left: the attempt's new straggler reports (read from where the last scan
+  // stopped) with the slot's earlier strikes; a slot at --drain-after gets the job asked to checkpoint and
+  // stop at its next step boundary, so the drain happens now rather than at a relaunch that may never come.
+  void request_drain_of_stragglers(AttemptOutcome& a) {
+    if (o_.policy != DrainPolicy::drain || spares_left_ == 0) return;
+    std::ifstream in(log_path_, std::ios::binary);
+    in.seekg(static_cast<std::streamoff>(drain_scan_offset_));
+    std::string line;
+    std::uint64_t consumed = drain_scan_offset_;
+    while (std::getline(in, line)) {
+      if (in.eof()) break;  // a line still being written: read it next time
+      consumed += line.size() + 1;
+      if (line.find("\"straggler_detected\"") == std::string::npos) continue;
+      const auto e = nlohmann::json::parse(line, nullptr, false);
+      if (e.is_discarded() || e.value("type", "") != event::straggler_detected) continue;
+      const int r = e.value("rank", -1);
+      if (r >= 0 && r < o_.ranks) ++attempt_straggles_[slots_[static_cast<std::size_t>(r)]];
+    }
+    drain_scan_offset_ = consumed;
+    for (int r = 0; r < o_.ranks; ++r) {
+      const int slot = slots_[static_cast<std::size_t>(r)];
+      const int strikes = strikes_[slot] + attempt_straggles_[slot];
+      if (strikes < o_.drain_after) continue;
+      write_file_atomic(drain_request_path(),
+                        nlohmann::json{{"slot", slot}, {"rank", r}, {"strikes", strikes}}.dump() + "\n");
+      a.drain_requested = true;
+      log::info(
+          "resilience: slot {} (rank {}) failed or straggled {} time(s) (--drain-after {}): the job "
+          "checkpoints and stops at its next step for a drain",
+          slot, r, strikes, o_.drain_after);
+      return;
+    }
+  }
+
   void read_attempt_events(AttemptOutcome& a) {
     const auto events = read_event_log(log_path_).events;
     bool completed = false, budget_end = false;
@@ -395,6 +442,7 @@ class Supervision {
         a.last_step = std::max<std::int64_t>(a.last_step, e["last_step"].get<std::int64_t>());
       if (e["type"] == event::attempt_end && e.value("reason", "") == "completed") completed = true;
       if (e["type"] == event::attempt_end && e.value("reason", "") == "time budget") budget_end = true;
+      if (e["type"] == event::attempt_end && e.value("reason", "") == "drain") a.drain_stop = true;
       if (e["type"] == event::failure_detected && e.value("fatal", true)) a.failure_logged = true;
       if (e["type"] == event::fault_injected && is_fatal_fault_kind(e.value("kind", "")))
         a.fault_rank = e.value("rank", -1);
@@ -484,8 +532,11 @@ class Supervision {
   // Logs the job's end and accounts it; MTTF before and after the first drain for failures (the log split
   // at the drain).
   SupervisorResult finish() {
-    // Drains happen between attempts: a slot that reached its strikes in the last attempt (a straggler in a
-    // job that never failed again) is still in the job. Said, rather than left for the reader to infer.
+    // Drains happen between attempts: a slot that reached its strikes in the last attempt (a straggler seen
+    // at the job's last steps, a failure with the restarts exhausted) is still in the job. Said, rather than
+    // left for the reader to infer.
+    std::error_code ec;
+    fs::remove(drain_request_path(), ec);
     if (o_.policy == DrainPolicy::drain)
       for (int r = 0; r < o_.ranks; ++r) {
         const int slot = slots_[static_cast<std::size_t>(r)];
@@ -495,7 +546,7 @@ class Supervision {
             "drained: {}",
             slot, r, strikes_[slot], o_.drain_after,
             spares_left_ == 0 ? "no spare slot was left"
-                              : "no relaunch followed (drains happen between attempts)");
+                              : "the job ended before it could stop for the drain");
       }
     auto end = make_event(event::job_end);
     end["reason"] = result_.stop_reason;
@@ -535,6 +586,8 @@ class Supervision {
   int next_spare_ = 0, spares_left_ = 0;
   std::map<int, int> strikes_;            // slot → failures + straggler reports
   std::map<int, int> straggles_;          // slot → straggler reports alone (a drain's cause)
+  std::uint64_t drain_scan_offset_ = 0;   // how far request_drain_of_stragglers read the event log
+  std::map<int, int> attempt_straggles_;  // slot → this attempt's straggler reports read so far
   std::map<int, std::string> slot_host_;  // srun: slot → node it last failed on, excluded when drained
   SupervisorResult result_;
 };

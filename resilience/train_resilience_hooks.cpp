@@ -100,6 +100,7 @@ TrainResilienceHooks::TrainResilienceHooks(ResilienceOptions options, MpiContext
       slot_since_s_ = j["since_s"][r].get<double>();
   }
   if (const char* d = std::getenv("FB_DEADLINE"); d && *d) deadline_ = std::atof(d);
+  if (const char* d = std::getenv("FB_DRAIN_WATCH"); d && std::string(d) == "1") drain_watch_ = true;
   fired_ = std::make_unique<FiredRecord>(dir_ / "faults.fired");
   heartbeat_fd_ = ::open((dir_ / "heartbeat" / fmt::format("rank-{:05d}", mpi.rank())).c_str(),
                          O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
@@ -165,6 +166,9 @@ void TrainResilienceHooks::agree_job_start_and_deadline() {
   double deadline = deadline_.value_or(0);
   broadcast(mpi_, deadline);
   deadline_ = deadline > 0 ? std::optional<double>(deadline) : std::nullopt;
+  int watch = drain_watch_ ? 1 : 0;
+  broadcast(mpi_, watch);
+  drain_watch_ = watch == 1;
 }
 
 void TrainResilienceHooks::inject(const PlannedFault& f, std::int64_t step) {
@@ -314,18 +318,33 @@ bool TrainResilienceHooks::after_step(std::int64_t step, const workloads::StepOu
   }
   last_progress_ = wall_now();
   any_step_ = true;
-  if (deadline_reached()) {
-    deadline_stop_ = true;
-    return false;
+  switch (agreed_stop()) {
+    case 1:
+      deadline_stop_ = true;
+      return false;
+    case 2:
+      // The supervisor drains a straggling slot: this step's checkpoint first (unless one was started
+      // above), committed before the attempt ends (on_finish), so the relaunch resumes here.
+      if (!save) save_checkpoint(step);
+      drain_stop_ = true;  // attempt_end reason "drain"
+      return false;
+    default:
+      return true;
   }
-  return true;
 }
 
-bool TrainResilienceHooks::deadline_reached() {
-  if (!deadline_) return false;
-  int stop = mpi_.is_root() && wall_now() >= *deadline_ ? 1 : 0;  // rank 0's clock decides for all
+int TrainResilienceHooks::agreed_stop() {
+  if (!deadline_ && !drain_watch_) return 0;  // the same on every rank (agreed at the start)
+  int stop = 0;
+  if (mpi_.is_root()) {  // rank 0's clock and view of the run dir decide for all
+    std::error_code ec;
+    if (deadline_ && wall_now() >= *deadline_)
+      stop = 1;
+    else if (drain_watch_ && std::filesystem::exists(dir_ / "drain-request", ec))
+      stop = 2;
+  }
   broadcast(mpi_, stop);
-  return stop == 1;
+  return stop;
 }
 
 void TrainResilienceHooks::on_finish(std::int64_t last_step) {
@@ -339,9 +358,12 @@ void TrainResilienceHooks::on_finish(std::int64_t last_step) {
   if (mpi_.is_root()) {
     auto e = make_event(event::attempt_end);
     e["last_step"] = last_step;
-    e["reason"] = rollback_ ? "rollback" : deadline_stop_ ? "time budget" : "completed";
+    e["reason"] = rollback_        ? "rollback"
+                  : deadline_stop_ ? "time budget"
+                  : drain_stop_    ? "drain"
+                                   : "completed";
     log(e, Durability::fsync);
-    if (!std::getenv("FB_SUPERVISED") && !rollback_ && !deadline_stop_)
+    if (!std::getenv("FB_SUPERVISED") && !rollback_ && !deadline_stop_ && !drain_stop_)
       log(make_event(event::job_end), Durability::fsync);
   }
 }

@@ -91,7 +91,6 @@ class TrainResilienceHooks final : public workloads::TrainHooks {
   void restore_newest_checkpoint(workloads::TrainStateAccess& state);
   void log_restore_end(double t0, std::int64_t chosen, std::uint64_t read_bytes, const ResumeChoice& choice);
   void resolve_checkpoint_interval();
-  bool deadline_reached();
   int nan_origin(bool local_finite);
   void heartbeat(std::int64_t entered, std::int64_t completed);
   void inject(const PlannedFault& fault, std::int64_t step);
@@ -102,6 +101,9 @@ class TrainResilienceHooks final : public workloads::TrainHooks {
   void commit_gathered(std::int64_t step, const ShardInfo& mine, double write_s_local);
   bool vote_sdc(std::int64_t step);
   void check_stragglers(std::int64_t step);
+  // At a step boundary, agreed by every rank (rank 0 decides): 0 go on, 1 the deadline passed, 2 the
+  // supervisor asked for a drain.
+  int agreed_stop();
   void corrupt_newest_checkpoint(const PlannedFault& fault, std::int64_t step);
   void watchdog_loop();
   int failing_rank_from_heartbeats() const;
@@ -114,6 +116,11 @@ class TrainResilienceHooks final : public workloads::TrainHooks {
                              // hit a spare while it was idle: they do not follow it into service)
   std::optional<double> deadline_;  // FB_DEADLINE (supervisor --time-budget): stop at a step boundary
   bool deadline_stop_ = false;
+  // FB_DRAIN_WATCH (supervisor --policy drain with a spare): rank 0 looks for RUN_DIR/drain-request at each
+  // step boundary; when the supervisor has written it (a straggling slot reached --drain-after), the job
+  // saves a checkpoint and stops, so the relaunch on the spare loses no step.
+  bool drain_watch_ = false;
+  bool drain_stop_ = false;
   int attempt_;
   std::filesystem::path dir_;
   RunDirLock lock_;  // taken before anything in the run dir is touched

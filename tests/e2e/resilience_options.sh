@@ -128,15 +128,24 @@ assert_json "$T/compare.json" "abs(d['summary']['compare']['goodput_pct_differen
 assert_json "$T/compare.json" "$D['extra']['mttf_before_drain_s'] > 0 and $D['extra']['mttf_after_drain_s'] > 0" "compare: MTTF before and after draining"
 grep -qE '^drain vs none: MTTF x[0-9.]+, goodput [+-][0-9.]+ points$' "$T/compare.out" && ok "compare: printed" || fail "compare line: $(tail -1 "$T/compare.out")"
 # --- drain for straggling -------------------------------------------------------------------------------------
-# A slot struck only by straggler reports is drained with cause "straggler" at the next relaunch (here the crash
-# of rank 0 forces one); a straggler in a job that never relaunches is not drained, and the supervisor says so.
-run stragdrain --ranks 2 --steps 20 --checkpoint-every 5 --policy drain --spares 2 --drain-after 1 \
-  --faults "straggler@step=3,rank=1,factor=6;crash@step=12,rank=0"
-assert_json "$T/stragdrain.json" "sorted((x['rank'], x['cause']) for x in d['results'][0]['extra']['drains']) == [(0, 'failures'), (1, 'straggler')]" "drain: the crashed rank for failures, the straggler for straggling"
-run stragkept --ranks 2 --steps 20 --policy drain --spares 1 --drain-after 1 --faults "straggler@step=3,rank=1,factor=6"
-assert_json "$T/stragkept.json" "not d['results'][0]['extra'].get('drains')" "drain: no relaunch, no drain"
-grep -q "slot 1 (rank 1) failed or straggled [0-9]* time(s) (--drain-after 1) but was not drained: no relaunch followed" "$T/stragkept.err" \
-  && ok "drain: the straggler left in the job is named" || fail "stragkept stderr: $(cat "$T/stragkept.err")"
+# A job that never fails still loses its straggler: once the slot's straggler reports reach --drain-after, the
+# supervisor asks the job (RUN_DIR/drain-request) to checkpoint and stop at its next step; the relaunch puts the
+# rank on the spare and resumes from that step, so no step is lost. The restart counts under "drain".
+run stragdrain --ranks 2 --steps 40 --checkpoint-every 10 --policy drain --spares 1 --drain-after 2 \
+  --faults "straggler@step=3,rank=1,factor=6"
+S="d['results'][0]"
+assert_json "$T/stragdrain.json" "[(x['rank'], x['cause'], x['to_slot']) for x in $S['extra']['drains']] == [(1, 'straggler', 2)]" "straggler drain: rank 1 to the spare, cause straggler"
+assert_json "$T/stragdrain.json" "[e['reason'] for e in d['events'] if e['type'] == 'attempt_end'] == ['drain', 'completed']" "straggler drain: the first attempt stopped for it, the second completed"
+assert_json "$T/stragdrain.json" "[e['last_step'] for e in d['events'] if e['type'] == 'attempt_end'][0] == [e['step'] for e in d['events'] if e['type'] == 'ckpt_restore_end'][-1] > 0" "straggler drain: the relaunch resumes from the step the job stopped at (checkpointed)"
+assert_json "$T/stragdrain.json" "$S['extra']['ledger']['restarts_by_kind'] == {'drain': 1} and $S['metrics']['failures']['value'] == 0 and $S['metrics']['wasted_steps']['value'] == 0 and $S['metrics']['steps_completed']['value'] == 40" "straggler drain: no failure, no step lost, one restart for the drain"
+assert_json "$T/stragdrain.json" "$S['extra']['ledger']['split_s']['relaunch'] > 0" "straggler drain: its relaunch time is accounted"
+[ ! -e "$T/stragdrain/drain-request" ] && ok "straggler drain: no request left in the run dir" || fail "drain-request left behind"
+# A straggler first seen at the job's last step: the job ends before it can stop, the slot is not drained, and
+# the supervisor says so.
+run stragkept --ranks 2 --steps 10 --checkpoint-every 5 --policy drain --spares 1 --drain-after 1 --faults "straggler@step=9,rank=1,factor=6"
+assert_json "$T/stragkept.json" "not $S['extra'].get('drains')" "late straggler: not drained"
+grep -q "slot 1 (rank 1) failed or straggled [0-9]* time(s) (--drain-after 1) but was not drained: the job ended before it could stop" "$T/stragkept.err" \
+  && ok "late straggler: named on stderr" || fail "stragkept stderr: $(cat "$T/stragkept.err")"
 
 # A launcher that cannot start the job (more ranks than cores without --oversubscribe): two attempts that end
 # before any rank started stop the supervisor with mpirun's own complaint and a hint, not ten blind relaunches.

@@ -399,6 +399,42 @@ TEST(GoodputLedger, AFailedLaunchIsLostTimeButNotAFailure) {
   EXPECT_NEAR(L.ettr, 0.8, 1e-9);  // 2 of 10 minutes lost to the failed launch
 }
 
+// A drain of a straggling slot mid-job: the job checkpoints at step 10 and stops (attempt_end "drain"); the
+// 2 minutes to the next attempt are its relaunch and 1 minute of init its restart; no failure, no step lost.
+TEST(GoodputLedger, AStopForADrainIsARelaunchNotAFailure) {
+  LogBuilder b;
+  b.add(event::job_start, 0)["reference_step_s"] = 60.0;
+  b.add(event::attempt_start, 0)["attempt"] = 1;
+  b.add(event::init_done, 1);
+  double t = 1;
+  b.steps(1, 10, 1, &t);  // 1–11
+  b.save(10, 1, &t);      // 11–12
+  auto& end = b.add(event::attempt_end, 12);
+  end["reason"] = "drain";
+  end["last_step"] = 10;
+  b.add(event::drain, 12.5)["cause"] = "straggler";
+  b.add(event::relaunch, 13);
+  b.add(event::attempt_start, 14)["attempt"] = 2;
+  b.add(event::init_done, 15);
+  auto& restore = b.add(event::ckpt_restore_end, 15);
+  restore["step"] = 10;
+  restore["seconds"] = 0.0;
+  t = 15;
+  b.steps(11, 20, 1, &t);  // 15–25
+  b.add(event::job_end, 25);
+  const Ledger L = compute_ledger(b.events);
+  expect_partition(L);
+  EXPECT_EQ(L.failures, 0);
+  EXPECT_EQ(L.restarts, 1);
+  EXPECT_EQ(L.restarts_by_kind.at("drain"), 1);
+  EXPECT_EQ(L.drains, 1);
+  EXPECT_EQ(L.wasted_steps, 0);
+  EXPECT_NEAR(L.parts.productive_s, 20 * kMin, 1e-6);
+  EXPECT_NEAR(L.parts.relaunch_s, 2 * kMin, 1e-6);  // attempt_end (12) to the next attempt (14)
+  EXPECT_NEAR(L.parts.init_s, 2 * kMin, 1e-6);      // each attempt's minute of start-up
+  EXPECT_NEAR(L.parts.ckpt_save_s, 1 * kMin, 1e-6);
+}
+
 TEST(GoodputLedger, MissingFieldNamesTheEvent) {
   std::vector<json> events{make_event(event::job_start, kBase), make_event(event::step, kBase + 1)};
   try {
