@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "core/error.hpp"
+#include "core/logging.hpp"
 #include "reports/attention_console.hpp"
 #include "tools/commands.hpp"
 #include "tools/enum_option.hpp"
@@ -156,6 +157,9 @@ int run_attention(const AttentionCliOptions& cli, Session& session) {
   o.check = !cli.no_check;
   o.seed = session.options().seed;
   o.telemetry = session.telemetry();
+  // After every check (a refused input gets its one line alone), before the first measurement.
+  if (const auto thin = workloads::few_samples_warning(cli.iters, cli.warmup); !thin.empty())
+    log::warn("{}", thin);
   auto report = session.begin_report();
   auto run = workloads::run_attention_benchmark(mpi, backend, session.peak(), cases, o);
   if (mpi.is_root() && !session.options().quiet) {

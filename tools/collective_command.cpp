@@ -12,11 +12,13 @@
 #include "core/communicator.hpp"
 #include "core/error.hpp"
 #include "core/fault_injection.hpp"
+#include "core/logging.hpp"
 #include "core/units.hpp"
 #include "reports/collective_console.hpp"
 #include "tools/commands.hpp"
 #include "tools/count_option.hpp"
 #include "workloads/collective_benchmark.hpp"
+#include "workloads/measurement_loop.hpp"
 #include "workloads/run_environment.hpp"
 
 namespace fb::tools {
@@ -106,6 +108,9 @@ int run_collective(const CollectiveCliOptions& cli, Session& session) {
                                   workloads::CollectiveOp::sendrecv) != options.ops.end();
   check_injection_applies("collective", mpi.size(), /*communicator_faults=*/true, /*sdc=*/true, sendrecv);
   if (session.checking_only()) return 0;  // a suite's preflight: validated, nothing run
+  // After every check (a refused input gets its one line alone), before the first measurement.
+  if (const auto thin = workloads::few_samples_warning(cli.iters, cli.warmup); !thin.empty())
+    log::warn("{}", thin);
   auto report = session.begin_report();
   auto& backend = session.backend();  // starts the telemetry sampler with the device
   options.telemetry = session.telemetry();

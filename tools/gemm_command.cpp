@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "core/error.hpp"
+#include "core/logging.hpp"
 #include "core/units.hpp"
 #include "reports/gemm_console.hpp"
 #include "tools/commands.hpp"
@@ -161,6 +162,9 @@ int run_gemm(const GemmCliOptions& cli, Session& session) {
   o.seed = session.options().seed;
   o.telemetry = session.telemetry();
 
+  // After every check (a refused input gets its one line alone), before the first measurement.
+  if (const auto thin = workloads::few_samples_warning(cli.iters, cli.warmup); !thin.empty())
+    log::warn("{}", thin);
   auto report = session.begin_report();
   auto run = workloads::run_gemm_benchmark(mpi, backend, session.peak(), type, cases, o, cli.sweep);
   if (mpi.is_root() && !session.options().quiet) {

@@ -25,6 +25,7 @@
 #include "core/fault_injection.hpp"
 #include "core/hang_watchdog.hpp"
 #include "core/json_file.hpp"
+#include "core/logging.hpp"
 #include "core/mpi_context.hpp"
 #include "core/rank_collectives.hpp"
 #include "core/units.hpp"
@@ -344,6 +345,9 @@ int run_locate(const LocateCliOptions& cli, Session& session) {
              cli.bytes.empty() ? format_bytes(sizes.front()) : cli.bytes);
   check_fits(want_bisection, allreduce_bytes, "--allreduce-size",
              cli.allreduce_size.empty() ? format_bytes(allreduce_bytes) : cli.allreduce_size);
+  // After every check (a refused input gets its one line alone), before the first measurement.
+  if (const auto thin = workloads::few_samples_warning(cli.iters, cli.warmup); !thin.empty())
+    log::warn("{}", thin);
   auto report = session.begin_report();
   // NCCL's own init log into the run directory, read back for the transport record (unless the user set
   // NCCL_DEBUG already, or gave logs with --nccl-log). Set before the NCCL communicator is created.

@@ -19,6 +19,19 @@ void validate_iterations(long long iters, long long warmup) {
   if (warmup < 0 || warmup > kMaxIterations)
     throw usage_error(fmt::format("invalid --warmup {}: must be in [0, {}]", warmup, kMaxIterations));
 }
+
+std::string few_samples_warning(long long iters, long long warmup) {
+  std::string out;
+  if (iters < 3)
+    out = fmt::format(
+        "--iters {}: {} timed sample(s) per case, so no spread and a median of {} (use 3 or more)", iters,
+        iters, iters == 1 ? "that one sample" : "two");
+  if (warmup == 0)
+    out += fmt::format("{}--warmup 0: the first timed call includes start-up (plans, caches, page faults)",
+                       out.empty() ? "" : "; ");
+  return out;
+}
+
 namespace {
 
 double process_cpu_seconds() {

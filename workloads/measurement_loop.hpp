@@ -43,6 +43,10 @@ struct Measurement {
 // typo (-n 2000000000) is refused instead of running for days.
 inline constexpr long long kMaxIterations = 100'000'000;
 void validate_iterations(long long iters, long long warmup);
+// What a valid but thin measurement loses, in words, or "": fewer than 3 timed iterations give no spread
+// (the median is one or two samples); no warm-up times the first call's start-up (plans, caches, page
+// faults) as if it were steady state.
+std::string few_samples_warning(long long iters, long long warmup);
 
 // Runs `iteration(buffer)` warmup + iters times and times the last iters of them.
 Measurement measure(Backend& backend, const MeasureLoop& loop,

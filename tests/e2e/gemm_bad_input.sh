@@ -4,6 +4,10 @@
 cd "$T"
 
 G=(gemm --backend host --iters 1 --warmup 0)
+# A thin but valid loop runs, and says what it loses.
+run_capture thin fb gemm --backend host --m 64 --n 64 --k 64 --iters 1 --warmup 0 -o "$T/thin.json"
+[ "$RC" -eq 0 ] && grep -q "warning: --iters 1: 1 timed sample(s) per case, so no spread.*--warmup 0: the first timed call includes start-up" "$T/thin.err" \
+  && ok "--iters 1 --warmup 0: runs with a warning" || fail "thin loop: exit $RC: $(cat "$T/thin.err")"
 expect_error zero_m 2 "invalid --m '0': must be positive" fb "${G[@]}" --m 0 -o "$T/r1.json"
 expect_error negative_n 2 "--n.*-5" fb "${G[@]}" --n=-5 -o "$T/r2.json"
 expect_error zero_in_list 2 "invalid --k '128,0'" fb "${G[@]}" --k 128,0 -o "$T/r3.json"

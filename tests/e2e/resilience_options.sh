@@ -140,9 +140,9 @@ assert_json "$T/stragdrain.json" "[e['last_step'] for e in d['events'] if e['typ
 assert_json "$T/stragdrain.json" "$S['extra']['ledger']['restarts_by_kind'] == {'drain': 1} and $S['metrics']['failures']['value'] == 0 and $S['metrics']['wasted_steps']['value'] == 0 and $S['metrics']['steps_completed']['value'] == 40" "straggler drain: no failure, no step lost, one restart for the drain"
 assert_json "$T/stragdrain.json" "$S['extra']['ledger']['split_s']['relaunch'] > 0" "straggler drain: its relaunch time is accounted"
 [ ! -e "$T/stragdrain/drain-request" ] && ok "straggler drain: no request left in the run dir" || fail "drain-request left behind"
-# A straggler first seen at the job's last step: the job ends before it can stop, the slot is not drained, and
-# the supervisor says so.
-run stragkept --ranks 2 --steps 10 --checkpoint-every 5 --policy drain --spares 1 --drain-after 1 --faults "straggler@step=9,rank=1,factor=6"
+# A straggler first seen at the job's last step (its only straggler check, --check-every 10): the job ends before
+# it can stop, the slot is not drained, and the supervisor says so.
+run stragkept --ranks 2 --steps 10 --checkpoint-every 5 --check-every 10 --policy drain --spares 1 --drain-after 1 --faults "straggler@step=9,rank=1,factor=6"
 assert_json "$T/stragkept.json" "not $S['extra'].get('drains')" "late straggler: not drained"
 grep -q "slot 1 (rank 1) failed or straggled [0-9]* time(s) (--drain-after 1) but was not drained: the job ended before it could stop" "$T/stragkept.err" \
   && ok "late straggler: named on stderr" || fail "stragkept stderr: $(cat "$T/stragkept.err")"

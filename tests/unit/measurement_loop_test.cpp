@@ -41,6 +41,21 @@ TEST(MeasurementLoop, WarmupThenTimedIterationsRotateThroughTheSets) {
   EXPECT_GE(m.cpu_seconds, 0.0);
 }
 
+// Valid but thin loops are run, with a warning that says what they lose; the defaults draw none.
+TEST(MeasurementLoop, FewSamplesAreNamed) {
+  EXPECT_EQ(few_samples_warning(20, 5), "");
+  EXPECT_EQ(few_samples_warning(3, 1), "");
+  EXPECT_EQ(
+      few_samples_warning(1, 5),
+      "--iters 1: 1 timed sample(s) per case, so no spread and a median of that one sample (use 3 or more)");
+  EXPECT_EQ(
+      few_samples_warning(2, 0),
+      "--iters 2: 2 timed sample(s) per case, so no spread and a median of two (use 3 or more); --warmup 0: "
+      "the first timed call includes start-up (plans, caches, page faults)");
+  EXPECT_EQ(few_samples_warning(10, 0),
+            "--warmup 0: the first timed call includes start-up (plans, caches, page faults)");
+}
+
 TEST(MeasurementLoop, RotationSets) {
   const std::uint64_t MiB = 1 << 20;
   EXPECT_EQ(rotation_sets(0, 32 * MiB, 1024 * MiB), 1);
