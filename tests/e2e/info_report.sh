@@ -15,4 +15,21 @@ assert_json "$T/info.json" "d['run']['world_size'] == 1 and d['run']['backend'] 
 assert_json "$T/info.json" "d['system']['peak_tflops']['measured'] is True and d['system']['peak_tflops']['values']['fp32'] > 0" "measured CPU peak"
 assert_json "$T/info.json" "d['results'][0]['metrics']['peak_fp32_tflops']['better'] == 'higher'" "peak metric"
 assert_json "$T/info.json" "d['tool']['version'].count('.') == 2 and d['tool']['git_commit'] != ''" "tool block"
+
+# --backend auto (the default) on a machine without a usable GPU: the host backend, with a one-line notice
+# naming the CUDA error when the cuda backend is compiled in, silently otherwise (there is nothing to miss).
+# With a GPU visible, auto picks cuda and the fallback cannot be observed here (tests/gpu cover that machine).
+if nvidia-smi -L >/dev/null 2>&1; then
+  echo "note: a GPU is visible; the no-GPU fallback of --backend auto is not checked"
+else
+  run_capture auto fb info --backend auto -o "$T/auto.json"
+  [ "$RC" -eq 0 ] || die "info --backend auto exited $RC: $(cat "$T/auto.err")"
+  assert_json "$T/auto.json" "d['run']['backend'] == 'host'" "auto without a GPU: host backend"
+  if "$FACTORYBENCH" --version | grep -q "(cuda "; then
+    [ "$(grep -c "no usable GPU (.*); using the host backend" "$T/auto.err")" -eq 1 ] \
+      && ok "auto without a GPU: one notice with the reason" || fail "auto notice: $(cat "$T/auto.err")"
+  else
+    ! grep -q "GPU" "$T/auto.err" && ok "auto in a build without cuda: no notice" || fail "auto notice: $(cat "$T/auto.err")"
+  fi
+fi
 finish
