@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "core/error.hpp"
+#include "core/rank_collectives.hpp"
 #include "core/units.hpp"
 #include "reports/train_console.hpp"
 #include "tools/commands.hpp"
@@ -103,6 +104,35 @@ DType default_dtype(BackendKind backend) {
   return backend == BackendKind::cuda ? DType::bf16 : DType::fp32;
 }
 
+// A suite's preflight: a train step whose model cannot fit in some rank's free memory is named before the
+// first step runs, not after the others. Judged on the most favourable path the run could take (the
+// backend's default dtype when none is given; the fused attention's estimate when auto may pick it), so
+// only a step that cannot fit is refused; the run checks again with what it chose. A backend that cannot
+// start on some rank is left for the suite to report as it starts (one error, not a step's).
+void check_fits_before_the_suite(workloads::TrainOptions options, const workloads::TrainPlan& plan,
+                                 bool default_type, Session& session) {
+  Backend* started = nullptr;
+  try {
+    started = &session.backend();
+  } catch (const Error&) {
+  }
+  if (!session.mpi().all_true(started != nullptr)) return;
+  auto& backend = *started;
+  if (default_type) options.shape.dtype = default_dtype(backend.kind());
+  using kernels::AttentionEngineChoice;
+  const bool half = options.shape.dtype == DType::bf16 || options.shape.dtype == DType::fp16;
+  if (options.attention_engine == AttentionEngineChoice::cudnn ||
+      options.attention_engine == AttentionEngineChoice::reference ||
+      (options.attention_engine == AttentionEngineChoice::automatic && backend.kind() == BackendKind::cuda &&
+       half))
+    options.shape.fused_attention = true;
+  const auto best = workloads::make_plan(plan.model, options.parallel, options.shape);
+  const double smallest =
+      allreduce(session.mpi(), static_cast<double>(backend.free_memory_bytes()), RankReduce::min);
+  workloads::check_fits(best.memory, static_cast<std::uint64_t>(smallest), best.model, best.parallel,
+                        best.shape);
+}
+
 int run_train(const TrainCommandOptions& opt, Session& session) {
   auto& mpi = session.mpi();
   if (opt.dry_run) {
@@ -152,7 +182,10 @@ int run_train(const TrainCommandOptions& opt, Session& session) {
                      check_train_resilience(opt.resilience, opt.state_bytes, opt.mtbf, mpi.size(),
                                             mpi.local_size(), options, session.options().seed)};
   });
-  if (session.checking_only()) return 0;  // a suite's preflight: validated, nothing run
+  if (session.checking_only()) {  // a suite's preflight: validated, nothing run
+    check_fits_before_the_suite(options, plan, opt.train.dtype.empty(), session);
+    return 0;
+  }
   // Each rank reads the model file on its own host: one that differs would train a mixture, or stop in a
   // collective of the wrong size.
   mpi.require_same_content(plan.model.file_digest, "model files (--model " + opt.train.model + ")");

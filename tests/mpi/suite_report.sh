@@ -100,6 +100,9 @@ late_step late_checkpoint "suite step 'late': --checkpoint-every needs --run-dir
 late_step late_gemm_ta "suite step 'late': invalid --ta 'X': expected N or T" gemm "--m 64 --n 64 --k 64 --ta X"
 late_step late_gemm_model "suite step 'late': tiny-dense: heads 4 is not divisible by --tp 3" gemm "--model tiny-dense --tp 3"
 late_step late_collective "suite step 'late': invalid size range: -b/--minbytes 65536 is larger than -e/--maxbytes 8" collective "--op allreduce -b 64K -e 8"
+# A model that cannot fit in the rank's free memory even on its most favourable path: named before step 1 runs
+# (it used to fail in its turn, after the steps before it). llama3-8b with 8 layers needs about 120 GiB in fp32.
+late_step late_fit "suite step 'late': llama3-8b does not fit: each rank needs about .* but has .*; try --layers N" train "--model llama3-8b --layers 8 --steps 2"
 
 # The ranks agree on the checks before anything runs: a file that only rank 0's working directory holds
 # stops both ranks (rank 0 names rank 1's error) instead of leaving rank 0 in step 1's collectives.
