@@ -135,16 +135,23 @@ Result read_result(const Cursor& c, bool closed) {
 
 // The run and tool fields that compare and the renderings read: a wrong type there would be taken for
 // "unknown" and silently skip a check (a world size of "eight" never warns about a size mismatch).
-void check_run_fields(const Cursor& root) {
+// `v1`: the values report-v1.json allows for what compare's warnings read (backend, world size, tool name);
+// a later version may have widened them.
+void check_run_fields(const Cursor& root, bool v1) {
   if (root.has("run")) {
     const Cursor run = root.at("run");
     run.object();
     for (const char* key : {"id", "command", "backend", "started_at", "finished_at"})
       if (run.has(key)) run.at(key).str();
-    if (run.has("world_size")) {
+    if (v1 && run.has("backend")) {
+      const auto backend = run.at("backend").str();
+      if (backend != "cuda" && backend != "host" && backend != "none" && backend != "mixed")
+        run.at("backend").fail("\"" + backend + "\" is not a backend (cuda, host, none or mixed)");
+    }
+    if (run.has("world_size") && !run.at("world_size").j.is_null()) {
       const Cursor ws = run.at("world_size");
-      if (!ws.j.is_number_unsigned() && !(ws.j.is_number_integer() && ws.j.get<long long>() >= 0))
-        ws.fail("expected a non-negative integer or null");
+      if (!ws.j.is_number_integer() || ws.j.get<long long>() < 1)
+        ws.fail("expected a positive integer or null");
     }
     if (run.has("hosts")) {
       const Cursor hosts = run.at("hosts");
@@ -155,6 +162,8 @@ void check_run_fields(const Cursor& root) {
     const Cursor tool = root.at("tool");
     tool.object();
     if (tool.has("version")) tool.at("version").str();
+    if (tool.has("name") && tool.at("name").str() != "factorybench")
+      tool.at("name").fail("\"" + tool.at("name").str() + "\": not a factorybench report");
   }
 }
 
@@ -187,7 +196,7 @@ Report report_from_json(const nlohmann::json& j, const std::string& source) {
                            std::string(kSchemaV1) + " and later versions)");
   const bool closed = report.schema == kSchemaV1;
   if (closed) root.known_fields({"schema", "tool", "run", "system", "results", "events", "summary"});
-  check_run_fields(root);
+  check_run_fields(root, closed);
   if (j.contains("tool")) report.tool = root.at("tool").object();
   if (j.contains("run")) report.run = root.at("run").object();
   if (j.contains("system")) report.system = root.at("system").object();

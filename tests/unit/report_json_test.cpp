@@ -176,11 +176,19 @@ TEST(ReportJson, RunFieldsOfTheWrongTypeAreRefusedWithTheirPath) {
   };
   auto j = to_json(sample_report());
   j["run"]["world_size"] = "eight";
-  refused(j, "$.run.world_size: expected a non-negative integer or null");
+  refused(j, "$.run.world_size: expected a positive integer or null");
   j["run"]["world_size"] = 2.5;
-  refused(j, "$.run.world_size: expected a non-negative integer or null");
+  refused(j, "$.run.world_size: expected a positive integer or null");
   j["run"]["world_size"] = -4;
-  refused(j, "$.run.world_size: expected a non-negative integer or null");
+  refused(j, "$.run.world_size: expected a positive integer or null");
+  j["run"]["world_size"] = 0;  // no rank ran: report-v1.json's minimum is 1
+  refused(j, "$.run.world_size: expected a positive integer or null");
+  j = to_json(sample_report());
+  j["run"]["backend"] = "tpu";
+  refused(j, "$.run.backend: \"tpu\" is not a backend (cuda, host, none or mixed)");
+  j = to_json(sample_report());
+  j["tool"]["name"] = "other";
+  refused(j, "$.tool.name: \"other\": not a factorybench report");
   j = to_json(sample_report());
   j["run"]["hosts"] = {"node1", 7};
   refused(j, "$.run.hosts[1]: expected a string");
