@@ -73,6 +73,11 @@ std::optional<CheckpointInfo> read_manifest(const fs::path& dir, std::int64_t st
     *reason = "incomplete: no manifest (the writers stopped before the commit)";
     return std::nullopt;
   }
+  // Only a regular file is read: a FIFO (or a device) put there would block the reader, and the job with it.
+  if (!fs::is_regular_file(path, ec)) {
+    *reason = "manifest is not a regular file";
+    return std::nullopt;
+  }
   std::string text;
   try {
     text = read_text_file(path);
@@ -134,12 +139,19 @@ std::optional<CheckpointInfo> read_manifest(const fs::path& dir, std::int64_t st
 // Streams a file through xxHash64; reads into `out` when it is not empty. Returns the hash or a reason.
 std::optional<std::uint64_t> hash_file(const fs::path& path, std::uint64_t expected_bytes,
                                        std::span<std::byte> out, std::string* reason) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: a FIFO where a shard should be opens at once (and is refused below) instead of blocking
+  // the rank, and the job, until a watchdog calls it a hang. A regular file ignores the flag.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
     *reason = fmt::format("shard {} missing ({})", path.filename().string(), errno_text(errno));
     return std::nullopt;
   }
   struct stat st {};
+  if (::fstat(fd, &st) == 0 && !S_ISREG(st.st_mode)) {
+    *reason = fmt::format("shard {} is not a regular file", path.filename().string());
+    ::close(fd);
+    return std::nullopt;
+  }
   if (::fstat(fd, &st) != 0 || static_cast<std::uint64_t>(st.st_size) != expected_bytes) {
     *reason = fmt::format("shard {} has {} bytes, the manifest says {}", path.filename().string(), st.st_size,
                           expected_bytes);

@@ -153,8 +153,9 @@ void TrainResilienceHooks::watchdog_loop() {
     const double saving_since = saving_since_.load();
     const bool in_save = saving_since >= 0;
     const double step_limit = grace * hang_.timeout(median_step_.load(), any_step_.load());
-    const double limit =
-        in_save ? std::max({step_limit, grace * 60.0, 10 * longest_save_s_.load()}) : step_limit;
+    const double limit = in_save ? std::max({step_limit, grace * 60.0, 10 * longest_save_s_.load(),
+                                             restoring_ ? grace * restore_allowance_s_.load() : 0.0})
+                                 : step_limit;
     const double idle = wall_now() - (in_save ? saving_since : last_progress_.load());
     if (idle < limit || stop_) continue;
     auto e = make_event(event::failure_detected);
@@ -177,7 +178,10 @@ void TrainResilienceHooks::watchdog_loop() {
     e["calls"] = diagnosis;
     e["how"] = fmt::format(
         "watchdog on rank {}: {} {:.1f} s (timeout {:.1f} s){}{}", mpi_.rank(),
-        in_save ? "a checkpoint save has not finished in" : "no step completed in", idle, limit,
+        in_save ? (restoring_ ? "the checkpoint restore has not finished in"
+                              : "a checkpoint save has not finished in")
+                : "no step completed in",
+        idle, limit,
         culprit >= 0 ? fmt::format("; rank {} has not entered the step the others wait in", culprit) : "",
         diagnosis.empty() ? "" : "; " + diagnosis.front());
     try {

@@ -141,13 +141,25 @@ std::int64_t TrainResilienceHooks::on_start(workloads::TrainStateAccess& state) 
   if (mpi_.is_root()) log(make_event(event::init_done), Durability::fsync);
   agree_job_start_and_deadline();
   allocate_checkpoint_buffers(state);
-  if (o_.resume) restore_newest_checkpoint(state);
+  // The watchdog runs before the restore: a rank stuck reading its shard (a stalled file system, a stopped
+  // peer) is a hang like any other, given the checkpoint allowance, not a job that waits forever.
+  last_progress_ = wall_now();
+  watchdog_ = std::thread([this] { watchdog_loop(); });
+  if (o_.resume) {
+    // A restore may read a large shard (and walk back over several): its allowance assumes no less than
+    // 50 MB/s, so only a stalled read, not a slow disk, is called a hang.
+    restore_allowance_s_ = static_cast<double>(buffer_.size()) / 50e6;
+    restoring_ = true;
+    saving(true);
+    restore_newest_checkpoint(state);
+    saving(false);
+    restoring_ = false;
+  }
   last_save_step_ = restored_step_;
   last_save_time_ = wall_now();
   resolve_checkpoint_interval();
   heartbeat(restored_step_, restored_step_);
   last_progress_ = wall_now();
-  watchdog_ = std::thread([this] { watchdog_loop(); });
   return restored_step_;
 }
 

@@ -160,6 +160,8 @@ class TrainResilienceHooks final : public workloads::TrainHooks {
   // a step, so the watchdog gives it an allowance of its own: max(the step timeout, 60 s, 10 × the longest
   // save so far); a slow, healthy save used to be taken for a hang.
   std::atomic<double> saving_since_{-1};
+  std::atomic<bool> restoring_{false};  // the checkpoint work saving_since_ times is the restore
+  std::atomic<double> restore_allowance_s_{0};
   std::atomic<double> longest_save_s_{0};
   void saving(bool begin);
   std::vector<double> step_times_;

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A slow, healthy checkpoint save is not a hang: the watchdog gives a save (and the wait for an async one) an
+# A slow, healthy checkpoint save (or restore) is not a hang: the watchdog gives a save (and the wait for an async one) an
 # allowance of its own (max(step timeout, 60 s, 10 x the longest save)). A save held 5 s in its shard phase,
 # longer than the 3 s floor of the auto step timeout, used to end the job with exit 75 and a "hang". A real hang
 # still ends it, with one line on stderr; a failed save is a warning on the console.
@@ -26,6 +26,21 @@ run_capture hang fb train --backend host --model tiny-dense --steps 6 --warmup-s
   --hang-timeout 3s --run-dir "$T/hang" -o "$T/hang.json"
 [ "$RC" -eq 75 ] && grep -qx "factorybench: error: hang: watchdog on rank 0: no step completed in .* (exit 75; the timeline is in $T/hang/events.jsonl)" "$T/hang.err" \
   && ok "a hung step: exit 75 with one line on stderr" || fail "hang: exit $RC: $(cat "$T/hang.err")"
+# The restore is watched too (it used to run before the watchdog started: a stalled read hung the job for
+# good). A slow restore (5 s) finishes; one stalled past the checkpoint allowance (60 s at the least, and
+# more for a large shard) ends the job with exit 75 and names the restore.
+run_capture base fb train --backend host --model tiny-dense --steps 2 --warmup-steps 0 --checkpoint-every 2 \
+  --run-dir "$T/restore" -o "$T/base.json"
+[ "$RC" -eq 0 ] || fail "restore base run: exit $RC: $(cat "$T/base.err")"
+run_capture slow_restore env FACTORYBENCH_TEST_CKPT_PAUSE="restore=5" "$FACTORYBENCH" train --backend host \
+  --model tiny-dense --steps 3 --warmup-steps 0 --checkpoint-every 2 --hang-timeout 3s --resume \
+  --run-dir "$T/restore" -o "$T/slow_restore.json"
+[ "$RC" -eq 0 ] && ok "a 5 s restore is not a hang (exit 0)" || fail "slow restore: exit $RC: $(cat "$T/slow_restore.err")"
+run_capture stalled_restore timeout 150 env FACTORYBENCH_TEST_CKPT_PAUSE="restore=300" "$FACTORYBENCH" train \
+  --backend host --model tiny-dense --steps 4 --warmup-steps 0 --checkpoint-every 2 --hang-timeout 3s --resume \
+  --run-dir "$T/restore" -o "$T/stalled_restore.json"
+[ "$RC" -eq 75 ] && grep -q "factorybench: error: hang: watchdog on rank 0: the checkpoint restore has not finished in" "$T/stalled_restore.err" \
+  && ok "a stalled restore: exit 75, named" || fail "stalled restore: exit $RC: $(cat "$T/stalled_restore.err")"
 # A failed save is not fatal, but the console says so.
 run_capture wfail fb train --backend host --model tiny-dense --steps 6 --warmup-steps 0 --checkpoint-every 2 \
   --faults ckpt-write-fail@step=4 --run-dir "$T/wfail" -o "$T/wfail.json"

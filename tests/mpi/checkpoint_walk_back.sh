@@ -29,4 +29,18 @@ echo "$restore"
 grep -q "checkpoint step-00000006 skipped: failed to verify during the restore" "$T/resume.err" && ok "the skip is on stderr" || fail "no warning on stderr"
 "$PY" -c "import json,sys; s=[e['step'] for e in map(json.loads, open(sys.argv[1])) if e['type'] == 'step' and e['attempt'] == 1]; sys.exit(0 if s[-3:] == [6, 7, 8] else 1)" "$E" \
   && ok "steps 5-8 re-run after the walk-back" || fail "the resumed run did not train to step 8"
+
+# Something that is not a regular file where the newest checkpoint's shard (or manifest) should be: a FIFO
+# used to block the rank in open() until a watchdog called it a hang. It is skipped with its reason, and the
+# restore walks back. (Newest checkpoint now: step 8; its shard of rank 0 becomes a FIFO.)
+unset FACTORYBENCH_TEST_CKPT_PAUSE FACTORYBENCH_TEST_CKPT_MARK
+rm -f "$RUN/checkpoints/step-00000008/rank-00000.shard"
+mkfifo "$RUN/checkpoints/step-00000008/rank-00000.shard"
+set +e
+run_capture fifo timeout 60 mpirun --oversubscribe -np 2 "$FACTORYBENCH" "${TRAIN[@]}" --steps 9 --resume
+set -e
+[ "$RC" -eq 0 ] && grep -q "checkpoint step-00000008 skipped: .*rank-00000.shard is not a regular file" "$T/fifo.err" \
+  && ok "a FIFO for a shard: skipped as not a regular file, no hang" || fail "fifo shard: exit $RC: $(cat "$T/fifo.err")"
+"$PY" -c "import json,sys; e=[e for e in map(json.loads, open(sys.argv[1])) if e['type'] == 'ckpt_restore_end'][-1]; sys.exit(0 if e['step'] == 6 else 1)" "$E" \
+  && ok "the FIFO'd checkpoint walked back to step 6" || fail "did not restore step 6"
 finish
