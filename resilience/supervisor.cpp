@@ -422,8 +422,8 @@ class Supervision {
                         nlohmann::json{{"slot", slot}, {"rank", r}, {"strikes", strikes}}.dump() + "\n");
       a.drain_requested = true;
       log::info(
-          "resilience: slot {} (rank {}) failed or straggled {} time(s) (--drain-after {}): the job "
-          "checkpoints and stops at its next step for a drain",
+          "resilience: slot {} (rank {}) failed or straggled {} time(s) (--drain-after {}): asking the job "
+          "to checkpoint and stop at its next step for a drain",
           slot, r, strikes, o_.drain_after);
       return;
     }

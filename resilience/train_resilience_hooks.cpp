@@ -336,7 +336,9 @@ bool TrainResilienceHooks::after_step(std::int64_t step, const workloads::StepOu
       return false;
     case 2:
       // The supervisor drains a straggling slot: this step's checkpoint first (unless one was started
-      // above), committed before the attempt ends (on_finish), so the relaunch resumes here.
+      // above), committed before the attempt ends (on_finish), so the relaunch resumes here. At the final
+      // step the job is done: it ends as completed, and the supervisor says the slot was not drained.
+      if (o_.last_step > 0 && step >= o_.last_step) return true;
       if (!save) save_checkpoint(step);
       drain_stop_ = true;  // attempt_end reason "drain"
       return false;

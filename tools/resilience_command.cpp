@@ -197,6 +197,7 @@ std::unique_ptr<workloads::TrainHooks> make_train_hooks(TrainResilience checked,
   // Data-parallel replicas hold the same dense weights: ranks with the same tensor (and pipeline) coordinate.
   const auto c = workloads::rank_coords(mpi.rank(), train.parallel);
   const int group = static_cast<int>(c.t + c.p * train.parallel.tp);
+  checked.options.last_step = train.steps;
   return std::make_unique<resilience::TrainResilienceHooks>(std::move(checked.options), mpi, group,
                                                             std::move(checked.plan));
 }
