@@ -105,6 +105,7 @@ std::optional<CheckpointInfo> read_manifest(const fs::path& dir, std::int64_t st
     info.name = CheckpointStore::name_for(step);
     info.dir = dir;
     info.world_size = j.at("world_size").get<int>();
+    if (j.contains("job")) info.job = j.at("job").get<std::string>();
     if (info.step != step) {
       *reason = fmt::format("manifest is for step {}", info.step);
       return std::nullopt;
@@ -355,6 +356,8 @@ CheckpointInfo CheckpointStore::commit(std::int64_t step, std::vector<ShardInfo>
                       {"world_size", info.world_size},
                       {"total_bytes", info.total_bytes},
                       {"shards", list}};
+  if (!job_.empty()) j["job"] = job_;
+  info.job = job_;
   j["checksum"] = hex64(manifest_checksum(j));
   checkpoint_test_pause(CheckpointPhase::manifest, step, 0);
   write_file_atomic(info.dir / "manifest.json", j.dump(1) + "\n");
@@ -459,6 +462,10 @@ std::optional<std::string> CheckpointStore::written_by_another_job(int world_siz
           "model state is {}",
           info->name, rank, format_bytes(shard.state_bytes), format_bytes(shard.bytes),
           format_bytes(state_bytes));
+    // Sizes that fit say nothing of the shapes: the job (model digest, layout, dtype) must be the same too.
+    if (!job_.empty() && !info->job.empty() && info->job != job_)
+      return fmt::format("checkpoint {} was written by another job ({}); this run is {}", info->name,
+                         info->job, job_);
   }
   return std::nullopt;
 }

@@ -46,6 +46,7 @@ struct CheckpointInfo {
   int world_size = 0;
   std::vector<ShardInfo> shards;  // index = rank
   std::uint64_t total_bytes = 0;
+  std::string job;  // what wrote it (model, its digest, layout, dtype); "" in manifests from before the field
 };
 
 struct CheckpointSkipReason {
@@ -68,6 +69,11 @@ class CheckpointStore {
  public:
   explicit CheckpointStore(std::filesystem::path root);
   const std::filesystem::path& root() const { return root_; }
+  // What this job is (the manifest's "job"): the model (and its file's digest), --layers, the parallel
+  // layout, the dtype and the optimizer's sharding. A checkpoint whose shards have the right sizes but
+  // another "job" holds another model's weights (same parameter count, other shapes): written_by_another_job
+  // names it.
+  void set_job(std::string job) { job_ = std::move(job); }
 
   static std::string name_for(std::int64_t step);  // "step-00000030"
   static std::string shard_file(int rank);         // "rank-00000.shard"
@@ -96,7 +102,8 @@ class CheckpointStore {
   // `rank` of another size than `shard_bytes` (another model, layout or --state-bytes). Not damage: a
   // resume that walked past it would start over and its saves would prune the other job's checkpoints.
   // The reason, naming the newest such checkpoint; nullopt when every committed one fits.
-  // `state_bytes`: this run's model state in the shard, compared where the manifest recorded it.
+  // `state_bytes`: this run's model state in the shard, compared where the manifest recorded it. A manifest's
+  // "job" other than set_job's (both recorded) is another job too.
   std::optional<std::string> written_by_another_job(int world_size, int rank, std::uint64_t shard_bytes,
                                                     std::uint64_t state_bytes = 0) const;
 
@@ -127,6 +134,7 @@ class CheckpointStore {
   std::optional<std::uint64_t> shard_hash(const std::filesystem::path& path, std::uint64_t bytes,
                                           std::string* reason) const;
 
+  std::string job_;
   std::filesystem::path root_;
   // Shard hashes computed by verify (prune re-checks the kept checkpoints at every commit; this spares
   // re-reading the unchanged ones). Used by one thread: verify and prune run on the training thread.

@@ -85,6 +85,7 @@ TrainResilienceHooks::TrainResilienceHooks(ResilienceOptions options, MpiContext
       plan_(std::move(plan)),
       hang_(parse_hang_timeout(o_.hang_timeout)) {
   const double created = wall_now();
+  store_.set_job(o_.job);
   std::error_code ec;
   fs::create_directories(dir_ / "heartbeat", ec);
   fs::create_directories(dir_ / "calls", ec);

@@ -37,6 +37,7 @@ struct ResilienceOptions {
   std::int64_t check_every = 5;  // straggler score and SDC vote period (steps)
   std::uint64_t seed = 42;
   std::int64_t last_step = 0;  // the job's final step (--steps; 0 unknown): no drain stop is made at it
+  std::string job;             // what the state is (CheckpointStore::set_job); "" checks sizes only
 };
 
 // Validates the options (usage Errors naming the option); identical on every rank. The fault plan is

@@ -192,8 +192,16 @@ TrainResilience check_train_resilience(resilience::ResilienceOptions o, const st
 }
 
 std::unique_ptr<workloads::TrainHooks> make_train_hooks(TrainResilience checked, MpiContext& mpi,
-                                                        const workloads::TrainOptions& train) {
+                                                        const workloads::TrainOptions& train,
+                                                        const workloads::ModelConfig& model) {
   if (checked.options.run_dir.empty()) return nullptr;
+  // What the checkpointed state is: a resume with another model of the same size, or another layout, dtype
+  // or optimizer sharding whose shards happen to match, is another job's state, not this one's.
+  checked.options.job =
+      fmt::format("model {} ({:016x}), layers {}, tp{} pp{} dp{} ep{}, {}{}", model.name, model.file_digest,
+                  train.layers > 0 ? std::to_string(train.layers) : std::string("all"), train.parallel.tp,
+                  train.parallel.pp, train.parallel.dp, train.parallel.ep, to_string(train.shape.dtype),
+                  train.shape.distributed_optimizer ? ", distributed optimizer" : "");
   // Data-parallel replicas hold the same dense weights: ranks with the same tensor (and pipeline) coordinate.
   const auto c = workloads::rank_coords(mpi.rank(), train.parallel);
   const int group = static_cast<int>(c.t + c.p * train.parallel.tp);

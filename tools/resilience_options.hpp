@@ -43,7 +43,9 @@ void warn_unreachable_faults(const resilience::FaultPlan& plan, std::int64_t ste
 // A warning (rank 0) when --checkpoint-every is beyond the steps: the run saves nothing.
 void warn_unreachable_checkpoints(const resilience::ResilienceOptions& o, std::int64_t steps);
 // The hooks for a train run (null when --run-dir is not given).
+// `model` (its name and file digest) is recorded, with the layout, as what the checkpoints hold.
 std::unique_ptr<workloads::TrainHooks> make_train_hooks(TrainResilience checked, MpiContext& mpi,
-                                                        const workloads::TrainOptions& train);
+                                                        const workloads::TrainOptions& train,
+                                                        const workloads::ModelConfig& model);
 
 }  // namespace fb::tools

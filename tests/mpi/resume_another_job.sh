@@ -32,7 +32,19 @@ check_refused ranks "checkpoint step-00000004 was written by 2 ranks, this job h
 check_refused state_bytes "checkpoint step-00000004: rank [01]'s shard holds .*, this run's state is 16 MiB " \
   fb_mpirun 2 "${TRAIN[@]}" --steps 6 --resume --state-bytes 16M -q
 
-run_capture same fb_mpirun 2 "${TRAIN[@]}" --steps 6 --resume -q
+# Another model with the same parameter count (tiny-dense's shapes with 8 heads of 16 instead of 4 of 32): the
+# shards have the right sizes, and the manifest's "job" (model name and file digest, layers, layout, dtype)
+# tells them apart. It used to load tiny-dense's weights into the other shapes without a word.
+sed -e 's/"name": "tiny-dense"/"name": "tiny-dense-8h"/' -e 's/"heads": 4/"heads": 8/' -e 's/"kv_heads": 2/"kv_heads": 4/' \
+  -e 's/"head_dim": 32/"head_dim": 16/' "$FB_SOURCE_DIR/configs/models/tiny-dense.json" >"$T/tiny-dense-8h.json"
+check_refused same_size "checkpoint step-00000004 was written by another job \(model tiny-dense \([0-9a-f]{16}\), layers 2, tp1 pp1 dp2 ep1, fp32\); this run is model tiny-dense-8h " \
+  fb_mpirun 2 train --backend host --model "$T/tiny-dense-8h.json" --layers 2 --warmup-steps 0 --checkpoint-every 2 --keep 1 --run-dir "$RUN" --steps 6 --resume -q
+grep -q '"job": "model tiny-dense' "$RUN/checkpoints/step-00000004/manifest.json" && ok "the manifest records the job" \
+  || fail "no job in $(cat "$RUN/checkpoints/step-00000004/manifest.json")"
+
+# The same model named by its file's path is the same job.
+run_capture same fb_mpirun 2 train --backend host --model "$FB_SOURCE_DIR/configs/models/tiny-dense.json" --layers 2 \
+  --warmup-steps 0 --checkpoint-every 2 --keep 1 --run-dir "$RUN" --steps 6 --resume -q
 [ "$RC" -eq 0 ] && ok "same options: exit 0" || fail "same options: exit $RC: $(tail -3 "$T/same.err")"
 grep '"ckpt_restore_end"' "$RUN/events.jsonl" | tail -1 | grep -q '"step":4' \
   && ok "same options: resumed from step 4" || fail "same options: $(grep '"ckpt_restore_end"' "$RUN/events.jsonl" | tail -1)"
