@@ -217,9 +217,16 @@ MetricVerdict judge_metric(const Metric& baseline, const Metric& candidate, cons
 CompareSide describe_side(const Report& report, const std::string& source) {
   CompareSide side;
   side.source = source;
-  if (report.summary.is_object() && report.summary.value("kind", "") == "reference") {
+  // summary is an open object: a field of another type (a hand-edited report) reads as absent.
+  const auto text = [&](const char* key) {
+    return report.summary.is_object() && report.summary.contains(key) && report.summary[key].is_string()
+               ? report.summary[key].get<std::string>()
+               : std::string();
+  };
+  if (text("kind") == "reference") {
     side.reference = true;
-    side.label = "published reference: " + report.summary.value("title", std::string("(untitled)"));
+    side.label =
+        "published reference: " + (text("title").empty() ? std::string("(untitled)") : text("title"));
     return side;
   }
   std::vector<std::string> parts;

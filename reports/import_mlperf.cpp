@@ -132,7 +132,10 @@ Run parse_log(const MlperfLog& log) {
     } else if (key == "run_stop") {
       run.stop_ms = time_ms();
       run.stop_line = lineno;
-      run.stop_status = meta.is_object() ? meta.value("status", "") : "";
+      if (meta.is_object() && meta.contains("status") && !meta["status"].is_string())
+        throw input_error(fmt::format("{}:{}: run_stop status {} is not a string", log.source, lineno,
+                                      meta["status"].dump()));
+      run.stop_status = meta.is_object() ? meta.value("status", std::string()) : "";
     } else if (key == "submission_benchmark" && value.is_string()) {
       run.benchmark = value.get<std::string>();
       run.submission[key] = value;

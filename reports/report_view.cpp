@@ -57,7 +57,7 @@ RunFacts run_facts(const Report& report) {
   if (f.device.empty()) f.device = text_of(sys, "description");
   if (sys.is_object() && sys.contains("peak_tflops") && sys["peak_tflops"].is_object())
     f.peak_source = text_of(sys["peak_tflops"], "source");
-  if (report.summary.is_object() && report.summary.value("kind", "") == "reference") {
+  if (text_of(report.summary, "kind") == "reference") {
     f.reference = true;
     f.title = text_of(report.summary, "title");
   }

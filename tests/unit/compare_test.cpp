@@ -399,6 +399,12 @@ TEST(Compare, ReferenceBaselineIsLabelled) {
   const auto side = describe_side(base, "h200.json");
   EXPECT_TRUE(side.reference);
   EXPECT_EQ(side.label, "published reference: 8x H200 SXM");
+  // summary is open: a hand-edited kind or title of another type reads as absent (it escaped as an internal
+  // error).
+  base.summary = {{"kind", 5}};
+  EXPECT_FALSE(describe_side(base, "h200.json").reference);
+  base.summary = {{"kind", "reference"}, {"title", 7}};
+  EXPECT_EQ(describe_side(base, "h200.json").label, "published reference: (untitled)");
 }
 
 TEST(Compare, ReferenceMatchesOurResultsByPattern) {

@@ -490,6 +490,21 @@ TEST(ImportMlperf, TwoFailedRunsGiveNoScore) {
   EXPECT_EQ(score.metric("time_to_train_min"), nullptr);
 }
 
+// A run_stop status that is not a string is a garbled log, named (it escaped as an internal error; found by
+// the mlperf_import fuzzer).
+TEST(ImportMlperf, ANonStringStopStatusIsRefused) {
+  const double t0 = 1.7e12;
+  const std::string log = mllog("submission_benchmark", "\"bert\"", t0) + mllog("run_start", "null", t0 + 1) +
+                          mllog("run_stop", "null", t0 + 2, "{\"status\": 2560}");
+  try {
+    import_mlperf({{"s.log", log}});
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::input);
+    EXPECT_EQ(std::string(e.what()), "s.log:3: run_stop status 2560 is not a string");
+  }
+}
+
 TEST(ImportMlperf, SummarizerScore) {
   EXPECT_DOUBLE_EQ(*mlperf_olympic_score({5, 1, 3}, 0, 1), 3.0);
   EXPECT_DOUBLE_EQ(*mlperf_olympic_score({5, 1, 3, 4}, 1, 1), 4.0);  // drop 1; the failed run was the slowest
