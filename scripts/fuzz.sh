@@ -62,7 +62,10 @@ fuzz_one() {
       echo "FAIL fuzz $t: a regression input fails again ($log):"; tail -30 "$log"; return 1
     fi
   fi
-  if "$bin" -max_total_time="$SECONDS_EACH" -timeout=10 -rss_limit_mb=4096 -max_len=65536 -print_final_stats=1 \
+  # libFuzzer reads -max_total_time=0 as "no limit": 0 seconds runs the corpus (the seeds) once instead.
+  local budget=(-max_total_time="$SECONDS_EACH")
+  [ "$SECONDS_EACH" -eq 0 ] && budget=(-runs=0)
+  if "$bin" "${budget[@]}" -timeout=10 -rss_limit_mb=4096 -max_len=65536 -print_final_stats=1 \
     -artifact_prefix="$findings/" "$corpus" >>"$log" 2>&1; then
     echo "ok fuzz $t: ${#regressions[@]} regression input(s), $(grep -m1 -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$') runs in ${SECONDS_EACH}s, corpus $(ls "$corpus" | wc -l)"
   else
