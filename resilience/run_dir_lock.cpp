@@ -60,6 +60,7 @@ RunDirLock::RunDirLock(const std::filesystem::path& dir, MpiContext& mpi, double
     if (error.empty()) {
       std::filesystem::create_directories(dir, ec);
       fd_ = ec ? -1 : ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+      dir_fd_ = ec ? -1 : ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     }
     if (!error.empty()) {
       // the lock wait's own error: nothing was made
@@ -71,7 +72,18 @@ RunDirLock::RunDirLock(const std::filesystem::path& dir, MpiContext& mpi, double
           fmt::format("--run-dir {}: cannot open {}: {}", dir.string(), path.string(), std::strerror(errno));
     } else {
       const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(wait);
-      while (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+      // The directory's own lock comes first: the lock file can be deleted (a cleanup of dot files, a
+      // user who thinks it stale), and a second job would then lock a new file beside the first one's.
+      // Where directories cannot be locked (NFS takes flock as a byte-range lock, which needs a file
+      // open for writing), the lock file alone excludes.
+      const auto dir_busy = [&] {
+        if (dir_fd_ < 0 || ::flock(dir_fd_, LOCK_EX | LOCK_NB) == 0) return false;
+        if (errno == EWOULDBLOCK || errno == EINTR) return true;
+        ::close(dir_fd_);
+        dir_fd_ = -1;
+        return false;
+      };
+      while (dir_busy() || ::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
         if (errno != EWOULDBLOCK && errno != EINTR) {
           error = fmt::format("--run-dir {}: cannot lock {}: {}", dir.string(), path.string(),
                               std::strerror(errno));
@@ -92,6 +104,8 @@ RunDirLock::RunDirLock(const std::filesystem::path& dir, MpiContext& mpi, double
       } else {
         ::close(fd_);
         fd_ = -1;
+        if (dir_fd_ >= 0) ::close(dir_fd_);
+        dir_fd_ = -1;
       }
     }
   }
@@ -105,7 +119,8 @@ RunDirLock::RunDirLock(const std::filesystem::path& dir, MpiContext& mpi, double
 }
 
 RunDirLock::~RunDirLock() {
-  if (fd_ >= 0) ::close(fd_);  // releases the lock
+  if (fd_ >= 0) ::close(fd_);  // releases the locks
+  if (dir_fd_ >= 0) ::close(dir_fd_);
 }
 
 }  // namespace fb::resilience

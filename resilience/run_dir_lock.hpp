@@ -1,9 +1,9 @@
 #pragma once
 // One training job per run directory. Two jobs in one run dir (a re-run while an orphaned job, whose
 // launcher was killed, still trains; two shells) would commit and prune each other's checkpoints and mix
-// their event logs. Rank 0 holds an exclusive flock(2) on RUN_DIR/.lock for the job's life: the kernel
-// releases it when the process ends, however it ends (kill -9 included), so a stale lock cannot outlive its
-// job.
+// their event logs. Rank 0 holds an exclusive flock(2) on the directory itself and on RUN_DIR/.lock (which
+// names the holder) for the job's life: the kernel releases them when the process ends, however it ends
+// (kill -9 included), so a stale lock cannot outlive its job, and deleting .lock does not free the run dir.
 #include <filesystem>
 
 #include "core/mpi_context.hpp"
@@ -22,7 +22,8 @@ class RunDirLock {
   RunDirLock& operator=(const RunDirLock&) = delete;
 
  private:
-  int fd_ = -1;
+  int fd_ = -1;      // RUN_DIR/.lock
+  int dir_fd_ = -1;  // RUN_DIR; -1 where the file system cannot lock a directory
 };
 
 }  // namespace fb::resilience

@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
-# One job per run dir: while a job trains in it (held here in a 6 s checkpoint save), a second job on the
+# One job per run dir: while a job trains in it (held here in a 12 s checkpoint save), a second job on the
 # same --run-dir stops with exit 2 naming the holder, before it writes anything there; the first job finishes
-# untouched, and once it has ended the run dir is free again. The lock is the kernel's (flock): a job killed
+# untouched (also when its .lock file is deleted meanwhile), and once it has ended the run dir is free again. The lock is the kernel's (flock): a job killed
 # with SIGKILL leaves no stale lock behind.
 . "$(dirname "$0")/../lib.sh"
 
 RUN=$T/run
 TRAIN=(train --backend host --model tiny-dense --layers 1 --warmup-steps 0 --checkpoint-every 2 --run-dir "$RUN")
 rm -f "$T/marks"
-FACTORYBENCH_TEST_CKPT_PAUSE="shard=6@2" FACTORYBENCH_TEST_CKPT_MARK=$T/marks \
+FACTORYBENCH_TEST_CKPT_PAUSE="shard=12@2" FACTORYBENCH_TEST_CKPT_MARK=$T/marks \
   mpirun --oversubscribe -x FACTORYBENCH_TEST_CKPT_PAUSE -x FACTORYBENCH_TEST_CKPT_MARK -np 2 "$FACTORYBENCH" \
   "${TRAIN[@]}" --steps 4 >"$T/first.out" 2>"$T/first.err" &
 job=$!
@@ -22,6 +22,14 @@ run_capture second fb_mpirun 2 "${TRAIN[@]}" --steps 4 --resume
   && ok "a second job on the run dir: exit 2, naming the holder" || fail "second: exit $RC: $(head -3 "$T/second.err")"
 [ "$(wc -l <"$RUN/events.jsonl")" -eq "$lines_before" ] && ok "the second job wrote no event" \
   || fail "the second job wrote to events.jsonl: $(tail -2 "$RUN/events.jsonl")"
+# The lock file deleted under the holder (a cleanup of dot files): the directory's own lock still excludes.
+rm -f "$RUN/.lock"
+run_capture second_no_file fb_mpirun 2 "${TRAIN[@]}" --steps 4 --resume
+[ "$RC" -eq 2 ] && grep -q "^factorybench: error: --run-dir $RUN is in use by another job (its lock $RUN/.lock)" "$T/second_no_file.err" \
+  && ok "with its .lock deleted the run dir stays locked (exit 2)" \
+  || fail "second_no_file: exit $RC: $(head -3 "$T/second_no_file.err")"
+[ "$(wc -l <"$RUN/events.jsonl")" -eq "$lines_before" ] && ok "nor did a job after the lock file was deleted" \
+  || fail "a job wrote to events.jsonl after .lock was deleted: $(tail -2 "$RUN/events.jsonl")"
 
 RC=0
 wait "$job" || RC=$?
