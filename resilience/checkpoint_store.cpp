@@ -481,7 +481,8 @@ std::vector<std::int64_t> steps_to_prune(const std::vector<std::int64_t>& presen
   return out;
 }
 
-std::vector<std::string> CheckpointStore::prune(int keep, int world_size, std::int64_t committed_now) const {
+std::vector<std::string> CheckpointStore::prune(int keep, int world_size, std::int64_t committed_now,
+                                                std::vector<std::string>* failed) const {
   // Only steps up to the one just committed take part: newer directories are another run's (a fresh run in
   // an old run dir, or a resume that walked back past them). Counting them removed this run's own commits.
   auto present = list_steps(), committed = committed_steps();
@@ -504,7 +505,13 @@ std::vector<std::string> CheckpointStore::prune(int keep, int world_size, std::i
     } else {
       fs::remove(dir / "manifest.json", ec);  // uncommit first: a half-removed checkpoint is never taken
       checkpoint_test_pause(CheckpointPhase::prune, s, 0);
-      fs::remove_all(dir, ec);
+      if (!ec) fs::remove_all(dir, ec);
+    }
+    // A checkpoint left behind holds its space: retention that fails silently fills the volume until a
+    // save fails with ENOSPC, far from the cause.
+    if (ec) {
+      if (failed) failed->push_back(fmt::format("{}: {}", name_for(s), ec.message()));
+      continue;
     }
     removed.push_back(name_for(s));
   }

@@ -118,8 +118,10 @@ class CheckpointStore {
   // only the link. Removes nothing while fewer than `keep` verify. The one just committed does not count
   // (nothing has read it back yet), and directories newer than it (another run's) are neither counted nor
   // removed. So up to keep + 1 committed checkpoints stay, plus one being written. Returns the names
-  // removed, oldest first.
-  std::vector<std::string> prune(int keep, int world_size, std::int64_t committed_now) const;
+  // removed, oldest first. A directory that cannot be removed (wholly or in part: its space is not freed)
+  // is not among them; `failed` (when given) gets "NAME: reason" for it, as the job warns of it.
+  std::vector<std::string> prune(int keep, int world_size, std::int64_t committed_now,
+                                 std::vector<std::string>* failed = nullptr) const;
 
  private:
   struct FileStamp {

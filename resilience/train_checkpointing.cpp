@@ -205,13 +205,13 @@ void TrainResilienceHooks::commit_gathered(std::int64_t step, const ShardInfo& m
     shards.push_back({r, CheckpointStore::shard_file(r), all[3 * static_cast<std::size_t>(r)],
                       all[3 * static_cast<std::size_t>(r) + 1], 0, all[3 * static_cast<std::size_t>(r) + 2]});
   std::optional<CheckpointInfo> info;
-  std::vector<std::string> pruned;
+  std::vector<std::string> pruned, prune_failed;
   std::string refused;
   try {
     info = store_.commit(step, shards);
     // Only now, with this checkpoint committed, may older ones go; prune keeps the --keep newest older ones
     // that verify beside it (it counts once it has been read back, at the next commit).
-    pruned = store_.prune(o_.keep, mpi_.size(), step);
+    pruned = store_.prune(o_.keep, mpi_.size(), step, &prune_failed);
   } catch (const Error& ex) {
     refused = ex.what();
   }
@@ -232,7 +232,12 @@ void TrainResilienceHooks::commit_gathered(std::int64_t step, const ShardInfo& m
   e["bytes"] = info->total_bytes;
   e["write_s"] = write_s;
   e["pruned"] = pruned;
+  if (!prune_failed.empty()) e["prune_failed"] = prune_failed;
   log(e, Durability::fsync);
+  for (const auto& f : prune_failed)
+    if (prune_warned_.insert(f.substr(0, f.find(':'))).second)
+      log::warn("--keep {}: an older checkpoint could not be removed, and its space stays in use: {}",
+                o_.keep, f);
 }
 
 void TrainResilienceHooks::saving(bool begin) {

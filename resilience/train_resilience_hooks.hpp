@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -167,6 +168,9 @@ class TrainResilienceHooks final : public workloads::TrainHooks {
   std::atomic<double> longest_save_s_{0};
   void saving(bool begin);
   std::vector<double> step_times_;
+  // Older checkpoints a prune could not remove, already warned of (every later commit tries again and
+  // records it in its event; the warning is said once).
+  std::set<std::string> prune_warned_;
   int heartbeat_fd_ = -1;
 };
 

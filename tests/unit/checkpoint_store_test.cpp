@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <thread>
@@ -156,6 +157,36 @@ TEST_F(CheckpointStoreTest, PruneKeepsTheNewestVerifiedBesideTheNewCommit) {
   EXPECT_EQ(removed, (std::vector<std::string>{"step-00000010", "step-00000020", "step-00000025"}));
   EXPECT_EQ(store.committed_steps(), (std::vector<std::int64_t>{30, 40, 50}));
   EXPECT_EQ(store.list_steps(), (std::vector<std::int64_t>{30, 40, 50, 60}));
+}
+
+// A directory that cannot be removed is not reported as pruned but as failed, with the reason: its space
+// stays in use. Root cannot be refused by permissions, so an immutable file (chattr +i) stands in there.
+TEST_F(CheckpointStoreTest, PruneReportsADirectoryItCannotRemove) {
+  CheckpointStore store(root);
+  for (int s = 1; s <= 4; ++s) save(store, s * 10, 1, 512);
+  const auto shard = store.dir_for(10) / CheckpointStore::shard_file(0);
+  const auto step_dir = store.dir_for(10).string();
+  const bool as_root = ::geteuid() == 0;
+  const std::string lock =
+      as_root ? "chattr +i '" + shard.string() + "' 2>/dev/null" : "chmod a-w '" + step_dir + "'";
+  const std::string unlock =
+      as_root ? "chattr -i '" + shard.string() + "' 2>/dev/null" : "chmod u+w '" + step_dir + "'";
+  if (std::system(lock.c_str()) != 0) GTEST_SKIP() << "chattr +i is not supported here";
+  std::vector<std::string> failed;
+  const auto removed = store.prune(2, 1, 40, &failed);  // 30 and 20 verify; 10 should go
+  EXPECT_EQ(std::system(unlock.c_str()), 0);
+  EXPECT_TRUE(removed.empty());
+  ASSERT_EQ(failed.size(), 1u);
+  EXPECT_EQ(failed[0].rfind("step-00000010: ", 0), 0u) << failed[0];
+  EXPECT_TRUE(failed[0].find("not permitted") != std::string::npos ||
+              failed[0].find("Permission denied") != std::string::npos)
+      << failed[0];
+  EXPECT_EQ(store.list_steps(), (std::vector<std::int64_t>{10, 20, 30, 40}));
+  const auto choice = store.find_newest_valid(1);
+  ASSERT_TRUE(choice.chosen);
+  EXPECT_EQ(choice.chosen->step, 40);
+  // Once it can go, the next prune removes it.
+  EXPECT_EQ(store.prune(2, 1, 40), (std::vector<std::string>{"step-00000010"}));
 }
 
 // Every way the steps present, the verified ones among them and --keep can combine (6 steps, keep 1..3):
