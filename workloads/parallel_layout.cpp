@@ -177,10 +177,12 @@ MemoryEstimate estimate_memory(const ModelConfig& m, const ParallelConfig& c, co
   const std::int64_t stages = std::max<std::int64_t>(c.pp, 1);
   const std::uint64_t edp = static_cast<std::uint64_t>(c.dp * c.tp / c.ep);
   // Saved activations per layer and micro-batch (what the step keeps for backward), bytes: the residual
-  // stream and its two norms (x_in, xn_in, x_mid, xn_mid; 1/rms in fp32), QKV, the attention core's saved
-  // state (probabilities of the lower-triangular blocks, or a fused engine's fp32 log-sum-exp), the context,
-  // MLA latents and their norms, the MLP/MoE intermediates with routed capacity 2× balanced.
-  const std::int64_t T = l.tokens, h = m.hidden;
+  // stream (x_in, x_mid: this rank's rows, 1/tp of them with sequence parallelism, as Megatron-LM keeps
+  // them: Korthikanti et al. 2022, "sequence parallelism") and its two norms (xn_in, xn_mid: all-gathered,
+  // every row, for the projections' weight gradients; 1/rms in fp32), QKV, the attention core's saved state
+  // (probabilities of the lower-triangular blocks, or a fused engine's fp32 log-sum-exp), the context, MLA
+  // latents and their norms, the MLP/MoE intermediates with routed capacity 2× balanced.
+  const std::int64_t T = l.tokens, h = m.hidden, R = l.sp_tokens;  // R: residual-stream rows
   const std::int64_t nb = l.seq / l.attn_block;
   const std::int64_t probs = l.heads * s.micro_batch * l.attn_block * l.attn_block * nb * (nb + 1) / 2;
   const std::uint64_t core_kept =
@@ -190,7 +192,8 @@ MemoryEstimate estimate_memory(const ModelConfig& m, const ParallelConfig& c, co
   const bool shared_probs = s.recompute == Recompute::selective && !s.fused_attention;
   const std::uint64_t core_saved = shared_probs ? 0 : core_kept;
   const auto layer_acts = [&](std::int64_t i) {
-    std::int64_t a = T * h * 4 + T * l.qkv_width + T * l.heads * l.v_head_dim + 2 * T * l.mla_latent;
+    std::int64_t a =
+        (2 * R + 2 * T) * h + T * l.qkv_width + T * l.heads * l.v_head_dim + 2 * T * l.mla_latent;
     if (m.is_moe_layer(i)) {
       const std::int64_t routed = 2 * l.moe_tokens * m.moe->top_k;  // capacity: twice balanced
       a += routed * h * 3 + routed * (up_factor(m) + 1) * l.expert_ffn + l.moe_tokens * m.moe->experts;
@@ -220,20 +223,21 @@ MemoryEstimate estimate_memory(const ModelConfig& m, const ParallelConfig& c, co
     const auto layers = stage_layers(m, c, p);
     std::uint64_t acts = 0;
     // Full recomputation keeps each layer's input (Korthikanti et al. 2022, Table 2: 2·s·b·h·L bytes in
-    // 16-bit), plus one layer's full set per layer kind on the stage and the recomputed output.
+    // 16-bit; /tp with sequence parallelism), plus one layer's full set per layer kind on the stage and the
+    // recomputed output.
     std::uint64_t scratch[2] = {0, 0};
     for (std::int64_t i = layers.first; i < layers.first + layers.count; ++i) {
       if (s.recompute != Recompute::full) {
         acts += layer_acts(i);
         continue;
       }
-      acts += static_cast<std::uint64_t>(T * h) * e;
-      scratch[m.is_moe_layer(i) ? 1 : 0] = layer_acts(i) - static_cast<std::uint64_t>(T * h) * e;
+      acts += static_cast<std::uint64_t>(R * h) * e;
+      scratch[m.is_moe_layer(i) ? 1 : 0] = layer_acts(i) - static_cast<std::uint64_t>(R * h) * e;
     }
     acts *= static_cast<std::uint64_t>(std::min(stages - p, s.grad_accum));  // 1F1B in-flight micro-batches
-    acts += static_cast<std::uint64_t>(T * h) * e;                           // stage output
+    acts += static_cast<std::uint64_t>(R * h) * e;                           // stage output
     if (s.recompute == Recompute::full)
-      acts += scratch[0] + scratch[1] + static_cast<std::uint64_t>(T * h) * e;
+      acts += scratch[0] + scratch[1] + static_cast<std::uint64_t>(R * h) * e;
     if (shared_probs) acts += core_kept;
     if (p == stages - 1) acts += static_cast<std::uint64_t>(T * (h + l.vocab)) * e;  // final norm, logits
     est.activations = acts;

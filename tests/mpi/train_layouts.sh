@@ -104,6 +104,13 @@ assert_json "$T/sp.json" "$B['tp_reduce_scatter/embedding'] == 128 * 128 * 4 and
 for op in tp_allgather tp_reduce_scatter; do
   assert_json "$T/sp.json" "sum(v for k, v in $B.items() if k.startswith('$op/')) == sum(c['bytes_per_call'] * c['calls_per_step'] for c in d['results'][0]['extra']['collectives_plan'] if c['name'].startswith('$op/'))" "sp: $op bytes executed = planned"
 done
+# The residual stream keeps only this rank's rows (Megatron-LM): each layer's input and mid-layer residual
+# and the stage output, 5 buffers of 64 instead of 128 rows x 128 hidden x fp32, with their 1/rms rows
+# (2 per layer and the final norm, fp32). Allocated and estimated alike.
+MEM="d['results'][0]['metrics']['memory_allocated_bytes_per_rank']['value']"
+assert_json "$T/sp.json" "json.load(open('$T/dense.json'))['results'][0]['metrics']['memory_allocated_bytes_per_rank']['value'] - $MEM == 5 * 64 * 128 * 4 + 5 * 64 * 4" "sp: residual stream allocated for 64 of 128 rows"
+EST="d['results'][0]['extra']['memory_estimate_bytes']['activations']"
+assert_json "$T/sp.json" "json.load(open('$T/dense.json'))['results'][0]['extra']['memory_estimate_bytes']['activations'] - $EST == 5 * 64 * 128 * 4 + 4 * 64 * 4" "sp: the estimate's activations drop by the same rows"
 assert_json "$T/dense.json" "sum(v for k, v in $B.items() if k.startswith('tp_allreduce/')) == sum(c['bytes_per_call'] * c['calls_per_step'] for c in d['results'][0]['extra']['collectives_plan'] if c['name'].startswith('tp_allreduce/'))" "dense: TP all-reduce bytes executed = planned"
 
 # MLA (DeepSeek-style latent attention, with MoE): data parallel, and tensor + pipeline + sequence parallel.

@@ -264,6 +264,32 @@ TEST(ParallelLayout, MlaPlanGemmsCoverTheModelCount) {
   EXPECT_LT(flops, model * 1.02);
 }
 
+// Sequence parallelism keeps the residual stream sharded (Megatron-LM): a layer's saved input and mid-layer
+// residual, and the stage output, are 1/t of the rows. llama3-8b at tp 8: s 8192, b 1, h 4096, bf16.
+TEST(ParallelLayout, SequenceParallelKeepsAShardOfTheResidualStream) {
+  const auto m = load_model("llama3-8b");
+  const ParallelConfig tp8{8, 1, 1, 1};
+  StepShape s;
+  s.dtype = DType::bf16;
+  const auto acts = [&](std::int64_t layers, bool sp, Recompute r) {
+    auto mm = m;
+    mm.layers = layers;
+    StepShape ss = s;
+    ss.sequence_parallel = sp;
+    ss.recompute = r;
+    return estimate_memory(mm, tp8, ss).activations;
+  };
+  const std::uint64_t sbh = 8192ull * 4096, T = 8192, R = 8192 / 8;
+  // Full recomputation keeps each layer's input: 2·s·b·h bytes in 16-bit (Korthikanti et al. 2022, Table 2),
+  // and with sequence parallelism 2·s·b·h/t.
+  EXPECT_EQ(acts(4, false, Recompute::full) - acts(2, false, Recompute::full), 2 * 2 * sbh);
+  EXPECT_EQ(acts(4, true, Recompute::full) - acts(2, true, Recompute::full), 2 * 2 * sbh / 8);
+  // Without recomputation each layer saves x_in and x_mid (16-bit) and two 1/rms rows (fp32) of this rank's
+  // rows; the stage output is one more residual-stream buffer.
+  EXPECT_EQ(acts(2, false, Recompute::none) - acts(2, true, Recompute::none),
+            2 * 2 * (T - R) * 4096 * 2 + (T - R) * 4096 * 2 + 2 * 2 * (T - R) * 4);
+}
+
 TEST(ParallelLayout, MemoryEstimateAndFitCheck) {
   StepShape s;
   s.dtype = DType::bf16;

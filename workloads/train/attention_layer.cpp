@@ -43,12 +43,12 @@ std::unique_ptr<QkvProjection> make_gqa_projection(StepContext& c, Region& dense
 void AttentionLayer::allocate(LayerActs& a, const LayerWeights&) {
   const auto& l = c_.l;
   const std::int64_t T = l.tokens, h = c_.m.hidden;
-  a.x_in = c_.act(T * h);
+  a.x_in = c_.act(c_.rows * h);  // the residual stream: this rank's rows only
   a.xn_in = c_.act(T * h);
   a.rstd_in = c_.alloc(c_.rows, 4);
   a.qkv = c_.act(T * l.qkv_width);
   a.ctx = c_.act(T * l.heads * l.v_head_dim);
-  a.x_mid = c_.act(T * h);
+  a.x_mid = c_.act(c_.rows * h);
   core_->allocate(a);
   projection_->allocate(a);
 }

@@ -20,9 +20,12 @@ EmbeddingLayer::EmbeddingLayer(StepContext& c, Region& dense, std::int64_t table
 void EmbeddingLayer::forward(void* x) {
   c_.mark(kElementwise);
   const std::int64_t rows = c_.l.vocab;  // this TP rank's vocabulary rows [t·rows, (t+1)·rows)
+  // Every token's partial lookup (T rows), summed over TP into x: in place, or with sequence parallelism
+  // reduce-scattered from the workspace into x, which holds this rank's rows only.
+  void* full = c_.sp ? c_.ws.tmp.data() : x;
   c_.k->embedding_forward(weight(c_, dense_, table_), c_.dt, c_.coords.t * rows, rows, c_.m.hidden,
-                          ids_.as<std::int32_t>(), c_.l.tokens, x);
-  c_.tp_reduce(x, "embedding");
+                          ids_.as<std::int32_t>(), c_.l.tokens, full);
+  c_.tp_reduce(full, "embedding", x);
 }
 
 void EmbeddingLayer::backward(void* g) {

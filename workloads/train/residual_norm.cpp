@@ -11,26 +11,26 @@ void residual_add(StepContext& c, void* out, const void* x, const void* delta, c
   c.mark(kElementwise);
   const std::int64_t h = c.m.hidden;
   if (!next.gamma) {  // the end of a stage that is not the last: the residual add alone
-    c.copy(c.my_rows(out), c.my_rows(x), c.rows * h);
-    c.k->add(c.my_rows(out), c.my_rows(delta), c.dt, c.rows * h);
+    c.copy(out, x, c.rows * h);
+    c.k->add(out, c.my_rows(delta), c.dt, c.rows * h);
     return;
   }
-  c.k->rmsnorm_forward(c.my_rows(x), c.my_rows(delta), c.my_rows(out), next.gamma, c.my_rows(next.normed),
-                       next.rstd, c.dt, c.rows, h, h, c.m.norm_eps);
+  c.k->rmsnorm_forward(x, c.my_rows(delta), out, next.gamma, c.my_rows(next.normed), next.rstd, c.dt, c.rows,
+                       h, h, c.m.norm_eps);
 }
 
 void norm_only(StepContext& c, const void* x, const NormTarget& target) {
   c.mark(kElementwise);
   const std::int64_t h = c.m.hidden;
-  c.k->rmsnorm_forward(c.my_rows(x), nullptr, nullptr, target.gamma, c.my_rows(target.normed), target.rstd,
-                       c.dt, c.rows, h, h, c.m.norm_eps);
+  c.k->rmsnorm_forward(x, nullptr, nullptr, target.gamma, c.my_rows(target.normed), target.rstd, c.dt, c.rows,
+                       h, h, c.m.norm_eps);
 }
 
 void norm_backward(StepContext& c, Region& dense, std::int64_t gamma_t, const void* dy, const void* x,
                    const float* rstd, const void* d_residual, void* dx) {
   c.mark(kElementwise);
   const std::int64_t h = c.m.hidden;
-  c.k->rmsnorm_backward(c.my_rows(dy), c.my_rows(x), weight(c, dense, gamma_t), rstd,
+  c.k->rmsnorm_backward(c.my_rows(dy), x, weight(c, dense, gamma_t), rstd,
                         d_residual ? c.my_rows(d_residual) : nullptr, c.my_rows(dx),
                         weight_grad(c, dense, gamma_t), c.dt, c.rows, h, h);
 }

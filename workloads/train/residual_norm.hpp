@@ -2,7 +2,10 @@
 // The residual connections and RMSNorms between the sublayers of a pre-norm transformer (Llama, Mixtral,
 // DeepSeek: x_mid = x + attention(norm1(x)), out = x_mid + mlp(norm2(x_mid))), each residual add fused with
 // the norm that follows it into one kernel, and the norm's backward fused with the residual gradient.
-// All on this rank's rows of the residual stream (T, or T/tp with sequence parallelism), h wide.
+// All on this rank's rows of the residual stream (T, or T/tp with sequence parallelism), h wide. The
+// residual stream itself (x, out: LayerActs x_in, x_mid) holds only those rows (StepContext::rows × h), as
+// Megatron-LM keeps it sharded under sequence parallelism; the deltas, norm outputs and gradients are
+// T × h buffers whose rows these functions find with StepContext::my_rows.
 #include "workloads/train/model_weights.hpp"
 #include "workloads/train/sublayer.hpp"
 

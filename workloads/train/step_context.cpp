@@ -57,13 +57,13 @@ void StepContext::copy(void* dst, const void* src, std::int64_t elements) {
   k->copy_row_blocks(src, dst, dt, elements, 1, &zero, &zero, &one);
 }
 
-void StepContext::tp_reduce(void* buf, const char* what) {
+void StepContext::tp_reduce(void* buf, const char* what, void* rows_out) {
   if (o.parallel.tp == 1) return;
   mark(kTpComm);
   const std::int64_t n = l.tokens * m.hidden;
   if (sp) {
-    groups.tp->reduce_scatter(buf, my_rows(buf), static_cast<std::size_t>(rows * m.hidden), dt,
-                              ReduceOp::sum);
+    groups.tp->reduce_scatter(buf, rows_out ? rows_out : my_rows(buf),
+                              static_cast<std::size_t>(rows * m.hidden), dt, ReduceOp::sum);
     count_bytes(std::string("tp_reduce_scatter/") + what, static_cast<double>(n * elem()));
   } else {
     groups.tp->allreduce(buf, buf, static_cast<std::size_t>(n), dt, ReduceOp::sum);

@@ -77,8 +77,9 @@ class StepContext {
 
   // --- tensor parallelism
   // Sum of the TP ranks' partial T×h outputs (buf): all-reduce, or with sequence parallelism a
-  // reduce-scatter that leaves this rank's rows, summed, at my_rows(buf) (in place).
-  void tp_reduce(void* buf, const char* what);
+  // reduce-scatter that leaves this rank's rows, summed, at my_rows(buf) (in place), or at `rows_out`
+  // (rows × h) when given.
+  void tp_reduce(void* buf, const char* what, void* rows_out = nullptr);
   // Sequence parallelism: in-place all-gather of every TP rank's rows of a T×h buffer (no-op otherwise).
   void tp_gather(void* buf, const char* what);
   void count_bytes(const std::string& name, double bytes) { coll_bytes[name] += bytes; }

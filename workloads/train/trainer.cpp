@@ -50,7 +50,7 @@ void Trainer::allocate_activations() {
     slot_acts.resize(w_.layers.size());
     for (std::size_t i = 0; i < w_.layers.size(); ++i) {
       if (recompute_full_) {
-        slot_acts[i].x_in = c_.act(T * h);
+        slot_acts[i].x_in = c_.act(c_.rows * h);
         continue;
       }
       attention_.allocate(slot_acts[i], w_.layers[i]);
@@ -65,9 +65,9 @@ void Trainer::allocate_activations() {
       feed_forward(w).allocate(r, w);
       r.x_in = DeviceBuffer{};  // borrowed from the layer that runs
     }
-    discard_ = c_.act(T * h);
+    discard_ = c_.act(c_.rows * h);
   }
-  x_out_ = c_.act(T * h);
+  x_out_ = c_.act(c_.rows * h);
   if (last_stage_) {
     xn_out_ = c_.act(T * h);
     rstd_out_ = c_.alloc(c_.rows, 4);

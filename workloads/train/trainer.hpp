@@ -50,8 +50,8 @@ class Trainer final : public PipelineStage {
   // --- PipelineStage
   double forward(std::int64_t micro_batch) override;
   void backward(std::int64_t micro_batch, bool last_micro_batch) override;
-  void* input(std::int64_t micro_batch) override { return c_.my_rows(slot(micro_batch)[0].x_in); }
-  void* output() override { return c_.my_rows(x_out_); }
+  void* input(std::int64_t micro_batch) override { return slot(micro_batch)[0].x_in.data(); }
+  void* output() override { return x_out_.data(); }
   void* grad() override { return c_.my_rows(c_.ws.g_a); }
 
  private:
