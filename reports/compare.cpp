@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "core/error.hpp"
+#include "reports/json_fields.hpp"
 
 namespace fb::reports {
 namespace {
@@ -66,18 +67,12 @@ std::string params_mismatch(const Result& ref, const Result& cand) {
   return {};
 }
 
-std::string json_text(const json& j, const char* key) {
-  if (!j.is_object() || !j.contains(key)) return {};
-  const json& v = j.at(key);
-  return v.is_string() ? v.get<std::string>() : v.dump();
-}
-
 std::string first_device(const Report& r) {
   const json& ranks = r.system.is_object() ? r.system.value("ranks", json::array()) : json::array();
   if (ranks.is_array() && !ranks.empty() && ranks[0].is_object() && ranks[0].contains("device") &&
       ranks[0]["device"].is_object())
-    return json_text(ranks[0]["device"], "name");
-  return json_text(r.system, "device");
+    return field_text(ranks[0]["device"], "name");
+  return field_text(r.system, "device");
 }
 
 void apply_bounds(MetricComparison& row, const EffectiveRule& rule) {
@@ -218,11 +213,7 @@ CompareSide describe_side(const Report& report, const std::string& source) {
   CompareSide side;
   side.source = source;
   // summary is an open object: a field of another type (a hand-edited report) reads as absent.
-  const auto text = [&](const char* key) {
-    return report.summary.is_object() && report.summary.contains(key) && report.summary[key].is_string()
-               ? report.summary[key].get<std::string>()
-               : std::string();
-  };
+  const auto text = [&](const char* key) { return string_field(report.summary, key); };
   if (text("kind") == "reference") {
     side.reference = true;
     side.label =
@@ -230,8 +221,8 @@ CompareSide describe_side(const Report& report, const std::string& source) {
     return side;
   }
   std::vector<std::string> parts;
-  if (const auto id = json_text(report.run, "id"); !id.empty()) parts.push_back("run " + id);
-  if (const auto backend = json_text(report.run, "backend"); !backend.empty())
+  if (const auto id = field_text(report.run, "id"); !id.empty()) parts.push_back("run " + id);
+  if (const auto backend = field_text(report.run, "backend"); !backend.empty())
     parts.push_back(backend + " backend");
   if (report.run.is_object() && report.run.contains("world_size") && report.run["world_size"].is_number()) {
     const int n = report.run["world_size"].get<int>();
@@ -258,7 +249,7 @@ Comparison compare_reports(const Report& baseline, const Report& candidate, cons
     if (!b.empty() && !c.empty() && b != c)
       out.warnings.push_back(fmt::format("{} differ: baseline {}, candidate {}", what, b, c));
   };
-  differ("backends", json_text(baseline.run, "backend"), json_text(candidate.run, "backend"));
+  differ("backends", field_text(baseline.run, "backend"), field_text(candidate.run, "backend"));
   // An import whose source did not say writes world_size null (unknown): nothing to compare.
   const auto world = [](const Report& r) {
     return r.run.is_object() && r.run.contains("world_size") && r.run["world_size"].is_number()
@@ -402,10 +393,7 @@ Comparison compare_reports(const Report& baseline, const Report& candidate, cons
     }
     // A published reference names its own setup ("llama3-8b/nemo-24.07/fp8"); `params.match`, a glob over
     // result names of the same benchmark ("llama3-8b/*/fp8/*"), says which of our results it stands for.
-    const std::string pattern =
-        br.params.is_object() && br.params.contains("match") && br.params["match"].is_string()
-            ? br.params["match"].get<std::string>()
-            : std::string();
+    const std::string pattern = string_field(br.params, "match");
     bool any = false;
     std::string unlike;  // why the first result that matched by name was not compared
     if (!pattern.empty())

@@ -20,6 +20,7 @@
 
 #include "reports/compare.hpp"
 #include "reports/heatmap_svg.hpp"
+#include "reports/json_fields.hpp"
 #include "reports/locate_extra.hpp"
 #include "reports/report_printers.hpp"
 #include "reports/report_view.hpp"
@@ -47,10 +48,6 @@ std::string first_segment(const std::string& name) {
 std::optional<double> number_at(const json& j, const std::string& key) {
   if (j.is_object() && j.contains(key) && j[key].is_number()) return j[key].get<double>();
   return std::nullopt;
-}
-
-std::string string_at(const json& j, const std::string& key) {
-  return j.is_object() && j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : std::string();
 }
 
 std::string slug(const std::string& s) {
@@ -93,13 +90,13 @@ std::vector<Figure> collective_figures(const std::vector<NamedReport>& reports) 
       const auto bytes = number_at(r.params, "bytes");
       const Metric* bus = r.metric("busbw_gbps");
       if (!bytes || !(*bytes > 0) || !bus || !std::isfinite(bus->value)) continue;
-      std::string series = string_at(r.params, "dtype");
+      std::string series = string_field(r.params, "dtype");
       if (series.empty()) series = "busbw";
       if (r.name.ends_with("/inplace") || (r.params.contains("inplace") && r.params["inplace"] == true))
         series += " in-place";
       if (const auto g = number_at(r.params, "group")) series += fmt::format(" group {}", *g);
       // Another reduction or root is another curve (nccl-tests -o all, -r all): not one zig-zag line.
-      if (const auto op = string_at(r.params, "redop"); !op.empty() && op != "sum" && op != "none")
+      if (const auto op = string_field(r.params, "redop"); !op.empty() && op != "sum" && op != "none")
         series += " " + op;
       if (const auto root = number_at(r.params, "root"); root && *root > 0)
         series += fmt::format(" root {}", *root);
@@ -156,7 +153,7 @@ std::vector<Figure> gemm_figures(const std::vector<NamedReport>& reports) {
       if (r.benchmark != "gemm" || r.status != Status::ok) continue;
       const Metric* tf = r.metric("tflops");
       if (!tf || !std::isfinite(tf->value)) continue;
-      std::string dtype = string_at(r.params, "dtype");
+      std::string dtype = string_field(r.params, "dtype");
       if (dtype.empty()) dtype = first_segment(r.name);
       std::string shape = r.name.starts_with(dtype + "/") ? r.name.substr(dtype.size() + 1) : r.name;
       Group& g = groups[dtype];
@@ -301,7 +298,7 @@ std::vector<Figure> telemetry_figures(const std::vector<NamedReport>& reports) {
     if (!tel.is_object() || !tel.contains("ranks") || !tel["ranks"].is_array()) continue;
     const json& ranks = tel["ranks"];
     if (ranks.empty() || !ranks[0].contains("series")) continue;
-    const double t0 = unix_from_utc(string_at(ranks[0], "started_at"));
+    const double t0 = unix_from_utc(string_field(ranks[0], "started_at"));
     const std::string suffix = reports.size() > 1 ? " — " + run_label(reports, i) : std::string();
 
     svg::GanttChart timeline;
@@ -320,7 +317,7 @@ std::vector<Figure> telemetry_figures(const std::vector<NamedReport>& reports) {
       for (const auto& rank : ranks) {
         const json& series = rank.value("series", json());
         if (!series.is_object() || !series.contains("t_s")) continue;
-        const double shift = unix_from_utc(string_at(rank, "started_at")) - t0;
+        const double shift = unix_from_utc(string_field(rank, "started_at")) - t0;
         for (const char* group : {"gpu", "host"}) {
           const json& g = series.value(group, json());
           const char* key = nullptr;

@@ -8,17 +8,12 @@
 #include <fmt/format.h>
 
 #include "reports/compare.hpp"
+#include "reports/json_fields.hpp"
 
 namespace fb::reports {
 namespace {
 
 using nlohmann::json;
-
-std::string text_of(const json& j, const char* key) {
-  if (!j.is_object() || !j.contains(key) || j.at(key).is_null()) return {};
-  const json& v = j.at(key);
-  return v.is_string() ? v.get<std::string>() : v.dump();
-}
 
 std::string label_stem(const std::string& source) {
   std::string name = std::filesystem::path(source).filename().string();
@@ -38,28 +33,28 @@ std::string run_label(const std::vector<NamedReport>& reports, std::size_t i) {
 RunFacts run_facts(const Report& report) {
   RunFacts f;
   const json& run = report.run;
-  f.id = text_of(run, "id");
-  f.command = text_of(run, "command");
-  f.backend = text_of(run, "backend");
-  f.started_at = text_of(run, "started_at");
-  f.finished_at = text_of(run, "finished_at");
+  f.id = field_text(run, "id");
+  f.command = field_text(run, "command");
+  f.backend = field_text(run, "backend");
+  f.started_at = field_text(run, "started_at");
+  f.finished_at = field_text(run, "finished_at");
   if (run.is_object() && run.contains("world_size") && run["world_size"].is_number_integer())
     f.world_size = run["world_size"].get<int>();
   if (run.is_object() && run.contains("hosts") && run["hosts"].is_array()) {
     for (const auto& h : run["hosts"])
       if (h.is_string()) f.hosts += (f.hosts.empty() ? "" : ", ") + h.get<std::string>();
   }
-  f.version = text_of(report.tool, "version");
+  f.version = field_text(report.tool, "version");
   const json& sys = report.system;
   if (sys.is_object() && sys.contains("ranks") && sys["ranks"].is_array() && !sys["ranks"].empty() &&
       sys["ranks"][0].is_object() && sys["ranks"][0].contains("device"))
-    f.device = text_of(sys["ranks"][0]["device"], "name");
-  if (f.device.empty()) f.device = text_of(sys, "description");
+    f.device = field_text(sys["ranks"][0]["device"], "name");
+  if (f.device.empty()) f.device = field_text(sys, "description");
   if (sys.is_object() && sys.contains("peak_tflops") && sys["peak_tflops"].is_object())
-    f.peak_source = text_of(sys["peak_tflops"], "source");
-  if (text_of(report.summary, "kind") == "reference") {
+    f.peak_source = field_text(sys["peak_tflops"], "source");
+  if (field_text(report.summary, "kind") == "reference") {
     f.reference = true;
-    f.title = text_of(report.summary, "title");
+    f.title = field_text(report.summary, "title");
   }
   return f;
 }

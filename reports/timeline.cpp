@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "reports/json_fields.hpp"
 #include "reports/timeline_extra.hpp"
 
 namespace fb::reports {
@@ -28,10 +29,6 @@ struct Interval {
 
 double num(const json& e, const char* key, double fallback) {
   return e.contains(key) && e[key].is_number() ? e[key].get<double>() : fallback;
-}
-
-std::string str(const json& e, const char* key) {
-  return e.contains(key) && e[key].is_string() ? e[key].get<std::string>() : std::string();
 }
 
 }  // namespace
@@ -67,7 +64,7 @@ Timeline timeline_from_events(const json& events) {
   for (const auto& e : events) {
     if (!e.is_object() || !e.contains("t") || !e["t"].is_number()) continue;
     const double t = e["t"].get<double>();
-    const std::string type = str(e, "type");
+    const std::string type = string_field(e, "type");
     t0 = std::min(t0, t);
     t_end = std::max(t_end, t);
     if (std::isnan(last)) last = attempt_begin = t;
@@ -98,14 +95,16 @@ Timeline timeline_from_events(const json& events) {
       last = t;
     } else if (type == "fault_injected") {
       last_fault = t;
-      std::string label = "fault injected: " + (str(e, "kind").empty() ? std::string("?") : str(e, "kind"));
+      std::string label =
+          "fault injected: " + (string_field(e, "kind").empty() ? std::string("?") : string_field(e, "kind"));
       if (e.contains("rank") && e["rank"].is_number_integer())
         label += fmt::format(" on rank {}", e["rank"].get<int>());
       tl.markers.push_back({t, label});
     } else if (type == "failure_detected") {
       const bool fatal = !(e.contains("fatal") && e["fatal"].is_boolean() && !e["fatal"].get<bool>());
-      tl.markers.push_back({t, "failure detected: " + str(e, "kind") +
-                                   (str(e, "how").empty() ? "" : " (" + str(e, "how") + ")")});
+      tl.markers.push_back(
+          {t, "failure detected: " + string_field(e, "kind") +
+                  (string_field(e, "how").empty() ? "" : " (" + string_field(e, "how") + ")")});
       if (!fatal || attempt_failed) continue;
       attempt_failed = true;
       const double failed_at = std::min(num(e, "failed_at", std::isnan(last_fault) ? last : last_fault), t);

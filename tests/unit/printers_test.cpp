@@ -14,6 +14,7 @@
 
 #include "reports/compare.hpp"
 #include "reports/compare_printers.hpp"
+#include "reports/json_fields.hpp"
 #include "reports/report_printers.hpp"
 #include "reports/svg_chart.hpp"
 #include "reports/text_format.hpp"
@@ -507,6 +508,22 @@ TEST(SvgChart, NiceTicksAndBytes) {
   EXPECT_EQ(svg::short_bytes(1024), "1K");
   EXPECT_EQ(svg::short_bytes(17179869184.0), "16G");
   EXPECT_EQ(svg::short_bytes(8), "8");
+}
+
+// A hand-edited report's open objects: a field of another type, null, or a non-object reads as absent (or,
+// for field_text, as its JSON text), never as nlohmann's type_error.
+TEST(JsonFields, ReadOptionalFieldsOfAnyType) {
+  const auto j = nlohmann::json::parse(R"({"s": "H200", "n": 3, "z": null, "o": {"a": 1}})");
+  EXPECT_EQ(string_field(j, "s"), "H200");
+  EXPECT_EQ(string_field(j, "n"), "");
+  EXPECT_EQ(string_field(j, "z"), "");
+  EXPECT_EQ(string_field(j, "missing"), "");
+  EXPECT_EQ(string_field(nlohmann::json::array({1}), "s"), "");
+  EXPECT_EQ(field_text(j, "s"), "H200");
+  EXPECT_EQ(field_text(j, "n"), "3");
+  EXPECT_EQ(field_text(j, "z"), "");
+  EXPECT_EQ(field_text(j, "o"), R"({"a":1})");
+  EXPECT_EQ(field_text(nlohmann::json("text"), "s"), "");
 }
 
 }  // namespace
