@@ -46,6 +46,55 @@ std::string holder_of(int fd) {
 
 }  // namespace
 
+std::optional<std::string> run_dir_holder(const std::filesystem::path& dir) {
+  std::optional<std::string> holder;
+  const int dir_fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir_fd < 0) return holder;  // no run dir yet: nobody holds it
+  const int fd = ::open((dir / ".lock").c_str(), O_RDONLY | O_CLOEXEC);
+  const int sup = ::open((dir / ".supervisor.lock").c_str(), O_RDONLY | O_CLOEXEC);
+  const auto busy = [](int f) {
+    return f >= 0 && ::flock(f, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+  };
+  if (busy(dir_fd) || busy(fd))
+    holder = fd >= 0 ? holder_of(fd) : std::string("another job");
+  else if (busy(sup))
+    holder = "the supervisor " + holder_of(sup);
+  for (const int f : {fd, sup, dir_fd})  // (releases what this check took)
+    if (f >= 0) ::close(f);
+  return holder;
+}
+
+SupervisorRunDirLock::SupervisorRunDirLock(const std::filesystem::path& dir) {
+  if (const auto holder = run_dir_holder(dir)) throw usage_error(run_dir_in_use_message(dir, *holder));
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  const auto path = dir / ".supervisor.lock";
+  fd_ = ec ? -1 : ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd_ < 0) return;  // the training job's own lock still excludes a second job
+  if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+    const bool held = errno == EWOULDBLOCK;
+    const std::string holder = held ? "the supervisor " + holder_of(fd_) : std::string();
+    ::close(fd_);
+    fd_ = -1;
+    if (held) throw usage_error(run_dir_in_use_message(dir, holder));
+    return;  // a file system without flock: as above
+  }
+  char host[256] = {};
+  ::gethostname(host, sizeof host - 1);
+  const auto me = fmt::format("pid {} on {}\n", ::getpid(), host);
+  if (::ftruncate(fd_, 0) != 0 || ::pwrite(fd_, me.data(), me.size(), 0) < 0) { /* text only */
+  }
+}
+
+SupervisorRunDirLock::~SupervisorRunDirLock() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+std::string run_dir_in_use_message(const std::filesystem::path& dir, const std::string& holder) {
+  return fmt::format("--run-dir {} is in use by {} (its lock {}): stop that job, or choose another --run-dir",
+                     dir.string(), holder, (dir / ".lock").string());
+}
+
 RunDirLock::RunDirLock(const std::filesystem::path& dir, MpiContext& mpi, double wait_s) {
   std::string error;
   if (mpi.is_root()) {
@@ -90,9 +139,7 @@ RunDirLock::RunDirLock(const std::filesystem::path& dir, MpiContext& mpi, double
           break;
         }
         if (std::chrono::steady_clock::now() >= deadline) {
-          error = fmt::format(
-              "--run-dir {} is in use by {} (its lock {}): stop that job, or choose another --run-dir",
-              dir.string(), holder_of(fd_), path.string());
+          error = run_dir_in_use_message(dir, holder_of(fd_));
           break;
         }
         std::this_thread::sleep_for(std::chrono::milliseconds(100));

@@ -5,10 +5,33 @@
 // names the holder) for the job's life: the kernel releases them when the process ends, however it ends
 // (kill -9 included), so a stale lock cannot outlive its job, and deleting .lock does not free the run dir.
 #include <filesystem>
+#include <optional>
+#include <string>
 
 #include "core/mpi_context.hpp"
 
 namespace fb::resilience {
+
+// The holder ("pid P on HOST", or "another job") of `dir` when a training job holds its lock now, or a
+// supervisor its .supervisor.lock; nullopt when free (or when `dir` does not exist). A check only, for a
+// command about to clear a run dir before it launches the job that will lock it (resilience).
+std::optional<std::string> run_dir_holder(const std::filesystem::path& dir);
+// "--run-dir DIR is in use by HOLDER (its lock DIR/.lock): stop that job, or choose another --run-dir"
+std::string run_dir_in_use_message(const std::filesystem::path& dir, const std::string& holder);
+
+// A supervisor's hold on its run dir for the whole job, relaunch gaps included (no training job holds .lock
+// then): an exclusive flock(2) on RUN_DIR/.supervisor.lock, which run_dir_holder checks. Its training jobs
+// lock .lock and the directory as usual. Throws the in-use usage Error when the run dir is held.
+class SupervisorRunDirLock {
+ public:
+  explicit SupervisorRunDirLock(const std::filesystem::path& dir);
+  ~SupervisorRunDirLock();
+  SupervisorRunDirLock(const SupervisorRunDirLock&) = delete;
+  SupervisorRunDirLock& operator=(const SupervisorRunDirLock&) = delete;
+
+ private:
+  int fd_ = -1;
+};
 
 class RunDirLock {
  public:

@@ -28,6 +28,7 @@
 #include "resilience/event_log.hpp"
 #include "resilience/fault_plan.hpp"
 #include "resilience/resilience_result.hpp"
+#include "resilience/run_dir_lock.hpp"
 #include "resilience/supervisor.hpp"
 #include "tools/commands.hpp"
 #include "tools/enum_option.hpp"
@@ -87,6 +88,26 @@ std::vector<std::string> resilience_options_argv(const resilience::ResilienceOpt
       fmt::format("{}", d.straggler_threshold));
   put("--check-every", std::to_string(o.check_every), std::to_string(d.check_every));
   return a;
+}
+
+nlohmann::json resilience_params(const resilience::ResilienceOptions& o) {
+  nlohmann::json p = nlohmann::json::object();
+  if (o.run_dir.empty()) return p;
+  p["run_dir"] = o.run_dir;
+  p["checkpoint_every"] = o.checkpoint_every > 0 ? nlohmann::json(o.checkpoint_every) : nlohmann::json();
+  p["checkpoint_interval"] =
+      o.checkpoint_interval.empty() ? nlohmann::json() : nlohmann::json(o.checkpoint_interval);
+  p["keep"] = o.keep;
+  p["state_bytes"] =
+      o.state_bytes > 0 ? nlohmann::json(o.state_bytes) : nlohmann::json();  // null: the model's
+  p["async_checkpoint"] = o.async_checkpoint;
+  p["resume"] = o.resume;
+  p["faults"] = o.faults.empty() ? nlohmann::json() : nlohmann::json(o.faults);
+  p["hang_timeout"] = o.hang_timeout;
+  p["straggler_threshold"] = o.straggler_threshold;
+  p["check_every"] = o.check_every;
+  p["mtbf_s"] = o.mtbf_s > 0 ? nlohmann::json(o.mtbf_s) : nlohmann::json();
+  return p;
 }
 
 namespace {
@@ -246,9 +267,6 @@ struct ResilienceCommandOptions {
       false;  // --steps on the command line (with --time-budget alone, the budget ends the job)
 };
 
-// With --time-budget and no --steps, the job trains until the budget is spent.
-constexpr std::int64_t kStepsUntilBudget = 1'000'000'000;
-
 // The training job's arguments: the global options it needs, then every train and resilience option as
 // parsed (one serializer each), less those the supervisor sets per attempt (--run-dir, --steps, --resume,
 // --warmup-steps, --faults: resilience/job_launch.cpp launch_command).
@@ -344,6 +362,11 @@ int run_resilience(const ResilienceCommandOptions& o, Session& session) {
         "start); continue a run's checkpoints with train --run-dir DIR --resume");
   if (!o.res.run_dir.empty()) {
     const std::filesystem::path dir(o.res.run_dir);
+    // A job of its own, or of a train command, running there now: the fresh start below would delete its
+    // event log under it. Refused as the training job itself would refuse it, before anything is touched.
+    for (const auto& d : {dir, dir / "none", dir / "drain"})
+      if (const auto holder = resilience::run_dir_holder(d))
+        throw usage_error(resilience::run_dir_in_use_message(d, *holder));
     // The job's own checkpoints, or (--policy compare) those of each policy's job.
     if (const auto found = first_checkpoint_in(
             {dir / "checkpoints", dir / "none" / "checkpoints", dir / "drain" / "checkpoints"}))
@@ -389,7 +412,7 @@ int run_resilience(const ResilienceCommandOptions& o, Session& session) {
   s.time_budget_s = o.time_budget.empty() ? 0 : parse_duration(o.time_budget, "--time-budget");
   if (!o.time_budget.empty() && !(s.time_budget_s > 0))
     throw usage_error(fmt::format("invalid --time-budget '{}': must be positive", o.time_budget));
-  s.steps = !o.steps_given && s.time_budget_s > 0 ? kStepsUntilBudget : o.train.steps;
+  s.steps = !o.steps_given && s.time_budget_s > 0 ? resilience::kStepsUntilBudget : o.train.steps;
   s.preflight = o.preflight;
   s.preflight_args = {"--backend",   session.options().backend,
                       "--seed",      std::to_string(session.options().seed),
@@ -471,6 +494,9 @@ void supervise(const ResilienceCommandOptions& o, resilience::SupervisorOptions&
     const std::string policy(enum_name(resilience::kDrainPolicyNames, policy_value));
     s.policy = policy_value;
     s.run_dir = policies.size() > 1 ? run_dir / policy : run_dir;
+    // Held for the job's life, relaunch gaps included: another resilience run on this run dir is refused
+    // instead of clearing it between two attempts.
+    const resilience::SupervisorRunDirLock hold(s.run_dir);
     std::error_code ec;
     std::filesystem::remove_all(s.run_dir / "checkpoints", ec);  // a fresh job in this run dir
     std::filesystem::remove(s.run_dir / "events.jsonl", ec);

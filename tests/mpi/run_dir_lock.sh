@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
-# One job per run dir: while a job trains in it (held here in a 12 s checkpoint save), a second job on the
+# One job per run dir: while a job trains in it (held here in a 15 s checkpoint save), a second job on the
 # same --run-dir stops with exit 2 naming the holder, before it writes anything there; the first job finishes
-# untouched (also when its .lock file is deleted meanwhile), and once it has ended the run dir is free again. The lock is the kernel's (flock): a job killed
-# with SIGKILL leaves no stale lock behind.
+# untouched (also when its .lock file is deleted meanwhile, and when a resilience run, which clears a run dir
+# for its fresh job, is started there), and once it has ended the run dir is free again. The lock is the
+# kernel's (flock): a job killed with SIGKILL leaves no stale lock behind.
 . "$(dirname "$0")/../lib.sh"
 
 RUN=$T/run
 TRAIN=(train --backend host --model tiny-dense --layers 1 --warmup-steps 0 --checkpoint-every 2 --run-dir "$RUN")
 rm -f "$T/marks"
-FACTORYBENCH_TEST_CKPT_PAUSE="shard=12@2" FACTORYBENCH_TEST_CKPT_MARK=$T/marks \
+FACTORYBENCH_TEST_CKPT_PAUSE="shard=15@2" FACTORYBENCH_TEST_CKPT_MARK=$T/marks \
   mpirun --oversubscribe -x FACTORYBENCH_TEST_CKPT_PAUSE -x FACTORYBENCH_TEST_CKPT_MARK -np 2 "$FACTORYBENCH" \
   "${TRAIN[@]}" --steps 4 >"$T/first.out" 2>"$T/first.err" &
 job=$!
@@ -30,6 +31,16 @@ run_capture second_no_file fb_mpirun 2 "${TRAIN[@]}" --steps 4 --resume
   || fail "second_no_file: exit $RC: $(head -3 "$T/second_no_file.err")"
 [ "$(wc -l <"$RUN/events.jsonl")" -eq "$lines_before" ] && ok "nor did a job after the lock file was deleted" \
   || fail "a job wrote to events.jsonl after .lock was deleted: $(tail -2 "$RUN/events.jsonl")"
+# A resilience run on the same run dir clears it for a fresh job: it must refuse before touching it (it used
+# to delete the running job's event log, which then stopped, and exit 0 itself).
+run_capture supervised fb resilience --launcher none --model tiny-dense --layers 1 --steps 4 --faults none \
+  --run-dir "$RUN" -o "$T/supervised.json"
+# (The holder's text went with the deleted .lock: "another job".)
+[ "$RC" -eq 2 ] && grep -q "^factorybench: error: --run-dir $RUN is in use by another job (its lock $RUN/.lock): stop that job, or choose another --run-dir$" "$T/supervised.err" \
+  && [ ! -e "$T/supervised.json" ] && ok "resilience on a run dir in use: exit 2, no report" \
+  || fail "supervised: exit $RC: $(head -3 "$T/supervised.err")"
+[ "$(wc -l <"$RUN/events.jsonl")" -eq "$lines_before" ] && ok "the resilience run left the event log alone" \
+  || fail "events.jsonl changed: $(wc -l <"$RUN/events.jsonl") lines, was $lines_before"
 
 RC=0
 wait "$job" || RC=$?

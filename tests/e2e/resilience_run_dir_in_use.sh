@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# A resilience run clears its run dir for a fresh job (checkpoints, events.jsonl, faults.fired). On a run dir
+# another job is using it must refuse, with exit 2 and the holder, before it touches anything: it used to
+# delete the running job's event log (which then stopped) and exit 0 itself. Held: by a training job's lock
+# (train alone), and by a supervisor's .supervisor.lock for its whole job, relaunch gaps included.
+. "$(dirname "$0")/../lib.sh"
+cd "$T"
+JOB=(--launcher none --model tiny-dense --layers 1)
+
+# A train run in the run dir.
+"$FACTORYBENCH" train --backend host --model tiny-dense --layers 1 --steps 1000000 --run-dir "$T/train_rd" \
+  >"$T/train.out" 2>&1 &
+train=$!
+for _ in $(seq 1 200); do grep -q '"type":"step"' "$T/train_rd/events.jsonl" 2>/dev/null && break; sleep 0.05; done
+grep -q '"type":"step"' "$T/train_rd/events.jsonl" 2>/dev/null || { kill "$train"; die "the train run never stepped"; }
+lines=$(wc -l <"$T/train_rd/events.jsonl")
+expect_error on_train 2 "^factorybench: error: --run-dir $T/train_rd is in use by pid $train on .* \(its lock $T/train_rd/.lock\): stop that job, or choose another --run-dir$" \
+  fb resilience "${JOB[@]}" --faults none --steps 4 --run-dir "$T/train_rd" -o "$T/on_train.json"
+[ ! -e "$T/on_train.json" ] && ok "on_train: no report" || fail "on_train: a report was written"
+kill -0 "$train" 2>/dev/null && [ "$(wc -l <"$T/train_rd/events.jsonl")" -ge "$lines" ] \
+  && ok "the train run goes on, its event log intact" || fail "the train run stopped: $(tail -3 "$T/train.out")"
+kill "$train"; wait "$train" 2>/dev/null || true
+
+# A supervised job: refused while it trains, and in the gap between two attempts (a crash at step 3 and a
+# 2 s relaunch delay would leave no training job holding .lock).
+"$FACTORYBENCH" resilience "${JOB[@]}" --backend host --time-budget 8s --faults "crash@step=3" \
+  --run-dir "$T/sup_rd" -o "$T/first.json" >"$T/first.out" 2>"$T/first.err" &
+first=$!
+for _ in $(seq 1 200); do [ -e "$T/sup_rd/.supervisor.lock" ] && break; sleep 0.05; done
+saw=0
+for _ in 1 2 3 4 5 6; do
+  run_capture second fb resilience "${JOB[@]}" --faults none --steps 4 --run-dir "$T/sup_rd" -o "$T/second.json"
+  if [ "$RC" -ne 2 ] || ! grep -qE "^factorybench: error: --run-dir $T/sup_rd is in use by (the supervisor )?pid [0-9]+ on " "$T/second.err"; then
+    fail "second resilience run: exit $RC: $(head -2 "$T/second.err")"; break
+  fi
+  grep -q "the supervisor pid $first " "$T/second.err" && saw=1
+  sleep 0.5
+done
+[ ! -e "$T/second.json" ] && ok "the second resilience run was refused every time, with no report" || fail "a second report was written"
+RC=0; wait "$first" || RC=$?
+[ "$RC" -eq 0 ] && ok "the first resilience run finished (exit 0)" || fail "first: exit $RC: $(tail -3 "$T/first.err")"
+assert_json "$T/first.json" "d['results'][0]['status'] == 'ok' and d['results'][0]['metrics']['failures']['value'] == 1" "the first run's job, crash and all, is whole"
+[ "$saw" -eq 1 ] && ok "the supervisor's own hold was seen at least once" || echo "note: every refusal named the training job's lock"
+finish
