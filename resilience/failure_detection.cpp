@@ -72,7 +72,9 @@ bool replicas_disagree(const std::vector<std::uint64_t>& checksums, const std::v
 }
 
 int TrainResilienceHooks::failing_rank_from_heartbeats() const {
-  // The rank that has not entered the step the others are blocked in is the one that hangs.
+  // The rank that has not entered the step the others are blocked in is the one that hangs; in a one-rank
+  // job there are no others to compare with, and the hang is that rank's.
+  if (mpi_.size() == 1) return 0;
   std::vector<long long> entered;
   for (int r = 0; r < mpi_.size(); ++r) {
     long long e = -1, c = -1;

@@ -55,6 +55,9 @@ kind_run hang "hang@step=7,rank=1";    failure_is hang hang 1
 H="[e for e in d['events'] if e['type'] == 'failure_detected' and e['kind'] == 'hang'][0]"
 assert_json "$T/hang.json" "__import__('re').fullmatch(r'rank 1 \(host .+, GPU 1\) never entered barrier #\d+ \(0 B\)', $H['calls'][0]) and $H['calls'][0] in $H['how'] and __import__('re').fullmatch(r'rank 0 .* entered barrier #\d+ \(0 B\) and never left \(waited .+\)', $H['calls'][1])" \
   "hang: the watchdog names the call rank 1 never entered and the rank waiting in it"
+# One rank: the watchdog has no peer's heartbeat to compare with; the hang is rank 0's (it read -1, "an
+# unknown rank").
+kind_run hang1 "hang@step=7" 1;        failure_is hang1 hang 0
 kind_run sdc "sdc@step=7,rank=1" 3;    failure_is sdc sdc 1  # a vote needs a strict majority: 3 replicas
 # Two replicas cannot name the bad one, but differ: detected all the same (rank -1) and rolled back.
 kind_run sdc2 "sdc@step=7,rank=1" 2;   failure_is sdc2 sdc -1
