@@ -94,11 +94,15 @@ std::string figure_for(const std::vector<const Result*>& results) {
   const HeadlineRule* rule = rule_for(first->benchmark);
   const Result* best = nullptr;
   const Metric* head = nullptr;
-  if (rule) {
+  // The ok results first; when none carries the figure, a failed one that does: a failed resilience run's
+  // goodput matters more than any other figure of it (the first metric by name was ckpt_restore_s).
+  for (const bool ok_only : {true, false}) {
+    if (!rule || best) break;
     for (const Result* r : results) {
       const Metric* m = r->metric(rule->metric);
       // A null (non-finite) figure is no headline: it would read "n/a" and, first, beat every real one.
-      if (!m || !std::isfinite(m->value) || r->status != Status::ok || is_aggregate(*r)) continue;
+      if (!m || !std::isfinite(m->value) || (ok_only && r->status != Status::ok) || is_aggregate(*r))
+        continue;
       if (!best || (rule->pick == Pick::highest && m->value > head->value)) best = r, head = m;
       if (rule->pick == Pick::first) break;
     }

@@ -99,6 +99,22 @@ TEST(HeadlineTest, AFailedResultFailsItsStepWithTheFirstReason) {
       << text;
 }
 
+// A failed run still shows its rule's figure (a failed resilience run's goodput, not its alphabetically
+// first metric, ckpt_restore_s), beside the verdict.
+TEST(HeadlineTest, AFailedRunIsHeadedByItsRuleFigureToo) {
+  Report rep;
+  rep.results.push_back(result("resilience", "tiny-dense/ranks1", "",
+                               {{"ckpt_restore_s", m(1.884e-05, "s")},
+                                {"goodput_pct", m(41.5, "%")},
+                                {"ettr", m(0.5, "fraction")},
+                                {"failures", m(1, "count")}}));
+  rep.results[0].fail("the job did not complete: restarts exhausted");
+  const auto lines = headlines(rep);
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_EQ(lines[0].verdict, "FAILED");
+  EXPECT_EQ(lines[0].figure, "goodput 41.5% (tiny-dense/ranks1), ETTR 50.0%, failures 1");
+}
+
 TEST(HeadlineTest, OutsideASuiteStepsAreBenchmarksAndUnknownKindsShowTheirFirstMetric) {
   Report rep;
   rep.results.push_back(result("health", "rank0/gemm", "", {{"fraction_of_expected", m(0.93, "fraction")}}));
