@@ -161,7 +161,23 @@ void TrainResilienceHooks::resolve_checkpoint_interval() {
 }
 
 bool TrainResilienceHooks::checkpoint_due(std::int64_t step, double step_s) {
-  if (o_.checkpoint_every > 0) return step % o_.checkpoint_every == 0;
+  if (o_.checkpoint_every > 0) {
+    // Logged once per attempt as the other policies are, with its length in time at the agreed step time,
+    // so the report's interval (ledger.checkpoints.interval_*, ckpt_interval_s) is never blank.
+    if (interval_steps_ == 0) {
+      interval_steps_ = o_.checkpoint_every;
+      if (mpi_.is_root()) {
+        auto e = make_event(event::ckpt_interval);
+        e["step"] = step;
+        e["policy"] = "steps";
+        e["interval_s"] = static_cast<double>(o_.checkpoint_every) * step_s;
+        e["interval_steps"] = o_.checkpoint_every;
+        e["step_s"] = step_s;
+        log(e);
+      }
+    }
+    return step % o_.checkpoint_every == 0;
+  }
   if (o_.checkpoint_interval.empty()) return false;
   if (o_.checkpoint_interval == "auto" && !interval_s_) {
     // The first save measures its cost; the interval follows from Daly's formula (set after that save).
