@@ -45,17 +45,34 @@ void validate_resilience_options(const ResilienceOptions& o) {
   if (o.check_every < 1)
     throw usage_error(fmt::format("invalid --check-every {}: must be at least 1", o.check_every));
   parse_hang_timeout(o.hang_timeout);
+  // An option that would not act is refused, not ignored: a run that looks checked or checkpointed, and
+  // is not. (Set means "not the default": the value given cannot be told from the default typed out.)
+  const ResilienceOptions d;
   if (o.run_dir.empty()) {
     for (const auto& [set, name] : {std::pair{o.checkpoint_every > 0, "--checkpoint-every"},
                                     {!o.checkpoint_interval.empty(), "--checkpoint-interval"},
                                     {o.resume, "--resume"},
                                     {!o.faults.empty(), "--faults"},
-                                    {o.async_checkpoint, "--async-checkpoint"}})
+                                    {o.async_checkpoint, "--async-checkpoint"},
+                                    {o.keep != d.keep, "--keep"},
+                                    {o.state_bytes > 0, "--state-bytes"},
+                                    {o.mtbf_s > 0, "--mtbf"},
+                                    {o.hang_timeout != d.hang_timeout, "--hang-timeout"},
+                                    {o.straggler_threshold != d.straggler_threshold, "--straggler-threshold"},
+                                    {o.check_every != d.check_every, "--check-every"}})
       if (set) throw usage_error(fmt::format("{} needs --run-dir DIR", name));
     return;
   }
   if (o.checkpoint_every > 0 && !o.checkpoint_interval.empty())
     throw usage_error("--checkpoint-every and --checkpoint-interval are exclusive");
+  if (o.checkpoint_every == 0 && o.checkpoint_interval.empty())
+    for (const auto& [set, name] : {std::pair{o.async_checkpoint, "--async-checkpoint"},
+                                    {o.keep != d.keep, "--keep"}})
+      if (set)
+        throw usage_error(fmt::format(
+            "{} acts on checkpoints: add --checkpoint-every N or --checkpoint-interval DURATION|auto", name));
+  if (o.mtbf_s > 0 && o.checkpoint_interval != "auto")
+    throw usage_error("--mtbf sets Daly's interval: it acts with --checkpoint-interval auto only");
   if (o.checkpoint_interval == "auto") {
     if (!(o.mtbf_s > 0))
       throw usage_error("--checkpoint-interval auto needs --mtbf DURATION (Daly's interval)");

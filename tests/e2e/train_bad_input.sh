@@ -72,7 +72,7 @@ no_report cudnn_on_host
 
 # Checkpoint sizes this host cannot hold are refused before the run dir is touched: nothing is left behind.
 expect_error state_memory 2 "invalid --state-bytes 64T: 1 rank\\(s\\) on this host x 2 checkpoint buffer\\(s\\) of it exceed 90% of the host's available memory" \
-  fb train --backend host --steps 4 --run-dir "$T/state_memory" --state-bytes 64T --async-checkpoint -o "$T/state_memory.json"
+  fb train --backend host --steps 4 --run-dir "$T/state_memory" --state-bytes 64T --async-checkpoint --checkpoint-every 2 -o "$T/state_memory.json"
 no_report state_memory
 [ ! -e "$T/state_memory" ] && ok "state_memory: no run dir" || fail "state_memory: run dir created: $(ls "$T/state_memory")"
 expect_error state_disk 2 "invalid --state-bytes 1G: --keep 100000 \\+ 2 checkpoints of 1 rank\\(s\\) need .* free" \
@@ -108,6 +108,21 @@ expect_error skew_dense 2 "--routing-skew 5: tiny-dense has no experts" fb train
 expect_error skew_inf 2 "invalid --routing-skew inf: must be a finite number >= 0" fb train --backend host --model tiny-moe --routing-skew inf -o "$T/r.json"
 expect_error dry_keep 2 "invalid --keep 0: must be at least 1" fb train --backend host --dry-run --keep 0 -o "$T/r.json"
 expect_error dry_faults 2 "--faults needs --run-dir DIR" fb train --backend host --dry-run --faults crash@step=1,rank=0 -o "$T/r.json"
+# Options that would not act are refused, not silently ignored: checkpoint and watchdog options without a run
+# dir, checkpoint options without checkpoints, --mtbf without Daly's interval.
+for opt in "--keep 5" "--state-bytes 1M" "--hang-timeout 5s" "--straggler-threshold 0.5" "--check-every 2" "--mtbf 1h"; do
+  name=${opt%% *}
+  expect_error "no_dir${name//-/_}" 2 "^factorybench: error: $name needs --run-dir DIR$" \
+    fb train --backend host --model tiny-dense --layers 1 --steps 2 $opt -o "$T/r.json"
+done
+for opt in "--keep 5" "--async-checkpoint"; do
+  name=${opt%% *}
+  expect_error "no_ckpt${name//-/_}" 2 "^factorybench: error: $name acts on checkpoints: add --checkpoint-every N or --checkpoint-interval DURATION[|]auto$" \
+    fb train --backend host --model tiny-dense --layers 1 --steps 2 --run-dir "$T/no_ckpt" $opt -o "$T/r.json"
+done
+[ ! -e "$T/no_ckpt" ] && ok "no run dir made for an option that would not act" || fail "no_ckpt: run dir created"
+expect_error mtbf_fixed 2 "^factorybench: error: --mtbf sets Daly's interval: it acts with --checkpoint-interval auto only$" \
+  fb train --backend host --model tiny-dense --layers 1 --steps 2 --run-dir "$T/mtbf_fixed" --checkpoint-every 1 --mtbf 1h -o "$T/r.json"
 [ ! -e "$T/r.json" ] && ok "no report for the refused options" || fail "a report was written for a refused option"
 run_capture dry_cuda fb train --backend cuda --model llama3-8b --tp 8 --seq 8K --dry-run -o "$T/dry_cuda.json"
 [ "$RC" -eq 0 ] && ok "dry run --backend cuda plans without a GPU" || fail "dry_cuda: exit $RC: $(cat "$T/dry_cuda.err")"
