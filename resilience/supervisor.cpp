@@ -252,7 +252,10 @@ class Supervision {
   void log_job_start() {
     auto e = make_event(event::job_start, t_job_);
     e["ranks"] = o_.ranks;
-    e["steps"] = o_.steps;
+    if (until_budget())
+      e["steps"] = nullptr;
+    else
+      e["steps"] = o_.steps;
     e["policy"] = enum_name(kDrainPolicyNames, o_.policy);
     e["spares"] = o_.spares;
     e["faults"] = o_.faults;
@@ -360,9 +363,14 @@ class Supervision {
       const double now = wall_now();
       if (size != seen) seen = size, last_beat = now;
       if (progress_.due())
-        if (const auto step = last_step_in_log(log_path_))
-          progress_.update(static_cast<double>(*step),
-                           fmt::format("step {}/{}, attempt {}", *step, o_.steps, attempt));
+        if (const auto step = last_step_in_log(log_path_)) {
+          if (until_budget())
+            progress_.update(now - t_job_, fmt::format("step {}, attempt {}, of a {:.0f} s time budget",
+                                                       *step, attempt, o_.time_budget_s));
+          else
+            progress_.update(static_cast<double>(*step),
+                             fmt::format("step {}/{}, attempt {}", *step, o_.steps, attempt));
+        }
       if (size != drain_scan_offset_ && !a.drain_requested) request_drain_of_stragglers(a);
       if (now - last_beat > o_.heartbeat_timeout_s) a.silent = true;
       if (o_.time_budget_s > 0 && now - t_job_ > o_.time_budget_s + kTimeBudgetGraceS) a.budget = true;
@@ -580,7 +588,9 @@ class Supervision {
   double t_job_;
   // Steps done over the whole job (restarts included), from the log's last step event: between relaunches a
   // run of hours would otherwise print nothing (its ranks' own progress goes to the attempt's log).
-  ProgressMeter progress_{"resilience", static_cast<double>(o_.steps), 3, 5};
+  bool until_budget() const { return o_.time_budget_s > 0 && o_.steps >= kStepsUntilBudget; }
+  ProgressMeter progress_{"resilience", until_budget() ? o_.time_budget_s : static_cast<double>(o_.steps), 3,
+                          5};
   std::vector<int> slots_;     // rank → slot
   std::vector<double> since_;  // job time at which each rank's slot entered service
   int next_spare_ = 0, spares_left_ = 0;

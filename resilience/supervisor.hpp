@@ -22,6 +22,10 @@ enum class Launcher { mpirun, srun, none };
 inline constexpr EnumNames<Launcher, 3> kLauncherNames{
     {{Launcher::mpirun, "mpirun"}, {Launcher::srun, "srun"}, {Launcher::none, "none"}}};
 
+// With --time-budget and no --steps, the job trains until the budget is spent: this many steps, which the
+// supervisor neither logs nor shows as a step count (its progress is the budget's time).
+constexpr std::int64_t kStepsUntilBudget = 1'000'000'000;
+
 struct SupervisorOptions {
   int ranks = 1;
   Launcher launcher = Launcher::mpirun;

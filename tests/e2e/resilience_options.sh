@@ -94,6 +94,11 @@ assert_json "$T/budget.json" "$R['status'] == 'ok' and $R['extra']['stop_reason'
 assert_json "$T/budget.json" "$(ev attempt_end)[-1]['reason'] == 'time budget' and $R['metrics']['steps_completed']['value'] > 8" "budget: the job stopped itself at a step boundary"
 assert_json "$T/budget.json" "8 <= $R['metrics']['wall_s']['value'] < 8 + 10 and $R['metrics']['failures']['value'] == 1" "budget: wall time about the budget; the crash counted"
 parts_sum budget
+# No step count of the job's own: job_start says none (it logged the internal 1000000000), and the progress
+# line, if one was printed (after 3 s), measures the budget's time.
+assert_json "$T/budget.json" "$(ev job_start)[0]['steps'] is None" "budget: job_start logs no step count"
+! grep -q "1000000000" "$T/budget.err" "$T/budget.out" && ok "budget: no placeholder step count printed" \
+  || fail "budget: $(grep -h 1000000000 "$T/budget.err" "$T/budget.out" | head -2)"
 run_capture short fb resilience "${COMMON[@]}" --ranks 2 --steps 100000 --time-budget 2s --faults "crash@step=99999" \
   --run-dir "$T/short" -o "$T/short.json"
 [ "$RC" -eq 1 ] && ok "budget: --steps not reached within the budget: exit 1" || fail "budget with --steps: exit $RC"
