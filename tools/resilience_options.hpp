@@ -7,6 +7,7 @@
 #include <vector>
 
 #include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
 
 #include "core/mpi_context.hpp"
 #include "resilience/train_resilience_hooks.hpp"
@@ -25,6 +26,11 @@ void add_resilience_options(CLI::App& sub, resilience::ResilienceOptions& option
 std::vector<std::string> resilience_options_argv(const resilience::ResilienceOptions& options,
                                                  const std::string& state_bytes_text,
                                                  const std::string& mtbf_text);
+
+// The resilience options of a train run with a --run-dir as report params (run_dir, checkpoint_every,
+// checkpoint_interval, keep, state_bytes, async_checkpoint, resume, faults, hang_timeout,
+// straggler_threshold, check_every, mtbf_s); an empty object without a run dir, where none acts.
+nlohmann::json resilience_params(const resilience::ResilienceOptions& options);
 
 // A train run's resilience options with the texts parsed, and its fault plan against `world` ranks,
 // validated (a bad --faults, a checkpoint option without --run-dir, an SDC plan no replica can vote on):

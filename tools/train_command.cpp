@@ -198,10 +198,12 @@ int run_train(const TrainCommandOptions& opt, Session& session) {
     warn_unreachable_faults(checked.plan, options.steps);
     warn_unreachable_checkpoints(checked.options, options.steps);
   }
+  const auto checkpoint_params = resilience_params(checked.options);
   const auto hooks = make_train_hooks(std::move(checked), mpi, options, plan.model);
   auto report = session.begin_report();  // run.started_at: before the first step
   const auto run = workloads::run_training(options, std::move(plan), mpi, backend, hooks.get());
   report.results.push_back(workloads::train_result(options, run.plan, &run, session.peak(), mpi.size()));
+  report.results.back().params.update(checkpoint_params);  // with --run-dir: every option it was given
   // A run its checks stopped (silent data corruption, a loss that is not finite) failed, whatever it
   // measured before: exit 1, not a short success.
   if (hooks)

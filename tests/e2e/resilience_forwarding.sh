@@ -42,6 +42,16 @@ for pair in "--checkpoint-every 2" "--keep 3" "--state-bytes 1M" "--hang-timeout
   assert_json "$T/all.json" "(lambda c: '$1' in c and c[c.index('$1') + 1] == '$2')($CMD)" "the job got $1 $2"
 done
 assert_json "$T/all.json" "'--async-checkpoint' in $CMD" "the job got --async-checkpoint"
+# ... and as the job's own report records them (docs/resilience.md: its params show every option it was given).
+check checkpoint_every 2
+check keep 3
+check state_bytes 1048576
+check async_checkpoint True
+check hang_timeout "'30s'"
+check straggler_threshold 0.5
+check check_every 7
+check faults "'crash@step=99'"
+assert_json "$P" "d['results'][0]['params']['run_dir'].endswith('/all') and d['results'][0]['params']['checkpoint_interval'] is None" "the job's report names its run dir"
 assert_json "$T/all.json" "d['results'][0]['status'] == 'ok' and d['results'][0]['metrics']['steps_completed']['value'] == 3" "the job ran its 3 steps"
 
 finish
