@@ -299,7 +299,14 @@ Calibration calibrate_from_report(const reports::Report& report, const std::stri
   const auto positive = [](std::optional<double> v) { return v && *v > 0 ? v : std::nullopt; };
   const auto failures = positive(metric("failures"));
   auto restarts = positive(metric("restarts"));
-  if (!restarts) restarts = failures;
+  if (!restarts && failures) {
+    restarts = failures;
+    cal.restarts_from = "failures";
+  }
+  const auto missing = [&](const std::string& what) {
+    if (std::find(cal.missing.begin(), cal.missing.end(), what) == cal.missing.end())
+      cal.missing.push_back(what);
+  };
   const auto attempts = positive(ledger.attempts);
 
   // C: the blocking part of one save (the ledger's total over its number of saves).
@@ -307,23 +314,23 @@ Calibration calibrate_from_report(const reports::Report& report, const std::stri
   if (const auto blocking = positive(ledger.checkpoint_save_blocking_s); blocking && saves)
     cal.checkpoint_s = *blocking / *saves;
   else
-    cal.missing.push_back("extra.ledger.checkpoints.save_blocking_s / saves");
+    missing("extra.ledger.checkpoints.save_blocking_s / saves");
   // Per failure: detection latency; relaunch = supervisor relaunch + the re-attempt's init (launch, MPI,
   // model build), which the simulator's relaunch phase includes; restore = restore time per restart.
   if (const auto d = positive(badput("detection")); d && failures)
     cal.detection_s = *d / *failures;
   else
-    cal.missing.push_back(failures ? "badput_s.detection" : "failures");
+    missing(failures ? "badput_s.detection" : "failures");
   if (const auto l = positive(badput("relaunch")); l && restarts) {
     const auto init = badput("init");
     cal.relaunch_s = *l / *restarts + (init && attempts ? *init / *attempts : 0.0);
   } else {
-    cal.missing.push_back(restarts ? "badput_s.relaunch" : "restarts");
+    missing(restarts ? "badput_s.relaunch" : "restarts");
   }
   if (const auto rs = positive(badput("ckpt_restore")); rs && restarts)
     cal.restore_s = *rs / *restarts;
   else
-    cal.missing.push_back(restarts ? "badput_s.ckpt_restore" : "restarts");
+    missing(restarts ? "badput_s.ckpt_restore" : "restarts");
   return cal;
 }
 

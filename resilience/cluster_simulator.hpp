@@ -183,8 +183,10 @@ inline constexpr double kMaxEvents = 4e9;  // all cases together: 5 to 10 minute
 // are listed in `missing`.
 struct Calibration {
   std::optional<double> checkpoint_s, restore_s, detection_s, relaunch_s;
-  std::vector<std::string> missing;  // "ckpt_save_s", "summary.badput_s.detection", ...
-  std::string source;                // "FILE: result resilience/NAME"
+  std::vector<std::string> missing;  // "ckpt_save_s", "summary.badput_s.detection", ... (each once)
+  // What the per-restart costs are divided by: "restarts", or "failures" for a run that restarted none.
+  std::string restarts_from = "restarts";
+  std::string source;  // "FILE: result resilience/NAME"
 };
 Calibration calibrate_from_report(const reports::Report& report, const std::string& source);
 

@@ -111,16 +111,15 @@ resilience::RecoveryCosts resolve_costs(const SimulateOptions& opt, resilience::
       s = fmt::format("calibrate ({})", metric);
     };
     take(cal.checkpoint_s, costs.checkpoint_s, src.checkpoint, "blocking save time / saves");
-    take(cal.restore_s, costs.restore_s, src.restore, "badput_s.ckpt_restore / restarts");
+    const std::string per_restore = "badput_s.ckpt_restore / " + cal.restarts_from;
+    const std::string per_relaunch = "badput_s.relaunch / " + cal.restarts_from + " + init / attempts";
+    take(cal.restore_s, costs.restore_s, src.restore, per_restore.c_str());
     take(cal.detection_s, costs.detection_s, src.detection, "badput_s.detection / failures");
-    take(cal.relaunch_s, costs.relaunch_s, src.relaunch, "badput_s.relaunch / restarts + init / attempts");
+    take(cal.relaunch_s, costs.relaunch_s, src.relaunch, per_relaunch.c_str());
     notes["calibration"] = {{"source", cal.source}, {"missing", cal.missing}};
     if (!cal.missing.empty()) {
       std::string list;
-      std::vector<std::string> named;
-      for (const auto& m : cal.missing)
-        if (std::find(named.begin(), named.end(), m) == named.end()) named.push_back(m);
-      for (const auto& m : named) list += (list.empty() ? "" : ", ") + m;
+      for (const auto& m : cal.missing) list += (list.empty() ? "" : ", ") + m;
       log::warn("--calibrate {}: missing {}; using options or defaults for those", opt.calibrate, list);
     }
   }

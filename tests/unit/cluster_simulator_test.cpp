@@ -346,6 +346,22 @@ TEST(Calibration, ReadsPerEventCostsFromTheResilienceLedger) {
   EXPECT_DOUBLE_EQ(*cal.relaunch_s, 10.0);
   EXPECT_EQ(cal.missing, (std::vector<std::string>{"extra.ledger.checkpoints.save_blocking_s / saves",
                                                    "badput_s.ckpt_restore"}));
+  EXPECT_EQ(cal.restarts_from, "restarts");
+
+  // No failure and no restart: "restarts" is missing once, not once per cost that needs it.
+  reports::Result quiet = r;
+  quiet.set_metric("failures", {0, "count", reports::Better::lower, std::nullopt});
+  quiet.set_metric("restarts", {0, "count", reports::Better::lower, std::nullopt});
+  report.results = {quiet};
+  cal = calibrate_from_report(report, "run.json");
+  EXPECT_EQ(std::count(cal.missing.begin(), cal.missing.end(), "restarts"), 1) << cal.missing.size();
+  // A failure never restarted (--max-restarts 0): the per-restart costs are per failure, and say so.
+  quiet.set_metric("failures", {1, "count", reports::Better::lower, std::nullopt});
+  report.results = {quiet};
+  cal = calibrate_from_report(report, "run.json");
+  EXPECT_EQ(cal.restarts_from, "failures");
+  EXPECT_DOUBLE_EQ(*cal.restore_s, 12.0);
+
   report.results.clear();
   EXPECT_THROW(calibrate_from_report(report, "run.json"), Error);
 }
