@@ -11,8 +11,19 @@ void print_attention_table(std::ostream& out, std::span<const Result> results,
                            const nlohmann::json& summary) {
   std::size_t width = 4;
   for (const auto& r : results) width = std::max(width, r.name.size());
-  out << fmt::format("# engine: {}; FLOPs counted as Megatron counts them (causal halved)\n",
-                     summary.value("engine", "?"));
+  // Megatron halves the causal score and context FLOPs; a --no-causal shape counts them whole.
+  const auto causal = [&](bool want) {
+    return std::any_of(results.begin(), results.end(), [&](const Result& r) {
+      const auto it = r.params.find("causal");  // (a hand-edited report: anything)
+      const bool is = it == r.params.end() || !it->is_boolean() || it->get<bool>();
+      return is == want;
+    });
+  };
+  const char* counted = causal(true) && causal(false) ? "causal halved, full whole"
+                        : causal(false)               ? "full, not causal: whole"
+                                                      : "causal halved";
+  out << fmt::format("# engine: {}; FLOPs counted as Megatron counts them ({})\n",
+                     summary.value("engine", "?"), counted);
   out << fmt::format("# {:<{}}  {:>10}  {:>21}  {:>10}  {:>10}  {:>10}  {:>10}  {:>6}  {}\n", "name",
                      width - 2, "TFLOP/s", "(min - max)", "fwd TF/s", "bwd TF/s", "fwd (us)", "bwd (us)",
                      "MFU", "check");

@@ -142,10 +142,15 @@ std::vector<std::int64_t> parse_gemm_dims(const std::string& text, const std::st
   if (text.empty())
     throw usage_error(fmt::format("invalid {} '': expected a size, a list or start:stop:step", option));
   std::vector<std::int64_t> dims;
+  // A size given twice (64,64, or a list overlapping a range) is one case, measured once: two results of one
+  // name would make the report one that compare cannot match.
+  const auto add = [&](std::int64_t v) {
+    if (std::find(dims.begin(), dims.end(), v) == dims.end()) dims.push_back(v);
+  };
   for (const auto item : split(text, ',')) {
     const auto range = split(item, ':');
     if (range.size() == 1) {
-      dims.push_back(parse_dim(item, option, text));
+      add(parse_dim(item, option, text));
     } else if (range.size() == 3) {
       const std::int64_t start = parse_dim(range[0], option, text), stop = parse_dim(range[1], option, text),
                          step = parse_dim(range[2], option, text);
@@ -153,7 +158,7 @@ std::vector<std::int64_t> parse_gemm_dims(const std::string& text, const std::st
         throw usage_error(fmt::format("invalid {} '{}': range stop below start", option, text));
       if ((stop - start) / step >= 4096)
         throw usage_error(fmt::format("invalid {} '{}': more than 4096 values in the range", option, text));
-      for (std::int64_t v = start; v <= stop; v += step) dims.push_back(v);
+      for (std::int64_t v = start; v <= stop; v += step) add(v);
     } else {
       throw usage_error(fmt::format("invalid {} '{}': a range is start:stop:step", option, text));
     }

@@ -28,8 +28,8 @@ struct GemmCase {
   nlohmann::json params = nlohmann::json::object();  // extra params (model, role, pass, tp)
 };
 
-// "4096", "8K", a list "1024,2048" or a range "1024:8192:1024" (start:stop:step, stop included). `option`
-// names the flag in errors; every value must be positive.
+// "4096", "8K", a list "1024,2048" or a range "1024:8192:1024" (start:stop:step, stop included); each value
+// once, in the order first given. `option` names the flag in errors; every value must be positive.
 std::vector<std::int64_t> parse_gemm_dims(const std::string& text, const std::string& option);
 
 // Default layout for a dtype: "TN" (A transposed) for fp8, which cuBLASLt requires; "NN" otherwise.

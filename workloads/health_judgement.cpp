@@ -140,6 +140,12 @@ double gemm_floor(const HealthOptions& options, const DevicePeak& peak) {
 }
 
 CheckOutcome allreduce_floor_outcome(std::span<const double> rank_busbw_gbps, double floor_gbps) {
+  // One rank moves nothing between ranks: its bus factor 2(n-1)/n is 0, so any floor would fail it.
+  if (rank_busbw_gbps.size() == 1)
+    return outcome("allreduce_floor", Verdict::skip,
+                   fmt::format("one rank: an all-reduce moves no data between ranks (busbw factor 2(n-1)/n = "
+                               "0), so --allreduce-floor {:.3g} GB/s is not judged; run it under mpirun/srun",
+                               floor_gbps));
   std::vector<double> measured;
   int slowest = -1;
   for (std::size_t r = 0; r < rank_busbw_gbps.size(); ++r) {

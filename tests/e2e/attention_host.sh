@@ -23,6 +23,10 @@ run_capture model fb attention --backend host --model tiny-mla -n 2 -w 0 -o "$T/
 assert_json "$T/model.json" "(lambda p: p['model'] == 'tiny-mla' and p['head_dim'] == 48 and p['value_dim'] == 32 and p['heads'] == p['kv_heads'] == 4 and p['seq'] == 128)(d['results'][0]['params'])" "--model tiny-mla: MLA's 32 + 16 q/k and 32 v head dims"
 run_capture tp fb attention --backend host --model tiny-dense --tp 2 --seq 32 --no-causal -n 1 -w 0 -o "$T/tp.json"
 assert_json "$T/tp.json" "(lambda r: r['params']['heads'] == 2 and r['params']['kv_heads'] == 1 and not r['params']['causal'] and r['name'].endswith('/full'))(d['results'][0])" "--tp 2 halves the heads; --no-causal"
+grep -q "^# engine: .*(full, not causal: whole)$" "$T/tp.out" && ok "--no-causal: the header says the FLOPs are not halved" \
+  || fail "--no-causal header: $(head -1 "$T/tp.out")"
+grep -q "^# engine: .*(causal halved)$" "$T/run.out" && ok "causal: the header says the FLOPs are halved" \
+  || fail "causal header: $(head -1 "$T/run.out")"
 
 # The H200 reference holds PyTorch SDPA's attention under this command's names: a run compares by name.
 REF="$FB_SOURCE_DIR/configs/references/h200-8gpu.json"
@@ -56,4 +60,7 @@ expect_error absurd 2 "need .* but the host backend has .* free" fb attention --
 # Hours of O(s^2) reference work are refused at once (an audit's --seq 1M ran silently until killed).
 expect_error hours 2 "attention on the host backend: .* score elements .* at most 1e\+10" fb attention --backend host --seq 10M --heads 128 -o "$T/absurd.json"
 [ ! -e "$T/absurd.json" ] && ok "no report for bad input" || fail "a report was written for bad input"
+# Repeated sequence lengths are measured once (two results of one name: a report compare refuses).
+run_capture dup fb attention --backend host --seq 64,32:64:32 -n 2 -w 1 -o "$T/dup.json"
+assert_json "$T/dup.json" "[r['params']['seq'] for r in d['results']] == [64, 32]" "repeated --seq: each length once"
 finish

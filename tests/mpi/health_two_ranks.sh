@@ -184,5 +184,10 @@ run_capture floorpass timeout 300 mpirun --oversubscribe -np 2 "$FACTORYBENCH" "
 [ "$RC" -eq 0 ] && grep -q '^job: PASS allreduce_floor' "$T/floorpass.out" && ok "healthy job: passes the floor" \
   || fail "floorpass: exit $RC: $(cat "$T/floorpass.out" "$T/floorpass.err")"
 expect_error floor_negative 2 "invalid --allreduce-floor -1: must be a bus bandwidth in \(0, 100000\] GB/s" fb health --backend host --allreduce-floor -1
+# One rank: no bus bandwidth exists to judge (factor 2(n-1)/n = 0); the floor is skipped, said so, not failed.
+run_capture floor_one fb health --backend host --allreduce-floor 0.001 --output "$T/floor_one.json"
+[ "$RC" -eq 0 ] && grep -q '^job: SKIP allreduce_floor: one rank: an all-reduce moves no data between ranks' "$T/floor_one.out" \
+  && ok "one rank: the all-reduce floor is skipped with the reason" \
+  || fail "floor_one: exit $RC: $(grep -i allreduce_floor "$T/floor_one.out" "$T/floor_one.err")"
 
 finish
