@@ -21,6 +21,12 @@ std::string percent(double fraction) {
   return fmt::format("{:.3g}%", fraction * 100.0);
 }
 
+// A configured tolerance as given (19.99%, 1000%): rounded to 3 figures it read "-20.0% beyond ±20%" beside
+// "-20.0% within ±20%", and 1000% as 1e+03%.
+std::string tolerance_percent(double fraction) {
+  return fmt::format("{:.6g}%", fraction * 100.0);
+}
+
 // Spread of the samples behind a metric, in its unit; nullopt without at least two samples.
 std::optional<double> sigma_of(const Metric& m) {
   if (!m.stats || m.stats->n < 2) return std::nullopt;
@@ -186,7 +192,7 @@ MetricVerdict judge_metric(const Metric& baseline, const Metric& candidate, cons
   // A change of exactly the tolerance is within it: 458.5 → 435.575 computes as -5.000000000000004%.
   if (std::fabs(change) <= rule.tolerance * (1 + 1e-9) + 1e-12) {
     v.verdict = Verdict::same;
-    v.reason = "within ±" + percent(rule.tolerance) + " tolerance";
+    v.reason = "within ±" + tolerance_percent(rule.tolerance) + " tolerance";
     return v;
   }
   if (v.noise && std::fabs(change) <= *v.noise) {
@@ -197,14 +203,14 @@ MetricVerdict judge_metric(const Metric& baseline, const Metric& candidate, cons
       v.verdict = Verdict::ambiguous;
       v.reason =
           fmt::format("{} beyond ±{} tolerance but within noise ±{} (over max_noise {})",
-                      format_change(change), percent(rule.tolerance), percent(*v.noise), percent(max_noise));
+                      format_change(change), tolerance_percent(rule.tolerance), percent(*v.noise), percent(max_noise));
     }
     return v;
   }
   const bool improved = (baseline.better == Better::higher) == (change > 0);
   v.verdict = improved ? Verdict::better : Verdict::worse;
   v.reason = b == 0 ? std::string("baseline is 0")
-                    : fmt::format("{} beyond ±{} tolerance", format_change(change), percent(rule.tolerance));
+                    : fmt::format("{} beyond ±{} tolerance", format_change(change), tolerance_percent(rule.tolerance));
   if (v.noise) v.reason += " and noise ±" + percent(*v.noise);
   return v;
 }

@@ -78,6 +78,15 @@ TEST(Compare, HigherIsBetterBothDirections) {
   EXPECT_EQ(worse.reason, "-10.0% beyond ±5% tolerance");
 }
 
+// The tolerance as configured: 19.99% read "±20%" beside the -20.0% it failed, and 1000% read "1e+03%".
+TEST(Compare, ReasonsStateTheToleranceAsConfigured) {
+  CompareRules rules;
+  rules.tolerance = 0.1999;
+  EXPECT_EQ(one(100, 80, Better::higher, rules).reason, "-20.0% beyond ±19.99% tolerance");
+  rules.tolerance = 10.0;
+  EXPECT_EQ(one(100, 80, Better::higher, rules).reason, "within ±1000% tolerance");
+}
+
 TEST(Compare, LowerIsBetterBothDirections) {
   EXPECT_EQ(one(100, 90, Better::lower).verdict, Verdict::better);
   EXPECT_EQ(one(100, 110, Better::lower).verdict, Verdict::worse);
