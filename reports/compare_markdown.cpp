@@ -12,7 +12,9 @@ std::string render_compare_markdown(const Comparison& c) {
   out += fmt::format("| baseline | {} | {} |\n", md_code_cell(c.baseline.source), md_cell(c.baseline.label));
   out += fmt::format("| candidate | {} | {} |\n\n", md_code_cell(c.candidate.source),
                      md_cell(c.candidate.label));
-  for (const auto& w : c.warnings) out += "> **Warning:** " + md_cell(w) + "\n";
+  // One paragraph per warning: consecutive "> " lines are one paragraph in CommonMark, run together.
+  for (std::size_t i = 0; i < c.warnings.size(); ++i)
+    out += (i ? ">\n" : "") + std::string("> **Warning:** ") + md_cell(c.warnings[i]) + "\n";
   if (!c.warnings.empty()) out += "\n";
   out += fmt::format("**{}** — {}\n\n", c.exit_status() ? "FAIL" : "PASS", c.summary_line());
   const bool reference = c.baseline.reference;

@@ -94,6 +94,14 @@ TEST(CompareMarkdown, Golden) {
   EXPECT_EQ(render_compare_markdown(cmp), expected);
 }
 
+// Each warning its own paragraph: consecutive "> " lines would render as one run-on paragraph.
+TEST(CompareMarkdown, WarningsAreSeparateParagraphs) {
+  Comparison c;
+  c.warnings = {"first", "second"};
+  const std::string out = render_compare_markdown(c);
+  EXPECT_NE(out.find("> **Warning:** first\n>\n> **Warning:** second\n\n"), std::string::npos) << out;
+}
+
 TEST(CompareJunit, OneTestcasePerMetric) {
   auto base = run("b", {result("collective", "a<&>",
                                {{"busbw_gbps", metric(100, Better::higher, "GB/s")},
