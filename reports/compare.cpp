@@ -201,16 +201,17 @@ MetricVerdict judge_metric(const Metric& baseline, const Metric& candidate, cons
       v.reason = "within noise ±" + percent(*v.noise);
     } else {
       v.verdict = Verdict::ambiguous;
-      v.reason =
-          fmt::format("{} beyond ±{} tolerance but within noise ±{} (over max_noise {})",
-                      format_change(change), tolerance_percent(rule.tolerance), percent(*v.noise), percent(max_noise));
+      v.reason = fmt::format("{} beyond ±{} tolerance but within noise ±{} (over max_noise {})",
+                             format_change(change), tolerance_percent(rule.tolerance), percent(*v.noise),
+                             percent(max_noise));
     }
     return v;
   }
   const bool improved = (baseline.better == Better::higher) == (change > 0);
   v.verdict = improved ? Verdict::better : Verdict::worse;
   v.reason = b == 0 ? std::string("baseline is 0")
-                    : fmt::format("{} beyond ±{} tolerance", format_change(change), tolerance_percent(rule.tolerance));
+                    : fmt::format("{} beyond ±{} tolerance", format_change(change),
+                                  tolerance_percent(rule.tolerance));
   if (v.noise) v.reason += " and noise ±" + percent(*v.noise);
   return v;
 }
