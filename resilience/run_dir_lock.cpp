@@ -132,14 +132,29 @@ RunDirLock::RunDirLock(const std::filesystem::path& dir, MpiContext& mpi, double
         dir_fd_ = -1;
         return false;
       };
-      while (dir_busy() || ::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+      // A supervisor's run dir (its .supervisor.lock held) belongs to the jobs it launches, which it marks
+      // with FB_SUPERVISED; another train run there, between two of its attempts, would have the next
+      // attempt stop on this lock.
+      std::string supervisor;
+      const auto supervised_elsewhere = [&] {
+        supervisor.clear();
+        if (std::getenv("FB_SUPERVISED")) return false;
+        const int sup = ::open((dir / ".supervisor.lock").c_str(), O_RDONLY | O_CLOEXEC);
+        if (sup < 0) return false;
+        const bool held = ::flock(sup, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+        if (held) supervisor = "the supervisor " + holder_of(sup);
+        ::close(sup);
+        if (held) errno = EWOULDBLOCK;
+        return held;
+      };
+      while (dir_busy() || supervised_elsewhere() || ::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
         if (errno != EWOULDBLOCK && errno != EINTR) {
           error = fmt::format("--run-dir {}: cannot lock {}: {}", dir.string(), path.string(),
                               std::strerror(errno));
           break;
         }
         if (std::chrono::steady_clock::now() >= deadline) {
-          error = run_dir_in_use_message(dir, holder_of(fd_));
+          error = run_dir_in_use_message(dir, supervisor.empty() ? holder_of(fd_) : supervisor);
           break;
         }
         std::this_thread::sleep_for(std::chrono::milliseconds(100));
