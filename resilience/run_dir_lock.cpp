@@ -44,6 +44,17 @@ std::string holder_of(int fd) {
   return s.empty() ? "another job" : s;
 }
 
+// "the supervisor pid P on HOST" while a resilience supervisor holds dir/.supervisor.lock; else nullopt.
+std::optional<std::string> supervisor_holder(const std::filesystem::path& dir) {
+  const int sup = ::open((dir / ".supervisor.lock").c_str(), O_RDONLY | O_CLOEXEC);
+  if (sup < 0) return std::nullopt;
+  std::optional<std::string> holder;
+  if (::flock(sup, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK)
+    holder = "the supervisor " + holder_of(sup);
+  ::close(sup);  // (releases what this check took)
+  return holder;
+}
+
 }  // namespace
 
 std::optional<std::string> run_dir_holder(const std::filesystem::path& dir) {
@@ -51,17 +62,13 @@ std::optional<std::string> run_dir_holder(const std::filesystem::path& dir) {
   const int dir_fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dir_fd < 0) return holder;  // no run dir yet: nobody holds it
   const int fd = ::open((dir / ".lock").c_str(), O_RDONLY | O_CLOEXEC);
-  const int sup = ::open((dir / ".supervisor.lock").c_str(), O_RDONLY | O_CLOEXEC);
   const auto busy = [](int f) {
     return f >= 0 && ::flock(f, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK;
   };
-  if (busy(dir_fd) || busy(fd))
-    holder = fd >= 0 ? holder_of(fd) : std::string("another job");
-  else if (busy(sup))
-    holder = "the supervisor " + holder_of(sup);
-  for (const int f : {fd, sup, dir_fd})  // (releases what this check took)
+  if (busy(dir_fd) || busy(fd)) holder = fd >= 0 ? holder_of(fd) : std::string("another job");
+  for (const int f : {fd, dir_fd})  // (releases what this check took)
     if (f >= 0) ::close(f);
-  return holder;
+  return holder ? holder : supervisor_holder(dir);
 }
 
 SupervisorRunDirLock::SupervisorRunDirLock(const std::filesystem::path& dir) {
@@ -135,17 +142,11 @@ RunDirLock::RunDirLock(const std::filesystem::path& dir, MpiContext& mpi, double
       // A supervisor's run dir (its .supervisor.lock held) belongs to the jobs it launches, which it marks
       // with FB_SUPERVISED; another train run there, between two of its attempts, would have the next
       // attempt stop on this lock.
-      std::string supervisor;
+      std::optional<std::string> supervisor;
       const auto supervised_elsewhere = [&] {
-        supervisor.clear();
-        if (std::getenv("FB_SUPERVISED")) return false;
-        const int sup = ::open((dir / ".supervisor.lock").c_str(), O_RDONLY | O_CLOEXEC);
-        if (sup < 0) return false;
-        const bool held = ::flock(sup, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK;
-        if (held) supervisor = "the supervisor " + holder_of(sup);
-        ::close(sup);
-        if (held) errno = EWOULDBLOCK;
-        return held;
+        supervisor = std::getenv("FB_SUPERVISED") ? std::nullopt : supervisor_holder(dir);
+        if (supervisor) errno = EWOULDBLOCK;
+        return supervisor.has_value();
       };
       while (dir_busy() || supervised_elsewhere() || ::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
         if (errno != EWOULDBLOCK && errno != EINTR) {
@@ -154,7 +155,7 @@ RunDirLock::RunDirLock(const std::filesystem::path& dir, MpiContext& mpi, double
           break;
         }
         if (std::chrono::steady_clock::now() >= deadline) {
-          error = run_dir_in_use_message(dir, supervisor.empty() ? holder_of(fd_) : supervisor);
+          error = run_dir_in_use_message(dir, supervisor ? *supervisor : holder_of(fd_));
           break;
         }
         std::this_thread::sleep_for(std::chrono::milliseconds(100));
