@@ -90,9 +90,10 @@ void validate_health_options(const HealthOptions& o) {
     std::vector<std::string> seen;
     for (const auto& model : split_models(o.expect_gpu)) {
       if (std::find(std::begin(kGpuModels), std::end(kGpuModels), model) == std::end(kGpuModels))
-        throw usage_error(fmt::format(
-            "invalid --expect-gpu '{}': '{}' is not H100, H200, B200, GB200 or GB300 (several: H100,H200)",
-            o.expect_gpu, model));
+        throw usage_error(
+            fmt::format("invalid --expect-gpu '{}': '{}' is not A100, H100, GH200, H200, B200, GB200 or "
+                        "GB300 (several: H100,H200)",
+                        o.expect_gpu, model));
       if (std::find(seen.begin(), seen.end(), model) != seen.end())
         throw usage_error(fmt::format("invalid --expect-gpu '{}': '{}' named twice", o.expect_gpu, model));
       seen.push_back(model);

@@ -16,7 +16,7 @@
 
 namespace fb::workloads::health {
 
-inline constexpr std::string_view kGpuModels[] = {"H100", "H200", "B200", "GB200", "GB300"};
+inline constexpr std::string_view kGpuModels[] = {"A100", "H100", "GH200", "H200", "B200", "GB200", "GB300"};
 
 inline reports::Metric metric(double value, std::string unit, reports::Better better) {
   return {value, std::move(unit), better, std::nullopt};

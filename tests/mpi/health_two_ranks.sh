@@ -92,7 +92,7 @@ run_capture nodir timeout 120 "$FACTORYBENCH" health --backend host --gemm-size 
 # Bad input: one line, exit 2, no report.
 expect_error bad_floor 2 "invalid --gemm-floor 1.5: must be a fraction in \[0, 1\]" \
   fb health --backend host --gemm-floor 1.5 --output "$T/bad.json"
-expect_error bad_gpu 2 "--expect-gpu" fb health --backend host --expect-gpu A100 --output "$T/bad.json"
+expect_error bad_gpu 2 "invalid --expect-gpu .MI300X.: .MI300X. is not A100, H100, GH200, H200, B200, GB200 or GB300" fb health --backend host --expect-gpu MI300X --output "$T/bad.json"
 expect_error bad_hook 2 "invalid FACTORYBENCH_TEST_READONLY_CKPT_RANK 'x'" \
   env FACTORYBENCH_TEST_READONLY_CKPT_RANK=x "$FACTORYBENCH" health --backend host --output "$T/bad.json"
 expect_error bad_interval 2 "invalid --telemetry-interval '0ms': must be at least 1ms" \

@@ -25,6 +25,8 @@ TEST(HealthCheck, GpuModelMatchesWholeWords) {
   EXPECT_FALSE(gpu_model_matches("NVIDIA GB200", "B200"));  // a substring is not the model
   EXPECT_FALSE(gpu_model_matches("NVIDIA GH200 480GB", "H200"));
   EXPECT_FALSE(gpu_model_matches("NVIDIA H100 PCIe", "H200"));
+  EXPECT_TRUE(gpu_model_matches("NVIDIA A100-SXM4-80GB", "A100"));
+  EXPECT_TRUE(gpu_model_matches("NVIDIA GH200 480GB", "GH200"));
   EXPECT_TRUE(gpu_model_matches("anything", ""));
   // A list: any model in it (the Hopper node-validation preset runs on H100 and H200 nodes).
   EXPECT_TRUE(gpu_model_matches("NVIDIA H100 80GB HBM3", "H100,H200"));
@@ -57,8 +59,10 @@ TEST(HealthCheck, ValidateOptionsNamesTheOption) {
     EXPECT_STREQ(e.what(), "invalid --gemm-floor 1.5: must be a fraction in [0, 1]");
   }
   o = {};
-  o.expect_gpu = "A100";
+  o.expect_gpu = "MI300X";
   EXPECT_THROW(validate_health_options(o), Error);
+  o.expect_gpu = "A100,GH200";
+  EXPECT_NO_THROW(validate_health_options(o));
   o.expect_gpu = "H100,H100";
   EXPECT_THROW(validate_health_options(o), Error);
   o.expect_gpu = "H100,";
@@ -200,22 +204,37 @@ TEST(HealthCheck, HardwareTablesCarryClassFloors) {
   ASSERT_TRUE(cpu);
   EXPECT_EQ(cpu->health_gemm_floor, 0.5);
   EXPECT_TRUE(cpu->match.empty());  // never matched by a GPU's name
+  // 0.8 of the published MAMF; 0.6 of the dense peak where no MAMF is published (the PCIe cards, GB300):
+  // measured MAMFs are 73-84% of the dense peak (GB200 1822 of 2500), so 0.8 of the peak fails healthy GPUs.
   int gpus = 0;
   for (const auto& hw : table)
     if (hw.kind == "gpu") {
       ++gpus;
-      EXPECT_EQ(hw.health_gemm_floor, 0.8) << hw.file;
+      EXPECT_EQ(hw.health_gemm_floor, hw.mamf_tflops.empty() ? 0.6 : 0.8) << hw.file;
     }
-  EXPECT_GE(gpus, 5);
+  EXPECT_GE(gpus, 10);
   const auto h200 = find_hardware(table, "NVIDIA H200");
   ASSERT_TRUE(h200);
   EXPECT_EQ(h200->name, "H200 SXM");
   // A match starts a word: a Grace Hopper GH200 is not an H200 SXM (other power, other MAMF), a GB200 is
   // its own entry, not a B200.
-  EXPECT_FALSE(find_hardware(table, "NVIDIA GH200 480GB"));
-  // The H200 NVL (PCIe, 600 W, 835 dense bf16 TFLOP/s) is not an H200 SXM: no entry, so no wrong MFU.
-  EXPECT_FALSE(find_hardware(table, "NVIDIA H200 NVL"));
-  EXPECT_EQ(find_hardware(table, "NVIDIA H200 NVLink")->name, "H200 SXM");  // a whole word only
+  EXPECT_EQ(find_hardware(table, "NVIDIA GH200 480GB")->name, "GH200");
+  // The H200 NVL (PCIe, 600 W, 835 dense bf16 TFLOP/s) is not an H200 SXM, nor an H100 PCIe an H100 SXM.
+  EXPECT_EQ(find_hardware(table, "NVIDIA H200 NVL")->name, "H200 NVL");
+  EXPECT_EQ(find_hardware(table, "NVIDIA H100 NVL")->name, "H100 NVL");
+  EXPECT_EQ(find_hardware(table, "NVIDIA H100 PCIe")->name, "H100 PCIe");
+  EXPECT_EQ(find_hardware(table, "NVIDIA A100-SXM4-80GB")->name, "A100");
+  EXPECT_EQ(find_hardware(table, "NVIDIA A100 80GB PCIe")->name, "A100");
+  // Products with no entry get none rather than a neighbour's peaks.
+  EXPECT_FALSE(find_hardware(table, "NVIDIA H800"));
+  EXPECT_FALSE(find_hardware(table, "NVIDIA L40S"));
+  // An excluded word acts only as a whole word of the name.
+  HardwarePeaks sxm;
+  sxm.name = "X SXM";
+  sxm.match = {"X"};
+  sxm.exclude = {"NVL"};
+  EXPECT_FALSE(find_hardware({sxm}, "NVIDIA X NVL"));
+  EXPECT_EQ(find_hardware({sxm}, "NVIDIA X NVLink")->name, "X SXM");
   EXPECT_EQ(find_hardware(table, "NVIDIA GB200")->name, find_hardware(table, "GB200")->name);
   EXPECT_NE(find_hardware(table, "NVIDIA GB200")->name, find_hardware(table, "NVIDIA B200")->name);
   EXPECT_EQ(find_hardware(table, "NVIDIA H100 80GB HBM3")->name,
