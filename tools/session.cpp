@@ -62,11 +62,28 @@ MpiContext& Session::mpi() {
 // Before a long benchmark, not after it: the report's directory must exist and take files (rank 0 writes).
 void Session::check_output_writable(const std::vector<std::string>& inputs) const {
   if (options_.output.empty()) return;
+  // The named inputs, and every other argument that names an existing file (a suite, a model, a failure
+  // model, a fault plan): -o naming one of them would replace it with the report.
+  const auto refuse = [&](const std::string& in) {
+    throw usage_error(fmt::format("invalid -o/--output {}: it is the input {}, which writing would destroy",
+                                  options_.output, in));
+  };
   for (const auto& in : inputs) {
     std::error_code ec;
-    if (std::filesystem::equivalent(options_.output, in, ec))
-      throw usage_error(fmt::format("invalid -o/--output {}: it is the input {}, which writing would destroy",
-                                    options_.output, in));
+    if (std::filesystem::equivalent(options_.output, in, ec)) refuse(in);
+  }
+  for (std::size_t i = 0; i < args_.size(); ++i) {
+    const std::string& a = args_[i];
+    if (a == "-o" || a == "--output") {
+      ++i;  // the output itself
+      continue;
+    }
+    if (a.rfind("--output=", 0) == 0 || (a.size() > 2 && a.rfind("-o", 0) == 0)) continue;
+    const auto eq = a.rfind("--", 0) == 0 ? a.find('=') : std::string::npos;
+    const std::string in = eq == std::string::npos ? a : a.substr(eq + 1);
+    std::error_code ec;
+    if (std::filesystem::is_regular_file(in, ec) && std::filesystem::equivalent(options_.output, in, ec))
+      refuse(in);
   }
   std::error_code loop;
   [[maybe_unused]] const auto status = std::filesystem::status(options_.output, loop);

@@ -73,7 +73,8 @@ class Session {
   }
 
   // -o/--output names a file rank 0 can create (usage error otherwise), and none of `inputs` (the files
-  // report, compare and import read: writing one would destroy it). Checked with MPI's start; the
+  // report, compare and import read) nor a file named by another argument (a suite, a model, a failure
+  // model): writing one would destroy it. Checked with MPI's start; the
   // commands that start no MPI (report, compare, import, resilience) call it before their work.
   void check_output_writable(const std::vector<std::string>& inputs = {}) const;
 

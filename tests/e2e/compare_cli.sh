@@ -125,6 +125,20 @@ expect_error out_is_input_report 2 "invalid -o/--output $T/in.json: it is the in
   fb -o ./in.json compare "$T/in.json" "$T/worse.json" --format junit)
 expect_error out_is_input_import 2 "invalid -o/--output $T/nccl.txt: it is the input $T/nccl.txt" \
   sh -c "cp '$DATA/nccl_tests_allreduce_h100.txt' '$T/nccl.txt' && exec '$FACTORYBENCH' -o '$T/nccl.txt' import nccl-tests '$T/nccl.txt'"
+# Any other argument naming an existing file is an input too: a suite, a model, a failure model (a report
+# written over one replaced it and exited 0).
+printf '{"name": "s", "steps": [{"name": "g", "command": "gemm", "args": "--m 64 --n 64 --k 64 --iters 3"}]}\n' >"$T/suite_in.json"
+cp "$FB_SOURCE_DIR/configs/models/tiny-dense.json" "$T/model_in.json"
+cp "$FB_SOURCE_DIR/configs/failure-models/llama3-h100.json" "$T/fm_in.json"
+sums_before=$(cat "$T/suite_in.json" "$T/model_in.json" "$T/fm_in.json" | sha256sum)
+expect_error out_is_suite 2 "invalid -o/--output $T/suite_in.json: it is the input $T/suite_in.json, which writing would destroy" \
+  fb --backend host -o "$T/suite_in.json" suite "$T/suite_in.json"
+expect_error out_is_model 2 "invalid -o/--output $T/model_in.json: it is the input $T/model_in.json, which writing would destroy" \
+  fb --backend host --output="$T/model_in.json" train --steps 2 --model="$T/model_in.json"
+expect_error out_is_failure_model 2 "invalid -o/--output $T/fm_in.json: it is the input $T/fm_in.json" \
+  fb -o "$T/fm_in.json" simulate --gpus 64 --trials 2 --failure-model "$T/fm_in.json"
+[ "$(cat "$T/suite_in.json" "$T/model_in.json" "$T/fm_in.json" | sha256sum)" = "$sums_before" ] \
+  && ok "the suite, model and failure model are left as they were" || fail "an input was overwritten"
 # configs/rules/ci.json gates one figure per timing: a GEMM shape 25% slower (its TFLOP/s, time and MFU all
 # move) and a training step 25% slower (step time, tokens/s, TFLOP/s, MFU, HFU) each fail once.
 fb --backend host -q -o "$T/ci_gemm.json" gemm --m 64 --n 64 --k 64 --iters 3 --warmup 1 --no-check
