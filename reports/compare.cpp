@@ -449,21 +449,27 @@ Comparison compare_reports(const Report& baseline, const Report& candidate, cons
   // A floor or ceiling that matches no metric of the candidate gates nothing: a typo in a name
   // ("colective", "busbw_gpbs") would silently disable it. Said, not failed: a shared rules file may hold
   // floors for benchmarks this pair of reports does not run.
+  // Likewise one whose every metric a later rule ignores.
   for (const auto& rule : rules.rules) {
     if (!rule.min && !rule.max) continue;
-    bool matched_any = false;
+    bool matched_any = false, gated_any = false;
     for (const auto& cr : candidate.results)
       for (const auto& [name, m] : cr.metrics)
-        matched_any = matched_any || rule.matches(cr.benchmark, cr.name, name);
+        if (rule.matches(cr.benchmark, cr.name, name)) {
+          matched_any = true;
+          gated_any = gated_any || !rules.resolve(cr.benchmark, cr.name, name).ignore;
+        }
+    const char* kind = rule.min && rule.max ? "floor and ceiling" : rule.min ? "floor" : "ceiling";
     if (!matched_any)
       out.warnings.push_back(
           fmt::format("{}: the {} rule matches no metric of {} (benchmark '{}', result '{}', metric '{}'): "
                       "it gates nothing",
-                      rule.where,
-                      rule.min && rule.max ? "floor and ceiling"
-                      : rule.min           ? "floor"
-                                           : "ceiling",
-                      candidate_source, rule.benchmark, rule.result, rule.metric));
+                      rule.where, kind, candidate_source, rule.benchmark, rule.result, rule.metric));
+    else if (!gated_any)
+      out.warnings.push_back(fmt::format(
+          "{}: the {} rule gates nothing: a later rule ignores every metric it matches (benchmark '{}', "
+          "result '{}', metric '{}')",
+          rule.where, kind, rule.benchmark, rule.result, rule.metric));
   }
 
   for (auto& row : out.rows)

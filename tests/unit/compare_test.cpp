@@ -159,6 +159,31 @@ TEST(Compare, AFloorThatMatchesNothingIsWarnedAbout) {
       "'*', metric 'busbw_gbps'): it gates nothing");
 }
 
+// A floor on metrics that a later rule ignores gates nothing either: said, and the floor is not applied.
+TEST(Compare, AFloorOverriddenByALaterIgnoreIsWarnedAbout) {
+  CompareRules rules;
+  rules.rules.push_back(parse_bound_rule("collective/* busbw_gbps >= 1000", "rules.json: $.rules[0]"));
+  MetricRule ignore;
+  ignore.metric = "busbw_gbps";
+  ignore.ignore = true;
+  ignore.where = "rules.json: $.rules[1]";
+  rules.rules.push_back(ignore);
+  const auto r =
+      report({result("collective", "allreduce/bf16/1024", {{"busbw_gbps", metric(10, Better::higher)}})});
+  const auto cmp = compare_reports(r, r, rules, "base.json", "cand.json");
+  ASSERT_EQ(cmp.warnings.size(), 1u);
+  EXPECT_EQ(
+      cmp.warnings[0],
+      "rules.json: $.rules[0]: the floor rule gates nothing: a later rule ignores every metric it matches "
+      "(benchmark 'collective', result '*', metric 'busbw_gbps')");
+  // Not said while one metric it matches is still gated.
+  rules.rules[1].result = "allreduce/*";
+  const auto two =
+      report({result("collective", "allreduce/bf16/1024", {{"busbw_gbps", metric(10, Better::higher)}}),
+              result("collective", "allgather/bf16/1024", {{"busbw_gbps", metric(10, Better::higher)}})});
+  EXPECT_TRUE(compare_reports(two, two, rules, "base.json", "cand.json").warnings.empty());
+}
+
 // Noise band = 2·sqrt(σb² + σc²)/|b|. σ = 5 on both sides of b = 100: 14.1%.
 TEST(Compare, NoisyChangeBeyondToleranceIsAmbiguous) {
   const EffectiveRule rule{0.05, std::nullopt, std::nullopt, false};
@@ -597,6 +622,10 @@ TEST(CompareRulesTest, ErrorsNameTheJsonPath) {
       "min, max, ignore)");
   expect_rules_error(R"({"rules": [{"metric": "mfu"}]})",
                      "rules.json: $.rules[0]: a rule needs at least one of tolerance, min, max or ignore");
+  expect_rules_error(
+      R"({"rules": [{"metric": "ettr", "ignore": true, "min": 2}]})",
+      "rules.json: $.rules[0]: a rule cannot both ignore a metric and set its min (ignore leaves "
+      "it out of the gate)");
   expect_rules_error(
       R"({"rules": ["mfu > 0.4"]})",
       "rules.json: $.rules[0]: unknown comparison '>' in \"mfu > 0.4\" (expected \"[BENCHMARK/RESULT] "
