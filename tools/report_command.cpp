@@ -2,7 +2,10 @@
 // Prometheus text. Needs no device and no MPI. Several reports render side by side (a trend over runs).
 #include <iostream>
 
+#include <fmt/format.h>
+
 #include "core/atomic_file.hpp"
+#include "core/error.hpp"
 #include "core/logging.hpp"
 #include "reports/report_json.hpp"
 #include "reports/report_printers.hpp"
@@ -22,6 +25,9 @@ int run_report(const ReportOptions& opt, Session& session) {
   std::vector<reports::NamedReport> inputs;
   for (const auto& path : opt.inputs) {
     inputs.push_back({path, reports::read_report(path)});
+    // A JUnit file of no testcase, or "0 steps, all ok", would pass a CI gate on a run that measured nothing.
+    if (inputs.back().report.results.empty())
+      throw input_error(fmt::format("{}: the report has no results, so there is nothing to render", path));
     if (inputs.back().report.schema != reports::kSchemaV1)  // as compare warns
       log::warn("{}: schema {}, this build reads {}: fields it does not know are left out", path,
                 inputs.back().report.schema, reports::kSchemaV1);
@@ -54,7 +60,8 @@ Command add_report_command(CLI::App& app) {
       "line per suite step (or benchmark) with its headline figure and verdict");
   sub->footer(
       "Output: stdout, or with -o/--output FILE the rendering is written to FILE (atomically).\n"
-      "Exit status: 0 rendered; 2 usage or input error (a malformed report names the file and JSON path); 3 "
+      "Exit status: 0 rendered; 2 usage or input error (a malformed report names the file and JSON path; a "
+      "report with no results); 3 "
       "the "
       "rendering failed to write (-o FILE or stdout; an -o directory that is missing or not writable is exit "
       "2, up front).");

@@ -116,6 +116,12 @@ fb report "$SAMPLE" >"$T/report.md"
 grep -q "^## collective" "$T/report.md" && ok "markdown report" || fail "markdown report"
 expect_error report_format 2 "invalid --format 'pdf'" fb report "$SAMPLE" --format pdf
 expect_error report_bad 2 'malformed.json: \$\.results\[0\]\.metrics\.busbw_gbps\.value' fb report "$T/malformed.json"
+# A report with no results renders nothing: a JUnit file of no testcase would pass a CI gate.
+"$PY" -c "import json, sys; d = json.load(open(sys.argv[1])); d['results'] = []; json.dump(d, open(sys.argv[2], 'w'))" "$SAMPLE" "$T/noresults.json"
+for f in junit summary md; do
+  expect_error "report_no_results_$f" 2 "noresults.json: the report has no results, so there is nothing to render" \
+    fb report "$T/noresults.json" --format "$f"
+done
 # -o naming an input is refused before anything is written: the input is left as it was.
 cp "$SAMPLE" "$T/in.json"
 sum_before=$(sha256sum <"$T/in.json")
