@@ -61,10 +61,8 @@ Command add_report_command(CLI::App& app) {
   sub->footer(
       "Output: stdout, or with -o/--output FILE the rendering is written to FILE (atomically).\n"
       "Exit status: 0 rendered; 2 usage or input error (a malformed report names the file and JSON path; a "
-      "report with no results); 3 "
-      "the "
-      "rendering failed to write (-o FILE or stdout; an -o directory that is missing or not writable is exit "
-      "2, up front).");
+      "report with no results); 3 the rendering failed to write (-o FILE or stdout; an -o directory that is "
+      "missing or not writable is exit 2, up front).");
   return {sub, [opt](Session& s) { return run_report(*opt, s); }};
 }
 
