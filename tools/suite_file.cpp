@@ -17,9 +17,19 @@ Suite parse_suite(const nlohmann::json& j, const std::string& src, const std::st
   };
   if (!j.is_object()) throw bad("$", "expected an object with \"steps\"");
   Suite suite;
+  // A misspelt field ("descripton", "step") is an error, as in a step: it would be dropped without a word.
+  for (const auto& [key, value] : j.items())
+    if (key != "name" && key != "description" && key != "steps")
+      throw bad("$." + key, "unknown field (known: name, description, steps)");
   for (const char* key : {"name", "description"})
     if (j.contains(key) && !j[key].is_string()) throw bad(std::string("$.") + key, "expected a string");
   suite.name = j.value("name", default_name);
+  // The name heads the console and the report's summary: one line (shown escaped in the error).
+  if (suite.name.empty() || std::any_of(suite.name.begin(), suite.name.end(), [](char c) {
+        return static_cast<unsigned char>(c) < 0x20 || c == 0x7f;
+      }))
+    throw bad("$.name", fmt::format("{} must be a non-empty line (no control characters)",
+                                    nlohmann::json(suite.name).dump()));
   suite.description = j.value("description", "");
   if (!j.contains("steps") || !j["steps"].is_array() || j["steps"].empty())
     throw bad("$.steps", "expected a non-empty array of steps");

@@ -80,6 +80,11 @@ grep -q "suite," "$T/unknown_cmd.err" && fail "the commands a step may run list 
 printf '{"steps": [{"name": "a", "command": "info"}, {"name": "a", "command": "info"}]}' >"$T/dup.json"
 expect_error dup_name 2 "dup.json: \\$.steps\\[1\\].name: 'a' names an earlier step too" fb suite "$T/dup.json"
 
+printf '{"descripton": "x", "steps": [{"command": "info"}]}' >"$T/topfield.json"
+expect_error top_field 2 "topfield.json: \\$.descripton: unknown field \\(known: name, description, steps\\)" fb suite "$T/topfield.json"
+printf '{"name": "two\\nlines", "steps": [{"command": "info"}]}' >"$T/topname.json"
+expect_error top_name 2 'topname.json: \$.name: "two\\nlines" must be a non-empty line' fb suite "$T/topname.json"
+
 # Every step's input is validated before the first step runs (the models, layouts and files its options
 # name): a typo in a later step stops the suite with that step's reason and exit 2, before step 1 has
 # measured anything, and writes no report.
