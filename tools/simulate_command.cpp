@@ -43,10 +43,11 @@ struct SimulateOptions {
   std::string checkpoint_cost, detection, relaunch, restore;
   std::string calibrate;
   std::optional<std::int64_t> spares;
-  std::string repair_time = "48h";
+  std::optional<std::string> repair_time;  // default 48h; acts only with --spares
   std::string policy = "none";
-  int drain_after = 2;
-  double flaky_share = 0, flaky_factor = 1, straggler_share = 0, straggler_factor = 1;
+  std::optional<int> drain_after;  // default 2; acts only with --policy drain
+  // A share acts only with its factor and a factor only with its share: unset, each is a no-op.
+  std::optional<double> flaky_share, flaky_factor, straggler_share, straggler_factor;
   int trials = 200;
   std::string sweep_gpus, sweep_interval;
 };
@@ -77,6 +78,9 @@ std::vector<std::int64_t> parse_gpu_list(const std::string& text) {
     const auto n = parse_size(item, "--sweep-gpus");
     if (n == 0)
       throw usage_error(fmt::format("invalid --sweep-gpus '{}': GPU counts must be positive", item));
+    if (n > static_cast<std::uint64_t>(resilience::kMaxGpus))
+      throw usage_error(
+          fmt::format("invalid --sweep-gpus '{}': at most {} GPUs", item, resilience::kMaxGpus));
     // Results are named by GPU count (and interval): a repeat would be a second result of the same name.
     if (std::find(out.begin(), out.end(), static_cast<std::int64_t>(n)) != out.end())
       throw usage_error(fmt::format("invalid --sweep-gpus '{}': {} is listed twice", text, item));
@@ -194,14 +198,30 @@ int run_simulate(const SimulateOptions& opt, Session& session) {
     base.wall_s = opt.days.value_or(30) * 86400.0;
   }
   base.costs = resolve_costs(opt, src, notes);
+  // An option that could not act is refused rather than ignored: the report would look like its answer.
+  if (opt.repair_time && !opt.spares)
+    throw usage_error(
+        "--repair-time acts only with --spares N (without it spares are unlimited: a replacement is always "
+        "at "
+        "hand)");
+  if (opt.drain_after && opt.policy != "drain")
+    throw usage_error("--drain-after acts only with --policy drain");
+  if (opt.flaky_factor.has_value() != opt.flaky_share.has_value())
+    throw usage_error(opt.flaky_factor
+                          ? "--flaky-factor needs --flaky-share (the share of nodes it applies to)"
+                          : "--flaky-share needs --flaky-factor (how much more often they fail)");
+  if (opt.straggler_factor.has_value() != opt.straggler_share.has_value())
+    throw usage_error(opt.straggler_factor
+                          ? "--straggler-factor needs --straggler-share (the share of nodes it applies to)"
+                          : "--straggler-share needs --straggler-factor (how much slower they are)");
   base.spares = opt.spares;
-  base.repair_s = positive_duration(opt.repair_time, "--repair-time");
+  base.repair_s = positive_duration(opt.repair_time.value_or("48h"), "--repair-time");
   base.drain = opt.policy == "drain" ? resilience::DrainPolicy::drain : resilience::DrainPolicy::none;
-  base.drain_after = opt.drain_after;
-  base.flaky_share = opt.flaky_share;
-  base.flaky_factor = opt.flaky_factor;
-  base.straggler_share = opt.straggler_share;
-  base.straggler_factor = opt.straggler_factor;
+  base.drain_after = opt.drain_after.value_or(2);
+  base.flaky_share = opt.flaky_share.value_or(0);
+  base.flaky_factor = opt.flaky_factor.value_or(1);
+  base.straggler_share = opt.straggler_share.value_or(0);
+  base.straggler_factor = opt.straggler_factor.value_or(1);
 
   std::vector<std::int64_t> gpu_counts;
   // One of each pair: the other would be silently ignored.
@@ -319,16 +339,20 @@ Command add_simulate_command(CLI::App& app) {
   sub->add_option("--spares", opt->spares,
                   "Hot spare nodes (default: unlimited, a replacement is always at hand)");
   sub->add_option("--repair-time", opt->repair_time,
-                  "Time until a failed node returns to the spare pool (48h)");
+                  "Time until a failed node returns to the spare pool (default 48h; with --spares)");
   sub->add_option("--policy", opt->policy,
                   "none or drain (retire nodes that fail --drain-after times, and stragglers)")
       ->check(CLI::IsMember({"none", "drain"}));
-  sub->add_option("--drain-after", opt->drain_after, "Failures before a node is drained (default 2)");
+  sub->add_option("--drain-after", opt->drain_after,
+                  "Failures before a node is drained (default 2; with --policy drain)");
   sub->add_option("--flaky-share", opt->flaky_share,
-                  "Share of nodes that fail more often (0..0.5, default 0)");
-  sub->add_option("--flaky-factor", opt->flaky_factor, "How much more often flaky nodes fail (default 1)");
-  sub->add_option("--straggler-share", opt->straggler_share, "Share of nodes that are slow (default 0)");
-  sub->add_option("--straggler-factor", opt->straggler_factor, "Slowdown of a straggler node (default 1)");
+                  "Share of nodes that fail more often (0..0.5; with --flaky-factor)");
+  sub->add_option("--flaky-factor", opt->flaky_factor,
+                  "How much more often flaky nodes fail (with --flaky-share)");
+  sub->add_option("--straggler-share", opt->straggler_share,
+                  "Share of nodes that are slow (with --straggler-factor)");
+  sub->add_option("--straggler-factor", opt->straggler_factor,
+                  "Slowdown of a straggler node (with --straggler-share)");
   sub->add_option("--trials", opt->trials, "Monte Carlo trials (default 200)");
   sub->add_option("--sweep-gpus", opt->sweep_gpus, "Comma-separated GPU counts, one result each");
   sub->add_option("--sweep-interval", opt->sweep_interval,

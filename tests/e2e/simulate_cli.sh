@@ -118,7 +118,15 @@ bad missing-calibration "--calibrate: .*not found" --gpus 1024 --calibrate "$T/n
 bad zero-trials "invalid --trials 0" --gpus 1024 --trials 0
 bad work-and-days "--days and --work-days are exclusive" --gpus 1024 --days 3 --work-days 3
 bad zero-work "invalid --work-days 0" --gpus 1024 --work-days 0
-bad flaky-share "invalid --flaky-share 0.9" --gpus 1024 --flaky-share 0.9
+bad flaky-share "invalid --flaky-share 0.9" --gpus 1024 --flaky-share 0.9 --flaky-factor 2
+# Options that could not act are refused, not ignored (the report matched the defaults' exactly).
+bad repair-no-spares "--repair-time acts only with --spares N" --gpus 1024 --repair-time 1h
+bad drain-after-no-policy "--drain-after acts only with --policy drain" --gpus 1024 --drain-after 3
+bad flaky-factor-alone "--flaky-factor needs --flaky-share" --gpus 1024 --flaky-factor 3
+bad flaky-share-alone "--flaky-share needs --flaky-factor" --gpus 1024 --flaky-share 0.1
+bad straggler-factor-alone "--straggler-factor needs --straggler-share" --gpus 1024 --straggler-factor 5
+bad straggler-share-alone "--straggler-share needs --straggler-factor" --gpus 1024 --straggler-share 0.1
+bad huge-sweep "invalid --sweep-gpus '99999999999': at most 16777216 GPUs" --sweep-gpus 1024,99999999999
 # Absurd sizes are refused at once instead of running for hours in silence (issue 16, finding 7).
 bad huge-gpus "invalid --gpus 1000000000: at most 16777216 GPUs" --gpus 1000000000 --days 1
 bad huge-days "invalid --days 1000000000: .*at most 36500" --gpus 8 --days 1e9
