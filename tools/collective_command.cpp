@@ -6,6 +6,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -38,7 +39,20 @@ struct CollectiveCliOptions {
   std::optional<std::uint64_t> moe_tokens, hidden;
   std::optional<int> experts, top_k;
   double skew = 0;
+  // Given on the command line (not defaulted): an option that cannot act on the chosen ops is refused.
+  bool sizes_given = false, redop_given = false, root_given = false;
 };
+
+// "allreduce, reducescatter and reduce": the ops of the table with `has`.
+std::string ops_with(bool workloads::CollectiveInfo::*has) {
+  std::vector<std::string_view> names;
+  for (const auto& info : workloads::all_collectives())
+    if (info.*has) names.push_back(info.name);
+  std::string out;
+  for (std::size_t i = 0; i < names.size(); ++i)
+    out += std::string(i == 0 ? "" : i + 1 == names.size() ? " and " : ", ") + std::string(names[i]);
+  return out;
+}
 
 workloads::CollectiveOptions resolve(const CollectiveCliOptions& cli, std::uint64_t seed) {
   workloads::CollectiveOptions o;
@@ -54,6 +68,16 @@ workloads::CollectiveOptions resolve(const CollectiveCliOptions& cli, std::uint6
     throw usage_error(std::string("--dtype: ") + e.what());
   }
   o.redop = parse_reduce_op(cli.redop);
+  const auto any_op = [&](bool workloads::CollectiveInfo::*has) {
+    return std::any_of(o.ops.begin(), o.ops.end(),
+                       [&](workloads::CollectiveOp op) { return workloads::collective_info(op).*has; });
+  };
+  if (cli.redop_given && !any_op(&workloads::CollectiveInfo::reduces))
+    throw usage_error(fmt::format("--redop acts only on {}; --op {} does not reduce",
+                                  ops_with(&workloads::CollectiveInfo::reduces), cli.op));
+  if (cli.root_given && !any_op(&workloads::CollectiveInfo::rooted))
+    throw usage_error(fmt::format("--root acts only on {}; --op {} has no root",
+                                  ops_with(&workloads::CollectiveInfo::rooted), cli.op));
   o.root = cli.root;
   o.min_bytes = parse_size(cli.min_bytes, "-b/--minbytes");
   o.max_bytes = parse_size(cli.max_bytes, "-e/--maxbytes");
@@ -73,6 +97,10 @@ workloads::CollectiveOptions resolve(const CollectiveCliOptions& cli, std::uint6
   const bool any_moe = cli.hidden || cli.experts || cli.top_k || cli.skew != 0;
   if (cli.moe_tokens) {
     if (!cli.experts || !cli.top_k) throw usage_error("--moe-tokens needs --experts and --top-k");
+    if (cli.sizes_given)
+      throw usage_error(
+          "-b, -e, -f and -i do not apply to --moe-tokens: its message sizes follow from --moe-tokens, "
+          "--hidden and --top-k");
     // Routing tables are built token by token before any buffer is sized: bound them first (an unsigned
     // option also reads -5 as 2^64 - 5, which ran for hours).
     const auto bounded = [](const char* option, std::uint64_t v, std::uint64_t max) {
@@ -135,23 +163,27 @@ Command add_collective_command(CLI::App& app) {
   auto opt = std::make_shared<CollectiveCliOptions>();
   auto* sub = app.add_subcommand("collective",
                                  "Collective bandwidth (nccl-tests semantics): NCCL on cuda, MPI on host");
-  sub->add_option(
-      "--op", opt->op,
-      "allreduce, allgather, reducescatter, alltoall, alltoallv, broadcast, reduce, sendrecv or all");
-  sub->add_option("-b,--minbytes", opt->min_bytes, "Smallest size S (units: 8, 64K, 1M, 8G)")
-      ->capture_default_str();
-  sub->add_option("-e,--maxbytes", opt->max_bytes, "Largest size S")->capture_default_str();
+  sub->add_option("--op", opt->op,
+                  "allreduce (default), allgather, reducescatter, alltoall, alltoallv, broadcast, reduce, "
+                  "sendrecv or all");
+  auto* min_bytes =
+      sub->add_option("-b,--minbytes", opt->min_bytes, "Smallest size S (units: 8, 64K, 1M, 8G)")
+          ->capture_default_str();
+  auto* max_bytes = sub->add_option("-e,--maxbytes", opt->max_bytes, "Largest size S")->capture_default_str();
   auto* factor =
       sub->add_option("-f,--stepfactor", opt->factor, "Multiply the size by this factor between steps (>= 2)")
           ->capture_default_str();
-  sub->add_option("-i,--stepbytes", opt->step_bytes, "Grow the size by this many bytes instead of -f")
-      ->excludes(factor);
+  auto* step_bytes =
+      sub->add_option("-i,--stepbytes", opt->step_bytes, "Grow the size by this many bytes instead of -f")
+          ->excludes(factor);
   sub->add_option("-n,--iters", opt->iters, "Timed iterations per size")->capture_default_str();
   sub->add_option("-w,--warmup", opt->warmup, "Untimed iterations before timing")->capture_default_str();
   sub->add_option("-d,--dtype", opt->dtype, "fp32, fp16, bf16, fp8_e4m3, fp8_e5m2, fp64, int32, int8")
       ->capture_default_str();
-  sub->add_option("--redop", opt->redop, "Reduction: sum, max, min or avg")->capture_default_str();
-  sub->add_option("-r,--root", opt->root, "Root rank of broadcast and reduce")->capture_default_str();
+  auto* redop = sub->add_option("--redop", opt->redop, "Reduction of the reducing ops: sum, max, min or avg")
+                    ->capture_default_str();
+  auto* root =
+      sub->add_option("-r,--root", opt->root, "Root rank of broadcast and reduce")->capture_default_str();
   sub->add_option("-a,--average", opt->average,
                   "Combine the ranks' times: 0 rank 0, 1 mean, 2 min, 3 max (nccl-tests -a)")
       ->check(CLI::Range(0, 3))
@@ -171,7 +203,15 @@ Command add_collective_command(CLI::App& app) {
   sub->add_option("--experts", opt->experts, "MoE: routed experts, spread evenly over the ranks");
   sub->add_option("--top-k", opt->top_k, "MoE: experts per token");
   sub->add_option("--skew", opt->skew, "MoE: Zipf exponent of expert popularity (0 = uniform)");
-  return {sub, [opt](Session& s) { return run_collective(*opt, s); }, true};
+  return {sub,
+          [=](Session& s) {
+            opt->sizes_given =
+                min_bytes->count() + max_bytes->count() + factor->count() + step_bytes->count() > 0;
+            opt->redop_given = redop->count() > 0;
+            opt->root_given = root->count() > 0;
+            return run_collective(*opt, s);
+          },
+          true};
 }
 
 }  // namespace fb::tools

@@ -5,6 +5,8 @@
 #include <numeric>
 #include <string>
 
+#include <fmt/format.h>
+
 #include "core/error.hpp"
 #include "core/random_fill.hpp"
 
@@ -105,7 +107,7 @@ void validate_moe_routing(const MoeRouting& r, int ranks) {
     throw usage_error("invalid --experts " + std::to_string(r.experts) + ": must be divisible by the " +
                       std::to_string(ranks) + " ranks of the expert-parallel group");
   if (!(r.skew >= 0) || !std::isfinite(r.skew))
-    throw usage_error("invalid --skew " + std::to_string(r.skew) + ": must be a finite number >= 0");
+    throw usage_error(fmt::format("invalid --skew {}: must be a finite number >= 0", r.skew));
 }
 
 TrafficMatrix moe_dispatch_tokens(const MoeRouting& r, int ranks) {

@@ -20,7 +20,16 @@ expect_error moe_wrong_op 2 "--moe-tokens needs --op alltoallv" fb "${C[@]}" --m
 expect_error moe_topk 2 "--top-k 9" fb "${C[@]}" --op alltoallv --moe-tokens 8 --experts 8 --top-k 9 -o "$T/r13.json"
 expect_error zero_iters 2 "--iters 0" fb "${C[@]}" -n 0 -o "$T/r14.json"
 expect_error step_zero 2 "stepbytes" fb "${C[@]}" -i 0 -o "$T/r15.json"
-for i in $(seq 1 15); do [ ! -e "$T/r$i.json" ] || fail "a report was written despite the error (r$i)"; done
+# Options that cannot act on the chosen ops are refused, not ignored.
+expect_error redop_no_reduce 2 "^factorybench: error: --redop acts only on allreduce, .*reduce.*; --op broadcast does not reduce$" \
+  fb "${C[@]}" --op broadcast --redop max -o "$T/r16.json"
+expect_error root_no_root 2 "^factorybench: error: --root acts only on .*broadcast.*; --op allgather has no root$" \
+  fb "${C[@]}" --op allgather --root 0 -o "$T/r17.json"
+expect_error moe_sizes 2 "^factorybench: error: -b, -e, -f and -i do not apply to --moe-tokens" \
+  fb "${C[@]}" --op alltoallv --moe-tokens 16 --hidden 64 --experts 4 --top-k 2 -b 1M -e 2M -o "$T/r18.json"
+expect_error skew_text 2 "^factorybench: error: invalid --skew -1: must be a finite number >= 0$" \
+  fb "${C[@]}" --op alltoallv --moe-tokens 16 --hidden 64 --experts 4 --top-k 2 --skew -1 -o "$T/r19.json"
+for i in $(seq 1 19); do [ ! -e "$T/r$i.json" ] || fail "a report was written despite the error (r$i)"; done
 
 # A negative value for an unsigned option is named, not read as 2^64-1.
 expect_error neg_factor 2 "^factorybench: error: invalid --stepfactor -1: must not be negative$" fb "${C[@]}" -f -1 -o "$T/neg.json"
