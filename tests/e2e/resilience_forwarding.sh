@@ -5,8 +5,8 @@
 . "$(dirname "$0")/../lib.sh"
 set -e
 
-run_capture all fb resilience --backend host --launcher mpirun --launcher-args "--oversubscribe" --ranks 4 \
-  --model tiny-moe --layers 2 --tp 2 --dp 1 --pp 2 --ep 2 --sequence-parallel --overlap --bucket-layers 2 \
+run_capture all fb resilience --backend host --launcher mpirun --launcher-args "--oversubscribe" --ranks 8 \
+  --model tiny-moe --layers 2 --tp 2 --dp 2 --pp 2 --ep 2 --sequence-parallel --overlap --bucket-layers 2 \
   --distributed-optimizer --lr 0.0003 --attention-flops full --routing-skew 0.5 --grad-accum 2 --micro-batch 2 \
   --seq 64 --dtype bf16 --steps 3 --checkpoint-every 2 --keep 3 --state-bytes 1M --async-checkpoint \
   --hang-timeout 30s --straggler-threshold 0.5 --check-every 7 --heartbeat-timeout 60s \
@@ -20,7 +20,7 @@ check() {  # PARAM PYTHON-VALUE
 check model "'tiny-moe'"
 check layers 2
 check tp 2
-check dp 1
+check dp 2
 check pp 2
 check ep 2
 check sequence_parallel True

@@ -169,4 +169,11 @@ run_capture ckpt_beyond fb train --backend host --model tiny-dense --layers 1 --
   --run-dir "$T/ce" -o "$T/ce.json"
 [ "$RC" -eq 0 ] && grep -q "warning: --checkpoint-every 5 is beyond --steps 2: no checkpoint is saved" "$T/ckpt_beyond.err" \
   && ok "--checkpoint-every beyond --steps: warned" || fail "ckpt_beyond: exit $RC: $(cat "$T/ckpt_beyond.err")"
+# Options on the data-parallel gradient reduction, with none (dp 1, and for MoE expert-DP 1): refused.
+expect_error overlap_dp1 2 "^factorybench: error: --overlap needs a data-parallel gradient reduction \(dp > 1\): with dp 1 there is none to overlap$" \
+  fb train --backend host --model tiny-dense --steps 2 --overlap
+expect_error zero_dp1 2 "^factorybench: error: --distributed-optimizer needs a data-parallel gradient reduction \(dp > 1, or expert-DP dp x tp / ep > 1\): with dp 1 there is none to shard$" \
+  fb train --backend host --model tiny-moe --steps 2 --distributed-optimizer
+expect_error zero_dp1_dry 2 "^factorybench: error: --distributed-optimizer needs" \
+  fb train --backend host --model tiny-dense --tp 4 --dry-run --distributed-optimizer
 finish

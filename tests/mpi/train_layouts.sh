@@ -3,8 +3,8 @@
 # --dp 4 --ep 2 (two expert-parallel groups of 2 inside data parallel 4), 3 steps each. Every rank finishes the
 # same steps, the MoE dispatch sends as many token rows as the peers receive, --overlap (non-blocking DP
 # reduction) runs the same steps without deadlock, and every report validates.
-# Pipeline parallelism (1F1B), sequence parallelism and MLA: tiny-dense --dp 2 --pp 2 and --tp 2 --pp 2 (with
-# --overlap) finish on every rank with a pipeline bubble recorded; --sequence-parallel --tp 2 --dp 2 moves the
+# Pipeline parallelism (1F1B), sequence parallelism and MLA: tiny-dense --dp 2 --pp 2 and --tp 2 --pp 2
+# finish on every rank with a pipeline bubble recorded; --sequence-parallel --tp 2 --dp 2 moves the
 # bytes the plan says; tiny-mla runs with --dp 2 and with --tp 2 --pp 2 --sequence-parallel. Weights are
 # seeded by their place in the model, so a pipelined or sequence-parallel run must reproduce the loss and
 # gradient norm of the same model without it, and every --tp that of one rank. Impossible layouts stop every
@@ -77,8 +77,8 @@ assert_json "$T/pp_dp.json" "d['results'][0]['extra']['collective_bytes_per_step
 
 run_capture tp2 fb_mpirun 2 "${COMMON[@]}" --model tiny-dense --tp 2 --grad-accum 4 -o "$T/tp2.json"
 [ "$RC" -eq 0 ] && ok "tiny-dense tp2 exit 0" || fail "tiny-dense tp2 exit $RC: $(tail -5 "$T/tp2.err")"
-run_capture pp_tp fb_mpirun 4 "${COMMON[@]}" --model tiny-dense --tp 2 --pp 2 --grad-accum 4 --overlap -o "$T/pp_tp.json"
-[ "$RC" -eq 0 ] && ok "tiny-dense tp2 pp2 --overlap exit 0" || fail "pp tp exit $RC: $(tail -5 "$T/pp_tp.err")"
+run_capture pp_tp fb_mpirun 4 "${COMMON[@]}" --model tiny-dense --tp 2 --pp 2 --grad-accum 4 -o "$T/pp_tp.json"
+[ "$RC" -eq 0 ] && ok "tiny-dense tp2 pp2 exit 0" || fail "pp tp exit $RC: $(tail -5 "$T/pp_tp.err")"
 check_run pp_tp "$T/pp_tp.json" 4
 bubble pp_tp "$T/pp_tp.json"
 same_model pp_tp "$T/pp_tp.json" "$T/tp2.json"
