@@ -52,6 +52,13 @@ const CLI::Option* find_option(const CLI::App& app, const std::string& name) {
 std::string parse_error_message(const CLI::ParseError& e, const CLI::App& app) {
   // CLI11's "Could not convert: --gpus = 1.5", in the words of every other bad value.
   const std::string text = e.what();
+  // CLI11's "--check excludes --no-check" and "--steps: At Most 1 required but received 2", plainly.
+  if (const auto at = text.find(" excludes "); at != std::string::npos && text.starts_with("-"))
+    return fmt::format("{} and {} are exclusive: give one", text.substr(0, at), text.substr(at + 10));
+  constexpr std::string_view kTwice = ": At Most 1 required but received ";
+  if (const auto at = text.find(kTwice); at != std::string::npos)
+    return fmt::format("{} given {} times: give it once", text.substr(0, at),
+                       text.substr(at + kTwice.size()));
   constexpr std::string_view kPrefix = "Could not convert: ";
   const auto eq = text.find(" = ");
   if (!text.starts_with(kPrefix) || eq == std::string::npos) return text;
@@ -103,15 +110,18 @@ void add_global_options(CLI::App& app, GlobalOptions& global) {
                        : "'" + text + "' is beyond the largest seed, 2^64-1";
           },
           "UINT", "seed"));
-  app.add_flag("-q,--quiet", global.quiet, "Print errors only");
+  auto* quiet = app.add_flag("-q,--quiet", global.quiet, "Print errors only (the same as --log-level error)");
+  // Exclusive: -q would silence the level asked for without a word.
   app.add_option("--log-level", global.log_level, "error, warn, info or debug (debug: every rank logs)")
-      ->check(CLI::IsMember({"error", "warn", "info", "debug"}));
+      ->check(CLI::IsMember({"error", "warn", "info", "debug"}))
+      ->excludes(quiet);
   app.add_option(
          "--telemetry", global.telemetry,
          "GPU (NVML) and host telemetry during the run: off, summary (per result) or full (plus the time "
          "series); see docs/health.md")
       ->check(CLI::IsMember({"off", "summary", "full"}));
-  app.add_option("--telemetry-interval", global.telemetry_interval, "Telemetry sampling period (100ms, 1s)");
+  app.add_option("--telemetry-interval", global.telemetry_interval,
+                 "Telemetry sampling period (default 100ms; not with --telemetry off)");
 }
 
 std::vector<Command> add_all_commands(CLI::App& app) {

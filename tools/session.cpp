@@ -24,10 +24,13 @@ namespace fb::tools {
 Session::Session(int* argc, char*** argv, GlobalOptions options, std::vector<std::string> args)
     : argc_(argc), argv_(argv), options_(std::move(options)), args_(std::move(args)) {
   telemetry_options_.mode = parse_telemetry_mode(options_.telemetry);
-  telemetry_options_.interval_s = parse_duration(options_.telemetry_interval, "--telemetry-interval");
+  const std::string interval = options_.telemetry_interval.value_or("100ms");
+  telemetry_options_.interval_s = parse_duration(interval, "--telemetry-interval");
   if (telemetry_options_.interval_s < 1e-3)
-    throw usage_error("invalid --telemetry-interval '" + options_.telemetry_interval +
-                      "': must be at least 1ms");
+    throw usage_error("invalid --telemetry-interval '" + interval + "': must be at least 1ms");
+  if (options_.telemetry_interval && telemetry_options_.mode == TelemetryMode::off)
+    throw usage_error(
+        "--telemetry-interval acts only with --telemetry summary or full (this run has it off)");
 }
 
 Session::~Session() {

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,8 +23,8 @@ struct GlobalOptions {
   std::uint64_t seed = 42;
   bool quiet = false;
   std::string log_level = "info";
-  std::string telemetry = "summary";         // off | summary | full (docs/health.md)
-  std::string telemetry_interval = "100ms";  // sampling period
+  std::string telemetry = "summary";              // off | summary | full (docs/health.md)
+  std::optional<std::string> telemetry_interval;  // sampling period; default 100ms
 };
 
 class Session {

@@ -68,4 +68,13 @@ expect_error out_in_proc 2 "^factorybench: error: invalid -o/--output /proc/vers
   fb --backend host -o /proc/version info
 expect_error missing_rules 2 "^factorybench: error: invalid --rules $T/missing-rules.json: no such file$" \
   fb compare --rules "$T/missing-rules.json" "$T/a.json" "$T/b.json"
+# Global options that contradict each other, or could not act, are refused; CLI11's wording is made plain.
+expect_error quiet_and_level 2 "^factorybench: error: --quiet and --log-level are exclusive: give one$" \
+  fb -q --log-level debug info --backend host
+expect_error interval_off 2 "^factorybench: error: --telemetry-interval acts only with --telemetry summary or full \(this run has it off\)$" \
+  fb --telemetry off --telemetry-interval 1s info --backend host
+expect_error given_twice 2 "^factorybench: error: --steps given 2 times: give it once$" \
+  fb train --backend host --steps 2 --steps 3
+expect_error check_and_no_check 2 "^factorybench: error: --check and --no-check are exclusive: give one$" \
+  fb collective --backend host --check --no-check
 finish
