@@ -62,6 +62,8 @@ int run_suite(const SuiteOptions& opt, Session& session) {
   std::vector<ParsedStep> parsed;
   for (const auto& step : suite.steps) parsed.push_back(parse_suite_step(step));
   if (opt.list) {
+    if (!session.options().output.empty())
+      throw usage_error("--list prints the steps and writes no report: leave out -o/--output");
     if (session.is_root())
       for (const auto& step : suite.steps) {
         std::string line = "factorybench";

@@ -85,6 +85,13 @@ expect_error top_field 2 "topfield.json: \\$.descripton: unknown field \\(known:
 printf '{"name": "two\\nlines", "steps": [{"command": "info"}]}' >"$T/topname.json"
 expect_error top_name 2 'topname.json: \$.name: "two\\nlines" must be a non-empty line' fb suite "$T/topname.json"
 
+# --list prints each step as a command line and runs nothing; with -o it would write no report: refused.
+run_capture list fb suite quickstart --list
+[ "$RC" -eq 0 ] && grep -q "^gemm: factorybench gemm --m 256,512" "$T/list.out" && [ "$(wc -l <"$T/list.out")" -eq 6 ] \
+  && ok "--list: one line per step" || fail "--list: exit $RC: $(cat "$T/list.out" "$T/list.err")"
+expect_error list_output 2 "^factorybench: error: --list prints the steps and writes no report: leave out -o/--output$" \
+  fb -o "$T/list.json" suite quickstart --list
+
 # Every step's input is validated before the first step runs (the models, layouts and files its options
 # name): a typo in a later step stops the suite with that step's reason and exit 2, before step 1 has
 # measured anything, and writes no report.
