@@ -10,6 +10,7 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "core/error.hpp"
 #include "core/rank_collectives.hpp"
@@ -161,6 +162,15 @@ int run_train(const TrainCommandOptions& opt, Session& session) {
       return p;
     });
     if (session.checking_only()) return 0;  // a suite's preflight: validated, nothing run
+    // The run's own command line with --dry-run added is the way to see its plan first: its checkpoint and
+    // fault options are checked above, and said not to act, rather than refused.
+    std::vector<std::string> unused;
+    for (const auto& a : resilience_options_argv(opt.resilience, opt.state_bytes, opt.mtbf))
+      if (a.rfind("--", 0) == 0) unused.push_back(a);
+    if (mpi.is_root() && !unused.empty())
+      log::warn(
+          "--dry-run: {} checked, not acted on (no run directory is made, nothing is saved or injected)",
+          fmt::join(unused, ", "));
     auto report = session.begin_report(false);
     report.results.push_back(workloads::train_result(options, plan, nullptr, {}, world));
     const int rc = session.finish(report);

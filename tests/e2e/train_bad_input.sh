@@ -176,4 +176,11 @@ expect_error zero_dp1 2 "^factorybench: error: --distributed-optimizer needs a d
   fb train --backend host --model tiny-moe --steps 2 --distributed-optimizer
 expect_error zero_dp1_dry 2 "^factorybench: error: --distributed-optimizer needs" \
   fb train --backend host --model tiny-dense --tp 4 --dry-run --distributed-optimizer
+# A real command line with --dry-run added: its checkpoint and fault options are checked, and said not to act.
+run_capture dry_resilience fb train --backend host --model tiny-dense --dry-run --run-dir "$T/dry_rd" --checkpoint-every 2 \
+  --faults crash@step=2 -o "$T/dry.json"
+[ "$RC" -eq 0 ] && [ ! -e "$T/dry_rd" ] && grep -q "warning: --dry-run: --run-dir, --checkpoint-every, --faults checked, not acted on" "$T/dry_resilience.err" \
+  && ok "--dry-run with resilience options: plan, no run dir, said" || fail "dry_resilience: exit $RC: $(cat "$T/dry_resilience.err")"
+expect_error dry_bad_faults 2 "invalid --faults 'crash@step=2,rank=3'" \
+  fb train --backend host --model tiny-dense --dry-run --run-dir "$T/dry_rd" --faults crash@step=2,rank=3
 finish
