@@ -90,6 +90,13 @@ Result read_result(const Cursor& c, bool closed) {
   // As the schema has them: results are matched and printed by these names.
   if (r.benchmark.empty()) c.at("benchmark").fail("must not be empty");
   if (r.name.empty()) c.at("name").fail("must not be empty");
+  // Both head lines of every rendering and error message: a newline in one would split them.
+  for (const char* key : {"benchmark", "name"}) {
+    const std::string& text = key[0] == 'b' ? r.benchmark : r.name;
+    if (std::any_of(text.begin(), text.end(),
+                    [](char ch) { return static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f; }))
+      c.at(key).fail(nlohmann::json(text).dump() + ": must not contain control characters");
+  }
   if (c.j.contains("params")) r.params = c.at("params").object();
   const Cursor metrics = c.at("metrics");
   for (const auto& [name, value] : metrics.object().items()) {

@@ -120,6 +120,12 @@ TEST(ReportJson, NamesOutsideTheSchemaAreRefused) {
   j = to_json(sample_report());
   j["results"][0]["name"] = "";
   EXPECT_EQ(message(j), "s.json: $.results[0].name: must not be empty");
+  // A newline would split every line that names the result (compare's errors, the console tables).
+  j["results"][0]["name"] = "a\nb";
+  EXPECT_EQ(message(j), "s.json: $.results[0].name: \"a\\nb\": must not contain control characters");
+  j = to_json(sample_report());
+  j["results"][0]["benchmark"] = "gemm\t";
+  EXPECT_EQ(message(j), "s.json: $.results[0].benchmark: \"gemm\\t\": must not contain control characters");
 }
 
 // v1 closes the report, result and metric objects: a misspelt optional field is refused, not dropped (a
