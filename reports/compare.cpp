@@ -118,12 +118,17 @@ std::string format_value(double v) {
 }
 
 std::string format_change(double change) {
-  if (!std::isfinite(change)) return change > 0 ? "+inf" : "-inf";
-  return fmt::format("{:+.1f}%", change * 100.0);
+  const double pct = change * 100.0;
+  if (!std::isfinite(pct)) return pct > 0 ? "+inf" : "-inf";
+  // A million percent is a unit mix-up or a broken run; its digits would fill the line (1e308 is 309).
+  if (std::fabs(pct) >= 1e6) return fmt::format("{:+.3g}%", pct);
+  return fmt::format("{:+.1f}%", pct);
 }
 
 std::string format_ratio(double ratio) {
-  return std::isfinite(ratio) ? fmt::format("{:.3f}", ratio) : "-";
+  if (!std::isfinite(ratio)) return "-";
+  if (ratio != 0 && (std::fabs(ratio) >= 1e6 || std::fabs(ratio) < 1e-3)) return fmt::format("{:.3g}", ratio);
+  return fmt::format("{:.3f}", ratio);
 }
 
 std::array<std::size_t, kVerdictCount> Comparison::counts() const {

@@ -537,6 +537,13 @@ TEST(CompareFormatting, Numbers) {
   EXPECT_EQ(format_change(-0.025), "-2.5%");
   EXPECT_EQ(format_change(0.0), "+0.0%");
   EXPECT_EQ(format_ratio(0.97512), "0.975");
+  // 1e308 against 11: a ratio of 309 digits and a change of "+inf%" before.
+  EXPECT_EQ(format_ratio(1e308 / 11.03), "9.07e+306");
+  EXPECT_EQ(format_ratio(2e-5), "2e-05");
+  EXPECT_EQ(format_ratio(0.0), "0.000");
+  EXPECT_EQ(format_change(1e308 / 11.03), "+inf");
+  EXPECT_EQ(format_change(12345.0), "+1.23e+06%");
+  EXPECT_EQ(format_change(-0.99999), "-100.0%");
 }
 
 TEST(CompareRulesTest, Glob) {
