@@ -29,7 +29,9 @@ expect_error moe_sizes 2 "^factorybench: error: -b, -e, -f and -i do not apply t
   fb "${C[@]}" --op alltoallv --moe-tokens 16 --hidden 64 --experts 4 --top-k 2 -b 1M -e 2M -o "$T/r18.json"
 expect_error skew_text 2 "^factorybench: error: invalid --skew -1: must be a finite number >= 0$" \
   fb "${C[@]}" --op alltoallv --moe-tokens 16 --hidden 64 --experts 4 --top-k 2 --skew -1 -o "$T/r19.json"
-for i in $(seq 1 19); do [ ! -e "$T/r$i.json" ] || fail "a report was written despite the error (r$i)"; done
+expect_error iters_cap 2 "^factorybench: error: invalid --iters 100000000: must be in \[1, 1000000\]$" \
+  fb "${C[@]}" -n 100000000 -w 100000000 -o "$T/r20.json"
+for i in $(seq 1 20); do [ ! -e "$T/r$i.json" ] || fail "a report was written despite the error (r$i)"; done
 
 # A negative value for an unsigned option is named, not read as 2^64-1.
 expect_error neg_factor 2 "^factorybench: error: invalid --stepfactor -1: must not be negative$" fb "${C[@]}" -f -1 -o "$T/neg.json"
