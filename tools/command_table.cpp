@@ -109,7 +109,7 @@ void add_global_options(CLI::App& app, GlobalOptions& global) {
                        ? std::string()
                        : "'" + text + "' is beyond the largest seed, 2^64-1";
           },
-          "UINT", "seed"));
+          "", "seed"));  // no description: the help shows the type once ("--seed UINT")
   auto* quiet = app.add_flag("-q,--quiet", global.quiet, "Print errors only (the same as --log-level error)");
   // Exclusive: -q would silence the level asked for without a word.
   app.add_option("--log-level", global.log_level, "error, warn, info or debug (debug: every rank logs)")
