@@ -200,10 +200,7 @@ int run_simulate(const SimulateOptions& opt, Session& session) {
   base.costs = resolve_costs(opt, src, notes);
   // An option that could not act is refused rather than ignored: the report would look like its answer.
   if (opt.repair_time && !opt.spares)
-    throw usage_error(
-        "--repair-time acts only with --spares N (without it spares are unlimited: a replacement is always "
-        "at "
-        "hand)");
+    throw usage_error("--repair-time acts only with --spares N (without it a replacement is always at hand)");
   if (opt.drain_after && opt.policy != "drain")
     throw usage_error("--drain-after acts only with --policy drain");
   if (opt.flaky_factor.has_value() != opt.flaky_share.has_value())
