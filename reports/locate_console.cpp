@@ -56,7 +56,10 @@ std::vector<std::string> bisection_lines(const Result& r) {
   if (!x.cross_pairs.empty())
     lines.push_back(
         fmt::format("bisection cross-check (named node, node not named): {}", group_parts(x.cross_pairs)));
-  if (x.slow_nodes.empty()) lines.push_back("bisection: no node drags its group below floor");
+  if (r.status == Status::skipped)
+    lines.push_back("bisection: SKIP (" + r.error.value_or("nothing measured") + ")");
+  else if (x.slow_nodes.empty())
+    lines.push_back("bisection: no node drags its group below floor");
   for (const auto& h : x.slow_nodes)
     lines.push_back(fmt::format("slow node: {} drags its all-reduce group below floor", h));
   return lines;
@@ -95,7 +98,9 @@ std::vector<std::string> p2p_verdict_lines(const Result& r) {
     lines.push_back(fmt::format("slow link: a = {} <-> b = {}: {}", label(a), label(b), why));
   }
   if (endpoints.size() < 2)
-    lines.push_back(fmt::format("p2p: {} endpoint(s), no pair to measure", endpoints.size()));
+    lines.push_back("p2p: SKIP (" +
+                    r.error.value_or(fmt::format("{} endpoint(s), no pair to measure", endpoints.size())) +
+                    ")");
   else if (lines.empty())
     lines.push_back(fmt::format("p2p: no slow link or endpoint among {} endpoints (reference {:.3g} GB/s)",
                                 endpoints.size(), v.reference_gbps));
@@ -104,11 +109,12 @@ std::vector<std::string> p2p_verdict_lines(const Result& r) {
 
 void print_locate_report(std::ostream& out, const Report& report) {
   std::vector<std::string> lines;
-  bool verdict_seen = false, named = false;
+  bool verdict_seen = false, named = false, measured = false;
   for (const auto& r : report.results) {
     const auto test = test_of(r);
     if (test.empty()) continue;
     named = named || r.status == Status::failed;
+    measured = measured || r.status != Status::skipped;
     if (test == "p2p") {
       print_matrix(out, r);
       // A sweep repeating its largest size carries the verdict twice; it is said once.
@@ -124,7 +130,8 @@ void print_locate_report(std::ostream& out, const Report& report) {
     }
   }
   for (const auto& l : lines) out << l << "\n";
-  out << (named ? "locate: FAIL\n" : "locate: PASS\n");
+  // Nothing measured is not a pass: said as a skip (the exit status stays 0: nothing was named).
+  out << (named ? "locate: FAIL\n" : measured ? "locate: PASS\n" : "locate: SKIP (nothing measured)\n");
 }
 
 void print_hang(std::ostream& out, const Result& hang) {

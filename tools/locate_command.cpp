@@ -58,6 +58,7 @@ struct LocateCliOptions {
   std::vector<std::string> nccl_logs;
   std::string hang_timeout = "10m";
   std::string run_dir = ".";
+  std::set<std::string> given;  // the options on the command line, by long name ("--scope")
 };
 
 std::vector<std::uint64_t> parse_sizes(const std::string& text) {
@@ -276,6 +277,27 @@ int run_locate(const LocateCliOptions& cli, Session& session) {
   }
   if (!want_p2p && !want_bisection && !want_transport)  // nothing run would read as a PASS
     throw usage_error("invalid --tests '" + cli.tests + "': name at least one of p2p, bisection, transport");
+  // An option of a test that does not run is refused, as --nccl-log is: it would be recorded, never used.
+  const auto acts_on = [&](const std::string& option, bool acts, const char* tests) {
+    if (cli.given.count(option) && !acts)
+      throw usage_error(fmt::format("{} acts on the {} test{}: it does nothing with --tests {}",
+                                    option == "--bytes" ? "-b/--bytes" : option, tests,
+                                    std::string_view(tests).find(" or ") == std::string_view::npos ? "" : "s",
+                                    cli.tests));
+  };
+  acts_on("--scope", want_p2p, "p2p");
+  acts_on("--bytes", want_p2p, "p2p");
+  acts_on("--min-p2p-bw", want_p2p, "p2p");
+  acts_on("--allreduce-size", want_bisection, "bisection");
+  acts_on("--allreduce-floor", want_bisection, "bisection");
+  for (const char* option : {"--outlier-threshold", "--iters", "--warmup", "--confirm-passes"})
+    acts_on(option, want_p2p || want_bisection, "p2p or bisection");
+  // A fabric's floors hold the all-reduce floors and the network's p2p floor, between nodes.
+  if (cli.given.count("--floors") && !want_bisection && !(want_p2p && cli.scope == "node"))
+    throw usage_error(
+        fmt::format("--floors acts on the bisection test and on p2p between nodes (--scope "
+                    "node): it does nothing with --tests {}{}",
+                    cli.tests, want_p2p ? " --scope rank" : ""));
   if (!(cli.outlier_threshold > 0 && cli.outlier_threshold < 1))  // NaN too: it would never flag
     throw usage_error(
         fmt::format("invalid --outlier-threshold {:g}: must be a fraction in (0, 1)", cli.outlier_threshold));
@@ -467,7 +489,15 @@ Command add_locate_command(CLI::App& app) {
   sub->add_option("--run-dir", opt->run_dir,
                   "Shared directory for the hang watchdog's per-rank state files (fb-hang-<run id>/)")
       ->capture_default_str();
-  return {sub, [opt](Session& s) { return run_locate(*opt, s); }, true};
+  return {sub,
+          [opt, sub](Session& s) {
+            opt->given.clear();
+            for (const CLI::Option* o : sub->get_options())
+              if (o->count() > 0 && !o->get_lnames().empty())
+                opt->given.insert("--" + o->get_lnames().front());
+            return run_locate(*opt, s);
+          },
+          true};
 }
 
 }  // namespace fb::tools

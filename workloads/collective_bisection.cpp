@@ -326,6 +326,15 @@ reports::Result bisection_result(const BisectionRun& run, const BisectionOptions
     for (const auto& h : x.slow_nodes) msg += (msg.empty() ? "" : ", ") + h;
     r.fail("all-reduce below floor because of node(s) " + msg);
   }
+  // One rank has no all-reduce: nothing was measured, so nothing passed (a floor could never fail).
+  const bool measured = std::any_of(run.rounds.begin(), run.rounds.end(), [](const auto& round) {
+    return std::any_of(round.begin(), round.end(),
+                       [](const GroupMeasurement& m) { return std::isfinite(m.busbw_gbps); });
+  });
+  if (!measured) {
+    r.status = reports::Status::skipped;
+    r.error = "one rank: an all-reduce needs two or more; run under mpirun";
+  }
   return r;
 }
 

@@ -353,6 +353,14 @@ std::vector<reports::Result> p2p_results(const P2pRun& run, const P2pOptions& o)
         r.fail(msg);
       }
     }
+    // One endpoint has no peer: nothing was measured, so nothing passed (a floor could never fail).
+    if (run.endpoints.size() < 2) {
+      r.status = reports::Status::skipped;
+      r.error = fmt::format("{} endpoint: no pair to measure; {}", run.endpoints.size(),
+                            o.scope == P2pScope::node
+                                ? "--scope node takes one rank per host: add hosts, or use --scope rank"
+                                : "run under mpirun with 2 or more ranks");
+    }
     out.push_back(std::move(r));
   }
   return out;

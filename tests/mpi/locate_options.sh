@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# factorybench locate where nothing can be measured, and options of tests that do not run. One rank has no
+# pair and no all-reduce, and two ranks of one host are one endpoint at --scope node: each result is skipped
+# with the reason, the console says SKIP rather than PASS, and a floor given for it is not reported as met.
+# An option of a test not in --tests is refused, as --nccl-log is (it would be recorded and never used).
+. "$(dirname "$0")/../lib.sh"
+cd "$T"
+
+run_capture one fb locate --backend host --min-p2p-bw 1000 --allreduce-floor 1000 -o "$T/one.json"
+[ "$RC" -eq 0 ] && grep -q "^locate: SKIP (nothing measured)$" "$T/one.out" && ! grep -q "PASS" "$T/one.out" \
+  && ok "one rank: SKIP, not PASS" || fail "one rank: exit $RC: $(cat "$T/one.out" "$T/one.err")"
+validate "$T/one.json"
+assert_json "$T/one.json" "[(r['name'].split('/')[0], r['status']) for r in d['results']] == [('p2p', 'skipped'), ('bisection', 'skipped')]" "one rank: both results skipped"
+assert_json "$T/one.json" "'--scope node takes one rank per host' in d['results'][0]['error'] and 'needs two or more' in d['results'][1]['error']" "one rank: the reasons"
+
+run_capture node timeout 120 mpirun --oversubscribe -np 2 "$FACTORYBENCH" locate --backend host --tests p2p -b 64K \
+  --min-p2p-bw 1000 -o "$T/node.json"
+[ "$RC" -eq 0 ] && grep -q "^p2p: SKIP (1 endpoint: no pair to measure; --scope node takes one rank per host: add hosts, or use --scope rank)$" "$T/node.out" \
+  && ok "2 ranks, one host, --scope node: p2p skipped with the way out" || fail "node: exit $RC: $(cat "$T/node.out" "$T/node.err")"
+run_capture rank timeout 120 mpirun --oversubscribe -np 2 "$FACTORYBENCH" locate --backend host --tests p2p -b 64K \
+  --scope rank -o "$T/rank.json"
+[ "$RC" -eq 0 ] && grep -q "^locate: PASS$" "$T/rank.out" && ok "--scope rank measures the pair: PASS" \
+  || fail "rank: exit $RC: $(cat "$T/rank.out" "$T/rank.err")"
+assert_json "$T/rank.json" "d['results'][0]['status'] == 'ok' and d['results'][0]['metrics']['p2p_bw_gbps']['value'] > 0" "--scope rank: measured"
+
+refused() {  # NAME PATTERN ARGS...
+  local name=$1 pattern=$2; shift 2
+  expect_error "$name" 2 "$pattern" fb locate --backend host "$@" -o "$T/$name.json"
+  [ ! -e "$T/$name.json" ] || fail "$name: a report was written"
+}
+refused bytes_bisection "^factorybench: error: -b/--bytes acts on the p2p test: it does nothing with --tests bisection$" --tests bisection -b 1K
+refused scope_bisection "^factorybench: error: --scope acts on the p2p test" --tests bisection --scope rank
+refused min_bw_bisection "^factorybench: error: --min-p2p-bw acts on the p2p test" --tests bisection --min-p2p-bw 10
+refused size_p2p "^factorybench: error: --allreduce-size acts on the bisection test: it does nothing with --tests p2p$" --tests p2p --allreduce-size 64K
+refused floor_p2p "^factorybench: error: --allreduce-floor acts on the bisection test" --tests p2p --allreduce-floor 10
+refused iters_transport "^factorybench: error: --iters acts on the p2p or bisection tests: it does nothing with --tests transport$" --tests transport --iters 7
+refused floors_rank "^factorybench: error: --floors acts on the bisection test and on p2p between nodes \(--scope node\): it does nothing with --tests p2p --scope rank$" \
+  --tests p2p --scope rank --floors network-400g
+finish
