@@ -265,6 +265,7 @@ struct ResilienceCommandOptions {
   std::string preflight_args, preflight_timeout = "300s";
   bool steps_given =
       false;  // --steps on the command line (with --time-budget alone, the budget ends the job)
+  bool drain_after_given = false, preflight_timeout_given = false;
 };
 
 // The training job's arguments: the global options it needs, then every train and resilience option as
@@ -340,8 +341,7 @@ int run_resilience(const ResilienceCommandOptions& o, Session& session) {
   if (o.res.faults.empty())
     throw usage_error(
         "--faults SPEC|FILE is required (use 'random:mtbf=…' for a random plan, 'none' for a baseline "
-        "without "
-        "faults)");
+        "without faults)");
   // Validate the plan and options here, before anything is launched.
   if (session.is_root()) session.check_output_writable();
   if (o.spares < 0) throw usage_error(fmt::format("invalid --spares {}: must not be negative", o.spares));
@@ -352,6 +352,14 @@ int run_resilience(const ResilienceCommandOptions& o, Session& session) {
         fmt::format("--policy {} needs --spares N: a drained rank moves to a spare slot, and "
                     "with none nothing is ever drained",
                     o.policy == PolicyChoice::drain ? "drain" : "compare"));
+  // Spares are used by drain (--policy drain or compare) and by --preflight, which drains failing ranks.
+  if (o.spares > 0 && o.policy == PolicyChoice::none && !o.preflight)
+    throw usage_error(
+        "--spares acts with --policy drain (or compare) or --preflight: with --policy none and no pre-flight "
+        "no rank is ever moved to a spare");
+  if (o.drain_after_given && o.policy == PolicyChoice::none)
+    throw usage_error("--drain-after acts only with --policy drain or compare");
+  if (o.preflight_timeout_given && !o.preflight) throw usage_error("--preflight-timeout needs --preflight");
   if (o.ranks < 1) throw usage_error(fmt::format("invalid --ranks {}: must be at least 1", o.ranks));
   check_rank_count(o);
   // The supervisor's ledger starts at the job's start, so a supervised job never continues another's
@@ -380,6 +388,8 @@ int run_resilience(const ResilienceCommandOptions& o, Session& session) {
   auto check = o.res;
   check.run_dir = "x";
   if (!o.mtbf.empty()) check.mtbf_s = parse_mtbf(o.mtbf);
+  if (!o.state_bytes.empty())
+    check.state_bytes = std::max<std::uint64_t>(1, parse_size(o.state_bytes, "--state-bytes"));
   resilience::validate_resilience_options(check);
   // Given no hosts mpirun puts all --ranks here; otherwise (a hostfile, srun) at least one rank is.
   if (!o.state_bytes.empty())
@@ -553,6 +563,8 @@ Command add_resilience_command(CLI::App& app) {
   return {sub,
           [opt, sub](Session& s) {
             opt->steps_given = sub->count("--steps") > 0;
+            opt->drain_after_given = sub->count("--drain-after") > 0;
+            opt->preflight_timeout_given = sub->count("--preflight-timeout") > 0;
             return run_resilience(*opt, s);
           },
           true};

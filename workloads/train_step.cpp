@@ -68,11 +68,17 @@ TrainPlan prepare_training(const TrainOptions& o, std::int64_t world) {
   // expert-DP (dp·tp/ep ranks hold the same experts). A layout with neither has nothing to overlap or shard.
   const auto& pc = plan.parallel;
   const bool dp_reduction = pc.dp > 1 || (model.moe && pc.dp * pc.tp / pc.ep > 1);
-  if (!dp_reduction && (o.overlap || o.shape.distributed_optimizer))
+  const char* acting = o.overlap                       ? "--overlap"
+                       : o.shape.distributed_optimizer ? "--distributed-optimizer"
+                       : o.bucket_layers != 1          ? "--bucket-layers"
+                                                       : nullptr;
+  if (!dp_reduction && acting)
     throw usage_error(
         fmt::format("{} needs a data-parallel gradient reduction (dp > 1{}): with dp 1 there is none to {}",
-                    o.overlap ? "--overlap" : "--distributed-optimizer",
-                    model.moe ? ", or expert-DP dp x tp / ep > 1" : "", o.overlap ? "overlap" : "shard"));
+                    acting, model.moe ? ", or expert-DP dp x tp / ep > 1" : "",
+                    o.overlap                       ? "overlap"
+                    : o.shape.distributed_optimizer ? "shard"
+                                                    : "bucket"));
   // Each TP rank routes (MoE) and, with sequence parallelism, holds 1/T of a micro-batch's tokens.
   if (plan.local.tokens % o.parallel.tp != 0)
     throw usage_error(fmt::format("{}--seq x --micro-batch = {} tokens is not divisible by --tp {}",

@@ -101,6 +101,14 @@ expect_error kept 2 "--run-dir $T/kept already holds checkpoints \\($T/kept/chec
 mkdir -p "$T/kept2/drain/checkpoints/step-00000005"  # a --policy compare run's
 expect_error kept2 2 "--run-dir $T/kept2 already holds checkpoints \\($T/kept2/drain/checkpoints/step-00000005\\)" \
   fb resilience --ranks 2 --spares 1 --faults "crash@step=3" --policy compare --run-dir "$T/kept2" -o "$T/bad.json"
+expect_error spares_no_policy 2 "^factorybench: error: --spares acts with --policy drain \(or compare\) or --preflight" \
+  fb resilience --ranks 2 --spares 1 --faults "crash@step=3" --run-dir "$T/sp" -o "$T/bad.json"
+expect_error drain_after_no_policy 2 "^factorybench: error: --drain-after acts only with --policy drain or compare$" \
+  fb resilience --ranks 2 --drain-after 3 --faults "crash@step=3" --run-dir "$T/da" -o "$T/bad.json"
+expect_error preflight_timeout_alone 2 "^factorybench: error: --preflight-timeout needs --preflight$" \
+  fb resilience --ranks 2 --preflight-timeout 10s --faults "crash@step=3" --run-dir "$T/pt" -o "$T/bad.json"
+expect_error state_bytes_no_ckpt 2 "^factorybench: error: --state-bytes acts on checkpoints: add --checkpoint-every N" \
+  fb resilience --ranks 2 --state-bytes 1M --faults "crash@step=3" --run-dir "$T/sb" -o "$T/bad.json"
 expect_error drain_no_spares 2 "--policy drain needs --spares N: a drained rank moves to a spare slot, and with none nothing is ever drained" \
   fb resilience --ranks 2 --faults "crash@step=3" --policy drain --run-dir "$T/bad" -o "$T/bad.json"
 expect_error badfault 2 "invalid --faults 'crsh@step=3': unknown fault kind 'crsh'" \

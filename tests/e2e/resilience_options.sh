@@ -66,7 +66,7 @@ expect_error noauto 2 "--checkpoint-interval auto needs --mtbf" \
   fb resilience --ranks 2 --backend host --checkpoint-interval auto --faults "crash@step=3" --run-dir "$T/bad"
 # More than the host's memory: refused before any launch, with the ranks that would share this host.
 expect_error huge 2 "invalid --state-bytes 64T: 2 rank\(s\) on this host x 1 checkpoint buffer\(s\) of it exceed 90% of the host's available memory" \
-  fb resilience "${COMMON[@]}" --ranks 2 --steps 5 --state-bytes 64T --faults "crash@step=99" --run-dir "$T/huge" -o "$T/huge.json"
+  fb resilience "${COMMON[@]}" --ranks 2 --steps 5 --state-bytes 64T --checkpoint-every 2 --faults "crash@step=99" --run-dir "$T/huge" -o "$T/huge.json"
 [ ! -e "$T/huge" ] && ok "state-bytes beyond memory: nothing launched" || fail "state-bytes beyond memory: $T/huge created"
 # --keep + 2 checkpoints of every rank beyond the run dir's free space: refused before any launch.
 expect_error full_disk 2 "invalid --state-bytes 1G: --keep 100000 \+ 2 checkpoints of 2 rank\(s\) need .* free" \
@@ -74,11 +74,13 @@ expect_error full_disk 2 "invalid --state-bytes 1G: --keep 100000 \+ 2 checkpoin
   --faults "crash@step=99" --run-dir "$T/disk" -o "$T/disk.json"
 # Ranks the supervisor cannot see on this host (a hostfile): the job finds its host's share too large, exits 2
 # before any step, and the supervisor stops there instead of relaunching a job that would refuse it again.
-# 0.6 of the available memory: one rank fits (the supervisor's check), two on this host do not (the job's).
+# 0.3 of the available memory in two buffers (--async-checkpoint): one rank fits (the supervisor's check), two
+# on this host do not (the job's). --keep 1: the run dir's volume must hold 3 checkpoints of both ranks.
 echo "localhost slots=8" >"$T/hosts"
-share=$(awk '/MemAvailable/ {printf "%.0f", $2 * 1024 * 0.6}' /proc/meminfo)
+share=$(awk '/MemAvailable/ {printf "%.0f", $2 * 1024 * 0.3}' /proc/meminfo)
 run_capture shared fb resilience --launcher-args "--hostfile $T/hosts" --model tiny-dense --backend host --ranks 2 \
-  --steps 5 --state-bytes "$share" --faults "crash@step=99" --run-dir "$T/shared" -o "$T/shared.json"
+  --steps 5 --state-bytes "$share" --checkpoint-every 2 --async-checkpoint --keep 1 --faults "crash@step=99" \
+  --run-dir "$T/shared" -o "$T/shared.json"
 [ "$RC" -eq 1 ] && ok "host share beyond memory: exit 1" || fail "host share beyond memory: exit $RC: $(tail -3 "$T/shared.err")"
 assert_json "$T/shared.json" "'rejected its options: invalid --state-bytes' in $R['extra']['stop_reason'] and '2 rank(s) on this host' in $R['extra']['stop_reason'] and $L['attempts'] == 1 and $R['metrics']['failures']['value'] == 0" "host share beyond memory: named by the job, one attempt, no failure counted"
 expect_error many_ranks 2 "invalid --ranks 99999: 99999 processes would start on this host of [0-9]+ cores" \

@@ -174,6 +174,8 @@ expect_error overlap_dp1 2 "^factorybench: error: --overlap needs a data-paralle
   fb train --backend host --model tiny-dense --steps 2 --overlap
 expect_error zero_dp1 2 "^factorybench: error: --distributed-optimizer needs a data-parallel gradient reduction \(dp > 1, or expert-DP dp x tp / ep > 1\): with dp 1 there is none to shard$" \
   fb train --backend host --model tiny-moe --steps 2 --distributed-optimizer
+expect_error buckets_dp1 2 "^factorybench: error: --bucket-layers needs a data-parallel gradient reduction \(dp > 1\): with dp 1 there is none to bucket$" \
+  fb train --backend host --model tiny-dense --steps 2 --bucket-layers 2
 expect_error zero_dp1_dry 2 "^factorybench: error: --distributed-optimizer needs" \
   fb train --backend host --model tiny-dense --tp 4 --dry-run --distributed-optimizer
 # A real command line with --dry-run added: its checkpoint and fault options are checked, and said not to act.
