@@ -30,6 +30,7 @@ struct HealthCliOptions {
   double min_free_memory = 0.5;
   std::string hang_timeout = "5m";
   std::string run_dir = ".";
+  bool run_dir_given = false;
 };
 
 // The test hooks name a rank in the environment, so their failure paths can be exercised on any machine:
@@ -65,6 +66,9 @@ int run_health(const HealthCliOptions& cli, Session& session) {
   workloads::validate_health_options(o);
 
   const double hang_timeout = parse_duration(cli.hang_timeout, "--hang-timeout");
+  if (cli.run_dir_given && hang_timeout == 0)
+    throw usage_error(
+        "--run-dir holds the hang watchdog's state files: it does nothing with --hang-timeout 0");
   auto& mpi = session.mpi();
   check_injection_applies("health", mpi.size(), /*communicator_faults=*/true, /*sdc=*/false,
                           /*point_to_point=*/false);
@@ -149,7 +153,12 @@ Command add_health_command(CLI::App& app) {
                   "Shared directory for the hang watchdog's per-rank state files (fb-hang-<run id>/, removed "
                   "after a run without hang)")
       ->capture_default_str();
-  return {sub, [opt](Session& s) { return run_health(*opt, s); }, true};
+  return {sub,
+          [opt, sub](Session& s) {
+            opt->run_dir_given = sub->count("--run-dir") > 0;
+            return run_health(*opt, s);
+          },
+          true};
 }
 
 }  // namespace fb::tools

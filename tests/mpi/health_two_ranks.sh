@@ -90,6 +90,12 @@ run_capture nodir timeout 120 "$FACTORYBENCH" health --backend host --gemm-size 
   && ok "missing checkpoint dir fails with the reason" || fail "missing dir: exit $RC: $(cat "$T/nodir.out" "$T/nodir.err")"
 
 # Bad input: one line, exit 2, no report.
+expect_error run_dir_no_watchdog 2 "^factorybench: error: --run-dir holds the hang watchdog's state files: it does nothing with --hang-timeout 0$" \
+  fb health --backend host --hang-timeout 0 --run-dir "$T/nowatch" --output "$T/bad.json"
+# One rank is its own median: its GEMM speed is not judged, and the report says so rather than "1.00 x".
+run_capture one_floor "$FACTORYBENCH" health --backend host --gemm-size 128 --gemm-floor 1 --min-free-memory 0 --output "$T/one.json"
+[ "$RC" -eq 0 ] && assert_json "$T/one.json" "[r['extra']['reason'] for r in d['results'] if r['name'] == 'gemm/rank0'][0].endswith('one rank is its own median, so its speed is not judged (--gemm-floor needs 2 or more ranks)')" "one rank: the GEMM floor is said not to be judged" \
+  || fail "one_floor: exit $RC: $(cat "$T/one_floor.err")"
 expect_error bad_floor 2 "invalid --gemm-floor 1.5: must be a fraction in \[0, 1\]" \
   fb health --backend host --gemm-floor 1.5 --output "$T/bad.json"
 expect_error bad_gpu 2 "invalid --expect-gpu .MI300X.: .MI300X. is not A100, H100, GH200, H200, B200, GB200 or GB300" fb health --backend host --expect-gpu MI300X --output "$T/bad.json"
