@@ -66,9 +66,10 @@ void validate_resilience_options(const ResilienceOptions& o) {
   if (o.checkpoint_every > 0 && !o.checkpoint_interval.empty())
     throw usage_error("--checkpoint-every and --checkpoint-interval are exclusive");
   if (o.checkpoint_every == 0 && o.checkpoint_interval.empty())
-    for (const auto& [set, name] : {std::pair{o.async_checkpoint, "--async-checkpoint"},
-                                    {o.keep != d.keep, "--keep"},
-                                    {o.state_bytes > 0 && !o.resume, "--state-bytes"}})  // a resume reads shards of that size
+    for (const auto& [set, name] :
+         {std::pair{o.async_checkpoint, "--async-checkpoint"},
+          {o.keep != d.keep, "--keep"},
+          {o.state_bytes > 0 && !o.resume, "--state-bytes"}})  // a resume reads shards of that size
       if (set)
         throw usage_error(fmt::format(
             "{} acts on checkpoints: add --checkpoint-every N or --checkpoint-interval DURATION|auto", name));
