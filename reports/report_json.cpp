@@ -8,6 +8,7 @@
 #include "core/atomic_file.hpp"
 #include "core/error.hpp"
 #include "reports/json_cursor.hpp"
+#include "reports/text_format.hpp"
 
 namespace fb::reports {
 namespace {
@@ -91,12 +92,10 @@ Result read_result(const Cursor& c, bool closed) {
   if (r.benchmark.empty()) c.at("benchmark").fail("must not be empty");
   if (r.name.empty()) c.at("name").fail("must not be empty");
   // Both head lines of every rendering and error message: a newline in one would split them.
-  for (const char* key : {"benchmark", "name"}) {
-    const std::string& text = key[0] == 'b' ? r.benchmark : r.name;
-    if (std::any_of(text.begin(), text.end(),
-                    [](char ch) { return static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f; }))
+  for (const auto& [key, text] :
+       {std::pair<const char*, const std::string&>{"benchmark", r.benchmark}, {"name", r.name}})
+    if (has_control_character(text))
       c.at(key).fail(nlohmann::json(text).dump() + ": must not contain control characters");
-  }
   if (c.j.contains("params")) r.params = c.at("params").object();
   const Cursor metrics = c.at("metrics");
   for (const auto& [name, value] : metrics.object().items()) {

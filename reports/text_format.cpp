@@ -100,6 +100,11 @@ std::string md_code_cell(std::string_view text) {
   return fence + (pad ? " " : "") + body + (pad ? " " : "") + fence;
 }
 
+bool has_control_character(std::string_view text) {
+  return std::any_of(text.begin(), text.end(),
+                     [](char ch) { return static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f; });
+}
+
 std::string terminal_text(std::string_view text) {
   std::string out;
   out.reserve(text.size());

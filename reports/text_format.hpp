@@ -16,6 +16,8 @@ std::string md_code_cell(std::string_view text);
 // sequence introducers) become spaces, so a name from a report can neither split the line nor drive the
 // terminal. Other UTF-8 is kept.
 std::string terminal_text(std::string_view text);
+// Whether `text` holds a C0 control character or DEL (a newline would split a one-line message or row).
+bool has_control_character(std::string_view text);
 // Left/right padding to a display width counted in code points (UTF-8 aware, so "±" counts as one).
 std::string pad_right(std::string_view text, std::size_t width);
 std::string pad_left(std::string_view text, std::size_t width);

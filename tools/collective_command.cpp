@@ -166,24 +166,21 @@ Command add_collective_command(CLI::App& app) {
   sub->add_option("--op", opt->op,
                   "allreduce (default), allgather, reducescatter, alltoall, alltoallv, broadcast, reduce, "
                   "sendrecv or all");
-  auto* min_bytes =
-      sub->add_option("-b,--minbytes", opt->min_bytes, "Smallest size S (units: 8, 64K, 1M, 8G)")
-          ->capture_default_str();
-  auto* max_bytes = sub->add_option("-e,--maxbytes", opt->max_bytes, "Largest size S")->capture_default_str();
+  sub->add_option("-b,--minbytes", opt->min_bytes, "Smallest size S (units: 8, 64K, 1M, 8G)")
+      ->capture_default_str();
+  sub->add_option("-e,--maxbytes", opt->max_bytes, "Largest size S")->capture_default_str();
   auto* factor =
       sub->add_option("-f,--stepfactor", opt->factor, "Multiply the size by this factor between steps (>= 2)")
           ->capture_default_str();
-  auto* step_bytes =
-      sub->add_option("-i,--stepbytes", opt->step_bytes, "Grow the size by this many bytes instead of -f")
-          ->excludes(factor);
+  sub->add_option("-i,--stepbytes", opt->step_bytes, "Grow the size by this many bytes instead of -f")
+      ->excludes(factor);
   sub->add_option("-n,--iters", opt->iters, "Timed iterations per size")->capture_default_str();
   sub->add_option("-w,--warmup", opt->warmup, "Untimed iterations before timing")->capture_default_str();
   sub->add_option("-d,--dtype", opt->dtype, "fp32, fp16, bf16, fp8_e4m3, fp8_e5m2, fp64, int32, int8")
       ->capture_default_str();
-  auto* redop = sub->add_option("--redop", opt->redop, "Reduction of the reducing ops: sum, max, min or avg")
-                    ->capture_default_str();
-  auto* root =
-      sub->add_option("-r,--root", opt->root, "Root rank of broadcast and reduce")->capture_default_str();
+  sub->add_option("--redop", opt->redop, "Reduction of the reducing ops: sum, max, min or avg")
+      ->capture_default_str();
+  sub->add_option("-r,--root", opt->root, "Root rank of broadcast and reduce")->capture_default_str();
   sub->add_option("-a,--average", opt->average,
                   "Combine the ranks' times: 0 rank 0, 1 mean, 2 min, 3 max (nccl-tests -a)")
       ->check(CLI::Range(0, 3))
@@ -204,11 +201,12 @@ Command add_collective_command(CLI::App& app) {
   sub->add_option("--top-k", opt->top_k, "MoE: experts per token");
   sub->add_option("--skew", opt->skew, "MoE: Zipf exponent of expert popularity (0 = uniform)");
   return {sub,
-          [=](Session& s) {
-            opt->sizes_given =
-                min_bytes->count() + max_bytes->count() + factor->count() + step_bytes->count() > 0;
-            opt->redop_given = redop->count() > 0;
-            opt->root_given = root->count() > 0;
+          [opt, sub](Session& s) {
+            opt->sizes_given = sub->count("--minbytes") + sub->count("--maxbytes") +
+                                   sub->count("--stepfactor") + sub->count("--stepbytes") >
+                               0;
+            opt->redop_given = sub->count("--redop") > 0;
+            opt->root_given = sub->count("--root") > 0;
             return run_collective(*opt, s);
           },
           true};

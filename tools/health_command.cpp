@@ -125,8 +125,7 @@ Command add_health_command(CLI::App& app) {
       "directory. Exit 0 all pass, 1 any fail.");
   sub->add_option("--expect-gpu", opt->expect_gpu,
                   "Fail unless every rank's GPU is this model (A100, H100, GH200, H200, B200, GB200 or "
-                  "GB300; several, any of "
-                  "which passes: H100,H200)");
+                  "GB300; several, any of which passes: H100,H200)");
   sub->add_option(
       "--gemm-floor", opt->gemm_floor,
       "Fail the GEMM below this fraction of the expected throughput (MAMF on GPUs, the job's median "

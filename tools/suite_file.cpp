@@ -7,6 +7,7 @@
 #include "core/config_paths.hpp"
 #include "core/error.hpp"
 #include "core/json_file.hpp"
+#include "reports/text_format.hpp"
 #include "tools/shell_words.hpp"
 
 namespace fb::tools {
@@ -25,9 +26,7 @@ Suite parse_suite(const nlohmann::json& j, const std::string& src, const std::st
     if (j.contains(key) && !j[key].is_string()) throw bad(std::string("$.") + key, "expected a string");
   suite.name = j.value("name", default_name);
   // The name heads the console and the report's summary: one line (shown escaped in the error).
-  if (suite.name.empty() || std::any_of(suite.name.begin(), suite.name.end(), [](char c) {
-        return static_cast<unsigned char>(c) < 0x20 || c == 0x7f;
-      }))
+  if (suite.name.empty() || reports::has_control_character(suite.name))
     throw bad("$.name", fmt::format("{} must be a non-empty line (no control characters)",
                                     nlohmann::json(suite.name).dump()));
   suite.description = j.value("description", "");
@@ -67,9 +66,8 @@ Suite parse_suite(const nlohmann::json& j, const std::string& src, const std::st
     if (s.contains("name") && !s["name"].is_string()) throw bad(where + ".name", "expected a string");
     step.name = s.value("name", fmt::format("{}-{}", i + 1, step.args.front()));
     // A step's name keys its part of the combined report (summary.steps.NAME): it must be one, and unique.
-    const bool word = !step.name.empty() && std::none_of(step.name.begin(), step.name.end(), [](char c) {
-      return c == '/' || c == ' ' || static_cast<unsigned char>(c) < 0x20 || c == 0x7f;
-    });
+    const bool word = !step.name.empty() && step.name.find_first_of("/ ") == std::string::npos &&
+                      !reports::has_control_character(step.name);
     if (!word)  // named escaped: a newline in it must not break the one-line error
       throw bad(where + ".name",
                 fmt::format("{} must be a non-empty word (no spaces, control characters or '/')",
