@@ -30,6 +30,7 @@ struct GemmCliOptions {
   std::string dtype;   // empty = bf16 on cuda, fp32 on host
   int iters = 20, warmup = 5, autotune = 8;
   bool sweep = false, no_check = false;
+  bool autotune_given = false;  // --autotune on the command line (the host engine has nothing to tune)
   std::string outlier_threshold = "5%";
   std::string model;
   std::int64_t tp = 1, seq = 0, micro_batch = 1;
@@ -117,6 +118,10 @@ int run_gemm(const GemmCliOptions& cli, Session& session) {
   const DType type = dtype.value_or(defaults.dtype);
   if (const auto why = kernels::gemm_unsupported_reason(backend.kind(), type); !why.empty())
     throw unsupported_error(why);
+  // A warning, not a refusal: the GPU suites pass --autotune and must still run on a host-only machine.
+  if (cli.autotune_given && !defaults.autotunes && mpi.is_root())
+    log::warn("--autotune {}: the {} backend's GEMM (OpenBLAS) has no algorithms to choose from; ignored",
+              cli.autotune, to_string(backend.kind()));
 
   std::vector<workloads::GemmCase> cases;
   if (model) {
@@ -137,7 +142,8 @@ int run_gemm(const GemmCliOptions& cli, Session& session) {
   // work, rather than run silently inside one call.
   if (backend.kind() == BackendKind::host) {
     if (const auto peak = session.peak().for_dtype(std::string(to_string(type))); peak && *peak > 0) {
-      const double calls = static_cast<double>(cli.warmup + cli.iters + cli.autotune);
+      const double calls =
+          static_cast<double>(cli.warmup + cli.iters + (defaults.autotunes ? cli.autotune : 0));
       double flops = 0;
       for (const auto& c : cases)
         flops += workloads::gemm_flops(c.problem.m, c.problem.n, c.problem.k, c.problem.batch) * calls;
@@ -202,8 +208,10 @@ Command add_gemm_command(CLI::App& app) {
       "--sweep", opt->sweep,
       "MAMF-style sweep over all combinations of --m/--n/--k (default cuda {2048..8192 step 2048}, host "
       "{256,512,768}): best shape and mean");
-  sub->add_option("--autotune", opt->autotune,
-                  "cuda: time this many cuBLASLt heuristic candidates, keep the fastest")
+  sub->add_option(
+         "--autotune", opt->autotune,
+         "cuda: time this many cuBLASLt heuristic candidates, keep the fastest (host: one algorithm, "
+         "ignored with a warning)")
       ->capture_default_str();
   sub->add_flag("--no-check", opt->no_check, "Skip the fp64 reference check of sampled outputs");
   sub->add_option("--outlier-threshold", opt->outlier_threshold,
@@ -215,7 +223,12 @@ Command add_gemm_command(CLI::App& app) {
   add_count_option(*sub, "--seq", opt->seq, "--model: sequence length (default: the model's)");
   sub->add_option("--micro-batch", opt->micro_batch, "--model: sequences per micro-batch")
       ->capture_default_str();
-  return {sub, [opt](Session& s) { return run_gemm(*opt, s); }, true};
+  return {sub,
+          [opt, sub](Session& s) {
+            opt->autotune_given = sub->count("--autotune") > 0;
+            return run_gemm(*opt, s);
+          },
+          true};
 }
 
 }  // namespace fb::tools

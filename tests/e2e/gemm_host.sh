@@ -46,4 +46,10 @@ run_capture dup fb gemm --backend host --m 64,32:64:32,64 --n 64 --k 64 --iters 
 assert_json "$T/dup.json" "[r['name'] for r in d['results']] == ['fp32/64x64x64', 'fp32/32x64x64']" "repeated sizes: each measured once, in the order first given"
 run_capture dup_compare fb compare "$T/dup.json" "$T/dup.json"
 [ "$RC" -eq 0 ] && ok "the report compares with itself" || fail "compare: exit $RC: $(cat "$T/dup_compare.err")"
+# --autotune has nothing to choose on host (one OpenBLAS path): said once, the run goes on; unsaid when not given.
+run_capture autotune fb gemm --backend host --m 64 --n 64 --k 64 --iters 2 --autotune 4 -o "$T/autotune.json"
+[ "$RC" -eq 0 ] && ok "--autotune on host runs" || fail "--autotune on host: exit $RC: $(cat "$T/autotune.err")"
+[ "$(grep -c -- '--autotune 4: the host backend.*ignored' "$T/autotune.err")" = 1 ] && ok "--autotune on host: one warning" || fail "--autotune on host: no warning: $(cat "$T/autotune.err")"
+assert_json "$T/autotune.json" "'autotune' not in d['results'][0]['params']" "--autotune on host: not recorded as a parameter"
+! grep -q -- "--autotune" "$T/nocheck.err" && ok "no --autotune warning when not given" || fail "unasked --autotune warning: $(cat "$T/nocheck.err")"
 finish

@@ -144,12 +144,15 @@ assert_json "$T/moe_prefix.json" "'1 of them MoE (first_dense_layers 0' in d['re
 # The disk check counts the run dir's own checkpoints as the job's space (an audit's resume on a volume that
 # fitted the first run was refused): refused when keep + 2 checkpoints exceed the free space, accepted once
 # checkpoints already in the run dir (a sparse file here) hold what is missing.
+# Margins of gibibytes both ways: tests running beside this one write and remove files, so the free space
+# moves between the df and the run.
 free=$(df -B1 --output=avail "$T" | tail -1)
 if [ "$free" -gt $((8 << 30)) ]; then
-  keep=$((free / (1 << 30) + 1))
+  keep=$((free / (1 << 30) + 6))  # (keep + 2) GiB: 6 to 8 GiB beyond the free space
   expect_error disk_short 2 "invalid --state-bytes 1G: --keep $keep \+ 2 checkpoints of 1 rank\(s\) need .* free$" \
     fb train --backend host --dry-run --run-dir "$T/held" --checkpoint-every 5 --state-bytes 1G --keep "$keep"
-  mkdir -p "$T/held/checkpoints/step-00000005" && truncate -s "$free" "$T/held/checkpoints/step-00000005/shard"
+  # Held: keep GiB already in the run dir, so 2 GiB more are needed, of the 8 GiB or more free.
+  mkdir -p "$T/held/checkpoints/step-00000005" && truncate -s "$((keep << 30))" "$T/held/checkpoints/step-00000005/shard"
   run_capture disk_held fb train --backend host --dry-run --run-dir "$T/held" --checkpoint-every 5 --state-bytes 1G \
     --keep "$keep" --resume -o "$T/disk_held.json"
   [ "$RC" -eq 0 ] && ok "disk check: the run dir's checkpoints count as the job's space" || fail "disk_held: exit $RC: $(cat "$T/disk_held.err")"
