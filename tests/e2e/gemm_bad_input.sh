@@ -31,9 +31,10 @@ expect_error bad_transpose 2 "invalid --ta 'X': expected N or T" fb "${G[@]}" --
 expect_error no_out_dir 2 "invalid -o/--output $T/no/such/r.json: no directory $T/no/such" fb -o "$T/no/such/r.json" "${G[@]}"
 mkdir -p "$T/adir"
 expect_error out_is_dir 2 "invalid -o/--output $T/adir: a directory, not a file" fb -o "$T/adir" "${G[@]}"
-# Hours of work on the host (32K^3 is minutes a call at any CPU's peak) are refused at once, with the estimate;
+# Hours of work on the host (32K^3 is minutes a call at any CPU's peak) are refused at once, with the estimate (20
+# timed + 5 warm-up calls: --autotune runs nothing on host);
 # so are a health GEMM of minutes a call and a burn-in GEMM longer than its check interval.
-expect_error host_runaway 2 "^factorybench: error: gemm on the host backend: .* FLOP \(1 shape\(s\) x 33 calls\) would take at least .* at this host's fp32 peak of .* TFLOP/s; at most half an hour" \
+expect_error host_runaway 2 "^factorybench: error: gemm on the host backend: .* FLOP \(1 shape\(s\) x 25 calls\) would take at least .* at this host's fp32 peak of .* TFLOP/s; at most half an hour" \
   fb --backend host -o "$T/runaway.json" gemm --m 32K --n 32K --k 32K
 expect_error health_runaway 2 "^factorybench: error: invalid --gemm-size 32768: one fp32 GEMM takes at least .* at this host's peak" \
   fb --backend host -o "$T/runaway.json" health --gemm-size 32768 --allreduce-size 4K --checkpoint-size 64K --checkpoint-dir "$T"
