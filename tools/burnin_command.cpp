@@ -71,18 +71,21 @@ int run_burnin_command(const BurninCliOptions& cli, Session& session) {
                                     o.size, format_bytes(static_cast<std::uint64_t>(std::min(need, 1.8e19))),
                                     format_bytes(free_min)));
   }
-  // On the host, a --size whose one GEMM outlasts a check interval at this host's measured peak cannot keep
-  // --duration (one 32K GEMM is minutes; a 5 s burn-in ran for hours, silent): refused at once.
+  // On the host, a --size whose one GEMM outlasts a check interval at one core's measured peak cannot keep
+  // --duration (one 32K GEMM is minutes; a 5 s burn-in ran for hours, silent): refused at once. One core:
+  // the burn-in GEMM runs one OpenBLAS thread per rank (workloads/burnin.cpp), whatever the rank's share.
   if (backend.kind() == BackendKind::host && o.size > 0) {
-    if (const auto peak = session.peak().for_dtype("fp32"); peak && *peak > 0) {
-      const double seconds = workloads::gemm_flops(o.size, o.size, o.size) / (*peak * 1e12);
+    const auto& peak = session.peak();
+    if (const auto rank_peak = peak.for_dtype("fp32"); rank_peak && *rank_peak > 0) {
+      const double one_core = *rank_peak / std::max(1.0, peak.cores);
+      const double seconds = workloads::gemm_flops(o.size, o.size, o.size) / (one_core * 1e12);
       const double interval = o.duration_s / checks;
       if (seconds > std::max(interval, 1.0))
         throw usage_error(fmt::format(
-            "invalid --size {}: one fp32 GEMM takes at least {} at this host's peak of {:.3g} TFLOP/s, "
-            "longer than a check interval ({}): a smaller --size, or a longer --check-interval and "
-            "--duration",
-            o.size, format_duration(seconds), *peak, format_duration(interval)));
+            "invalid --size {}: one fp32 GEMM takes at least {} at one core's peak of {:.3g} TFLOP/s (the "
+            "burn-in runs one thread per rank), longer than a check interval ({}): a smaller --size, or a "
+            "longer --check-interval and --duration",
+            o.size, format_duration(seconds), one_core, format_duration(interval)));
     }
   }
   auto report = session.begin_report();
@@ -93,7 +96,8 @@ int run_burnin_command(const BurninCliOptions& cli, Session& session) {
       // Numbered as FACTORYBENCH_INJECT's check=N: 1..N after the reference (check 0).
       {"checks", run.ranks.front().checksums.size() - 1},
       {"size", run.size},
-      {"duration_s", run.duration_s}};
+      {"duration_s", run.duration_s},
+      {"elapsed_s", run.elapsed_s}};
   session.finish(report);
   if (mpi.is_root() && !session.options().quiet) {
     reports::print_burnin_report(std::cout, report);

@@ -207,6 +207,8 @@ BurninRun run_burnin(const MpiContext& mpi, Backend& backend, const BurninOption
   BurninGemm gemm(mpi, backend, run.size, o.seed);
   const RankChecks mine = run_checks(mpi, backend, gemm, interval, checks);
   run.ranks = gather_checks(mpi, mine, checks);
+  for (const auto& r : run.ranks)
+    if (!r.at_s.empty()) run.elapsed_s = std::max(run.elapsed_s, r.at_s.back());
   run.problems = judge_burnin(run.ranks);
   return run;
 }

@@ -58,7 +58,8 @@ std::uint64_t checksum_bytes(const void* data, std::size_t bytes);
 struct BurninRun {
   std::vector<RankChecks> ranks;
   std::vector<BurninProblem> problems;
-  double duration_s = 0;
+  double duration_s = 0;  // asked for (--duration)
+  double elapsed_s = 0;   // measured: the last check of the slowest rank (a GEMM may run past the duration)
   std::int64_t size = 0;
   bool pass() const { return problems.empty(); }
 };

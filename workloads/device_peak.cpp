@@ -60,6 +60,7 @@ DevicePeak resolve_device_peak(const MpiContext& mpi, const Backend& backend) {
   const double cores = host_cores_per_rank(host.cpu_cores_online, host.cores_available, mpi.local_size());
   const bool bound = host.cores_available > 0 && host.cores_available < host.cpu_cores_online;
   peak.measured = true;
+  peak.cores = cores;
   if (const auto hw = find_hardware_class(table, "cpu")) {
     peak.health_gemm_floor = hw->health_gemm_floor;
     peak.health_clock_under_load_warn = hw->health_clock_under_load_warn;

@@ -15,6 +15,7 @@ struct DevicePeak {
   std::map<std::string, double> mamf_tflops;
   std::string source;  // "hardware table: H200 SXM (configs/hardware/h200-sxm.json)" or "measured ..."
   bool measured = false;
+  double cores = 0;  // host: the cores per rank the measured peaks count (one thread runs at peak / cores)
   // The device class's health floor (configs/hardware: health.gemm_floor), and which entry gave it.
   std::optional<double> health_gemm_floor;
   // The class's clocks-check thresholds (configs/hardware: health.power_limit_fail, ...); unset: defaults.

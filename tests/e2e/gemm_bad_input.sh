@@ -38,7 +38,7 @@ expect_error host_runaway 2 "^factorybench: error: gemm on the host backend: .* 
   fb --backend host -o "$T/runaway.json" gemm --m 32K --n 32K --k 32K
 expect_error health_runaway 2 "^factorybench: error: invalid --gemm-size 32768: one fp32 GEMM takes at least .* at this host's peak" \
   fb --backend host -o "$T/runaway.json" health --gemm-size 32768 --allreduce-size 4K --checkpoint-size 64K --checkpoint-dir "$T"
-expect_error burnin_runaway 2 "^factorybench: error: invalid --size 32768: one fp32 GEMM takes at least .* longer than a check interval \(500 ms\)" \
+expect_error burnin_runaway 2 "^factorybench: error: invalid --size 32768: one fp32 GEMM takes at least .* at one core's peak of .* TFLOP/s \(the burn-in runs one thread per rank\), longer than a check interval \(500 ms\)" \
   fb --backend host -o "$T/runaway.json" burnin --duration 5s --size 32K
 [ ! -e "$T/runaway.json" ] && ok "no report for runaway work" || fail "a report was written for runaway work"
 for i in $(seq 1 17); do [ ! -e "$T/r$i.json" ] || fail "a report was written despite the error (r$i)"; done
