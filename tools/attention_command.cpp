@@ -124,26 +124,27 @@ int run_attention(const AttentionCliOptions& cli, Session& session) {
     c.params = params;
     cases.push_back(std::move(c));
   }
-  // The host runs the fp64 reference, O(s²) per head: about 5 M score elements (forward + backward) a
-  // second on one core of the CI machine. A request of hours (--seq 1M) is refused at once, as gemm and
-  // simulate refuse runaway work, rather than running silently inside one shape.
+  // The host runs the reference engine, O(s²·(d + dv)) per head: 3e8 to 6e8 score-element x head-dim
+  // products (forward + backward) a second on one core of the CI machine (6e8 at d 32, 3e8 at d 1024). A
+  // request of hours (--seq 1M, --head-dim 1024 at --seq 8K) is refused at once, as gemm and simulate refuse
+  // runaway work, rather than running silently inside one shape.
   if (kind == BackendKind::host && backend_known) {
     const double passes = static_cast<double>(cli.iters + cli.warmup + (cli.no_check ? 0 : 1));
-    double elements = 0;
+    double work = 0;
     for (const auto& c : cases) {
       const double s = static_cast<double>(c.shape.seq);
-      elements += static_cast<double>(c.shape.batch) * static_cast<double>(c.shape.heads) *
-                  (c.shape.causal ? s * (s + 1) / 2 : s * s) * passes;
+      work += static_cast<double>(c.shape.batch) * static_cast<double>(c.shape.heads) *
+              (c.shape.causal ? s * (s + 1) / 2 : s * s) *
+              static_cast<double>(c.shape.head_dim + c.shape.value_dim) * passes;
     }
-    constexpr double kMaxHostScoreElements = 1e10;
-    if (elements > kMaxHostScoreElements)
+    constexpr double kMaxHostWork = 6.4e11;  // half an hour at 3.5e8 a second
+    if (work > kMaxHostWork)
       throw usage_error(fmt::format(
-          "attention on the host backend: {:.3g} score elements (batch x heads x s^2/2 causal, x {} passes) "
-          "would take over half an hour in the fp64 reference (about 5e6 a second); at most {:.0e} (a "
-          "smaller "
-          "--seq, fewer --heads or "
-          "--iters, or a GPU)",
-          elements, passes, kMaxHostScoreElements));
+          "attention on the host backend: {:.3g} score-element x head-dim products (batch x heads x s^2/2 "
+          "causal x (head dim + value dim), x {} passes) would take over half an hour (about 3.5e8 a "
+          "second); at most {:.2g} (a smaller --seq, fewer --heads, smaller head dims or fewer --iters, or "
+          "a GPU)",
+          work, passes, kMaxHostWork));
   }
   if (session.checking_only()) return 0;  // a suite's preflight: validated, nothing run
   auto& mpi = session.mpi();
