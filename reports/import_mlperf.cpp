@@ -61,7 +61,7 @@ Run parse_log(const MlperfLog& log) {
   run.source = log.source;
   std::istringstream in(log.text);
   std::string line;
-  std::size_t lineno = 0;
+  std::size_t lineno = 0, events = 0;
   while (std::getline(in, line)) {
     ++lineno;
     if (const auto sys = line.find(kSysTag); sys != std::string::npos && run.sysjson.is_null()) {
@@ -87,6 +87,7 @@ Run parse_log(const MlperfLog& log) {
     if (!e.is_object() || !e.contains("key") || !e["key"].is_string())
       throw input_error(fmt::format("{}:{}: :::MLLOG event without a \"key\"", log.source, lineno));
     const std::string key = e["key"].get<std::string>();
+    ++events;
     const json value = e.value("value", json());
     const json meta = e.value("metadata", json::object());
     const auto time_ms = [&]() -> double {
@@ -156,7 +157,11 @@ Run parse_log(const MlperfLog& log) {
     }
   }
   if (!run.start_ms && !run.stop_ms && run.submission.empty())
-    throw input_error(log.source + ": no :::MLLOG lines (expected an MLPerf Training log)");
+    throw input_error(
+        events == 0 ? log.source + ": no :::MLLOG lines (expected an MLPerf Training log)"
+                    : fmt::format("{}: {} :::MLLOG event(s), but no run_start, run_stop or submission_* "
+                                  "key (expected the log of one whole MLPerf Training run)",
+                                  log.source, events));
   if (run.start_ms && run.stop_ms && !(*run.stop_ms > *run.start_ms))
     throw input_error(
         fmt::format("{}:{}: run_stop (time_ms {:.0f}) does not follow run_start (line {}, time_ms {:.0f})",

@@ -61,6 +61,7 @@ struct Test {
   bool op_stated = false;  // the op came from the file's own "Collective test starting" or JSON args
   // nccl-tests stopped in this table: "FILE:LINE: <its failure line>" ("Test NCCL failure ...").
   std::optional<std::string> aborted;
+  std::string shape_op;     // --op named a collective its shape contradicts: the shape's (kept, and warned)
   bool unfinished = false;  // no closing "Avg bus bandwidth" line: the run did not finish, or the file is cut
 };
 
@@ -594,6 +595,11 @@ void resolve_ops(Parsed& p, const NcclTestsImportOptions& options) {
         throw input_error(fmt::format("{}: --op {} but the file says this table measured {} (from {})",
                                       test.line ? fmt::format("{}:{}", p.source, test.line) : p.source,
                                       *options.op, test.op, test.op_from));
+      // The user's word stands over the shape's (a run with other column rules), but not unsaid: a table
+      // whose shape names one collective (a reduction, size = count x elem, busbw > algbw: an all-reduce)
+      // imported under another is recorded, and import warns.
+      if (!test.op_stated)
+        if (const auto shaped = op_from_shape(test); shaped && *shaped != op) test.shape_op = *shaped;
       test.op = op;
       test.op_from = "--op";
     } else if (test.op.empty()) {
@@ -705,6 +711,10 @@ Report import_nccl_tests(const std::vector<NcclTestsFile>& files, const NcclTest
     std::size_t rows = 0;
     for (const auto& test : p.tests) {
       json entry = {{"op", test.op}, {"from", test.op_from}};
+      if (!test.shape_op.empty()) {
+        entry["shape_says"] = test.shape_op;
+        entry["at"] = test.line ? fmt::format("{}:{}", p.source, test.line) : p.source;
+      }
       if (test.aborted) {
         entry["aborted"] = *test.aborted;
         aborted_by_op[test.op].push_back(*test.aborted);

@@ -1,8 +1,12 @@
 // factorybench import nccl-tests FILE... | mlperf LOG...: other tools' results as factorybench reports, so
 // they compare (factorybench compare) and render (factorybench report) like ours. Needs no device.
+#include <filesystem>
 #include <iostream>
 
+#include <fmt/format.h>
+
 #include "core/atomic_file.hpp"
+#include "core/error.hpp"
 #include "core/logging.hpp"
 #include "reports/import_mlperf.hpp"
 #include "reports/import_nccl_tests.hpp"
@@ -43,7 +47,21 @@ std::vector<std::string> import_inputs(const ImportOptions& opt) {
   return all;
 }
 
+// One file named twice would be counted as two runs (mlperf) or its rows as repeats (nccl-tests): a median
+// and spread made of copies.
+void refuse_repeated_inputs(const std::vector<std::string>& inputs) {
+  for (std::size_t i = 0; i < inputs.size(); ++i)
+    for (std::size_t j = i + 1; j < inputs.size(); ++j) {
+      std::error_code ec;
+      if (inputs[i] == inputs[j] || std::filesystem::equivalent(inputs[i], inputs[j], ec))
+        throw usage_error(fmt::format(
+            "{} is given twice{}: each file is one run, and a copy would count as another; give it once",
+            inputs[i], inputs[i] == inputs[j] ? "" : fmt::format(" (also as {})", inputs[j])));
+    }
+}
+
 int run_import(const ImportOptions& opt, Session& session) {
+  refuse_repeated_inputs(import_inputs(opt));
   if (session.is_root()) session.check_output_writable(import_inputs(opt));
   if (opt.nccl->parsed()) {
     std::vector<reports::NcclTestsFile> files;
@@ -55,12 +73,19 @@ int run_import(const ImportOptions& opt, Session& session) {
     // short: the rows are kept, and the doubt is said.
     if (session.is_root())
       for (const auto& file : imported.summary["import"])
-        for (const auto& op : file["ops"])
+        for (const auto& op : file["ops"]) {
+          if (op.contains("shape_says"))
+            log::warn(
+                "{}: --op {}, but the table's shape (size/count, redop, root, busbw/algbw) is {}'s; "
+                "imported as {}, as asked",
+                op["at"].get<std::string>(), opt.op, op["shape_says"].get<std::string>(),
+                op["op"].get<std::string>());
           if (op.contains("unfinished"))
             log::warn(
                 "{}: the {} table has no closing \"Avg bus bandwidth\" line: nccl-tests did not finish "
                 "it, or the file is cut; its rows are imported, the sizes after them are missing",
                 op["unfinished"].get<std::string>(), op["op"].get<std::string>());
+        }
     return finish_import(session, std::move(imported));
   }
   std::vector<reports::MlperfLog> logs;

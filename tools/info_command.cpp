@@ -1,6 +1,13 @@
 // factorybench info: devices, peaks and versions of every rank (the environment fingerprint).
+#include <algorithm>
+#include <array>
+#include <cmath>
 #include <iostream>
+#include <limits>
+#include <span>
+#include <vector>
 
+#include "core/rank_collectives.hpp"
 #include "reports/info_console.hpp"
 #include "reports/report_json.hpp"
 #include "tools/commands.hpp"
@@ -17,13 +24,28 @@ int run_info(const InfoOptions& opt, Session& session) {
   auto report = session.begin_report();
   auto& mpi = session.mpi();
   const auto& peak = session.peak();
-  // One result per rank with its peaks, so a slow CPU or an unexpected device shows up in compare.
+  // One result with rank 0's peaks and every rank's beside them (per_rank), so a slow CPU or an unexpected
+  // device on any rank shows up in compare. The hardware table's dtype keys, in one order on every rank;
+  // NaN where a rank has no peak for one.
+  static constexpr std::array<const char*, 7> kKeys = {"fp64", "fp32", "tf32", "fp16", "bf16", "fp8", "fp4"};
+  std::array<double, kKeys.size()> mine{};
+  for (std::size_t i = 0; i < kKeys.size(); ++i)
+    mine[i] = peak.for_dtype(kKeys[i]).value_or(std::numeric_limits<double>::quiet_NaN());
+  const std::vector<double> all = allgather(mpi, std::span<const double>(mine));
   reports::Result r;
   r.benchmark = "info";
   r.name = "peak";
   r.params = {{"source", peak.source}, {"measured", peak.measured}};
   for (const auto& [dtype, tflops] : peak.tflops) {
     r.set_metric("peak_" + dtype + "_tflops", {tflops, "TFLOP/s", reports::Better::higher, std::nullopt});
+    const auto key = std::find(kKeys.begin(), kKeys.end(), dtype);
+    if (key == kKeys.end()) continue;
+    std::vector<double> ranks;
+    for (std::size_t rank = 0; rank < all.size() / kKeys.size(); ++rank)
+      ranks.push_back(all[rank * kKeys.size() + static_cast<std::size_t>(key - kKeys.begin())]);
+    // A report holds numbers only: a dtype some rank has no peak for (another device) is rank 0's alone.
+    if (std::all_of(ranks.begin(), ranks.end(), [](double v) { return std::isfinite(v); }))
+      r.set_per_rank("peak_" + dtype + "_tflops", std::move(ranks));
   }
   report.results.push_back(std::move(r));
   const int rc = session.finish(report);

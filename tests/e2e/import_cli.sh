@@ -126,4 +126,23 @@ printf '# size count type redop root time algbw busbw #wrong\n  8  2  float  sum
 expect_error nan_time 2 "nan.txt:2: column time: expected a number, got 'nan'" fb import nccl-tests "$T/nan.txt"
 printf '# size count type redop root time algbw busbw #wrong\n  8  2  float  none  -1  1.0  0.00  0.00  0\n' >"$T/which.txt"
 expect_error which_op 2 'which.txt:1: cannot tell which collective .* give --op' fb import nccl-tests "$T/which.txt"
+# One file given twice would be two runs (mlperf) or its rows' repeats (nccl-tests): refused, no report.
+expect_error twice_mlperf 2 "^factorybench: error: .*base_1.log is given twice: each file is one run" \
+  fb import mlperf "$DATA/mlperf_llama2_70b_lora_base_1.log" "$DATA/mlperf_llama2_70b_lora_base_1.log" -o "$T/twice.json"
+ln -s "$DATA/nccl_tests_allreduce_h100.txt" "$T/link.txt"
+expect_error twice_nccl 2 "^factorybench: error: .*nccl_tests_allreduce_h100.txt is given twice \(also as $T/link.txt\)" \
+  fb import nccl-tests "$DATA/nccl_tests_allreduce_h100.txt" "$T/link.txt" -o "$T/twice.json"
+[ ! -e "$T/twice.json" ] && ok "no report for a file given twice" || fail "a report was written for a file given twice"
+# A log with MLLOG events but none of a run's: named as such (it was called a log with no MLLOG lines).
+grep -E '"key": "(eval_accuracy|tracked_stats)"' "$DATA/mlperf_llama2_70b_lora_base_1.log" >"$T/events_only.log"
+expect_error no_run_events 2 "^factorybench: error: .*events_only.log: [0-9]+ :::MLLOG event\(s\), but no run_start, run_stop or submission_\* key" \
+  fb import mlperf "$T/events_only.log"
+# --op against the table's shape: the user's word is kept, the contradiction said once.
+grep -v "Collective test" "$DATA/nccl_tests_allreduce_h100.txt" >"$T/unnamed.txt"
+run_capture op_shape fb import nccl-tests "$T/unnamed.txt" --op allgather -o "$T/op_shape.json"
+[ "$RC" -eq 0 ] && [ "$(grep -c "unnamed.txt.*: --op allgather, but the table's shape .* is allreduce's; imported as allgather, as asked" "$T/op_shape.err")" = 1 ] \
+  && ok "--op against the shape: imported as asked, warned once" || fail "op_shape: rc=$RC $(cat "$T/op_shape.err")"
+assert_json "$T/op_shape.json" 'd["summary"]["import"][0]["ops"][0]["shape_says"] == "allreduce" and d["results"][0]["name"].startswith("allgather/")' "--op against the shape: recorded in summary.import"
+run_capture op_agrees fb import nccl-tests "$T/unnamed.txt" --op allreduce -o "$T/op_agrees.json"
+! grep -q "shape" "$T/op_agrees.err" && ok "--op agreeing with the shape: no warning" || fail "op_agrees: $(cat "$T/op_agrees.err")"
 finish

@@ -9,6 +9,8 @@ validate "$T/info.json"
 assert_json "$T/info.json" "d['run']['world_size'] == 3" "world_size 3"
 assert_json "$T/info.json" "[r['rank'] for r in d['system']['ranks']] == [0, 1, 2]" "three rank entries"
 assert_json "$T/info.json" "len(d['run']['hosts']) == 1" "one host"
+# Rank 0's peaks as metrics, every rank's beside them (one node: one measurement, shared).
+assert_json "$T/info.json" "(lambda r: sorted(r['per_rank']) == ['peak_bf16_tflops', 'peak_fp32_tflops', 'peak_fp64_tflops'] and all(len(v) == 3 and v[0] == r['metrics'][k]['value'] and v[1] == v[0] and v[2] == v[0] for k, v in r['per_rank'].items()))(d['results'][0])" "peaks per rank"
 # Only rank 0 prints the report: the JSON on stdout appears once.
 [ "$(grep -c '"schema"' "$T/info3.out")" -eq 1 ] && ok "rank 0 prints once" || fail "report printed $(grep -c '"schema"' "$T/info3.out") times"
 
