@@ -37,8 +37,15 @@ std::string frame_path(const std::vector<Frame>& frames) {
   return path;
 }
 
+// Deeper than any report, suite or model we write (under 10 levels): nlohmann's parser is iterative, but
+// copying and walking the value recurse, and 150,000 nested arrays overflowed the stack (exit 139).
+constexpr std::size_t kMaxJsonDepth = 512;
+
+struct TooDeep {};
+
 // Parses `text` once, watching each object's keys as the parser reads them: `duplicate` is set to the path
-// of the first key an object names twice. Throws nlohmann's exceptions for text that is not JSON.
+// of the first key an object names twice. Throws nlohmann's exceptions for text that is not JSON, TooDeep
+// for nesting beyond kMaxJsonDepth.
 nlohmann::json parse_watching_keys(std::string_view text, std::string& duplicate) {
   using json = nlohmann::json;
   std::vector<Frame> frames;
@@ -50,6 +57,7 @@ nlohmann::json parse_watching_keys(std::string_view text, std::string& duplicate
       case json::parse_event_t::object_start:
       case json::parse_event_t::array_start:
         element();
+        if (frames.size() >= kMaxJsonDepth) throw TooDeep{};
         frames.push_back({event == json::parse_event_t::array_start, {}, {}, -1});
         break;
       case json::parse_event_t::object_end:
@@ -80,6 +88,8 @@ void reject_duplicate_keys(std::string_view text, const std::string& source) {
     (void)parse_watching_keys(text, duplicate);
   } catch (const nlohmann::json::exception&) {
     return;  // not JSON: the reader's own parse says so
+  } catch (const TooDeep&) {
+    throw input_error(fmt::format("{}: JSON nested deeper than {} levels", source, kMaxJsonDepth));
   }
   if (!duplicate.empty()) throw input_error(fmt::format("{}: {}: duplicate key", source, duplicate));
 }
@@ -93,6 +103,8 @@ nlohmann::json parse_json_text(std::string_view text, const std::string& source)
     throw input_error(source + ": malformed JSON at byte " + std::to_string(e.byte));
   } catch (const nlohmann::json::exception& e) {  // out_of_range.406: a number beyond double (1e5000)
     throw input_error(source + ": malformed JSON: " + e.what());
+  } catch (const TooDeep&) {
+    throw input_error(fmt::format("{}: JSON nested deeper than {} levels", source, kMaxJsonDepth));
   }
   if (!duplicate.empty()) throw input_error(fmt::format("{}: {}: duplicate key", source, duplicate));
   return parsed;

@@ -149,6 +149,9 @@ EffectiveRule CompareRules::resolve(std::string_view bench, std::string_view res
     if (r.min) e.min = r.min;
     if (r.max) e.max = r.max;
     if (r.ignore) e.ignore = *r.ignore;
+    // A floor or ceiling after an ignore gates the metric again: appending "gemm/* mfu >= 0.5" to rules
+    // that ignore gemm's mfu must not leave the new gate silently off.
+    if ((r.min || r.max) && !r.ignore) e.ignore = false;
   }
   return e;
 }

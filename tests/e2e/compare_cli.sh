@@ -86,6 +86,10 @@ expect_error units 2 'units.json: \$\.results\[0\]\.metrics\.busbw_gbps\.unit: "
   fb compare "$BASE" "$T/units.json"
 expect_error disjoint 2 'no result in common' fb compare "$BASE" "$T/disjoint.json"
 expect_error no_file 2 'nope.json' fb compare "$BASE" "$T/nope.json"
+# 150,000 nested arrays in the summary overflowed the stack (exit 139): refused as input, by report too.
+python3 -c "import sys; t = open(sys.argv[1]).read(); open(sys.argv[2], 'w').write(t.replace('\"summary\": {', '\"summary\": {\"deep\": ' + '[' * 150000 + ']' * 150000 + ', ', 1))" "$BASE" "$T/deep.json"
+expect_error deep 2 "^factorybench: error: $T/deep.json: JSON nested deeper than 512 levels$" fb compare "$BASE" "$T/deep.json"
+expect_error deep_report 2 "^factorybench: error: $T/deep.json: JSON nested deeper than 512 levels$" fb report "$T/deep.json"
 expect_error bad_format 2 "invalid --format 'xml'" fb compare "$BASE" "$BASE" --format xml
 expect_error bad_tolerance 2 "invalid --tolerance 'lots'" fb compare "$BASE" "$BASE" --tolerance lots
 fb compare --help | grep -q "Exit status: 0 no regression; 1 at least one WORSE" && ok "--help documents the exit status" ||

@@ -159,6 +159,28 @@ TEST(Compare, AFloorThatMatchesNothingIsWarnedAbout) {
       "'*', metric 'busbw_gbps'): it gates nothing");
 }
 
+// A floor after a rule that ignores the metric gates it again (it was dropped, and compare exited 0).
+TEST(Compare, AFloorAfterAnIgnoreGatesTheMetric) {
+  CompareRules rules;
+  MetricRule ignore;
+  ignore.benchmark = "gemm";
+  ignore.metric = "mfu";
+  ignore.ignore = true;
+  ignore.where = "rules.json: $.rules[0]";
+  rules.rules.push_back(ignore);
+  rules.rules.push_back(parse_bound_rule("gemm/* mfu >= 0.5", "rules.json: $.rules[1]"));
+  EXPECT_FALSE(rules.resolve("gemm", "fp32/64x64x64", "mfu").ignore);
+  const auto base = report({result("gemm", "fp32/64x64x64", {{"mfu", metric(0.36, Better::higher)}})});
+  const auto cmp = compare_reports(base, base, rules, "base.json", "cand.json");
+  EXPECT_TRUE(cmp.warnings.empty());
+  ASSERT_EQ(cmp.rows.size(), 1u);
+  EXPECT_EQ(cmp.rows[0].verdict, Verdict::worse);
+  EXPECT_TRUE(cmp.rows[0].fails);
+  // Without the floor, the metric stays ignored.
+  rules.rules.pop_back();
+  EXPECT_TRUE(rules.resolve("gemm", "fp32/64x64x64", "mfu").ignore);
+}
+
 // A floor on metrics that a later rule ignores gates nothing either: said, and the floor is not applied.
 TEST(Compare, AFloorOverriddenByALaterIgnoreIsWarnedAbout) {
   CompareRules rules;

@@ -36,5 +36,17 @@ TEST(JsonFile, MalformedJsonKeepsItsOwnMessage) {
   EXPECT_EQ(error_of(R"({"a": 1,)"), "in.json: malformed JSON at byte 9");
 }
 
+// Nesting beyond 512 levels is refused as input (150,000 nested arrays overflowed the stack when the value
+// was copied: exit 139); 512 levels still parse.
+TEST(JsonFile, NestingBeyondTheLimitIsRefused) {
+  const auto nested = [](std::size_t depth) {
+    return "{\"summary\": " + std::string(depth - 1, '[') + std::string(depth - 1, ']') + "}";
+  };
+  EXPECT_NO_THROW((void)parse_json_text(nested(512), "in.json"));
+  EXPECT_EQ(error_of(nested(513)), "in.json: JSON nested deeper than 512 levels");
+  EXPECT_EQ(error_of(nested(200000)), "in.json: JSON nested deeper than 512 levels");
+  EXPECT_THROW(reject_duplicate_keys(nested(600), "in.json"), Error);
+}
+
 }  // namespace
 }  // namespace fb
