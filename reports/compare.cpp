@@ -477,6 +477,12 @@ Comparison compare_reports(const Report& baseline, const Report& candidate, cons
           rule.where, kind, rule.benchmark, rule.result, rule.metric));
   }
 
+  // A gate that judged nothing must not pass: every metric in common ignored by the rules, or none at all.
+  if (out.rows.empty())
+    throw input_error(
+        fmt::format("cannot compare {} with {}: nothing to judge: the {} result(s) in common "
+                    "have no metric that the rules leave gated",
+                    baseline_source, candidate_source, matched_count));
   for (auto& row : out.rows)
     row.fails = row.verdict == Verdict::worse || (row.verdict == Verdict::missing && rules.fail_on_missing);
   return out;

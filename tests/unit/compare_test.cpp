@@ -159,6 +159,27 @@ TEST(Compare, AFloorThatMatchesNothingIsWarnedAbout) {
       "'*', metric 'busbw_gbps'): it gates nothing");
 }
 
+// A comparison that judges nothing (every metric in common ignored) is refused: it passed as "0 metrics
+// compared, gate: pass".
+TEST(Compare, NothingToJudgeIsAnInputError) {
+  CompareRules rules;
+  MetricRule ignore;
+  ignore.metric = "*";
+  ignore.ignore = true;
+  rules.rules.push_back(ignore);
+  const auto r =
+      report({result("collective", "allreduce/bf16/1024", {{"busbw_gbps", metric(10, Better::higher)}})});
+  try {
+    (void)compare_reports(r, r, rules, "base.json", "cand.json");
+    FAIL() << "compared nothing, and passed";
+  } catch (const Error& e) {
+    EXPECT_STREQ(
+        e.what(),
+        "cannot compare base.json with cand.json: nothing to judge: the 1 result(s) in common have no "
+        "metric that the rules leave gated");
+  }
+}
+
 // A floor after a rule that ignores the metric gates it again (it was dropped, and compare exited 0).
 TEST(Compare, AFloorAfterAnIgnoreGatesTheMetric) {
   CompareRules rules;
@@ -190,8 +211,9 @@ TEST(Compare, AFloorOverriddenByALaterIgnoreIsWarnedAbout) {
   ignore.ignore = true;
   ignore.where = "rules.json: $.rules[1]";
   rules.rules.push_back(ignore);
-  const auto r =
-      report({result("collective", "allreduce/bf16/1024", {{"busbw_gbps", metric(10, Better::higher)}})});
+  const auto r = report(
+      {result("collective", "allreduce/bf16/1024",
+              {{"busbw_gbps", metric(10, Better::higher)}, {"algbw_gbps", metric(5, Better::higher)}})});
   const auto cmp = compare_reports(r, r, rules, "base.json", "cand.json");
   ASSERT_EQ(cmp.warnings.size(), 1u);
   EXPECT_EQ(
