@@ -39,9 +39,12 @@ std::string render_compare_table(const Comparison& c) {
   rows.reserve(c.rows.size() + 1);
   rows.push_back({"RESULT", "METRIC", "BASELINE", "CANDIDATE", "CHANGE", "RATIO", "VERDICT", "NOTE"});
   for (const auto& r : c.rows) {
-    rows.push_back({r.benchmark + "/" + r.result, r.metric, r.baseline ? format_value(*r.baseline) : "-",
+    // Names and notes come from the reports (a result's error text among them): one terminal line each.
+    rows.push_back({terminal_text(r.benchmark + "/" + r.result), terminal_text(r.metric),
+                    r.baseline ? format_value(*r.baseline) : "-",
                     r.candidate ? format_value(*r.candidate) : "-", r.change ? format_change(*r.change) : "-",
-                    r.ratio ? format_ratio(*r.ratio) : "-", std::string(to_string(r.verdict)), r.reason});
+                    r.ratio ? format_ratio(*r.ratio) : "-", std::string(to_string(r.verdict)),
+                    terminal_text(r.reason)});
   }
   std::array<std::size_t, kColumns> width{};
   for (const auto& row : rows)
@@ -51,10 +54,10 @@ std::string render_compare_table(const Comparison& c) {
 
   std::string out;
   out += fmt::format("baseline:  {}{}\n", c.baseline.source,
-                     c.baseline.label.empty() ? "" : "  (" + c.baseline.label + ")");
+                     c.baseline.label.empty() ? "" : "  (" + terminal_text(c.baseline.label) + ")");
   out += fmt::format("candidate: {}{}\n", c.candidate.source,
-                     c.candidate.label.empty() ? "" : "  (" + c.candidate.label + ")");
-  for (const auto& w : c.warnings) out += "warning: " + w + "\n";
+                     c.candidate.label.empty() ? "" : "  (" + terminal_text(c.candidate.label) + ")");
+  for (const auto& w : c.warnings) out += "warning: " + terminal_text(w) + "\n";
   out += "\n";
   for (const auto& row : rows) {
     std::string line;

@@ -132,6 +132,21 @@ TEST(CompareTable, AlignedColumnsAndGateLine) {
   EXPECT_EQ(lines.back(), "gate: pass -> exit 0");
 }
 
+// A result's error text (any bytes a report may carry) stays on its row and cannot drive the terminal.
+TEST(CompareTable, ErrorTextIsOneTerminalLine) {
+  auto base = run("b", {result("gemm", "x", {{"tflops", metric(10, Better::higher, "TFLOP/s")}})});
+  auto cand = run("c", {result("gemm", "x", {{"tflops", metric(10, Better::higher, "TFLOP/s")}})});
+  cand.results[0].fail("rank 1:\nwrong\x1b[2J answer");
+  const std::string table = render_compare_table(compare_reports(base, cand, {}, "b.json", "c.json"));
+  EXPECT_EQ(table.find('\x1b'), std::string::npos);
+  const auto lines = lines_of(table);
+  const auto row = std::find_if(lines.begin(), lines.end(),
+                                [](const std::string& l) { return l.find("wrong") != std::string::npos; });
+  ASSERT_NE(row, lines.end());
+  EXPECT_NE(row->find("rank 1:"), std::string::npos);  // the whole error on the row's one line
+  EXPECT_NE(row->find("answer"), std::string::npos);
+}
+
 TEST(ReportMarkdown, GoldenSingle) {
   auto rep = run("r1", {result("collective", "allreduce/fp32/1024",
                                {{"busbw_gbps", metric(1.5, Better::higher, "GB/s")},
