@@ -35,6 +35,29 @@ std::optional<double> sigma_of(const Metric& m) {
   return std::nullopt;
 }
 
+// `v` beside a bound it differs from, with the digits that show the difference: 0.4499996 against a floor
+// of 0.45 read "0.45 below floor 0.45".
+std::string format_value_apart(double v, double bound) {
+  std::string s = format_value(v);
+  if (v == bound || !std::isfinite(v) || !std::isfinite(bound) || s != format_value(bound)) return s;
+  for (int digits = 5; digits <= 17; ++digits)
+    if (s = fmt::format("{:.{}g}", v, digits); s != fmt::format("{:.{}g}", bound, digits)) return s;
+  return s;
+}
+
+// A change beyond the tolerance, with the decimals that show it beyond: -4.9999% of a 94.99995 against 100
+// read "-5.0% beyond ±5%".
+std::string format_change_beyond(double change, double tolerance) {
+  std::string s = format_change(change);
+  const double pct = std::fabs(change * 100.0), limit = tolerance * 100.0;
+  if (!std::isfinite(pct) || pct >= 1e6) return s;
+  for (int decimals = 1; decimals <= 12; ++decimals) {
+    const double scale = std::pow(10.0, decimals);
+    if (std::round(pct * scale) / scale > limit) return fmt::format("{:+.{}f}%", change * 100.0, decimals);
+  }
+  return s;
+}
+
 std::string result_key(const Result& r) {
   return r.benchmark + '\x1f' + r.name;
 }
@@ -89,10 +112,11 @@ void apply_bounds(MetricComparison& row, const EffectiveRule& rule) {
   auto append = [&](const std::string& s) { row.reason = row.reason.empty() ? s : row.reason + "; " + s; };
   if (rule.min && !(c >= *rule.min)) {
     row.verdict = Verdict::worse;
-    row.reason = fmt::format("{} below floor {}", format_value(c), format_value(*rule.min));
+    row.reason = fmt::format("{} below floor {}", format_value_apart(c, *rule.min), format_value(*rule.min));
   } else if (rule.max && !(c <= *rule.max)) {
     row.verdict = Verdict::worse;
-    row.reason = fmt::format("{} above ceiling {}", format_value(c), format_value(*rule.max));
+    row.reason =
+        fmt::format("{} above ceiling {}", format_value_apart(c, *rule.max), format_value(*rule.max));
   } else if (rule.min && rule.max) {
     append(fmt::format("within [{}, {}]", format_value(*rule.min), format_value(*rule.max)));
   } else if (rule.min) {
@@ -207,15 +231,15 @@ MetricVerdict judge_metric(const Metric& baseline, const Metric& candidate, cons
     } else {
       v.verdict = Verdict::ambiguous;
       v.reason = fmt::format("{} beyond ±{} tolerance but within noise ±{} (over max_noise {})",
-                             format_change(change), tolerance_percent(rule.tolerance), percent(*v.noise),
-                             percent(max_noise));
+                             format_change_beyond(change, rule.tolerance), tolerance_percent(rule.tolerance),
+                             percent(*v.noise), percent(max_noise));
     }
     return v;
   }
   const bool improved = (baseline.better == Better::higher) == (change > 0);
   v.verdict = improved ? Verdict::better : Verdict::worse;
   v.reason = b == 0 ? std::string("baseline is 0")
-                    : fmt::format("{} beyond ±{} tolerance", format_change(change),
+                    : fmt::format("{} beyond ±{} tolerance", format_change_beyond(change, rule.tolerance),
                                   tolerance_percent(rule.tolerance));
   if (v.noise) v.reason += " and noise ±" + percent(*v.noise);
   return v;

@@ -159,6 +159,28 @@ TEST(Compare, AFloorThatMatchesNothingIsWarnedAbout) {
       "'*', metric 'busbw_gbps'): it gates nothing");
 }
 
+// A value just past a floor, or a change just past the tolerance, is printed with the digits that show it
+// past: "0.45 below floor 0.45" and "-5.0% beyond ±5%" read as contradictions.
+TEST(Compare, NotesShowTheDigitsThatCrossTheBound) {
+  CompareRules rules;
+  rules.rules.push_back(parse_bound_rule("gemm/* tflops >= 0.45", "rules.json: $.rules[0]"));
+  const auto base = report({result("gemm", "x", {{"tflops", metric(0.45, Better::higher)}})});
+  const auto cand = report({result("gemm", "x", {{"tflops", metric(0.4499996, Better::higher)}})});
+  const auto floor = compare_reports(base, cand, rules, "base.json", "cand.json");
+  ASSERT_EQ(floor.rows.size(), 1u);
+  EXPECT_EQ(floor.rows[0].reason, "0.4499996 below floor 0.45");
+  const auto b100 = report({result("gemm", "x", {{"tflops", metric(100, Better::higher)}})});
+  const auto c94 = report({result("gemm", "x", {{"tflops", metric(94.999, Better::higher)}})});
+  const auto change = compare_reports(b100, c94, {}, "base.json", "cand.json");
+  ASSERT_EQ(change.rows.size(), 1u);
+  EXPECT_EQ(change.rows[0].verdict, Verdict::worse);
+  EXPECT_EQ(change.rows[0].reason, "-5.001% beyond ±5% tolerance");
+  // Far from the bound, the usual digits.
+  const auto c90 = report({result("gemm", "x", {{"tflops", metric(90, Better::higher)}})});
+  EXPECT_EQ(compare_reports(b100, c90, {}, "base.json", "cand.json").rows[0].reason,
+            "-10.0% beyond ±5% tolerance");
+}
+
 // A comparison that judges nothing (every metric in common ignored) is refused: it passed as "0 metrics
 // compared, gate: pass".
 TEST(Compare, NothingToJudgeIsAnInputError) {
