@@ -12,6 +12,9 @@ run_capture one fb locate --backend host --min-p2p-bw 1000 --allreduce-floor 100
 validate "$T/one.json"
 assert_json "$T/one.json" "[(r['name'].split('/')[0], r['status']) for r in d['results']] == [('p2p', 'skipped'), ('bisection', 'skipped')]" "one rank: both results skipped"
 assert_json "$T/one.json" "'--scope node takes one rank per host' in d['results'][0]['error'] and 'needs two or more' in d['results'][1]['error']" "one rank: the reasons"
+# The summary says skipped, not "all ok".
+fb report "$T/one.json" --format summary >"$T/one_summary.txt"
+head -1 "$T/one_summary.txt" | grep -q ": 1 step, 1 skipped$" && ok "one rank: summary says skipped" || fail "one rank summary: $(cat "$T/one_summary.txt")"
 
 run_capture node timeout 120 mpirun --oversubscribe -np 2 "$FACTORYBENCH" locate --backend host --tests p2p -b 64K \
   --min-p2p-bw 1000 -o "$T/node.json"
