@@ -170,6 +170,10 @@ HangWatchdog::~HangWatchdog() {
   }
 }
 
+std::filesystem::path call_state_file(const std::filesystem::path& dir, int rank) {
+  return state_file(dir, rank);
+}
+
 void publish_call_state(const std::filesystem::path& dir, const RankCallRecord& identity, bool done) {
   RankCallRecord r = identity;
   r.call = CallLog::instance().snapshot();

@@ -56,6 +56,8 @@ std::vector<int> frozen_ranks(const std::vector<RankCallRecord>& ranks);
 // rank's call state to <dir>/rank-R.state (write beside, rename: readers never see half a line), and read
 // every rank's (ranks without a readable file are left out).
 void publish_call_state(const std::filesystem::path& dir, const RankCallRecord& identity, bool done);
+// The file publish_call_state writes for `rank` (its modification time is the watchdog's pulse).
+std::filesystem::path call_state_file(const std::filesystem::path& dir, int rank);
 std::vector<RankCallRecord> read_call_states(const std::filesystem::path& dir, int world_size);
 
 // Whether this caller is the first to claim the hang report of the job whose states are in `dir`

@@ -16,6 +16,7 @@
 
 #include "core/atomic_file.hpp"
 #include "core/error.hpp"
+#include "core/hang_watchdog.hpp"
 #include "core/logging.hpp"
 #include "core/progress_meter.hpp"
 #include "core/units.hpp"
@@ -168,6 +169,43 @@ void validate_supervisor_options(const SupervisorOptions& o) {
 namespace {
 
 // How one attempt ended, from the wait and from its part of the event log.
+// Whether the job is inside a checkpoint save or restore, from the events appended since the last scan: a
+// save runs from ckpt_save_start to its ckpt_commit (an async save's background write included), or to a
+// ckpt_save_end that failed; a restore from ckpt_restore_start to ckpt_restore_end.
+class CheckpointPhase {
+ public:
+  explicit CheckpointPhase(std::uint64_t from) : offset_(from) {}
+  void scan(const fs::path& log, std::uint64_t size) {
+    if (size <= offset_) return;
+    std::ifstream in(log, std::ios::binary);
+    in.seekg(static_cast<std::streamoff>(offset_));
+    std::string chunk(static_cast<std::size_t>(size - offset_), '\0');
+    in.read(chunk.data(), static_cast<std::streamsize>(chunk.size()));
+    chunk.resize(static_cast<std::size_t>(in.gcount()));
+    const auto end = chunk.rfind('\n');  // whole lines only: the rest is read next time
+    if (end == std::string::npos) return;
+    offset_ += end + 1;
+    for (std::size_t at = 0; at <= end;) {
+      const auto eol = chunk.find('\n', at);
+      const std::string_view line(chunk.data() + at, eol - at);
+      const auto is = [&](std::string_view type) {
+        return line.find(fmt::format("\"type\":\"{}\"", type)) != std::string_view::npos;
+      };
+      if (is(event::ckpt_save_start)) saving_ = true;
+      if (is(event::ckpt_commit) || (is(event::ckpt_save_end) && line.find("\"ok\":false") != line.npos))
+        saving_ = false;
+      if (is(event::ckpt_restore_start)) restoring_ = true;
+      if (is(event::ckpt_restore_end)) restoring_ = false;
+      at = eol + 1;
+    }
+  }
+  bool in_checkpoint() const { return saving_ || restoring_; }
+
+ private:
+  std::uint64_t offset_;
+  bool saving_ = false, restoring_ = false;
+};
+
 struct AttemptOutcome {
   fs::path out_path;             // the launcher's stdout and stderr
   std::size_t first_event;       // index of the attempt's first event in the log
@@ -348,11 +386,24 @@ class Supervision {
     return a;
   }
 
-  // Waits for the attempt's process group to end, or kills it when the log stays silent or the budget (and
-  // its grace) is spent; leaves nothing of the group behind.
+  // Waits for the attempt's process group to end, or kills it when the job is silent or the budget (and
+  // its grace) is spent; leaves nothing of the group behind. Silent: the event log did not move for
+  // --heartbeat-timeout, except inside a checkpoint save or restore (the log is quiet while a shard is
+  // written or read) while rank 0's watchdog still pulses: that watchdog (train's,
+  // resilience/failure_detection.cpp) refreshes calls/rank-0.state twice a second and gives a save and a
+  // restore their own allowances, so a long healthy save is not a hang here either (every attempt held 4 s
+  // in a save was killed under a 2 s heartbeat). A frozen job stops the pulse too.
   void watch(pid_t child, int attempt, AttemptOutcome& a) {
     std::uint64_t seen = log_size(log_path_);
-    double last_beat = wall_now();
+    double last_beat = wall_now(), last_pulse = last_beat;
+    const auto pulse_path = call_state_file(o_.run_dir / "calls", 0);
+    const auto pulse = [&pulse_path] {
+      std::error_code ec;
+      const auto t = fs::last_write_time(pulse_path, ec);
+      return ec ? std::optional<fs::file_time_type>() : std::optional<fs::file_time_type>(t);
+    };
+    auto pulse_seen = pulse();  // an earlier attempt's file, unchanged, is no pulse
+    CheckpointPhase phase(seen);
     while (true) {
       if (::waitpid(child, &a.status, WNOHANG) == child) {
         a.detected_at = wall_now();
@@ -361,7 +412,8 @@ class Supervision {
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
       const auto size = log_size(log_path_);
       const double now = wall_now();
-      if (size != seen) seen = size, last_beat = now;
+      if (size != seen) seen = size, last_beat = now, phase.scan(log_path_, size);
+      if (const auto p = pulse(); p && p != pulse_seen) pulse_seen = p, last_pulse = now;
       if (progress_.due())
         if (const auto step = last_step_in_log(log_path_)) {
           if (until_budget())
@@ -372,7 +424,9 @@ class Supervision {
                              fmt::format("step {}/{}, attempt {}", *step, o_.steps, attempt));
         }
       if (size != drain_scan_offset_ && !a.drain_requested) request_drain_of_stragglers(a);
-      if (now - last_beat > o_.heartbeat_timeout_s) a.silent = true;
+      if (now - last_beat > o_.heartbeat_timeout_s &&
+          !(phase.in_checkpoint() && now - last_pulse <= o_.heartbeat_timeout_s))
+        a.silent = true;
       if (o_.time_budget_s > 0 && now - t_job_ > o_.time_budget_s + kTimeBudgetGraceS) a.budget = true;
       const bool removed = log_.removed();  // the run dir deleted: stopped as a silent job is, reported below
       if (a.silent || a.budget || removed) {

@@ -550,7 +550,8 @@ Command add_resilience_command(CLI::App& app) {
   sub->add_option("--drain-after", opt->drain_after, "Failures or straggler reports before a slot is drained")
       ->capture_default_str();
   sub->add_option("--heartbeat-timeout", opt->heartbeat_timeout,
-                  "Supervisor: kill and count a hang when the event log is silent this long")
+                  "Supervisor: kill and count a hang when the event log is silent this long (in a checkpoint "
+                  "save or restore: and rank 0's watchdog, which gives it its own time, has stopped)")
       ->capture_default_str();
   sub->add_flag("--preflight", opt->preflight,
                 "Run `factorybench health` through the launcher before every (re)launch; drain failing ranks "

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# The supervisor's --heartbeat-timeout inside a checkpoint save: a healthy save held longer than the
+# heartbeat (the event log silent, rank 0's watchdog pulsing) is not a hang, where every attempt used to be
+# killed in it until the restarts ran out (exit 1); a frozen job (SIGSTOP: log and pulse both stopped) is
+# still killed and counted as a hang, named as the supervisor's. (A hang in a step is the supervisor's after
+# the heartbeat as before: tests/e2e/slurm_cluster.sh.)
+. "$(dirname "$0")/../lib.sh"
+cd "$T"
+
+# A save held 12 s at step 10 under a 5 s heartbeat (5 s, not less: the launch before init_done is covered by
+# the event log alone, and under ctest's load it takes seconds).
+run_capture slow_save env FACTORYBENCH_TEST_CKPT_PAUSE="shard=12@10" timeout 300 "$FACTORYBENCH" resilience \
+  --ranks 2 --launcher-args "--oversubscribe" --model tiny-dense --steps 20 --checkpoint-every 5 --faults none \
+  --heartbeat-timeout 5s --max-restarts 1 --run-dir "$T/slow" -o "$T/slow.json"
+[ "$RC" -eq 0 ] && ok "a 12 s save under a 5 s heartbeat: exit 0" || fail "slow save: exit $RC: $(tail -5 "$T/slow_save.err")"
+! grep -q '"type":"failure_detected"' "$T/slow/events.jsonl" && ok "slow save: no failure detected" \
+  || fail "slow save: $(grep failure_detected "$T/slow/events.jsonl" | cut -c1-300)"
+grep '"type":"ckpt_commit"' "$T/slow/events.jsonl" | grep -q '"step":10' && ok "slow save: the held save of step 10 committed" \
+  || fail "slow save: step 10 not committed"
+
+# A frozen job: one rank under --launcher none, stopped once it has trained a step. No restart is allowed, so
+# the run ends at the supervisor's hang.
+"$FACTORYBENCH" resilience --ranks 1 --launcher none --model tiny-dense --steps 1000000 --checkpoint-every 100000 \
+  --faults none --heartbeat-timeout 3s --max-restarts 0 --run-dir "$T/frozen" -o "$T/frozen.json" \
+  >"$T/frozen.out" 2>"$T/frozen.err" &
+sup=$!
+for _ in $(seq 1 120); do  # until the job has trained a step
+  grep -q '"type":"step"' "$T/frozen/events.jsonl" 2>/dev/null && break
+  sleep 0.5
+done
+grep -q '"type":"step"' "$T/frozen/events.jsonl" 2>/dev/null || { kill -9 "$sup"; die "frozen: the job never trained a step"; }
+stop_tree() {  # SIGSTOP a process and everything under it
+  local p
+  for p in $(pgrep -P "$1"); do stop_tree "$p"; done
+  kill -STOP "$1" 2>/dev/null
+}
+for child in $(pgrep -P "$sup"); do stop_tree "$child"; done
+rc=0
+for _ in $(seq 1 120); do  # the supervisor kills it after 3 s of silence
+  kill -0 "$sup" 2>/dev/null || break
+  sleep 0.5
+done
+if kill -0 "$sup" 2>/dev/null; then
+  pkill -CONT -P "$sup"
+  kill -9 "$sup"
+  die "frozen: the supervisor did not end the frozen job within 60 s"
+fi
+wait "$sup" || rc=$?
+[ "$rc" -eq 1 ] && ok "frozen job: killed, restarts exhausted (exit 1)" || fail "frozen: exit $rc: $(tail -5 "$T/frozen.err")"
+grep '"type":"failure_detected"' "$T/frozen/events.jsonl" | grep '"kind":"hang"' \
+  | grep -q "supervisor: event log silent for 3 s; job killed" \
+  && ok "frozen job: a hang, named as the supervisor's" \
+  || fail "frozen: $(grep failure_detected "$T/frozen/events.jsonl" | cut -c1-300)"
+finish
