@@ -112,16 +112,35 @@ nlohmann::json resilience_params(const resilience::ResilienceOptions& o) {
 
 namespace {
 
+// True when the plan can fire a fault of `kind`: an explicit one, or a share of the random mix.
+bool plan_injects(const resilience::FaultPlan& plan, resilience::FaultKind kind) {
+  bool found =
+      std::any_of(plan.faults.begin(), plan.faults.end(), [&](const auto& f) { return f.kind == kind; });
+  if (plan.random)
+    for (const auto& [k, share] : plan.random->mix) found = found || (k == kind && share > 0);
+  return found;
+}
+
+// A checkpoint fault in a run that saves no checkpoint would only log "nothing to act on": a run that
+// reads as tested against a failed or corrupt checkpoint, and was not.
+void check_checkpoint_faults_act(const resilience::FaultPlan& plan, const resilience::ResilienceOptions& o) {
+  if (o.checkpoint_every > 0 || !o.checkpoint_interval.empty()) return;
+  if (plan_injects(plan, resilience::FaultKind::ckpt_write_fail))
+    throw usage_error(
+        "--faults injects ckpt-write-fail, which fails a checkpoint save, and this run saves none: add "
+        "--checkpoint-every N or --checkpoint-interval DURATION|auto");
+  // A resumed run holds the checkpoint it started from: that one can be corrupted.
+  if (!o.resume && plan_injects(plan, resilience::FaultKind::ckpt_corrupt))
+    throw usage_error(
+        "--faults injects ckpt-corrupt, which corrupts the newest checkpoint, and this run saves none: add "
+        "--checkpoint-every N or --checkpoint-interval DURATION|auto");
+}
+
 // SDC is detected by the replicas' checksum vote: with one replica there is nothing to compare, and with the
 // dense optimizer state sharded over DP a flipped master weight reaches every replica through the weights'
 // all-gather, so no vote could see it.
 void check_sdc_detectable(const resilience::FaultPlan& plan, const workloads::TrainOptions& train) {
-  bool sdc = std::any_of(plan.faults.begin(), plan.faults.end(),
-                         [](const auto& f) { return f.kind == resilience::FaultKind::sdc; });
-  if (plan.random)
-    for (const auto& [kind, share] : plan.random->mix)
-      sdc = sdc || (kind == resilience::FaultKind::sdc && share > 0);
-  if (!sdc) return;
+  if (!plan_injects(plan, resilience::FaultKind::sdc)) return;
   if (train.parallel.dp < 2)
     throw usage_error(
         fmt::format("--faults injects sdc, which nothing detects with --dp {}: the replica vote compares the "
@@ -209,6 +228,7 @@ TrainResilience check_train_resilience(resilience::ResilienceOptions o, const st
   // behind (issue 16).
   auto plan = resilience::job_fault_plan(o, world);
   check_sdc_detectable(plan, train);
+  check_checkpoint_faults_act(plan, o);
   return {std::move(o), std::move(plan)};
 }
 
@@ -408,6 +428,7 @@ int run_resilience(const ResilienceCommandOptions& o, Session& session) {
       throw unsupported_error("--attention-engine cudnn: cuDNN attention needs the cuda backend");
   }
   check_sdc_detectable(plan, train);
+  check_checkpoint_faults_act(plan, o.res);
   resilience::SupervisorOptions s;
   s.ranks = o.ranks;
   s.launcher = o.launcher;
@@ -538,6 +559,8 @@ Command add_resilience_command(CLI::App& app) {
   sub->add_option("--launcher-args", opt->launcher_args, "Extra launcher arguments (quoted)");
   add_train_options(*sub, opt->train);
   add_resilience_options(*sub, opt->res, opt->state_bytes, opt->mtbf);
+  // The supervisor sets --resume per attempt; given here it is refused with the reason, and not offered.
+  sub->get_option("--resume")->group("");
   sub->get_option("--faults")
       ->description(
           "Fault plan (required): KIND@step=N[,rank=R]...;... | random:mtbf=... | FILE.json | none (a "

@@ -94,6 +94,8 @@ assert_json "$T/corrupt.json" "any('rank-00001.shard checksum mismatch' in s['re
 # A supervised job starts from step 0; it neither resumes nor deletes another run's checkpoints.
 expect_error resume 2 "resilience --resume: a supervised job starts from step 0" \
   fb resilience --ranks 2 --faults "crash@step=3" --resume --run-dir "$T/bad" -o "$T/bad.json"
+fb resilience --help | grep -q -- "--resume" && fail "resilience --help offers --resume, which it refuses" \
+  || ok "resilience --help does not offer --resume"
 mkdir -p "$T/kept/checkpoints/step-00000005"
 expect_error kept 2 "--run-dir $T/kept already holds checkpoints \\($T/kept/checkpoints/step-00000005\\)" \
   fb resilience --ranks 2 --faults "crash@step=3" --run-dir "$T/kept" -o "$T/bad.json"
@@ -113,6 +115,12 @@ expect_error drain_no_spares 2 "--policy drain needs --spares N: a drained rank 
   fb resilience --ranks 2 --faults "crash@step=3" --policy drain --run-dir "$T/bad" -o "$T/bad.json"
 expect_error badfault 2 "invalid --faults 'crsh@step=3': unknown fault kind 'crsh'" \
   fb resilience --ranks 2 --faults "crsh@step=3" --run-dir "$T/bad" -o "$T/bad.json"
+# A checkpoint fault in a run that saves no checkpoint would act on nothing: refused, explicit or in a mix.
+expect_error writefail_no_ckpt 2 "^factorybench: error: --faults injects ckpt-write-fail, which fails a checkpoint save, and this run saves none: add --checkpoint-every N" \
+  fb resilience --ranks 2 --faults "ckpt-write-fail@step=3" --run-dir "$T/wf" -o "$T/bad.json"
+expect_error corrupt_no_ckpt 2 "^factorybench: error: --faults injects ckpt-corrupt, which corrupts the newest checkpoint, and this run saves none" \
+  fb train --backend host --model tiny-dense --steps 3 --faults "random:mtbf=1m,mix=crash:0.5/ckpt-corrupt:0.5" --run-dir "$T/cc" -o "$T/bad.json"
+[ ! -e "$T/wf" ] && [ ! -e "$T/cc" ] && ok "checkpoint faults refused before the run dir is made" || fail "a refused run left its run dir"
 [ ! -e "$T/bad.json" ] && ok "no report on bad input" || fail "a report was written on bad input"
 # The baseline: --faults none runs the same supervised job with no fault; train takes it too.
 run_capture baseline fb resilience --ranks 2 "${COMMON[@]}" --steps 6 --checkpoint-every 2 --faults none \
