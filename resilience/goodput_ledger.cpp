@@ -4,6 +4,8 @@
 #include <array>
 #include <cmath>
 #include <limits>
+#include <set>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -190,6 +192,7 @@ class LedgerBuilder {
     count_steps();
     fill_parts(split);
     fill_rates();
+    L_.ckpt_save_failures = static_cast<int>(failed_saves_.size());
     return L_;
   }
 
@@ -279,7 +282,7 @@ class LedgerBuilder {
     if (r.flag_or("ok", true))
       ++L_.ckpt_saves;
     else
-      ++L_.ckpt_save_failures;
+      failed_saves_.insert({L_.attempts, static_cast<std::int64_t>(r.number_or("step", -1))});
     last_activity_ = t;
   }
 
@@ -287,6 +290,11 @@ class LedgerBuilder {
     const std::string kind = r.text_or("kind", "unknown");
     if (!r.flag_or("fatal", true)) {
       ++L_.nonfatal_by_kind[kind];
+      // A save that never committed: a shard write that failed (in an async save's writer thread too, after
+      // its ckpt_save_end said the hand-off was ok) or a refused commit. Each rank that failed logs it: one
+      // save, counted once.
+      if (kind == "ckpt-write-fail")
+        failed_saves_.insert({L_.attempts, static_cast<std::int64_t>(r.number_or("step", -1))});
       return;
     }
     if (attempt_failed_) return;  // the same failure seen again (e.g. the supervisor after the watchdog)
@@ -382,7 +390,8 @@ class LedgerBuilder {
   double attempt_begin_, last_activity_;
   bool attempt_open_ = false, attempt_failed_ = false;
   double pending_relaunch_ = kNone;  // detection time of the last fatal failure awaiting a relaunch
-  double last_fault_at_ = kNone;     // latest fatal fault injected in this attempt
+  std::set<std::pair<int, std::int64_t>> failed_saves_;  // (attempt, step) of saves that did not commit
+  double last_fault_at_ = kNone;                         // latest fatal fault injected in this attempt
   double restore_start_at_ = kNone;
   long awaiting_resume_ = -1;    // failure_list index whose resume time is not yet known
   std::string last_fatal_kind_;  // of the failure the next relaunch answers

@@ -86,6 +86,11 @@ assert_json "$T/straggler.json" "d['results'][0]['metrics']['failures']['value']
 kind_run writefail "ckpt-write-fail@step=10,rank=1;crash@step=12,rank=0"
 assert_json "$T/writefail.json" "any(e['type'] == 'failure_detected' and e['kind'] == 'ckpt-write-fail' and e['rank'] == 1 and e['fatal'] is False for e in d['events'])" "ckpt-write-fail: detected on rank 1"
 assert_json "$T/writefail.json" "d['results'][0]['extra']['ledger']['checkpoints']['restored_steps'] == [0, 5]" "ckpt-write-fail: the previous checkpoint (5) stayed newest"
+assert_json "$T/writefail.json" "d['results'][0]['extra']['ledger']['checkpoints']['save_failures'] == 1" "ckpt-write-fail: one save failure"
+# An async save's write fails in the writer thread, after its hand-off ended ok: still a save failure.
+run_capture awf fb resilience --launcher none --ranks 1 --model tiny-dense --backend host --steps 12 --checkpoint-every 5 --async-checkpoint \
+  --faults ckpt-write-fail@step=5 --run-dir "$T/awf" -o "$T/awf.json"
+assert_json "$T/awf.json" "[d['results'][0]['extra']['ledger']['checkpoints'][k] for k in ('saves', 'save_failures', 'commits')] == [2, 1, 1]" "async ckpt-write-fail: 2 saves, 1 failed, 1 committed"
 kind_run corrupt "ckpt-corrupt@step=10,rank=1;crash@step=12,rank=0"
 assert_json "$T/corrupt.json" "d['results'][0]['extra']['ledger']['checkpoints']['restored_steps'] == [0, 5]" "ckpt-corrupt: corrupt step 10 skipped"
 assert_json "$T/corrupt.json" "any('rank-00001.shard checksum mismatch' in s['reason'] for s in d['results'][0]['extra']['ledger']['checkpoints']['skipped'])" "ckpt-corrupt: reason names the shard"

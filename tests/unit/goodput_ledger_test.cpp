@@ -252,6 +252,52 @@ TEST(GoodputLedger, NonFatalDetectionsDoNotCountAsFailures) {
   EXPECT_NEAR(L.parts.init_s / kMin, 0.1, 1e-6);
 }
 
+// A save that never committed counts once in save_failures, whichever way it failed: a sync write (its
+// ckpt_save_end not ok, and each failed rank's event), an async write in the writer thread (the hand-off's
+// ckpt_save_end was ok), a refused commit. The same step saved again in a later attempt is another save.
+TEST(GoodputLedger, SaveFailuresCountEachUncommittedSaveOnce) {
+  LogBuilder b;
+  double t = 0;
+  b.add(event::job_start, 0);
+  b.add(event::attempt_start, 0);
+  b.add(event::init_done, 0.1);
+  t = 0.1;
+  const auto write_fail = [&](std::int64_t step, int rank) {
+    auto& f = b.add(event::failure_detected, t);
+    f["kind"] = "ckpt-write-fail";
+    f["fatal"] = false;
+    f["rank"] = rank;
+    f["step"] = step;
+  };
+  b.steps(1, 2, 1, &t);
+  b.save(2, 0.5, &t);  // sync, failed on ranks 0 and 1
+  b.events.back()["ok"] = false;
+  write_fail(2, 0);
+  write_fail(2, 1);
+  b.steps(3, 4, 1, &t);
+  b.save(4, 0.1, &t);  // async hand-off ok, the write failed later
+  b.steps(5, 5, 1, &t);
+  write_fail(4, 1);
+  b.steps(6, 6, 1, &t);
+  b.save(6, 0.5, &t);  // committed
+  b.add(event::ckpt_commit, t)["step"] = 6;
+  b.add(event::attempt_end, t)["reason"] = "completed";
+  b.add(event::attempt_start, t);
+  b.add(event::init_done, t + 0.1);
+  t += 0.1;
+  b.steps(7, 8, 1, &t);
+  b.save(8, 0.5, &t);  // the commit refused (rank 0 logs it)
+  write_fail(8, 0);
+  b.add(event::job_end, t);
+  const Ledger L = compute_ledger(b.events);
+  expect_partition(L);
+  EXPECT_EQ(L.ckpt_saves, 3);          // blocking parts that ended ok: steps 4, 6, 8
+  EXPECT_EQ(L.ckpt_save_failures, 3);  // steps 2, 4, 8
+  EXPECT_EQ(L.ckpt_commits, 1);
+  EXPECT_EQ(L.nonfatal_by_kind.at("ckpt-write-fail"), 4);
+  EXPECT_EQ(L.failures, 0);
+}
+
 TEST(GoodputLedger, SilentCorruptionDetectedLaterWastesTheStepsInBetween) {
   LogBuilder b;
   double t = 0;
