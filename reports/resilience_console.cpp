@@ -39,8 +39,10 @@ void print_resilience_result(std::ostream& out, const Result& r,
     out << fmt::format("  launch failed (attempt {}), no rank started: {}\n", f.attempt, f.how);
   const auto& ck = L.checkpoints;
   for (const auto& k : ck.skipped) out << fmt::format("  skipped {}: {}\n", k.checkpoint, k.reason);
-  out << fmt::format("checkpoints: {} saved, {} committed, blocking {:.3f} s in all, write {:.3f} GB/s\n",
-                     ck.saves, ck.commits, ck.save_blocking_s, ck.write_gbps);
+  out << fmt::format("checkpoints: {} saved, {} committed{}, blocking {:.3f} s in all, write {:.3f} GB/s\n",
+                     ck.saves, ck.commits,
+                     ck.save_failures > 0 ? fmt::format(", {} failed (not committed)", ck.save_failures) : "",
+                     ck.save_blocking_s, ck.write_gbps);
   if (!ck.interval_policy.empty())
     out << fmt::format("checkpoint interval ({}): {:.3f} s = every {} step(s)\n", ck.interval_policy,
                        ck.interval_s, ck.interval_steps);

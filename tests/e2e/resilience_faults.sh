@@ -91,6 +91,8 @@ assert_json "$T/writefail.json" "d['results'][0]['extra']['ledger']['checkpoints
 run_capture awf fb resilience --launcher none --ranks 1 --model tiny-dense --backend host --steps 12 --checkpoint-every 5 --async-checkpoint \
   --faults ckpt-write-fail@step=5 --run-dir "$T/awf" -o "$T/awf.json"
 assert_json "$T/awf.json" "[d['results'][0]['extra']['ledger']['checkpoints'][k] for k in ('saves', 'save_failures', 'commits')] == [2, 1, 1]" "async ckpt-write-fail: 2 saves, 1 failed, 1 committed"
+grep -q "checkpoints: 2 saved, 1 committed, 1 failed (not committed)" "$T/awf.out" && ok "async ckpt-write-fail: the console says it failed" \
+  || fail "awf console: $(grep checkpoints: "$T/awf.out")"
 kind_run corrupt "ckpt-corrupt@step=10,rank=1;crash@step=12,rank=0"
 assert_json "$T/corrupt.json" "d['results'][0]['extra']['ledger']['checkpoints']['restored_steps'] == [0, 5]" "ckpt-corrupt: corrupt step 10 skipped"
 assert_json "$T/corrupt.json" "any('rank-00001.shard checksum mismatch' in s['reason'] for s in d['results'][0]['extra']['ledger']['checkpoints']['skipped'])" "ckpt-corrupt: reason names the shard"
