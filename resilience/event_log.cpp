@@ -49,6 +49,11 @@ EventLog::EventLog(std::filesystem::path path) : path_(std::move(path)) {
   }
   fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (fd_ < 0) throw runtime_error("cannot open the event log " + path_.string() + ": " + errno_text());
+  struct stat opened {};
+  if (::fstat(fd_, &opened) == 0) {
+    dev_ = opened.st_dev;
+    ino_ = opened.st_ino;
+  }
   // Repair a torn last line: if the file does not end with '\n', terminate it.
   const int rd = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
   if (rd >= 0) {
@@ -76,7 +81,8 @@ void EventLog::append(nlohmann::json event, Durability durability) {
 
 bool EventLog::removed() const {
   struct stat st {};
-  return ::fstat(fd_, &st) == 0 && st.st_nlink == 0;
+  if (::fstat(fd_, &st) == 0 && st.st_nlink == 0) return true;
+  return ::stat(path_.c_str(), &st) != 0 || st.st_dev != dev_ || st.st_ino != ino_;
 }
 
 nlohmann::json make_event(std::string_view type, double t) {

@@ -4,6 +4,8 @@
 // interleave) and fsync'ed for the events accounting cannot do without. Every event carries "type" and "t"
 // (wall-clock seconds since the Unix epoch, microsecond resolution). The goodput ledger is a pure function
 // of this log; the format of each event type is documented in docs/resilience.md.
+#include <sys/types.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
@@ -59,14 +61,17 @@ class EventLog {
   // Appends one event; adds "t" = wall_now() when absent. `event` must be an object with a "type".
   void append(nlohmann::json event, Durability durability = Durability::flush);
   const std::filesystem::path& path() const { return path_; }
-  // Whether the file this log writes to has been deleted or replaced since it was opened (no name links to
-  // it any more: its run dir was removed under a running job). The writes still succeed, into a file nobody
-  // will read, so the owner must ask. (NFS renames an open file it deletes instead: not seen there.)
+  // Whether the file this log writes to is no longer at its path: deleted, replaced by another file, or
+  // moved away (its run dir removed, renamed or swapped under a running job). The writes still succeed, into
+  // a file nobody will read where it is looked for, so the owner must ask. (One stat of the path: NFS's
+  // rename of a deleted open file is seen too.)
   bool removed() const;
 
  private:
   std::filesystem::path path_;
   int fd_ = -1;
+  dev_t dev_ = 0;  // the file opened, to tell it from another under the same name
+  ino_t ino_ = 0;
   std::mutex mutex_;  // the watchdog thread and the main thread both log
 };
 

@@ -428,7 +428,7 @@ class Supervision {
           !(phase.in_checkpoint() && now - last_pulse <= o_.heartbeat_timeout_s))
         a.silent = true;
       if (o_.time_budget_s > 0 && now - t_job_ > o_.time_budget_s + kTimeBudgetGraceS) a.budget = true;
-      const bool removed = log_.removed();  // the run dir deleted: stopped as a silent job is, reported below
+      const bool removed = log_.removed();  // the run dir gone: stopped as a silent job is, reported below
       if (a.silent || a.budget || removed) {
         a.detected_at = now;
         if (o_.launcher == Launcher::srun) {
@@ -449,8 +449,9 @@ class Supervision {
     if (log_.removed()) {
       ::waitpid(child, &a.status, 0);
       throw runtime_error(fmt::format(
-          "--run-dir {}: its event log was deleted during the run (the run dir removed or replaced?); "
-          "attempt {} was stopped, and no relaunch follows without the event log the accounting reads",
+          "--run-dir {}: its event log is no longer there (the run dir removed, moved or replaced during "
+          "the run?); attempt {} was stopped, and no relaunch follows without the event log the accounting "
+          "reads",
           o_.run_dir.string(), attempt));
     }
   }

@@ -284,13 +284,13 @@ bool TrainResilienceHooks::after_step(std::int64_t step, const workloads::StepOu
   if (step_times_.size() > 50) step_times_.erase(step_times_.begin());
   median_step_ = summarize(step_times_).median;
   if (mpi_.is_root()) {
-    // A run dir removed under the job: training on would log into a deleted file, with the lock gone and
-    // checkpoints recreated where no event says they are. Rank 0 stops the job (runtime error: exit 3).
+    // A run dir removed (or moved) under the job: training on would log into a file nobody reads, with the
+    // lock gone and checkpoints recreated where no event says they are. Rank 0 stops the job (exit 3).
     if (log_->removed())
       throw runtime_error(
-          fmt::format("--run-dir {}: its event log was deleted during the run (the run dir removed or "
-                      "replaced?); the job "
-                      "stops at step {} rather than train on without its event log and lock",
+          fmt::format("--run-dir {}: its event log is no longer there (the run dir removed, moved or "
+                      "replaced during the run?); the job stops at step {} rather than train on without its "
+                      "event log and lock",
                       dir_.string(), step));
     auto e = make_event(event::step, now);
     e["step"] = step;

@@ -555,7 +555,7 @@ TEST(EventLog, LastStepInLogReadsOnlyTheTail) {
   std::filesystem::remove_all(dir);
 }
 
-// A run dir removed under a running job: the log's writes still succeed, so the owner asks.
+// A run dir removed or moved under a running job: the log's writes still succeed, so the owner asks.
 TEST(EventLog, RemovedOnceItsFileIsDeletedOrReplaced) {
   const auto dir = std::filesystem::temp_directory_path() / ("fb-removed-" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
@@ -573,6 +573,13 @@ TEST(EventLog, RemovedOnceItsFileIsDeletedOrReplaced) {
   std::filesystem::rename(dir / "other", path);
   EXPECT_TRUE(second.removed());
   std::filesystem::remove_all(dir);
+  // Moved: the file keeps a name, no longer the one the log was opened at.
+  std::filesystem::create_directories(dir);
+  EventLog third(path);
+  EXPECT_FALSE(third.removed());
+  std::filesystem::rename(dir, dir.string() + ".moved");
+  EXPECT_TRUE(third.removed());
+  std::filesystem::remove_all(dir.string() + ".moved");
 }
 
 }  // namespace
