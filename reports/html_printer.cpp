@@ -558,17 +558,20 @@ std::string status_pill(const Result& r) {
 std::string single_table(const std::vector<NamedReport>& reports, const std::string& bench) {
   const auto columns = metric_columns(reports, bench);
   std::string out = "<div class=\"table-wrap\"><table>\n<thead><tr><th>result</th><th>status</th>";
-  for (const auto& c : columns)
-    out += fmt::format("<th class=\"num\">{}</th>", esc(metric_heading(c, metric_unit(reports, bench, c))));
+  std::vector<std::string> units;
+  for (const auto& c : columns) {
+    units.push_back(metric_unit(reports, bench, c));
+    out += fmt::format("<th class=\"num\">{}</th>", esc(metric_heading(c, units.back())));
+  }
   out += "</tr></thead>\n<tbody>\n";
   for (const Result* r : results_of(reports[0].report, bench)) {
     out += fmt::format("<tr><td>{}</td><td>{}</td>", esc(r->name), status_pill(*r));
-    for (const auto& c : columns) {
-      const Metric* m = r->metric(c);
-      out +=
-          fmt::format("<td class=\"num\"{}>{}</td>",
-                      m ? fmt::format(" title=\"{} {}\"", esc(value_cell(*m)), esc(m->unit)) : std::string(),
-                      m ? esc(value_cell(*m)) : "–");
+    for (std::size_t i = 0; i < columns.size(); ++i) {
+      const Metric* m = r->metric(columns[i]);
+      out += fmt::format(
+          "<td class=\"num\"{}>{}</td>",
+          m ? fmt::format(" title=\"{} {}\"", esc(format_value(m->value)), esc(m->unit)) : std::string(),
+          m ? esc(value_cell(*m, units[i])) : "–");
     }
     out += "</tr>\n";
     if (r->error)

@@ -33,8 +33,10 @@ std::string single_table(const Report& report, const std::vector<NamedReport>& a
   const auto columns = metric_columns(all, bench);
   std::string out = "| result | status |";
   std::string rule = "|---|---|";
+  std::vector<std::string> units;
   for (const auto& c : columns) {
-    out += fmt::format(" {} |", md_cell(metric_heading(c, metric_unit(all, bench, c))));
+    units.push_back(metric_unit(all, bench, c));
+    out += fmt::format(" {} |", md_cell(metric_heading(c, units.back())));
     rule += "---:|";
   }
   out += "\n" + rule + "\n";
@@ -42,9 +44,9 @@ std::string single_table(const Report& report, const std::vector<NamedReport>& a
     std::string status(to_string(r->status));
     if (r->error) status += fmt::format(": {}", *r->error);
     out += fmt::format("| {} | {} |", md_cell(r->name), md_cell(status));
-    for (const auto& c : columns) {
-      const Metric* m = r->metric(c);
-      out += fmt::format(" {} |", m ? value_cell(*m) : std::string("–"));
+    for (std::size_t i = 0; i < columns.size(); ++i) {
+      const Metric* m = r->metric(columns[i]);
+      out += fmt::format(" {} |", m ? md_cell(value_cell(*m, units[i])) : std::string("–"));
     }
     out += "\n";
   }

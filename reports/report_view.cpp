@@ -86,15 +86,20 @@ std::string metric_heading(const std::string& name, const std::string& unit) {
 
 std::string metric_unit(const std::vector<NamedReport>& reports, const std::string& benchmark,
                         const std::string& name) {
+  std::optional<std::string> unit;
   for (const auto& nr : reports)
     for (const auto& r : nr.report.results)
       if (r.benchmark == benchmark)
-        if (const Metric* m = r.metric(name); m && !m->unit.empty()) return m->unit;
-  return {};
+        if (const Metric* m = r.metric(name)) {
+          if (unit && *unit != m->unit) return {};  // mixed: no unit in the heading, one in each cell
+          unit = m->unit;
+        }
+  return unit.value_or("");
 }
 
-std::string value_cell(const Metric& m) {
-  return format_value(m.value);
+std::string value_cell(const Metric& m, const std::string& column_unit) {
+  const bool own = m.unit != column_unit && !m.unit.empty() && m.unit != "value";
+  return own ? format_value(m.value) + " " + m.unit : format_value(m.value);
 }
 
 std::vector<const Result*> results_of(const Report& report, const std::string& benchmark) {

@@ -28,13 +28,15 @@ std::vector<std::string> metric_columns(const std::vector<NamedReport>& reports,
                                         const std::string& benchmark);
 
 // A metric's column heading with its unit: "busbw_gbps (GB/s)", "mfu (fraction)", "loss" (unit "value").
-// metric_unit: the first unit seen for that metric of `benchmark`.
+// metric_unit: the unit every result of `benchmark` gives that metric; empty when they differ (a hand-made
+// or imported report), and then each cell carries its own (value_cell).
 std::string metric_heading(const std::string& name, const std::string& unit);
 std::string metric_unit(const std::vector<NamedReport>& reports, const std::string& benchmark,
                         const std::string& name);
 
-// A value as a cell: "482.3", "null" for a non-finite value.
-std::string value_cell(const Metric& m);
+// A value as a cell: "482.3", "null" for a non-finite value; "482.3 GB/s" when the column's unit
+// (metric_unit) is not the metric's own.
+std::string value_cell(const Metric& m, const std::string& column_unit);
 
 // The rows of a trend table for one benchmark: each (result, metric, unit) seen in any report, with each
 // report's value (absent where the report lacks it) and the result's status there (absent where the report

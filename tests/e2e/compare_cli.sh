@@ -118,6 +118,11 @@ bad=$(grep -vcE '^(# (HELP|TYPE) [a-zA-Z_:][a-zA-Z0-9_:]* .*|[a-zA-Z_:][a-zA-Z0-
 [ "$bad" -eq 0 ] && ok "prometheus lines parse" || fail "$bad prometheus lines do not parse"
 fb report "$SAMPLE" >"$T/report.md"
 grep -q "^## collective" "$T/report.md" && ok "markdown report" || fail "markdown report"
+# A metric given in two units by the results of one table: no unit in the heading, each value its own.
+"$PY" -c "import json, sys; d = json.load(open(sys.argv[1])); r = [x for x in d['results'] if x['benchmark'] == 'collective'][-1]; m = r['metrics']['busbw_gbps']; m['unit'] = 'MB/s'; m['value'] = 123.5; json.dump(d, open(sys.argv[2], 'w'))" "$SAMPLE" "$T/mixed.json"
+fb report "$T/mixed.json" >"$T/mixed.md"
+grep -q "| busbw_gbps |" "$T/mixed.md" && grep -q " 123.5 MB/s |" "$T/mixed.md" && grep -qE "\| [0-9.]+ GB/s \|" "$T/mixed.md" \
+  && ok "report: mixed units named in each cell" || fail "mixed units: $(grep -A4 "^## collective" "$T/mixed.md")"
 expect_error report_format 2 "invalid --format 'pdf'" fb report "$SAMPLE" --format pdf
 expect_error report_bad 2 'malformed.json: \$\.results\[0\]\.metrics\.busbw_gbps\.value' fb report "$T/malformed.json"
 # A report with no results renders nothing: a JUnit file of no testcase would pass a CI gate.
