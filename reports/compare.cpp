@@ -296,19 +296,12 @@ Comparison compare_reports(const Report& baseline, const Report& candidate, cons
   differ("devices", first_device(baseline), first_device(candidate));
 
   // Results match by benchmark + name: a name given twice would gate on one copy and call the other new.
-  const auto unique_results = [](const Report& r, const std::string& source) {
-    std::unordered_map<std::string, std::size_t> index;
-    index.reserve(r.results.size());
-    for (std::size_t i = 0; i < r.results.size(); ++i)
-      if (const auto [it, fresh] = index.emplace(result_key(r.results[i]), i); !fresh)
-        throw input_error(fmt::format(
-            "{}: $.results[{}]: result {}/{} is also $.results[{}]: results are matched by benchmark + name, "
-            "which must be unique",
-            source, i, r.results[i].benchmark, r.results[i].name, it->second));
-    return index;
-  };
-  (void)unique_results(baseline, baseline_source);
-  const auto cand_index = unique_results(candidate, candidate_source);
+  check_unique_results(baseline, baseline_source);
+  check_unique_results(candidate, candidate_source);
+  std::unordered_map<std::string, std::size_t> cand_index;
+  cand_index.reserve(candidate.results.size());
+  for (std::size_t i = 0; i < candidate.results.size(); ++i)
+    cand_index.emplace(result_key(candidate.results[i]), i);
   std::vector<bool> matched(candidate.results.size(), false);
   std::size_t matched_count = 0;
   // A candidate result a reference's pattern named but whose params differ: why it was not compared.

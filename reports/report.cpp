@@ -1,6 +1,9 @@
 #include "reports/report.hpp"
 
 #include <algorithm>
+#include <unordered_map>
+
+#include <fmt/format.h>
 
 #include "core/error.hpp"
 
@@ -92,6 +95,20 @@ Metric scaled_metric(const Metric& source, double factor, std::string unit, Bett
     m.stats = s;
   }
   return m;
+}
+
+void check_unique_results(const Report& report, const std::string& source) {
+  std::unordered_map<std::string, std::size_t> index;
+  index.reserve(report.results.size());
+  for (std::size_t i = 0; i < report.results.size(); ++i) {
+    const auto& r = report.results[i];
+    if (const auto [it, fresh] = index.emplace(r.benchmark + '\x1f' + r.name, i); !fresh)
+      throw input_error(
+          fmt::format("{}: $.results[{}]: result {}/{} is also $.results[{}]: results are told apart by "
+                      "benchmark + name, "
+                      "which must be unique",
+                      source, i, r.benchmark, r.name, it->second));
+  }
 }
 
 }  // namespace fb::reports

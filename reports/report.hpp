@@ -63,6 +63,11 @@ struct Report {
   bool any_failed() const;
 };
 
+// Results are told apart by benchmark + name (compare matches them so, a trend lines them up so, Prometheus
+// labels them so): one given twice throws an input Error naming `source`, the JSON paths of both and the
+// name.
+void check_unique_results(const Report& report, const std::string& source);
+
 // Metric from samples: value = median, stats attached.
 Metric metric_from_samples(std::span<const double> samples, std::string unit, Better better);
 // A metric that is `source` times a positive constant (mfu = tflops / peak, busbw = algbw x the bus

@@ -28,6 +28,8 @@ int run_report(const ReportOptions& opt, Session& session) {
     // A JUnit file of no testcase, or "0 steps, all ok", would pass a CI gate on a run that measured nothing.
     if (inputs.back().report.results.empty())
       throw input_error(fmt::format("{}: the report has no results, so there is nothing to render", path));
+    // A trend would line two copies up in one row, Prometheus would print the same series twice.
+    reports::check_unique_results(inputs.back().report, path);
     if (inputs.back().report.schema != reports::kSchemaV1)  // as compare warns
       log::warn("{}: schema {}, this build reads {}: fields it does not know are left out", path,
                 inputs.back().report.schema, reports::kSchemaV1);

@@ -118,6 +118,12 @@ bad=$(grep -vcE '^(# (HELP|TYPE) [a-zA-Z_:][a-zA-Z0-9_:]* .*|[a-zA-Z_:][a-zA-Z0-
 [ "$bad" -eq 0 ] && ok "prometheus lines parse" || fail "$bad prometheus lines do not parse"
 fb report "$SAMPLE" >"$T/report.md"
 grep -q "^## collective" "$T/report.md" && ok "markdown report" || fail "markdown report"
+# A result given twice: refused as compare refuses it (a trend row would hold one copy, Prometheus both).
+"$PY" -c "import json, sys; d = json.load(open(sys.argv[1])); d['results'].append(d['results'][0]); json.dump(d, open(sys.argv[2], 'w'))" "$SAMPLE" "$T/twice.json"
+for f in md prometheus; do
+  expect_error "report_twice_$f" 2 "^factorybench: error: $T/twice.json: \\\$\\.results\\[[0-9]+\\]: result [^ ]+ is also \\\$\\.results\\[0\\]: results are told apart by benchmark \\+ name, which must be unique$" \
+    fb report "$T/twice.json" --format "$f"
+done
 # A metric given in two units by the results of one table: no unit in the heading, each value its own.
 "$PY" -c "import json, sys; d = json.load(open(sys.argv[1])); r = [x for x in d['results'] if x['benchmark'] == 'collective'][-1]; m = r['metrics']['busbw_gbps']; m['unit'] = 'MB/s'; m['value'] = 123.5; json.dump(d, open(sys.argv[2], 'w'))" "$SAMPLE" "$T/mixed.json"
 fb report "$T/mixed.json" >"$T/mixed.md"

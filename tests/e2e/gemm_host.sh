@@ -41,7 +41,7 @@ assert_json "$T/model.json" "all(r['params']['pass'] in ('fwd', 'dgrad', 'wgrad'
 run_capture nocheck fb gemm --backend host --m 64 --n 64 --k 64 --iters 2 --no-check -o "$T/nocheck.json"
 assert_json "$T/nocheck.json" "d['results'][0]['params']['check'] is False and 'check' not in d['results'][0].get('extra', {})" "--no-check skips the reference"
 # A size given twice, or in a list and a range, is one case measured once: two results of one name made a
-# report compare refuses ("results are matched by benchmark + name, which must be unique").
+# report compare refuses ("results are told apart by benchmark + name, which must be unique").
 run_capture dup fb gemm --backend host --m 64,32:64:32,64 --n 64 --k 64 --iters 2 -o "$T/dup.json"
 assert_json "$T/dup.json" "[r['name'] for r in d['results']] == ['fp32/64x64x64', 'fp32/32x64x64']" "repeated sizes: each measured once, in the order first given"
 run_capture dup_compare fb compare "$T/dup.json" "$T/dup.json"

@@ -399,8 +399,8 @@ TEST(Compare, AResultGivenTwiceIsAnInputError) {
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::input);
     EXPECT_EQ(std::string(e.what()),
-              "cand.json: $.results[1]: result gemm/a is also $.results[0]: results are matched by benchmark "
-              "+ name, which must be unique");
+              "cand.json: $.results[1]: result gemm/a is also $.results[0]: results are told apart by "
+              "benchmark + name, which must be unique");
   }
   EXPECT_THROW(compare_reports(cand, base, {}), Error);
 }
