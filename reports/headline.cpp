@@ -15,41 +15,41 @@
 namespace fb::reports {
 namespace {
 
-enum class Pick { highest, first };
+enum class Pick { highest, lowest, first };
 
 struct HeadlineRule {
   std::string_view benchmark;
   std::string_view metric;  // the figure that heads the step
   Pick pick;
+  std::string_view label;                // what the figure is ("" = the metric's label)
   std::array<std::string_view, 3> also;  // metrics of the same result that follow it ("" = none)
+  std::string_view name_suffix = "";     // only results whose name ends so
 };
 
 // gemm: the fastest shape and its MFU; attention: the fastest shape's fwd+bwd TFLOP/s, its MFU and each
 // direction; collective: the peak bus bandwidth (nccl-tests' busbw); train: the step's MFU; resilience:
-// goodput and ETTR; simulate: the median projected goodput; health: the GEMM check against its expectation;
-// burnin: its TFLOP/s and SDC mismatches; locate: the median point-to-point bandwidth.
+// goodput and ETTR; simulate: the median projected goodput; mlperf: the score (the MLCommons summarizer's
+// mean), else the first run; health: the rank furthest below its GEMM expectation (the verdict's figure),
+// else the slowest rank's GEMM; burnin: its TFLOP/s and SDC mismatches; locate: the median point-to-point
+// bandwidth. A benchmark's rules are tried in order until one finds its figure.
 constexpr std::array kRules{
-    HeadlineRule{"gemm", "tflops", Pick::highest, {"mfu", "", ""}},
-    HeadlineRule{"attention", "tflops", Pick::highest, {"mfu", "forward_tflops", "backward_tflops"}},
-    HeadlineRule{"collective", "busbw_gbps", Pick::highest, {"", "", ""}},
-    HeadlineRule{"train", "mfu", Pick::first, {"step_time_s", "model_tflops_per_gpu", "loss"}},
-    HeadlineRule{"resilience", "goodput_pct", Pick::first, {"ettr", "failures", "mttf_s"}},
-    HeadlineRule{"simulate", "goodput_pct", Pick::first, {"ettr", "job_mtbf_h", ""}},
-    HeadlineRule{"mlperf", "time_to_train_min", Pick::first, {"", "", ""}},
-    HeadlineRule{"health", "tflops", Pick::first, {"expected_fraction", "", ""}},
-    HeadlineRule{"burnin", "tflops", Pick::first, {"sdc_mismatches", "gemms", ""}},
-    HeadlineRule{"locate", "p2p_bw_gbps", Pick::first, {"p2p_min_bw_gbps", "flagged_directions", ""}},
+    HeadlineRule{"gemm", "tflops", Pick::highest, "peak", {"mfu", "", ""}},
+    HeadlineRule{"attention", "tflops", Pick::highest, "peak", {"mfu", "forward_tflops", "backward_tflops"}},
+    HeadlineRule{"collective", "busbw_gbps", Pick::highest, "peak busbw", {"", "", ""}},
+    HeadlineRule{"train", "mfu", Pick::first, "", {"step_time_s", "model_tflops_per_gpu", "loss"}},
+    HeadlineRule{"resilience", "goodput_pct", Pick::first, "", {"ettr", "failures", "mttf_s"}},
+    HeadlineRule{"simulate", "goodput_pct", Pick::first, "", {"ettr", "job_mtbf_h", ""}},
+    HeadlineRule{"mlperf", "time_to_train_min", Pick::first, "score", {"", "", ""}, "/score"},
+    HeadlineRule{"mlperf", "time_to_train_min", Pick::first, "", {"", "", ""}},
+    HeadlineRule{"health", "expected_fraction", Pick::lowest, "slowest GEMM vs expected", {"tflops", "", ""}},
+    HeadlineRule{"health", "tflops", Pick::lowest, "slowest GEMM", {"", "", ""}},
+    HeadlineRule{"burnin", "tflops", Pick::first, "GEMM", {"sdc_mismatches", "gemms", ""}},
+    HeadlineRule{"locate", "p2p_bw_gbps", Pick::first, "", {"p2p_min_bw_gbps", "flagged_directions", ""}},
 };
-
-const HeadlineRule* rule_for(std::string_view benchmark) {
-  for (const auto& r : kRules)
-    if (r.benchmark == benchmark) return &r;
-  return nullptr;
-}
 
 // Short labels for the figures a headline shows; other metrics keep their names.
 std::string_view label_of(std::string_view name) {
-  static constexpr std::array<std::pair<std::string_view, std::string_view>, 13> kLabels{{
+  static constexpr std::array<std::pair<std::string_view, std::string_view>, 11> kLabels{{
       {"mfu", "MFU"},
       {"step_time_s", "step"},
       {"model_tflops_per_gpu", "per GPU"},
@@ -57,8 +57,6 @@ std::string_view label_of(std::string_view name) {
       {"ettr", "ETTR"},
       {"mttf_s", "MTTF"},
       {"job_mtbf_h", "job MTBF"},
-      {"busbw_gbps", "peak busbw"},
-      {"tflops", "peak"},
       {"forward_tflops", "fwd"},
       {"backward_tflops", "bwd"},
       {"time_to_train_min", "time to train"},
@@ -69,8 +67,8 @@ std::string_view label_of(std::string_view name) {
   return name;
 }
 
-std::string metric_text(std::string_view name, const Metric& m) {
-  const std::string_view label = label_of(name);
+std::string metric_text(std::string_view name, const Metric& m, std::string_view label_given = "") {
+  const std::string_view label = label_given.empty() ? label_of(name) : label_given;
   if (!std::isfinite(m.value)) return fmt::format("{} n/a", label);
   if (m.unit == "fraction") return fmt::format("{} {:.1f}%", label, 100 * m.value);
   if (m.unit == "%") return fmt::format("{} {:.1f}%", label, m.value);
@@ -80,53 +78,57 @@ std::string metric_text(std::string_view name, const Metric& m) {
   return fmt::format("{} {:.4g}{}", label, m.value, unitless ? "" : " " + m.unit);
 }
 
-std::string head_text(std::string_view name, const Metric& m) {
-  return metric_text(name, m);
-}
-
 // Aggregated rows (avg_busbw) carry no shape: the peak is taken over measured sizes only.
 bool is_aggregate(const Result& r) {
   return r.name.find("avg_busbw") != std::string::npos;
 }
 
-std::string figure_for(const std::vector<const Result*>& results) {
-  const Result* first = results.front();
-  const HeadlineRule* rule = rule_for(first->benchmark);
+// The result a rule picks, and its figure: ok results first; when none carries the figure, a failed one that
+// does (a failed resilience run's goodput matters more than any other figure of it).
+std::pair<const Result*, const Metric*> pick(const HeadlineRule& rule,
+                                             const std::vector<const Result*>& results) {
   const Result* best = nullptr;
   const Metric* head = nullptr;
-  // The ok results first; when none carries the figure, a failed one that does: a failed resilience run's
-  // goodput matters more than any other figure of it (the first metric by name was ckpt_restore_s).
   for (const bool ok_only : {true, false}) {
-    if (!rule || best) break;
     for (const Result* r : results) {
-      const Metric* m = r->metric(rule->metric);
+      const Metric* m = r->metric(rule.metric);
       // A null (non-finite) figure is no headline: it would read "n/a" and, first, beat every real one.
-      if (!m || !std::isfinite(m->value) || (ok_only && r->status != Status::ok) || is_aggregate(*r))
+      if (!m || !std::isfinite(m->value) || (ok_only && r->status != Status::ok) || is_aggregate(*r) ||
+          !r->name.ends_with(rule.name_suffix))
         continue;
-      if (!best || (rule->pick == Pick::highest && m->value > head->value)) best = r, head = m;
-      if (rule->pick == Pick::first) break;
+      if (!best || (rule.pick == Pick::highest && m->value > head->value) ||
+          (rule.pick == Pick::lowest && m->value < head->value))
+        best = r, head = m;
+      if (rule.pick == Pick::first) break;
     }
+    if (best) break;
   }
-  if (!best) {  // no rule, or no ok result carrying it: the first metric by name of the first result
-    // By name, not by position: a report read back from JSON lists its metrics sorted, and the live one
-    // in the order they were set; both must print the same line.
-    for (const Result* r : results)
-      if (!r->metrics.empty()) {
-        best = r;
-        break;
-      }
-    if (!best) return "";
-    const auto& first_named =
-        *std::min_element(best->metrics.begin(), best->metrics.end(),
-                          [](const auto& a, const auto& b) { return a.first < b.first; });
-    return fmt::format("{} ({})", metric_text(first_named.first, first_named.second), best->name);
+  return {best, head};
+}
+
+std::string figure_for(const std::vector<const Result*>& results) {
+  for (const auto& rule : kRules) {
+    if (rule.benchmark != results.front()->benchmark) continue;
+    const auto [best, head] = pick(rule, results);
+    if (!best) continue;
+    std::string out = fmt::format("{} ({})", metric_text(rule.metric, *head, rule.label), best->name);
+    for (std::string_view name : rule.also) {
+      if (name.empty()) continue;
+      if (const Metric* m = best->metric(name)) out += ", " + metric_text(name, *m);
+    }
+    return out;
   }
-  std::string out = fmt::format("{} ({})", head_text(rule->metric, *head), best->name);
-  for (std::string_view name : rule->also) {
-    if (name.empty()) continue;
-    if (const Metric* m = best->metric(name)) out += ", " + metric_text(name, *m);
-  }
-  return out;
+  // No rule, or none whose figure a result carries: the first metric by name of the first result with any.
+  // By name, not by position: a report read back from JSON lists its metrics sorted, and the live one in the
+  // order they were set; both must print the same line.
+  for (const Result* r : results)
+    if (!r->metrics.empty()) {
+      const auto& first_named =
+          *std::min_element(r->metrics.begin(), r->metrics.end(),
+                            [](const auto& a, const auto& b) { return a.first < b.first; });
+      return fmt::format("{} ({})", metric_text(first_named.first, first_named.second), r->name);
+    }
+  return "";
 }
 
 std::string step_of(const Result& r) {

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <tuple>
 
 #include "reports/headline.hpp"
 #include "reports/report_printers.hpp"
@@ -139,9 +140,35 @@ TEST(HeadlineTest, HealthBurninAndLocateHaveRulesAndTheFallbackIgnoresMetricOrde
   rep.results.push_back(result("other", "x", "other", {{"zeta", m(1, "count")}, {"alpha", m(2, "count")}}));
   const auto lines = headlines(rep);
   ASSERT_EQ(lines.size(), 3u);
-  EXPECT_EQ(lines[0].figure, "peak 0.17 TFLOP/s (gemm/rank0), expected_fraction 93.0%");
-  EXPECT_EQ(lines[1].figure, "peak 0.0626 TFLOP/s (burnin/node/vm), sdc_mismatches 0, gemms 29910");
+  EXPECT_EQ(lines[0].figure, "slowest GEMM vs expected 93.0% (gemm/rank0), tflops 0.17 TFLOP/s");
+  EXPECT_EQ(lines[1].figure, "GEMM 0.0626 TFLOP/s (burnin/node/vm), sdc_mismatches 0, gemms 29910");
   EXPECT_EQ(lines[2].figure, "alpha 2 (x)");
+}
+
+// Health is judged rank by rank: its line shows the rank furthest below its expectation, not rank 0's figure
+// called a peak; a run with no expectation (one rank on the host) shows the slowest GEMM.
+TEST(HeadlineTest, HealthShowsTheRankFurthestBelowItsExpectation) {
+  Report rep;
+  for (const auto& [rank, tflops, fraction] :
+       {std::tuple{"gemm/rank0", 0.17, 0.99}, {"gemm/rank1", 0.19, 0.81}, {"gemm/rank2", 0.12, 0.95}})
+    rep.results.push_back(
+        result("health", rank, "health",
+               {{"tflops", m(tflops, "TFLOP/s")}, {"expected_fraction", m(fraction, "fraction")}}));
+  EXPECT_EQ(headlines(rep)[0].figure, "slowest GEMM vs expected 81.0% (gemm/rank1), tflops 0.19 TFLOP/s");
+  for (auto& r : rep.results)
+    std::erase_if(r.metrics, [](const auto& named) { return named.first == "expected_fraction"; });
+  EXPECT_EQ(headlines(rep)[0].figure, "slowest GEMM 0.12 TFLOP/s (gemm/rank2)");
+}
+
+// MLPerf's figure is the score (the summarizer's mean over the runs), not the first run's time.
+TEST(HeadlineTest, MlperfIsHeadedByItsScoreWhenThereIsOne) {
+  Report rep;
+  rep.results.push_back(result("mlperf", "llama/run1", "", {{"time_to_train_min", m(30.5, "min")}}));
+  rep.results.push_back(result("mlperf", "llama/run2", "", {{"time_to_train_min", m(28, "min")}}));
+  rep.results.push_back(result("mlperf", "llama/score", "", {{"time_to_train_min", m(29.1, "min")}}));
+  EXPECT_EQ(headlines(rep)[0].figure, "score 29.1 min (llama/score)");
+  rep.results.pop_back();
+  EXPECT_EQ(headlines(rep)[0].figure, "time to train 30.5 min (llama/run1)");
 }
 
 TEST(HeadlineTest, SummaryFormatRendersOneLinePerStepUnderItsRun) {
