@@ -13,10 +13,11 @@
 
 namespace fb::tools {
 
-CommandHangWatchdog::CommandHangWatchdog(const MpiContext& mpi, std::string command, reports::Report partial,
+CommandHangWatchdog::CommandHangWatchdog(const MpiContext& mpi, std::string command,
+                                         const std::string& run_id, Session::HangReport report_on_hang,
                                          std::string output, const std::filesystem::path& run_dir,
                                          double timeout_s)
-    : mpi_(mpi), dir_(run_dir / ("fb-hang-" + partial.run.value("id", std::string("run")))) {
+    : mpi_(mpi), dir_(run_dir / ("fb-hang-" + run_id)) {
   if (timeout_s <= 0) return;
   // --run-dir is the user's: one that cannot hold the state files is a usage error, on every rank alike
   // (the watchdog's own "cannot create" was a runtime failure, exit 3).
@@ -32,8 +33,8 @@ CommandHangWatchdog::CommandHangWatchdog(const MpiContext& mpi, std::string comm
   me.rank = mpi.rank();
   me.host = mpi.hostname();
   me.local_rank = mpi.local_rank();
-  auto on_hang = [partial = std::move(partial), output = std::move(output), command = std::move(command),
-                  dir = dir_](const std::vector<std::string>& found) mutable {
+  auto on_hang = [report_on_hang = std::move(report_on_hang), output = std::move(output),
+                  command = std::move(command), dir = dir_](const std::vector<std::string>& found) {
     std::string msg;
     for (const auto& l : found) msg += (msg.empty() ? "" : "; ") + l;
     reports::Result r;
@@ -44,9 +45,11 @@ CommandHangWatchdog::CommandHangWatchdog(const MpiContext& mpi, std::string comm
     r.fail(msg);
     reports::print_hang(std::cout, r);
     std::cout.flush();
-    partial.results.push_back(r);
-    partial.run["finished_at"] = workloads::utc_timestamp();
-    if (!output.empty()) reports::write_report(output, partial);
+    if (output.empty()) return;
+    if (auto report = report_on_hang(r)) {
+      report->run["finished_at"] = workloads::utc_timestamp();
+      reports::write_report(output, *report);
+    }
   };
   watchdog_ = std::make_unique<HangWatchdog>(dir_, me, mpi.size(), timeout_s, std::move(on_hang));
 }

@@ -11,14 +11,17 @@
 #include "core/hang_watchdog.hpp"
 #include "core/mpi_context.hpp"
 #include "reports/report.hpp"
+#include "tools/session.hpp"
 
 namespace fb::tools {
 
 class CommandHangWatchdog {
  public:
-  // timeout_s <= 0: off. `partial` is what the report holds if the job hangs; `output` the report path (may
-  // be empty). Every rank constructs it.
-  CommandHangWatchdog(const MpiContext& mpi, std::string command, reports::Report partial, std::string output,
+  // timeout_s <= 0: off. `report_on_hang` makes what -o holds if the job hangs (Session::hang_report: the
+  // command's report so far, or inside a suite the suite's), `output` the report path (may be empty). Every
+  // rank constructs it.
+  CommandHangWatchdog(const MpiContext& mpi, std::string command, const std::string& run_id,
+                      Session::HangReport report_on_hang, std::string output,
                       const std::filesystem::path& run_dir, double timeout_s);
   // No hang: stops the watchdog and removes the state files. Collective.
   void finish();

@@ -97,7 +97,9 @@ int run_health(const HealthCliOptions& cli, Session& session) {
   auto report = session.begin_report();
   // A rank that hangs (a wedged GPU or NIC) is named, and the job ends, instead of waiting for the
   // scheduler's time limit.
-  CommandHangWatchdog watchdog(mpi, "health", report, session.options().output, cli.run_dir, hang_timeout);
+  CommandHangWatchdog watchdog(mpi, "health", report.run.value("id", std::string("run")),
+                               session.hang_report(report), session.options().output, cli.run_dir,
+                               hang_timeout);
   const auto run = workloads::run_health_checks(mpi, backend, session.peak(), o, session.telemetry());
   watchdog.finish();
   if (mpi.is_root()) {

@@ -386,7 +386,9 @@ int run_locate(const LocateCliOptions& cli, Session& session) {
   if (!floors.used.empty()) report.summary["locate"]["floors"] = floors.used;
 
   // The watchdog's side channel: <run-dir>/fb-hang-<run id>/rank-R.state (tools/command_hang_watchdog.hpp).
-  CommandHangWatchdog watchdog(mpi, "locate", report, session.options().output, cli.run_dir, hang_timeout);
+  CommandHangWatchdog watchdog(mpi, "locate", report.run.value("id", std::string("run")),
+                               session.hang_report(report), session.options().output, cli.run_dir,
+                               hang_timeout);
   bool named = false;
 
   workloads::P2pOptions p;

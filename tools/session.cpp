@@ -150,6 +150,15 @@ void Session::collect_into(reports::Report* sink, std::string step) {
   sink_step_ = std::move(step);
 }
 
+Session::HangReport Session::hang_report(reports::Report partial) const {
+  if (sink_ && suite_hang_report_) return suite_hang_report_;
+  return [partial = std::move(partial)](const reports::Result& hang) -> std::optional<reports::Report> {
+    auto out = partial;
+    out.results.push_back(hang);
+    return out;
+  };
+}
+
 int Session::finish(reports::Report& report) {
   if (telemetry_ && mpi_) {  // collective, like finish itself: every rank has a sampler or none does
     const double to_s = telemetry_->mark();

@@ -54,6 +54,14 @@ class Session {
 
   // Suite mode: finish() merges each step's report into `sink` under `step` (nullptr ends it).
   void collect_into(reports::Report* sink, std::string step);
+
+  // What a command's hang watchdog writes to -o when the job hangs (tools/command_hang_watchdog.hpp): the
+  // report to write given the hang's failed result, or nothing to write. Alone: the command's own report so
+  // far (`partial`) with the hang. Inside a suite: the suite's report so far with the hang as the step's
+  // result (set_suite_hang_report), so that the steps before it are not lost.
+  using HangReport = std::function<std::optional<reports::Report>(const reports::Result& hang)>;
+  HangReport hang_report(reports::Report partial) const;
+  void set_suite_hang_report(HangReport make) { suite_hang_report_ = std::move(make); }
   // Where a command writes a rendering of its own (report, compare): -o/--output, but inside a suite, whose
   // -o is the suite's JSON report, nothing (the rendering goes to stdout).
   std::string rendering_output() const { return sink_ ? std::string() : options_.output; }
@@ -92,6 +100,7 @@ class Session {
   double telemetry_from_s_ = 0;  // start of the window the next finish() summarises
   reports::Report* sink_ = nullptr;
   std::string sink_step_;
+  HangReport suite_hang_report_;
   bool checking_only_ = false;
 };
 

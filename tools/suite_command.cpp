@@ -17,10 +17,12 @@
 #include "core/logging.hpp"
 #include "core/rank_collectives.hpp"
 #include "reports/headline.hpp"
+#include "reports/report_json.hpp"
 #include "reports/suite_step_extra.hpp"
 #include "tools/commands.hpp"
 #include "tools/shell_words.hpp"
 #include "tools/suite_file.hpp"
+#include "workloads/run_environment.hpp"
 
 namespace fb::tools {
 namespace {
@@ -54,6 +56,39 @@ void preflight(const Suite& suite, const std::vector<ParsedStep>& parsed, Sessio
       }
     }
   });
+}
+
+// A step's own verdict result (benchmark "suite", named for the step, its args as params).
+reports::Result step_result(const SuiteStep& step) {
+  reports::Result r;
+  r.benchmark = "suite";
+  r.name = step.name;
+  r.params = {{"args", step.args}};
+  reports::write_suite_step(r, step.name);
+  return r;
+}
+
+// The suite's report as it stands if the job ends inside step `index` (0-based): the steps before it as they
+// ran, this one failed with `ending` (the hang the watchdog found, or "did not finish"), the rest not run.
+reports::Report report_ending_in(reports::Report so_far, nlohmann::json step_log, const Suite& suite,
+                                 std::size_t index, reports::Result ending) {
+  const auto& step = suite.steps[index];
+  reports::write_suite_step(ending, step.name);
+  so_far.results.push_back(std::move(ending));
+  step_log.push_back({{"name", step.name}, {"args", step.args}, {"exit_code", nullptr}, {"ended_job", true}});
+  for (std::size_t k = index + 1; k < suite.steps.size(); ++k) {
+    auto rest = step_result(suite.steps[k]);
+    rest.status = reports::Status::skipped;
+    rest.error = fmt::format("not run: the job ended during step '{}'", step.name);
+    so_far.results.push_back(std::move(rest));
+    step_log.push_back({{"name", suite.steps[k].name},
+                        {"args", suite.steps[k].args},
+                        {"exit_code", nullptr},
+                        {"skipped", true}});
+  }
+  so_far.summary["suite"]["steps"] = std::move(step_log);
+  so_far.summary["suite"]["verdict"] = "fail";
+  return so_far;
 }
 
 int run_suite(const SuiteOptions& opt, Session& session) {
@@ -92,6 +127,24 @@ int run_suite(const SuiteOptions& opt, Session& session) {
     int step_rc = 0;
     std::string error;
     session.collect_into(&report, step.name);
+    // Nothing lost if the job ends inside this step (killed, crashed, out of memory, at a time limit): -o
+    // already holds the steps before it, this one as not finished and the rest as not run. A hang the
+    // step's watchdog finds (health, locate) is written the same way on rank 0, with its diagnosis; the other
+    // ranks hold no results to write.
+    const bool root = session.is_root();
+    const auto& output = session.options().output;
+    if (root && !output.empty()) {
+      auto unfinished = step_result(step);
+      unfinished.fail("did not finish: the job ended during this step (killed, crashed or hung)");
+      auto pending = report_ending_in(report, step_log, suite, index - 1, std::move(unfinished));
+      pending.run["finished_at"] = workloads::utc_timestamp();
+      reports::write_report(output, pending);
+    }
+    session.set_suite_hang_report(
+        [&, root, at = index - 1](const reports::Result& hang) -> std::optional<reports::Report> {
+          if (!root) return std::nullopt;
+          return report_ending_in(report, step_log, suite, at, hang);
+        });
     const std::size_t results_before = report.results.size();
     try {
       step_rc = parsed[index - 1].action(session);
@@ -101,16 +154,13 @@ int run_suite(const SuiteOptions& opt, Session& session) {
       error = e.what();
     }
     session.collect_into(nullptr, {});
+    session.set_suite_hang_report(nullptr);
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     const bool ok = step_rc == 0;
     // A step that adds no result of its own (compare, report, an error before measuring) still gets one:
     // its verdict, so that the report, its summary line and JUnit show every step, a failed gate among them.
     if (!error.empty() || report.results.size() == results_before) {
-      reports::Result own;
-      own.benchmark = "suite";
-      own.name = step.name;
-      own.params = {{"args", step.args}};
-      reports::write_suite_step(own, step.name);
+      auto own = step_result(step);
       if (!error.empty())
         own.fail(error);
       else if (!ok)
@@ -128,11 +178,7 @@ int run_suite(const SuiteOptions& opt, Session& session) {
       // The steps not run are in the report as skipped, so it says why they have no figures.
       for (std::size_t k = index; k < suite.steps.size(); ++k) {
         const auto& rest = suite.steps[k];
-        reports::Result skipped;
-        skipped.benchmark = "suite";
-        skipped.name = rest.name;
-        skipped.params = {{"args", rest.args}};
-        reports::write_suite_step(skipped, rest.name);
+        auto skipped = step_result(rest);
         skipped.status = reports::Status::skipped;
         skipped.error = fmt::format("not run: --fail-fast after step '{}' failed", step.name);
         report.results.push_back(std::move(skipped));

@@ -127,6 +127,22 @@ grep -qE "^hang: rank 1 \(host .*, GPU 1\) never entered allreduce #1 \(4 MiB\)$
   && ok "hang: rank 1 named as never entering the all-reduce" || fail "hang: $(cat "$T/hang.out")"
 [ "$(grep -c "never entered" "$T/hang.out")" -eq 1 ] && ok "hang: one diagnosis" || fail "hang: printed $(grep -c "never entered" "$T/hang.out") times"
 assert_json "$T/hang.json" "[(r['name'], r['status']) for r in d['results']] == [('hang', 'failed')] and 'rank 1' in d['results'][0]['error']" "hang: the report's hang result names rank 1"
+# Inside a suite the hang loses none of the steps before it: rank 0 writes the suite's report so far, the hung
+# step failed with the diagnosis, the rest not run. A rank 0 that hangs itself (another rank reports) leaves the
+# report the suite wrote before the step: the step did not finish.
+cat >"$T/hang_suite.json" <<EOF
+{"name": "hang", "steps": [
+  {"name": "g1", "command": "gemm", "args": "--m 64 --n 64 --k 64 --iters 3 --warmup 1"},
+  {"name": "h", "command": "health", "args": "--checkpoint-dir $T/ckpt --checkpoint-size 1M --hang-timeout 2s --run-dir $T/hangdir"},
+  {"name": "g2", "command": "gemm", "args": "--m 64 --n 64 --k 64 --iters 3 --warmup 1"}]}
+EOF
+for who in 1 0; do
+  run_capture "hang_suite$who" timeout 120 mpirun --oversubscribe -np 2 -x FACTORYBENCH_INJECT=hang@rank=$who,call=1 "$FACTORYBENCH" \
+    --backend host suite "$T/hang_suite.json" --output "$T/hang_suite$who.json"
+  [ "$RC" -ne 0 ] && [ "$RC" -ne 124 ] || fail "hang_suite$who: exit $RC"
+done
+assert_json "$T/hang_suite1.json" "[(r['benchmark'], r['name'], r['status']) for r in d['results']] == [('gemm', 'fp32/64x64x64', 'ok'), ('health', 'hang', 'failed'), ('suite', 'g2', 'skipped')] and 'rank 1' in d['results'][1]['error'] and d['summary']['suite']['verdict'] == 'fail'" "suite hang: step 1 kept, the hang named, step 3 not run"
+assert_json "$T/hang_suite0.json" "[(r['benchmark'], r['name'], r['status']) for r in d['results']] == [('gemm', 'fp32/64x64x64', 'ok'), ('suite', 'h', 'failed'), ('suite', 'g2', 'skipped')] and 'did not finish' in d['results'][1]['error']" "suite hang on rank 0: step 1 kept, the step did not finish"
 run_capture nohang fb_mpirun 2 health --backend host --checkpoint-dir "$T/ckpt" --checkpoint-size 1M --run-dir "$T/nohang"
 [ "$RC" -eq 0 ] && [ -z "$(ls -A "$T/nohang" 2>/dev/null)" ] && ok "no hang: exit 0, no state files left" \
   || fail "nohang: exit $RC, left $(ls -A "$T/nohang" 2>/dev/null)"
