@@ -17,6 +17,8 @@
 #include "core/random_fill.hpp"
 #include "core/rank_collectives.hpp"
 #include "core/statistics.hpp"
+#include "core/system_info.hpp"
+#include "core/system_info.hpp"
 #include "core/units.hpp"
 #include "workloads/collective_check.hpp"
 #include "workloads/collective_table.hpp"
@@ -265,22 +267,39 @@ void validate_collective_options(const CollectiveOptions& o, int world) {
 
 namespace {
 
-// Two buffers of the largest case (a third for NCCL's in-place staging), checked against the smallest free
-// memory of all ranks so every rank stops alike, before anything is allocated. Returns one buffer's bytes.
+// Two buffers of the largest case (a third for NCCL's in-place staging), and --check's host copies of a
+// case's input and output (check_case: on the host backend the buffers' own memory, on a GPU the host's),
+// checked against the smallest free memory of all ranks so every rank stops alike, before anything is
+// allocated. Returns one buffer's bytes.
 std::uint64_t checked_buffer_bytes(const CollectiveOptions& o, const MpiContext& mpi, const Backend& backend,
                                    const std::vector<Case>& cases, int n) {
   const std::size_t elem = elem_bytes(o);
   std::uint64_t buffer_bytes = 0;
   for (const auto& c : cases) buffer_bytes = std::max(buffer_bytes, case_buffer_bytes(c, elem));
-  const std::uint64_t need = buffer_bytes * (o.inplace ? backend.defaults().collective.inplace_buffers : 2);
+  const std::uint64_t buffers = o.inplace ? backend.defaults().collective.inplace_buffers : 2;
+  const std::uint64_t staging = o.check ? 2 : 0;
+  const bool same_memory = backend.kind() == BackendKind::host;
+  const std::uint64_t need = buffer_bytes * (buffers + (same_memory ? staging : 0));
   const auto free_min =
       allreduce(mpi, static_cast<std::uint64_t>(backend.free_memory_bytes()), RankReduce::min);
   if (need > free_min)
     throw usage_error(
-        fmt::format("invalid size: the largest case needs {} per rank ({} buffers of {}), but only {} "
-                    "is free (-e/--maxbytes or --moe-tokens/--hidden too large)",
+        fmt::format("invalid size: the largest case needs {} per rank ({} buffers of {}{}), but only {} "
+                    "is free (-e/--maxbytes or --moe-tokens/--hidden too large{})",
                     format_bytes(need), need / std::max<std::uint64_t>(buffer_bytes, 1),
-                    format_bytes(buffer_bytes), format_bytes(free_min)));
+                    format_bytes(buffer_bytes), same_memory && staging ? ", 2 of them --check's copies" : "",
+                    format_bytes(free_min), same_memory && staging ? ", or --no-check" : ""));
+  if (!same_memory && staging > 0) {
+    const std::uint64_t host_free = allreduce(
+        mpi,
+        read_host_info().memory_available_bytes / static_cast<std::uint64_t>(std::max(mpi.local_size(), 1)),
+        RankReduce::min);
+    if (staging * buffer_bytes > host_free)
+      throw usage_error(fmt::format(
+          "invalid size: --check copies the largest case's input and output to host memory, {} per rank, but "
+          "only {} of host memory is free per rank (-e/--maxbytes smaller, or --no-check)",
+          format_bytes(staging * buffer_bytes), format_bytes(host_free)));
+  }
   if (cases.empty())
     throw usage_error(
         fmt::format("invalid size range: every size from -b {} to -e {} rounds to 0 bytes on {} ranks",

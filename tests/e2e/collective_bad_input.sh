@@ -10,6 +10,12 @@ expect_error factor_negative 2 "invalid --stepfactor -2: must not be negative" f
 expect_error unknown_op 2 "--op 'allscatter'" fb "${C[@]}" --op allscatter -o "$T/r3.json"
 expect_error unknown_dtype 2 "dtype.*fp7" fb "${C[@]}" -d fp7 -o "$T/r4.json"
 expect_error too_large 2 "needs .* per rank.*free" fb "${C[@]}" -b 64T -e 64T -o "$T/r5.json"
+# --check copies a case's input and output on top of the two buffers (the host's own memory here): a size
+# whose two buffers fit and four do not is refused up front, not killed after minutes of measuring.
+avail=$(awk '/^MemAvailable:/ {printf "%.0f", $2 * 1024}' /proc/meminfo)
+third=$((avail / 3))
+expect_error too_large_checked 2 "needs .* per rank \(4 buffers of .*, 2 of them --check's copies\), but only .* is free .*, or --no-check\)$" \
+  fb "${C[@]}" -b "$third" -e "$third" -o "$T/r5c.json"
 expect_error split_1 2 "--split 2: must divide the world size 1" fb "${C[@]}" --split 2 -o "$T/r6.json"
 expect_error bad_size 2 "minbytes" fb "${C[@]}" -b 12Q -o "$T/r7.json"
 expect_error bad_redop 2 "reduce op 'prod'" fb "${C[@]}" --redop prod -o "$T/r8.json"
