@@ -71,7 +71,7 @@ std::uint64_t parse_size(std::string_view text, std::string_view what) {
   else
     throw bad("unknown unit (use K, M, G or T)");
   const double bytes = number * scale;
-  if (bytes != std::floor(bytes)) throw bad("not a whole number of bytes");
+  if (bytes != std::floor(bytes)) throw bad("not a whole number");  // also counts (--m, --sweep-gpus)
   if (bytes > 9.0e18) throw bad("too large");
   return static_cast<std::uint64_t>(bytes);
 }

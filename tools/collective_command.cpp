@@ -67,6 +67,12 @@ workloads::CollectiveOptions resolve(const CollectiveCliOptions& cli, std::uint6
   } catch (const Error& e) {
     throw usage_error(std::string("--dtype: ") + e.what());
   }
+  // tf32 is a GEMM compute mode, stored as fp32: a collective moves fp32, and rows labelled tf32 would be
+  // fp32 figures under another name.
+  if (o.type == DType::tf32)
+    throw usage_error(
+        "invalid --dtype tf32: a GEMM compute mode, not a type collectives move; its data is fp32 "
+        "(use -d fp32)");
   o.redop = parse_reduce_op(cli.redop);
   const auto any_op = [&](bool workloads::CollectiveInfo::*has) {
     return std::any_of(o.ops.begin(), o.ops.end(),

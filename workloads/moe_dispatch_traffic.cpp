@@ -103,6 +103,20 @@ void validate_moe_routing(const MoeRouting& r, int ranks) {
   if (r.top_k < 1 || r.top_k > r.experts)
     throw usage_error("invalid --top-k " + std::to_string(r.top_k) + ": must be between 1 and --experts (" +
                       std::to_string(r.experts) + ")");
+  constexpr int kMaxExperts = 1 << 16;  // far beyond any published MoE (DeepSeek-V3: 256 routed experts)
+  if (r.experts > kMaxExperts)
+    throw usage_error(fmt::format("invalid --experts {}: at most {}", r.experts, kMaxExperts));
+  // Every rank builds the whole routing table, a weighted draw over the experts per token and choice: bound
+  // the set-up (about 2e8 draws a second on one core), which ran silent for hours at the option limits.
+  const double draws = static_cast<double>(r.tokens) * ranks * r.experts * (r.top_k + 2.0);
+  constexpr double kMaxDraws = 2e10;
+  if (draws > kMaxDraws)
+    throw usage_error(fmt::format(
+        "invalid --moe-tokens {} with --experts {} and --top-k {} on {} ranks: the routing table takes "
+        "{:.2g} "
+        "draws (tokens x ranks x experts x (top-k + 2)) to build before the first message, at most {:.0e} (a "
+        "minute or two); fewer tokens or experts",
+        r.tokens, r.experts, r.top_k, ranks, draws, kMaxDraws));
   if (r.experts % ranks != 0)
     throw usage_error("invalid --experts " + std::to_string(r.experts) + ": must be divisible by the " +
                       std::to_string(ranks) + " ranks of the expert-parallel group");

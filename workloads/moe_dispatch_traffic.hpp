@@ -44,8 +44,9 @@ struct MoeRouting {
   std::uint64_t seed = 42;
 };
 
-// Throws usage Errors naming the option: tokens, hidden, experts, top-k ≥ 1; top-k ≤ experts; experts
-// divisible by `ranks`; skew ≥ 0.
+// Throws usage Errors naming the option: tokens, hidden, experts, top-k ≥ 1; top-k ≤ experts ≤ 65536; experts
+// divisible by `ranks`; skew ≥ 0; a routing table of at most 2e10 draws (tokens × ranks × experts × (top-k +
+// 2)).
 void validate_moe_routing(const MoeRouting& routing, int ranks);
 
 // Tokens each rank sends to each rank: every token of every rank picks top_k distinct experts (weighted

@@ -9,6 +9,9 @@ expect_error factor_lt_2 2 "stepfactor 1: must be in \\[2, 1024\\]" fb "${C[@]}"
 expect_error factor_negative 2 "invalid --stepfactor -2: must not be negative" fb "${C[@]}" -b 8 -e 64 -f -2 -o "$T/r2.json"
 expect_error unknown_op 2 "--op 'allscatter'" fb "${C[@]}" --op allscatter -o "$T/r3.json"
 expect_error unknown_dtype 2 "dtype.*fp7" fb "${C[@]}" -d fp7 -o "$T/r4.json"
+expect_error tf32 2 "^factorybench: error: invalid --dtype tf32: a GEMM compute mode, not a type collectives move; its data is fp32 \(use -d fp32\)$" fb "${C[@]}" -d tf32 -o "$T/r4t.json"
+expect_error experts_huge 2 "^factorybench: error: invalid --experts 1000000000: at most 65536$" fb "${C[@]}" --op alltoallv --moe-tokens 64 --experts 1000000000 --top-k 2 -o "$T/r4e.json"
+expect_error routing_huge 2 "^factorybench: error: invalid --moe-tokens 16777216 with --experts 256 and --top-k 8 on 1 ranks: the routing table takes 4.3e\+10 draws" fb "${C[@]}" --op alltoallv --moe-tokens 16777216 --experts 256 --top-k 8 -o "$T/r4r.json"
 expect_error too_large 2 "needs .* per rank.*free" fb "${C[@]}" -b 64T -e 64T -o "$T/r5.json"
 # --check copies a case's input and output on top of the two buffers (the host's own memory here): a size
 # whose two buffers fit and four do not is refused up front, not killed after minutes of measuring.

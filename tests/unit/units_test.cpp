@@ -34,6 +34,16 @@ TEST(ParseSize, RejectsBadInputNamingTheOption) {
   }
 }
 
+// Sizes are also counts (--m, --sweep-gpus): a fraction is "not a whole number", with no bytes in it.
+TEST(ParseSize, AFractionIsNotAWholeNumber) {
+  try {
+    parse_size("64.7", "--m");
+    ADD_FAILURE() << "accepted 64.7";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()), "invalid --m '64.7': not a whole number");
+  }
+}
+
 TEST(ParseDuration, AcceptsCommonUnits) {
   EXPECT_DOUBLE_EQ(parse_duration("500ms"), 0.5);
   EXPECT_DOUBLE_EQ(parse_duration("90s"), 90);
