@@ -22,6 +22,7 @@
 #include "resilience/cluster_simulator.hpp"
 #include "resilience/failure_model.hpp"
 #include "resilience/simulation_result.hpp"
+#include "tools/comma_list.hpp"
 #include "tools/commands.hpp"
 #include "tools/count_option.hpp"
 
@@ -39,7 +40,7 @@ struct SimulateOptions {
   std::optional<double> work_days;  // a fixed amount of work: the job ends when it is done
   std::string failure_model;
   std::string job_mtbf;
-  std::string interval = "daly";
+  std::optional<std::string> interval;  // unset: daly (an explicit daly is told from it)
   std::string checkpoint_cost, detection, relaunch, restore;
   std::string calibrate;
   std::optional<std::int64_t> spares;
@@ -58,23 +59,9 @@ double positive_duration(const std::string& text, const std::string& option) {
   return s;
 }
 
-// Items of a comma-separated list; an empty one ("8,,16", a trailing comma) is a usage error naming `option`.
-std::vector<std::string> split_list(const std::string& text, const std::string& option) {
-  std::vector<std::string> out;
-  std::stringstream ss(text);
-  std::string item;
-  while (std::getline(ss, item, ',')) {
-    if (item.empty()) throw usage_error(fmt::format("invalid {} '{}': an empty item", option, text));
-    out.push_back(item);
-  }
-  if (!text.empty() && text.back() == ',')
-    throw usage_error(fmt::format("invalid {} '{}': an empty item", option, text));
-  return out;
-}
-
 std::vector<std::int64_t> parse_gpu_list(const std::string& text) {
   std::vector<std::int64_t> out;
-  for (const auto& item : split_list(text, "--sweep-gpus")) {
+  for (const auto& item : split_comma_list(text, "--sweep-gpus")) {
     const auto n = parse_size(item, "--sweep-gpus");
     if (n == 0)
       throw usage_error(fmt::format("invalid --sweep-gpus '{}': GPU counts must be positive", item));
@@ -224,7 +211,7 @@ int run_simulate(const SimulateOptions& opt, Session& session) {
   // One of each pair: the other would be silently ignored.
   if (!opt.sweep_gpus.empty() && opt.gpus)
     throw usage_error("--gpus and --sweep-gpus are exclusive: give one");
-  if (!opt.sweep_interval.empty() && opt.interval != "daly")
+  if (!opt.sweep_interval.empty() && opt.interval)
     throw usage_error("--checkpoint-interval and --sweep-interval are exclusive: give one");
   if (!opt.sweep_gpus.empty())
     gpu_counts = parse_gpu_list(opt.sweep_gpus);
@@ -233,29 +220,32 @@ int run_simulate(const SimulateOptions& opt, Session& session) {
   else
     throw usage_error("simulate needs --gpus N or --sweep-gpus LIST");
 
+  const std::string interval = opt.interval.value_or("daly");
   // (policy, fixed interval, the text the user gave for it)
   std::vector<std::tuple<IntervalPolicy, std::optional<double>, std::string>> intervals;
   if (!opt.sweep_interval.empty()) {
-    for (const auto& item : split_list(opt.sweep_interval, "--sweep-interval")) {
+    for (const auto& item : split_comma_list(opt.sweep_interval, "--sweep-interval")) {
       const double d = positive_duration(item, "--sweep-interval");
+      // Results are named for the interval in whole seconds (fixed-600s): two that round alike would be
+      // two results of one name, which compare refuses.
       for (const auto& seen : intervals)
-        if (std::get<1>(seen) == d)
-          throw usage_error(fmt::format("invalid --sweep-interval '{}': {} and {} are the same interval",
-                                        opt.sweep_interval, std::get<2>(seen), item));
+        if (std::lround(*std::get<1>(seen)) == std::lround(d))
+          throw usage_error(
+              fmt::format("invalid --sweep-interval '{}': {} and {} are the same interval to the second",
+                          opt.sweep_interval, std::get<2>(seen), item));
       intervals.emplace_back(IntervalPolicy::fixed, d, item);
     }
     if (intervals.empty()) throw usage_error("invalid --sweep-interval: expected a list such as 10m,30m,1h");
-  } else if (opt.interval == "auto" || opt.interval == "young" || opt.interval == "daly") {
-    intervals.emplace_back(resilience::parse_interval_policy(opt.interval), std::nullopt, opt.interval);
+  } else if (interval == "auto" || interval == "young" || interval == "daly") {
+    intervals.emplace_back(resilience::parse_interval_policy(interval), std::nullopt, interval);
   } else {
     // Not a policy: a duration, positive and sane (that error names the bound), or neither (that error lists
     // every choice).
-    const bool duration =
-        !opt.interval.empty() && (std::isdigit(static_cast<unsigned char>(opt.interval[0])) ||
-                                  opt.interval[0] == '.' || opt.interval[0] == '-');
-    if (!duration) resilience::parse_interval_policy(opt.interval);  // throws
-    intervals.emplace_back(IntervalPolicy::fixed, positive_duration(opt.interval, "--checkpoint-interval"),
-                           opt.interval);
+    const bool duration = !interval.empty() && (std::isdigit(static_cast<unsigned char>(interval[0])) ||
+                                                interval[0] == '.' || interval[0] == '-');
+    if (!duration) resilience::parse_interval_policy(interval);  // throws
+    intervals.emplace_back(IntervalPolicy::fixed, positive_duration(interval, "--checkpoint-interval"),
+                           interval);
   }
   std::vector<resilience::SimulationCase> cases;
   double total_events = 0;

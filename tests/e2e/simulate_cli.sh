@@ -141,7 +141,11 @@ fb -q simulate --gpus 8 --trials 5 --days 3 --job-mtbf 2h -o "$T/fails.json"
 run_capture nofail_gate fb compare "$T/fails.json" "$T/nofail.json"
 [ "$RC" -eq 0 ] && grep -qE "job_mtbf_h .*MISSING" "$T/nofail_gate.out" && ok "no failure: compare passes, MTBF MISSING" || fail "no-failure gate: rc=$RC $(tail -3 "$T/nofail_gate.out")"
 expect_error twice-gpus 2 "invalid --sweep-gpus '8,16,8': 8 is listed twice" fb simulate --sweep-gpus 8,16,8
-expect_error twice-interval 2 "invalid --sweep-interval '10m,600s': 10m and 600s are the same interval" fb simulate --gpus 8 --sweep-interval 10m,600s
+expect_error twice-interval 2 "invalid --sweep-interval '10m,600s': 10m and 600s are the same interval to the second" fb simulate --gpus 8 --sweep-interval 10m,600s
+# Results are named for the interval in whole seconds: two that round alike would share a name.
+expect_error rounded-interval 2 "invalid --sweep-interval '600s,600.4s': 600s and 600.4s are the same interval to the second" fb simulate --gpus 8 --sweep-interval 600s,600.4s
+# daly is the default, and given it is told from it: exclusive with --sweep-interval as young is.
+expect_error daly-and-sweep 2 "--checkpoint-interval and --sweep-interval are exclusive: give one" fb simulate --gpus 8 --checkpoint-interval daly --sweep-interval 10m
 expect_error huge-seed 2 "--seed: '18446744073709551616' is beyond the largest seed, 2\^64-1" fb simulate --gpus 8 --seed 18446744073709551616
 
 # Under mpirun every rank simulates the same seeded trials; rank 0 alone prints the table.
