@@ -231,6 +231,12 @@ void HangWatchdog::loop() {
     // Stuck: give every rank two periods to publish a fresh state, then read them all.
     lock.unlock();
     std::this_thread::sleep_for(std::chrono::duration<double>(2.5 * period));
+    // A call that ended meanwhile was slow, not stuck: no diagnosis of a job that moves.
+    if (const auto now = CallLog::instance().snapshot();
+        now.entered != mine.entered || now.left != mine.left) {
+      lock.lock();
+      continue;
+    }
     write_state(false);
     auto all = read_call_states(dir_, world_size_);
     int reporter = identity_.rank;

@@ -125,8 +125,10 @@ void print_locate_report(std::ostream& out, const Report& report) {
     } else if (test == "bisection") {
       for (auto& l : bisection_lines(r)) lines.push_back(std::move(l));
     } else if (test == "transport") {
-      lines.push_back("transport: " +
-                      (r.status == Status::failed && r.error ? *r.error : read_transport_extra(r).summary));
+      lines.push_back("transport: " + (r.status == Status::skipped ? "SKIP (" + r.error.value_or("") + ")"
+                                       : r.status == Status::failed && r.error
+                                           ? *r.error
+                                           : read_transport_extra(r).summary));
     }
   }
   for (const auto& l : lines) out << l << "\n";

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "core/error.hpp"
+#include "core/units.hpp"
 
 #include "reports/locate_console.hpp"
 #include "reports/locate_extra.hpp"
@@ -12,6 +13,17 @@
 #include "workloads/run_environment.hpp"
 
 namespace fb::tools {
+
+double parse_command_hang_timeout(const std::string& text) {
+  const double s = parse_duration(text, "--hang-timeout");
+  if (s > 0 && s < 1)
+    throw usage_error(
+        fmt::format("invalid --hang-timeout '{}': 0 (off) or at least 1s; a shorter limit takes an ordinary "
+                    "collective for "
+                    "a hang",
+                    text));
+  return s;
+}
 
 CommandHangWatchdog::CommandHangWatchdog(const MpiContext& mpi, std::string command,
                                          const std::string& run_id, Session::HangReport report_on_hang,
@@ -23,6 +35,8 @@ CommandHangWatchdog::CommandHangWatchdog(const MpiContext& mpi, std::string comm
   // (the watchdog's own "cannot create" was a runtime failure, exit 3).
   {
     std::error_code ec;
+    run_dir_made_ = !std::filesystem::exists(run_dir, ec);
+    run_dir_ = run_dir;
     std::filesystem::create_directories(dir_, ec);
     if (!mpi.all_true(!ec))
       throw usage_error(fmt::format(
@@ -60,6 +74,9 @@ void CommandHangWatchdog::finish() {
   mpi_.barrier();
   std::error_code ec;
   if (mpi_.is_root()) std::filesystem::remove_all(dir_, ec);
+  // A --run-dir this run made is not left behind, empty (remove() takes an empty directory only).
+  mpi_.barrier();
+  if (run_dir_made_) std::filesystem::remove(run_dir_, ec);
 }
 
 }  // namespace fb::tools

@@ -15,6 +15,10 @@
 
 namespace fb::tools {
 
+// --hang-timeout of locate and health: 0 (off) or at least a second; a shorter limit takes an ordinary
+// collective for a hang (and the watchdog polls every 50 ms at best).
+double parse_command_hang_timeout(const std::string& text);
+
 class CommandHangWatchdog {
  public:
   // timeout_s <= 0: off. `report_on_hang` makes what -o holds if the job hangs (Session::hang_report: the
@@ -29,7 +33,8 @@ class CommandHangWatchdog {
 
  private:
   const MpiContext& mpi_;
-  std::filesystem::path dir_;
+  std::filesystem::path dir_, run_dir_;
+  bool run_dir_made_ = false;  // --run-dir did not exist: removed again once empty
   std::unique_ptr<HangWatchdog> watchdog_;
 };
 

@@ -8,6 +8,8 @@
 
 #include "core/error.hpp"
 #include "core/fault_injection.hpp"
+#include "core/rank_collectives.hpp"
+#include "core/system_info.hpp"
 #include "core/units.hpp"
 #include "reports/health_console.hpp"
 #include "tools/command_hang_watchdog.hpp"
@@ -65,7 +67,7 @@ int run_health(const HealthCliOptions& cli, Session& session) {
   o.seed = session.options().seed;
   workloads::validate_health_options(o);
 
-  const double hang_timeout = parse_duration(cli.hang_timeout, "--hang-timeout");
+  const double hang_timeout = parse_command_hang_timeout(cli.hang_timeout);
   if (cli.run_dir_given && hang_timeout == 0)
     throw usage_error(
         "--run-dir holds the hang watchdog's state files: it does nothing with --hang-timeout 0");
@@ -92,6 +94,32 @@ int run_health(const HealthCliOptions& cli, Session& session) {
             "and "
             "the health check runs it many times; at most {} a call here (a smaller --gemm-size, or a GPU)",
             o.gemm_size, type, format_duration(seconds), *peak, format_duration(kMaxCallSeconds)));
+    }
+  }
+  // A given --allreduce-size must fit: the check holds two buffers on the device and its input and output on
+  // the host (on the host backend the same memory: four). One that does not is the input's fault, refused on
+  // every rank alike, not a node failed for it (std::bad_alloc). The default size is not refused: a node
+  // short of memory for it fails its checks, as it should.
+  if (!cli.allreduce_size.empty()) {
+    const bool same_memory = backend.kind() == BackendKind::host;
+    const auto device_free =
+        allreduce(mpi, static_cast<std::uint64_t>(backend.free_memory_bytes()), RankReduce::min);
+    const auto host_free = allreduce(
+        mpi,
+        read_host_info().memory_available_bytes / static_cast<std::uint64_t>(std::max(mpi.local_size(), 1)),
+        RankReduce::min);
+    const auto refuse = [&](std::uint64_t need, std::uint64_t free, const char* where) {
+      if (need > free)
+        throw usage_error(
+            fmt::format("invalid --allreduce-size {}: the all-reduce check needs {} of {} memory "
+                        "per rank, but only {} is free",
+                        cli.allreduce_size, format_bytes(need), where, format_bytes(free)));
+    };
+    if (same_memory) {
+      refuse(4 * o.allreduce_bytes, device_free, "host");
+    } else {
+      refuse(2 * o.allreduce_bytes, device_free, "device");
+      refuse(2 * o.allreduce_bytes, host_free, "host");
     }
   }
   auto report = session.begin_report();

@@ -150,12 +150,23 @@ CheckOutcome check_clocks(Context& c) {
   if (c.cuda)
     return c.gpu ? gpu_clocks_outcome(*c.gpu, window, clock_thresholds(c.peak))
                  : outcome("clocks", Verdict::skip, nvml_skip(c));
-  std::optional<double> load_clock;
-  if (window && (*window)["host"].contains("cpu_mhz"))
-    load_clock = (*window)["host"]["cpu_mhz"]["median"].get<double>();
-  else if (const auto mhz = host::read_cpu_mhz("/", host::affinity_cpus()); !mhz.empty())
-    load_clock = summarize(mhz).median;
   const auto max_clock = host::read_cpu_max_mhz("/", host::affinity_cpus());
+  if (!(window && (*window)["host"].contains("cpu_mhz"))) {
+    // No sample during the GEMM (--telemetry off): a reading now is an idle clock, shown but not judged as
+    // the clock under load (a CPU that clocked down after the work would warn for nothing).
+    const auto mhz = host::read_cpu_mhz("/", host::affinity_cpus());
+    auto o =
+        outcome("clocks", Verdict::skip,
+                mhz.empty() ? std::string("no CPU clock readings")
+                            : fmt::format("CPU clock {:.0f} MHz idle, not under load: no telemetry sample "
+                                          "during the GEMM (--telemetry off); not judged",
+                                          summarize(mhz).median));
+    if (!mhz.empty())
+      o.metrics.emplace_back("clock_idle_mhz", metric(summarize(mhz).median, "MHz", Better::none));
+    if (max_clock) o.metrics.emplace_back("max_clock_mhz", metric(*max_clock, "MHz", Better::none));
+    return o;
+  }
+  const std::optional<double> load_clock = (*window)["host"]["cpu_mhz"]["median"].get<double>();
   CheckOutcome o =
       clocks_outcome("CPU clock", Verdict::pass, {}, {}, {}, max_clock, load_clock, clock_thresholds(c.peak));
   // Without cpufreq's maximum (a VM, a container) nothing was compared: a skip that shows the clock, not a

@@ -96,6 +96,9 @@ expect_error run_dir_no_watchdog 2 "^factorybench: error: --run-dir holds the ha
 run_capture one_floor "$FACTORYBENCH" health --backend host --gemm-size 128 --gemm-floor 1 --min-free-memory 0 --output "$T/one.json"
 [ "$RC" -eq 0 ] && assert_json "$T/one.json" "[r['extra']['reason'] for r in d['results'] if r['name'] == 'gemm/rank0'][0].endswith('one rank is its own median, so its speed is not judged (--gemm-floor needs 2 or more ranks)')" "one rank: the GEMM floor is said not to be judged" \
   || fail "one_floor: exit $RC: $(cat "$T/one_floor.err")"
+# An --allreduce-size beyond free memory is the input's fault (exit 2), not the node's (a bad_alloc FAIL).
+expect_error allreduce_too_big 2 "^factorybench: error: invalid --allreduce-size 64G: the all-reduce check needs 256 GiB of host memory per rank, but only .* is free$" \
+  fb health --backend host --checkpoint-dir "$T/ckpt" --allreduce-size 64G --output "$T/bad.json"
 expect_error bad_floor 2 "invalid --gemm-floor 1.5: must be a fraction in \[0, 1\]" \
   fb health --backend host --gemm-floor 1.5 --output "$T/bad.json"
 expect_error bad_gpu 2 "invalid --expect-gpu .MI300X.: .MI300X. is not A100, H100, GH200, H200, B200, GB200 or GB300" fb health --backend host --expect-gpu MI300X --output "$T/bad.json"
@@ -146,6 +149,7 @@ assert_json "$T/hang_suite0.json" "[(r['benchmark'], r['name'], r['status']) for
 run_capture nohang fb_mpirun 2 health --backend host --checkpoint-dir "$T/ckpt" --checkpoint-size 1M --run-dir "$T/nohang"
 [ "$RC" -eq 0 ] && [ -z "$(ls -A "$T/nohang" 2>/dev/null)" ] && ok "no hang: exit 0, no state files left" \
   || fail "nohang: exit $RC, left $(ls -A "$T/nohang" 2>/dev/null)"
+[ ! -e "$T/nohang" ] && ok "no hang: the --run-dir it made is not left behind" || fail "nohang: $T/nohang left behind"
 
 # Injections health cannot apply, or for ranks outside the job, are usage errors, not failed checks.
 expect_error inject_sdc 2 "FACTORYBENCH_INJECT 'sdc@rank=0': health has no burn-in check for sdc to act on \(burnin has\)" \

@@ -39,4 +39,13 @@ refused floor_p2p "^factorybench: error: --allreduce-floor acts on the bisection
 refused iters_transport "^factorybench: error: --iters acts on the p2p or bisection tests: it does nothing with --tests transport$" --tests transport --iters 7
 refused floors_rank "^factorybench: error: --floors acts on the bisection test and on p2p between nodes \(--scope node\): it does nothing with --tests p2p --scope rank$" \
   --tests p2p --scope rank --floors network-400g
+# A list with an empty item is refused, a trailing comma as a leading one (it was dropped and the run passed).
+refused tests_trailing "^factorybench: error: invalid --tests 'p2p,': an empty item$" --tests p2p,
+refused bytes_trailing "^factorybench: error: invalid -b/--bytes '1K,': an empty item$" -b 1K,
+refused floors_trailing "^factorybench: error: invalid --floors 'network-400g,': an empty item$" --floors network-400g,
+# A hang limit under a second takes an ordinary collective for a hang (10 ms failed a healthy job).
+refused hang_short "^factorybench: error: invalid --hang-timeout '10ms': 0 \(off\) or at least 1s; a shorter limit takes an ordinary collective for a hang$" \
+  --hang-timeout 10ms --run-dir "$T"
+expect_error health_hang_short 2 "^factorybench: error: invalid --hang-timeout '100ms': 0 \(off\) or at least 1s" \
+  fb health --backend host --hang-timeout 100ms --run-dir "$T" -o "$T/hs.json"
 finish
