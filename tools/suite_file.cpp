@@ -42,6 +42,11 @@ Suite parse_suite(const nlohmann::json& j, const std::string& src, const std::st
       throw bad(where + ".command", "expected a string");
     SuiteStep step;
     step.args.push_back(s["command"].get<std::string>());
+    // One word: a command line there ("health --expect-gpu H100") was reported against the default name.
+    if (const auto& c = step.args.front();
+        c.empty() || c.find_first_of(" \t") != std::string::npos || reports::has_control_character(c))
+      throw bad(where + ".command", fmt::format("{} must be one command name; its options go in \"args\"",
+                                                nlohmann::json(c).dump()));
     if (s.contains("args")) {
       const auto& a = s["args"];
       if (a.is_string()) {

@@ -432,6 +432,7 @@ void add_sweep(GemmRunOutput& out, DType dtype) {
   if (const auto* f = best->metric("mfu"))
     m.set_metric("mfu", {f->value, "fraction", reports::Better::higher, std::nullopt});
   out.results.push_back(std::move(m));
+  out.summary["results"] = out.results.size();  // as the report holds them: the shapes and their MAMF
 }
 
 }  // namespace

@@ -72,6 +72,8 @@ done
 expect_error missing_suite 2 "unknown suite 'nosuch'" fb suite nosuch
 printf '{"steps": [{"command": 5}]}' >"$T/typed.json"
 expect_error typed_suite 2 'typed.json: \$.steps\[0\].command: expected a string' fb suite "$T/typed.json"
+printf '{"steps": [{"command": "health --expect-gpu H100"}]}' >"$T/cmdline.json"
+expect_error command_line_suite 2 'cmdline.json: \$.steps\[0\].command: "health --expect-gpu H100" must be one command name; its options go in "args"$' fb suite "$T/cmdline.json"
 printf '{"steps": [{"command": "info", "args": "--frobnicate"}]}' >"$T/unknown.json"
 expect_error unknown_opt 2 "suite step '1-info'" fb suite "$T/unknown.json"
 printf '{"steps": [{"name": "a", "command": "frob"}]}' >"$T/frob.json"
