@@ -142,9 +142,10 @@ int run_collective(const CollectiveCliOptions& cli, Session& session) {
                                   workloads::CollectiveOp::sendrecv) != options.ops.end();
   check_injection_applies("collective", mpi.size(), /*communicator_faults=*/true, /*sdc=*/true, sendrecv);
   if (session.checking_only()) return 0;  // a suite's preflight: validated, nothing run
-  // After every check (a refused input gets its one line alone), before the first measurement.
-  if (const auto thin = workloads::few_samples_warning(cli.iters, cli.warmup); !thin.empty())
-    log::warn("{}", thin);
+  // After every check, the free-memory one in the run included (a refused input gets its one line alone),
+  // before the first measurement.
+  if (auto thin = workloads::few_samples_warning(cli.iters, cli.warmup); !thin.empty())
+    options.on_checked = [thin = std::move(thin)] { log::warn("{}", thin); };
   auto report = session.begin_report();
   auto& backend = session.backend();  // starts the telemetry sampler with the device
   options.telemetry = session.telemetry();

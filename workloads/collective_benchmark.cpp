@@ -18,7 +18,6 @@
 #include "core/rank_collectives.hpp"
 #include "core/statistics.hpp"
 #include "core/system_info.hpp"
-#include "core/system_info.hpp"
 #include "core/units.hpp"
 #include "workloads/collective_check.hpp"
 #include "workloads/collective_table.hpp"
@@ -506,6 +505,7 @@ CollectiveRun run_collective_benchmark(const CollectiveOptions& o, MpiContext& m
   if (o.split > 0) group_comm = world_comm->split(mpi.rank() / n, mpi.rank());
   Communicator& comm = o.split > 0 ? *group_comm : *world_comm;
   check_supported(o, comm);
+  if (o.on_checked) o.on_checked();
 
   DeviceBuffer send = backend.allocate(buffer_bytes);
   DeviceBuffer recv = backend.allocate(buffer_bytes);

@@ -3,6 +3,7 @@
 // iteration after a warm-up, the times reduced across ranks like nccl-tests `-a`, algbw/busbw from the
 // table in collective_bandwidth.hpp, an exact --check, and MoE dispatch/combine traffic for alltoallv.
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <vector>
 
@@ -41,6 +42,9 @@ struct CollectiveOptions {
   std::uint64_t seed = 42;
   // When set, each result gets the telemetry of its own size's window (extra.telemetry), not the run's.
   TelemetrySampler* telemetry = nullptr;
+  // Called once every input check has passed (the free-memory one included), before the first allocation:
+  // where a warning about the run goes, so that a refused input still gets its one line alone.
+  std::function<void()> on_checked;
 };
 
 // Checks everything that needs no communication (sizes, counts, root, split, MoE); usage Errors name the

@@ -18,7 +18,7 @@ expect_error too_large 2 "needs .* per rank.*free" fb "${C[@]}" -b 64T -e 64T -o
 avail=$(awk '/^MemAvailable:/ {printf "%.0f", $2 * 1024}' /proc/meminfo)
 third=$((avail / 3))
 expect_error too_large_checked 2 "needs .* per rank \(4 buffers of .*, 2 of them --check's copies\), but only .* is free .*, or --no-check\)$" \
-  fb "${C[@]}" -b "$third" -e "$third" -o "$T/r5c.json"
+  fb "${C[@]}" -b "$third" -e "$third" -n 1 -w 0 -o "$T/r5c.json"  # the few-samples warning waits for the checks
 expect_error split_1 2 "--split 2: must divide the world size 1" fb "${C[@]}" --split 2 -o "$T/r6.json"
 expect_error bad_size 2 "minbytes" fb "${C[@]}" -b 12Q -o "$T/r7.json"
 expect_error bad_redop 2 "reduce op 'prod'" fb "${C[@]}" --redop prod -o "$T/r8.json"
