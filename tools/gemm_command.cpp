@@ -136,7 +136,7 @@ int run_gemm(const GemmCliOptions& cli, Session& session) {
     const bool tb = parse_transpose(cli.tb, "--tb", false);
     cases = workloads::gemm_cases_from_dims(type, ms, ns, ks, cli.batch, ta, tb);
   }
-  workloads::check_gemm_memory(mpi, backend, cases);
+  workloads::check_gemm_memory(mpi, backend, cases, !cli.no_check);
   // OpenBLAS runs at best at the host's measured peak: a request of hours (--m/--n/--k 32K is 7e13 FLOP a
   // call, about 8 minutes each at 0.14 TFLOP/s) is refused at once, as attention and simulate refuse runaway
   // work, rather than run silently inside one call.

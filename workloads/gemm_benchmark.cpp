@@ -12,6 +12,7 @@
 #include "core/random_fill.hpp"
 #include "core/rank_collectives.hpp"
 #include "core/statistics.hpp"
+#include "core/system_info.hpp"
 #include "core/units.hpp"
 #include "kernels/host/gemm_reference.hpp"
 #include "workloads/gemm_flops.hpp"
@@ -233,17 +234,40 @@ std::uint64_t gemm_set_bytes(const kernels::GemmProblem& p) {
   return b >= 1.8e19 ? std::numeric_limits<std::uint64_t>::max() : static_cast<std::uint64_t>(b);
 }
 
-void check_gemm_memory(const MpiContext& mpi, const Backend& backend, std::span<const GemmCase> cases) {
+// The check copies A and B to the host (check_set): on the host backend the buffers' own memory.
+double check_copy_bytes(const kernels::GemmProblem& p) {
+  const OperandBytes bytes = operand_bytes(p);
+  return static_cast<double>(bytes.a) + static_cast<double>(bytes.b);
+}
+
+void check_gemm_memory(const MpiContext& mpi, const Backend& backend, std::span<const GemmCase> cases,
+                       bool check) {
   const double free_bytes = static_cast<double>(backend.free_memory_bytes());
+  const bool same_memory = backend.kind() == BackendKind::host;
+  const double host_free = static_cast<double>(read_host_info().memory_available_bytes) /
+                           static_cast<double>(std::max(mpi.local_size(), 1));
   std::string problem;
   for (const auto& c : cases) {
-    const double need = set_bytes_exact(c.problem) + static_cast<double>(workspace_bytes(backend));
+    const double copies = check ? check_copy_bytes(c.problem) : 0;
+    const double need = set_bytes_exact(c.problem) + static_cast<double>(workspace_bytes(backend)) +
+                        (same_memory ? copies : 0);
+    if (!same_memory && copies > host_free) {
+      problem = fmt::format(
+          "GEMM {}: the check copies A and B to host memory, {}, but only {} is free (--no-check)", c.name,
+          format_bytes(static_cast<std::uint64_t>(copies)),
+          format_bytes(static_cast<std::uint64_t>(host_free)));
+      break;
+    }
     if (need > free_bytes) {
       const std::string shape = shape_text(c.problem);
-      problem = fmt::format("GEMM {}{}: A, B and C need {} but the {} backend has {} free", c.name,
+      problem = fmt::format("GEMM {}{}: A, B and C need {}{} but the {} backend has {} free", c.name,
                             c.name.find(shape) == std::string::npos ? " (" + shape + ")" : "",
-                            format_bytes(gemm_set_bytes(c.problem)), to_string(backend.kind()),
-                            format_bytes(static_cast<std::uint64_t>(free_bytes)));
+                            format_bytes(gemm_set_bytes(c.problem)),
+                            same_memory && check
+                                ? fmt::format(", and the check's copy of A and B {} more (--no-check)",
+                                              format_bytes(static_cast<std::uint64_t>(copies)))
+                                : std::string(),
+                            to_string(backend.kind()), format_bytes(static_cast<std::uint64_t>(free_bytes)));
       break;
     }
   }
@@ -258,10 +282,14 @@ GemmMeasurement measure_gemm_case(const MpiContext& mpi, Backend& backend, kerne
                                   const GemmCase& gc, const GemmRunOptions& o, std::size_t case_index,
                                   const std::function<void(int, int)>& on_iteration) {
   const kernels::GemmProblem& p = gc.problem;
+  // The rotation sets leave room for the workspace and, on the host backend, the check's copies.
+  const std::uint64_t reserved =
+      workspace_bytes(backend) +
+      (o.check && backend.kind() == BackendKind::host ? static_cast<std::uint64_t>(check_copy_bytes(p)) : 0);
   const std::uint64_t free_bytes = backend.free_memory_bytes();
   GemmMeasurement m;
   m.sets = rotation_sets(gemm_set_bytes(p), backend.defaults().gemm.cache_bytes,
-                         free_bytes > workspace_bytes(backend) ? free_bytes - workspace_bytes(backend) : 0);
+                         free_bytes > reserved ? free_bytes - reserved : 0);
   const std::uint64_t base =
       derive_seed(derive_seed(o.seed, static_cast<std::uint64_t>(mpi.rank())), case_index);
   std::vector<GemmBuffers> sets = make_sets(backend, p, m.sets, base);

@@ -104,8 +104,10 @@ GemmMeasurement measure_gemm_case(const MpiContext& mpi, Backend& backend, kerne
                                   const std::function<void(int, int)>& on_iteration = {});
 
 // Throws a usage Error, on every rank, before allocating anything, when a case's buffers cannot fit
-// in free memory (one set of A, B and C plus the engine workspace).
-void check_gemm_memory(const MpiContext& mpi, const Backend& backend, std::span<const GemmCase> cases);
+// in free memory (one set of A, B and C plus the engine workspace, and with `check` the host copies of A and
+// B the check reads: the same memory on the host backend).
+void check_gemm_memory(const MpiContext& mpi, const Backend& backend, std::span<const GemmCase> cases,
+                       bool check);
 
 // Collective: every rank runs every case (same order), rank 0 gathers per-rank figures. `sweep` adds the
 // best shape and the mean over shapes to the summary.

@@ -16,6 +16,12 @@ expect_error zero_batch 2 "invalid --batch 0" fb "${G[@]}" --batch 0 -o "$T/r5.j
 # 1G x 1G x 16 fp32: C alone is 4 EiB. Refused before anything is allocated (no std::bad_alloc, no OOM kill).
 expect_error too_large 2 "GEMM fp32/1073741824x1073741824x16: A, B and C need .* but the host backend has .* free" \
   fb "${G[@]}" --m 1G --n 1G --k 16 -o "$T/r6.json"
+# A set that fits, with the check's host copy of A and B that does not (the host's own memory here):
+# refused up front, where it ran and died of bad_alloc in the check.
+free=$(awk '/^MemAvailable:/ {printf "%.0f", $2 * 1024}' /proc/meminfo)
+k=$((free / 3072 / 64 * 64))
+expect_error too_large_checked 2 "A, B and C need .*, and the check's copy of A and B .* more \(--no-check\) but the host backend has .* free" \
+  fb "${G[@]}" --m 256 --n 256 --k "$k" -o "$T/r6c.json"
 expect_error dim_over_int32 2 "invalid --k '4G': at most 2147483647" fb "${G[@]}" --k 4G -o "$T/r7.json"
 expect_error fp8_on_host 2 "fp8 needs the cuda backend" fb "${G[@]}" --dtype fp8_e4m3 -o "$T/r8.json"
 expect_error fp16_on_host 2 "fp16 needs the cuda backend" fb "${G[@]}" --dtype fp16 -o "$T/r9.json"
