@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "core/error.hpp"
+#include "core/logging.hpp"
 #include "core/progress_meter.hpp"
 #include "core/random_fill.hpp"
 #include "core/rank_collectives.hpp"
@@ -480,6 +481,16 @@ GemmRunOutput run_gemm_benchmark(const MpiContext& mpi, Backend& backend, const 
   for (std::size_t ci = 0; ci < cases.size(); ++ci) {
     const GemmCase& gc = cases[ci];
     progress.update(static_cast<double>(ci), fmt::format("{}/{} shapes, next {}", ci, cases.size(), gc.name));
+    // A call of many seconds (a large shape on the host) moves the progress only when it ends: said up front,
+    // so a silent minute reads as work.
+    if (const auto pk = peak.for_dtype(std::string(to_string(dtype))); pk && *pk > 0) {
+      const double call_s =
+          gemm_flops(gc.problem.m, gc.problem.n, gc.problem.k, gc.problem.batch) / (*pk * 1e12);
+      if (call_s >= 2)
+        log::info(
+            "{}: one call takes at least {} at the peak of {:.3g} TFLOP/s; {} calls, progress after each",
+            gc.name, format_duration(call_s), *pk, o.warmup + o.iters);
+    }
     const double window_from = o.telemetry ? o.telemetry->mark() : 0;
     // Progress inside a shape too: on the host one large shape runs for many seconds.
     const auto inside = [&](int done, int total) {
