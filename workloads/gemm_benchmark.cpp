@@ -488,8 +488,8 @@ GemmRunOutput run_gemm_benchmark(const MpiContext& mpi, Backend& backend, const 
           gemm_flops(gc.problem.m, gc.problem.n, gc.problem.k, gc.problem.batch) / (*pk * 1e12);
       if (call_s >= 2)
         log::info(
-            "{}: one call takes at least {} at the peak of {:.3g} TFLOP/s; {} calls, progress after each",
-            gc.name, format_duration(call_s), *pk, o.warmup + o.iters);
+            "{}: one call takes at least {} at the peak of {:.3g} TFLOP/s; {} call{}, progress after each",
+            gc.name, format_duration(call_s), *pk, o.warmup + o.iters, o.warmup + o.iters == 1 ? "" : "s");
     }
     const double window_from = o.telemetry ? o.telemetry->mark() : 0;
     // Progress inside a shape too: on the host one large shape runs for many seconds.
