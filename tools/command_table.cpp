@@ -2,6 +2,7 @@
 // with the same table). To add a subcommand: declare add_X_command in commands.hpp and list it here.
 #include "tools/commands.hpp"
 
+#include <array>
 #include <charconv>
 #include <cstdint>
 #include <string>
@@ -73,6 +74,33 @@ std::string parse_error_message(const CLI::ParseError& e, const CLI::App& app) {
     return fmt::format("invalid {} '{}': expected a whole number", name, value);
   if (type == "FLOAT") return fmt::format("invalid {} '{}': expected a number", name, value);
   return fmt::format("invalid {} '{}'", name, value);
+}
+
+void refuse_idle_global_options(const CLI::App& app) {
+  // Commands that measure nothing (they read files, or compute from models): no device, no random data,
+  // no telemetry. info reads the device (its backend and peak) but draws nothing at random.
+  struct Idle {
+    std::string_view command, why;
+    std::array<std::string_view, 4> options;
+  };
+  static constexpr std::array kIdle{
+      Idle{"report", "it renders reports", {"--backend", "--seed", "--telemetry", "--telemetry-interval"}},
+      Idle{"compare", "it compares reports", {"--backend", "--seed", "--telemetry", "--telemetry-interval"}},
+      Idle{"import",
+           "it reads other tools' output",
+           {"--backend", "--seed", "--telemetry", "--telemetry-interval"}},
+      Idle{"simulate",
+           "it computes from failure models, on no device",
+           {"--backend", "--telemetry", "--telemetry-interval", ""}},
+      Idle{"info", "it draws nothing at random", {"--seed", "", "", ""}},
+  };
+  for (const CLI::App* sub : app.get_subcommands())
+    for (const auto& idle : kIdle) {
+      if (sub->get_name() != idle.command) continue;
+      for (const auto name : idle.options)
+        if (!name.empty() && app.count(std::string(name)) > 0)
+          throw usage_error(fmt::format("{} does nothing for {}: {}", name, idle.command, idle.why));
+    }
 }
 
 void refuse_empty_values(const CLI::App& app) {

@@ -28,6 +28,10 @@ std::string command_names(const std::vector<Command>& commands);
 // After a parse: an option given an empty value (--dtype '', -o "$UNSET") is a usage error naming it, not a
 // silent request for the default. Flags take no value; --launcher-args and --preflight-args may be empty.
 void refuse_empty_values(const CLI::App& app);
+// After a parse on the command line (not a suite's, whose global options set every step): a global option
+// given to a command it does nothing for (--seed to report, --backend to compare) is a usage error naming
+// both, as the commands refuse their own options that would not act.
+void refuse_idle_global_options(const CLI::App& app);
 // A CLI11 parse error in the project's words (its conversion errors name neither the problem nor the
 // expected form); other errors as CLI11 wrote them.
 std::string parse_error_message(const CLI::ParseError& e, const CLI::App& app);

@@ -68,6 +68,7 @@ int main(int argc, char** argv) {
   int rc = 0;
   try {
     refuse_empty_values(app);
+    refuse_idle_global_options(app);
     fb::log::configure(fb::launcher_rank(), fb::log::parse_level(global.log_level), global.quiet);
     session = std::make_unique<Session>(&argc, &argv, global, args);
     for (const auto& command : commands)

@@ -77,4 +77,13 @@ expect_error given_twice 2 "^factorybench: error: --steps given 2 times: give it
   fb train --backend host --steps 2 --steps 3
 expect_error check_and_no_check 2 "^factorybench: error: --check and --no-check are exclusive: give one$" \
   fb collective --backend host --check --no-check
+# A global option the command does nothing for is refused, before or after the command word.
+expect_error idle_seed 2 "^factorybench: error: --seed does nothing for report: it renders reports$" \
+  fb --seed 7 report "$FB_SOURCE_DIR/tests/data/report_sample.json"
+expect_error idle_backend 2 "^factorybench: error: --backend does nothing for compare: it compares reports$" \
+  fb compare "$FB_SOURCE_DIR/tests/data/report_sample.json" "$FB_SOURCE_DIR/tests/data/report_sample.json" --backend host
+expect_error idle_telemetry 2 "^factorybench: error: --telemetry does nothing for simulate: it computes from failure models, on no device$" \
+  fb simulate --gpus 8 --telemetry off
+run_capture simulate_seed fb simulate --gpus 8 --days 1 --trials 2 --seed 3 -o "$T/sim_seed.json"
+[ "$RC" -eq 0 ] && ok "simulate takes --seed (its trials are random)" || fail "simulate --seed: exit $RC: $(cat "$T/simulate_seed.err")"
 finish
