@@ -220,6 +220,10 @@ struct AttemptOutcome {
   bool drain_stop = false;       // the job checkpointed and stopped for it (attempt_end reason "drain")
   std::int64_t last_step = 0;
   int fault_rank = -1;  // the rank of this attempt's last fatal injected fault (the fault plan's), -1 if none
+  // A fatal fault injected with no step after it: the job was stuck in it (a hang not yet past
+  // --hang-timeout) when the attempt ended, if it ended for the time budget.
+  std::string stuck_kind;
+  double stuck_since = 0;
 };
 
 // One supervised job: the attempts, the placement of ranks on slots, the strikes that drain a slot.
@@ -253,6 +257,9 @@ class Supervision {
           !a.completed && !a.started && !a.failure_logged && !a.budget && !a.silent && !a.drain_stop;
       failed_launches = launch_failed ? failed_launches + 1 : 0;
       if (!a.completed && !a.failure_logged && !a.budget && !a.drain_stop) log_failure(a, launch_failed);
+      // The budget ended a job stuck in an injected fault its detector had not caught yet (a hang under
+      // --hang-timeout): a failure all the same, or the stuck time reads as uptime and the MTTF as censored.
+      if (a.budget && !a.failure_logged && !a.stuck_kind.empty()) log_stuck_at_budget(a);
       strike_failed_rank(a);
       // Once may be a node's hiccup; twice in a row is the set-up, and relaunching cannot fix it.
       if (failed_launches >= 2) {
@@ -507,8 +514,12 @@ class Supervision {
       if (e["type"] == event::attempt_end && e.value("reason", "") == "time budget") budget_end = true;
       if (e["type"] == event::attempt_end && e.value("reason", "") == "drain") a.drain_stop = true;
       if (e["type"] == event::failure_detected && e.value("fatal", true)) a.failure_logged = true;
-      if (e["type"] == event::fault_injected && is_fatal_fault_kind(e.value("kind", "")))
+      if (e["type"] == event::fault_injected && is_fatal_fault_kind(e.value("kind", ""))) {
         a.fault_rank = e.value("rank", -1);
+        a.stuck_kind = e.value("kind", "");
+        a.stuck_since = e.value("t", 0.0);
+      }
+      if (e["type"] == event::step || e["type"] == event::failure_detected) a.stuck_kind.clear();
       if (e["type"] == event::straggler_detected) {
         const int r = e.value("rank", -1);
         if (r >= 0 && r < o_.ranks) {
@@ -559,6 +570,17 @@ class Supervision {
                                       o_.heartbeat_timeout_s)
                         : fmt::format("supervisor: job ended ({}){}", describe_status(a.status),
                                       named ? fmt::format("; launcher: rank {} died", rank) : "");
+    log_.append(e, Durability::fsync);
+  }
+
+  void log_stuck_at_budget(const AttemptOutcome& a) {
+    auto e = make_event(event::failure_detected, a.detected_at);
+    e["kind"] = a.stuck_kind;
+    e["rank"] = a.fault_rank;
+    e["how"] = fmt::format(
+        "supervisor: the time budget ended the job, stuck {:.1f} s since the injected {} (no step after it; "
+        "not yet detected within its timeout)",
+        a.detected_at - a.stuck_since, a.stuck_kind);
     log_.append(e, Durability::fsync);
   }
 

@@ -532,6 +532,17 @@ void supervise(const ResilienceCommandOptions& o, resilience::SupervisorOptions&
     std::filesystem::remove_all(s.run_dir / "checkpoints", ec);  // a fresh job in this run dir
     std::filesystem::remove(s.run_dir / "events.jsonl", ec);
     std::filesystem::remove(s.run_dir / "faults.fired", ec);
+    // An earlier job's attempt reports and logs, and its ranks' heartbeats and call states, would sit beside
+    // this job's (its attempt-3.json after this job's attempt-1).
+    std::filesystem::remove_all(s.run_dir / "heartbeat", ec);
+    std::filesystem::remove_all(s.run_dir / "calls", ec);
+    std::vector<std::filesystem::path> stale;
+    for (const auto& e : std::filesystem::directory_iterator(s.run_dir, ec)) {
+      const auto name = e.path().filename().string();
+      if (name.starts_with("attempt-") && (name.ends_with(".json") || name.ends_with(".log")))
+        stale.push_back(e.path());
+    }
+    for (const auto& p : stale) std::filesystem::remove(p, ec);
     runs.push_back(resilience::run_supervisor(s));
     report.results.push_back(
         resilience::resilience_result(runs.back(), policy, run_params(o, s.run_dir.string())));

@@ -105,6 +105,18 @@ run_capture short fb resilience "${COMMON[@]}" --ranks 2 --steps 100000 --time-b
   --run-dir "$T/short" -o "$T/short.json"
 [ "$RC" -eq 1 ] && ok "budget: --steps not reached within the budget: exit 1" || fail "budget with --steps: exit $RC"
 assert_json "$T/short.json" "$R['status'] == 'failed' and 'time budget spent' in $R['error']" "budget: the result says why"
+# A job stuck in an injected hang its watchdog has not caught yet (--hang-timeout 60s) when the budget ends it
+# (budget + 10 s grace): a hang failure all the same, not uptime with a censored MTTF and ETTR 1.
+run_capture stuck fb resilience --launcher none --ranks 1 --model tiny-dense --backend host --time-budget 1s \
+  --hang-timeout 60s --checkpoint-every 20 --faults "hang@time=0.5s" --run-dir "$T/stuck" -o "$T/stuck.json"
+[ "$RC" -eq 0 ] || fail "stuck: exit $RC: $(tail -3 "$T/stuck.err")"
+assert_json "$T/stuck.json" "$R['metrics']['failures']['value'] == 1 and [f['kind'] for f in $R['extra']['ledger']['failure_list']] == ['hang'] and $R['metrics']['ettr']['value'] < 0.5" "budget: a job stuck in an undetected hang counts the hang"
+# A run dir reused: an earlier job's attempt files, heartbeats and call states are cleared with its log.
+mkdir -p "$T/reuse/heartbeat" "$T/reuse/calls" && touch "$T/reuse/attempt-3.json" "$T/reuse/attempt-3.log" "$T/reuse/calls/rank-1.state"
+run_capture reuse fb resilience --launcher none --ranks 1 --model tiny-dense --backend host --steps 3 --faults none \
+  --run-dir "$T/reuse" -o "$T/reuse.json"
+[ "$RC" -eq 0 ] && [ ! -e "$T/reuse/attempt-3.json" ] && [ ! -e "$T/reuse/attempt-3.log" ] && [ ! -e "$T/reuse/calls/rank-1.state" ] \
+  && [ -e "$T/reuse/attempt-1.log" ] && ok "reused run dir: the earlier job's attempt files are gone" || fail "reuse: exit $RC, $(ls -R "$T/reuse")"
 expect_error zerobudget 2 "invalid --time-budget '0s'" \
   fb resilience --ranks 2 --backend host --time-budget 0s --faults "crash@step=3" --run-dir "$T/bad"
 
