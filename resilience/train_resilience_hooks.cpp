@@ -160,6 +160,7 @@ std::int64_t TrainResilienceHooks::on_start(workloads::TrainStateAccess& state) 
   state_ = &state;
   if (mpi_.is_root()) log(make_event(event::init_done), Durability::fsync);
   agree_job_start_and_deadline();
+  resume_straggler();
   allocate_checkpoint_buffers(state);
   // The watchdog runs before the restore: a rank stuck reading its shard (a stalled file system, a stopped
   // peer) is a hang like any other, given the checkpoint allowance, not a job that waits forever.
@@ -201,6 +202,23 @@ void TrainResilienceHooks::agree_job_start_and_deadline() {
   int watch = drain_watch_ ? 1 : 0;
   broadcast(mpi_, watch);
   drain_watch_ = watch == 1;
+}
+
+void TrainResilienceHooks::resume_straggler() {
+  // A straggler fault fired in an earlier attempt and lasting beyond it (duration 0: until the job ends)
+  // still slows its slot: the slow part is the slot's hardware, not the process a relaunch replaced. (Its
+  // fired record keeps it from being injected again; a drained slot's replacement is another slot.)
+  const double now = wall_now();
+  for (const auto& e : read_event_log(log_->path()).events) {
+    if (e["type"] != event::fault_injected || e.value("kind", "") != "straggler" ||
+        e.value("slot", -1) != slot_)
+      continue;
+    const double duration = e.value("duration_s", 0.0);
+    const double until = duration > 0 ? e.value("t", 0.0) + duration : 1e300;
+    if (until <= now) continue;
+    straggler_factor_ = e.value("factor", 1.0);
+    straggler_until_ = until;
+  }
 }
 
 void TrainResilienceHooks::inject(const PlannedFault& f, std::int64_t step) {

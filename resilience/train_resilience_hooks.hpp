@@ -90,6 +90,7 @@ class TrainResilienceHooks final : public workloads::TrainHooks {
   void log(nlohmann::json event, Durability durability = Durability::flush);
   // on_start's parts, in their order (the collectives in them run on every rank alike).
   void agree_job_start_and_deadline();
+  void resume_straggler();
   void allocate_checkpoint_buffers(const workloads::TrainStateAccess& state);
   void restore_newest_checkpoint(workloads::TrainStateAccess& state);
   void log_restore_end(double t0, std::int64_t chosen, std::uint64_t read_bytes, const ResumeChoice& choice);

@@ -83,6 +83,9 @@ assert_json "$T/sdc.json" "d['results'][0]['extra']['ledger']['checkpoints']['re
 kind_run straggler "straggler@step=3,rank=1,factor=6"
 assert_json "$T/straggler.json" "any(e['type'] == 'straggler_detected' and e['rank'] == 1 for e in d['events'])" "straggler: detected on rank 1"
 assert_json "$T/straggler.json" "d['results'][0]['metrics']['failures']['value'] == 0" "straggler: not a failure"
+# A straggler for the rest of the job outlives a relaunch: the slot is slow, not the process (it was cured).
+kind_run straggler_relaunch "straggler@step=3,rank=1,factor=6;crash@step=12,rank=0"
+assert_json "$T/straggler_relaunch.json" "(lambda ev: any(e['type'] == 'straggler_detected' and e['rank'] == 1 for e in ev[[e['type'] for e in ev].index('relaunch'):]))(d['events'])" "straggler: still detected after the relaunch"
 kind_run writefail "ckpt-write-fail@step=10,rank=1;crash@step=12,rank=0"
 assert_json "$T/writefail.json" "any(e['type'] == 'failure_detected' and e['kind'] == 'ckpt-write-fail' and e['rank'] == 1 and e['fatal'] is False for e in d['events'])" "ckpt-write-fail: detected on rank 1"
 assert_json "$T/writefail.json" "d['results'][0]['extra']['ledger']['checkpoints']['restored_steps'] == [0, 5]" "ckpt-write-fail: the previous checkpoint (5) stayed newest"
