@@ -11,6 +11,7 @@
 #include <iostream>
 #include <memory>
 #include <optional>
+#include <set>
 #include <thread>
 
 #include <unistd.h>
@@ -328,8 +329,8 @@ resilience::ResilienceRunParams run_params(const ResilienceCommandOptions& o, co
   return p;
 }
 
-void supervise(const ResilienceCommandOptions& o, resilience::SupervisorOptions& s, Session& session,
-               reports::Report& report);
+void supervise(const ResilienceCommandOptions& o, const resilience::FaultPlan& plan,
+               resilience::SupervisorOptions& s, Session& session, reports::Report& report);
 
 // True when every process of a launch starts on this host: mpirun given no hosts (-H, --host, --hostfile,
 // --machinefile) or no launcher at all.
@@ -494,7 +495,7 @@ int run_resilience(const ResilienceCommandOptions& o, Session& session) {
     auto& mpi = session.mpi();
     if (mpi.is_root()) {
       try {
-        supervise(o, s, session, report);
+        supervise(o, plan, s, session, report);
       } catch (...) {
         mpi.barrier_sleeping(
             20);  // the others must not wait forever; main reports the error and ends the job
@@ -504,12 +505,12 @@ int run_resilience(const ResilienceCommandOptions& o, Session& session) {
     mpi.barrier_sleeping(20);
     return session.finish(report);  // collective (telemetry); only rank 0's report has results
   }
-  supervise(o, s, session, report);
+  supervise(o, plan, s, session, report);
   return session.finish(report);
 }
 
-void supervise(const ResilienceCommandOptions& o, resilience::SupervisorOptions& s, Session& session,
-               reports::Report& report) {
+void supervise(const ResilienceCommandOptions& o, const resilience::FaultPlan& plan,
+               resilience::SupervisorOptions& s, Session& session, reports::Report& report) {
   std::filesystem::path run_dir = o.res.run_dir;
   if (run_dir.empty()) {  // a fresh directory of its own, named in the report and on stdout
     std::string templ = (std::filesystem::temp_directory_path() / "factorybench-resilience-XXXXXX").string();
@@ -546,6 +547,24 @@ void supervise(const ResilienceCommandOptions& o, resilience::SupervisorOptions&
     runs.push_back(resilience::run_supervisor(s));
     report.results.push_back(
         resilience::resilience_result(runs.back(), policy, run_params(o, s.run_dir.string())));
+    // A planned fault that never fired (the job ended before its time, its slot was a spare never used):
+    // the run is not tested against it, and says so. Explicit plans only: a random one's later arrivals
+    // lie beyond any run by design.
+    if (!plan.random) {
+      std::set<std::string> fired;
+      for (const auto& e : runs.back().events)
+        if (e.value("type", "") == resilience::event::fault_injected) fired.insert(e.value("spec", ""));
+      nlohmann::json not_fired = nlohmann::json::array();
+      for (const auto& f : plan.faults)
+        if (!fired.count(f.text)) {
+          not_fired.push_back(f.text);
+          if (f.step && *f.step > s.steps) continue;  // said before the run (warn_unreachable_faults)
+          log::warn(
+              "--faults: {} never fired{}: the job ended before it came due, or its slot never ran a rank",
+              f.text, policies.size() > 1 ? " (policy " + policy + ")" : "");
+        }
+      if (!not_fired.empty()) report.results.back().extra["faults_not_fired"] = not_fired;
+    }
     for (const auto& e : runs.back().events) {
       auto ev = e;
       if (policies.size() > 1) ev["policy"] = policy;
