@@ -6,6 +6,7 @@
 #include <iostream>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <type_traits>
 #include <vector>
 
@@ -138,6 +139,7 @@ int run_train(const TrainCommandOptions& opt, Session& session) {
   auto& mpi = session.mpi();
   if (opt.dry_run) {
     // The plan for the requested layout, whatever the size of this job (plan a cluster from a laptop).
+    check_layout_degrees(opt.train);
     const std::int64_t world = opt.train.tp * std::max<std::int64_t>(opt.train.dp, 1) * opt.train.pp;
     // The dtype the run would default to: the backend asked for (bf16 on cuda: a GPU plan from a laptop
     // with --backend cuda), or for auto the one this machine has.
@@ -320,6 +322,22 @@ std::vector<std::string> train_options_argv(const TrainCliOptions& o) {
   return a;
 }
 
+// Each degree at least 1 and at most 2^24 (16M, beyond any cluster), and so is their product: the layout
+// arithmetic (world % (tp x pp), the plan's sizes) cannot wrap (tp x pp wrapping to 0 divided by zero).
+void check_layout_degrees(const TrainCliOptions& cli) {
+  constexpr std::int64_t kMax = std::int64_t{1} << 24;
+  for (const auto& [name, value, least] : {std::tuple{"--tp", cli.tp, 1}, std::tuple{"--pp", cli.pp, 1},
+                                           std::tuple{"--dp", cli.dp, 0}, std::tuple{"--ep", cli.ep, 1}}) {
+    if (value < least) throw usage_error(fmt::format("invalid {} {}: must be at least 1", name, value));
+    if (value > kMax) throw usage_error(fmt::format("invalid {} {}: at most {}", name, value, kMax));
+  }
+  if (cli.tp * cli.pp * std::max<std::int64_t>(cli.dp, 1) > kMax)
+    throw usage_error(fmt::format("invalid layout --tp {} x --pp {} x --dp {}: more than {} ranks", cli.tp,
+                                  cli.pp, cli.dp, kMax));
+  // As a model file's $.seq: the plan's integer sizes (activations, scores) stay far from wrapping.
+  if (cli.seq > kMax) throw usage_error(fmt::format("invalid --seq {}: at most {}", cli.seq, kMax));
+}
+
 workloads::TrainOptions make_train_options(const TrainCliOptions& cli, BackendKind backend,
                                            std::int64_t world, std::uint64_t seed) {
   workloads::TrainOptions o;
@@ -327,9 +345,7 @@ workloads::TrainOptions make_train_options(const TrainCliOptions& cli, BackendKi
   o.parallel.tp = cli.tp;
   o.parallel.ep = cli.ep;
   o.parallel.pp = cli.pp;
-  if (cli.tp < 1) throw usage_error(fmt::format("invalid --tp {}: must be at least 1", cli.tp));
-  if (cli.pp < 1) throw usage_error(fmt::format("invalid --pp {}: must be at least 1", cli.pp));
-  if (cli.dp < 0) throw usage_error(fmt::format("invalid --dp {}: must be at least 1", cli.dp));
+  check_layout_degrees(cli);
   if (cli.dp == 0 && world % (cli.tp * cli.pp) != 0)
     throw usage_error(
         fmt::format("world size {} is not divisible by --tp {} x --pp {}", world, cli.tp, cli.pp));
@@ -358,6 +374,10 @@ workloads::TrainOptions make_train_options(const TrainCliOptions& cli, BackendKi
   if (!(cli.learning_rate > 0 && std::isfinite(cli.learning_rate)))
     throw usage_error(fmt::format("invalid --lr {}: must be positive and finite", cli.learning_rate));
   o.learning_rate = static_cast<float>(cli.learning_rate);
+  // Applied in fp32: a rate that rounds to 0 (nothing trains) or to infinity there is as bad as one here.
+  if (!(o.learning_rate > 0 && std::isfinite(o.learning_rate)))
+    throw usage_error(fmt::format("invalid --lr {}: {} in fp32, where the optimizer applies it",
+                                  cli.learning_rate, o.learning_rate > 0 ? "infinite" : "zero"));
   o.seed = seed;
   return o;
 }

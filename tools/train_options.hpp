@@ -39,6 +39,9 @@ void add_train_options(CLI::App& sub, TrainCliOptions& options);
 // (tests/unit/train_options_argv_test.cpp enumerates them).
 std::vector<std::string> train_options_argv(const TrainCliOptions& options);
 
+// --tp, --pp, --dp, --ep and --seq in range (each at most 2^24, and so the ranks of the layout); usage
+// Errors.
+void check_layout_degrees(const TrainCliOptions& cli);
 // The workload options for a world of `world_size` ranks on `backend`; throws usage Errors naming the option.
 workloads::TrainOptions make_train_options(const TrainCliOptions& cli, BackendKind backend,
                                            std::int64_t world_size, std::uint64_t seed);

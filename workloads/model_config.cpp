@@ -1,6 +1,7 @@
 #include "workloads/model_config.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <functional>
 #include "core/json_file.hpp"
 
@@ -46,6 +47,9 @@ class ObjectReader {
     }
     const json& v = raw(key);
     if (!v.is_number_integer()) fail(at(key), std::string("must be an integer, got ") + describe(v));
+    // 2^63 and above parse as unsigned: read as int64 they turned negative ("must be >= 1, got -1").
+    if (v.is_number_unsigned() && v.get<std::uint64_t>() > static_cast<std::uint64_t>(INT64_MAX))
+      fail(at(key), fmt::format("{} is too large", v.get<std::uint64_t>()));
     const auto value = v.get<std::int64_t>();
     if (value < min_value) fail(at(key), fmt::format("must be >= {}, got {}", min_value, value));
     return value;

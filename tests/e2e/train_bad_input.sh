@@ -20,6 +20,19 @@ expect_error unknown_field 2 'extra\.json: \$\.dropout: unknown field' fb train 
 printf '{"name": "bad", "layers": 2,' >"$T/trunc.json"
 expect_error truncated_model 2 'trunc\.json: malformed JSON' fb train --backend host --model "$T/trunc.json"
 
+# Degrees whose product wraps (tp x pp to 0 divided by zero: SIGFPE), a --seq past the model file's bound,
+# a learning rate that is 0 or infinite in fp32: one line each, exit 2.
+expect_error pp_wraps 2 "^factorybench: error: invalid --pp 4611686018427387904: at most 16777216$" \
+  fb train --backend host --dry-run --tp 4 --pp 4611686018427387904
+expect_error pp_wraps_run 2 "^factorybench: error: invalid --pp 4611686018427387904: at most 16777216$" \
+  fb train --backend host --tp 4 --pp 4611686018427387904
+expect_error layout_ranks 2 "^factorybench: error: invalid layout --tp 4096 x --pp 4096 x --dp 2: more than 16777216 ranks$" \
+  fb train --backend host --dry-run --tp 4096 --pp 4096 --dp 2
+expect_error seq_huge 2 "^factorybench: error: invalid --seq 536870912: at most 16777216$" fb train --backend host --dry-run --seq 512M
+expect_error lr_underflow 2 "^factorybench: error: invalid --lr 1e-50: zero in fp32, where the optimizer applies it$" \
+  fb train --backend host --steps 2 --lr 1e-50
+expect_error lr_overflow 2 "^factorybench: error: invalid --lr 1e\+39: infinite in fp32, where the optimizer applies it$" \
+  fb train --backend host --steps 2 --lr 1e39
 expect_error tp_heads 2 "--tp 3 does not divide tiny-dense's heads \(4\)" \
   fb train --backend host --model tiny-dense --tp 3 --dp 1 --dry-run -o "$T/tp_heads.json"
 no_report tp_heads

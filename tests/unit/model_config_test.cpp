@@ -73,6 +73,11 @@ TEST(ModelConfig, ErrorsNameTheJsonPath) {
             std::string::npos);
   EXPECT_NE(error_of(R"({"name":"x","layers":3.5})").find("$.layers: must be an integer"), std::string::npos);
   EXPECT_NE(error_of(R"({"name":"x","layers":0})").find("$.layers: must be >= 1"), std::string::npos);
+  // 2^64 - 1 is an unsigned JSON integer: named too large, not turned into -1.
+  EXPECT_NE(error_of(R"({"name":"x","layers":18446744073709551615})")
+                .find("$.layers: 18446744073709551615 is too large"),
+            std::string::npos)
+      << error_of(R"({"name":"x","layers":18446744073709551615})");
   std::string text = kMinimal;
   text.insert(text.size() - 1, R"(,"layerz":3)");
   EXPECT_NE(error_of(text).find("m.json: $.layerz: unknown field"), std::string::npos);
