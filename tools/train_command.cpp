@@ -368,6 +368,7 @@ workloads::TrainOptions make_train_options(const TrainCliOptions& cli, BackendKi
   // The default leaves at least one measured step: --steps 1 and 2 run without naming --warmup-steps.
   o.warmup_steps =
       cli.warmup_steps.value_or(std::min<std::int64_t>(2, std::max<std::int64_t>(cli.steps - 1, 0)));
+  o.warmup_default = !cli.warmup_steps;  // and so of the steps a resumed run has left
   o.routing_skew = cli.routing_skew;
   o.overlap = cli.overlap;
   o.bucket_layers = cli.bucket_layers;

@@ -231,15 +231,20 @@ TrainRun run_training(const TrainOptions& o, TrainPlan prepared, MpiContext& mpi
   const bool host = backend.kind() == BackendKind::host;
   ProgressMeter progress("train", static_cast<double>(o.steps - step));
   const std::int64_t begin = step;
+  // The default warm-up leaves one measured step of those this run has left (a resume starts late);
+  // one given is kept as given.
+  const std::int64_t warmup_steps =
+      o.warmup_default ? std::min(o.warmup_steps, std::max<std::int64_t>(o.steps - step - 1, 0))
+                       : o.warmup_steps;
   for (std::int64_t n = 0; step < o.steps; ++n) {
     progress.update(static_cast<double>(step - begin),
                     fmt::format("step {}/{}, loss {:.4g}", step, o.steps, run.loss));
     ++step;
     if (hooks) hooks->before_step(step);
-    const bool measured = n >= o.warmup_steps;
+    const bool measured = n >= warmup_steps;
     // Host: every step is profiled (synchronisation is free). cuda: only the last warm-up step is, so the
     // measured steps run without extra synchronisation.
-    const bool profile = host || (!measured && n + 1 == o.warmup_steps) || (o.warmup_steps == 0 && n == 0);
+    const bool profile = host || (!measured && n + 1 == warmup_steps) || (warmup_steps == 0 && n == 0);
     const auto s = trainer.step(step, profile);
     auto step_bytes = trainer.take_collective_bytes();
     double slowest = s.seconds;

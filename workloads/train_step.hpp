@@ -26,6 +26,7 @@ struct TrainOptions {
   std::int64_t layers = 0;         // 0 = all; otherwise instantiate only this many layers
   std::int64_t steps = 10;         // training steps (1-based numbers for the hooks)
   std::int64_t warmup_steps = 2;   // the first steps of this run, excluded from the statistics
+  bool warmup_default = false;     // warmup_steps was not given: a resumed run keeps one measured step
   double routing_skew = 0;         // 0 = uniform expert popularity; s > 0: router bias −s·ln(1 + e)
   bool overlap = false;            // DP gradient reduction overlapped with backward (non-blocking)
   std::int64_t bucket_layers = 1;  // layers per DP gradient bucket

@@ -201,4 +201,10 @@ run_capture dry_resilience fb train --backend host --model tiny-dense --dry-run 
   && ok "--dry-run with resilience options: plan, no run dir, said" || fail "dry_resilience: exit $RC: $(cat "$T/dry_resilience.err")"
 expect_error dry_bad_faults 2 "invalid --faults 'crash@step=2,rank=3'" \
   fb train --backend host --model tiny-dense --dry-run --run-dir "$T/dry_rd" --faults crash@step=2,rank=3
+# The default warm-up leaves a measured step of those a resumed run has left (2 of 2 were warm-up: SKIPPED,
+# exit 0, no figure).
+fb train --backend host --model tiny-dense --layers 1 --steps 3 --checkpoint-every 1 --run-dir "$T/resumed" >/dev/null 2>&1
+run_capture resumed fb train --backend host --model tiny-dense --layers 1 --steps 5 --checkpoint-every 1 --run-dir "$T/resumed" --resume -o "$T/resumed.json"
+[ "$RC" -eq 0 ] && assert_json "$T/resumed.json" "d['results'][0]['status'] == 'ok' and d['results'][0]['metrics']['step_time_s']['value'] > 0" "resumed with 2 steps left: one is measured" \
+  || fail "resumed: exit $RC: $(tail -3 "$T/resumed.err")"
 finish
