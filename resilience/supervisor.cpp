@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <fstream>
 #include <map>
@@ -644,7 +645,12 @@ class Supervision {
     const auto first =
         std::find_if(result_.drains.begin(), result_.drains.end(),
                      [](const nlohmann::json& d) { return d.value("cause", "") == "failures"; });
-    if (first == result_.drains.end()) return result_;
+    if (first == result_.drains.end()) {
+      // Drains for stragglers or a failed pre-flight only: no failure-caused drain splits the log, so there
+      // is no MTTF on either side (null in the report, not 0 s).
+      result_.mttf_before_drain_s = result_.mttf_after_drain_s = std::nan("");
+      return result_;
+    }
     const double t_drain = (*first)["t"].get<double>();
     std::vector<nlohmann::json> before, after;
     for (const auto& ev : result_.events) (ev["t"].get<double>() < t_drain ? before : after).push_back(ev);

@@ -161,6 +161,7 @@ run stragdrain --ranks 2 --steps 40 --checkpoint-every 10 --policy drain --spare
 S="d['results'][0]"
 assert_json "$T/stragdrain.json" "[(x['rank'], x['cause'], x['to_slot']) for x in $S['extra']['drains']] == [(1, 'straggler', 2)]" "straggler drain: rank 1 to the spare, cause straggler"
 assert_json "$T/stragdrain.json" "[e['reason'] for e in d['events'] if e['type'] == 'attempt_end'] == ['drain', 'completed']" "straggler drain: the first attempt stopped for it, the second completed"
+assert_json "$T/stragdrain.json" "$S['extra']['mttf_before_drain_s'] is None and $S['extra']['mttf_after_drain_s'] is None" "straggler drain: no failure splits the log, no MTTF either side (null, not 0)"
 assert_json "$T/stragdrain.json" "[e['last_step'] for e in d['events'] if e['type'] == 'attempt_end'][0] == [e['step'] for e in d['events'] if e['type'] == 'ckpt_restore_end'][-1] > 0" "straggler drain: the relaunch resumes from the step the job stopped at (checkpointed)"
 assert_json "$T/stragdrain.json" "$S['extra']['ledger']['restarts_by_kind'] == {'drain': 1} and $S['metrics']['failures']['value'] == 0 and $S['metrics']['wasted_steps']['value'] == 0 and $S['metrics']['steps_completed']['value'] == 40" "straggler drain: no failure, no step lost, one restart for the drain"
 assert_json "$T/stragdrain.json" "$S['extra']['ledger']['split_s']['relaunch'] > 0" "straggler drain: its relaunch time is accounted"
