@@ -174,6 +174,7 @@ class LedgerBuilder {
     } else if (type == event::attempt_end && e.value("reason", "") == "drain") {
       // The job checkpointed and stopped for a drain (a straggling slot): the time to the next attempt is
       // its relaunch, as after a failure, and the restart counts under "drain".
+      close_attempt(t);  // its uptime ends here: the gap to the next attempt is relaunch, not uptime
       pending_relaunch_ = t;
       last_fatal_kind_ = "drain";
     } else if (type == event::drain) {

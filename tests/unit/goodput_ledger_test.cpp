@@ -479,6 +479,8 @@ TEST(GoodputLedger, AStopForADrainIsARelaunchNotAFailure) {
   EXPECT_NEAR(L.parts.relaunch_s, 2 * kMin, 1e-6);  // attempt_end (12) to the next attempt (14)
   EXPECT_NEAR(L.parts.init_s, 2 * kMin, 1e-6);      // each attempt's minute of start-up
   EXPECT_NEAR(L.parts.ckpt_save_s, 1 * kMin, 1e-6);
+  // Uptime is the attempts' own time: 0–12 and 14–25, not the relaunch gap between them.
+  EXPECT_NEAR(L.uptime_s, 23 * kMin, 1e-6);
 }
 
 TEST(GoodputLedger, MissingFieldNamesTheEvent) {
