@@ -2,13 +2,16 @@
 // with the same table). To add a subcommand: declare add_X_command in commands.hpp and list it here.
 #include "tools/commands.hpp"
 
+#include <algorithm>
 #include <array>
 #include <charconv>
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "core/error.hpp"
 
@@ -60,6 +63,18 @@ std::string parse_error_message(const CLI::ParseError& e, const CLI::App& app) {
   if (const auto at = text.find(kTwice); at != std::string::npos)
     return fmt::format("{} given {} times: give it once", text.substr(0, at),
                        text.substr(at + kTwice.size()));
+  // CLI11 lists the extra words last first (it parses a reversed vector): in the order they were typed.
+  for (const std::string_view lead :
+       {"The following argument was not expected: ", "The following arguments were not expected: "})
+    if (text.starts_with(lead)) {
+      std::vector<std::string> words;
+      for (std::size_t at = lead.size(); at < text.size();) {
+        const auto space = std::min(text.find(' ', at), text.size());
+        words.push_back(text.substr(at, space - at));
+        at = space + 1;
+      }
+      return fmt::format("{}{}", lead, fmt::join(words.rbegin(), words.rend(), " "));
+    }
   constexpr std::string_view kPrefix = "Could not convert: ";
   const auto eq = text.find(" = ");
   if (!text.starts_with(kPrefix) || eq == std::string::npos) return text;

@@ -99,6 +99,8 @@ int run_suite(const SuiteOptions& opt, Session& session) {
   if (opt.list) {
     if (!session.options().output.empty())
       throw usage_error("--list prints the steps and writes no report: leave out -o/--output");
+    if (opt.fail_fast)
+      throw usage_error("--list prints the steps and runs none: --fail-fast does nothing with it");
     if (session.is_root())
       for (const auto& step : suite.steps) {
         std::string line = "factorybench";

@@ -77,6 +77,9 @@ expect_error given_twice 2 "^factorybench: error: --steps given 2 times: give it
   fb train --backend host --steps 2 --steps 3
 expect_error check_and_no_check 2 "^factorybench: error: --check and --no-check are exclusive: give one$" \
   fb collective --backend host --check --no-check
+# Extra words are named in the order they were typed (CLI11 listed them last first).
+expect_error extras_order 2 "^factorybench: error: The following arguments were not expected: extra1 extra2$" \
+  fb gemm --backend host extra1 extra2
 # A global option the command does nothing for is refused, before or after the command word.
 expect_error idle_seed 2 "^factorybench: error: --seed does nothing for report: it renders reports$" \
   fb --seed 7 report "$FB_SOURCE_DIR/tests/data/report_sample.json"

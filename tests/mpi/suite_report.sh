@@ -93,6 +93,8 @@ run_capture list fb suite quickstart --list
   && ok "--list: one line per step" || fail "--list: exit $RC: $(cat "$T/list.out" "$T/list.err")"
 expect_error list_output 2 "^factorybench: error: --list prints the steps and writes no report: leave out -o/--output$" \
   fb -o "$T/list.json" suite quickstart --list
+expect_error list_fail_fast 2 "^factorybench: error: --list prints the steps and runs none: --fail-fast does nothing with it$" \
+  fb suite quickstart --list --fail-fast
 
 # Every step's input is validated before the first step runs (the models, layouts and files its options
 # name): a typo in a later step stops the suite with that step's reason and exit 2, before step 1 has
