@@ -72,7 +72,7 @@ HostBackend::HostBackend(int local_size) : local_size_(local_size < 1 ? 1 : loca
 }
 
 std::uint64_t HostBackend::free_memory_bytes() const {
-  return read_host_info().memory_available_bytes / static_cast<std::uint64_t>(local_size_);
+  return host_memory_available_per_rank(local_size_);
 }
 
 DeviceBuffer HostBackend::allocate(std::size_t bytes) {

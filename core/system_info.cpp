@@ -1,5 +1,7 @@
 #include "core/system_info.hpp"
 
+#include <algorithm>
+
 #include <sched.h>
 #include <sys/utsname.h>
 #include <unistd.h>
@@ -68,6 +70,10 @@ HostInfo read_host_info() {
   while (std::getline(os, line))
     if (line.rfind("PRETTY_NAME=", 0) == 0) h.os = trim(line.substr(12));
   return h;
+}
+
+std::uint64_t host_memory_available_per_rank(int local_ranks) {
+  return read_host_info().memory_available_bytes / static_cast<std::uint64_t>(std::max(local_ranks, 1));
 }
 
 }  // namespace fb

@@ -19,4 +19,8 @@ struct HostInfo {
 
 HostInfo read_host_info();
 
+// This host's available memory (MemAvailable) shared by the `local_ranks` ranks that run on it (at least
+// one): what one rank may use of host memory, the host backend's "device" memory and every GPU run's staging.
+std::uint64_t host_memory_available_per_rank(int local_ranks);
+
 }  // namespace fb

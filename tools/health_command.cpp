@@ -104,10 +104,7 @@ int run_health(const HealthCliOptions& cli, Session& session) {
     const bool same_memory = backend.kind() == BackendKind::host;
     const auto device_free =
         allreduce(mpi, static_cast<std::uint64_t>(backend.free_memory_bytes()), RankReduce::min);
-    const auto host_free = allreduce(
-        mpi,
-        read_host_info().memory_available_bytes / static_cast<std::uint64_t>(std::max(mpi.local_size(), 1)),
-        RankReduce::min);
+    const auto host_free = allreduce(mpi, host_memory_available_per_rank(mpi.local_size()), RankReduce::min);
     const auto refuse = [&](std::uint64_t need, std::uint64_t free, const char* where) {
       if (need > free)
         throw usage_error(

@@ -289,10 +289,8 @@ std::uint64_t checked_buffer_bytes(const CollectiveOptions& o, const MpiContext&
                     format_bytes(buffer_bytes), same_memory && staging ? ", 2 of them --check's copies" : "",
                     format_bytes(free_min), same_memory && staging ? ", or --no-check" : ""));
   if (!same_memory && staging > 0) {
-    const std::uint64_t host_free = allreduce(
-        mpi,
-        read_host_info().memory_available_bytes / static_cast<std::uint64_t>(std::max(mpi.local_size(), 1)),
-        RankReduce::min);
+    const std::uint64_t host_free =
+        allreduce(mpi, host_memory_available_per_rank(mpi.local_size()), RankReduce::min);
     if (staging * buffer_bytes > host_free)
       throw usage_error(fmt::format(
           "invalid size: --check copies the largest case's input and output to host memory, {} per rank, but "

@@ -245,8 +245,7 @@ void check_gemm_memory(const MpiContext& mpi, const Backend& backend, std::span<
                        bool check) {
   const double free_bytes = static_cast<double>(backend.free_memory_bytes());
   const bool same_memory = backend.kind() == BackendKind::host;
-  const double host_free = static_cast<double>(read_host_info().memory_available_bytes) /
-                           static_cast<double>(std::max(mpi.local_size(), 1));
+  const double host_free = static_cast<double>(host_memory_available_per_rank(mpi.local_size()));
   std::string problem;
   for (const auto& c : cases) {
     const double copies = check ? check_copy_bytes(c.problem) : 0;
