@@ -54,9 +54,14 @@ void print_train_result(std::ostream& out, const Result& r) {
   for (const auto& [k, v] : run.breakdown.seconds)
     if (v > 0) out << fmt::format("  {:<22} {:.6f} s\n", k, v);
   if (!run.collective_bytes_per_step.empty()) {
-    out << "bytes per step (rank 0):\n";
-    for (const auto& [k, v] : run.collective_bytes_per_step)
-      out << fmt::format("  {:<30} {}\n", k, format_bytes(static_cast<std::uint64_t>(v)));
+    out << "collectives per step (rank 0):\n";
+    for (const auto& [k, v] : run.collective_bytes_per_step) {
+      const auto calls = run.collective_calls_per_step.find(k);
+      out << fmt::format("  {:<30} {}{}\n", k, format_bytes(static_cast<std::uint64_t>(v)),
+                         calls == run.collective_calls_per_step.end()
+                             ? std::string()
+                             : fmt::format(" in {} call{}", calls->second, calls->second == 1 ? "" : "s"));
+    }
   }
   if (r.error) out << (r.status == Status::skipped ? "SKIPPED: " : "FAILED: ") << *r.error << "\n";
 }

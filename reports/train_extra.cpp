@@ -35,7 +35,7 @@ void write_train_extra(Result& r, const TrainExtra& x) {
                      {"note", g.note}});
   r.extra["gemms"] = gemms;
   auto colls = json::array();
-  for (const auto& c : x.collectives_plan)
+  for (const auto& c : x.collectives_plan) {
     colls.push_back({{"name", c.name},
                      {"group", c.group},
                      {"op", c.op},
@@ -43,6 +43,8 @@ void write_train_extra(Result& r, const TrainExtra& x) {
                      {"bytes_per_call", c.bytes_per_call},
                      {"calls_per_step", c.calls_per_step},
                      {"bytes_per_step", c.bytes_per_step}});
+    if (!c.note.empty()) colls.back()["note"] = c.note;
+  }
   r.extra["collectives_plan"] = colls;
   if (const auto& p = x.pipeline)
     r.extra["pipeline"] = {{"schedule", p->schedule},
@@ -60,6 +62,7 @@ void write_train_extra(Result& r, const TrainExtra& x) {
   r.extra["breakdown_categories"] = run.breakdown.categories;
   r.extra["breakdown_note"] = run.breakdown.note;
   r.extra["collective_bytes_per_step"] = run.collective_bytes_per_step;
+  r.extra["collective_calls_per_step"] = run.collective_calls_per_step;
   r.extra["moe_dispatch"] = {{"rows_sent", run.moe_rows_sent}, {"rows_received", run.moe_rows_received}};
   r.extra["gemm_engine"] = run.gemm_engine;
   r.extra["gemm_emulated"] = run.gemm_emulated;
@@ -104,7 +107,8 @@ TrainExtra read_train_extra(const Result& r) {
                                     c.at("group_size").integer<std::int64_t>(),
                                     c.at("bytes_per_call").num(),
                                     c.at("calls_per_step").num(),
-                                    c.at("bytes_per_step").num()};
+                                    c.at("bytes_per_step").num(),
+                                    c.has("note") ? c.at("note").str() : std::string()};
     });
     if (e.has("pipeline")) {
       const auto p = e.at("pipeline");
@@ -123,6 +127,8 @@ TrainExtra read_train_extra(const Result& r) {
     run.breakdown = {e.at("breakdown_categories").strings(), e.at("breakdown").figures(),
                      e.at("breakdown_note").str()};
     run.collective_bytes_per_step = e.at("collective_bytes_per_step").figures();
+    if (e.has("collective_calls_per_step"))
+      run.collective_calls_per_step = e.at("collective_calls_per_step").figures();
     const auto moe = e.at("moe_dispatch");
     run.moe_rows_sent = moe.at("rows_sent").integer<std::int64_t>();
     run.moe_rows_received = moe.at("rows_received").integer<std::int64_t>();

@@ -38,6 +38,7 @@ struct TrainPlannedCollective {
   std::string name, group, op;
   std::int64_t group_size = 1;
   double bytes_per_call = 0, calls_per_step = 0, bytes_per_step = 0;
+  std::string note;  // what each call carries where calls of one name differ (gradient buckets); may be empty
   bool operator==(const TrainPlannedCollective&) const = default;
 };
 
@@ -71,7 +72,9 @@ struct TrainRunExtra {
   std::optional<std::string> mfu_note;  // why mfu/hfu are missing
   TrainBreakdown breakdown;
   std::map<std::string, double> collective_bytes_per_step;  // rank 0, by collective name
-  std::int64_t moe_rows_sent = 0, moe_rows_received = 0;    // extra.moe_dispatch
+  std::map<std::string, double>
+      collective_calls_per_step;  // the same, calls (absent in reports before 2026-12)
+  std::int64_t moe_rows_sent = 0, moe_rows_received = 0;  // extra.moe_dispatch
   std::string gemm_engine;
   bool gemm_emulated = false;
   std::int64_t first_step = 1, last_step = 0;

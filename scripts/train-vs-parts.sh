@@ -13,8 +13,9 @@
 #      router, experts with the step's routed rows, output layer) through `gemm --m --n --k --batch --ta --tb`
 #      with the shapes of the train report's plan (extra.gemms);
 #   3. times the same collectives with `factorybench collective --split GROUP` (every group at once): the
-#      bytes the step moved per step (extra.collective_bytes_per_step, rank 0) divided into its calls;
-#      DP/expert-DP gradients as one all-reduce per bucket, EP all-to-all-v as a balanced all-to-all;
+#      bytes the step moved per step (extra.collective_bytes_per_step, rank 0) divided into the calls it made
+#      (extra.collective_calls_per_step): DP/expert-DP gradients as that many all-reduces of the mean bucket,
+#      EP all-to-all-v as a balanced all-to-all;
 #   4. sums parts x calls per step (layers x micro-batches for per-layer work) and adds the non-GEMM compute the
 #      step itself measured (elementwise, optimizer, MoE routing kernels: extra.breakdown), which has no
 #      standalone tool. The attention softmax (inside the step's "attention" category) is not in the parts.
@@ -154,6 +155,7 @@ for index, case in enumerate(cases):
     # --- collectives ----------------------------------------------------------------------------------------
     plan = {c["name"]: c for c in extra["collectives_plan"]}
     done = extra["collective_bytes_per_step"]
+    done_calls = extra.get("collective_calls_per_step", {})  # reports since 2026-12-03 count calls
     elem = 2 if dtype == "bf16" else 4
     tp, dp, ep = p["tp"], p["dp"], p["ep"]
     layers = p["layers"]
@@ -170,16 +172,15 @@ for index, case in enumerate(cases):
         elif kind == "tp_allgather":
             op, group, size = "allgather", tp, act  # nccl-tests S: the gathered output
             nbytes = nbytes * tp                    # the step counts the input (1/tp of it)
-        elif kind == "dp_allreduce":
+        elif kind == "dp_allreduce":  # one call per gradient bucket: their mean size
             op, group = "allreduce", dp
-            buckets = layers + 1
-            size = nbytes / buckets
+            size = nbytes / done_calls.get(name, layers + 2)
         elif kind == "edp_allreduce":
             op, group = "allreduce", dp * tp // ep
-            size = nbytes / max(moe_layers, 1)
+            size = nbytes / done_calls.get(name, max(moe_layers, 1))
         elif kind == "ep_alltoallv":
             op, group = "alltoall", ep
-            size = nbytes / max(moe_layers * micro, 1)
+            size = nbytes / done_calls.get(name, max(moe_layers * micro, 1))
         else:
             sys.exit(f"train-vs-parts: no standalone part for collective {name}")
         if group <= 1 or nbytes <= 0:

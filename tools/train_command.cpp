@@ -96,10 +96,11 @@ void print_plan(const workloads::TrainPlan& plan, std::uint64_t available,
                            c.pp > 1 ? " of the last pipeline stage" : "");
   if (plan.collectives.empty()) std::cout << "  none (one rank per group)\n";
   for (const auto& col : plan.collectives)
-    std::cout << fmt::format("  {:<30} {:<4} {:<15} group {:<4} {:>10}/call x {:<6} = {}/step\n", col.name,
+    std::cout << fmt::format("  {:<30} {:<4} {:<15} group {:<4} {:>10}/call x {:<6} = {}/step{}\n", col.name,
                              col.group, col.op, col.group_size,
                              format_bytes(static_cast<std::uint64_t>(col.bytes_per_call)), col.calls_per_step,
-                             format_bytes(static_cast<std::uint64_t>(col.bytes_per_step())));
+                             format_bytes(static_cast<std::uint64_t>(col.bytes_per_step())),
+                             col.note.empty() ? "" : "  (" + col.note + ")");
 }
 
 DType default_dtype(BackendKind backend) {
@@ -371,7 +372,7 @@ workloads::TrainOptions make_train_options(const TrainCliOptions& cli, BackendKi
   o.warmup_default = !cli.warmup_steps;  // and so of the steps a resumed run has left
   o.routing_skew = cli.routing_skew;
   o.overlap = cli.overlap;
-  o.bucket_layers = cli.bucket_layers;
+  o.shape.bucket_layers = cli.bucket_layers;
   if (!(cli.learning_rate > 0 && std::isfinite(cli.learning_rate)))
     throw usage_error(fmt::format("invalid --lr {}: must be positive and finite", cli.learning_rate));
   o.learning_rate = static_cast<float>(cli.learning_rate);

@@ -7,6 +7,7 @@
 #include "core/error.hpp"
 #include "core/units.hpp"
 #include "workloads/layer_gemm_shapes.hpp"
+#include "workloads/train/optimizer_shards.hpp"
 
 namespace fb::workloads {
 namespace {
@@ -106,25 +107,41 @@ struct StageParams {
   std::int64_t dense = 0, expert = 0;
 };
 
+// Weights of model layer i (global index) on a rank.
+StageParams layer_params(const ModelConfig& m, const ParallelConfig& c, const LocalDims& l, std::int64_t i) {
+  const std::int64_t h = m.hidden;
+  StageParams p;
+  p.dense = attention_weights(m, c, l) + h;  // + the feed-forward pre-norm
+  if (m.is_moe_layer(i)) {
+    p.dense += h * m.moe->experts;  // router (replicated)
+    if (m.moe->shared_ffn > 0) p.dense += (up_factor(m) + 1) * h * (m.moe->shared_ffn / c.tp);
+    p.expert = (m.moe->experts / c.ep) * (up_factor(m) + 1) * h * m.moe->expert_ffn;
+  } else {
+    p.dense += (up_factor(m) + 1) * h * l.ffn;
+  }
+  return p;
+}
+
+// The input embedding on the first stage, the final norm and output layer on the last (vocabulary split
+// over TP for both).
+std::int64_t embedding_params(const ModelConfig& m, const LocalDims& l) {
+  return l.vocab * m.hidden;
+}
+std::int64_t output_params(const ModelConfig& m, const LocalDims& l) {
+  return l.vocab * m.hidden + m.hidden;
+}
+
 StageParams stage_params(const ModelConfig& m, const ParallelConfig& c, const LocalDims& l,
                          std::int64_t stage) {
-  const std::int64_t h = m.hidden;
   const auto layers = stage_layers(m, c, stage);
   StageParams p;
   for (std::int64_t i = layers.first; i < layers.first + layers.count; ++i) {
-    p.dense += attention_weights(m, c, l) + h;  // + the feed-forward pre-norm
-    if (m.is_moe_layer(i)) {
-      p.dense += h * m.moe->experts;  // router (replicated)
-      if (m.moe->shared_ffn > 0) p.dense += (up_factor(m) + 1) * h * (m.moe->shared_ffn / c.tp);
-      p.expert += (m.moe->experts / c.ep) * (up_factor(m) + 1) * h * m.moe->expert_ffn;
-    } else {
-      p.dense += (up_factor(m) + 1) * h * l.ffn;
-    }
+    const auto one = layer_params(m, c, l, i);
+    p.dense += one.dense;
+    p.expert += one.expert;
   }
-  // The input embedding on the first stage, the final norm and output layer on the last (vocabulary split
-  // over TP for both).
-  if (stage == 0) p.dense += l.vocab * h;
-  if (stage == c.pp - 1) p.dense += l.vocab * h + h;
+  if (stage == 0) p.dense += embedding_params(m, l);
+  if (stage == c.pp - 1) p.dense += output_params(m, l);
   return p;
 }
 
@@ -169,6 +186,44 @@ LocalDims local_dims(const ModelConfig& m, const ParallelConfig& c, const StepSh
     }
   }
   return l;
+}
+
+GradientBuckets gradient_buckets(const ModelConfig& m, const ParallelConfig& c, const StepShape& s,
+                                 std::int64_t stage) {
+  const auto l = local_dims(m, c, s);
+  const auto layers = stage_layers(m, c, stage);
+  const int dense_shards = s.distributed_optimizer ? static_cast<int>(c.dp) : 1;
+  const int expert_shards = s.distributed_optimizer ? static_cast<int>(c.dp * c.tp / c.ep) : 1;
+  GradientBuckets b;
+  const auto add = [](std::vector<GradientBucket>& to, std::int64_t count, int shards, std::string holds) {
+    if (count > 0) to.push_back({train::padded_bucket_end(0, count, shards), std::move(holds)});
+  };
+  if (stage == c.pp - 1) add(b.dense, output_params(m, l), dense_shards, "output layer and final norm");
+  const std::int64_t k = std::max<std::int64_t>(s.bucket_layers, 1);
+  // Local layer j opens a bucket when j % k == 0; backward completes the last one first.
+  for (std::int64_t open = layers.count > 0 ? (layers.count - 1) / k * k : -1; open >= 0; open -= k) {
+    StageParams p;
+    const std::int64_t n = std::min(k, layers.count - open);
+    std::int64_t moe = 0;
+    for (std::int64_t j = open; j < open + n; ++j) {
+      const auto one = layer_params(m, c, l, layers.first + j);
+      p.dense += one.dense;
+      p.expert += one.expert;
+      moe += one.expert > 0 ? 1 : 0;
+    }
+    const auto count = [](std::int64_t k_layers) {
+      return fmt::format("{} layer{}", k_layers, k_layers == 1 ? "" : "s");
+    };
+    // In an MoE model a layer's dense part depends on its kind: say which the bucket holds.
+    const std::string kinds = !m.moe     ? count(n)
+                              : moe == n ? fmt::format("{} MoE layer{}", n, n == 1 ? "" : "s")
+                              : moe == 0 ? fmt::format("{} dense layer{}", n, n == 1 ? "" : "s")
+                                         : fmt::format("{}, {} MoE", count(n), moe);
+    add(b.dense, p.dense, dense_shards, kinds);
+    add(b.expert, p.expert, expert_shards, "experts of " + count(moe));
+  }
+  if (stage == 0) add(b.dense, embedding_params(m, l), dense_shards, "input embedding");
+  return b;
 }
 
 MemoryEstimate estimate_memory(const ModelConfig& m, const ParallelConfig& c, const StepShape& s) {
@@ -457,34 +512,43 @@ void PlanLists::pp_and_ep_collectives() {
   }
 }
 
-// Once per step: the dense gradients over DP, the expert gradients over expert-DP; with a distributed
-// optimizer each is a reduce-scatter and an all-gather of the updated weights (each rank sends its 1/n).
+// Once per step, one call per gradient bucket: the dense gradients over DP, the expert gradients over
+// expert-DP; with a distributed optimizer each bucket is reduce-scattered and its updated weights
+// all-gathered (each rank sends its 1/n). Buckets of one size share an entry, listed in the order backward
+// reaches them.
 void PlanLists::gradient_collectives() {
   const double e = static_cast<double>(dtype_bytes(s.dtype));
-  // The last stage's gradients, as every list of the plan is the last stage's (LocalDims holds the largest
+  // The last stage's buckets, as every list of the plan is the last stage's (LocalDims holds the largest
   // stage's, for memory): with PP the stages differ, and the last may hold no expert at all.
-  const auto last = stage_params(m, c, l, std::max<std::int64_t>(c.pp, 1) - 1);
-  const double dense_grad_bytes = static_cast<double>(last.dense) * e;
-  const double expert_grad_bytes = static_cast<double>(last.expert) * e;
-  const std::int64_t edp = c.dp * c.tp / c.ep;
-  if (c.dp > 1) {
-    if (s.distributed_optimizer) {
-      collectives.push_back({"dp_reduce_scatter/grads", "dp", "reduce_scatter", c.dp, dense_grad_bytes, 1});
-      collectives.push_back({"dp_allgather/params", "dp", "allgather", c.dp, dense_grad_bytes / c.dp, 1});
-    } else {
-      collectives.push_back({"dp_allreduce/grads", "dp", "allreduce", c.dp, dense_grad_bytes, 1});
+  const auto buckets = gradient_buckets(m, c, s, std::max<std::int64_t>(c.pp, 1) - 1);
+  const auto list = [&](const std::vector<GradientBucket>& of, const char* group, std::int64_t n,
+                        const char* what, const char* params) {
+    if (n <= 1) return;
+    std::vector<std::pair<const GradientBucket*, double>> kinds;  // a bucket of each size and kind, calls
+    for (const auto& b : of) {
+      const auto same = std::find_if(kinds.begin(), kinds.end(), [&](const auto& k) {
+        return k.first->elements == b.elements && k.first->holds == b.holds;
+      });
+      if (same == kinds.end())
+        kinds.emplace_back(&b, 1.0);
+      else
+        same->second += 1;
     }
-  }
-  if (last.expert > 0 && edp > 1) {
-    if (s.distributed_optimizer) {
-      collectives.push_back(
-          {"edp_reduce_scatter/expert_grads", "edp", "reduce_scatter", edp, expert_grad_bytes, 1});
-      collectives.push_back({"edp_allgather/expert_params", "edp", "allgather", edp,
-                             expert_grad_bytes / static_cast<double>(edp), 1});
-    } else {
-      collectives.push_back({"edp_allreduce/expert_grads", "edp", "allreduce", edp, expert_grad_bytes, 1});
+    const std::string g = group;
+    for (const auto& [b, calls] : kinds) {
+      const double bytes = static_cast<double>(b->elements) * e;
+      if (s.distributed_optimizer) {
+        collectives.push_back(
+            {g + "_reduce_scatter/" + what, g, "reduce_scatter", n, bytes, calls, b->holds});
+        collectives.push_back(
+            {g + "_allgather/" + params, g, "allgather", n, bytes / static_cast<double>(n), calls, b->holds});
+      } else {
+        collectives.push_back({g + "_allreduce/" + what, g, "allreduce", n, bytes, calls, b->holds});
+      }
     }
-  }
+  };
+  list(buckets.dense, "dp", c.dp, "grads", "params");
+  list(buckets.expert, "edp", c.dp * c.tp / c.ep, "expert_grads", "expert_params");
 }
 
 }  // namespace

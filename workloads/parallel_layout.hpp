@@ -14,6 +14,7 @@
 // the plan's GEMM and collective lists are those of one rank of the last stage (it has the output layer).
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/dtype.hpp"
@@ -41,6 +42,7 @@ struct StepShape {
   // blocks, and runs no strip GEMMs. Set once the engine is chosen (run time), or by --dry-run for an
   // explicit fused engine; auto's --dry-run plan is the blocked GEMM path's.
   bool fused_attention = false;
+  std::int64_t bucket_layers = 1;  // layers per data-parallel gradient bucket (--bucket-layers)
 };
 
 // Throws a usage Error naming the option and the constraint that fails ("--tp 3 does not divide heads 32").
@@ -85,6 +87,21 @@ struct StageLayers {
 };
 StageLayers stage_layers(const ModelConfig& model, const ParallelConfig& parallel, std::int64_t stage);
 
+// The gradient buckets one rank of pipeline stage `stage` reduces over data parallelism, in the order
+// backward completes them: the output layer's and final norm's (last stage), then shape.bucket_layers layers
+// at a time from the stage's last layer, then the input embedding's (first stage). Element counts, each
+// padded as the distributed optimizer pads it (train/optimizer_shards.hpp); empty buckets (the expert bucket
+// of dense layers) left out. The layout train/model_weights.cpp builds; pure.
+struct GradientBucket {
+  std::int64_t elements = 0;
+  std::string holds;  // "output layer and final norm", "3 layers", "input embedding"
+};
+struct GradientBuckets {
+  std::vector<GradientBucket> dense, expert;  // dense: over DP; expert: routed experts over expert-DP
+};
+GradientBuckets gradient_buckets(const ModelConfig& model, const ParallelConfig& parallel,
+                                 const StepShape& shape, std::int64_t stage);
+
 struct MemoryEstimate {
   std::uint64_t weights = 0, gradients = 0, optimizer = 0, activations = 0, workspace = 0;
   std::uint64_t total() const { return weights + gradients + optimizer + activations + workspace; }
@@ -106,12 +123,23 @@ struct PlanGemm {
 };
 
 struct PlanCollective {
+  PlanCollective() = default;
+  PlanCollective(std::string name_, std::string group_, std::string op_, std::int64_t group_size_,
+                 double bytes_per_call_, double calls_per_step_, std::string note_ = {})
+      : name(std::move(name_)),
+        group(std::move(group_)),
+        op(std::move(op_)),
+        group_size(group_size_),
+        bytes_per_call(bytes_per_call_),
+        calls_per_step(calls_per_step_),
+        note(std::move(note_)) {}
   std::string name;   // "tp_allreduce/attn_out"
   std::string group;  // tp, ep, dp, edp, pp (neighbouring stages), world
   std::string op;     // allreduce, reduce_scatter, allgather, alltoallv, send_recv (pipeline)
   std::int64_t group_size = 1;
   double bytes_per_call = 0;  // per rank, input buffer size (alltoallv: balanced routing)
   double calls_per_step = 0;
+  std::string note;  // what each call carries, where calls of one name differ ("3 layers")
   double bytes_per_step() const { return bytes_per_call * calls_per_step; }
 };
 

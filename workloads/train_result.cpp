@@ -57,7 +57,7 @@ void describe_run(reports::Result& r, const TrainOptions& o, const TrainPlan& pl
       {"recompute", std::string(to_string(plan.shape.recompute))},
       {"distributed_optimizer", plan.shape.distributed_optimizer},
       {"overlap", o.overlap},
-      {"bucket_layers", o.bucket_layers},
+      {"bucket_layers", o.shape.bucket_layers},
       {"learning_rate", o.learning_rate},
       {"routing_skew", o.routing_skew},
       {"steps", o.steps},
@@ -97,8 +97,8 @@ void describe_listings(reports::TrainExtra& x, const TrainPlan& plan) {
                        g.calls_per_layer, g.layers, g.note});
   }
   for (const auto& cp : plan.collectives)
-    x.collectives_plan.push_back(
-        {cp.name, cp.group, cp.op, cp.group_size, cp.bytes_per_call, cp.calls_per_step, cp.bytes_per_step()});
+    x.collectives_plan.push_back({cp.name, cp.group, cp.op, cp.group_size, cp.bytes_per_call,
+                                  cp.calls_per_step, cp.bytes_per_step(), cp.note});
   if (c.pp > 1) {
     const double m = static_cast<double>(plan.shape.grad_accum), p = static_cast<double>(c.pp);
     x.pipeline = reports::TrainPipeline{"1F1B",
@@ -186,6 +186,7 @@ void run_measurements(reports::Result& r, reports::TrainRunExtra& x, const Train
                              "step time {:.6g} s",
                              parts, step_time)};
   x.collective_bytes_per_step = run.collective_bytes;
+  x.collective_calls_per_step = run.collective_calls;
   x.moe_rows_sent = run.dispatch_sent_rows;
   x.moe_rows_received = run.dispatch_received_rows;
   x.gemm_engine = run.gemm_engine;

@@ -39,7 +39,7 @@ TrainPlan prepare_training(const TrainOptions& o, std::int64_t world) {
   positive("--steps", o.steps);
   if (o.steps > 1'000'000'000)
     throw usage_error(fmt::format("invalid --steps {}: at most 1000000000", o.steps));
-  positive("--bucket-layers", o.bucket_layers);
+  positive("--bucket-layers", o.shape.bucket_layers);
   if (o.warmup_steps < 0 || o.warmup_steps >= o.steps)
     throw usage_error(
         fmt::format("invalid --warmup-steps {}: must be in [0, --steps {})", o.warmup_steps, o.steps));
@@ -70,7 +70,7 @@ TrainPlan prepare_training(const TrainOptions& o, std::int64_t world) {
   const bool dp_reduction = pc.dp > 1 || (model.moe && pc.dp * pc.tp / pc.ep > 1);
   const char* acting = o.overlap                       ? "--overlap"
                        : o.shape.distributed_optimizer ? "--distributed-optimizer"
-                       : o.bucket_layers != 1          ? "--bucket-layers"
+                       : o.shape.bucket_layers != 1    ? "--bucket-layers"
                                                        : nullptr;
   if (!dp_reduction && acting)
     throw usage_error(
@@ -246,13 +246,14 @@ TrainRun run_training(const TrainOptions& o, TrainPlan prepared, MpiContext& mpi
     // measured steps run without extra synchronisation.
     const bool profile = host || (!measured && n + 1 == warmup_steps) || (warmup_steps == 0 && n == 0);
     const auto s = trainer.step(step, profile);
-    auto step_bytes = trainer.take_collective_bytes();
+    auto step_collectives = trainer.take_collectives();
     double slowest = s.seconds;
     control->allreduce(&slowest, &slowest, 1, DType::fp64, ReduceOp::max);
     if (measured) {
       run.step_seconds.push_back(slowest);
       if (host) cats.push_back(s.cat);
-      run.collective_bytes = step_bytes;
+      run.collective_bytes = std::move(step_collectives.bytes);
+      run.collective_calls = std::move(step_collectives.calls);
     }
     if (profile && !host) cats.assign(1, s.cat);
     run.loss = s.loss;

@@ -22,14 +22,13 @@ namespace fb::workloads {
 struct TrainOptions {
   std::string model = "tiny-dense";  // preset name or JSON path
   ParallelConfig parallel;
-  StepShape shape;                 // seq 0 = the model's
-  std::int64_t layers = 0;         // 0 = all; otherwise instantiate only this many layers
-  std::int64_t steps = 10;         // training steps (1-based numbers for the hooks)
-  std::int64_t warmup_steps = 2;   // the first steps of this run, excluded from the statistics
-  bool warmup_default = false;     // warmup_steps was not given: a resumed run keeps one measured step
-  double routing_skew = 0;         // 0 = uniform expert popularity; s > 0: router bias −s·ln(1 + e)
-  bool overlap = false;            // DP gradient reduction overlapped with backward (non-blocking)
-  std::int64_t bucket_layers = 1;  // layers per DP gradient bucket
+  StepShape shape;                // seq 0 = the model's
+  std::int64_t layers = 0;        // 0 = all; otherwise instantiate only this many layers
+  std::int64_t steps = 10;        // training steps (1-based numbers for the hooks)
+  std::int64_t warmup_steps = 2;  // the first steps of this run, excluded from the statistics
+  bool warmup_default = false;    // warmup_steps was not given: a resumed run keeps one measured step
+  double routing_skew = 0;        // 0 = uniform expert popularity; s > 0: router bias −s·ln(1 + e)
+  bool overlap = false;           // DP gradient reduction overlapped with backward (non-blocking)
   float learning_rate = 1e-4f;
   std::uint64_t seed = 42;
   // How the attention core runs (kernels/attention_engine.hpp): auto takes cuDNN's fused attention where it
@@ -56,6 +55,7 @@ struct TrainRun {
   double moe_imbalance = 0;           // max/mean tokens per expert over the run (1 = balanced)
   std::int64_t dispatch_sent_rows = 0, dispatch_received_rows = 0;  // summed over all ranks and steps
   std::map<std::string, double> collective_bytes;                   // per step, this rank, by collective name
+  std::map<std::string, double> collective_calls;                   // the same, calls
   std::vector<double> per_rank_steps, per_rank_last_step;           // index = world rank
   std::string gemm_engine;
   bool gemm_emulated = false;

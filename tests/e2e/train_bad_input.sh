@@ -98,7 +98,12 @@ run_capture plan fb train --backend host --model llama3-8b --tp 2 --dp 4 --dry-r
 validate "$T/plan.json"
 assert_json "$T/plan.json" "abs(d['results'][0]['metrics']['flops_per_token']['value'] / 1e9 - 51.47) < 0.01" "dry run: llama3-8b 51.47 GFLOP/token"
 assert_json "$T/plan.json" "any(g['name'] == 'llama3-8b/tp2/mlp_up/fwd' and g['m'] == 14336 for g in d['results'][0]['extra']['gemms'])" "dry run: GEMM shapes listed"
-assert_json "$T/plan.json" "[c['name'] for c in d['results'][0]['extra']['collectives_plan']] == ['tp_allreduce/layer_out', 'tp_allreduce/embedding', 'dp_allreduce/grads']" "dry run: collectives listed"
+assert_json "$T/plan.json" "[(c['name'], c['calls_per_step'], c.get('note', '')) for c in d['results'][0]['extra']['collectives_plan']] == [('tp_allreduce/layer_out', 129, ''), ('tp_allreduce/embedding', 1, ''), ('dp_allreduce/grads', 1, 'output layer and final norm'), ('dp_allreduce/grads', 32, '1 layer'), ('dp_allreduce/grads', 1, 'input embedding')]" "dry run: collectives listed, a DP all-reduce per gradient bucket"
+# --bucket-layers 5 over 32 layers: 6 buckets of 5 and, reached first in backward, one of 2.
+run_capture plan5 fb train --backend host --model llama3-8b --tp 2 --dp 4 --bucket-layers 5 --dry-run -o "$T/plan5.json"
+[ "$RC" -eq 0 ] || fail "dry run --bucket-layers 5: exit $RC: $(cat "$T/plan5.err")"
+assert_json "$T/plan5.json" "[(c['calls_per_step'], c['note']) for c in d['results'][0]['extra']['collectives_plan'] if c['group'] == 'dp'] == [(1, 'output layer and final norm'), (1, '2 layers'), (6, '5 layers'), (1, 'input embedding')] and sum(c['bytes_per_step'] for c in d['results'][0]['extra']['collectives_plan'] if c['group'] == 'dp') == sum(c['bytes_per_step'] for c in json.load(open('$T/plan.json'))['results'][0]['extra']['collectives_plan'] if c['group'] == 'dp')" "dry run --bucket-layers 5: 9 DP calls, the same bytes"
+grep -q "dp_allreduce/grads .* x 6 .*(5 layers)" "$T/plan5.out" && ok "dry run --bucket-layers 5: printed per bucket" || fail "dry run --bucket-layers 5 output: $(grep dp_ "$T/plan5.out")"
 grep -q "does not fit\|GEMMs per micro-batch" "$T/plan.out" && ok "dry run prints the plan" || fail "dry run output: $(head "$T/plan.out")"
 
 # An explicit fused engine is planned as it runs (no strip GEMMs, no probability blocks); auto's plan is the

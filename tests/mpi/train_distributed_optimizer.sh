@@ -22,6 +22,13 @@ pair() {  # NAME RANKS ARGS...: the run with and without --distributed-optimizer
   validate "$T/${name}_zero.json"
   assert_json "$T/${name}_zero.json" "d['results'][0]['params']['distributed_optimizer'] is True and d['results'][0]['per_rank']['last_step'] == [3.0] * $n" "$name: recorded, every rank finished"
 }
+# FILE LABEL: every data-parallel gradient collective ran as the plan lists it, bucket by bucket: per name,
+# the calls and bytes executed are the plan's (one call per --bucket-layers bucket, the output layer's and the
+# embedding's; each padded to the shards when sharded). Rank 0 runs the plan's stage only with pp 1.
+as_planned() {
+  local P="d['results'][0]['extra']['collectives_plan']" C="d['results'][0]['extra']['collective_calls_per_step']"
+  assert_json "$1" "(lambda names: len(names) > 0 and names == {n for n in $B if n.split('_')[0] in ('dp', 'edp')} and all($C[n] == sum(c['calls_per_step'] for c in $P if c['name'] == n) and $B[n] == sum(c['bytes_per_call'] * c['calls_per_step'] for c in $P if c['name'] == n) for n in names))({c['name'] for c in $P if c['group'] in ('dp', 'edp')})" "$2: DP gradient calls and bytes executed = planned, per bucket"
+}
 same() {  # NAME TOLERANCE: loss and gradient norm of NAME_zero within a relative TOLERANCE of NAME
   local ref="json.load(open('$T/$1.json'))['results'][0]['metrics']"
   assert_json "$T/$1_zero.json" "abs($M['loss']['value'] / $ref['loss']['value'] - 1) <= $2" "$1: same loss (within $2)"
@@ -33,8 +40,12 @@ pair dense 2 --model tiny-dense --dp 2
 same dense 1e-12
 assert_json "$T/dense_zero.json" "json.load(open('$T/dense.json'))['results'][0]['metrics']['memory_allocated_bytes_per_rank']['value'] - $M['memory_allocated_bytes_per_rank']['value'] == 12 * 426624 // 2" "dense: 12 B x 426,624 / 2 less allocated per rank"
 assert_json "$T/dense_zero.json" "'dp_allreduce/grads' not in $B and $B['dp_reduce_scatter/grads'] == json.load(open('$T/dense.json'))['results'][0]['extra']['collective_bytes_per_step']['dp_allreduce/grads'] and $B['dp_allgather/params'] == $B['dp_reduce_scatter/grads'] / 2" "dense: gradients reduce-scattered, weights all-gathered (each rank sends half)"
-assert_json "$T/dense_zero.json" "[c['name'] for c in d['results'][0]['extra']['collectives_plan'] if c['group'] == 'dp'] == ['dp_reduce_scatter/grads', 'dp_allgather/params']" "dense: the plan names the same collectives"
+assert_json "$T/dense_zero.json" "list(dict.fromkeys(c['name'] for c in d['results'][0]['extra']['collectives_plan'] if c['group'] == 'dp')) == ['dp_reduce_scatter/grads', 'dp_allgather/params']" "dense: the plan names the same collectives"
 assert_json "$T/dense_zero.json" "$M['memory_bytes_per_rank']['value'] < json.load(open('$T/dense.json'))['results'][0]['metrics']['memory_bytes_per_rank']['value']" "dense: the estimate shrinks too"
+as_planned "$T/dense.json" dense
+as_planned "$T/dense_zero.json" "dense --distributed-optimizer"
+# tiny-dense's 2 layers in one bucket each, the output layer's and the embedding's: 4 calls per step.
+assert_json "$T/dense_zero.json" "d['results'][0]['extra']['collective_calls_per_step']['dp_reduce_scatter/grads'] == 4 and d['results'][0]['extra']['collective_calls_per_step']['dp_allgather/params'] == 4" "dense: a reduce-scatter and an all-gather per bucket"
 
 # MoE, DP 4 with EP 2 and --overlap: dense state over 4 ranks, expert state over expert-DP 2, non-blocking
 # reduce-scatters. Sums over 4 ranks may round differently from an all-reduce's.
@@ -44,6 +55,17 @@ assert_json "$T/moe_zero.json" "all(k in $B for k in ['dp_reduce_scatter/grads',
 # Padding: every bucket rounds up to a multiple of 4 x 64 elements (dense) or 2 x 64 (experts), 4 bytes each.
 assert_json "$T/moe_zero.json" "0 <= $B['dp_reduce_scatter/grads'] - json.load(open('$T/moe.json'))['results'][0]['extra']['collective_bytes_per_step']['dp_allreduce/grads'] < 5 * 256 * 4" "moe: dense buckets padded by less than 4 x 64 elements each"
 
+as_planned "$T/moe.json" moe
+as_planned "$T/moe_zero.json" "moe --distributed-optimizer"
+
+# Buckets of 2 layers over tiny-moe's 3 (one dense, two MoE): a bucket of layers 0-1 and one of layer 2 (and
+# the output layer's and the embedding's), an expert bucket for each (the first holds layer 1's experts, the same size as layer 2's).
+pair buckets 2 --model tiny-moe --dp 2 --bucket-layers 2
+same buckets 1e-12
+as_planned "$T/buckets.json" "--bucket-layers 2"
+as_planned "$T/buckets_zero.json" "--bucket-layers 2 --distributed-optimizer"
+assert_json "$T/buckets.json" "[(c['name'], c['calls_per_step'], c['note']) for c in d['results'][0]['extra']['collectives_plan']] == [('dp_allreduce/grads', 1, 'output layer and final norm'), ('dp_allreduce/grads', 1, '1 MoE layer'), ('dp_allreduce/grads', 1, '2 layers, 1 MoE'), ('dp_allreduce/grads', 1, 'input embedding'), ('edp_allreduce/expert_grads', 2, 'experts of 1 layer')]" "--bucket-layers 2: the plan lists each kind of bucket, in the order backward reaches them (the two expert buckets alike)"
+
 # Pipeline stages, bf16, two layers per bucket, 4 micro-batches: DP groups of 2 (loss bit for bit, norm to 1e-12).
 pair pp 4 --model tiny-dense --dp 2 --pp 2 --grad-accum 4 --dtype bf16 --bucket-layers 2
 same pp 1e-12
@@ -51,6 +73,7 @@ same pp 1e-12
 # MLA with TP 2 and sequence parallelism: the dense state over DP 2, the experts' over expert-DP 4.
 pair mla 4 --model tiny-mla --tp 2 --dp 2 --sequence-parallel
 same mla 1e-6
+as_planned "$T/mla_zero.json" "mla --distributed-optimizer"
 
 # TP 4 over tiny-dense's 2 kv heads (each held by 2 TP ranks, its gradient counted once in the norm) and
 # DP 2: 8 ranks. The sharded state splits the fused QKV tensor at other places than the replicated copy's

@@ -4,7 +4,7 @@
 # activations: tiny-dense with TP + sequence parallelism, tiny-moe with TP, DP and EP (bf16), tiny-dense with
 # PP and --overlap, tiny-mla with TP and the fused reference attention. HFU counts what ran again
 # (full: 4/3 of the layers' FLOPs, selective: 4/3 of the attention core's), the collectives executed match
-# the plan's (full recomputation repeats each layer's forward TP reductions, all-gathers and EP all-to-alls),
+# the plan's, bytes and calls (full recomputation repeats each layer's forward TP reductions, all-gathers and EP all-to-alls),
 # the MoE routing counts are not counted twice, and the saved activations shrink (full: each layer keeps
 # only its input, Korthikanti et al. 2022).
 . "$(dirname "$0")/../lib.sh"
@@ -51,6 +51,9 @@ same() {
       fi
       assert_json "$f" "sum(v for n, v in $X['collective_bytes_per_step'].items() if n.startswith('$op/') and n != 'tp_allreduce/replicated_grads' and n != 'tp_allreduce/kv_head_grads') == sum(c['bytes_per_call'] * c['calls_per_step'] for c in $X['collectives_plan'] if c['name'].startswith('$op/') and c['name'] not in ('tp_allreduce/replicated_grads', 'tp_allreduce/kv_head_grads'))" "$name $r: $op bytes executed = planned"
     done
+    # Calls, whatever the routing: the run names each call site (tp_allreduce/mlp_out), the plan each kind
+    # (tp_allreduce/layer_out), so compare per group and operation.
+    assert_json "$f" "(lambda ran, plan: ran == plan and len(ran) > 0)({k: sum(v for n, v in $X['collective_calls_per_step'].items() if n.split('/')[0] == k) for k in {n.split('/')[0] for n in $X['collective_calls_per_step']}}, {k: sum(c['calls_per_step'] for c in $X['collectives_plan'] if c['name'].split('/')[0] == k) for k in {c['name'].split('/')[0] for c in $X['collectives_plan']}})" "$name $r: calls executed = planned, per group and operation"
   done
 }
 

@@ -121,6 +121,17 @@ const PlanCollective& collective(const TrainPlan& plan, const std::string& name)
   return plan.collectives.front();
 }
 
+// Calls and bytes per step of every plan entry with this name (gradient buckets of several sizes share one).
+std::pair<double, double> per_step(const TrainPlan& plan, const std::string& name) {
+  double calls = 0, bytes = 0;
+  for (const auto& c : plan.collectives)
+    if (c.name == name) {
+      calls += c.calls_per_step;
+      bytes += c.bytes_per_step();
+    }
+  return {calls, bytes};
+}
+
 TEST(ParallelLayout, SequenceParallelCollectiveBytes) {
   // Llama 3 8B, TP 8, bf16, seq 8192 x micro-batch 2 x grad-accum 3: T = 16384 tokens x 4096 hidden x 2 B.
   StepShape s;
@@ -230,13 +241,59 @@ TEST(ParallelLayout, PipelineGradientCollectivesAreTheLastStages) {
   s.dtype = DType::fp32;
   const auto plan = make_plan(m, {1, 2, 1, 4}, s);
   // Layer 3: QKV 64·(4+2·4)·16, out 64·64, GELU MLP 2·64·128, two norms of 64; output layer 256·64 + norm 64.
-  const double last_stage = (64.0 * 12 * 16 + 64 * 64 + 2 * 64 * 128 + 2 * 64) + (256 * 64 + 64);
-  EXPECT_DOUBLE_EQ(collective(plan, "dp_allreduce/grads").bytes_per_call, last_stage * 4);
+  const double layer3 = 64.0 * 12 * 16 + 64 * 64 + 2 * 64 * 128 + 2 * 64, output = 256 * 64 + 64;
+  EXPECT_EQ(per_step(plan, "dp_allreduce/grads"), std::make_pair(2.0, (layer3 + output) * 4));
+  EXPECT_DOUBLE_EQ(collective(plan, "dp_allreduce/grads").bytes_per_call, output * 4);  // backward's first
   for (const auto& x : plan.collectives) EXPECT_EQ(x.name.rfind("edp_", 0), x.name.npos) << x.name;
-  // Without a pipeline the one stage is the whole model, experts included.
+  // Without a pipeline the one stage is the whole model, experts included: layers 1 and 3, a bucket each.
   const auto whole = make_plan(m, {1, 2, 1, 1}, s);
-  EXPECT_DOUBLE_EQ(collective(whole, "edp_allreduce/expert_grads").bytes_per_call,
-                   static_cast<double>(whole.local.expert_params) * 4);
+  EXPECT_EQ(per_step(whole, "edp_allreduce/expert_grads"),
+            std::make_pair(2.0, static_cast<double>(whole.local.expert_params) * 4));
+}
+
+// One call per gradient bucket, as train/model_weights.cpp lays them out: --bucket-layers 3 over llama3-8b's
+// 32 layers is 10 buckets of 3 and one of 2 (backward reaches layers 30-31 first), with the output layer's
+// and the embedding's; ZeRO pads each bucket to a multiple of 8 ranks x 64 elements.
+TEST(ParallelLayout, GradientBucketsFollowBucketLayers) {
+  const auto m = load_model("llama3-8b");
+  StepShape s;
+  s.dtype = DType::bf16;
+  s.bucket_layers = 3;
+  // A layer: QKV 4096·(32+2·8)·128, out 4096·4096, SwiGLU 3·4096·14336, two norms; vocab 128256 x 4096.
+  const std::int64_t layer = 4096LL * 48 * 128 + 4096LL * 4096 + 3LL * 4096 * 14336 + 2 * 4096;
+  const std::int64_t embedding = 128256LL * 4096, output = embedding + 4096;
+  const ParallelConfig c{1, 8, 1, 1};
+  const auto b = gradient_buckets(m, c, s, 0);
+  ASSERT_EQ(b.dense.size(), 13u);
+  EXPECT_EQ(b.dense.front().elements, output);
+  EXPECT_EQ(b.dense.front().holds, "output layer and final norm");
+  EXPECT_EQ(b.dense[1].elements, 2 * layer);
+  EXPECT_EQ(b.dense[1].holds, "2 layers");
+  for (std::size_t i = 2; i < 12; ++i) EXPECT_EQ(b.dense[i].elements, 3 * layer) << i;
+  EXPECT_EQ(b.dense.back().elements, embedding);
+  EXPECT_TRUE(b.expert.empty());
+  // The plan: four entries (output, 2 layers, 10 x 3 layers, embedding), 13 calls, every weight once.
+  const auto plan = make_plan(m, c, s);
+  EXPECT_EQ(per_step(plan, "dp_allreduce/grads"),
+            std::make_pair(13.0, static_cast<double>(32 * layer + embedding + output) * 2));
+  EXPECT_DOUBLE_EQ(collective(plan, "dp_allreduce/grads").calls_per_step, 1);
+  // Sharded over 8 ranks: every bucket a multiple of 512 elements (the output layer's 525,340,672 is one,
+  // 2 layers' 436,224,000 too; the embedding's 525,336,576 as well: no padding for llama3-8b).
+  s.distributed_optimizer = true;
+  for (const auto& z : gradient_buckets(m, c, s, 0).dense) EXPECT_EQ(z.elements % 512, 0) << z.holds;
+  // A tiny model's buckets do pad, to the next multiple of 512.
+  const auto tiny = parse_model_json(
+      R"({"name":"t","layers":2,"hidden":8,"heads":2,"kv_heads":2,"head_dim":4,"ffn":16,"activation":"gelu",
+          "vocab":10,"seq":8,"mtp_layers":0})",
+      "t.json");
+  // A layer: QKV 8·(2+4)·4 = 192, out 8·8 = 64, MLP 2·8·16 = 256, norms 16: 528, two 1,056 → 1,536; output
+  // 10·8 + 8 = 88 → 512; embedding 80 → 512.
+  const auto t = gradient_buckets(tiny, c, s, 0);
+  ASSERT_EQ(t.dense.size(), 3u);  // output, both layers (bucket_layers 3), embedding
+  EXPECT_EQ(t.dense[0].elements, 512);
+  EXPECT_EQ(t.dense[1].elements, 1536);
+  EXPECT_EQ(t.dense[1].holds, "2 layers");
+  EXPECT_EQ(t.dense[2].elements, 512);
 }
 
 TEST(ParallelLayout, MlaPlanGemmsCoverTheModelCount) {

@@ -17,7 +17,8 @@ TrainExtra plan() {
   x.flops_per_token = {1, 2, 3, 4, 5, 6, 7, 30};
   x.memory_estimate_bytes = {10, 20, 40, 80, 160, 310};
   x.gemms = {{"tiny/qkv/fwd", "fwd", 64, 96, 32, 1, false, true, 1, 2, ""}};
-  x.collectives_plan = {{"tp_allreduce/attn_out", "tp", "allreduce", 2, 4096, 4, 16384}};
+  x.collectives_plan = {{"tp_allreduce/attn_out", "tp", "allreduce", 2, 4096, 4, 16384, ""},
+                        {"dp_allreduce/grads", "dp", "allreduce", 2, 1024, 3, 3072, "3 layers"}};
   x.pipeline = TrainPipeline{"1F1B", 2, 1, 4, 0.2, "note"};
   return x;
 }
@@ -29,6 +30,7 @@ TEST(TrainExtra, RoundTripsAPlanAndARun) {
   run.mfu_note = "no peak";
   run.breakdown = {{"gemm", "optimizer", "unused"}, {{"gemm", 0.25}, {"optimizer", 0.125}}, "sum 0.375 s"};
   run.collective_bytes_per_step = {{"tp_allreduce/attn_out", 16384}};
+  run.collective_calls_per_step = {{"tp_allreduce/attn_out", 4}};
   run.moe_rows_sent = 7;
   run.moe_rows_received = 9;
   run.gemm_engine = "openblas";
@@ -43,11 +45,24 @@ TEST(TrainExtra, RoundTripsAPlanAndARun) {
   EXPECT_EQ(r.extra["breakdown_categories"], nlohmann::json({"gemm", "optimizer", "unused"}));
   EXPECT_EQ(r.extra["moe_dispatch"], nlohmann::json({{"rows_sent", 7}, {"rows_received", 9}}));
   EXPECT_TRUE(r.extra["memory_estimate_bytes"]["total"].is_number_unsigned());
+  EXPECT_FALSE(r.extra["collectives_plan"][0].contains("note"));  // only where calls of one name differ
+  EXPECT_EQ(r.extra["collectives_plan"][1]["note"], "3 layers");
   EXPECT_EQ(read_train_extra(r), x);
   EXPECT_EQ(read_train_extra(through_json(r)), x);
   const auto breakdown = find_train_breakdown(r);
   ASSERT_TRUE(breakdown);
   EXPECT_EQ(*breakdown, run.breakdown);
+}
+
+// A report written before calls were counted reads with none.
+TEST(TrainExtra, AReportWithoutCallCountsReads) {
+  TrainExtra x = plan();
+  x.run = TrainRunExtra{};
+  x.run->collective_bytes_per_step = {{"tp_allreduce/attn_out", 16384}};
+  Result r;
+  write_train_extra(r, x);
+  r.extra.erase("collective_calls_per_step");
+  EXPECT_EQ(read_train_extra(r), x);
 }
 
 TEST(TrainExtra, APlanHasNoRunAndNoBreakdown) {

@@ -7,7 +7,8 @@
 namespace fb::workloads::train {
 
 void GradientReduction::layer_done(std::int64_t layer) {
-  const std::int64_t n_layers = static_cast<std::int64_t>(w_.layers.size()), bucket = c_.o.bucket_layers;
+  const std::int64_t n_layers = static_cast<std::int64_t>(w_.layers.size()),
+                     bucket = c_.o.shape.bucket_layers;
   tp_reduce_partial(layer);
   if (layer < n_layers && layer % bucket != 0) return;  // a bucket completes at its first layer
   const std::int64_t end_layer = layer == n_layers ? n_layers + 1 : std::min(layer + bucket, n_layers);
@@ -45,7 +46,7 @@ void GradientReduction::tp_reduce_tensor(std::int64_t t) {
   c_.mark(kTpComm);
   void* g = weight_grad(c_, w_.dense, t);
   c_.groups.tp->allreduce(g, g, static_cast<std::size_t>(n), c_.dt, ReduceOp::sum);
-  c_.count_bytes("tp_allreduce/replicated_grads", static_cast<double>(n * c_.elem()));
+  c_.count_collective("tp_allreduce/replicated_grads", static_cast<double>(n * c_.elem()));
 }
 
 // The kv head this rank shares with the other TP ranks whose query heads read it: each computed its
@@ -57,7 +58,7 @@ void GradientReduction::kv_copies_reduce(std::int64_t t) {
   c_.mark(kTpComm);
   void* g = c_.at(weight_grad(c_, w_.dense, t), copied.local * ten.in);
   c_.groups.kv_copies->allreduce(g, g, static_cast<std::size_t>(n), c_.dt, ReduceOp::sum);
-  c_.count_bytes("tp_allreduce/kv_head_grads", static_cast<double>(n * c_.elem()));
+  c_.count_collective("tp_allreduce/kv_head_grads", static_cast<double>(n * c_.elem()));
 }
 
 // [begin, end) is one gradient bucket (model_weights.cpp lays them out): all-reduced, or with a sharded
@@ -68,8 +69,8 @@ void GradientReduction::reduce_range(Region& r, Communicator* comm, std::int64_t
   c_.mark(kDpComm);
   void* p = c_.at(r.grad, begin);
   const bool sharded = r.shards.shards() > 1;
-  c_.count_bytes(fmt::format("{}_{}/{}", group, sharded ? "reduce_scatter" : "allreduce", what),
-                 static_cast<double>((end - begin) * c_.elem()));
+  c_.count_collective(fmt::format("{}_{}/{}", group, sharded ? "reduce_scatter" : "allreduce", what),
+                      static_cast<double>((end - begin) * c_.elem()));
   if (sharded) {
     const auto part = static_cast<std::size_t>((end - begin) / size);
     void* mine = c_.at(p, static_cast<std::int64_t>(part) * comm->rank());

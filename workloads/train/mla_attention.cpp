@@ -160,7 +160,7 @@ void MlaProjection::backward(LayerActs& a, const LayerWeights& w) {
     c_.mark(kTpComm);
     c_.groups.tp->allreduce(dlat_n_.data(), dlat_n_.data(), static_cast<std::size_t>(n), c_.dt,
                             ReduceOp::sum);
-    c_.count_bytes("tp_allreduce/mla_latent_grad", static_cast<double>(n * c_.elem()));
+    c_.count_collective("tp_allreduce/mla_latent_grad", static_cast<double>(n * c_.elem()));
   }
   latent_backward(a, w);
   down_projections_backward(a, w);

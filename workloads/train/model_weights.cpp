@@ -205,7 +205,8 @@ ModelWeights make_model_weights(StepContext& c, std::int64_t first_layer, bool f
   mw.layers.resize(static_cast<std::size_t>(c.l.layers));
   for (std::int64_t i = 0; i < c.l.layers; ++i) {
     auto& w = mw.layers[static_cast<std::size_t>(i)];
-    if (i % c.o.bucket_layers == 0) {  // a gradient bucket ends (the embedding's, or the layers' before)
+    if (i % c.o.shape.bucket_layers ==
+        0) {  // a gradient bucket ends (the embedding's, or the layers' before)
       mw.dense.close_bucket(dense_shards);
       mw.experts.close_bucket(expert_shards);
     }
@@ -262,7 +263,7 @@ void allgather_weights(StepContext& c, Region& r, Communicator& group, const cha
     const std::int64_t part = r.shards.part(b);
     group.allgather(c.at(r.param, r.shards.owned_begin(b)), c.at(r.param, buckets[b].begin),
                     static_cast<std::size_t>(part), c.dt);
-    if (name) c.count_bytes(name, static_cast<double>(part * c.elem()));
+    if (name) c.count_collective(name, static_cast<double>(part * c.elem()));
   }
 }
 

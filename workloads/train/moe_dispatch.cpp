@@ -156,7 +156,7 @@ void MoeDispatch::alltoallv(const void* send, const std::vector<std::int64_t>& s
     ro += rc[p];
   }
   c_.groups.ep->alltoallv(send, sc, sd, recv, rc, rd, c_.dt);
-  c_.count_bytes(name, static_cast<double>(so * c_.e));
+  c_.count_collective(name, static_cast<double>(so * c_.e));
 }
 
 // Received rows are grouped by source peer, then local expert; the expert GEMMs need them grouped by

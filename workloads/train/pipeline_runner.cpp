@@ -35,29 +35,29 @@ void PipelineRunner::transfer(const PipeOp& op, PipelineStage& stage) {
   switch (op.kind) {
     case PipeOpKind::recv_forward:
       prev->broadcast(stage.input(op.micro_batch), stage.input(op.micro_batch), count, dt, 0);
-      c_.count_bytes("pp_p2p/activations", bytes);
+      c_.count_collective("pp_p2p/activations", bytes);
       break;
     case PipeOpKind::send_forward:
       next->broadcast(stage.output(), stage.output(), count, dt, 0);
-      c_.count_bytes("pp_p2p/activations", bytes);
+      c_.count_collective("pp_p2p/activations", bytes);
       break;
     case PipeOpKind::send_forward_recv_backward:
       next->sendrecv(stage.output(), 1, stage.grad(), 1, count, dt);
-      c_.count_bytes("pp_p2p/activations", bytes);
-      c_.count_bytes("pp_p2p/grads", bytes);
+      c_.count_collective("pp_p2p/activations", bytes);
+      c_.count_collective("pp_p2p/grads", bytes);
       break;
     case PipeOpKind::recv_backward:
       next->broadcast(stage.grad(), stage.grad(), count, dt, 1);
-      c_.count_bytes("pp_p2p/grads", bytes);
+      c_.count_collective("pp_p2p/grads", bytes);
       break;
     case PipeOpKind::send_backward:
       prev->broadcast(stage.grad(), stage.grad(), count, dt, 1);
-      c_.count_bytes("pp_p2p/grads", bytes);
+      c_.count_collective("pp_p2p/grads", bytes);
       break;
     case PipeOpKind::send_backward_recv_forward:
       prev->sendrecv(stage.grad(), 0, stage.input(op.other_micro_batch), 0, count, dt);
-      c_.count_bytes("pp_p2p/activations", bytes);
-      c_.count_bytes("pp_p2p/grads", bytes);
+      c_.count_collective("pp_p2p/activations", bytes);
+      c_.count_collective("pp_p2p/grads", bytes);
       break;
     case PipeOpKind::forward:
     case PipeOpKind::backward:

@@ -64,10 +64,10 @@ void StepContext::tp_reduce(void* buf, const char* what, void* rows_out) {
   if (sp) {
     groups.tp->reduce_scatter(buf, rows_out ? rows_out : my_rows(buf),
                               static_cast<std::size_t>(rows * m.hidden), dt, ReduceOp::sum);
-    count_bytes(std::string("tp_reduce_scatter/") + what, static_cast<double>(n * elem()));
+    count_collective(std::string("tp_reduce_scatter/") + what, static_cast<double>(n * elem()));
   } else {
     groups.tp->allreduce(buf, buf, static_cast<std::size_t>(n), dt, ReduceOp::sum);
-    count_bytes(std::string("tp_allreduce/") + what, static_cast<double>(n * elem()));
+    count_collective(std::string("tp_allreduce/") + what, static_cast<double>(n * elem()));
   }
 }
 
@@ -75,7 +75,7 @@ void StepContext::tp_gather(void* buf, const char* what) {
   if (!sp) return;
   mark(kTpComm);
   groups.tp->allgather(my_rows(buf), buf, static_cast<std::size_t>(rows * m.hidden), dt);
-  count_bytes(std::string("tp_allgather/") + what, static_cast<double>(rows * m.hidden * elem()));
+  count_collective(std::string("tp_allgather/") + what, static_cast<double>(rows * m.hidden * elem()));
 }
 
 }  // namespace fb::workloads::train

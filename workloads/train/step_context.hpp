@@ -19,6 +19,11 @@
 
 namespace fb::workloads::train {
 
+// Collective calls and the bytes they pass (per rank), by name ("dp_allreduce/grads").
+struct CollectiveTally {
+  std::map<std::string, double> bytes, calls;
+};
+
 // Buffers every layer borrows (T × widest width, the step dtype): tmp holds a sublayer's partial output;
 // g_a, g_b, g_c carry gradients through the backward pass (conventions at each layer's backward).
 struct Workspace {
@@ -45,7 +50,7 @@ class StepContext {
   std::unique_ptr<kernels::TrainKernels> k;
   ParallelGroups groups;
   StepTimer timer;
-  std::map<std::string, double> coll_bytes;  // this step, by collective name
+  CollectiveTally collectives;  // this step
   Workspace ws;
   std::uint64_t allocated = 0;  // bytes this rank allocated
   // True while a layer's forward runs again for its backward (--recompute full): per-step statistics
@@ -82,7 +87,11 @@ class StepContext {
   void tp_reduce(void* buf, const char* what, void* rows_out = nullptr);
   // Sequence parallelism: in-place all-gather of every TP rank's rows of a T×h buffer (no-op otherwise).
   void tp_gather(void* buf, const char* what);
-  void count_bytes(const std::string& name, double bytes) { coll_bytes[name] += bytes; }
+  // One call of collective `name` that passes `bytes` (per rank, as the plan's collectives list them).
+  void count_collective(const std::string& name, double bytes) {
+    collectives.bytes[name] += bytes;
+    collectives.calls[name] += 1;
+  }
 };
 
 }  // namespace fb::workloads::train

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <utility>
 
 #include "workloads/train/mla_attention.hpp"
 #include "workloads/train/residual_norm.hpp"
@@ -110,10 +111,8 @@ StepStats Trainer::step(std::int64_t step_number, bool profile) {
   return s;
 }
 
-std::map<std::string, double> Trainer::take_collective_bytes() {
-  auto out = std::move(c_.coll_bytes);
-  c_.coll_bytes.clear();
-  return out;
+CollectiveTally Trainer::take_collectives() {
+  return std::exchange(c_.collectives, {});
 }
 
 NormTarget Trainer::after_layer(std::vector<LayerActs>& acts, std::size_t i) {

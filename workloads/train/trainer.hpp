@@ -44,8 +44,8 @@ class Trainer final : public PipelineStage {
   std::vector<double> expert_tokens() const {
     return moe_ ? moe_->dispatch().expert_tokens() : std::vector<double>{};
   }
-  // Collective bytes since the last call, by name.
-  std::map<std::string, double> take_collective_bytes();
+  // Collective calls and bytes since the last call, by name.
+  CollectiveTally take_collectives();
 
   // --- PipelineStage
   double forward(std::int64_t micro_batch) override;
