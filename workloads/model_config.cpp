@@ -9,6 +9,7 @@
 
 #include <cmath>
 #include <initializer_list>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <set>
 
@@ -219,8 +220,21 @@ ModelConfig parse_model_json(std::string_view text, const std::string& source_na
   m.vocab = r.integer("vocab", std::nullopt, 1);
   m.seq = r.integer("seq", std::nullopt, 1);
   m.mtp_layers = r.integer("mtp_layers", 0, 0);
-  m.rope_theta = r.number("rope_theta", m.rope_theta, 1.0);
-  m.norm_eps = r.number("norm_eps", m.norm_eps, 0.0);
+  const double rope_theta = r.number("rope_theta", m.rope_theta, 1.0);
+  const double norm_eps = r.number("norm_eps", m.norm_eps, 0.0);
+  // Both are applied in fp32 (kernels/train_kernels.hpp): a value that rounds to 0 or infinity there would
+  // not be the model asked for. ε is a stabiliser added to the mean square: above 1 it outweighs the
+  // activations it normalises.
+  constexpr double fp32_max = std::numeric_limits<float>::max(), fp32_min = std::numeric_limits<float>::min();
+  if (rope_theta > fp32_max)
+    r.fail("$.rope_theta",
+           fmt::format("must be at most {:.3g} (it is applied in fp32), got {:.3g}", fp32_max, rope_theta));
+  if (norm_eps < fp32_min || norm_eps > 1)
+    r.fail("$.norm_eps",
+           fmt::format("must be in [{:.2g}, 1] (a stabiliser added to the mean square in fp32), got {:.3g}",
+                       fp32_min, norm_eps));
+  m.rope_theta = static_cast<float>(rope_theta);
+  m.norm_eps = static_cast<float>(norm_eps);
   if (r.has("moe")) {
     ObjectReader mr(r.raw("moe"), source_name, "$.moe");
     MoeConfig e;

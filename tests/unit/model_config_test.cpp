@@ -1,5 +1,6 @@
 #include "workloads/model_config.hpp"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <string>
@@ -94,6 +95,17 @@ TEST(ModelConfig, ErrorsNameTheJsonPath) {
   text.insert(text.size() - 1, R"(,"mtp_layers":1000000000)");
   EXPECT_NE(error_of(text).find("$.mtp_layers: must be in [0, $.layers"), std::string::npos)
       << error_of(text);
+  // Applied in fp32: an ε that rounds to 0 or outweighs the activations, a θ that overflows, are refused.
+  for (const auto& [field, bad] : {std::pair{"norm_eps", "1e308"}, std::pair{"norm_eps", "2"},
+                                   std::pair{"norm_eps", "1e-40"}, std::pair{"rope_theta", "1e39"}}) {
+    text = kMinimal;
+    text.insert(text.size() - 1, fmt::format(R"(,"{}":{})", field, bad));
+    EXPECT_NE(error_of(text).find(fmt::format("$.{}: must be", field)), std::string::npos)
+        << field << " " << bad;
+  }
+  text = kMinimal;
+  text.insert(text.size() - 1, R"(,"norm_eps":1e-6,"rope_theta":1e8)");
+  EXPECT_FLOAT_EQ(parse_model_json(text, "m.json").norm_eps, 1e-6f);
   text = kMinimal;
   text.replace(text.find("gelu"), 4, "relu");
   EXPECT_NE(error_of(text).find("$.activation: must be"), std::string::npos);
