@@ -560,8 +560,12 @@ TrainPlan make_plan(const ModelConfig& m, const ParallelConfig& c, const StepSha
   plan.shape = s;
   plan.local = local_dims(m, c, s);
   const auto& l = plan.local;
-  plan.params = parameter_counts(m);
-  plan.flops = model_flops_per_token(m, l.seq, s.attention);
+  // Parameters and FLOPs of the model as the step holds it: a vocabulary TP does not divide is padded to
+  // tp·⌈vocab/tp⌉ rows, which Megatron-LM counts too (num_floating_point_operations takes padded_vocab_size).
+  ModelConfig padded = m;
+  padded.vocab = l.vocab * c.tp;
+  plan.params = parameter_counts(padded);
+  plan.flops = model_flops_per_token(padded, l.seq, s.attention);
   plan.hardware_flops_per_token = hardware_flops_per_token(plan.flops, s.recompute);
   plan.tokens_per_step = static_cast<double>(l.tokens * s.grad_accum * c.dp);
   plan.flops_per_step = plan.flops.total() * plan.tokens_per_step;

@@ -369,5 +369,24 @@ TEST(ParallelLayout, MemoryEstimateAndFitCheck) {
   EXPECT_LT(estimate_memory(m, {1, 8, 1, 1}, zero).optimizer, est.optimizer / 7);
 }
 
+// A vocabulary TP does not divide is padded to a multiple of TP; the plan's parameters and FLOPs count the
+// padded rows, as the step holds them (and as Megatron-LM counts its padded_vocab_size).
+TEST(ParallelLayout, PaddedVocabularyIsCounted) {
+  const auto m = parse_model_json(
+      R"({"name":"v","layers":2,"hidden":64,"heads":4,"ffn":128,"activation":"gelu","vocab":510,"seq":64})",
+      "v.json");
+  StepShape s;
+  s.dtype = DType::fp32;
+  auto padded = m;
+  padded.vocab = 512;
+  const auto tp2 = make_plan(m, {2, 1, 1, 1}, s), tp4 = make_plan(m, {4, 1, 1, 1}, s);
+  EXPECT_EQ(tp2.params.total, parameter_counts(m).total);  // 510 = 2 x 255: no padding
+  EXPECT_DOUBLE_EQ(tp2.flops.logits, model_flops_per_token(m, 64, s.attention).logits);
+  EXPECT_EQ(tp4.params.total, parameter_counts(padded).total);  // 4 x 128 rows
+  EXPECT_EQ(tp4.params.total - tp2.params.total, 2 * 2 * 64);   // two rows of the embedding and of the output
+  EXPECT_DOUBLE_EQ(tp4.flops.logits, model_flops_per_token(padded, 64, s.attention).logits);
+  EXPECT_DOUBLE_EQ(tp4.flops.logits, 6.0 * 64 * 512);  // 6·h·V per token
+}
+
 }  // namespace
 }  // namespace fb::workloads
