@@ -13,6 +13,12 @@
 namespace fb::workloads {
 namespace {
 
+// The fp32 value as its shortest decimal, read as a double: --lr 1e-4 is applied as the float nearest 1e-4,
+// and recorded as 0.0001 rather than that float's exact 9.999999747378752e-05.
+double shortest_decimal(float v) {
+  return std::stod(fmt::format("{}", v));
+}
+
 using reports::Better;
 
 void set_metric(reports::Result& r, const std::string& name, double v, const char* unit, Better b) {
@@ -58,7 +64,7 @@ void describe_run(reports::Result& r, const TrainOptions& o, const TrainPlan& pl
       {"distributed_optimizer", plan.shape.distributed_optimizer},
       {"overlap", o.overlap},
       {"bucket_layers", o.shape.bucket_layers},
-      {"learning_rate", o.learning_rate},
+      {"learning_rate", shortest_decimal(o.learning_rate)},
       {"routing_skew", o.routing_skew},
       {"steps", o.steps},
       {"warmup_steps", o.warmup_steps},
