@@ -19,7 +19,10 @@ export OPENBLAS_NUM_THREADS=${OPENBLAS_NUM_THREADS:-1}
 
 "$FB" --version
 echo "== suite quickstart under mpirun -np $RANKS"
-mpirun --oversubscribe -np "$RANKS" "$FB" suite quickstart --output "$REPORT"
+# A failed step still leaves a report (the suite exits 1): render it, then exit with the suite's status.
+suite_rc=0
+mpirun --oversubscribe -np "$RANKS" "$FB" suite quickstart --output "$REPORT" || suite_rc=$?
+[ -s "$REPORT" ] || { echo "quickstart: the suite wrote no report (exit $suite_rc)" >&2; exit "$((suite_rc ? suite_rc : 1))"; }
 
 # The suite ended with one line per step (headline figure and verdict); the full tables and charts go to files.
 "$FB" report "$REPORT" --format md -o "${REPORT%.json}.md"
@@ -27,3 +30,5 @@ mpirun --oversubscribe -np "$RANKS" "$FB" suite quickstart --output "$REPORT"
 echo "== summary"
 "$FB" report "$REPORT" --format summary
 echo "quickstart: report in $REPORT (tables: ${REPORT%.json}.md, charts: ${REPORT%.json}.html)"
+[ "$suite_rc" -eq 0 ] || echo "quickstart: the suite failed (exit $suite_rc): see the failed steps above" >&2
+exit "$suite_rc"

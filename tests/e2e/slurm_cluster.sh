@@ -105,7 +105,12 @@ for f in "$NODE.json" burnin.json locate.json; do validate "$T/nv/$f"; done
 assert_json "$T/nv/locate.json" "d['run']['hosts'] == ['$NODE-fake0', '$NODE-fake1'] and d['results'][0]['params']['endpoints'] == 2" \
   "locate: the 2 declared hosts, one p2p pair"
 assert_json "$T/nv/burnin.json" "d['summary']['burnin']['verdict'] == 'pass'" "burn-in verdict pass"
-nv_run nv-sdc FACTORYBENCH_INJECT=sdc@rank=2,check=2
+# The bit flip is injected into the burn-in alone: locate has no SDC check and refuses an sdc entry (exit 2,
+# which the template reports as refused input, not as a node failure).
+printf '#!/usr/bin/env bash\n[ "$1" = burnin ] && export FACTORYBENCH_INJECT=sdc@rank=2,check=2\nexec "%s" "$@"\n' \
+  "$FACTORYBENCH" >"$T/fb-sdc"
+chmod +x "$T/fb-sdc"
+nv_run nv-sdc FACTORYBENCH="$T/fb-sdc"
 if [ "$RC" -eq 1 ] && grep -qx "FAIL burnin (see $T/nv-sdc/burnin.log)" "$T/nv-sdc.log" \
   && grep -qx "1 node(s) failed: $NODE-fake1" "$T/nv-sdc.log"; then
   ok "node-validation.sbatch: a flipped bit fails burn-in and names rank 2's host"
