@@ -73,6 +73,15 @@ template nv_burnin_node node-validation.sbatch FB_BURNIN=1s FB_DRAIN_FAILED=1 FA
   && ok "node-validation: the node a burn-in names is failed and drained" \
   || fail "nv_burnin_node: exit $RC: $(cat "$T/nv_burnin_node.out" "$T/nv_burnin_node.calls")"
 
+# Burn-in names hosts as MPI sees them, here fully qualified: drained by their Slurm names; a host the
+# allocation does not know is named but not drained (scontrol would refuse the whole update).
+template nv_fqdn node-validation.sbatch FB_BURNIN=1s FB_DRAIN_FAILED=1 FAKE_RC_burnin=1 \
+  FAKE_OUT_burnin="node n2.cluster.example: FAIL (sdc)"$'\n'"node gpu-x.example: FAIL (sdc)"
+[ "$RC" -eq 1 ] && called nv_fqdn "scontrol update NodeName=n2 State=DRAIN" && has nv_fqdn "^not drained: gpu-x.example" \
+  && has nv_fqdn "^2 node\(s\) failed: n2 gpu-x.example$" \
+  && ok "node-validation: fully qualified host names drain their Slurm nodes; unknown ones are named, not drained" \
+  || fail "nv_fqdn: exit $RC: $(cat "$T/nv_fqdn.out" "$T/nv_fqdn.calls")"
+
 template nv_locate_refused node-validation.sbatch FB_BURNIN=0 FAKE_RC_locate=2 \
   FAKE_OUT_locate="factorybench: error: invalid --floors h300: unknown floor"$'\n'"srun: error: n1: task 0: Exited with exit code 2"
 [ "$RC" -eq 2 ] && has nv_locate_refused "^ERROR locate" && has nv_locate_refused "unknown floor" \
