@@ -24,6 +24,23 @@ namespace {
 // The claim that one rank alone prints the diagnosis, and its "printed" mark that lets the others exit.
 constexpr const char* kClaimFile = "hang.reported";
 constexpr const char* kDoneFile = "hang.done";
+// The reporter's diagnosis for the rank that writes the report (named in kPeerWriterFile), and that rank's
+// mark that it has written.
+constexpr const char* kDiagnosisFile = "hang.diagnosis";
+constexpr const char* kPeerWriterFile = "hang.peer-writer";
+constexpr const char* kPeerDoneFile = "hang.peer-done";
+
+// Written whole or not at all: a reader never sees half of it.
+void write_file_atomically(const std::filesystem::path& path, const std::string& text) {
+  const auto tmp = path.parent_path() / ("." + path.filename().string() + ".tmp");
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << text;
+    if (!out) return;
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+}
 
 std::filesystem::path state_file(const std::filesystem::path& dir, int rank) {
   return dir / fmt::format("rank-{}.state", rank);
@@ -139,22 +156,37 @@ std::vector<std::string> diagnose_hang(const std::vector<RankCallRecord>& ranks,
 }
 
 HangWatchdog::HangWatchdog(std::filesystem::path dir, RankCallRecord identity, int world_size,
-                           double timeout_s, OnHang on_hang)
+                           double timeout_s, OnHang on_hang, OnHang on_peer_hang)
     : dir_(std::move(dir)),
       identity_(std::move(identity)),
       world_size_(world_size),
       timeout_s_(timeout_s),
-      on_hang_(std::move(on_hang)) {
+      on_hang_(std::move(on_hang)),
+      on_peer_hang_(std::move(on_peer_hang)) {
   std::error_code ec;
   std::filesystem::create_directories(dir_, ec);
   if (ec) throw runtime_error("hang watchdog: cannot create '" + dir_.string() + "': " + ec.message());
   // Ctrl-C or the scheduler's SIGTERM takes this rank's state files along, and the directory with the last
   // rank's; a hang already claimed keeps them for its diagnosis.
-  cleanup_ = std::make_unique<RemoveOnSignal>(
-      std::vector{state_file(dir_, identity_.rank), state_tmp_file(dir_, identity_.rank)}, dir_,
-      dir_ / kClaimFile);
+  std::vector<std::filesystem::path> mine{state_file(dir_, identity_.rank),
+                                          state_tmp_file(dir_, identity_.rank)};
+  if (on_peer_hang_) mine.push_back(dir_ / kPeerWriterFile);
+  cleanup_ = std::make_unique<RemoveOnSignal>(std::move(mine), dir_, dir_ / kClaimFile);
   write_state(false);
+  if (on_peer_hang_) write_file_atomically(dir_ / kPeerWriterFile, fmt::format("{}\n", identity_.rank));
   thread_ = std::thread([this] { loop(); });
+}
+
+void HangWatchdog::take_peer_report() {
+  if (!on_peer_hang_ || peer_report_taken_) return;
+  std::ifstream in(dir_ / kDiagnosisFile);
+  if (!in) return;
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  peer_report_taken_ = true;
+  on_peer_hang_(lines);
+  std::fflush(nullptr);
+  write_file_atomically(dir_ / kPeerDoneFile, fmt::format("{}\n", identity_.rank));
 }
 
 HangWatchdog::~HangWatchdog() {
@@ -226,6 +258,7 @@ void HangWatchdog::loop() {
     wake_.wait_for(lock, std::chrono::duration<double>(period));
     if (stop_) break;
     write_state(false);
+    take_peer_report();  // another rank found a hang: write the report this rank holds
     const auto mine = CallLog::instance().snapshot();
     if (!(mine.entered > mine.left && steady_seconds() - mine.entered_at_s >= timeout_s_)) continue;
     // Stuck: give every rank two periods to publish a fresh state, then read them all.
@@ -261,10 +294,25 @@ void HangWatchdog::loop() {
       }
     }
     if (on_hang_ && claim_hang_report(dir_)) {
-      on_hang_(diagnose_hang(all, timeout_s_));
+      const auto lines = diagnose_hang(all, timeout_s_);
+      std::string text;
+      for (const auto& l : lines) text += l + "\n";
+      write_file_atomically(dir_ / kDiagnosisFile, text);
+      on_hang_(lines);
       std::fflush(nullptr);
+      // The rank that writes the report, when it is another: give it the time to read the diagnosis and
+      // write (it looks every period) before the exits below tear the job down. A rank that is itself
+      // stuck takes it in the branch below; one that cannot run at all (stopped) costs the wait.
+      int writer = -1;
+      std::ifstream(dir_ / kPeerWriterFile) >> writer;
+      if (writer >= 0 && writer != identity_.rank) wait_for(dir_ / kPeerDoneFile, 10 * period);
       std::ofstream(reported) << identity_.rank << "\n";
     } else {
+      // The rank that writes the report, stuck too: it writes once the reporter has diagnosed.
+      if (on_peer_hang_) {
+        wait_for(dir_ / kDiagnosisFile, 20 * period);
+        take_peer_report();
+      }
       // Exiting tears the job down (the launcher kills the rest): wait for the reporter to finish first.
       wait_for(reported, 20 * period);
     }

@@ -7,6 +7,9 @@
 //   "rank 5 (host X, GPU 3) never entered allreduce #123 (2 MiB)"
 // The lowest stuck rank hands these lines to the callback (print, report) and every stuck rank then
 // ends its process with exit status 1, so the launcher tears the job down instead of waiting forever.
+// A rank that writes the job's report (rank 0, which alone holds a suite's earlier steps) may be the one
+// that hangs, or simply not stuck: it registers a peer callback, the reporter leaves the diagnosis in
+// <dir>/hang.diagnosis, and waits (a few periods) for that rank to write before the job is torn down.
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
@@ -67,9 +70,11 @@ bool claim_hang_report(const std::filesystem::path& dir);
 class HangWatchdog {
  public:
   using OnHang = std::function<void(const std::vector<std::string>& lines)>;
-  // `dir` must be shared by every rank (created if missing). timeout_s > 0.
+  // `dir` must be shared by every rank (created if missing). timeout_s > 0. `on_peer_hang` (may be empty):
+  // called on this rank's watchdog thread with another rank's diagnosis, once, when this rank writes the
+  // report that the reporting rank cannot (see above).
   HangWatchdog(std::filesystem::path dir, RankCallRecord identity, int world_size, double timeout_s,
-               OnHang on_hang);
+               OnHang on_hang, OnHang on_peer_hang = {});
   ~HangWatchdog();  // marks this rank done and stops the thread
   HangWatchdog(const HangWatchdog&) = delete;
   HangWatchdog& operator=(const HangWatchdog&) = delete;
@@ -77,12 +82,14 @@ class HangWatchdog {
  private:
   void loop();
   void write_state(bool done);
+  void take_peer_report();  // on_peer_hang_ with the diagnosis, when there is one and it was not taken yet
 
   std::filesystem::path dir_;
   RankCallRecord identity_;
   int world_size_;
   double timeout_s_;
-  OnHang on_hang_;
+  OnHang on_hang_, on_peer_hang_;
+  bool peer_report_taken_ = false;
   std::mutex mutex_;
   std::condition_variable wake_;
   bool stop_ = false;

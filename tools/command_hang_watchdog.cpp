@@ -47,8 +47,8 @@ CommandHangWatchdog::CommandHangWatchdog(const MpiContext& mpi, std::string comm
   me.rank = mpi.rank();
   me.host = mpi.hostname();
   me.local_rank = mpi.local_rank();
-  auto on_hang = [report_on_hang = std::move(report_on_hang), output = std::move(output),
-                  command = std::move(command), dir = dir_](const std::vector<std::string>& found) {
+  // The failed "hang" result, and the report -o gets with it (when this rank has one to write).
+  auto result = [command = std::move(command), dir = dir_](const std::vector<std::string>& found) {
     std::string msg;
     for (const auto& l : found) msg += (msg.empty() ? "" : "; ") + l;
     reports::Result r;
@@ -57,15 +57,29 @@ CommandHangWatchdog::CommandHangWatchdog(const MpiContext& mpi, std::string comm
     r.params = {{"test", "hang"}, {"run_dir", dir.string()}};
     reports::write_hang_extra(r, {found});
     r.fail(msg);
-    reports::print_hang(std::cout, r);
-    std::cout.flush();
+    return r;
+  };
+  auto write = [report_on_hang = std::move(report_on_hang),
+                output = std::move(output)](const reports::Result& hang) {
     if (output.empty()) return;
-    if (auto report = report_on_hang(r)) {
+    if (auto report = report_on_hang(hang)) {
       report->run["finished_at"] = workloads::utc_timestamp();
       reports::write_report(output, *report);
     }
   };
-  watchdog_ = std::make_unique<HangWatchdog>(dir_, me, mpi.size(), timeout_s, std::move(on_hang));
+  auto on_hang = [result, write](const std::vector<std::string>& found) {
+    const auto r = result(found);
+    reports::print_hang(std::cout, r);
+    std::cout.flush();
+    write(r);
+  };
+  // Rank 0 holds what the report needs (a suite's earlier steps): when another rank diagnoses the hang,
+  // rank 0 writes the report with it, whether it is stuck itself or not.
+  HangWatchdog::OnHang on_peer_hang;
+  if (mpi.is_root())
+    on_peer_hang = [result, write](const std::vector<std::string>& found) { write(result(found)); };
+  watchdog_ = std::make_unique<HangWatchdog>(dir_, me, mpi.size(), timeout_s, std::move(on_hang),
+                                             std::move(on_peer_hang));
 }
 
 void CommandHangWatchdog::finish() {

@@ -131,8 +131,8 @@ grep -qE "^hang: rank 1 \(host .*, GPU 1\) never entered allreduce #1 \(4 MiB\)$
 [ "$(grep -c "never entered" "$T/hang.out")" -eq 1 ] && ok "hang: one diagnosis" || fail "hang: printed $(grep -c "never entered" "$T/hang.out") times"
 assert_json "$T/hang.json" "[(r['name'], r['status']) for r in d['results']] == [('hang', 'failed')] and 'rank 1' in d['results'][0]['error']" "hang: the report's hang result names rank 1"
 # Inside a suite the hang loses none of the steps before it: rank 0 writes the suite's report so far, the hung
-# step failed with the diagnosis, the rest not run. A rank 0 that hangs itself (another rank reports) leaves the
-# report the suite wrote before the step: the step did not finish.
+# step failed with the diagnosis, the rest not run. When rank 0 is the one that hangs, rank 1 diagnoses it and
+# hands the diagnosis to rank 0's watchdog (rank 0 alone holds the earlier steps), which writes the same report.
 cat >"$T/hang_suite.json" <<EOF
 {"name": "hang", "steps": [
   {"name": "g1", "command": "gemm", "args": "--m 64 --n 64 --k 64 --iters 3 --warmup 1"},
@@ -145,7 +145,8 @@ for who in 1 0; do
   [ "$RC" -ne 0 ] && [ "$RC" -ne 124 ] || fail "hang_suite$who: exit $RC"
 done
 assert_json "$T/hang_suite1.json" "[(r['benchmark'], r['name'], r['status']) for r in d['results']] == [('gemm', 'fp32/64x64x64', 'ok'), ('health', 'hang', 'failed'), ('suite', 'g2', 'skipped')] and 'rank 1' in d['results'][1]['error'] and d['summary']['suite']['verdict'] == 'fail'" "suite hang: step 1 kept, the hang named, step 3 not run"
-assert_json "$T/hang_suite0.json" "[(r['benchmark'], r['name'], r['status']) for r in d['results']] == [('gemm', 'fp32/64x64x64', 'ok'), ('suite', 'h', 'failed'), ('suite', 'g2', 'skipped')] and 'did not finish' in d['results'][1]['error']" "suite hang on rank 0: step 1 kept, the step did not finish"
+assert_json "$T/hang_suite0.json" "[(r['benchmark'], r['name'], r['status']) for r in d['results']] == [('gemm', 'fp32/64x64x64', 'ok'), ('health', 'hang', 'failed'), ('suite', 'g2', 'skipped')] and 'rank 0' in d['results'][1]['error'] and 'never entered' in d['results'][1]['error'] and d['summary']['suite']['verdict'] == 'fail'" "suite hang on rank 0: step 1 kept, the hang named by rank 1 and written by rank 0, step 3 not run"
+[ "$(grep -c "never entered" "$T/hang_suite0.out")" -eq 1 ] && ok "suite hang on rank 0: one diagnosis printed" || fail "hang_suite0 printed: $(cat "$T/hang_suite0.out")"
 run_capture nohang fb_mpirun 2 health --backend host --checkpoint-dir "$T/ckpt" --checkpoint-size 1M --run-dir "$T/nohang"
 [ "$RC" -eq 0 ] && [ -z "$(ls -A "$T/nohang" 2>/dev/null)" ] && ok "no hang: exit 0, no state files left" \
   || fail "nohang: exit $RC, left $(ls -A "$T/nohang" 2>/dev/null)"
