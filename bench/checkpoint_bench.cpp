@@ -78,6 +78,43 @@ void plain_write(const fs::path& path, const std::vector<std::byte>& data) {
     throw std::runtime_error("fsync/close " + path.string() + ": " + std::strerror(synced ? errno : e));
 }
 
+// What was timed was written: the checkpoint of `step` verifies (manifest, shard size, xxHash64) and reads
+// back as `data`, and a plain file holds `data`. A save that wrote short or wrong bytes would be timed as a
+// fast one. Checked on each benchmark's first iteration, outside the timed part; false after SkipWithError.
+bool checkpoint_intact(benchmark::State& st, const CheckpointStore& store, std::int64_t step,
+                       const std::vector<std::byte>& data) {
+  std::string reason;
+  const auto info = store.verify(step, 1, &reason);
+  if (!info) {
+    st.SkipWithError(("checkpoint " + std::to_string(step) + " does not verify: " + reason).c_str());
+    return false;
+  }
+  std::vector<std::byte> back(data.size());
+  store.read_shard(*info, 0, back);
+  if (back != data) {
+    st.SkipWithError(
+        ("checkpoint " + std::to_string(step) + " reads back other bytes than were saved").c_str());
+    return false;
+  }
+  return true;
+}
+bool file_intact(benchmark::State& st, const fs::path& path, const std::vector<std::byte>& data) {
+  std::vector<std::byte> back(data.size() + 1);
+  const int fd = ::open(path.c_str(), O_RDONLY);
+  std::size_t got = 0;
+  for (ssize_t n = 1; fd >= 0 && n > 0 && got < back.size(); got += static_cast<std::size_t>(n))
+    if ((n = ::read(fd, back.data() + got, back.size() - got)) <= 0) break;
+  if (fd >= 0) ::close(fd);
+  back.resize(got);
+  if (back != data) {
+    st.SkipWithError((path.string() + " does not hold the bytes written (" + std::to_string(got) + " of " +
+                      std::to_string(data.size()) + ")")
+                         .c_str());
+    return false;
+  }
+  return true;
+}
+
 // A full checkpoint of one rank: shard (tmp, xxHash64, fsync, rename, directory fsync) + manifest commit.
 void checkpoint_save(const CheckpointStore& store, std::int64_t step, const std::vector<std::byte>& data) {
   const auto shard = store.write_shard(step, 0, data);
@@ -88,9 +125,11 @@ void BM_PlainFsyncWrite(benchmark::State& st) {
   const auto bytes = static_cast<std::size_t>(st.range(0)) << 20;
   const auto data = state(bytes);
   const auto dir = bench_dir();
+  bool checked = false;
   for (auto _ : st) {
     plain_write(dir / "plain.bin", data);
     st.PauseTiming();
+    if (!checked && !(checked = file_intact(st, dir / "plain.bin", data))) break;
     fs::remove(dir / "plain.bin");
     st.ResumeTiming();
   }
@@ -107,6 +146,7 @@ void BM_CheckpointSave(benchmark::State& st) {
   for (auto _ : st) {
     checkpoint_save(store, ++step, data);
     st.PauseTiming();
+    if (step == 1 && !checkpoint_intact(st, store, step, data)) break;
     fs::remove_all(store.dir_for(step));
     st.ResumeTiming();
   }
@@ -132,8 +172,13 @@ void BM_CheckpointVsPlain(benchmark::State& st) {
       else
         plain_write(dir / "plain.bin", data);
       (ckpt ? ckpt_s : plain_s).push_back(seconds_since(t0));
+      // The first two sides (one of each) are checked; their iteration's Time is not a figure (see above).
+      if (step < 2 &&
+          !(ckpt ? checkpoint_intact(st, store, step + 1, data) : file_intact(st, dir / "plain.bin", data)))
+        break;
       fs::remove_all(ckpt ? store.dir_for(step + 1) : dir / "plain.bin");
     }
+    if (st.error_occurred()) break;
     ++step;
     st.SetIterationTime(seconds_since(t_iter));
   }
@@ -158,11 +203,13 @@ void BM_SyncVsAsyncSave(benchmark::State& st) {
   AsyncShardWriter writer;
   std::vector<double> sync_s, async_s;
   std::int64_t step = 0;
+  bool ok = true;
   const auto save_sync = [&] {
     const auto t0 = Clock::now();
     std::memcpy(host.data(), device.data(), bytes);
     checkpoint_save(store, ++step, host);
     sync_s.push_back(seconds_since(t0));
+    if (sync_s.size() == 1) ok = ok && checkpoint_intact(st, store, step, device);
     fs::remove_all(store.dir_for(step));
   };
   const auto save_async = [&] {  // the blocking part only is timed
@@ -172,6 +219,7 @@ void BM_SyncVsAsyncSave(benchmark::State& st) {
     async_s.push_back(seconds_since(t0));
     store.commit(step, {writer.wait()});
     spare = writer.take_buffer();
+    if (async_s.size() == 1) ok = ok && checkpoint_intact(st, store, step, device);
     fs::remove_all(store.dir_for(step));
   };
   for (auto _ : st) {
@@ -186,6 +234,7 @@ void BM_SyncVsAsyncSave(benchmark::State& st) {
       save_sync();
     }
     st.SetIterationTime(seconds_since(t_iter));
+    if (!ok) break;
   }
   st.counters["sync_ms"] = 1e3 * median(sync_s);
   st.counters["async_blocking_ms"] = 1e3 * median(async_s);
@@ -209,6 +258,7 @@ void BM_AsyncSaveBlocking(benchmark::State& st) {
     st.PauseTiming();
     store.commit(step, {writer.wait()});
     spare = writer.take_buffer();
+    if (step == 1 && !checkpoint_intact(st, store, step, device)) break;
     fs::remove_all(store.dir_for(step));
     st.ResumeTiming();
   }

@@ -12,6 +12,7 @@
 // On a GPU machine the cuda backend (cuBLASLt, NCCL) and NVML sampling are used. Only the counters mean
 // anything: the Time column sums both sides and the settling call.
 #include <benchmark/benchmark.h>
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <chrono>
@@ -114,6 +115,15 @@ void overhead(benchmark::State& state, const fb::MpiContext& mpi, fb::Backend& b
   state.counters["overhead_q1_pct"] = (quantile(ratio, 0.25) - 1) * 100.0;
   state.counters["overhead_q3_pct"] = (quantile(ratio, 0.75) - 1) * 100.0;
   state.counters["samples_per_block"] = static_cast<double>(samples) / n;
+  // The overhead of a sampler that never woke would read as none: the timed block lasts at least 5
+  // intervals, so a working sampler takes about that many samples (a quarter allows for a loaded machine).
+  const double expected = fb::summarize(on).median / interval_s;
+  if (static_cast<double>(samples) / n < std::max(1.0, expected / 4))
+    state.SkipWithError(
+        fmt::format("the sampler took {:.2g} samples per block, expected about {:.2g}: it did "
+                    "not run, and its overhead was not measured",
+                    static_cast<double>(samples) / n, expected)
+            .c_str());
 }
 
 class NullReporter : public benchmark::BenchmarkReporter {
