@@ -200,6 +200,9 @@ HangWatchdog::~HangWatchdog() {
     write_state(true);
   } catch (...) {
   }
+  // No longer here to write a report: a reporter that finds no writer does not wait for one.
+  std::error_code ec;
+  if (on_peer_hang_) std::filesystem::remove(dir_ / kPeerWriterFile, ec);
 }
 
 std::filesystem::path call_state_file(const std::filesystem::path& dir, int rank) {
