@@ -178,6 +178,9 @@ for index, case in enumerate(cases):
         elif kind == "edp_allreduce":
             op, group = "allreduce", dp * tp // ep
             size = nbytes / done_calls.get(name, max(moe_layers, 1))
+        elif kind == "ep_alltoall":  # the row counts before each dispatch
+            op, group = "alltoall", ep
+            size = nbytes / done_calls.get(name, max(moe_layers * micro, 1))
         elif kind == "ep_alltoallv":
             op, group = "alltoall", ep
             size = nbytes / done_calls.get(name, max(moe_layers * micro, 1))

@@ -59,12 +59,19 @@ CommandHangWatchdog::CommandHangWatchdog(const MpiContext& mpi, std::string comm
     r.fail(msg);
     return r;
   };
+  const bool has_output = !output.empty();
+  // On the watchdog thread, as the job ends: a report that cannot be written is said, not thrown (which
+  // would end the process before the diagnosis is out).
   auto write = [report_on_hang = std::move(report_on_hang),
                 output = std::move(output)](const reports::Result& hang) {
     if (output.empty()) return;
-    if (auto report = report_on_hang(hang)) {
-      report->run["finished_at"] = workloads::utc_timestamp();
-      reports::write_report(output, *report);
+    try {
+      if (auto report = report_on_hang(hang)) {
+        report->run["finished_at"] = workloads::utc_timestamp();
+        reports::write_report(output, *report);
+      }
+    } catch (const std::exception& e) {
+      std::cerr << "hang: the report was not written: " << e.what() << "\n";
     }
   };
   auto on_hang = [result, write](const std::vector<std::string>& found) {
@@ -74,9 +81,10 @@ CommandHangWatchdog::CommandHangWatchdog(const MpiContext& mpi, std::string comm
     write(r);
   };
   // Rank 0 holds what the report needs (a suite's earlier steps): when another rank diagnoses the hang,
-  // rank 0 writes the report with it, whether it is stuck itself or not.
+  // rank 0 writes the report with it, whether it is stuck itself or not. Without -o it has nothing to write,
+  // and the reporter does not wait for it.
   HangWatchdog::OnHang on_peer_hang;
-  if (mpi.is_root())
+  if (mpi.is_root() && has_output)
     on_peer_hang = [result, write](const std::vector<std::string>& found) { write(result(found)); };
   watchdog_ = std::make_unique<HangWatchdog>(dir_, me, mpi.size(), timeout_s, std::move(on_hang),
                                              std::move(on_peer_hang));

@@ -509,6 +509,10 @@ void PlanLists::pp_and_ep_collectives() {
         {"ep_alltoallv/dispatch", "ep", "alltoallv", c.ep, routed, passes * moe_layers * mbs});
     collectives.push_back(
         {"ep_alltoallv/combine", "ep", "alltoallv", c.ep, routed, passes * moe_layers * mbs});
+    // Before each dispatch (forward, and full recomputation's forward again): every rank's row count per
+    // expert, int32, so that each peer sizes what it receives.
+    collectives.push_back({"ep_alltoall/counts", "ep", "alltoall", c.ep,
+                           static_cast<double>(m.moe->experts * 4), (passes - 1) * moe_layers * mbs});
   }
 }
 

@@ -95,7 +95,7 @@ template rq_refused train-requeue.sbatch FAKE_RC_train=2
   || fail "rq_refused: exit $RC: $(cat "$T/rq_refused.out" "$T/rq_refused.calls")"
 
 template rq_crash train-requeue.sbatch FAKE_RC_train=137
-[ "$RC" -eq 0 ] && called rq_crash "^scontrol requeue 42$" && [ "$(cat "$T/rq_crash-run/requeued-failures")" = 1 ] \
+[ "$RC" -eq 0 ] && called rq_crash "^scontrol requeue 42$" && [ "$(cat "$T/rq_crash-run/requeued-failures-42")" = 1 ] \
   && ok "train-requeue: a crash (exit 137) requeues the job and counts one failure" \
   || fail "rq_crash: exit $RC: $(cat "$T/rq_crash.out" "$T/rq_crash.calls")"
 
@@ -104,26 +104,44 @@ template rq_requeue_refused train-requeue.sbatch FAKE_RC_train=137 FAKE_SCONTROL
   && ok "train-requeue: a requeue Slurm refuses fails the job (exit 1), not COMPLETED" \
   || fail "rq_requeue_refused: exit $RC: $(cat "$T/rq_requeue_refused.out")"
 
-mkdir -p "$T/rq_limit-run" && echo 3 >"$T/rq_limit-run/requeued-failures"
+mkdir -p "$T/rq_limit-run" && echo 3 >"$T/rq_limit-run/requeued-failures-42"
 template rq_limit train-requeue.sbatch FAKE_RC_train=1 SLURM_RESTART_COUNT=5
 [ "$RC" -eq 1 ] && has rq_limit "restart limit 3 reached" && ! called rq_limit "requeue" \
   && ok "train-requeue: the fourth failure gives up (FB_MAX_RESTARTS 3)" \
   || fail "rq_limit: exit $RC: $(cat "$T/rq_limit.out")"
 
-# Near the time limit (USR1): the step is stopped and the job requeued, not counted as a failure: after 3
-# requeues (SLURM_RESTART_COUNT 3) and at the failure limit it is still requeued.
-mkdir -p "$T/rq_time-run" && echo 3 >"$T/rq_time-run/requeued-failures"
-: >"$FAKE_LOG"
-env SLURM_JOB_NODELIST=n1 SLURM_RESTART_COUNT=3 FB_RUN_DIR="$T/rq_time-run" FAKE_SLEEP_train=30 \
-  bash "$FB_SOURCE_DIR/scripts/slurm/train-requeue.sbatch" >"$T/rq_time.out" 2>&1 &
-job=$!
-for _ in $(seq 50); do grep -q "srun train" "$FAKE_LOG" && break; sleep 0.1; done
-kill -USR1 "$job"
-wait "$job"
-RC=$?
-cp "$FAKE_LOG" "$T/rq_time.calls"
+# A later job resuming the same run directory starts with no failures counted.
+template rq_next_job train-requeue.sbatch FAKE_RC_train=1 SLURM_JOB_ID=43 FB_RUN_DIR="$T/rq_limit-run"
+[ "$RC" -eq 0 ] && called rq_next_job "^scontrol requeue 43$" \
+  && ok "train-requeue: another job in the same run directory is requeued (the failures were job 42's)" \
+  || fail "rq_next_job: exit $RC: $(cat "$T/rq_next_job.out")"
+
+# Near the time limit (USR1): the step is stopped and the job requeued. With a checkpoint saved during the
+# attempt it is not counted as a failure (after 3 requeues, at the failure limit, it is still requeued);
+# without one the attempt made no progress, and it counts.
+time_limit_case() {  # NAME SAVES(1: the stand-in step saves a checkpoint): RC, $T/NAME.out and .calls
+  local name=$1 saves=$2
+  mkdir -p "$T/$name-run/checkpoints/step-00000004"
+  echo 2 >"$T/$name-run/requeued-failures-42"
+  : >"$FAKE_LOG"
+  env SLURM_JOB_NODELIST=n1 SLURM_RESTART_COUNT=3 FB_RUN_DIR="$T/$name-run" FAKE_SLEEP_train=30 \
+    bash "$FB_SOURCE_DIR/scripts/slurm/train-requeue.sbatch" >"$T/$name.out" 2>&1 &
+  local job=$!
+  for _ in $(seq 50); do grep -q "srun train" "$FAKE_LOG" && break; sleep 0.1; done
+  [ "$saves" = 1 ] && mkdir -p "$T/$name-run/checkpoints/step-00000008"
+  kill -USR1 "$job"
+  wait "$job"
+  RC=$?
+  cp "$FAKE_LOG" "$T/$name.calls"
+}
+time_limit_case rq_time 1
 [ "$RC" -eq 0 ] && has rq_time "time limit near; requeueing job 42" && called rq_time "^scontrol requeue 42$" \
-  && [ "$(cat "$T/rq_time-run/requeued-failures")" = 3 ] \
-  && ok "train-requeue: the time limit requeues without counting a failure" \
+  && [ "$(cat "$T/rq_time-run/requeued-failures-42")" = 2 ] \
+  && ok "train-requeue: the time limit after a saved checkpoint requeues without counting a failure" \
   || fail "rq_time: exit $RC: $(cat "$T/rq_time.out" "$T/rq_time.calls")"
+time_limit_case rq_time_stuck 0
+[ "$RC" -eq 0 ] && has rq_time_stuck "no checkpoint saved since the attempt began; requeueing" \
+  && [ "$(cat "$T/rq_time_stuck-run/requeued-failures-42")" = 3 ] \
+  && ok "train-requeue: the time limit with no checkpoint saved counts as a failure" \
+  || fail "rq_time_stuck: exit $RC: $(cat "$T/rq_time_stuck.out" "$T/rq_time_stuck.calls")"
 finish

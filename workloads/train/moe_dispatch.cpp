@@ -62,6 +62,7 @@ std::vector<std::int64_t> MoeDispatch::exchange_counts(const std::vector<std::in
     c_.backend.copy_to_device(counts_dev_, send.data(), send.size() * 4);
     c_.groups.ep->alltoall(counts_dev_.data(), static_cast<char*>(counts_dev_.data()) + send.size() * 4,
                            static_cast<std::size_t>(El), DType::int32);
+    c_.count_collective("ep_alltoall/counts", static_cast<double>(send.size() * 4));
     c_.backend.copy_to_host(recv.data(), counts_dev_, recv.size() * 4, send.size() * 4);
   }
   return {recv.begin(), recv.end()};
