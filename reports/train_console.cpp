@@ -54,7 +54,8 @@ void print_train_result(std::ostream& out, const Result& r) {
   for (const auto& [k, v] : run.breakdown.seconds)
     if (v > 0) out << fmt::format("  {:<22} {:.6f} s\n", k, v);
   if (!run.collective_bytes_per_step.empty()) {
-    out << "collectives per step (rank 0):\n";
+    out << (extra.pipeline ? "collectives per step (a rank of the last pipeline stage):\n"
+                           : "collectives per step (rank 0):\n");
     for (const auto& [k, v] : run.collective_bytes_per_step) {
       const auto calls = run.collective_calls_per_step.find(k);
       out << fmt::format("  {:<30} {}{}\n", k, format_bytes(static_cast<std::uint64_t>(v)),

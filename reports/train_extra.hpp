@@ -71,7 +71,8 @@ struct TrainRunExtra {
   TrainPeak peak;
   std::optional<std::string> mfu_note;  // why mfu/hfu are missing
   TrainBreakdown breakdown;
-  std::map<std::string, double> collective_bytes_per_step;  // rank 0, by collective name
+  std::map<std::string, double>
+      collective_bytes_per_step;  // the last stage's lowest rank, by collective name
   std::map<std::string, double>
       collective_calls_per_step;  // the same, calls (absent in reports before 2026-12)
   std::int64_t moe_rows_sent = 0, moe_rows_received = 0;  // extra.moe_dispatch

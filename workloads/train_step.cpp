@@ -5,11 +5,15 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <span>
+#include <sstream>
+#include <string>
 
 #include "core/communicator.hpp"
 #include "core/error.hpp"
 #include "core/logging.hpp"
 #include "core/progress_meter.hpp"
+#include "core/rank_collectives.hpp"
 #include "core/statistics.hpp"
 #include "kernels/gemm_engine.hpp"
 #include "workloads/train/trainer.hpp"
@@ -205,6 +209,34 @@ void agree_counters(TrainRun& run, const train::Trainer& trainer, Communicator& 
   }
 }
 
+// The collective counts the report gives are one rank's of the last pipeline stage, the stage the plan's
+// lists describe (it runs the output layer; the first stage the embedding): its lowest world rank's, sent to
+// every rank as "name calls bytes" lines. Without PP that is rank 0, whose own counts stand.
+void last_stage_collectives(TrainRun& run, const MpiContext& mpi, const TrainPlan& plan) {
+  const auto& pc = plan.parallel;
+  if (pc.pp <= 1) return;
+  int root = 0;
+  while (root < mpi.size() && rank_coords(root, pc).p != pc.pp - 1) ++root;
+  if (root >= mpi.size()) return;
+  std::string text;
+  if (mpi.rank() == root)
+    for (const auto& [name, bytes] : run.collective_bytes)
+      text += fmt::format("{} {} {}\n", name, run.collective_calls[name], bytes);
+  auto size = static_cast<std::int64_t>(text.size());
+  broadcast(mpi, size, root);
+  text.resize(static_cast<std::size_t>(size));
+  broadcast(mpi, std::span<char>(text.data(), text.size()), root);
+  run.collective_bytes.clear();
+  run.collective_calls.clear();
+  std::istringstream in(text);
+  std::string name;
+  double calls = 0, bytes = 0;
+  while (in >> name >> calls >> bytes) {
+    run.collective_calls[name] = calls;
+    run.collective_bytes[name] = bytes;
+  }
+}
+
 }  // namespace
 
 TrainRun run_training(const TrainOptions& o, MpiContext& mpi, Backend& backend, TrainHooks* hooks) {
@@ -267,6 +299,7 @@ TrainRun run_training(const TrainOptions& o, TrainPlan prepared, MpiContext& mpi
   if (hooks) hooks->on_finish(step);
   run.breakdown_seconds = median_breakdown(cats);
   agree_counters(run, trainer, *control, plan);
+  last_stage_collectives(run, mpi, plan);
   return run;
 }
 

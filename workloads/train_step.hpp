@@ -54,9 +54,11 @@ struct TrainRun {
   std::uint64_t allocated_bytes = 0;  // what this rank allocated (max over ranks)
   double moe_imbalance = 0;           // max/mean tokens per expert over the run (1 = balanced)
   std::int64_t dispatch_sent_rows = 0, dispatch_received_rows = 0;  // summed over all ranks and steps
-  std::map<std::string, double> collective_bytes;                   // per step, this rank, by collective name
-  std::map<std::string, double> collective_calls;                   // the same, calls
-  std::vector<double> per_rank_steps, per_rank_last_step;           // index = world rank
+  // Per step, by collective name: one rank of the last pipeline stage, the stage the plan lists (rank 0
+  // without PP).
+  std::map<std::string, double> collective_bytes;
+  std::map<std::string, double> collective_calls;          // the same, calls
+  std::vector<double> per_rank_steps, per_rank_last_step;  // index = world rank
   std::string gemm_engine;
   bool gemm_emulated = false;
   std::string attention_engine;  // "gemm", "cudnn" or "reference" (agreed by every rank)

@@ -24,7 +24,8 @@ pair() {  # NAME RANKS ARGS...: the run with and without --distributed-optimizer
 }
 # FILE LABEL: every data-parallel gradient collective ran as the plan lists it, bucket by bucket: per name,
 # the calls and bytes executed are the plan's (one call per --bucket-layers bucket, the output layer's and the
-# embedding's; each padded to the shards when sharded). Rank 0 runs the plan's stage only with pp 1.
+# embedding's; each padded to the shards when sharded). The counts and the plan are both the last pipeline
+# stage's.
 as_planned() {
   local P="d['results'][0]['extra']['collectives_plan']" C="d['results'][0]['extra']['collective_calls_per_step']"
   assert_json "$1" "(lambda names: len(names) > 0 and names == {n for n in $B if n.split('_')[0] in ('dp', 'edp')} and all($C[n] == sum(c['calls_per_step'] for c in $P if c['name'] == n) and $B[n] == sum(c['bytes_per_call'] * c['calls_per_step'] for c in $P if c['name'] == n) for n in names))({c['name'] for c in $P if c['group'] in ('dp', 'edp')})" "$2: DP gradient calls and bytes executed = planned, per bucket"
@@ -69,6 +70,10 @@ assert_json "$T/buckets.json" "[(c['name'], c['calls_per_step'], c['note']) for 
 # Pipeline stages, bf16, two layers per bucket, 4 micro-batches: DP groups of 2 (loss bit for bit, norm to 1e-12).
 pair pp 4 --model tiny-dense --dp 2 --pp 2 --grad-accum 4 --dtype bf16 --bucket-layers 2
 same pp 1e-12
+# The counts are the last stage's, as the plan's lists: its layer's bucket and the output layer's.
+as_planned "$T/pp.json" "pp"
+as_planned "$T/pp_zero.json" "pp --distributed-optimizer"
+assert_json "$T/pp.json" "[(c['calls_per_step'], c['note']) for c in d['results'][0]['extra']['collectives_plan'] if c['group'] == 'dp'] == [(1, 'output layer and final norm'), (1, '1 layer')]" "pp: the last stage's two buckets planned"
 
 # MLA with TP 2 and sequence parallelism: the dense state over DP 2, the experts' over expert-DP 4.
 pair mla 4 --model tiny-mla --tp 2 --dp 2 --sequence-parallel
