@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "core/atomic_file.hpp"
 #include "core/random_fill.hpp"
 #include "resilience/checkpoint_store.hpp"
 
@@ -99,16 +100,16 @@ bool checkpoint_intact(benchmark::State& st, const CheckpointStore& store, std::
   return true;
 }
 bool file_intact(benchmark::State& st, const fs::path& path, const std::vector<std::byte>& data) {
-  std::vector<std::byte> back(data.size() + 1);
-  const int fd = ::open(path.c_str(), O_RDONLY);
-  std::size_t got = 0;
-  for (ssize_t n = 1; fd >= 0 && n > 0 && got < back.size(); got += static_cast<std::size_t>(n))
-    if ((n = ::read(fd, back.data() + got, back.size() - got)) <= 0) break;
-  if (fd >= 0) ::close(fd);
-  back.resize(got);
-  if (back != data) {
-    st.SkipWithError((path.string() + " does not hold the bytes written (" + std::to_string(got) + " of " +
-                      std::to_string(data.size()) + ")")
+  std::string back;
+  try {
+    back = fb::read_text_file(path);
+  } catch (const std::exception& e) {
+    st.SkipWithError(e.what());
+    return false;
+  }
+  if (back.size() != data.size() || std::memcmp(back.data(), data.data(), data.size()) != 0) {
+    st.SkipWithError((path.string() + " does not hold the bytes written (" + std::to_string(back.size()) +
+                      " of " + std::to_string(data.size()) + ")")
                          .c_str());
     return false;
   }

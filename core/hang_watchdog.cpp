@@ -15,6 +15,7 @@
 
 #include <fmt/format.h>
 
+#include "core/atomic_file.hpp"
 #include "core/error.hpp"
 #include "core/units.hpp"
 
@@ -30,16 +31,13 @@ constexpr const char* kDiagnosisFile = "hang.diagnosis";
 constexpr const char* kPeerWriterFile = "hang.peer-writer";
 constexpr const char* kPeerDoneFile = "hang.peer-done";
 
-// Written whole or not at all: a reader never sees half of it.
+// Written whole or not at all (core/atomic_file.hpp): a reader never sees half of it. On the watchdog thread,
+// where nothing may throw: a file not written is a wait that times out.
 void write_file_atomically(const std::filesystem::path& path, const std::string& text) {
-  const auto tmp = path.parent_path() / ("." + path.filename().string() + ".tmp");
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    out << text;
-    if (!out) return;
+  try {
+    write_file_atomic(path, text);
+  } catch (...) {
   }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
 }
 
 std::filesystem::path state_file(const std::filesystem::path& dir, int rank) {
