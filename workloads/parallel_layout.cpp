@@ -193,7 +193,7 @@ GradientBuckets gradient_buckets(const ModelConfig& m, const ParallelConfig& c, 
   const auto l = local_dims(m, c, s);
   const auto layers = stage_layers(m, c, stage);
   const int dense_shards = s.distributed_optimizer ? static_cast<int>(c.dp) : 1;
-  const int expert_shards = s.distributed_optimizer ? static_cast<int>(c.dp * c.tp / c.ep) : 1;
+  const int expert_shards = s.distributed_optimizer ? static_cast<int>(c.expert_dp()) : 1;
   GradientBuckets b;
   const auto add = [](std::vector<GradientBucket>& to, std::int64_t count, int shards, std::string holds) {
     if (count > 0) to.push_back({train::padded_bucket_end(0, count, shards), std::move(holds)});
@@ -211,13 +211,13 @@ GradientBuckets gradient_buckets(const ModelConfig& m, const ParallelConfig& c, 
       p.expert += one.expert;
       moe += one.expert > 0 ? 1 : 0;
     }
-    const auto count = [](std::int64_t k_layers) {
-      return fmt::format("{} layer{}", k_layers, k_layers == 1 ? "" : "s");
+    const auto count = [](std::int64_t k_layers, const char* kind = "") {
+      return fmt::format("{} {}layer{}", k_layers, kind, k_layers == 1 ? "" : "s");
     };
     // In an MoE model a layer's dense part depends on its kind: say which the bucket holds.
     const std::string kinds = !m.moe     ? count(n)
-                              : moe == n ? fmt::format("{} MoE layer{}", n, n == 1 ? "" : "s")
-                              : moe == 0 ? fmt::format("{} dense layer{}", n, n == 1 ? "" : "s")
+                              : moe == n ? count(n, "MoE ")
+                              : moe == 0 ? count(n, "dense ")
                                          : fmt::format("{}, {} MoE", count(n), moe);
     add(b.dense, p.dense, dense_shards, kinds);
     add(b.expert, p.expert, expert_shards, "experts of " + count(moe));
@@ -230,7 +230,7 @@ MemoryEstimate estimate_memory(const ModelConfig& m, const ParallelConfig& c, co
   const auto l = local_dims(m, c, s);
   const std::uint64_t e = dtype_bytes(s.dtype);
   const std::int64_t stages = std::max<std::int64_t>(c.pp, 1);
-  const std::uint64_t edp = static_cast<std::uint64_t>(c.dp * c.tp / c.ep);
+  const std::uint64_t edp = static_cast<std::uint64_t>(c.expert_dp());
   // Saved activations per layer and micro-batch (what the step keeps for backward), bytes: the residual
   // stream (x_in, x_mid: this rank's rows, 1/tp of them with sequence parallelism, as Megatron-LM keeps
   // them: Korthikanti et al. 2022, "sequence parallelism") and its two norms (xn_in, xn_mid: all-gathered,
@@ -552,7 +552,7 @@ void PlanLists::gradient_collectives() {
     }
   };
   list(buckets.dense, "dp", c.dp, "grads", "params");
-  list(buckets.expert, "edp", c.dp * c.tp / c.ep, "expert_grads", "expert_params");
+  list(buckets.expert, "edp", c.expert_dp(), "expert_grads", "expert_params");
 }
 
 }  // namespace

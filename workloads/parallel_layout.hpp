@@ -27,6 +27,7 @@ namespace fb::workloads {
 struct ParallelConfig {
   std::int64_t tp = 1, dp = 1, ep = 1, pp = 1;
   std::int64_t world() const { return tp * dp * pp; }
+  std::int64_t expert_dp() const { return dp * tp / ep; }  // ranks holding the same experts (MoE)
 };
 
 struct StepShape {

@@ -71,7 +71,7 @@ TrainPlan prepare_training(const TrainOptions& o, std::int64_t world) {
   // Both act on the data-parallel gradient reduction: over DP, and for an MoE model's experts over
   // expert-DP (dp·tp/ep ranks hold the same experts). A layout with neither has nothing to overlap or shard.
   const auto& pc = plan.parallel;
-  const bool dp_reduction = pc.dp > 1 || (model.moe && pc.dp * pc.tp / pc.ep > 1);
+  const bool dp_reduction = pc.dp > 1 || (model.moe && pc.expert_dp() > 1);
   const char* acting = o.overlap                       ? "--overlap"
                        : o.shape.distributed_optimizer ? "--distributed-optimizer"
                        : o.shape.bucket_layers != 1    ? "--bucket-layers"
