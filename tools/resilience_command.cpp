@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -24,6 +25,7 @@
 #include "core/rank_collectives.hpp"
 #include "core/system_info.hpp"
 #include "core/units.hpp"
+#include "reports/report_json.hpp"
 #include "reports/resilience_console.hpp"
 #include "resilience/checkpoint_space.hpp"
 #include "resilience/event_log.hpp"
@@ -509,6 +511,32 @@ int run_resilience(const ResilienceCommandOptions& o, Session& session) {
   return session.finish(report);
 }
 
+// The supervisor is one process with no backend: the report's run and system facts (ranks, backend, hosts,
+// each rank's device, the peak MFU is taken against) are its job's, from the newest attempt report the job
+// wrote in the run dir. None written (every attempt died before its end): the supervisor's stay.
+void adopt_job_run(reports::Report& report, const std::filesystem::path& run_dir) {
+  std::error_code ec;
+  int newest = 0;
+  for (const auto& e : std::filesystem::directory_iterator(run_dir, ec)) {
+    const auto name = e.path().filename().string();
+    int n = 0;
+    if (std::sscanf(name.c_str(), "attempt-%d.json", &n) == 1 && name == fmt::format("attempt-{}.json", n))
+      newest = std::max(newest, n);
+  }
+  if (newest == 0) return;
+  reports::Report job;
+  try {
+    job = reports::read_report(run_dir / fmt::format("attempt-{}.json", newest));
+  } catch (const std::exception& e) {
+    log::warn("the job's run facts stay out of the report: {}", e.what());
+    return;
+  }
+  for (const char* key : {"world_size", "hosts", "backend", "slurm"})
+    if (job.run.contains(key)) report.run[key] = job.run[key];
+  for (const char* key : {"ranks", "peak_tflops"})
+    if (job.system.contains(key)) report.system[key] = job.system[key];
+}
+
 void supervise(const ResilienceCommandOptions& o, const resilience::FaultPlan& plan,
                resilience::SupervisorOptions& s, Session& session, reports::Report& report) {
   std::filesystem::path run_dir = o.res.run_dir;
@@ -545,6 +573,7 @@ void supervise(const ResilienceCommandOptions& o, const resilience::FaultPlan& p
     }
     for (const auto& p : stale) std::filesystem::remove(p, ec);
     runs.push_back(resilience::run_supervisor(s));
+    if (report.run.value("backend", "") == "none") adopt_job_run(report, s.run_dir);
     report.results.push_back(
         resilience::resilience_result(runs.back(), policy, run_params(o, s.run_dir.string())));
     // A planned fault that never fired (the job ended before its time, its slot was a spare never used):
@@ -572,6 +601,10 @@ void supervise(const ResilienceCommandOptions& o, const resilience::FaultPlan& p
     }
   }
   report.summary.update(resilience::resilience_summary(runs));
+  // Under compare the summary's totals (productive_s, badput_s, wall_s) are the last job's: named, so that
+  // they are not read as both jobs'.
+  if (policies.size() > 1)
+    report.summary["totals_policy"] = std::string(enum_name(resilience::kDrainPolicyNames, policies.back()));
   if (!session.options().quiet) {
     reports::print_resilience(std::cout, report, resilience::kWallTimeParts);
     std::cout.flush();

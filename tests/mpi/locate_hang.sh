@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# `factorybench locate` names a hung rank: on 8 host ranks declared as 4 hosts (FACTORYBENCH_FAKE_HOSTS=4: ranks
+# 2h, 2h+1 on host h), a rank that never enters a call (FACTORYBENCH_INJECT=hang@rank=R,call=N) is named by the
+# hang watchdog (--hang-timeout 2s) through its state files in --run-dir, on three seeds, and nothing else is
+# named as never entering. No speed is judged: this test runs beside others (locate_faults.sh runs alone).
+# FB_SEEDS="1 2 3" (the default) lists the seeds (the sanitizer step runs one).
+. "$(dirname "$0")/../lib.sh"
+cd "$T"
+run8() { timeout 300 mpirun --oversubscribe -np 8 -x FACTORYBENCH_FAKE_HOSTS=4 "$@"; }
+
+# A rank that never enters call #3 (the third all-reduce of the bisection's first round): the watchdog
+# (--hang-timeout 2s) names it through the state files in --run-dir, and nothing else as "never entered".
+for seed in ${FB_SEEDS:-1 2 3}; do
+  mkdir -p "$T/run$seed"
+  run_capture "hang$seed" run8 -x "FACTORYBENCH_INJECT=hang@rank=5,call=3" "$FACTORYBENCH" locate --backend host \
+    --tests bisection --allreduce-size 256K --iters 4 --seed "$seed" --hang-timeout 2s --run-dir "$T/run$seed" \
+    --output "$T/hang$seed.json"
+  cat "$T/hang$seed.out"
+  [ "$RC" -ne 0 ] && ok "hang seed $seed: non-zero exit ($RC)" || fail "hang seed $seed: exit 0"
+  grep -qE "^hang: rank 5 \(host .*-fake2, GPU 1\) never entered allreduce #3 \(256 KiB\)$" "$T/hang$seed.out" \
+    && ok "hang seed $seed: rank 5 never entered allreduce #3" || fail "hang seed $seed: $(cat "$T/hang$seed.out")"
+  [ "$(grep -c "never entered" "$T/hang$seed.out")" -eq 1 ] && ok "hang seed $seed: only rank 5 named as never entering" \
+    || fail "hang seed $seed: more than one rank named"
+  validate "$T/hang$seed.json"
+  assert_json "$T/hang$seed.json" "[r['status'] for r in d['results'] if r['name'] == 'hang'] == ['failed'] and 'rank 5 (host' in [r['error'] for r in d['results'] if r['name'] == 'hang'][0]" "hang seed $seed: the report's hang result names rank 5"
+  ls "$T/run$seed"/fb-hang-*/rank-5.state >/dev/null 2>&1 && ok "hang seed $seed: state files in --run-dir" || fail "hang seed $seed: no state files"
+done
+
+# A hang in the node-scope p2p test (endpoints 0, 2, 4, 6): rank 2 never enters call #3, the send of its first
+# pair, that rank 4's recv #3 waits for; the ranks the test leaves out wait in a barrier, not the call rank 2 owes.
+mkdir -p "$T/runp2p"
+run_capture hangp2p run8 -x "FACTORYBENCH_INJECT=hang@rank=2,call=3" "$FACTORYBENCH" locate --backend host \
+  --scope node --tests p2p -b 256K --iters 4 --hang-timeout 2s --run-dir "$T/runp2p" --output "$T/hangp2p.json"
+cat "$T/hangp2p.out"
+grep -qE "^hang: rank 2 \(host .*-fake1, GPU 0\) never entered send #3 \(256 KiB\)$" "$T/hangp2p.out" \
+  && grep -qE "^hang: rank 4 .* entered recv #3 \(256 KiB\) and never left" "$T/hangp2p.out" \
+  && ok "p2p hang: rank 2 never entered the send rank 4's recv #3 waits for" || fail "p2p hang: $(cat "$T/hangp2p.out")"
+finish
