@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "reports/report_view.hpp"
 #include "reports/suite_step_extra.hpp"
 #include "reports/text_format.hpp"
 
@@ -24,6 +25,9 @@ struct HeadlineRule {
   std::string_view label;                // what the figure is ("" = the metric's label)
   std::array<std::string_view, 3> also;  // metrics of the same result that follow it ("" = none)
   std::string_view name_suffix = "";     // only results whose name ends so
+  // Every measured result of the kind carries the figure: where none does, it is said to be missing (health
+  // and locate results are of several checks, most without it: their first metric stands instead).
+  bool always_carried = true;
 };
 
 // gemm: the fastest shape and its MFU; attention: the fastest shape's fwd+bwd TFLOP/s, its MFU and each
@@ -41,10 +45,17 @@ constexpr std::array kRules{
     HeadlineRule{"simulate", "goodput_pct", Pick::first, "", {"ettr", "job_mtbf_h", ""}},
     HeadlineRule{"mlperf", "time_to_train_min", Pick::first, "score", {"", "", ""}, "/score"},
     HeadlineRule{"mlperf", "time_to_train_min", Pick::first, "", {"", "", ""}},
-    HeadlineRule{"health", "expected_fraction", Pick::lowest, "slowest GEMM vs expected", {"tflops", "", ""}},
-    HeadlineRule{"health", "tflops", Pick::lowest, "slowest GEMM", {"", "", ""}},
+    HeadlineRule{"health",
+                 "expected_fraction",
+                 Pick::lowest,
+                 "slowest GEMM vs expected",
+                 {"tflops", "", ""},
+                 "",
+                 false},
+    HeadlineRule{"health", "tflops", Pick::lowest, "slowest GEMM", {"", "", ""}, "", false},
     HeadlineRule{"burnin", "tflops", Pick::first, "GEMM", {"sdc_mismatches", "gemms", ""}},
-    HeadlineRule{"locate", "p2p_bw_gbps", Pick::first, "", {"p2p_min_bw_gbps", "flagged_directions", ""}},
+    HeadlineRule{
+        "locate", "p2p_bw_gbps", Pick::first, "", {"p2p_min_bw_gbps", "flagged_directions", ""}, "", false},
 };
 
 // Short labels for the figures a headline shows; other metrics keep their names.
@@ -118,17 +129,31 @@ std::string figure_for(const std::vector<const Result*>& results) {
     }
     return out;
   }
-  // No rule, or none whose figure a result carries: the first metric by name of the first result with any.
-  // By name, not by position: a report read back from JSON lists its metrics sorted, and the live one in the
-  // order they were set; both must print the same line.
+  // A kind with rules whose figure no result carries (train without a known peak has no MFU): the figure is
+  // said to be missing, and the first result's other headline metrics follow, rather than a constant of the
+  // run (its FLOP count) standing in for it. A dry run (params.dry_run) measured nothing: its plan is said as
+  // such.
+  const Result* first = nullptr;
   for (const Result* r : results)
-    if (!r->metrics.empty()) {
-      const auto& first_named =
-          *std::min_element(r->metrics.begin(), r->metrics.end(),
-                            [](const auto& a, const auto& b) { return a.first < b.first; });
-      return fmt::format("{} ({})", metric_text(first_named.first, first_named.second), r->name);
-    }
-  return "";
+    if (!r->metrics.empty() && (!first || (first->status != Status::ok && r->status == Status::ok)))
+      first = r;
+  if (!first) return "";
+  const bool dry_run = is_dry_run(*first);
+  const auto rule = std::find_if(kRules.begin(), kRules.end(),
+                                 [&](const HeadlineRule& x) { return x.benchmark == first->benchmark; });
+  if (rule != kRules.end() && rule->always_carried && !dry_run) {
+    std::string out =
+        fmt::format("{} n/a ({})", rule->label.empty() ? label_of(rule->metric) : rule->label, first->name);
+    for (std::string_view name : rule->also)
+      if (const Metric* m = name.empty() ? nullptr : first->metric(name)) out += ", " + metric_text(name, *m);
+    return out;
+  }
+  // No rule: the first metric by name. By name, not by position: a report read back from JSON lists its
+  // metrics sorted, and the live one in the order they were set; both must print the same line.
+  const auto& first_named = *std::min_element(first->metrics.begin(), first->metrics.end(),
+                                              [](const auto& a, const auto& b) { return a.first < b.first; });
+  return fmt::format("{}{} ({})", dry_run ? "dry run, planned " : "",
+                     metric_text(first_named.first, first_named.second), first->name);
 }
 
 std::string step_of(const Result& r) {

@@ -18,6 +18,7 @@
 
 #include <fmt/format.h>
 
+#include "core/build_info.hpp"
 #include "reports/compare.hpp"
 #include "reports/heatmap_svg.hpp"
 #include "reports/json_fields.hpp"
@@ -220,7 +221,8 @@ std::vector<Figure> train_figures(const std::vector<NamedReport>& reports) {
       std::map<std::string, double> bar = std::move(breakdown->seconds);
       for (const auto& [cat, v] : bar) segments[cat];
       if (bar.empty()) continue;
-      std::string label = first_segment(r.name);
+      // The whole name: a suite's steps or a sweep's layouts of one model differ after its first segment.
+      std::string label = r.name;
       if (reports.size() > 1) label = run_label(reports, i) + ": " + label;
       chart.categories.push_back(label);
       bars.push_back(std::move(bar));
@@ -245,32 +247,40 @@ std::vector<Figure> train_figures(const std::vector<NamedReport>& reports) {
            svg::render(chart)}};
 }
 
-std::optional<double> goodput_of(const Report& report) {
-  for (const auto& r : report.results) {
-    if (r.benchmark != "resilience") continue;
-    if (const Metric* m = r.metric("goodput_pct")) return m->value / 100;
-    if (const Metric* m = r.metric("goodput")) return m->value;
-  }
+std::optional<double> goodput_of(const Result& r) {
+  if (const Metric* m = r.metric("goodput_pct")) return m->value / 100;
+  if (const Metric* m = r.metric("goodput")) return m->value;
   return std::nullopt;
 }
 
+// One lane per job: a report of several resilience jobs (--policy compare, a suite with two resilience steps)
+// has one resilience result per job, in the order of the jobs, which names the lane and gives its goodput.
 std::vector<Figure> resilience_figures(const std::vector<NamedReport>& reports) {
   svg::GanttChart chart;
   chart.title = "Resilience timeline: where the wall time went";
   chart.categories = timeline_categories();
   std::string notes;
   for (std::size_t i = 0; i < reports.size(); ++i) {
-    const Timeline tl = report_timeline(reports[i].report);
-    if (tl.spans.empty()) continue;
-    chart.lanes.push_back({run_label(reports, i), tl.spans, tl.markers});
-    if (const auto g = goodput_of(reports[i].report))
-      notes +=
-          fmt::format("{}{}: goodput {:.1f}%", notes.empty() ? "" : "; ", run_label(reports, i), *g * 100);
+    const auto timelines = report_timelines(reports[i].report);
+    std::vector<const Result*> jobs;
+    for (const auto& r : reports[i].report.results)
+      if (r.benchmark == "resilience") jobs.push_back(&r);
+    const bool paired = jobs.size() == timelines.size();
+    for (std::size_t k = 0; k < timelines.size(); ++k) {
+      std::string label = run_label(reports, i);
+      if (timelines.size() > 1)
+        label += ": " + (paired ? jobs[k]->name : fmt::format("job {} of {}", k + 1, timelines.size()));
+      chart.lanes.push_back({label, timelines[k].spans, timelines[k].markers});
+      const Result* job = paired ? jobs[k] : nullptr;
+      if (!job && timelines.size() == 1 && !jobs.empty()) job = jobs.front();
+      if (const auto g = job ? goodput_of(*job) : std::nullopt)
+        notes += fmt::format("{}{}: goodput {:.1f}%", notes.empty() ? "" : "; ", label, *g * 100);
+    }
   }
   if (chart.lanes.empty()) return {};
   std::string caption =
-      "Gantt strip of the job's wall time by category (goodput ledger categories); ▼ marks faults "
-      "injected and failures detected";
+      "Gantt strip of each job's wall time by category (goodput ledger categories), from the job's start; ▼ "
+      "marks faults injected and failures detected";
   if (!notes.empty()) caption += ". " + notes;
   return {{"resilience-timeline", caption, svg::render(chart)}};
 }
@@ -552,7 +562,8 @@ std::string run_cards(const std::vector<NamedReport>& reports) {
 }
 
 std::string status_pill(const Result& r) {
-  return fmt::format("<span class=\"pill {0}\">{0}</span>", to_string(r.status));
+  return fmt::format("<span class=\"pill {0}\">{0}</span>{1}", to_string(r.status),
+                     is_dry_run(r) ? " <span class=\"pill skipped\">dry run</span>" : "");
 }
 
 std::string single_table(const std::vector<NamedReport>& reports, const std::string& bench) {
@@ -651,13 +662,22 @@ std::string render_html(const std::vector<NamedReport>& reports) {
     out += reports.size() == 1 ? single_table(reports, bench) : trend_table(reports, bench);
     out += "</section>\n";
   }
-  const RunFacts f = run_facts(reports.front().report);
+  // The renderer is this build; the reports may come from others (tool.version of each, when given).
+  std::set<std::string> writers, schemas;
+  for (const auto& nr : reports) {
+    if (const auto v = run_facts(nr.report).version; !v.empty()) writers.insert(v);
+    schemas.insert(nr.report.schema);
+  }
+  const auto joined = [](const std::set<std::string>& items) {
+    std::string s;
+    for (const auto& x : items) s += (s.empty() ? "" : ", ") + x;
+    return s;
+  };
   out += fmt::format(
-      "<footer>Rendered by factorybench{} from schema {} report{}. Self-contained: no scripts, no network; "
-      "charts are "
-      "inline SVG.</footer>\n",
-      f.version.empty() ? "" : " " + esc(f.version), esc(reports.front().report.schema),
-      reports.size() == 1 ? "" : "s");
+      "<footer>Rendered by factorybench {} from {} report{} of schema {}{}. Self-contained: no scripts, no "
+      "network; charts are inline SVG.</footer>\n",
+      esc(build::kVersion), reports.size(), reports.size() == 1 ? "" : "s", esc(joined(schemas)),
+      writers.empty() ? "" : esc(" written by factorybench " + joined(writers)));
   out += "</main>\n</body>\n</html>\n";
   return out;
 }

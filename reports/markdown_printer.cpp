@@ -1,15 +1,21 @@
 // Reports as GitHub-flavoured Markdown. One report: per benchmark a table with one row per result and one
-// column per metric. Several reports: per benchmark a trend table with one row per (result, metric) and one
-// column per report, plus the change from the first report to the last.
+// column per metric (and for train, the step's breakdown and collectives). Several reports: per benchmark a
+// trend table with one row per (result, metric) and one column per report, plus the change from the first
+// report to the last.
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <optional>
 
 #include <fmt/format.h>
 
 #include "core/error.hpp"
+#include "core/units.hpp"
 #include "reports/compare.hpp"
 #include "reports/report_printers.hpp"
 #include "reports/report_view.hpp"
 #include "reports/text_format.hpp"
+#include "reports/train_extra.hpp"
 
 namespace fb::reports {
 namespace {
@@ -42,6 +48,7 @@ std::string single_table(const Report& report, const std::vector<NamedReport>& a
   out += "\n" + rule + "\n";
   for (const Result* r : results_of(report, bench)) {
     std::string status(to_string(r->status));
+    if (is_dry_run(*r)) status += " (dry run: planned, not measured)";
     if (r->error) status += fmt::format(": {}", *r->error);
     out += fmt::format("| {} | {} |", md_cell(r->name), md_cell(status));
     for (std::size_t i = 0; i < columns.size(); ++i) {
@@ -49,6 +56,53 @@ std::string single_table(const Report& report, const std::vector<NamedReport>& a
       out += fmt::format(" {} |", m ? md_cell(value_cell(*m, units[i])) : std::string("–"));
     }
     out += "\n";
+  }
+  return out;
+}
+
+// Where a training step's time went (extra.breakdown, the HTML chart's data) and the collectives it ran
+// (extra.collective_calls_per_step, collective_bytes_per_step): one row per train result that ran.
+std::string train_step_table(const Report& report) {
+  // Columns: the categories a result measured, in the order results declare them, then any others.
+  std::vector<std::string> categories;
+  const auto add = [&](const std::string& c) {
+    if (std::find(categories.begin(), categories.end(), c) == categories.end()) categories.push_back(c);
+  };
+  std::vector<std::pair<const Result*, TrainBreakdown>> rows;
+  for (const Result* r : results_of(report, "train")) {
+    auto b = find_train_breakdown(*r);
+    if (!b || b->seconds.empty()) continue;
+    for (const auto& c : b->categories)
+      if (b->seconds.count(c)) add(c);
+    for (const auto& [c, v] : b->seconds) add(c);
+    rows.emplace_back(r, std::move(*b));
+  }
+  if (rows.empty()) return "";
+  std::string out =
+      "\nMedian seconds per step by category (`extra.breakdown`), and the collectives of a step\n\n";
+  std::string rule = "|---|";
+  out += "| result |";
+  for (const auto& c : categories) {
+    out += fmt::format(" {} (s) |", md_cell(c));
+    rule += "---:|";
+  }
+  out += " collectives per step |\n" + rule + "---|\n";
+  const auto total = [](const nlohmann::json& extra, const char* key) -> std::optional<double> {
+    if (!extra.is_object() || !extra.contains(key) || !extra[key].is_object()) return std::nullopt;
+    double sum = 0;
+    for (const auto& [name, v] : extra[key].items())
+      if (v.is_number()) sum += v.get<double>();
+    return sum;
+  };
+  for (const auto& [r, b] : rows) {
+    out += fmt::format("| {} |", md_cell(r->name));
+    for (const auto& c : categories)
+      out += b.seconds.count(c) ? fmt::format(" {} |", format_value(b.seconds.at(c))) : std::string(" – |");
+    const auto bytes = total(r->extra, "collective_bytes_per_step");
+    const auto calls = total(r->extra, "collective_calls_per_step");
+    std::string comm = bytes ? format_bytes(static_cast<std::uint64_t>(*bytes)) : "–";
+    if (calls) comm += fmt::format(" in {:.0f} calls", *calls);
+    out += fmt::format(" {} |\n", md_cell(comm));
   }
   return out;
 }
@@ -118,6 +172,7 @@ std::string render_markdown(const std::vector<NamedReport>& reports) {
     out += fmt::format("\n## {}\n\n{} result{}{}\n\n", md_cell(bench), n, n == 1 ? "" : "s",
                        failed ? fmt::format(", **{} failed**", failed) : std::string());
     out += single ? single_table(reports[0].report, reports, bench) : trend_table(reports, bench);
+    if (single && bench == "train") out += train_step_table(reports[0].report);
   }
   return out;
 }

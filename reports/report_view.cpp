@@ -30,6 +30,11 @@ std::string run_label(const std::vector<NamedReport>& reports, std::size_t i) {
   return same > 1 ? fmt::format("#{} {}", i + 1, mine) : mine;
 }
 
+bool is_dry_run(const Result& r) {
+  return r.params.is_object() && r.params.contains("dry_run") && r.params["dry_run"].is_boolean() &&
+         r.params["dry_run"].get<bool>();
+}
+
 RunFacts run_facts(const Report& report) {
   RunFacts f;
   const json& run = report.run;

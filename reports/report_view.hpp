@@ -21,6 +21,9 @@ struct RunFacts {
 };
 RunFacts run_facts(const Report& report);
 
+// A plan that measured nothing (train --dry-run: params.dry_run true): printers say so beside its status.
+bool is_dry_run(const Result& r);
+
 // Benchmarks in order of first appearance over all reports.
 std::vector<std::string> benchmark_order(const std::vector<NamedReport>& reports);
 // Metric names of one benchmark in order of first appearance over all reports.

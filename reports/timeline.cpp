@@ -171,13 +171,35 @@ std::optional<Timeline> explicit_timeline(std::optional<std::vector<svg::Span>> 
 
 }  // namespace
 
-Timeline report_timeline(const Report& report) {
+std::vector<Timeline> job_timelines(const json& events) {
+  std::vector<Timeline> out;
+  if (!events.is_array()) return out;
+  json job = json::array();
+  bool started = false;  // this job has its job_start
+  const auto flush = [&] {
+    Timeline tl = timeline_from_events(job);
+    if (!tl.spans.empty()) out.push_back(std::move(tl));
+    job = json::array();
+  };
+  for (const auto& e : events) {
+    if (e.is_object() && string_field(e, "type") == "job_start") {
+      if (started) flush();
+      started = true;
+    }
+    job.push_back(e);
+  }
+  flush();
+  return out;
+}
+
+std::vector<Timeline> report_timelines(const Report& report) {
   if (report.summary.is_object() && report.summary.contains("timeline"))
-    if (auto tl = explicit_timeline(parse_timeline_spans(report.summary["timeline"]))) return *tl;
+    if (auto tl = explicit_timeline(parse_timeline_spans(report.summary["timeline"]))) return {*tl};
+  std::vector<Timeline> out;
   for (const auto& r : report.results)
-    if (auto tl = explicit_timeline(find_timeline_extra(r))) return *tl;
-  Timeline tl = timeline_from_events(report.events);
-  return tl;
+    if (auto tl = explicit_timeline(find_timeline_extra(r))) out.push_back(std::move(*tl));
+  if (!out.empty()) return out;
+  return job_timelines(report.events);
 }
 
 }  // namespace fb::reports

@@ -20,11 +20,18 @@ struct Timeline {
   std::vector<svg::Marker> markers;  // faults injected, failures detected, drains
 };
 
-// Derives spans from events (objects with "type" and "t"); events without a numeric "t" are ignored.
+// Derives spans from one job's events (objects with "type" and "t"); events without a numeric "t" are
+// ignored.
 Timeline timeline_from_events(const nlohmann::json& events);
 
-// The explicit timeline when present, else the one derived from report.events; empty when neither.
-Timeline report_timeline(const Report& report);
+// One timeline per job, each from its own first event: a report of several resilience jobs (--policy
+// compare, a suite with two resilience steps) logs them one after another, each from its job_start; read as
+// one log, the second job's step 1 would roll back (mark wasted) every step of the first.
+std::vector<Timeline> job_timelines(const nlohmann::json& events);
+
+// The explicit timeline (summary.timeline), else each result's extra.timeline, else one per job derived from
+// report.events; empty when there is none.
+std::vector<Timeline> report_timelines(const Report& report);
 
 // The Gantt legend order.
 const std::vector<std::string>& timeline_categories();

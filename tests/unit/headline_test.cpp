@@ -116,6 +116,24 @@ TEST(HeadlineTest, AFailedRunIsHeadedByItsRuleFigureToo) {
   EXPECT_EQ(lines[0].figure, "goodput 41.5% (tiny-dense/ranks1), ETTR 50.0%, failures 1");
 }
 
+// A train result without MFU (no peak known for its dtype) says so and shows its step time, rather than its
+// FLOP count, a constant of the model, standing in for a measurement; a dry run says it is a plan.
+TEST(HeadlineTest, AMissingFigureIsSaidAndADryRunIsAPlan) {
+  Report rep;
+  rep.results.push_back(result(
+      "train", "tiny-dense/tp2", "",
+      {{"flops_per_step", m(3.02e8, "FLOP")}, {"step_time_s", m(0.05, "s")}, {"loss", m(6.9, "value")}}));
+  ASSERT_EQ(headlines(rep).size(), 1u);
+  EXPECT_EQ(headlines(rep)[0].figure, "MFU n/a (tiny-dense/tp2), step 0.05 s, loss 6.9");
+  rep.results[0].metrics = {{"flops_per_step", m(2.089e16, "FLOP")}, {"params_total", m(4.7e10, "count")}};
+  rep.results[0].params["dry_run"] = true;
+  EXPECT_EQ(headlines(rep)[0].figure, "dry run, planned flops_per_step 2.089e+16 FLOP (tiny-dense/tp2)");
+  // A health step of checks without a GEMM has no "slowest GEMM" to miss: its first metric stands.
+  Report health;
+  health.results.push_back(result("health", "memory/rank0", "", {{"free_bytes", m(8e10, "B")}}));
+  EXPECT_EQ(headlines(health)[0].figure, "free_bytes 8e+10 B (memory/rank0)");
+}
+
 TEST(HeadlineTest, OutsideASuiteStepsAreBenchmarksAndUnknownKindsShowTheirFirstMetric) {
   Report rep;
   rep.results.push_back(result("health", "rank0/gemm", "", {{"fraction_of_expected", m(0.93, "fraction")}}));

@@ -12,6 +12,7 @@
 
 #include <fmt/format.h>
 
+#include "core/build_info.hpp"
 #include "reports/compare.hpp"
 #include "reports/compare_printers.hpp"
 #include "reports/json_fields.hpp"
@@ -430,6 +431,26 @@ TEST(ReportHtml, OneSvgPerChartAndSelfContained) {
   EXPECT_NE(html.find("rank 2 is more than 5% slower than the median in 3 of 3 rows"), std::string::npos);
 }
 
+// A train run's Markdown has its step breakdown and the collectives of a step beside the metrics table; a
+// dry run's status says it measured nothing.
+TEST(ReportMarkdown, TrainStepBreakdownAndDryRun) {
+  auto train = result("train", "tiny/tp2/fp32", {{"step_time_s", metric(0.5, Better::lower, "s")}});
+  train.extra["breakdown"] = {{"gemm", 0.25}, {"tp_exposed", 0.125}};
+  train.extra["breakdown_categories"] = {"gemm", "tp_exposed", "optimizer"};
+  train.extra["collective_bytes_per_step"] = {{"tp_allreduce/attn_out", 1048576},
+                                              {"tp_allreduce/mlp_out", 1048576}};
+  train.extra["collective_calls_per_step"] = {{"tp_allreduce/attn_out", 4}, {"tp_allreduce/mlp_out", 4}};
+  auto plan = result("train", "big/tp8/bf16", {{"flops_per_step", metric(2e16, Better::none, "FLOP")}});
+  plan.params["dry_run"] = true;
+  const std::string md = render_markdown({{"r.json", run("r", {train, plan})}});
+  EXPECT_NE(md.find("| big/tp8/bf16 | ok (dry run: planned, not measured) |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| result | gemm (s) | tp_exposed (s) | collectives per step |\n|---|---:|---:|---|\n"
+                    "| tiny/tp2/fp32 | 0.25 | 0.125 | 2 MiB in 8 calls |\n"),
+            std::string::npos)
+      << md;
+  EXPECT_EQ(md.find("| big/tp8/bf16 | –"), std::string::npos);  // the plan has no row in the step table
+}
+
 TEST(ReportHtml, TrainBreakdownSegmentsFollowTheCategoriesTheResultCarries) {
   // The printer knows no category names: the result's extra.breakdown_categories gives the stacking order,
   // categories it does not list follow in order of appearance.
@@ -520,9 +541,59 @@ TEST(Timeline, ExplicitTimelineWins) {
   rep.summary = {{"timeline", {{{"start_s", 0}, {"end_s", 5}, {"category", "productive"}}}}};
   rep.events =
       nlohmann::json::array({{{"type", "job_start"}, {"t", 0.0}}, {{"type", "job_end"}, {"t", 9.0}}});
-  const Timeline tl = report_timeline(rep);
-  ASSERT_EQ(tl.spans.size(), 1u);
-  EXPECT_EQ(tl.spans[0].category, "productive");
+  const auto tls = report_timelines(rep);
+  ASSERT_EQ(tls.size(), 1u);
+  ASSERT_EQ(tls[0].spans.size(), 1u);
+  EXPECT_EQ(tls[0].spans[0].category, "productive");
+}
+
+// --policy compare logs two jobs one after the other, each with its step 1, 2, ...: each is its own timeline
+// from its own start, and the second job's steps do not roll back (mark wasted) the first's. In the HTML, one
+// lane per job, named by its result, with its goodput.
+TEST(Timeline, EachJobOfAReportIsItsOwnLane) {
+  const auto job = [](double t0) {
+    return nlohmann::json::array({{{"type", "job_start"}, {"t", t0}},
+                                  {{"type", "attempt_start"}, {"t", t0}},
+                                  {{"type", "init_done"}, {"t", t0 + 1}},
+                                  {{"type", "step"}, {"step", 1}, {"t_start", t0 + 1}, {"t", t0 + 3}},
+                                  {{"type", "step"}, {"step", 2}, {"t_start", t0 + 3}, {"t", t0 + 5}},
+                                  {{"type", "job_end"}, {"t", t0 + 5}}});
+  };
+  Report rep;
+  rep.events = job(100);
+  for (const auto& e : job(105)) rep.events.push_back(e);
+  const auto tls = report_timelines(rep);
+  ASSERT_EQ(tls.size(), 2u);
+  for (const auto& tl : tls) {
+    std::map<std::string, double> seconds;
+    for (const auto& sp : tl.spans) seconds[sp.category] += sp.end_s - sp.start_s;
+    EXPECT_NEAR(tl.spans.front().start_s, 0, 1e-9);
+    EXPECT_NEAR(seconds["init"], 1, 1e-9);
+    EXPECT_NEAR(seconds["productive"], 4, 1e-9);
+    EXPECT_EQ(seconds.count("wasted"), 0u);
+  }
+  for (const char* policy : {"none", "drain"}) {
+    Result r;
+    r.benchmark = "resilience";
+    r.name = std::string("tiny-dense/ranks2/policy-") + policy;
+    r.metrics.push_back({"goodput_pct", Metric{policy[0] == 'n' ? 60.0 : 80.0, "%", Better::higher, {}}});
+    rep.results.push_back(r);
+  }
+  const std::string html = render_html({{"cmp.json", rep}});
+  EXPECT_NE(html.find("tiny-dense/ranks2/policy-none: goodput 60.0%; "), std::string::npos) << html;
+  EXPECT_NE(html.find("tiny-dense/ranks2/policy-drain: goodput 80.0%"), std::string::npos);
+}
+
+// The footer names this renderer, and the versions that wrote the reports apart from it.
+TEST(HtmlPrinter, FooterNamesTheRendererAndTheWriters) {
+  Report rep;
+  rep.tool = {{"name", "factorybench"}, {"version", "9.9.9"}};
+  const std::string html = render_html({{"old.json", rep}});
+  EXPECT_NE(html.find(fmt::format("Rendered by factorybench {} from 1 report of schema {} written by "
+                                  "factorybench 9.9.9.",
+                                  build::kVersion, kSchemaV1)),
+            std::string::npos)
+      << html.substr(html.find("<footer>"));
 }
 
 TEST(SvgChart, NiceTicksAndBytes) {
