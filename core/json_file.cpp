@@ -100,6 +100,13 @@ nlohmann::json parse_json_text(std::string_view text, const std::string& source)
   try {
     parsed = parse_watching_keys(text, duplicate);
   } catch (const nlohmann::json::parse_error& e) {
+    // nlohmann's byte is 1-based and one past the end when the text stops inside a value: a truncated file
+    // (a write cut short) is said as such rather than pointed at a byte it does not have.
+    if (text.find_first_not_of(" \t\r\n") == std::string_view::npos)
+      throw input_error(source + ": empty: no JSON value in it");
+    if (e.byte > text.size())
+      throw input_error(fmt::format("{}: malformed JSON: it ends inside a value, after {} bytes (truncated?)",
+                                    source, text.size()));
     throw input_error(source + ": malformed JSON at byte " + std::to_string(e.byte));
   } catch (const nlohmann::json::exception& e) {  // out_of_range.406: a number beyond double (1e5000)
     throw input_error(source + ": malformed JSON: " + e.what());

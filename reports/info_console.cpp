@@ -18,6 +18,13 @@ void print_info(std::ostream& out, const Report& report, std::string_view versio
   out << fmt::format("host: {}, {} cores, {} memory, {}\n", sys["cpu"]["model"].get<std::string>(),
                      sys["cpu"]["cores"].get<int>(), format_bytes(sys["memory_bytes"].get<std::uint64_t>()),
                      sys["os"].get<std::string>());
+  // A cuda build on a machine without the NVIDIA driver: the versions above are the libraries it was built
+  // with, not a usable GPU stack; say so here rather than only in the JSON.
+  if (sys.contains("driver") && sys["driver"].is_string()) {
+    const auto driver = sys["driver"].get<std::string>();
+    out << fmt::format("cuda: runtime {}, driver {}{}\n", sys.value("cuda", std::string("?")), driver,
+                       driver == "none" ? " (no NVIDIA driver: the cuda backend cannot run here)" : "");
+  }
   for (const auto& rank : sys["ranks"]) {
     const auto& d = rank["device"];
     std::string line = fmt::format("rank {} ({}, local {}): {} {}", rank["rank"].get<int>(),

@@ -11,7 +11,7 @@ BUILD=${1:-build/release}
 D=${2:-.device}
 PACK=${FB_SHARED_PACK:-../shared/device/pack.sh}
 [ -x "$PACK" ] || { echo "device-pack: no $PACK" >&2; exit 2; }
-"$BUILD/tools/factorybench" --version | grep -q "cuda" ||
+"$BUILD/tools/factorybench" --version | grep -q "; cuda [0-9]" ||  # a build without cuda says "cuda: off"
   { echo "device-pack: $BUILD is not a CUDA build ($("$BUILD/tools/factorybench" --version))" >&2; exit 2; }
 [ -x "$BUILD/bench/adam_bench" ] || { echo "device-pack: no $BUILD/bench/adam_bench (build the bench targets)" >&2; exit 2; }
 bash "$PACK" "$BUILD" "$D" >/dev/null

@@ -36,11 +36,13 @@ std::string utc_timestamp() {
 
 std::string version_line() {
   const auto v = library_versions();
-  std::string cuda = build::kCuda ? fmt::format("cuda {}, cublasLt {}, nccl {}, cudnn attention {}",
-                                                v.cuda_runtime, v.cublaslt, v.nccl, v.cudnn)
-                                  : std::string("cuda: off");
-  return fmt::format("factorybench {} ({}; {}; {})", build::kVersion, cuda, v.mpi_short,
-                     kernels::blas_library_info());
+  std::string cuda = build::kCuda
+                         ? fmt::format("cuda {}, driver {}, cublasLt {}, nccl {}, cudnn attention {}",
+                                       v.cuda_runtime, v.cuda_driver, v.cublaslt, v.nccl, v.cudnn)
+                         : std::string("cuda: off");
+  // The commit tells two builds of one version apart (tool.git_commit in every report).
+  return fmt::format("factorybench {} (commit {}; {}; {}; {})", build::kVersion, build::kGitCommit, cuda,
+                     v.mpi_short, kernels::blas_library_info());
 }
 
 namespace {

@@ -61,7 +61,7 @@ expect_error burnin_size 2 "invalid --size 1000000: its operands need .* per ran
 run_capture help fb --help
 [ "$RC" -eq 0 ] && grep -q "info" "$T/help.out" && ok "--help lists subcommands" || fail "--help"
 run_capture version fb --version
-[ "$RC" -eq 0 ] && grep -qE '^factorybench [0-9]+\.[0-9]+\.[0-9]+ \(.*(cuda [0-9]|cuda: off).*Open MPI.*OpenBLAS' "$T/version.out" \
+[ "$RC" -eq 0 ] && grep -qE '^factorybench [0-9]+\.[0-9]+\.[0-9]+ \(commit ([0-9a-f]{12}|unknown); (cuda [0-9.]+, driver [^,]+,|cuda: off).*Open MPI.*OpenBLAS' "$T/version.out" \
   && ok "--version: $(cat "$T/version.out")" || fail "--version: $(cat "$T/version.out")"
 # Paths named for what they are: a report where no file can be made (/proc), compare rules that are missing.
 expect_error out_in_proc 2 "^factorybench: error: invalid -o/--output /proc/version: cannot write in /proc: no new file can be created there$" \

@@ -25,9 +25,15 @@ else
   run_capture auto fb info --backend auto -o "$T/auto.json"
   [ "$RC" -eq 0 ] || die "info --backend auto exited $RC: $(cat "$T/auto.err")"
   assert_json "$T/auto.json" "d['run']['backend'] == 'host'" "auto without a GPU: host backend"
-  if "$FACTORYBENCH" --version | grep -q "(cuda "; then
+  if "$FACTORYBENCH" --version | grep -q "; cuda [0-9]"; then
     [ "$(grep -c "no usable GPU (.*); using the host backend" "$T/auto.err")" -eq 1 ] \
       && ok "auto without a GPU: one notice with the reason" || fail "auto notice: $(cat "$T/auto.err")"
+    # No driver: the CUDA libraries it was built with are listed, and info says they cannot run here.
+    if ! [ -e /proc/driver/nvidia/version ]; then
+      grep -qE "^cuda: runtime [0-9.]+, driver none \(no NVIDIA driver: the cuda backend cannot run here\)$" "$T/auto.out" \
+        && grep -q ", driver none," <("$FACTORYBENCH" --version) \
+        && ok "no driver: info and --version say so" || fail "no-driver line: $(cat "$T/auto.out")"
+    fi
   else
     ! grep -q "GPU" "$T/auto.err" && ok "auto in a build without cuda: no notice" || fail "auto notice: $(cat "$T/auto.err")"
   fi

@@ -32,8 +32,13 @@ TEST(JsonFile, TheSameKeyInDifferentObjectsIsFine) {
   EXPECT_EQ(j["c"][1]["v"], 4);
 }
 
-TEST(JsonFile, MalformedJsonKeepsItsOwnMessage) {
-  EXPECT_EQ(error_of(R"({"a": 1,)"), "in.json: malformed JSON at byte 9");
+// The byte of the error (1-based); a text that stops inside a value is called truncated, not pointed one past
+// its end, and one with no value at all empty.
+TEST(JsonFile, MalformedJsonNamesTheByteOrTheTruncation) {
+  EXPECT_EQ(error_of(R"({"a": 1,] )"), "in.json: malformed JSON at byte 9");
+  EXPECT_EQ(error_of(R"({"a": 1,)"),
+            "in.json: malformed JSON: it ends inside a value, after 8 bytes (truncated?)");
+  EXPECT_EQ(error_of(" \n"), "in.json: empty: no JSON value in it");
 }
 
 // Nesting beyond 512 levels is refused as input (150,000 nested arrays overflowed the stack when the value
