@@ -453,19 +453,27 @@ void PlanLists::tp_collectives() {
   // The embedding (first stage; listed when it is also the last, pp = 1): the vocabulary-parallel lookup's
   // partial rows summed forward; with sequence parallelism its gradient all-gathered backward.
   const bool embedding = c.pp == 1;
+  // One entry per kind of call; the run counts each call site under its own name (the step's tally,
+  // extra.collective_calls_per_step): the notes name the sites whose calls add up to the entry.
+  const std::string sums_note =
+      "call sites (those this rank has): attn_out, mlp_out or moe_out forward; qkv_dgrad (MLA: q_dgrad "
+      "where q_lora_rank is 0), mlp_dgrad or moe_dgrad, and the output layer's logits_dgrad, backward";
   if (s.sequence_parallel) {
     // Megatron-LM sequence parallelism: all-gather of the sequence-split rows before QKV and the MLP (and
     // before the output layer), of the output gradients before their backward; reduce-scatter where the
     // all-reduce was.
     collectives.push_back({"tp_allgather/layer_in", "tp", "allgather", c.tp, act / c.tp,
-                           (4.0 * layers_here + 1) * mbs + again});
-    collectives.push_back({"tp_reduce_scatter/layer_out", "tp", "reduce_scatter", c.tp, act, reductions});
+                           (4.0 * layers_here + 1) * mbs + again,
+                           "call sites (those this rank has): attn_in, mlp_in and the output layer's "
+                           "logits_in forward; attn_out_grad and layer_out_grad backward"});
+    collectives.push_back(
+        {"tp_reduce_scatter/layer_out", "tp", "reduce_scatter", c.tp, act, reductions, sums_note});
     if (embedding) {
       collectives.push_back({"tp_reduce_scatter/embedding", "tp", "reduce_scatter", c.tp, act, mbs});
       collectives.push_back({"tp_allgather/embedding_grad", "tp", "allgather", c.tp, act / c.tp, mbs});
     }
   } else {
-    collectives.push_back({"tp_allreduce/layer_out", "tp", "allreduce", c.tp, act, reductions});
+    collectives.push_back({"tp_allreduce/layer_out", "tp", "allreduce", c.tp, act, reductions, sums_note});
     if (embedding) collectives.push_back({"tp_allreduce/embedding", "tp", "allreduce", c.tp, act, mbs});
   }
   if (m.mla)
@@ -505,10 +513,14 @@ void PlanLists::pp_and_ep_collectives() {
     const double routed = static_cast<double>(l.moe_tokens * m.moe->top_k * m.hidden) * e;
     // Forward and backward; full recomputation dispatches and combines once more in backward.
     const double passes = s.recompute == Recompute::full ? 3.0 : 2.0;
-    collectives.push_back(
-        {"ep_alltoallv/dispatch", "ep", "alltoallv", c.ep, routed, passes * moe_layers * mbs});
-    collectives.push_back(
-        {"ep_alltoallv/combine", "ep", "alltoallv", c.ep, routed, passes * moe_layers * mbs});
+    // Each entry is one direction; the run counts the backward's under its own name (as the notes say).
+    collectives.push_back({"ep_alltoallv/dispatch", "ep", "alltoallv", c.ep, routed,
+                           passes * moe_layers * mbs,
+                           "tokens to their experts; call sites: dispatch forward (and in recomputation), "
+                           "combine_grad backward"});
+    collectives.push_back({"ep_alltoallv/combine", "ep", "alltoallv", c.ep, routed, passes * moe_layers * mbs,
+                           "experts' rows back to their tokens; call sites: combine forward (and in "
+                           "recomputation), dispatch_grad backward"});
     // Before each dispatch (forward, and full recomputation's forward again): every rank's row count per
     // expert, int32, so that each peer sizes what it receives.
     collectives.push_back({"ep_alltoall/counts", "ep", "alltoall", c.ep,

@@ -98,7 +98,7 @@ run_capture plan fb train --backend host --model llama3-8b --tp 2 --dp 4 --dry-r
 validate "$T/plan.json"
 assert_json "$T/plan.json" "abs(d['results'][0]['metrics']['flops_per_token']['value'] / 1e9 - 51.47) < 0.01" "dry run: llama3-8b 51.47 GFLOP/token"
 assert_json "$T/plan.json" "any(g['name'] == 'llama3-8b/tp2/mlp_up/fwd' and g['m'] == 14336 for g in d['results'][0]['extra']['gemms'])" "dry run: GEMM shapes listed"
-assert_json "$T/plan.json" "[(c['name'], c['calls_per_step'], c.get('note', '')) for c in d['results'][0]['extra']['collectives_plan']] == [('tp_allreduce/layer_out', 129, ''), ('tp_allreduce/embedding', 1, ''), ('dp_allreduce/grads', 1, 'output layer and final norm'), ('dp_allreduce/grads', 32, '1 layer'), ('dp_allreduce/grads', 1, 'input embedding')]" "dry run: collectives listed, a DP all-reduce per gradient bucket"
+assert_json "$T/plan.json" "[(c['name'], c['calls_per_step'], c.get('note', '').split(':')[0]) for c in d['results'][0]['extra']['collectives_plan']] == [('tp_allreduce/layer_out', 129, 'call sites (those this rank has)'), ('tp_allreduce/embedding', 1, ''), ('dp_allreduce/grads', 1, 'output layer and final norm'), ('dp_allreduce/grads', 32, '1 layer'), ('dp_allreduce/grads', 1, 'input embedding')]" "dry run: collectives listed, a DP all-reduce per gradient bucket"
 # --bucket-layers 5 over 32 layers: 6 buckets of 5 and, reached first in backward, one of 2.
 run_capture plan5 fb train --backend host --model llama3-8b --tp 2 --dp 4 --bucket-layers 5 --dry-run -o "$T/plan5.json"
 [ "$RC" -eq 0 ] || fail "dry run --bucket-layers 5: exit $RC: $(cat "$T/plan5.err")"

@@ -45,6 +45,8 @@ check_run moe "$T/moe.json" 4
 assert_json "$T/moe.json" "d['results'][0]['extra']['moe_dispatch']['rows_sent'] == d['results'][0]['extra']['moe_dispatch']['rows_received'] == 2 * 128 * 2 * 4 * 3" "moe: tokens sent in dispatch = tokens received"
 assert_json "$T/moe.json" "d['results'][0]['metrics']['moe_load_imbalance']['value'] > 1" "moe: skewed routing shows imbalance"
 assert_json "$T/moe.json" "d['results'][0]['extra']['collective_bytes_per_step']['ep_alltoallv/dispatch'] > 0 and d['results'][0]['extra']['collective_bytes_per_step']['edp_allreduce/expert_grads'] > 0" "moe: EP all-to-all and expert-DP bytes"
+# Each planned all-to-all is one direction: the run counts its backward calls under the names the note gives.
+assert_json "$T/moe.json" "(lambda c, p: c['ep_alltoallv/dispatch'] + c['ep_alltoallv/combine_grad'] == p['ep_alltoallv/dispatch']['calls_per_step'] and c['ep_alltoallv/combine'] + c['ep_alltoallv/dispatch_grad'] == p['ep_alltoallv/combine']['calls_per_step'] and 'combine_grad backward' in p['ep_alltoallv/dispatch']['note'] and 'dispatch_grad backward' in p['ep_alltoallv/combine']['note'])(d['results'][0]['extra']['collective_calls_per_step'], {x['name']: x for x in d['results'][0]['extra']['collectives_plan']})" "moe: dispatch + combine_grad and combine + dispatch_grad calls = the plan's two directions"
 
 run_capture overlap fb_mpirun 4 "${COMMON[@]}" --model tiny-moe --dp 4 --ep 2 --overlap -o "$T/overlap.json"
 [ "$RC" -eq 0 ] && ok "--overlap exit 0" || fail "--overlap exit $RC: $(tail -5 "$T/overlap.err")"
@@ -112,6 +114,12 @@ assert_json "$T/sp.json" "json.load(open('$T/dense.json'))['results'][0]['metric
 EST="d['results'][0]['extra']['memory_estimate_bytes']['activations']"
 assert_json "$T/sp.json" "json.load(open('$T/dense.json'))['results'][0]['extra']['memory_estimate_bytes']['activations'] - $EST == 5 * 64 * 128 * 4 + 4 * 64 * 4" "sp: the estimate's activations drop by the same rows"
 assert_json "$T/dense.json" "sum(v for k, v in $B.items() if k.startswith('tp_allreduce/')) == sum(c['bytes_per_call'] * c['calls_per_step'] for c in d['results'][0]['extra']['collectives_plan'] if c['name'].startswith('tp_allreduce/'))" "dense: TP all-reduce bytes executed = planned"
+# The plan has one entry per kind of call; its note names the sites the run counts separately, and their calls
+# add up to the entry's.
+CALLS="d['results'][0]['extra']['collective_calls_per_step']"
+PLAN="{c['name']: c for c in d['results'][0]['extra']['collectives_plan']}"
+assert_json "$T/dense.json" "(lambda p, sites: all(s.split('/')[1] in p['tp_allreduce/layer_out']['note'] for s in sites) and sum($CALLS[s] for s in sites) == p['tp_allreduce/layer_out']['calls_per_step'])($PLAN, [k for k in $CALLS if k.startswith('tp_allreduce/') and k != 'tp_allreduce/embedding'])" "dense: the sites of the TP all-reduces are named in the plan's note, their calls sum to it"
+assert_json "$T/sp.json" "(lambda p, g, r: all(s.split('/')[1] in p['tp_allgather/layer_in']['note'] for s in g) and sum($CALLS[s] for s in g) == p['tp_allgather/layer_in']['calls_per_step'] and all(s.split('/')[1] in p['tp_reduce_scatter/layer_out']['note'] for s in r) and sum($CALLS[s] for s in r) == p['tp_reduce_scatter/layer_out']['calls_per_step'])($PLAN, [k for k in $CALLS if k.startswith('tp_allgather/') and k != 'tp_allgather/embedding_grad'], [k for k in $CALLS if k.startswith('tp_reduce_scatter/') and k != 'tp_reduce_scatter/embedding'])" "sp: the sites of the all-gathers and reduce-scatters are named in the plan's notes, their calls sum to them"
 
 # MLA (DeepSeek-style latent attention, with MoE): data parallel, and tensor + pipeline + sequence parallel.
 run_capture mla fb_mpirun 2 "${COMMON[@]}" --model tiny-mla --dp 2 -o "$T/mla.json"
