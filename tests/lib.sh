@@ -60,6 +60,16 @@ finish() {
   echo "all checks passed"
 }
 
+# run_resilience NAME ARGS...: `factorybench resilience` with the caller's COMMON options, --max-restarts
+# MAX_RESTARTS (default 6), --run-dir T/NAME and -o T/NAME.json; it must exit 0 and its report validate.
+run_resilience() {
+  local name=$1; shift
+  run_capture "$name" fb resilience "${COMMON[@]}" --max-restarts "${MAX_RESTARTS:-6}" --run-dir "$T/$name" \
+    -o "$T/$name.json" "$@"
+  [ "$RC" -eq 0 ] || { cat "$T/$name.out" "$T/$name.err" >&2; die "$name: exit $RC"; }
+  validate "$T/$name.json"
+}
+
 # flip_middle FILE: XORs 8 bytes at the middle of FILE with 0xA5, as the ckpt-corrupt fault damages a shard.
 flip_middle() {
   "$PY" - "$1" <<'PYEOF'

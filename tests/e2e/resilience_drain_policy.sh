@@ -9,13 +9,6 @@ set -e
 
 COMMON=(--launcher mpirun --launcher-args "--oversubscribe" --model tiny-dense --backend host
         --hang-timeout 4s --heartbeat-timeout 60s)
-run() {  # NAME ARGS...: a resilience run that must exit 0
-  local name=$1; shift
-  run_capture "$name" fb resilience "${COMMON[@]}" --max-restarts "${MAX_RESTARTS:-6}" --run-dir "$T/$name" \
-    -o "$T/$name.json" "$@"
-  [ "$RC" -eq 0 ] || { cat "$T/$name.out" "$T/$name.err" >&2; die "$name: exit $RC"; }
-  validate "$T/$name.json"
-}
 
 # --- --policy compare on a random plan with a flaky rank -----------------------------------------------------
 # Every fault lands on the one flaky rank (flaky-share=1): with drain, its first failure moves it to the spare
@@ -24,7 +17,7 @@ run() {  # NAME ARGS...: a resilience run that must exit 0
 # kills that attempt, the second fires at the next attempt's first step (a fault due while the job is down fires
 # then), so none fails at least twice however fast the machine is (an earlier seed relied on 200 steps taking
 # longer than 5.8 s and failed on a fast CI runner).
-MAX_RESTARTS=10 run compare --ranks 4 --steps 200 --checkpoint-every 10 --policy compare --spares 1 \
+MAX_RESTARTS=10 run_resilience compare --ranks 4 --steps 200 --checkpoint-every 10 --policy compare --spares 1 \
   --drain-after 1 --straggler-threshold 0.2 --faults "random:mtbf=8s,mix=crash:0.8/nan:0.2,flaky-ranks=1,flaky-share=1,seed=69"
 cat "$T/compare.out"
 N='[r for r in d["results"] if r["params"]["policy"] == "none"][0]'
@@ -43,7 +36,7 @@ grep -qE '^drain vs none: MTTF x[0-9.]+, goodput [+-][0-9.]+ points$' "$T/compar
 # A job that never fails still loses its straggler: once the slot's straggler reports reach --drain-after, the
 # supervisor asks the job (RUN_DIR/drain-request) to checkpoint and stop at its next step; the relaunch puts the
 # rank on the spare and resumes from that step, so no step is lost. The restart counts under "drain".
-run stragdrain --ranks 2 --steps 40 --checkpoint-every 10 --policy drain --spares 1 --drain-after 2 \
+run_resilience stragdrain --ranks 2 --steps 40 --checkpoint-every 10 --policy drain --spares 1 --drain-after 2 \
   --faults "straggler@step=3,rank=1,factor=6"
 S="d['results'][0]"
 assert_json "$T/stragdrain.json" "[(x['rank'], x['cause'], x['to_slot']) for x in $S['extra']['drains']] == [(1, 'straggler', 2)]" "straggler drain: rank 1 to the spare, cause straggler"
@@ -56,7 +49,7 @@ assert_json "$T/stragdrain.json" "$S['extra']['ledger']['split_s']['relaunch'] >
 # A straggler first seen at the job's last step (its only straggler check, --check-every 10): the job ends before
 # it can stop, the slot is not drained, and the supervisor says so. Factor 20: its one check must see it (at 6
 # a loaded clean-clone run missed it once).
-run stragkept --ranks 2 --steps 10 --checkpoint-every 5 --check-every 10 --policy drain --spares 1 --drain-after 1 --faults "straggler@step=9,rank=1,factor=20"
+run_resilience stragkept --ranks 2 --steps 10 --checkpoint-every 5 --check-every 10 --policy drain --spares 1 --drain-after 1 --faults "straggler@step=9,rank=1,factor=20"
 assert_json "$T/stragkept.json" "not $S['extra'].get('drains')" "late straggler: not drained"
 grep -q "slot 1 (rank 1) failed or straggled [0-9]* time(s) (--drain-after 1) but was not drained: the job ended before it could stop" "$T/stragkept.err" \
   && ok "late straggler: named on stderr" || fail "stragkept stderr: $(cat "$T/stragkept.err")"

@@ -13,20 +13,13 @@ COMMON=(--launcher mpirun --launcher-args "--oversubscribe" --model tiny-dense -
 ev() { echo "[e for e in d['events'] if e['type'] == '$1']"; }
 R='d["results"][0]'
 L="$R[\"extra\"][\"ledger\"]"
-run() {  # NAME ARGS...: a resilience run that must exit 0
-  local name=$1; shift
-  run_capture "$name" fb resilience "${COMMON[@]}" --max-restarts "${MAX_RESTARTS:-6}" --run-dir "$T/$name" \
-    -o "$T/$name.json" "$@"
-  [ "$RC" -eq 0 ] || { cat "$T/$name.out" "$T/$name.err" >&2; die "$name: exit $RC"; }
-  validate "$T/$name.json"
-}
 parts_sum() {  # NAME
   assert_json "$T/$1.json" "abs(sum($L['split_s'].values()) - $L['wall_s']) <= 0.01 * $L['wall_s']" "$1: parts sum to the wall time"
 }
 
 # --- --async-checkpoint with --state-bytes: committed, verified, resumed from --------------------------------
 SHARD=$((8 * 1024 * 1024))
-run async --ranks 2 --steps 30 --checkpoint-every 5 --state-bytes 8M --async-checkpoint --keep 3 \
+run_resilience async --ranks 2 --steps 30 --checkpoint-every 5 --state-bytes 8M --async-checkpoint --keep 3 \
   --faults "crash@step=23,rank=1"
 grep -E '^checkpoints:' "$T/async.out"
 assert_json "$T/async.json" "$R['metrics']['steps_completed']['value'] == 30 and $R['params']['async_checkpoint'] is True" "async: completes 30 steps"
@@ -55,11 +48,11 @@ sys.exit(0 if ends[-1]["step"] == 30 and ends[-1]["skipped"] == [] and ends[-1][
 EOF
 
 # --- --checkpoint-interval DURATION and auto ----------------------------------------------------------------
-run fixed --ranks 2 --steps 24 --checkpoint-interval 300ms --faults "crash@step=30,rank=1"
+run_resilience fixed --ranks 2 --steps 24 --checkpoint-interval 300ms --faults "crash@step=30,rank=1"
 assert_json "$T/fixed.json" "[(e['policy'], e['interval_s']) for e in $(ev ckpt_interval)] == [('fixed', 0.3)] and $(ev ckpt_interval)[0]['interval_steps'] >= 1" "interval: the fixed interval is logged with its steps"
 assert_json "$T/fixed.json" "$L['checkpoints']['interval_policy'] == 'fixed' and $R['metrics']['ckpt_interval_s']['value'] == 0.3" "interval: in the ledger and the metrics"
 assert_json "$T/fixed.json" "[e['step'] for e in $(ev ckpt_commit)] == list(range($(ev ckpt_interval)[0]['interval_steps'], 25, $(ev ckpt_interval)[0]['interval_steps']))" "interval: a checkpoint every interval_steps steps"
-run daly --ranks 2 --steps 24 --checkpoint-interval auto --mtbf 30s --faults "crash@step=15,rank=1"
+run_resilience daly --ranks 2 --steps 24 --checkpoint-interval auto --mtbf 30s --faults "crash@step=15,rank=1"
 assert_json "$T/daly.json" "len($(ev ckpt_interval)) == 2 and $(ev ckpt_interval)[0]['policy'] == 'daly' and $(ev ckpt_interval)[0]['mtbf_s'] == 30 and $(ev ckpt_interval)[0]['save_cost_s'] > 0" "auto: Daly's interval logged with the measured save cost"
 assert_json "$T/daly.json" "(lambda a, b: b['save_cost_s'] == a['save_cost_s'] and b['interval_s'] == a['interval_s'] and b['attempt'] == 2)(*$(ev ckpt_interval))" "auto: the relaunch reuses the measured cost (no measuring save after the restore)"
 assert_json "$T/daly.json" "len([e for e in $(ev ckpt_save_end) if e['attempt'] == 2 and e['step'] == $L['checkpoints']['restored_steps'][-1] + 1]) == 0 or $(ev ckpt_interval)[1]['interval_steps'] == 1" "auto: no save right after the restore"
@@ -94,7 +87,7 @@ expect_error badsize 2 "--state-bytes" \
   fb resilience --ranks 2 --backend host --state-bytes lots --faults "crash@step=3" --run-dir "$T/bad"
 
 # --- --time-budget ------------------------------------------------------------------------------------------
-run budget --ranks 2 --time-budget 8s --checkpoint-every 5 --faults "crash@step=8,rank=1"
+run_resilience budget --ranks 2 --time-budget 8s --checkpoint-every 5 --faults "crash@step=8,rank=1"
 assert_json "$T/budget.json" "$R['status'] == 'ok' and $R['extra']['stop_reason'] == 'time budget spent' and $R['params']['steps'] is None" "budget: no --steps: runs until the budget is spent, ok"
 assert_json "$T/budget.json" "$(ev attempt_end)[-1]['reason'] == 'time budget' and $R['metrics']['steps_completed']['value'] > 8" "budget: the job stopped itself at a step boundary"
 assert_json "$T/budget.json" "8 <= $R['metrics']['wall_s']['value'] < 8 + 10 and $R['metrics']['failures']['value'] == 1" "budget: wall time about the budget; the crash counted"
@@ -130,7 +123,7 @@ expect_error zerobudget 2 "invalid --time-budget '0s'" \
   fb resilience --ranks 2 --backend host --time-budget 0s --faults "crash@step=3" --run-dir "$T/bad"
 
 # --- NaN: the origin rank ------------------------------------------------------------------------------------
-run nan3 --ranks 3 --steps 12 --checkpoint-every 5 --faults "nan@step=8,rank=2"
+run_resilience nan3 --ranks 3 --steps 12 --checkpoint-every 5 --faults "nan@step=8,rank=2"
 assert_json "$T/nan3.json" "[(f['kind'], f['rank']) for f in $L['failure_list']] == [('nan', 2)]" "nan: detected on rank 2, where it originated"
 assert_json "$T/nan3.json" "$L['checkpoints']['restored_steps'] == [0, 5]" "nan: rolled back to step 5"
 
