@@ -102,7 +102,9 @@ nlohmann::json parse_json_text(std::string_view text, const std::string& source)
   } catch (const nlohmann::json::parse_error& e) {
     // nlohmann's byte is 1-based and one past the end when the text stops inside a value: a truncated file
     // (a write cut short) is said as such rather than pointed at a byte it does not have.
-    if (text.find_first_not_of(" \t\r\n") == std::string_view::npos)
+    std::string_view body = text;
+    if (body.starts_with("\xEF\xBB\xBF")) body.remove_prefix(3);  // a UTF-8 byte order mark, alone
+    if (body.find_first_not_of(" \t\r\n") == std::string_view::npos)
       throw input_error(source + ": empty: no JSON value in it");
     if (e.byte > text.size())
       throw input_error(fmt::format("{}: malformed JSON: it ends inside a value, after {} bytes (truncated?)",

@@ -139,8 +139,9 @@ std::string figure_for(const std::vector<const Result*>& results) {
       first = r;
   if (!first) return "";
   const bool dry_run = is_dry_run(*first);
-  const auto rule = std::find_if(kRules.begin(), kRules.end(),
-                                 [&](const HeadlineRule& x) { return x.benchmark == first->benchmark; });
+  const auto rule = std::find_if(kRules.begin(), kRules.end(), [&](const HeadlineRule& x) {
+    return x.benchmark == first->benchmark && first->name.ends_with(x.name_suffix);
+  });
   if (rule != kRules.end() && rule->always_carried && !dry_run) {
     std::string out =
         fmt::format("{} n/a ({})", rule->label.empty() ? label_of(rule->metric) : rule->label, first->name);

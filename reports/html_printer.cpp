@@ -17,6 +17,7 @@
 #include <set>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "core/build_info.hpp"
 #include "reports/compare.hpp"
@@ -25,6 +26,7 @@
 #include "reports/locate_extra.hpp"
 #include "reports/report_printers.hpp"
 #include "reports/report_view.hpp"
+#include "reports/suite_step_extra.hpp"
 #include "reports/svg_chart.hpp"
 #include "reports/telemetry_extra.hpp"
 #include "reports/text_format.hpp"
@@ -212,6 +214,7 @@ std::vector<Figure> train_figures(const std::vector<NamedReport>& reports) {
   chart.y_label = "seconds per step";
   Ordered<int> segments, declared;  // declared: the order results give in extra.breakdown_categories
   std::vector<std::map<std::string, double>> bars;
+  std::vector<std::string> names, runs;
   for (std::size_t i = 0; i < reports.size(); ++i) {
     for (const auto& r : reports[i].report.results) {
       if (r.benchmark != "train") continue;
@@ -221,14 +224,16 @@ std::vector<Figure> train_figures(const std::vector<NamedReport>& reports) {
       std::map<std::string, double> bar = std::move(breakdown->seconds);
       for (const auto& [cat, v] : bar) segments[cat];
       if (bar.empty()) continue;
-      // The whole name: a suite's steps or a sweep's layouts of one model differ after its first segment.
-      std::string label = r.name;
-      if (reports.size() > 1) label = run_label(reports, i) + ": " + label;
-      chart.categories.push_back(label);
+      names.push_back(r.name);
+      runs.push_back(reports.size() > 1 ? run_label(reports, i) + ": " : "");
       bars.push_back(std::move(bar));
     }
   }
   if (bars.empty()) return {};
+  // Labels are cut short under the bars: each is named by what sets it apart (layouts or a sweep of one
+  // model differ after the first segment), the part all share said once in the caption.
+  const auto distinct = distinct_labels(names);
+  for (std::size_t k = 0; k < bars.size(); ++k) chart.categories.push_back(runs[k] + distinct.labels[k]);
   // Segments in the order the results declare (the training step's: compute at the bottom, exposed
   // communication above), then any other categories in order of appearance.
   for (const auto& cat : declared.order)
@@ -242,8 +247,9 @@ std::vector<Figure> train_figures(const std::vector<NamedReport>& reports) {
     chart.values.push_back(std::move(vals));
   }
   return {{"train-breakdown",
-           fmt::format("Median seconds per training step by category (result.extra.breakdown), {} run{}",
-                       bars.size(), bars.size() == 1 ? "" : "s"),
+           fmt::format("Median seconds per training step by category (result.extra.breakdown), {} run{}{}",
+                       bars.size(), bars.size() == 1 ? "" : "s",
+                       distinct.shared.empty() ? "" : ", of " + distinct.shared + " (bars name the *)"),
            svg::render(chart)}};
 }
 
@@ -266,10 +272,21 @@ std::vector<Figure> resilience_figures(const std::vector<NamedReport>& reports) 
     for (const auto& r : reports[i].report.results)
       if (r.benchmark == "resilience") jobs.push_back(&r);
     const bool paired = jobs.size() == timelines.size();
+    // Lane labels are cut short: several jobs are named by their suite steps, else by what sets their
+    // names apart (policy-none, policy-drain).
+    std::vector<std::string> names, steps;
+    for (const Result* job : jobs) {
+      names.push_back(job->name);
+      if (const auto step = find_suite_step(*job)) steps.push_back(*step);
+    }
+    const bool by_step = steps.size() == jobs.size() &&
+                         std::set<std::string>(steps.begin(), steps.end()).size() == steps.size();
+    const auto job_labels = by_step ? steps : distinct_labels(names).labels;
     for (std::size_t k = 0; k < timelines.size(); ++k) {
       std::string label = run_label(reports, i);
       if (timelines.size() > 1)
-        label += ": " + (paired ? jobs[k]->name : fmt::format("job {} of {}", k + 1, timelines.size()));
+        label = (reports.size() > 1 ? label + ": " : "") +
+                (paired ? job_labels[k] : fmt::format("job {} of {}", k + 1, timelines.size()));
       chart.lanes.push_back({label, timelines[k].spans, timelines[k].markers});
       const Result* job = paired ? jobs[k] : nullptr;
       if (!job && timelines.size() == 1 && !jobs.empty()) job = jobs.front();
@@ -668,16 +685,12 @@ std::string render_html(const std::vector<NamedReport>& reports) {
     if (const auto v = run_facts(nr.report).version; !v.empty()) writers.insert(v);
     schemas.insert(nr.report.schema);
   }
-  const auto joined = [](const std::set<std::string>& items) {
-    std::string s;
-    for (const auto& x : items) s += (s.empty() ? "" : ", ") + x;
-    return s;
-  };
   out += fmt::format(
       "<footer>Rendered by factorybench {} from {} report{} of schema {}{}. Self-contained: no scripts, no "
       "network; charts are inline SVG.</footer>\n",
-      esc(build::kVersion), reports.size(), reports.size() == 1 ? "" : "s", esc(joined(schemas)),
-      writers.empty() ? "" : esc(" written by factorybench " + joined(writers)));
+      esc(build::kVersion), reports.size(), reports.size() == 1 ? "" : "s",
+      esc(fmt::format("{}", fmt::join(schemas, ", "))),
+      writers.empty() ? "" : esc(fmt::format(" written by factorybench {}", fmt::join(writers, ", "))));
   out += "</main>\n</body>\n</html>\n";
   return out;
 }

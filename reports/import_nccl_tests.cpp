@@ -456,15 +456,7 @@ struct Node : JsonCursor<Node> {
 };
 
 Parsed parse_json(const std::string& text, const std::string& source) {
-  json j;
-  try {
-    j = json::parse(text);
-    reject_duplicate_keys(text, source);
-  } catch (const json::parse_error& e) {
-    throw input_error(source + ": malformed JSON at byte " + std::to_string(e.byte));
-  } catch (const json::exception& e) {
-    throw input_error(source + ": unreadable JSON (" + std::string(e.what()) + ")");
-  }
+  const json j = parse_json_text(text, source);
   Parsed p;
   p.source = source;
   const Node root{{j, "$", source}};

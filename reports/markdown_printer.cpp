@@ -87,21 +87,25 @@ std::string train_step_table(const Report& report) {
     rule += "---:|";
   }
   out += " collectives per step |\n" + rule + "---|\n";
-  const auto total = [](const nlohmann::json& extra, const char* key) -> std::optional<double> {
-    if (!extra.is_object() || !extra.contains(key) || !extra[key].is_object()) return std::nullopt;
-    double sum = 0;
-    for (const auto& [name, v] : extra[key].items())
-      if (v.is_number()) sum += v.get<double>();
-    return sum;
-  };
   for (const auto& [r, b] : rows) {
     out += fmt::format("| {} |", md_cell(r->name));
     for (const auto& c : categories)
       out += b.seconds.count(c) ? fmt::format(" {} |", format_value(b.seconds.at(c))) : std::string(" – |");
-    const auto bytes = total(r->extra, "collective_bytes_per_step");
-    const auto calls = total(r->extra, "collective_calls_per_step");
-    std::string comm = bytes ? format_bytes(static_cast<std::uint64_t>(*bytes)) : "–";
-    if (calls) comm += fmt::format(" in {:.0f} calls", *calls);
+    // The typed reader: a hand-edited extra it refuses leaves this cell empty, not the whole rendering (the
+    // breakdown above is read as leniently as the HTML chart reads it).
+    std::optional<TrainRunExtra> run;
+    try {
+      run = read_train_extra(*r).run;
+    } catch (const Error&) {
+    }
+    std::string comm = "–";
+    if (run) {
+      double bytes = 0, calls = 0;
+      for (const auto& [name, v] : run->collective_bytes_per_step) bytes += v;
+      for (const auto& [name, v] : run->collective_calls_per_step) calls += v;
+      comm = format_bytes(static_cast<std::uint64_t>(bytes));
+      if (!run->collective_calls_per_step.empty()) comm += fmt::format(" in {:.0f} calls", calls);
+    }
     out += fmt::format(" {} |\n", md_cell(comm));
   }
   return out;

@@ -1,5 +1,6 @@
 #include "reports/report_view.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <unordered_map>
@@ -28,6 +29,36 @@ std::string run_label(const std::vector<NamedReport>& reports, std::size_t i) {
   std::size_t same = 0;
   for (const auto& r : reports) same += label_stem(r.source) == mine ? 1 : 0;
   return same > 1 ? fmt::format("#{} {}", i + 1, mine) : mine;
+}
+
+DistinctLabels distinct_labels(const std::vector<std::string>& names) {
+  DistinctLabels out{names, ""};
+  if (names.size() < 2) return out;
+  std::vector<std::vector<std::string>> parts;
+  for (const auto& n : names) {
+    parts.emplace_back();
+    std::size_t from = 0;
+    for (std::size_t at; (at = n.find('/', from)) != std::string::npos; from = at + 1)
+      parts.back().push_back(n.substr(from, at - from));
+    parts.back().push_back(n.substr(from));
+    if (parts.back().size() != parts.front().size()) return out;
+  }
+  std::vector<bool> shared(parts.front().size(), true);
+  for (std::size_t i = 0; i < shared.size(); ++i)
+    for (const auto& p : parts) shared[i] = shared[i] && p[i] == parts.front()[i];
+  if (std::all_of(shared.begin(), shared.end(), [](bool b) { return b; })) return out;
+  for (std::size_t k = 0; k < names.size(); ++k) {
+    std::string label;
+    for (std::size_t i = 0; i < shared.size(); ++i)
+      if (!shared[i]) label += (label.empty() ? "" : "/") + parts[k][i];
+    out.labels[k] = label;
+  }
+  for (std::size_t i = 0; i < shared.size(); ++i) {
+    const std::string part = shared[i] ? parts.front()[i] : "*";
+    if (part == "*" && out.shared.ends_with("*")) continue;  // one "*" for a run of differing segments
+    out.shared += (i == 0 ? "" : "/") + part;
+  }
+  return out;
 }
 
 bool is_dry_run(const Result& r) {

@@ -21,6 +21,16 @@ struct RunFacts {
 };
 RunFacts run_facts(const Report& report);
 
+// Labels that tell names apart where a chart cuts its labels short: the '/'-segments that every name has at
+// the same position are left out (a grad-accum sweep of one model and layout reads "seq128-mb1-ga1", "…-ga2";
+// `--policy compare`'s jobs "policy-none", "policy-drain"), and `shared` is the name with what differs as "*"
+// ("tiny-dense/ranks2/*"). Names of different depths, one name, or names alike stay whole (`shared` empty).
+struct DistinctLabels {
+  std::vector<std::string> labels;
+  std::string shared;
+};
+DistinctLabels distinct_labels(const std::vector<std::string>& names);
+
 // A plan that measured nothing (train --dry-run: params.dry_run true): printers say so beside its status.
 bool is_dry_run(const Result& r);
 

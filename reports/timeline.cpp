@@ -183,7 +183,7 @@ std::vector<Timeline> job_timelines(const json& events) {
   };
   for (const auto& e : events) {
     if (e.is_object() && string_field(e, "type") == "job_start") {
-      if (started) flush();
+      if (started || !job.empty()) flush();  // a first job whose job_start is missing is a job all the same
       started = true;
     }
     job.push_back(e);

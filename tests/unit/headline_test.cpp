@@ -128,6 +128,11 @@ TEST(HeadlineTest, AMissingFigureIsSaidAndADryRunIsAPlan) {
   rep.results[0].metrics = {{"flops_per_step", m(2.089e16, "FLOP")}, {"params_total", m(4.7e10, "count")}};
   rep.results[0].params["dry_run"] = true;
   EXPECT_EQ(headlines(rep)[0].figure, "dry run, planned flops_per_step 2.089e+16 FLOP (tiny-dense/tp2)");
+  // The rule that says what is missing is the result's own: an MLPerf run (not its score) lacks its time.
+  Report mlperf;
+  mlperf.results.push_back(
+      result("mlperf", "llama2_70b_lora/run1", "", {{"throughput_samples_per_s", m(12.5, "samples/s")}}));
+  EXPECT_EQ(headlines(mlperf)[0].figure, "time to train n/a (llama2_70b_lora/run1)");
   // A health step of checks without a GEMM has no "slowest GEMM" to miss: its first metric stands.
   Report health;
   health.results.push_back(result("health", "memory/rank0", "", {{"free_bytes", m(8e10, "B")}}));

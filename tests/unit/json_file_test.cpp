@@ -39,6 +39,7 @@ TEST(JsonFile, MalformedJsonNamesTheByteOrTheTruncation) {
   EXPECT_EQ(error_of(R"({"a": 1,)"),
             "in.json: malformed JSON: it ends inside a value, after 8 bytes (truncated?)");
   EXPECT_EQ(error_of(" \n"), "in.json: empty: no JSON value in it");
+  EXPECT_EQ(error_of("\xEF\xBB\xBF\n"), "in.json: empty: no JSON value in it");
 }
 
 // Nesting beyond 512 levels is refused as input (150,000 nested arrays overflowed the stack when the value

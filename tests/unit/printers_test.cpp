@@ -17,9 +17,11 @@
 #include "reports/compare_printers.hpp"
 #include "reports/json_fields.hpp"
 #include "reports/report_printers.hpp"
+#include "reports/report_view.hpp"
 #include "reports/svg_chart.hpp"
 #include "reports/text_format.hpp"
 #include "reports/timeline.hpp"
+#include "reports/train_extra.hpp"
 
 namespace fb::reports {
 namespace {
@@ -435,11 +437,13 @@ TEST(ReportHtml, OneSvgPerChartAndSelfContained) {
 // dry run's status says it measured nothing.
 TEST(ReportMarkdown, TrainStepBreakdownAndDryRun) {
   auto train = result("train", "tiny/tp2/fp32", {{"step_time_s", metric(0.5, Better::lower, "s")}});
-  train.extra["breakdown"] = {{"gemm", 0.25}, {"tp_exposed", 0.125}};
-  train.extra["breakdown_categories"] = {"gemm", "tp_exposed", "optimizer"};
-  train.extra["collective_bytes_per_step"] = {{"tp_allreduce/attn_out", 1048576},
-                                              {"tp_allreduce/mlp_out", 1048576}};
-  train.extra["collective_calls_per_step"] = {{"tp_allreduce/attn_out", 4}, {"tp_allreduce/mlp_out", 4}};
+  TrainRunExtra ran;
+  ran.breakdown = {{"gemm", "tp_exposed", "optimizer"}, {{"gemm", 0.25}, {"tp_exposed", 0.125}}, ""};
+  ran.collective_bytes_per_step = {{"tp_allreduce/attn_out", 1048576}, {"tp_allreduce/mlp_out", 1048576}};
+  ran.collective_calls_per_step = {{"tp_allreduce/attn_out", 4}, {"tp_allreduce/mlp_out", 4}};
+  TrainExtra x;
+  x.run = ran;
+  write_train_extra(train, x);
   auto plan = result("train", "big/tp8/bf16", {{"flops_per_step", metric(2e16, Better::none, "FLOP")}});
   plan.params["dry_run"] = true;
   const std::string md = render_markdown({{"r.json", run("r", {train, plan})}});
@@ -449,6 +453,21 @@ TEST(ReportMarkdown, TrainStepBreakdownAndDryRun) {
             std::string::npos)
       << md;
   EXPECT_EQ(md.find("| big/tp8/bf16 | –"), std::string::npos);  // the plan has no row in the step table
+}
+
+// A sweep of one model and layout: each bar is named by what differs, the caption says what all share.
+TEST(ReportHtml, TrainBarsAreNamedByWhatSetsThemApart) {
+  std::vector<Result> runs;
+  for (const char* ga : {"ga1", "ga2"}) {
+    auto r = result("train", std::string("tiny-dense/tp1-dp1-ep1-pp1/fp32/seq128-mb1-") + ga,
+                    {{"step_time_s", metric(1, Better::lower, "s")}});
+    r.extra["breakdown"] = {{"gemm", 0.5}};
+    runs.push_back(r);
+  }
+  const std::string html = render_html({{"r.json", run("r", runs)}});
+  EXPECT_NE(html.find(">seq128-mb1-ga1</text>"), std::string::npos) << html;
+  EXPECT_NE(html.find(">seq128-mb1-ga2</text>"), std::string::npos);
+  EXPECT_NE(html.find("2 runs, of tiny-dense/tp1-dp1-ep1-pp1/fp32/* (bars name the *)"), std::string::npos);
 }
 
 TEST(ReportHtml, TrainBreakdownSegmentsFollowTheCategoriesTheResultCarries) {
@@ -580,8 +599,11 @@ TEST(Timeline, EachJobOfAReportIsItsOwnLane) {
     rep.results.push_back(r);
   }
   const std::string html = render_html({{"cmp.json", rep}});
-  EXPECT_NE(html.find("tiny-dense/ranks2/policy-none: goodput 60.0%; "), std::string::npos) << html;
-  EXPECT_NE(html.find("tiny-dense/ranks2/policy-drain: goodput 80.0%"), std::string::npos);
+  // The lanes (whose labels are cut short) are named by what sets the jobs apart.
+  EXPECT_NE(html.find("policy-none: goodput 60.0%; policy-drain: goodput 80.0%"), std::string::npos) << html;
+  // A first job whose job_start is missing is still a job of its own.
+  rep.events.erase(rep.events.begin());
+  EXPECT_EQ(report_timelines(rep).size(), 2u);
 }
 
 // The footer names this renderer, and the versions that wrote the reports apart from it.
@@ -594,6 +616,22 @@ TEST(HtmlPrinter, FooterNamesTheRendererAndTheWriters) {
                                   build::kVersion, kSchemaV1)),
             std::string::npos)
       << html.substr(html.find("<footer>"));
+}
+
+// Chart labels are cut short: names are told apart by the segments that differ, the shared part said once.
+TEST(ReportView, DistinctLabelsKeepWhatDiffers) {
+  auto d =
+      distinct_labels({"tiny-dense/tp1-dp1/fp32/seq128-mb1-ga1", "tiny-dense/tp1-dp1/fp32/seq128-mb1-ga2"});
+  EXPECT_EQ(d.labels, (std::vector<std::string>{"seq128-mb1-ga1", "seq128-mb1-ga2"}));
+  EXPECT_EQ(d.shared, "tiny-dense/tp1-dp1/fp32/*");
+  d = distinct_labels({"tiny/tp2-dp1/fp32/seq128", "tiny/tp1-dp2/fp32/seq256", "tiny/tp1-dp2/fp32/seq128"});
+  EXPECT_EQ(d.labels, (std::vector<std::string>{"tp2-dp1/seq128", "tp1-dp2/seq256", "tp1-dp2/seq128"}));
+  EXPECT_EQ(d.shared, "tiny/*/fp32/*");
+  d = distinct_labels({"a/b", "x/b/c"});  // different depths: whole names
+  EXPECT_EQ(d.labels, (std::vector<std::string>{"a/b", "x/b/c"}));
+  EXPECT_EQ(d.shared, "");
+  EXPECT_EQ(distinct_labels({"only/one"}).labels, (std::vector<std::string>{"only/one"}));
+  EXPECT_EQ(distinct_labels({"same/x", "same/x"}).shared, "");
 }
 
 TEST(SvgChart, NiceTicksAndBytes) {
