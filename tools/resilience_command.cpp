@@ -403,7 +403,7 @@ int run_resilience(const ResilienceCommandOptions& o, Session& session) {
             {dir / "checkpoints", dir / "none" / "checkpoints", dir / "drain" / "checkpoints"}))
       throw usage_error(fmt::format(
           "--run-dir {} already holds checkpoints ({}); resilience starts a fresh job there: choose "
-          "another directory or remove them",
+          "another directory, remove them, or continue them with train --run-dir DIR --resume",
           o.res.run_dir, found->string()));
   }
   const auto plan = resilience::load_fault_plan(o.res.faults, o.ranks + o.spares, 7 * 86400.0,

@@ -118,17 +118,21 @@ template rq_next_job train-requeue.sbatch FAKE_RC_train=1 SLURM_JOB_ID=43 FB_RUN
 
 # Near the time limit (USR1): the step is stopped and the job requeued. With a checkpoint saved during the
 # attempt it is not counted as a failure (after 3 requeues, at the failure limit, it is still requeued);
-# without one the attempt made no progress, and it counts.
-time_limit_case() {  # NAME SAVES(1: the stand-in step saves a checkpoint): RC, $T/NAME.out and .calls
+# without one the attempt made no progress, and it counts; a save cut off (a step directory without its
+# manifest) is no checkpoint.
+time_limit_case() {  # NAME SAVES (1: the stand-in step commits a checkpoint; partial: one without manifest)
   local name=$1 saves=$2
   mkdir -p "$T/$name-run/checkpoints/step-00000004"
+  echo '{}' >"$T/$name-run/checkpoints/step-00000004/manifest.json"
   echo 2 >"$T/$name-run/requeued-failures-42"
   : >"$FAKE_LOG"
   env SLURM_JOB_NODELIST=n1 SLURM_RESTART_COUNT=3 FB_RUN_DIR="$T/$name-run" FAKE_SLEEP_train=30 \
     bash "$FB_SOURCE_DIR/scripts/slurm/train-requeue.sbatch" >"$T/$name.out" 2>&1 &
   local job=$!
   for _ in $(seq 50); do grep -q "srun train" "$FAKE_LOG" && break; sleep 0.1; done
-  [ "$saves" = 1 ] && mkdir -p "$T/$name-run/checkpoints/step-00000008"
+  [ "$saves" != 0 ] && mkdir -p "$T/$name-run/checkpoints/step-00000008" \
+    && touch "$T/$name-run/checkpoints/step-00000008/.rank-00000.shard.tmp"
+  [ "$saves" = 1 ] && echo '{}' >"$T/$name-run/checkpoints/step-00000008/manifest.json"
   kill -USR1 "$job"
   wait "$job"
   RC=$?
@@ -144,4 +148,9 @@ time_limit_case rq_time_stuck 0
   && [ "$(cat "$T/rq_time_stuck-run/requeued-failures-42")" = 3 ] \
   && ok "train-requeue: the time limit with no checkpoint saved counts as a failure" \
   || fail "rq_time_stuck: exit $RC: $(cat "$T/rq_time_stuck.out" "$T/rq_time_stuck.calls")"
+time_limit_case rq_time_cut partial
+[ "$RC" -eq 0 ] && has rq_time_cut "no checkpoint saved since the attempt began; requeueing" \
+  && [ "$(cat "$T/rq_time_cut-run/requeued-failures-42")" = 3 ] \
+  && ok "train-requeue: a save cut off by the time limit (no manifest) is no checkpoint: counted as a failure" \
+  || fail "rq_time_cut: exit $RC: $(cat "$T/rq_time_cut.out" "$T/rq_time_cut.calls")"
 finish
