@@ -135,9 +135,12 @@ struct Plot {
   double bottom() const { return top + height; }
 };
 
-// Y grid, tick labels and the axis title; returns the top of the value range (the last tick).
+// Y grid, tick labels and the axis title; returns the top of the value range (the last tick). A value
+// near the largest double would overflow the ticks to inf and every coordinate to NaN: the axis stops at
+// 1e300 and taller values are drawn clipped at the top (their tooltips keep the value).
 double draw_y_axis(Canvas& c, const Plot& p, double ymax, const std::string& label) {
   if (!(ymax > 0)) ymax = 1;
+  ymax = std::min(ymax, 1e300);
   const auto ticks = nice_ticks(0, ymax, 5);
   const double top = ticks.back();
   for (const double t : ticks) {
@@ -161,6 +164,12 @@ void draw_ref_lines(Canvas& c, const Plot& p, const std::vector<RefLine>& lines,
     c.text(p.right() - 4, y - 5, fmt::format("{} {}", r.label, tick_label(r.value)), "end", 11, color,
            "font-weight:600");
   }
+}
+
+// Height of v as a fraction of the axis, clipped to the plot: a negative value (no metric charted here has
+// one) sits on the axis, one past the top at the top.
+double axis_fraction(double v, double ytop) {
+  return std::clamp(v / ytop, 0.0, 1.0);
 }
 
 std::vector<LegendItem> ref_legend(const std::vector<RefLine>& lines) {
@@ -303,7 +312,7 @@ std::string render(const LineChart& chart) {
   }
   const double ytop = draw_y_axis(c, p, ymax * 1.06, chart.y_label);
   const auto px = [&](double x) { return p.left + (tx(x) - xmin) / (xmax - xmin) * p.width; };
-  const auto py = [&](double y) { return p.bottom() - y / ytop * p.height; };
+  const auto py = [&](double y) { return p.bottom() - axis_fraction(y, ytop) * p.height; };
   for (const double t : xticks) {
     const double x = p.left + (t - xmin) / (xmax - xmin) * p.width;
     c.line(x, p.bottom(), x, p.bottom() + 4, kAxis);
@@ -363,7 +372,7 @@ std::string render(const BarChart& chart) {
       const double v = chart.values[s][i];
       if (!std::isfinite(v)) continue;
       const double x = p.left + slot * static_cast<double>(i) + slot * 0.14 + bar * static_cast<double>(s);
-      const double h = v / ytop * p.height;
+      const double h = axis_fraction(v, ytop) * p.height;
       const std::string series = s < chart.series_names.size() ? chart.series_names[s] : std::string();
       c.rect_titled(x, p.bottom() - h, bar - 1, h, palette(s),
                     fmt::format("{}{}: {}", chart.categories[i], series.empty() ? "" : " (" + series + ")",
@@ -394,7 +403,8 @@ std::string render(const StackedBarChart& chart) {
   std::vector<double> totals(chart.categories.size(), 0.0);
   for (const auto& seg : chart.values)
     for (std::size_t i = 0; i < totals.size() && i < seg.size(); ++i)
-      if (std::isfinite(seg[i]) && seg[i] > 0) totals[i] += seg[i];
+      if (std::isfinite(seg[i]) && seg[i] > 0)
+        totals[i] = std::min(totals[i] + seg[i], std::numeric_limits<double>::max());
   const double ymax = totals.empty() ? 1 : *std::max_element(totals.begin(), totals.end());
   const double ytop = draw_y_axis(c, p, ymax * 1.08, chart.y_label);
   const double bar = std::min(slot * 0.6, 90.0);
@@ -404,18 +414,19 @@ std::string render(const StackedBarChart& chart) {
     for (std::size_t s = 0; s < chart.values.size(); ++s) {
       const double v = i < chart.values[s].size() ? chart.values[s][i] : 0;
       if (!std::isfinite(v) || v <= 0) continue;
-      const double y0 = p.bottom() - acc / ytop * p.height;
-      const double h = v / ytop * p.height;
+      const double y0 = p.bottom() - axis_fraction(acc, ytop) * p.height;
+      const double h = (axis_fraction(acc + v, ytop) - axis_fraction(acc, ytop)) * p.height;
       c.rect_titled(x, y0 - h, bar, h, category_color(chart.segment_names[s], s),
                     fmt::format("{} — {}: {} ({:.1f}%)", chart.categories[i], chart.segment_names[s],
-                                tick_label(v), totals[i] > 0 ? 100 * v / totals[i] : 0),
+                                tick_label(v), totals[i] > 0 ? 100 * (v / totals[i]) : 0),
                     " stroke=\"#ffffff\" stroke-width=\"0.8\"");
       if (h > 14 && bar > 40)
-        c.text(x + bar / 2, y0 - h / 2 + 4, fmt::format("{:.0f}%", 100 * v / totals[i]), "middle", 10,
+        c.text(x + bar / 2, y0 - h / 2 + 4, fmt::format("{:.0f}%", 100 * (v / totals[i])), "middle", 10,
                "#ffffff", "font-weight:600");
       acc += v;
     }
-    c.text(x + bar / 2, p.bottom() - acc / ytop * p.height - 5, tick_label(totals[i]), "middle", 10, kInk);
+    c.text(x + bar / 2, p.bottom() - axis_fraction(acc, ytop) * p.height - 5, tick_label(totals[i]), "middle",
+           10, kInk);
   }
   draw_category_labels(c, p, chart.categories, slot);
   return c.finish();
@@ -444,7 +455,12 @@ std::string render(const GanttChart& chart) {
   if (any_marker) legend.push_back({"fault / failure", "#1f2933"});
 
   const double lh = legend_height(legend, chart.width);
-  const double lane_h = 34, gap = 18, label_w = 130;
+  // The label column fits the longest lane name up to a third of the chart; longer names are cut to it.
+  std::size_t longest = 0;
+  for (const auto& lane : chart.lanes) longest = std::max(longest, display_width(lane.label));
+  const double label_w = std::clamp(26 + longest * kCharWidth, 90.0, chart.width / 3.0);
+  const auto label_chars = static_cast<std::size_t>(std::max(4.0, (label_w - 20) / kCharWidth));
+  const double lane_h = 34, gap = 18;
   const double top = 46 + lh + 10;
   const int height = static_cast<int>(top + chart.lanes.size() * (lane_h + gap) + 44);
   Canvas c(chart.width, height, chart.title);
@@ -457,11 +473,12 @@ std::string render(const GanttChart& chart) {
   }
   if (!std::isfinite(t0)) t0 = 0, t1 = 1;
   if (t1 <= t0) t1 = t0 + 1;
+  if (!std::isfinite(t1 - t0)) t0 = 0, t1 = 1;  // spans of absurd times: an empty axis, not NaN coordinates
   const double range = t1 - t0;
   const double unit = range > 3 * 3600 ? 3600 : range > 180 ? 60 : 1;
   const char* unit_name = unit == 3600 ? "h" : unit == 60 ? "min" : "s";
   const Plot p{label_w, top, chart.width - label_w - 24, chart.lanes.size() * (lane_h + gap)};
-  const auto px = [&](double t) { return p.left + (t - t0) / range * p.width; };
+  const auto px = [&](double t) { return p.left + std::clamp((t - t0) / range, 0.0, 1.0) * p.width; };
   const auto ticks = nice_ticks(0, range / unit, 8);
   for (const double t : ticks) {
     if (t * unit > range * 1.0001) break;
@@ -475,13 +492,14 @@ std::string render(const GanttChart& chart) {
   for (std::size_t l = 0; l < chart.lanes.size(); ++l) {
     const auto& lane = chart.lanes[l];
     const double y = p.top + static_cast<double>(l) * (lane_h + gap) + gap / 2;
-    c.text(label_w - 10, y + lane_h / 2 + 4, truncate(lane.label, 18), "end", 12, kInk);
+    c.text(label_w - 10, y + lane_h / 2 + 4, truncate(lane.label, label_chars), "end", 12, kInk);
     c.rect(p.left, y, p.width, lane_h, "#f5f7fa");
     for (const auto& s : lane.spans) {
-      const double x0 = px(s.start_s), x1 = px(s.end_s);
-      c.rect_titled(x0, y, std::max(x1 - x0, 0.6), lane_h, color[s.category],
-                    fmt::format("{}: {:.2f}–{:.2f} s ({:.2f} s)", s.category, s.start_s - t0, s.end_s - t0,
-                                s.end_s - s.start_s));
+      const double start = std::clamp(s.start_s, t0, t1), end = std::clamp(s.end_s, t0, t1);
+      const double x0 = px(start), x1 = px(end);
+      c.rect_titled(
+          x0, y, std::max(x1 - x0, 0.6), lane_h, color[s.category],
+          fmt::format("{}: {:.2f}–{:.2f} s ({:.2f} s)", s.category, start - t0, end - t0, end - start));
     }
     for (const auto& m : lane.markers) {
       const double x = px(m.t_s);

@@ -634,6 +634,45 @@ TEST(ReportView, DistinctLabelsKeepWhatDiffers) {
   EXPECT_EQ(distinct_labels({"same/x", "same/x"}).shared, "");
 }
 
+// A value near the largest double, a negative one and an absurd time keep every coordinate a number: the
+// axis stops at 1e300 and values outside it are drawn clipped inside the plot.
+TEST(SvgChart, AbsurdValuesKeepCoordinatesFinite) {
+  const std::regex coord("(?:x|y|cx|cy|width|height|x1|x2|y1|y2)=\"([^\"]*)\"");
+  const auto check = [&](const std::string& out) {
+    for (auto it = std::sregex_iterator(out.begin(), out.end(), coord); it != std::sregex_iterator(); ++it)
+      EXPECT_TRUE(std::isfinite(std::stod((*it)[1]))) << (*it)[0];
+    EXPECT_EQ(out.find("nan"), std::string::npos) << out;
+    EXPECT_EQ(out.find("inf"), std::string::npos) << out;
+  };
+  svg::LineChart line;
+  line.series.push_back({"busbw", {{1024, 1.7e308}, {2048, -5}, {4096, 12}}});
+  check(svg::render(line));
+  svg::BarChart bar;
+  bar.categories = {"a", "b"};
+  bar.values = {{1.7e308, -3}};
+  check(svg::render(bar));
+  svg::StackedBarChart stack;
+  stack.categories = {"a"};
+  stack.segment_names = {"gemm", "attention"};
+  stack.values = {{1.7e308}, {1.7e308}};
+  check(svg::render(stack));
+  svg::GanttChart gantt;
+  gantt.lanes.push_back({"job", {{-1.7e308, 1.7e308, "productive"}}, {}});
+  check(svg::render(gantt));
+}
+
+// The Gantt chart's label column fits its lane names: 'policy-drain-checkpoint' is not cut at 18 characters;
+// a name longer than a third of the chart is cut with an ellipsis.
+TEST(SvgChart, GanttLabelsFitTheirColumn) {
+  svg::GanttChart gantt;
+  gantt.lanes.push_back({"policy-drain-checkpoint", {{0, 10, "productive"}}, {}});
+  gantt.lanes.push_back({std::string(80, 'x'), {{0, 10, "productive"}}, {}});
+  const std::string out = svg::render(gantt);
+  EXPECT_NE(out.find(">policy-drain-checkpoint<"), std::string::npos);
+  EXPECT_EQ(out.find(std::string(80, 'x')), std::string::npos);
+  EXPECT_NE(out.find("x…<"), std::string::npos);
+}
+
 TEST(SvgChart, NiceTicksAndBytes) {
   EXPECT_EQ(svg::nice_ticks(0, 482.3, 5), (std::vector<double>{0, 100, 200, 300, 400, 500}));
   EXPECT_EQ(svg::nice_ticks(0, 1, 4), (std::vector<double>{0, 0.25, 0.5, 0.75, 1}));
