@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
-# The supervisor killed from outside (SIGKILL: the OOM killer, a scancel, a timeout) takes its training job
-# with it: the launcher carries a parent-death signal, so no rank trains on, unaccounted for, in the run dir.
+# The supervisor killed from outside (SIGKILL: the OOM killer, a scancel, a timeout) or stopped by Ctrl-C
+# (SIGINT) takes its training job with it: the launcher carries a parent-death signal, so no rank trains on,
+# unaccounted for, in the run dir. The supervisor's status is the signal's (128 + its number).
 . "$(dirname "$0")/../lib.sh"
 cd "$T"
+set -m  # background jobs keep SIGINT (a script's background jobs otherwise ignore it)
+declare -A expect_rc=([KILL]=137 [TERM]=143 [INT]=130)
 
-for sig in KILL TERM; do
+for sig in KILL TERM INT; do
   "$FACTORYBENCH" resilience --ranks 2 --launcher-args "--oversubscribe" --model tiny-dense --steps 100000 --checkpoint-every 1000 \
     --faults "crash@step=99999,rank=1" --run-dir "$T/run-$sig" -o "$T/$sig.json" >"$T/$sig.out" 2>&1 &
   sup=$!
@@ -15,6 +18,9 @@ for sig in KILL TERM; do
   grep -q '"type":"step"' "$T/run-$sig/events.jsonl" 2>/dev/null || { kill -9 "$sup"; die "$sig: the job never trained a step"; }
   kill -"$sig" "$sup"
   wait "$sup" 2>/dev/null
+  rc=$?
+  [ "$rc" = "${expect_rc[$sig]}" ] || fail "SIG$sig to the supervisor: exit $rc, expected ${expect_rc[$sig]}"
+  [ ! -e "$T/$sig.json" ] || fail "SIG$sig to the supervisor: it wrote a report of an unfinished job"
   gone=0
   for _ in $(seq 1 40); do  # mpirun ends its ranks on SIGTERM within seconds
     if ! pgrep -f -- "--run-dir $T/run-$sig" >/dev/null; then gone=1; break; fi
