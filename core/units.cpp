@@ -110,15 +110,16 @@ double parse_duration(std::string_view text, std::string_view what) {
 }
 
 std::string format_bytes(std::uint64_t bytes) {
-  static constexpr const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+  static constexpr const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
   double value = static_cast<double>(bytes);
   int unit = 0;
-  while (value >= 1024.0 && unit < 5) {
+  while (value >= 1024.0 && unit < 6) {
     value /= 1024.0;
     ++unit;
   }
   if (unit == 0) return fmt::format("{} B", bytes);
-  if (value == std::floor(value)) return fmt::format("{:.0f} {}", value, kUnits[unit]);
+  // Three significant digits, but 1000-1023 of a unit as a whole number ({:.3g} wrote "1.02e+03 GiB").
+  if (value == std::floor(value) || value >= 999.5) return fmt::format("{:.0f} {}", value, kUnits[unit]);
   return fmt::format("{:.3g} {}", value, kUnits[unit]);
 }
 

@@ -354,11 +354,23 @@ workloads::TrainOptions make_train_options(const TrainCliOptions& cli, BackendKi
   o.shape.seq = cli.seq;
   o.shape.micro_batch = cli.micro_batch;
   o.shape.grad_accum = cli.grad_accum;
-  o.shape.dtype = !cli.dtype.empty() ? parse_dtype(cli.dtype) : default_dtype(backend);
+  // The message offers the training dtypes only: parse_dtype's own named fp64 and int8, which train refuses.
+  const auto refuse_dtype = [&] {
+    return usage_error(fmt::format(
+        "invalid --dtype {}: not a training dtype (expected bf16, fp16, fp8_e4m3, fp8_e5m2 or fp32)",
+        cli.dtype));
+  };
+  o.shape.dtype = default_dtype(backend);
+  if (!cli.dtype.empty()) {
+    try {
+      o.shape.dtype = parse_dtype(cli.dtype);  // names and aliases (fp8 = fp8_e4m3)
+    } catch (const Error&) {
+      throw refuse_dtype();
+    }
+  }
   if (o.shape.dtype != DType::bf16 && o.shape.dtype != DType::fp16 && o.shape.dtype != DType::fp32 &&
       o.shape.dtype != DType::fp8_e4m3 && o.shape.dtype != DType::fp8_e5m2)
-    throw usage_error(
-        fmt::format("invalid --dtype {}: not a training dtype (bf16, fp16, fp8 or fp32)", cli.dtype));
+    throw refuse_dtype();
   o.shape.sequence_parallel = cli.sequence_parallel;
   o.shape.distributed_optimizer = cli.distributed_optimizer;
   o.shape.attention = cli.attention_flops;

@@ -1,21 +1,20 @@
 #include "workloads/model_config.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <functional>
-#include "core/json_file.hpp"
-
-#include <fmt/format.h>
-
-#include <cmath>
 #include <initializer_list>
 #include <limits>
-#include <nlohmann/json.hpp>
 #include <set>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "core/atomic_file.hpp"
 #include "core/config_paths.hpp"
 #include "core/error.hpp"
+#include "core/json_file.hpp"
 
 namespace fb::workloads {
 namespace {
@@ -204,9 +203,18 @@ ModelConfig parse_model_json(std::string_view text, const std::string& source_na
   reject_duplicate_keys(text, source_name);
   ObjectReader r(j, source_name, "$");
   ModelConfig m;
+  // The name heads every result name and console line, the source is printed with the plan: a control
+  // character (a tab, a newline, an escape) would split the line or fail the report's schema.
+  const auto one_line = [](const std::string& s) {
+    return std::none_of(s.begin(), s.end(), [](char c) {
+      return static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) == 0x7f;
+    });
+  };
   m.name = r.string("name", std::nullopt);
   if (m.name.empty()) r.fail("$.name", "must not be empty");
+  if (!one_line(m.name)) r.fail("$.name", "must not contain control characters (tab, newline, escape)");
   m.source = r.string("source", std::string());
+  if (!one_line(m.source)) r.fail("$.source", "must not contain control characters (tab, newline, escape)");
   m.layers = r.integer("layers", std::nullopt, 1);
   m.hidden = r.integer("hidden", std::nullopt, 1);
   m.heads = r.integer("heads", std::nullopt, 1);

@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
+#include <cmath>
 
 #include "core/error.hpp"
 #include "core/units.hpp"
@@ -228,80 +230,91 @@ GradientBuckets gradient_buckets(const ModelConfig& m, const ParallelConfig& c, 
 
 MemoryEstimate estimate_memory(const ModelConfig& m, const ParallelConfig& c, const StepShape& s) {
   const auto l = local_dims(m, c, s);
-  const std::uint64_t e = dtype_bytes(s.dtype);
+  // Counted in doubles (exact to 8 PiB): the bounds on each size keep the plan's own integers from wrapping,
+  // but not their products here (--seq 16M --micro-batch 4 of a 128-head model overflowed int64 and
+  // planned 15.5 EiB for what needs 31). Past kMaxEstimate the step is refused below.
+  const auto d = [](std::int64_t v) { return static_cast<double>(v); };
+  const double e = d(static_cast<std::int64_t>(dtype_bytes(s.dtype)));
   const std::int64_t stages = std::max<std::int64_t>(c.pp, 1);
-  const std::uint64_t edp = static_cast<std::uint64_t>(c.expert_dp());
   // Saved activations per layer and micro-batch (what the step keeps for backward), bytes: the residual
   // stream (x_in, x_mid: this rank's rows, 1/tp of them with sequence parallelism, as Megatron-LM keeps
   // them: Korthikanti et al. 2022, "sequence parallelism") and its two norms (xn_in, xn_mid: all-gathered,
   // every row, for the projections' weight gradients; 1/rms in fp32), QKV, the attention core's saved state
   // (probabilities of the lower-triangular blocks, or a fused engine's fp32 log-sum-exp), the context, MLA
   // latents and their norms, the MLP/MoE intermediates with routed capacity 2× balanced.
-  const std::int64_t T = l.tokens, h = m.hidden, R = l.sp_tokens;  // R: residual-stream rows
-  const std::int64_t nb = l.seq / l.attn_block;
-  const std::int64_t probs = l.heads * s.micro_batch * l.attn_block * l.attn_block * nb * (nb + 1) / 2;
-  const std::uint64_t core_kept =
-      s.fused_attention ? static_cast<std::uint64_t>(l.heads * T) * 4 : static_cast<std::uint64_t>(probs) * e;
+  const double T = d(l.tokens), h = d(m.hidden), R = d(l.sp_tokens);  // R: residual-stream rows
+  const double nb = d(l.seq / l.attn_block), block = d(l.attn_block);
+  const double probs = d(l.heads) * d(s.micro_batch) * block * block * nb * (nb + 1) / 2;
+  const double core_kept = s.fused_attention ? d(l.heads) * T * 4 : probs * e;
   // Selective recomputation: the blocked path's probabilities are recomputed in backward, one buffer for
   // the stage (a fused engine's statistics are still saved per layer).
   const bool shared_probs = s.recompute == Recompute::selective && !s.fused_attention;
-  const std::uint64_t core_saved = shared_probs ? 0 : core_kept;
+  const double core_saved = shared_probs ? 0 : core_kept;
+  const double up = d(up_factor(m) + 1);
   const auto layer_acts = [&](std::int64_t i) {
-    std::int64_t a =
-        (2 * R + 2 * T) * h + T * l.qkv_width + T * l.heads * l.v_head_dim + 2 * T * l.mla_latent;
+    double a =
+        (2 * R + 2 * T) * h + T * d(l.qkv_width) + T * d(l.heads * l.v_head_dim) + 2 * T * d(l.mla_latent);
     if (m.is_moe_layer(i)) {
-      const std::int64_t routed = 2 * l.moe_tokens * m.moe->top_k;  // capacity: twice balanced
-      a += routed * h * 3 + routed * (up_factor(m) + 1) * l.expert_ffn + l.moe_tokens * m.moe->experts;
-      a += T * (up_factor(m) + 1) * l.shared_ffn + T * h;
+      const double routed = 2 * d(l.moe_tokens) * d(m.moe->top_k);  // capacity: twice balanced
+      a += routed * h * 3 + routed * up * d(l.expert_ffn) + d(l.moe_tokens) * d(m.moe->experts);
+      a += T * up * d(l.shared_ffn) + T * h;
     } else {
-      a += T * (up_factor(m) + 1) * l.ffn;
+      a += T * up * d(l.ffn);
     }
-    const std::uint64_t fp32_rows = static_cast<std::uint64_t>(2 * l.sp_tokens + (m.mla ? 2 * T : 0)) * 4;
-    return static_cast<std::uint64_t>(a) * e + core_saved + fp32_rows;
+    const double fp32_rows = (2 * d(l.sp_tokens) + (m.mla ? 2 * T : 0)) * 4;
+    return a * e + core_saved + fp32_rows;
   };
   // Transient gradient buffers: a few token-by-width buffers, MLA's latent gradients and, for the blocked
   // attention, one probability strip.
-  const std::int64_t widest = std::max({h, l.qkv_width, l.heads * l.v_head_dim, l.mla_latent,
-                                        (up_factor(m) + 1) * std::max(l.ffn, l.shared_ffn), l.vocab});
-  MemoryEstimate largest;
+  const double widest = d(std::max({m.hidden, l.qkv_width, l.heads * l.v_head_dim, l.mla_latent,
+                                    (up_factor(m) + 1) * std::max(l.ffn, l.shared_ffn), l.vocab}));
+  double largest_total = -1;
+  std::array<double, 5> largest{};  // weights, gradients, optimizer, activations, workspace
   for (std::int64_t p = 0; p < stages; ++p) {
     const auto sp = stage_params(m, c, l, p);
-    const std::uint64_t params = static_cast<std::uint64_t>(sp.dense + sp.expert);
-    MemoryEstimate est;
-    est.weights = params * e;
-    est.gradients = params * e;
+    const double params = d(sp.dense) + d(sp.expert);
     // fp32 master weights + two Adam moments; ZeRO-1 shards them over DP (experts over expert-DP).
-    est.optimizer = s.distributed_optimizer
-                        ? 12 * (static_cast<std::uint64_t>(sp.dense) / static_cast<std::uint64_t>(c.dp) +
-                                static_cast<std::uint64_t>(sp.expert) / edp)
-                        : 12 * params;
+    const double optimizer =
+        s.distributed_optimizer ? 12 * (d(sp.dense / c.dp) + d(sp.expert / c.expert_dp())) : 12 * params;
     const auto layers = stage_layers(m, c, p);
-    std::uint64_t acts = 0;
+    double acts = 0;
     // Full recomputation keeps each layer's input (Korthikanti et al. 2022, Table 2: 2·s·b·h·L bytes in
     // 16-bit; /tp with sequence parallelism), plus one layer's full set per layer kind on the stage and the
     // recomputed output.
-    std::uint64_t scratch[2] = {0, 0};
+    double scratch[2] = {0, 0};
     for (std::int64_t i = layers.first; i < layers.first + layers.count; ++i) {
       if (s.recompute != Recompute::full) {
         acts += layer_acts(i);
         continue;
       }
-      acts += static_cast<std::uint64_t>(R * h) * e;
-      scratch[m.is_moe_layer(i) ? 1 : 0] = layer_acts(i) - static_cast<std::uint64_t>(R * h) * e;
+      acts += R * h * e;
+      scratch[m.is_moe_layer(i) ? 1 : 0] = layer_acts(i) - R * h * e;
     }
-    acts *= static_cast<std::uint64_t>(std::min(stages - p, s.grad_accum));  // 1F1B in-flight micro-batches
-    acts += static_cast<std::uint64_t>(R * h) * e;                           // stage output
-    if (s.recompute == Recompute::full)
-      acts += scratch[0] + scratch[1] + static_cast<std::uint64_t>(R * h) * e;
+    acts *= d(std::min(stages - p, s.grad_accum));  // 1F1B in-flight micro-batches
+    acts += R * h * e;                              // stage output
+    if (s.recompute == Recompute::full) acts += scratch[0] + scratch[1] + R * h * e;
     if (shared_probs) acts += core_kept;
-    if (p == stages - 1) acts += static_cast<std::uint64_t>(T * (h + l.vocab)) * e;  // final norm, logits
-    est.activations = acts;
-    const std::int64_t strip = s.fused_attention ? 0 : probs / std::max<std::int64_t>(layers.count, 1);
-    est.workspace = static_cast<std::uint64_t>(4 * T * widest + 3 * T * l.mla_latent + strip) * e +
-                    (std::uint64_t{32} << 20);
-    if (est.total() > largest.total()) largest = est;
+    if (p == stages - 1) acts += T * (h + d(l.vocab)) * e;  // final norm, logits
+    const double strip =
+        s.fused_attention ? 0 : std::floor(probs / d(std::max<std::int64_t>(layers.count, 1)));
+    const double workspace =
+        (4 * T * widest + 3 * T * d(l.mla_latent) + strip) * e + d(std::int64_t{32} << 20);
+    const std::array<double, 5> est{params * e, params * e, optimizer, acts, workspace};
+    const double total = est[0] + est[1] + est[2] + est[3] + est[4];
+    if (total > largest_total) largest_total = total, largest = est;
   }
-  return largest;
+  // 2^63 bytes (8 EiB) per rank is beyond any machine by a factor of a million; below it the parts and their
+  // sum fit the report's unsigned 64-bit counts.
+  constexpr double kMaxEstimate = 9223372036854775808.0;
+  if (largest_total > kMaxEstimate)
+    throw usage_error(fmt::format(
+        "{} at --seq {} x --micro-batch {} needs about {:.3g} EiB per rank (activations {:.3g} EiB): more "
+        "than "
+        "8 EiB, beyond any machine; use a shorter --seq, a smaller --micro-batch or more --tp/--pp",
+        m.name, l.seq, s.micro_batch, largest_total / 1152921504606846976.0,
+        largest[3] / 1152921504606846976.0));
+  const auto bytes = [](double v) { return static_cast<std::uint64_t>(std::round(v)); };
+  return {bytes(largest[0]), bytes(largest[1]), bytes(largest[2]), bytes(largest[3]), bytes(largest[4])};
 }
 
 void check_fits(const MemoryEstimate& est, std::uint64_t available, const ModelConfig& m,

@@ -65,6 +65,17 @@ expect_error huge_step 2 "--seq x --micro-batch x --grad-accum x --dp = 5.903e\+
   fb train --backend host --model tiny-dense --dry-run --micro-batch 2147483647 --grad-accum 2147483647 -o "$T/huge_step.json"
 no_report huge_step
 expect_error int8_train 2 "invalid --dtype int8: not a training dtype" fb train --backend host --dry-run --dtype int8
+expect_error bogus_dtype 2 "invalid --dtype bogus: not a training dtype \(expected bf16, fp16, fp8_e4m3, fp8_e5m2 or fp32\)" \
+  fb train --backend host --dry-run --dtype bogus
+# A step whose activations alone pass 8 EiB per rank is refused, not planned at a wrapped size.
+expect_error exabytes 2 "llama3.1-405b at --seq 16777216 x --micro-batch 4 needs about 3.* EiB per rank .*beyond any machine" \
+  fb train --backend host --model llama3.1-405b --seq 16M --micro-batch 4 --dry-run -o "$T/exabytes.json"
+no_report exabytes
+# A model name with a control character would split console lines and fail the report's schema.
+printf '{"name": "tab\\tname", "layers": 2, "hidden": 64, "heads": 4, "ffn": 128, "activation": "swiglu", "vocab": 100, "seq": 32}' >"$T/tab.json"
+expect_error model_name_tab 2 "tab.json: [$][.]name: must not contain control characters" \
+  fb train --backend host --model "$T/tab.json" --dry-run -o "$T/model_name_tab.json"
+no_report model_name_tab
 expect_error gemm_model_ta 2 "--model takes each pass's layout from the model" fb gemm --backend host --model tiny-dense --ta T
 expect_error split_zero 2 "invalid --split 0: must be at least 1" fb collective --backend host --split 0
 

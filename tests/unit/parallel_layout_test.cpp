@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <string>
 
 #include "core/error.hpp"
@@ -367,6 +368,37 @@ TEST(ParallelLayout, MemoryEstimateAndFitCheck) {
   StepShape zero = s;
   zero.distributed_optimizer = true;
   EXPECT_LT(estimate_memory(m, {1, 8, 1, 1}, zero).optimizer, est.optimizer / 7);
+}
+
+// Products of in-range sizes the integers could not hold: the estimate grows with the micro-batch (it wrapped
+// from 15.8 to 15.5 EiB as it doubled), and a step past 8 EiB per rank is refused.
+TEST(ParallelLayout, MemoryEstimateOfAbsurdSizesDoesNotWrap) {
+  const auto m = load_model("llama3.1-405b");
+  StepShape s;
+  s.dtype = DType::bf16;
+  s.seq = 1 << 22;
+  std::uint64_t previous = 0;
+  for (const std::int64_t mb : {1, 2, 4, 8}) {
+    s.micro_batch = mb;
+    const auto est = estimate_memory(m, {1, 1, 1, 1}, s);
+    EXPECT_GT(est.activations, previous + previous / 2) << mb;  // about doubles
+    EXPECT_GE(est.total(), est.activations);
+    previous = est.activations;
+  }
+  // At 16M tokens: 126 layers of 128 heads x (16M^2 / 2) probabilities in bf16, at least 2^62 bytes.
+  s.seq = 1 << 24;
+  s.micro_batch = 1;
+  const auto est = estimate_memory(m, {1, 1, 1, 1}, s);
+  EXPECT_GT(static_cast<double>(est.activations), 126.0 * 128 * std::pow(2.0, 47) * 2);
+  EXPECT_GE(est.total(), est.activations);
+  s.micro_batch = 4;  // wrapped to 15.5 EiB
+  try {
+    (void)estimate_memory(m, {1, 1, 1, 1}, s);
+    FAIL() << "a step of 30 EiB per rank was planned";
+  } catch (const Error& e) {
+    EXPECT_TRUE(has(e.what(), "EiB per rank")) << e.what();
+    EXPECT_TRUE(has(e.what(), "beyond any machine")) << e.what();
+  }
 }
 
 // A vocabulary TP does not divide is padded to a multiple of TP; the plan's parameters and FLOPs count the

@@ -71,6 +71,9 @@ TEST(FormatBytes, UsesBinaryUnits) {
   EXPECT_EQ(format_bytes(8), "8 B");
   EXPECT_EQ(format_bytes(65536), "64 KiB");
   EXPECT_EQ(format_bytes(3ull << 29), "1.5 GiB");
+  EXPECT_EQ(format_bytes(1020ull << 30), "1020 GiB");  // not "1.02e+03 GiB"
+  EXPECT_EQ(format_bytes((1ull << 40) - 1), "1024 GiB");
+  EXPECT_EQ(format_bytes(3ull << 61), "6 EiB");
 }
 
 }  // namespace
