@@ -33,8 +33,10 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
+// "step-" and the step's digits: eight or more (name_for pads to eight; step 100000000 has nine), at most
+// 18 (an int64 holds them).
 std::optional<std::int64_t> step_of(const std::string& name) {
-  if (name.size() != 13 || !name.starts_with("step-")) return std::nullopt;
+  if (name.size() < 13 || name.size() > 23 || !name.starts_with("step-")) return std::nullopt;
   std::int64_t v = 0;
   for (std::size_t i = 5; i < name.size(); ++i) {
     if (name[i] < '0' || name[i] > '9') return std::nullopt;
@@ -261,7 +263,10 @@ ShardInfo CheckpointStore::write_shard(std::int64_t step, int rank, std::span<co
   info.bytes = data.size();
   const auto final_path = dir / info.file;
   const auto tmp_path = dir / ("." + info.file + ".tmp");
-  const int fd = ::open(tmp_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  // A fresh file, never one reached through a link or a FIFO left at that name (it would be written through,
+  // or block): whatever is there is a leftover of this store's own, removed first.
+  ::unlink(tmp_path.c_str());
+  const int fd = ::open(tmp_path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
   if (fd < 0) throw runtime_error(fmt::format("cannot create {}: {}", tmp_path.string(), errno_text(errno)));
   const auto fail = [&](int err, const std::string& what) {
     ::close(fd);
@@ -360,19 +365,33 @@ CheckpointInfo CheckpointStore::commit(std::int64_t step, std::vector<ShardInfo>
   info.job = job_;
   j["checksum"] = hex64(manifest_checksum(j));
   checkpoint_test_pause(CheckpointPhase::manifest, step, 0);
-  write_file_atomic(info.dir / "manifest.json", j.dump(1) + "\n");
+  // write_file_atomic writes through a symlink or a FIFO at the target (as a user's -o asks): here either
+  // would be a leftover, and a link could lead into an older, verified checkpoint. It is replaced instead.
+  const auto manifest = info.dir / "manifest.json";
+  std::error_code ec;
+  const auto st = fs::symlink_status(manifest, ec);
+  if (!ec && fs::exists(st) && !fs::is_regular_file(st)) fs::remove_all(manifest, ec);
+  write_file_atomic(manifest, j.dump(1) + "\n");
   info.shards = std::move(shards);
   return info;
 }
 
-std::optional<CheckpointInfo> CheckpointStore::verify(std::int64_t step, int world_size,
-                                                      std::string* reason) const {
+std::optional<CheckpointInfo> CheckpointStore::verify_manifest(std::int64_t step, int world_size,
+                                                               std::string* reason) const {
   std::string why;
   auto info = read_manifest(dir_for(step), step, &why);
   if (info && info->world_size != world_size) {
     why = fmt::format("written by {} ranks, this job has {}", info->world_size, world_size);
     info.reset();
   }
+  if (!info && reason) *reason = why;
+  return info;
+}
+
+std::optional<CheckpointInfo> CheckpointStore::verify(std::int64_t step, int world_size,
+                                                      std::string* reason) const {
+  std::string why;
+  auto info = verify_manifest(step, world_size, &why);
   if (info) {
     for (const auto& s : info->shards) {
       const auto h = shard_hash(info->dir / s.file, s.bytes, &why);

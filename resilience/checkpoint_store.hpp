@@ -92,6 +92,9 @@ class CheckpointStore {
   // device, inode, size, mtime and ctime, last modified over a second before it was hashed: a later write
   // in place or a rename over it changes the stamp); the first verification in a process always reads.
   std::optional<CheckpointInfo> verify(std::int64_t step, int world_size, std::string* reason) const;
+  // The manifest's checks only (checksum, format, step, `world_size` shards): a rank restoring after rank 0
+  // verified every shard reads its own through read_shard, which checks its hash, not all N again.
+  std::optional<CheckpointInfo> verify_manifest(std::int64_t step, int world_size, std::string* reason) const;
   // The newest checkpoint that verifies, below step `below` when given (the walk-back after a checkpoint
   // failed on another rank); newer ones that do not verify are listed with the reason.
   ResumeChoice find_newest_valid(int world_size, std::optional<std::int64_t> below = std::nullopt) const;

@@ -100,7 +100,9 @@ void TrainResilienceHooks::restore_newest_checkpoint(workloads::TrainStateAccess
     std::string why;
     std::optional<CheckpointInfo> info;
     try {
-      info = store_.verify(chosen, mpi_.size(), &why);  // each rank reads the manifest and its own shard
+      // Rank 0 verified every shard in find_newest_valid; each rank now reads the manifest and its own
+      // shard (read_shard checks its hash), so a restore reads each shard once, not world-size times.
+      info = store_.verify_manifest(chosen, mpi_.size(), &why);
       if (info) store_.read_shard(*info, mpi_.rank(), buffer_);
     } catch (const Error& ex) {
       why = ex.what();
@@ -114,10 +116,18 @@ void TrainResilienceHooks::restore_newest_checkpoint(workloads::TrainStateAccess
       restored_step_ = chosen;
       break;
     }
-    if (mpi_.is_root())
+    // Each rank checked its own shard: rank 0 lists the first failing rank's reason (it names the shard).
+    const auto reasons = gather_to_root(mpi_, info ? std::string() : why);
+    if (mpi_.is_root()) {
+      const auto failed =
+          std::find_if(reasons.begin(), reasons.end(), [](const auto& r) { return !r.empty(); });
+      const std::string reason = failed == reasons.end() ? std::string("a rank could not read its shard")
+                                 : failed == reasons.begin()
+                                     ? *failed
+                                     : fmt::format("rank {}: {}", failed - reasons.begin(), *failed);
       choice.skipped.push_back(
-          {CheckpointStore::name_for(chosen), info ? "failed to verify on another rank during the restore"
-                                                   : "failed to verify during the restore: " + why});
+          {CheckpointStore::name_for(chosen), "failed to verify during the restore: " + reason});
+    }
     below = chosen;
   }
   mpi_.barrier();
@@ -139,6 +149,13 @@ void TrainResilienceHooks::log_restore_end(double t0, std::int64_t chosen, std::
   e["skipped"] = skipped;
   log(e, Durability::fsync);
   for (const auto& s : choice.skipped) log::warn("checkpoint {} skipped: {}", s.checkpoint, s.reason);
+  // Said either way: a mistyped --run-dir resumes nothing, and the run starts over without another sign.
+  if (chosen >= 0)
+    log::info("--resume: restored {} (a checkpoint of {}, read in {:.2f} s)",
+              CheckpointStore::name_for(chosen), format_bytes(read_bytes), wall_now() - t0);
+  else
+    log::info("--resume: no checkpoint {}in {}; training from step 0",
+              choice.skipped.empty() ? "" : "verifies ", store_.root().string());
 }
 
 void TrainResilienceHooks::resolve_checkpoint_interval() {

@@ -108,13 +108,28 @@ TrainResilienceHooks::TrainResilienceHooks(ResilienceOptions options, MpiContext
   std::error_code ec;
   fs::create_directories(dir_ / "heartbeat", ec);
   fs::create_directories(dir_ / "calls", ec);
+  // The checkpoint directory is made now, not at the first save: a file in its place (or no permission)
+  // would otherwise turn every save into a warning and the run into one that exits 0 with nothing saved.
+  agree_on_errors(mpi_, [&] {
+    if (!mpi_.is_root()) return;
+    const auto dir = dir_ / "checkpoints";
+    std::error_code made;
+    fs::create_directories(dir, made);
+    if (made || !fs::is_directory(dir, made))
+      throw usage_error(fmt::format("--run-dir {}: cannot hold checkpoints in {}: {}", dir_.string(),
+                                    dir.string(), made ? made.message() : std::string("not a directory")));
+  });
   log_ = std::make_unique<EventLog>(dir_ / "events.jsonl");
   // Placement written by the supervisor: rank → slot (a spare replaces a drained rank).
   if (fs::exists(dir_ / "placement.json", ec)) {
     const auto j = nlohmann::json::parse(read_text_file(dir_ / "placement.json"), nullptr, false);
     const auto r = static_cast<std::size_t>(mpi.rank());
-    if (j.is_object() && j.contains("slots") && j["slots"].is_array() && r < j["slots"].size())
+    if (j.is_object() && j.contains("slots") && j["slots"].is_array() && r < j["slots"].size()) {
+      if (!j["slots"][r].is_number_integer())
+        throw input_error(fmt::format("{}: slots[{}] is not an integer (the supervisor writes rank slots)",
+                                      (dir_ / "placement.json").string(), r));
       slot_ = j["slots"][r].get<int>();
+    }
     if (j.is_object() && j.contains("since_s") && j["since_s"].is_array() && r < j["since_s"].size() &&
         j["since_s"][r].is_number())
       slot_since_s_ = j["since_s"][r].get<double>();

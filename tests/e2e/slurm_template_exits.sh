@@ -120,19 +120,19 @@ template rq_next_job train-requeue.sbatch FAKE_RC_train=1 SLURM_JOB_ID=43 FB_RUN
 # attempt it is not counted as a failure (after 3 requeues, at the failure limit, it is still requeued);
 # without one the attempt made no progress, and it counts; a save cut off (a step directory without its
 # manifest) is no checkpoint.
-time_limit_case() {  # NAME SAVES (1: the stand-in step commits a checkpoint; partial: one without manifest)
-  local name=$1 saves=$2
-  mkdir -p "$T/$name-run/checkpoints/step-00000004"
-  echo '{}' >"$T/$name-run/checkpoints/step-00000004/manifest.json"
+time_limit_case() {  # NAME SAVES [FROM TO] (SAVES 1: the step commits checkpoint TO; partial: one without manifest)
+  local name=$1 saves=$2 from=${3:-step-00000004} to=${4:-step-00000008}
+  mkdir -p "$T/$name-run/checkpoints/$from"
+  echo '{}' >"$T/$name-run/checkpoints/$from/manifest.json"
   echo 2 >"$T/$name-run/requeued-failures-42"
   : >"$FAKE_LOG"
   env SLURM_JOB_NODELIST=n1 SLURM_RESTART_COUNT=3 FB_RUN_DIR="$T/$name-run" FAKE_SLEEP_train=30 \
     bash "$FB_SOURCE_DIR/scripts/slurm/train-requeue.sbatch" >"$T/$name.out" 2>&1 &
   local job=$!
   for _ in $(seq 50); do grep -q "srun train" "$FAKE_LOG" && break; sleep 0.1; done
-  [ "$saves" != 0 ] && mkdir -p "$T/$name-run/checkpoints/step-00000008" \
-    && touch "$T/$name-run/checkpoints/step-00000008/.rank-00000.shard.tmp"
-  [ "$saves" = 1 ] && echo '{}' >"$T/$name-run/checkpoints/step-00000008/manifest.json"
+  [ "$saves" != 0 ] && mkdir -p "$T/$name-run/checkpoints/$to" \
+    && touch "$T/$name-run/checkpoints/$to/.rank-00000.shard.tmp"
+  [ "$saves" = 1 ] && echo '{}' >"$T/$name-run/checkpoints/$to/manifest.json"
   kill -USR1 "$job"
   wait "$job"
   RC=$?
@@ -153,4 +153,10 @@ time_limit_case rq_time_cut partial
   && [ "$(cat "$T/rq_time_cut-run/requeued-failures-42")" = 3 ] \
   && ok "train-requeue: a save cut off by the time limit (no manifest) is no checkpoint: counted as a failure" \
   || fail "rq_time_cut: exit $RC: $(cat "$T/rq_time_cut.out" "$T/rq_time_cut.calls")"
+# Step 100000000 has nine digits and sorts before step-99999998 as text: it is still the newer one.
+time_limit_case rq_time_digits 1 step-99999998 step-100000000
+[ "$RC" -eq 0 ] && has rq_time_digits "time limit near; requeueing job 42" \
+  && [ "$(cat "$T/rq_time_digits-run/requeued-failures-42")" = 2 ] \
+  && ok "train-requeue: step-100000000 saved after step-99999998 is progress" \
+  || fail "rq_time_digits: exit $RC: $(cat "$T/rq_time_digits.out" "$T/rq_time_digits.calls")"
 finish

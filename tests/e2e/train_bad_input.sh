@@ -223,4 +223,21 @@ fb train --backend host --model tiny-dense --layers 1 --steps 3 --checkpoint-eve
 run_capture resumed fb train --backend host --model tiny-dense --layers 1 --steps 5 --checkpoint-every 1 --run-dir "$T/resumed" --resume -o "$T/resumed.json"
 [ "$RC" -eq 0 ] && assert_json "$T/resumed.json" "d['results'][0]['status'] == 'ok' and d['results'][0]['metrics']['step_time_s']['value'] > 0" "resumed with 2 steps left: one is measured" \
   || fail "resumed: exit $RC: $(tail -3 "$T/resumed.err")"
+grep -q -- "--resume: restored step-00000003 (a checkpoint of .* MiB, read in" "$T/resumed.err" \
+  && ok "resumed: says which checkpoint it restored" || fail "resumed: no 'restored' line: $(cat "$T/resumed.err")"
+# --resume in a run dir with no checkpoint (the first attempt of a requeued job, or a mistyped --run-dir)
+# trains from step 0 and says so.
+run_capture resume_empty fb train --backend host --model tiny-dense --layers 1 --steps 2 --checkpoint-every 1 \
+  --run-dir "$T/resume_empty" --resume -o "$T/resume_empty.json"
+[ "$RC" -eq 0 ] && grep -q -- "--resume: no checkpoint in $T/resume_empty/checkpoints; training from step 0" "$T/resume_empty.err" \
+  && ok "resume_empty: trains from step 0 and says so" || fail "resume_empty: exit $RC: $(cat "$T/resume_empty.err")"
+# A file where the checkpoints go is refused at the start (every save failed as a warning, exit 0).
+mkdir -p "$T/ckpt_file" && echo x >"$T/ckpt_file/checkpoints"
+expect_error ckpt_file 2 "--run-dir .*/ckpt_file: cannot hold checkpoints in .*/ckpt_file/checkpoints: Not a directory" \
+  fb train --backend host --model tiny-dense --layers 1 --steps 2 --checkpoint-every 1 --run-dir "$T/ckpt_file" -o "$T/ckpt_file.json"
+no_report ckpt_file
+# A placement file (the supervisor's) with a slot that is not an integer: one line naming it.
+mkdir -p "$T/placement" && echo '{"slots": ["a"]}' >"$T/placement/placement.json"
+expect_error placement 2 "placement/placement.json: slots\[0\] is not an integer" \
+  fb train --backend host --model tiny-dense --layers 1 --steps 2 --checkpoint-every 1 --run-dir "$T/placement" -o "$T/placement.json"
 finish

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -80,6 +81,27 @@ TEST_F(CheckpointStoreTest, SaveVerifyAndRestoreRoundTrip) {
   store.read_shard(*choice.chosen, 1, back);
   EXPECT_EQ(back, state_bytes(100000, 1001));
   EXPECT_EQ(choice.chosen->shards[1].xxh64, checksum64(back));
+}
+
+// Step 100000000 is named with nine digits: it is listed, chosen on resume and pruned like the others (it was
+// committed but invisible, so a resume went back to step 99999998 and the directories were never removed).
+// The manifest-only check a restoring rank makes sees the same checkpoint.
+TEST_F(CheckpointStoreTest, StepsPastEightDigitsAreListedAndChosen) {
+  CheckpointStore store(root);
+  save(store, 99999998, 2, 4096);
+  const auto big = save(store, 100000000, 2, 4096);
+  EXPECT_EQ(big.name, "step-100000000");
+  EXPECT_EQ(store.list_steps(), (std::vector<std::int64_t>{99999998, 100000000}));
+  const auto choice = store.find_newest_valid(2);
+  ASSERT_TRUE(choice.chosen);
+  EXPECT_EQ(choice.chosen->step, 100000000);
+  std::string why;
+  ASSERT_TRUE(store.verify_manifest(100000000, 2, &why)) << why;
+  EXPECT_FALSE(store.verify_manifest(100000000, 3, &why));
+  EXPECT_EQ(why, "written by 2 ranks, this job has 3");
+  save(store, 100000002, 2, 4096);
+  EXPECT_EQ(store.prune(1, 2, 100000002), (std::vector<std::string>{"step-99999998"}));
+  EXPECT_EQ(store.list_steps(), (std::vector<std::int64_t>{100000000, 100000002}));
 }
 
 TEST_F(CheckpointStoreTest, CorruptAndIncompleteCheckpointsAreSkippedWithReasons) {
@@ -352,6 +374,28 @@ TEST_F(CheckpointStoreTest, PruneRemovesALinkedStepDirectoryNotWhatItNames) {
   EXPECT_FALSE(fs::exists(fs::symlink_status(store.dir_for(5))));
   EXPECT_TRUE(fs::exists(other.dir_for(5) / "manifest.json"));
   EXPECT_TRUE(other.verify(5, 1, nullptr));
+}
+
+// Leftovers at the names a save writes are replaced, not written through: a manifest.json that links to an
+// older checkpoint's manifest (the commit overwrote it, so the checkpoint a run resumed from stopped
+// verifying), a FIFO where the manifest goes (the commit blocked), a link where a shard's temporary file
+// goes.
+TEST_F(CheckpointStoreTest, SaveReplacesLinksAndFifosLeftAtItsNames) {
+  CheckpointStore store(root);
+  save(store, 10, 2, 4096);
+  fs::create_directories(store.dir_for(12));
+  fs::create_symlink("../step-00000010/manifest.json", store.dir_for(12) / "manifest.json");
+  fs::create_symlink("../step-00000010/rank-00000.shard", store.dir_for(12) / ".rank-00000.shard.tmp");
+  save(store, 12, 2, 4096);
+  std::string why;
+  EXPECT_TRUE(store.verify(10, 2, &why)) << why;
+  EXPECT_TRUE(store.verify(12, 2, &why)) << why;
+  EXPECT_FALSE(fs::is_symlink(store.dir_for(12) / "manifest.json"));
+  fs::create_directories(store.dir_for(14));
+  ASSERT_EQ(::mkfifo((store.dir_for(14) / "manifest.json").c_str(), 0644), 0);
+  save(store, 14, 2, 4096);  // returns: a FIFO opened for writing would block until a reader came
+  EXPECT_TRUE(store.verify(14, 2, &why)) << why;
+  EXPECT_TRUE(store.verify(10, 2, &why)) << why;
 }
 
 TEST_F(CheckpointStoreTest, WalkBackBelowAStepThatFailedElsewhere) {
