@@ -33,8 +33,9 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-// "step-" and the step's digits: eight or more (name_for pads to eight; step 100000000 has nine), at most
-// 18 (an int64 holds them).
+// The step a directory name holds when it is the one name_for gives it: "step-" and eight or more digits
+// (step 100000000 has nine), at most 18 (an int64 holds them). Another spelling of the same step
+// ("step-000000012") is not a checkpoint: verify and prune address a step by its canonical name.
 std::optional<std::int64_t> step_of(const std::string& name) {
   if (name.size() < 13 || name.size() > 23 || !name.starts_with("step-")) return std::nullopt;
   std::int64_t v = 0;
@@ -42,6 +43,7 @@ std::optional<std::int64_t> step_of(const std::string& name) {
     if (name[i] < '0' || name[i] > '9') return std::nullopt;
     v = v * 10 + (name[i] - '0');
   }
+  if (CheckpointStore::name_for(v) != name) return std::nullopt;
   return v;
 }
 

@@ -308,9 +308,8 @@ MemoryEstimate estimate_memory(const ModelConfig& m, const ParallelConfig& c, co
   constexpr double kMaxEstimate = 9223372036854775808.0;
   if (largest_total > kMaxEstimate)
     throw usage_error(fmt::format(
-        "{} at --seq {} x --micro-batch {} needs about {:.3g} EiB per rank (activations {:.3g} EiB): more "
-        "than "
-        "8 EiB, beyond any machine; use a shorter --seq, a smaller --micro-batch or more --tp/--pp",
+        "{} at --seq {} x --micro-batch {} needs about {:.3g} EiB per rank (activations {:.3g} EiB): "
+        "more than 8 EiB, beyond any machine; use a shorter --seq, a smaller --micro-batch or more --tp/--pp",
         m.name, l.seq, s.micro_batch, largest_total / 1152921504606846976.0,
         largest[3] / 1152921504606846976.0));
   const auto bytes = [](double v) { return static_cast<std::uint64_t>(std::round(v)); };

@@ -91,6 +91,7 @@ TEST_F(CheckpointStoreTest, StepsPastEightDigitsAreListedAndChosen) {
   save(store, 99999998, 2, 4096);
   const auto big = save(store, 100000000, 2, 4096);
   EXPECT_EQ(big.name, "step-100000000");
+  fs::create_directories(root / "step-000000012");  // another spelling of step 12: not a checkpoint
   EXPECT_EQ(store.list_steps(), (std::vector<std::int64_t>{99999998, 100000000}));
   const auto choice = store.find_newest_valid(2);
   ASSERT_TRUE(choice.chosen);
