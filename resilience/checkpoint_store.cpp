@@ -413,13 +413,15 @@ std::optional<CheckpointInfo> CheckpointStore::verify(std::int64_t step, int wor
   return info;
 }
 
-ResumeChoice CheckpointStore::find_newest_valid(int world_size, std::optional<std::int64_t> below) const {
+ResumeChoice CheckpointStore::find_newest_valid(int world_size, std::optional<std::int64_t> below,
+                                                Check check) const {
   ResumeChoice choice;
   auto steps = list_steps();
   for (auto it = steps.rbegin(); it != steps.rend(); ++it) {
     if (below && *it >= *below) continue;
     std::string reason;
-    if (auto info = verify(*it, world_size, &reason)) {
+    if (auto info = check == Check::manifest ? verify_manifest(*it, world_size, &reason)
+                                             : verify(*it, world_size, &reason)) {
       choice.chosen = std::move(info);
       break;
     }

@@ -96,8 +96,12 @@ class CheckpointStore {
   // verified every shard reads its own through read_shard, which checks its hash, not all N again.
   std::optional<CheckpointInfo> verify_manifest(std::int64_t step, int world_size, std::string* reason) const;
   // The newest checkpoint that verifies, below step `below` when given (the walk-back after a checkpoint
-  // failed on another rank); newer ones that do not verify are listed with the reason.
-  ResumeChoice find_newest_valid(int world_size, std::optional<std::int64_t> below = std::nullopt) const;
+  // failed on another rank); newer ones that do not verify are listed with the reason. `Check::manifest`
+  // checks manifests only: a restore's choice, where each rank then hashes its own shard (one reader of
+  // every shard would take world-size times as long, past the restore's hang allowance).
+  enum class Check { every_shard, manifest };
+  ResumeChoice find_newest_valid(int world_size, std::optional<std::int64_t> below = std::nullopt,
+                                 Check check = Check::every_shard) const;
   // Reads one shard into `out` (must be the shard's size) and checks its checksum; runtime Error otherwise.
   void read_shard(const CheckpointInfo& checkpoint, int rank, std::span<std::byte> out) const;
 

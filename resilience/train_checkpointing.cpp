@@ -81,16 +81,17 @@ void TrainResilienceHooks::restore_newest_checkpoint(workloads::TrainStateAccess
   });
   const double t0 = wall_now();
   if (mpi_.is_root()) log(make_event(event::ckpt_restore_start, t0));
-  // Walk back through every verified checkpoint before starting from scratch: rank 0 picks the newest
-  // that verifies; if any rank then fails to read its shard (damaged since), all agree to try the next
-  // older one.
+  // Walk back through every verified checkpoint before starting from scratch: rank 0 picks the newest whose
+  // manifest verifies, each rank reads and hashes its own shard of it, and if any rank fails (a damaged or
+  // missing shard), all agree to try the next older one. No rank reads another's shard: the restore takes
+  // one shard's time at any world size.
   std::int64_t chosen = -1;
   ResumeChoice choice;  // rank 0: everything skipped, over all rounds
   std::optional<std::int64_t> below;
   std::uint64_t read_bytes = 0;
   while (true) {
     if (mpi_.is_root()) {
-      auto round = store_.find_newest_valid(mpi_.size(), below);
+      auto round = store_.find_newest_valid(mpi_.size(), below, CheckpointStore::Check::manifest);
       choice.skipped.insert(choice.skipped.end(), round.skipped.begin(), round.skipped.end());
       chosen = round.chosen ? round.chosen->step : -1;
     }
@@ -100,8 +101,6 @@ void TrainResilienceHooks::restore_newest_checkpoint(workloads::TrainStateAccess
     std::string why;
     std::optional<CheckpointInfo> info;
     try {
-      // Rank 0 verified every shard in find_newest_valid; each rank now reads the manifest and its own
-      // shard (read_shard checks its hash), so a restore reads each shard once, not world-size times.
       info = store_.verify_manifest(chosen, mpi_.size(), &why);
       if (info) store_.read_shard(*info, mpi_.rank(), buffer_);
     } catch (const Error& ex) {
@@ -121,9 +120,8 @@ void TrainResilienceHooks::restore_newest_checkpoint(workloads::TrainStateAccess
     if (mpi_.is_root()) {
       const auto failed =
           std::find_if(reasons.begin(), reasons.end(), [](const auto& r) { return !r.empty(); });
-      const std::string reason = failed == reasons.end() ? std::string("a rank could not read its shard")
-                                 : failed == reasons.begin()
-                                     ? *failed
+      const std::string reason = failed == reasons.end()
+                                     ? std::string("a rank could not read its shard")
                                      : fmt::format("rank {}: {}", failed - reasons.begin(), *failed);
       choice.skipped.push_back(
           {CheckpointStore::name_for(chosen), "failed to verify during the restore: " + reason});

@@ -8,6 +8,8 @@
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
+#include <limits>
 #include <thread>
 
 #include <fmt/format.h>
@@ -115,25 +117,38 @@ TrainResilienceHooks::TrainResilienceHooks(ResilienceOptions options, MpiContext
     const auto dir = dir_ / "checkpoints";
     std::error_code made;
     fs::create_directories(dir, made);
+    std::string why;
     if (made || !fs::is_directory(dir, made))
-      throw usage_error(fmt::format("--run-dir {}: cannot hold checkpoints in {}: {}", dir_.string(),
-                                    dir.string(), made ? made.message() : std::string("not a directory")));
+      why = made ? made.message() : std::string("not a directory");
+    else if (::access(dir.c_str(), W_OK | X_OK) != 0)
+      why = std::strerror(errno);
+    if (!why.empty())
+      throw usage_error(
+          fmt::format("--run-dir {}: cannot hold checkpoints in {}: {}", dir_.string(), dir.string(), why));
   });
   log_ = std::make_unique<EventLog>(dir_ / "events.jsonl");
-  // Placement written by the supervisor: rank → slot (a spare replaces a drained rank).
-  if (fs::exists(dir_ / "placement.json", ec)) {
-    const auto j = nlohmann::json::parse(read_text_file(dir_ / "placement.json"), nullptr, false);
+  // Placement written by the supervisor: rank → slot (a spare replaces a drained rank). Every rank reads it
+  // and checks every slot, so all reach the same verdict (one rank stopping alone would leave the others
+  // waiting in the next collective).
+  agree_on_errors(mpi_, [&] {
+    const auto path = dir_ / "placement.json";
+    std::error_code exists;
+    if (!fs::exists(path, exists)) return;
+    const auto j = nlohmann::json::parse(read_text_file(path), nullptr, false);
     const auto r = static_cast<std::size_t>(mpi.rank());
-    if (j.is_object() && j.contains("slots") && j["slots"].is_array() && r < j["slots"].size()) {
-      if (!j["slots"][r].is_number_integer())
-        throw input_error(fmt::format("{}: slots[{}] is not an integer (the supervisor writes rank slots)",
-                                      (dir_ / "placement.json").string(), r));
-      slot_ = j["slots"][r].get<int>();
+    if (j.is_object() && j.contains("slots") && j["slots"].is_array()) {
+      const auto& slots = j["slots"];
+      for (std::size_t i = 0; i < slots.size(); ++i)
+        if (!slots[i].is_number_integer() || slots[i].get<std::int64_t>() < 0 ||
+            slots[i].get<std::int64_t>() > std::numeric_limits<int>::max())
+          throw input_error(fmt::format("{}: slots[{}] is not a slot number (the supervisor writes them)",
+                                        path.string(), i));
+      if (r < slots.size()) slot_ = slots[r].get<int>();
     }
     if (j.is_object() && j.contains("since_s") && j["since_s"].is_array() && r < j["since_s"].size() &&
         j["since_s"][r].is_number())
       slot_since_s_ = j["since_s"][r].get<double>();
-  }
+  });
   if (const char* d = std::getenv("FB_DEADLINE"); d && *d) deadline_ = std::atof(d);
   if (const char* d = std::getenv("FB_DRAIN_WATCH"); d && std::string(d) == "1") drain_watch_ = true;
   fired_ = std::make_unique<FiredRecord>(dir_ / "faults.fired");

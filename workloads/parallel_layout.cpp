@@ -231,7 +231,7 @@ GradientBuckets gradient_buckets(const ModelConfig& m, const ParallelConfig& c, 
 MemoryEstimate estimate_memory(const ModelConfig& m, const ParallelConfig& c, const StepShape& s) {
   const auto l = local_dims(m, c, s);
   // Counted in doubles (exact to 8 PiB): the bounds on each size keep the plan's own integers from wrapping,
-  // but not their products here (--seq 16M --micro-batch 4 of a 128-head model overflowed int64 and
+  // but not their products here (llama3.1-405b at --seq 16M --micro-batch 4 in fp32 wrapped 64 bits and
   // planned 15.5 EiB for what needs 31). Past kMaxEstimate the step is refused below.
   const auto d = [](std::int64_t v) { return static_cast<double>(v); };
   const double e = d(static_cast<std::int64_t>(dtype_bytes(s.dtype)));
@@ -308,9 +308,9 @@ MemoryEstimate estimate_memory(const ModelConfig& m, const ParallelConfig& c, co
   constexpr double kMaxEstimate = 9223372036854775808.0;
   if (largest_total > kMaxEstimate)
     throw usage_error(fmt::format(
-        "{} at --seq {} x --micro-batch {} needs about {:.3g} EiB per rank (activations {:.3g} EiB): "
+        "{} at --seq {} x --micro-batch {} in {} needs about {:.3g} EiB per rank (activations {:.3g} EiB): "
         "more than 8 EiB, beyond any machine; use a shorter --seq, a smaller --micro-batch or more --tp/--pp",
-        m.name, l.seq, s.micro_batch, largest_total / 1152921504606846976.0,
+        m.name, l.seq, s.micro_batch, to_string(s.dtype), largest_total / 1152921504606846976.0,
         largest[3] / 1152921504606846976.0));
   const auto bytes = [](double v) { return static_cast<std::uint64_t>(std::round(v)); };
   return {bytes(largest[0]), bytes(largest[1]), bytes(largest[2]), bytes(largest[3]), bytes(largest[4])};

@@ -64,4 +64,11 @@ for bad in abc -1 1e9 nan; do
     fb train --backend host --model tiny-dense --layers 1 --steps 2 --run-dir "$T/bad_wait"
 done
 [ ! -e "$T/bad_wait" ] && ok "a bad lock wait makes no run dir" || fail "a bad lock wait made $T/bad_wait"
+# A placement file whose slot is bad for one rank only: every rank checks every slot, so the job stops
+# with one line instead of rank 1 stopping alone and rank 0 waiting for it forever.
+mkdir -p "$T/placement" && echo '{"slots": [0, "x"]}' >"$T/placement/placement.json"
+run_capture placement timeout 120 mpirun --oversubscribe -np 2 "$FACTORYBENCH" train --backend host --model tiny-dense \
+  --layers 1 --steps 2 --checkpoint-every 1 --run-dir "$T/placement"
+[ "$RC" -ne 0 ] && [ "$RC" -ne 124 ] && grep -q "placement.json: slots\[1\] is not a slot number" "$T/placement.err" \
+  && ok "a placement slot bad for rank 1 stops both ranks with one line" || fail "placement: exit $RC: $(tail -5 "$T/placement.err")"
 finish

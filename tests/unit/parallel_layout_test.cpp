@@ -370,8 +370,9 @@ TEST(ParallelLayout, MemoryEstimateAndFitCheck) {
   EXPECT_LT(estimate_memory(m, {1, 8, 1, 1}, zero).optimizer, est.optimizer / 7);
 }
 
-// Products of in-range sizes the integers could not hold: the estimate grows with the micro-batch (it wrapped
-// from 15.8 to 15.5 EiB as it doubled), and a step past 8 EiB per rank is refused.
+// Products of in-range sizes the integers could not hold: in fp32 the estimate wrapped 64 bits (15.8 EiB
+// at micro-batch 2, 15.5 at 4, which needs 31); it grows with the micro-batch, and a step past 8 EiB per
+// rank is refused.
 TEST(ParallelLayout, MemoryEstimateOfAbsurdSizesDoesNotWrap) {
   const auto m = load_model("llama3.1-405b");
   StepShape s;
@@ -391,12 +392,13 @@ TEST(ParallelLayout, MemoryEstimateOfAbsurdSizesDoesNotWrap) {
   const auto est = estimate_memory(m, {1, 1, 1, 1}, s);
   EXPECT_GT(static_cast<double>(est.activations), 126.0 * 128 * std::pow(2.0, 47) * 2);
   EXPECT_GE(est.total(), est.activations);
+  s.dtype = DType::fp32;
   s.micro_batch = 4;  // wrapped to 15.5 EiB
   try {
     (void)estimate_memory(m, {1, 1, 1, 1}, s);
-    FAIL() << "a step of 30 EiB per rank was planned";
+    FAIL() << "a step of 31 EiB per rank was planned";
   } catch (const Error& e) {
-    EXPECT_TRUE(has(e.what(), "EiB per rank")) << e.what();
+    EXPECT_TRUE(has(e.what(), "--micro-batch 4 in fp32 needs about 31")) << e.what();
     EXPECT_TRUE(has(e.what(), "beyond any machine")) << e.what();
   }
 }
