@@ -458,7 +458,7 @@ std::string render(const GanttChart& chart) {
   // The label column fits the longest lane name up to a third of the chart; longer names are cut to it.
   std::size_t longest = 0;
   for (const auto& lane : chart.lanes) longest = std::max(longest, display_width(lane.label));
-  const double label_w = std::clamp(26 + longest * kCharWidth, 90.0, chart.width / 3.0);
+  const double label_w = std::clamp(26 + longest * kCharWidth, 90.0, std::max(90.0, chart.width / 3.0));
   const auto label_chars = static_cast<std::size_t>(std::max(4.0, (label_w - 20) / kCharWidth));
   const double lane_h = 34, gap = 18;
   const double top = 46 + lh + 10;
