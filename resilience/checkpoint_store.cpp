@@ -506,10 +506,7 @@ std::vector<std::int64_t> steps_to_prune(const std::vector<std::int64_t>& presen
 
 std::vector<std::string> CheckpointStore::prune(int keep, int world_size, std::int64_t committed_now,
                                                 std::vector<std::string>* failed) const {
-  // Only steps up to the one just committed take part: newer directories are another run's (a fresh run in
-  // an old run dir, or a resume that walked back past them). Counting them removed this run's own commits.
-  auto present = list_steps(), committed = committed_steps();
-  std::erase_if(present, [&](std::int64_t s) { return s > committed_now; });
+  auto committed = committed_steps();
   std::erase_if(committed, [&](std::int64_t s) { return s >= committed_now; });
   // The checkpoint just committed does not count: its writers hashed what they wrote, but nothing has read
   // it back, and damage between the write and the commit would go unseen. The --keep newest older ones
@@ -519,6 +516,32 @@ std::vector<std::string> CheckpointStore::prune(int keep, int world_size, std::i
        it != committed.rend() && verified.size() < static_cast<std::size_t>(keep); ++it)
     if (verify(*it, world_size, nullptr)) verified.push_back(*it);
   std::reverse(verified.begin(), verified.end());
+  return prune_verified(keep, committed_now, verified, failed);
+}
+
+bool CheckpointStore::verify_rank(std::int64_t step, int world_size, int rank, std::string* reason) const {
+  std::string why;
+  const auto info = verify_manifest(step, world_size, &why);
+  bool ok = info && rank >= 0 && rank < static_cast<int>(info->shards.size());
+  if (ok) {
+    const auto& shard = info->shards[static_cast<std::size_t>(rank)];
+    const auto h = shard_hash(info->dir / shard.file, shard.bytes, &why);
+    ok = h && *h == shard.xxh64;
+    if (h && !ok)
+      why = fmt::format("shard {} checksum mismatch (xxh64 {}, the manifest says {})", shard.file, hex64(*h),
+                        hex64(shard.xxh64));
+  }
+  if (!ok && reason) *reason = why;
+  return ok;
+}
+
+std::vector<std::string> CheckpointStore::prune_verified(int keep, std::int64_t committed_now,
+                                                         const std::vector<std::int64_t>& verified,
+                                                         std::vector<std::string>* failed) const {
+  // Only steps up to the one just committed take part: newer directories are another run's (a fresh run in
+  // an old run dir, or a resume that walked back past them). Counting them removed this run's own commits.
+  auto present = list_steps();
+  std::erase_if(present, [&](std::int64_t s) { return s > committed_now; });
   std::vector<std::string> removed;
   for (const auto s : steps_to_prune(present, verified, keep)) {
     const auto dir = dir_for(s);

@@ -129,6 +129,15 @@ class CheckpointStore {
   // is not among them; `failed` (when given) gets "NAME: reason" for it, as the job warns of it.
   std::vector<std::string> prune(int keep, int world_size, std::int64_t committed_now,
                                  std::vector<std::string>* failed = nullptr) const;
+  // The same removal with the verification done elsewhere: `verified` (ascending) are the --keep newest
+  // committed steps older than `committed_now` that verified on every rank (each rank hashing its own
+  // shard: verify_rank). A job's rank 0 prunes with it; one reader of every shard would take world-size
+  // times as long at every save.
+  std::vector<std::string> prune_verified(int keep, std::int64_t committed_now,
+                                          const std::vector<std::int64_t>& verified,
+                                          std::vector<std::string>* failed = nullptr) const;
+  // The manifest and shard `rank` of it (size, xxHash64; remembered as verify does).
+  bool verify_rank(std::int64_t step, int world_size, int rank, std::string* reason) const;
 
  private:
   struct FileStamp {

@@ -220,33 +220,74 @@ bool TrainResilienceHooks::checkpoint_due(std::int64_t step, double step_s) {
   return interval_steps_ > 0 && step - last_save_step_ >= interval_steps_;
 }
 
+// The --keep newest committed checkpoints older than `step` that verify on every rank, ascending: each rank
+// hashes its own shard of each (remembered while unchanged, so mostly once), and the ranks agree on each.
+// Checked newest first, --keep at a time, until --keep verify or none are left.
+std::vector<std::int64_t> TrainResilienceHooks::verified_older_checkpoints(std::int64_t step) {
+  std::vector<std::int64_t> candidates;
+  if (mpi_.is_root()) {
+    candidates = store_.committed_steps();
+    std::erase_if(candidates, [&](std::int64_t s) { return s >= step; });
+    std::reverse(candidates.begin(), candidates.end());
+  }
+  std::uint64_t n = candidates.size();
+  broadcast(mpi_, n);
+  candidates.resize(n);
+  broadcast(mpi_, std::span<std::int64_t>(candidates));
+  const auto keep = static_cast<std::size_t>(std::max(o_.keep, 0));
+  std::vector<std::int64_t> verified;
+  for (std::size_t next = 0; verified.size() < keep && next < candidates.size();) {
+    const std::size_t take = std::min(keep - verified.size(), candidates.size() - next);
+    std::vector<int> ok(take);
+    for (std::size_t i = 0; i < take; ++i)
+      ok[i] = store_.verify_rank(candidates[next + i], mpi_.size(), mpi_.rank(), nullptr) ? 1 : 0;
+    allreduce(mpi_, std::span<int>(ok), RankReduce::min);
+    for (std::size_t i = 0; i < take; ++i)
+      if (ok[i] == 1) verified.push_back(candidates[next + i]);
+    next += take;
+  }
+  std::reverse(verified.begin(), verified.end());
+  return verified;
+}
+
 void TrainResilienceHooks::commit_gathered(std::int64_t step, const ShardInfo& mine, double write_s_local) {
   // Every rank's shard is durable once this gather completes: rank 0 may commit.
   const std::uint64_t local[3] = {mine.bytes, mine.xxh64, state_->bytes()};
   const auto all = gather_to_root(mpi_, std::span<const std::uint64_t>(local));
   const double write_s = allreduce(mpi_, write_s_local, RankReduce::max);
-  // No rank moves on before rank 0 committed and pruned: a ckpt-corrupt fault on another rank right after
-  // this save must find this checkpoint as the newest committed one, not the previous one.
-  if (!mpi_.is_root()) {
-    mpi_.barrier();
-    return;
-  }
-  std::vector<ShardInfo> shards;
-  for (int r = 0; r < mpi_.size(); ++r)
-    shards.push_back({r, CheckpointStore::shard_file(r), all[3 * static_cast<std::size_t>(r)],
-                      all[3 * static_cast<std::size_t>(r) + 1], 0, all[3 * static_cast<std::size_t>(r) + 2]});
   std::optional<CheckpointInfo> info;
   std::vector<std::string> pruned, prune_failed;
   std::string refused;
-  try {
-    info = store_.commit(step, shards);
-    // Only now, with this checkpoint committed, may older ones go; prune keeps the --keep newest older ones
-    // that verify beside it (it counts once it has been read back, at the next commit).
-    pruned = store_.prune(o_.keep, mpi_.size(), step, &prune_failed);
-  } catch (const Error& ex) {
-    refused = ex.what();
+  if (mpi_.is_root()) {
+    std::vector<ShardInfo> shards;
+    for (int r = 0; r < mpi_.size(); ++r)
+      shards.push_back({r, CheckpointStore::shard_file(r), all[3 * static_cast<std::size_t>(r)],
+                        all[3 * static_cast<std::size_t>(r) + 1], 0,
+                        all[3 * static_cast<std::size_t>(r) + 2]});
+    try {
+      info = store_.commit(step, shards);
+    } catch (const Error& ex) {
+      refused = ex.what();
+    }
   }
+  int committed = info ? 1 : 0;
+  broadcast(mpi_, committed);
+  // Only now, with this checkpoint committed, may older ones go; the --keep newest older ones that verify
+  // on every rank stay beside it (it counts once it has been read back, at the next commit).
+  if (committed == 1) {
+    const auto kept = verified_older_checkpoints(step);
+    if (mpi_.is_root()) {
+      try {
+        pruned = store_.prune_verified(o_.keep, step, kept, &prune_failed);
+      } catch (const Error& ex) {
+        prune_failed.push_back(ex.what());
+      }
+    }
+  }
+  // No rank moves on before rank 0 committed and pruned: a ckpt-corrupt fault on another rank right after
+  // this save must find this checkpoint as the newest committed one, not the previous one.
   mpi_.barrier();
+  if (!mpi_.is_root()) return;
   if (!info) {  // not fatal: the previous checkpoints stay, as after a failed shard write
     auto e = make_event(event::failure_detected);
     e["kind"] = "ckpt-write-fail";

@@ -103,6 +103,7 @@ class TrainResilienceHooks final : public workloads::TrainHooks {
   void poll_async(bool wait);
   void report_write_failure(std::int64_t step, const std::vector<int>& oks, const std::string& error);
   void commit_gathered(std::int64_t step, const ShardInfo& mine, double write_s_local);
+  std::vector<std::int64_t> verified_older_checkpoints(std::int64_t step);
   bool vote_sdc(std::int64_t step);
   void check_stragglers(std::int64_t step);
   // At a step boundary, agreed by every rank (rank 0 decides): 0 go on, 1 the deadline passed, 2 the
