@@ -67,18 +67,26 @@ std::vector<BurninProblem> judge_burnin(const std::vector<RankChecks>& ranks) {
   return out;
 }
 
+kernels::GemmEngineOptions burnin_engine_options(int local_ranks) {
+  kernels::GemmEngineOptions eo;
+  // One OpenBLAS thread per rank on host: the result must not depend on a thread count that can differ
+  // between nodes (run one rank per core to load every core).
+  eo.host_threads = 1;
+  eo.local_ranks = local_ranks;
+  // cuBLASLt's heuristic first choice, untimed: autotuning times candidates on each rank and may keep
+  // another algorithm (another tile or split-K, so other rounding) on one GPU than on its peers, and
+  // judge_burnin would call a healthy GPU's different bits corruption.
+  eo.autotune = 1;
+  return eo;
+}
+
 namespace {
 
 // The burn-in GEMM, C = A·B with m = n = k = size in fp32, prepared on this rank's device; `host` receives C.
 struct BurninGemm {
   BurninGemm(const MpiContext& mpi, Backend& device, std::int64_t size, std::uint64_t seed)
       : backend(device) {
-    // One OpenBLAS thread per rank on host: the result must not depend on a thread count that can differ
-    // between nodes (run one rank per core to load every core).
-    kernels::GemmEngineOptions eo;
-    eo.host_threads = 1;
-    eo.local_ranks = mpi.local_size();
-    engine = kernels::make_gemm_engine(backend, DType::fp32, eo);
+    engine = kernels::make_gemm_engine(backend, DType::fp32, burnin_engine_options(mpi.local_size()));
     p.m = p.n = p.k = size;
     elements = static_cast<std::size_t>(size * size);
     a = backend.allocate(elements * sizeof(float));

@@ -12,6 +12,7 @@
 
 #include "core/backend.hpp"
 #include "core/mpi_context.hpp"
+#include "kernels/gemm_engine.hpp"
 #include "reports/report.hpp"
 
 namespace fb::workloads {
@@ -51,6 +52,10 @@ struct BurninProblem {
 // The SDC verdict over all ranks' checks: repeats that differ from the rank's first checksum, and
 // checksums that differ from the majority of ranks of the same device model. Pure.
 std::vector<BurninProblem> judge_burnin(const std::vector<RankChecks>& ranks);
+
+// The burn-in GEMM engine's options: bits that depend only on the device and the inputs, so that healthy
+// peers agree (see burnin.cpp).
+kernels::GemmEngineOptions burnin_engine_options(int local_ranks);
 
 // FNV-1a 64 over bytes: the checksum of a GEMM result.
 std::uint64_t checksum_bytes(const void* data, std::size_t bytes);

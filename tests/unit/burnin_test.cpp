@@ -55,5 +55,14 @@ TEST(BurninTest, DifferentDeviceModelsAreNotCompared) {
   EXPECT_TRUE(judge_burnin({ranked(0, {7, 7}), ranked(1, {7, 7}), ranked(2, {5, 5}, "NVIDIA B200")}).empty());
 }
 
+// Healthy peers must compute the same bits: one OpenBLAS thread on host, and on cuda the heuristic's first
+// algorithm rather than each rank's autotuned fastest (ranks could keep different kernels).
+TEST(BurninTest, EngineChoiceDependsOnlyOnTheDeviceAndInputs) {
+  const auto eo = burnin_engine_options(8);
+  EXPECT_EQ(eo.autotune, 1);
+  EXPECT_EQ(eo.host_threads, 1);
+  EXPECT_EQ(eo.local_ranks, 8);
+}
+
 }  // namespace
 }  // namespace fb::workloads
