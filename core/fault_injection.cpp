@@ -94,8 +94,14 @@ InjectedFaults parse_injected_faults(std::string_view spec) {
       f.sdc_rank = static_cast<int>(number(item, "rank", take("rank")));
       if (kv.count("check")) f.sdc_check = number(item, "check", take("check"));
       if (f.sdc_check == 0) bad(item, "check numbers start at 1");
+    } else if (kind == "wrong") {
+      if (f.wrong_rank >= 0) bad(item, "one wrong entry per run (a second would replace the first)");
+      f.wrong_rank = static_cast<int>(number(item, "rank", take("rank")));
+      if (kv.count("check")) f.wrong_check = number(item, "check", take("check"));
+      if (f.wrong_check == 0) bad(item, "check numbers start at 1");
     } else {
-      bad(item, "unknown kind '" + std::string(kind) + "' (expected slow-link, slow-rank, hang or sdc)");
+      bad(item,
+          "unknown kind '" + std::string(kind) + "' (expected slow-link, slow-rank, hang, sdc or wrong)");
     }
     if (!kv.empty()) bad(item, "unknown key '" + std::string(kv.begin()->first) + "'");
   }
@@ -115,10 +121,11 @@ void check_injected_ranks(const InjectedFaults& f, int world_size) {
   check(f.slow_rank, "slow-rank");
   check(f.hang_rank, "hang");
   check(f.sdc_rank, "sdc");
+  check(f.wrong_rank, "wrong");
 }
 
 void check_injection_applies(std::string_view command, int world_size, bool communicator_faults, bool sdc,
-                             bool point_to_point) {
+                             bool point_to_point, bool collective_check) {
   const auto& f = injected_faults();
   check_injected_ranks(f, world_size);
   // A slow link delays messages between its two ranks; collectives are delayed by a slow rank only.
@@ -135,6 +142,10 @@ void check_injection_applies(std::string_view command, int world_size, bool comm
   if (!sdc && f.sdc_rank >= 0)
     throw usage_error(fmt::format("{} '{}': {} has no burn-in check for sdc to act on (burnin has)", kVar,
                                   f.text, command));
+  if (!collective_check && f.wrong_rank >= 0)
+    throw usage_error(fmt::format(
+        "{} '{}': {} runs no collective --check for wrong to act on (collective does, without --no-check)",
+        kVar, f.text, command));
 }
 
 const InjectedFaults& injected_faults() {

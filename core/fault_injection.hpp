@@ -7,10 +7,11 @@
 //   slow-rank@rank=R,delay=20ms      every message rank R sends, and every collective it enters, waits first
 //   hang@rank=R,call=K               rank R never enters its communication call #K (sequence numbers from 1)
 //   sdc@rank=R[,check=N]             rank R flips one bit of its burn-in result at SDC check N (default 1)
+//   wrong@rank=R[,check=N]           rank R reads one wrong element back from its Nth collective --check
 //
-// several separated by ';' (one slow-rank, hang and sdc entry each; any number of slow links). Ranks are
-// world ranks, checked against the job (check_injected_ranks). The delay is a sleep, not a busy loop, so an
-// oversubscribed CI machine still shows it as a slow link rather than as general noise.
+// several separated by ';' (one slow-rank, hang, sdc and wrong entry each; any number of slow links). Ranks
+// are world ranks, checked against the job (check_injected_ranks). The delay is a sleep, not a busy loop, so
+// an oversubscribed CI machine still shows it as a slow link rather than as general noise.
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -30,6 +31,8 @@ struct InjectedFaults {
   std::uint64_t hang_call = 0;
   int sdc_rank = -1;
   std::uint64_t sdc_check = 1;
+  int wrong_rank = -1;
+  std::uint64_t wrong_check = 1;
   std::string text;  // the spec as given
 
   bool empty() const { return text.empty(); }
@@ -47,10 +50,11 @@ InjectedFaults parse_injected_faults(std::string_view spec);
 void check_injected_ranks(const InjectedFaults& faults, int world_size);
 // Parses FACTORYBENCH_INJECT and checks it against the job and what `command` can apply: communicator
 // faults (slow-link, slow-rank, hang) need a command that communicates through the communicator, sdc one
-// with a burn-in check. Throws a usage Error otherwise (an injection that cannot act tests nothing).
-// `point_to_point`: the command sends messages between ranks (a slow link acts only on those).
+// with a burn-in check, wrong one with a collective --check. Throws a usage Error otherwise (an injection
+// that cannot act tests nothing). `point_to_point`: the command sends messages between ranks (a slow link
+// acts only on those).
 void check_injection_applies(std::string_view command, int world_size, bool communicator_faults, bool sdc,
-                             bool point_to_point = true);
+                             bool point_to_point = true, bool collective_check = false);
 // FACTORYBENCH_INJECT, parsed on first use (empty when unset).
 const InjectedFaults& injected_faults();
 

@@ -140,7 +140,8 @@ int run_collective(const CollectiveCliOptions& cli, Session& session) {
   // collectives.
   const bool sendrecv = std::find(options.ops.begin(), options.ops.end(),
                                   workloads::CollectiveOp::sendrecv) != options.ops.end();
-  check_injection_applies("collective", mpi.size(), /*communicator_faults=*/true, /*sdc=*/true, sendrecv);
+  check_injection_applies("collective", mpi.size(), /*communicator_faults=*/true, /*sdc=*/true, sendrecv,
+                          /*collective_check=*/options.check);
   if (session.checking_only()) return 0;  // a suite's preflight: validated, nothing run
   // After every check, the free-memory one in the run included (a refused input gets its one line alone),
   // before the first measurement.

@@ -9,9 +9,11 @@
 #include <utility>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "core/element_access.hpp"
 #include "core/error.hpp"
+#include "core/fault_injection.hpp"
 #include "core/logging.hpp"
 #include "core/progress_meter.hpp"
 #include "core/random_fill.hpp"
@@ -143,9 +145,12 @@ void issue(const Case& c, const CollectiveOptions& o, Communicator& comm, const 
   collective_info(c.op).issue({comm, p.send, p.recv, c.counts.count, o.type, o.redop, o.root, v});
 }
 
-// Writes the --check inputs, runs the case once and counts this rank's wrong elements.
+// Writes the --check inputs, runs the case once and counts this rank's wrong elements. `inject_wrong`
+// (FACTORYBENCH_INJECT=wrong@...) flips an exponent bit of the first output element read back, as a link or
+// GPU that corrupts data would.
 std::uint64_t check_case(const Case& c, const CollectiveOptions& o, Communicator& comm, Backend& backend,
-                         DeviceBuffer& send, DeviceBuffer& recv, const AlltoallvLayout* v) {
+                         DeviceBuffer& send, DeviceBuffer& recv, const AlltoallvLayout* v,
+                         bool inject_wrong) {
   const auto& info = collective_info(c.op);
   const int n = comm.size(), r = comm.rank();
   const std::size_t elem = elem_bytes(o), count = c.counts.count;
@@ -177,6 +182,7 @@ std::uint64_t check_case(const Case& c, const CollectiveOptions& o, Communicator
 
   std::uint64_t wrong = 0;
   const std::size_t out_base = c.inplace ? inplace_recv_offset(info, r, count) : 0;
+  if (inject_wrong && out_base < recv_elems) out[out_base * elem + elem - 1] ^= 0x40;
   access.at = [&](std::size_t i, double value) {
     if (!pattern.matches(load_element(out.data(), o.type, out_base + i), value)) ++wrong;
   };
@@ -341,6 +347,7 @@ struct Bench {
   ProgressMeter* progress = nullptr;
   double done = 0, weight = 0;
   std::string detail;
+  std::uint64_t checks_done = 0;  // --check runs on this rank so far (the wrong@ injection counts them)
 };
 
 // Every rank's per-iteration seconds (rank 0) and wrong-element counts for one case.
@@ -375,7 +382,12 @@ CaseSamples run_case(const Case& c, Bench& b) {
   const Measurement m = measure(b.backend, loop, [&](int) { issue(c, o, b.comm, p, vp); });
 
   unsigned long long wrong = 0;
-  if (o.check) wrong = check_case(c, o, b.comm, b.backend, b.send, b.recv, vp);
+  if (o.check) {
+    const auto& faults = injected_faults();
+    ++b.checks_done;
+    const bool inject = faults.wrong_rank == b.mpi.rank() && faults.wrong_check == b.checks_done;
+    wrong = check_case(c, o, b.comm, b.backend, b.send, b.recv, vp, inject);
+  }
   CaseSamples out;
   out.all_seconds = gather_samples(b.mpi, m.seconds);
   out.all_wrong = gather_to_root(b.mpi, static_cast<std::uint64_t>(wrong));
@@ -452,7 +464,18 @@ Result group_result(const Case& c, const Bench& b, const CaseSamples& s, int g) 
   }
   if (o.check) {
     res.set_metric("wrong", Metric{static_cast<double>(group_wrong), "count", Better::lower, std::nullopt});
-    if (group_wrong > 0) res.fail(fmt::format("{} wrong element(s) in --check", group_wrong));
+    if (group_wrong > 0) {
+      // Which ranks saw them: a wrong result on one rank points at its GPU or link, on all at the op.
+      std::vector<std::string> where;
+      for (int k = 0; k < n; ++k)
+        if (const auto w = s.all_wrong[static_cast<std::size_t>(first + k)]; w > 0)
+          where.push_back(fmt::format("rank {}: {}", first + k, w));
+      const std::size_t shown = std::min<std::size_t>(where.size(), 4);
+      res.fail(fmt::format(
+          "{} wrong element(s) in --check ({}{})", group_wrong,
+          fmt::join(where.begin(), where.begin() + static_cast<std::ptrdiff_t>(shown), ", "),
+          where.size() > shown ? fmt::format(", and {} more rank(s)", where.size() - shown) : std::string()));
+    }
   }
   attach_telemetry(res, s.window);
   return res;

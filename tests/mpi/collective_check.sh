@@ -136,6 +136,17 @@ run_capture inject_link mpirun --oversubscribe -np 2 -x FACTORYBENCH_INJECT=slow
   "${COMMON[@]}" --op allreduce -b 1K -e 1K
 [ "$RC" -eq 2 ] && grep -q "sends no point-to-point message, so slow-link cannot act on it" "$T/inject_link.err" \
   && ok "slow link without sendrecv refused" || fail "inject_link: exit $RC $(cat "$T/inject_link.err")"
+# One wrong element on rank 1 at its second --check (the 2K case): that result fails naming the rank, the
+# others pass, and the run exits 1 with the report written.
+run_capture inject_wrong mpirun --oversubscribe -np 2 -x FACTORYBENCH_INJECT=wrong@rank=1,check=2 "$FACTORYBENCH" \
+  "${COMMON[@]}" --op allreduce -b 1K -e 4K -f 2 -o "$T/inject_wrong.json"
+[ "$RC" -eq 1 ] && assert_json "$T/inject_wrong.json" \
+  "[(r['name'], r['status'], r.get('error')) for r in d['results'] if 'op' in r['params']] == [('allreduce/fp32/1024', 'ok', None), ('allreduce/fp32/2048', 'failed', '1 wrong element(s) in --check (rank 1: 1)'), ('allreduce/fp32/4096', 'ok', None)]" \
+  "wrong@rank=1,check=2: only the 2K case fails, naming rank 1" || fail "inject_wrong: exit $RC $(tail -3 "$T/inject_wrong.err")"
+run_capture inject_wrong_nocheck mpirun --oversubscribe -np 2 -x FACTORYBENCH_INJECT=wrong@rank=1 "$FACTORYBENCH" \
+  collective --backend host --no-check -n 3 -w 1 --op allreduce -b 1K -e 1K
+[ "$RC" -eq 2 ] && grep -q "runs no collective --check for wrong to act on" "$T/inject_wrong_nocheck.err" \
+  && ok "wrong@ with --no-check refused" || fail "inject_wrong_nocheck: exit $RC $(cat "$T/inject_wrong_nocheck.err")"
 run_capture gate_ok fb_mpirun 2 "${COMMON[@]}" --op allreduce -b 1K -e 1K --min-busbw 0 -o "$T/gate_ok.json"
 [ "$RC" -eq 0 ] && ok "--min-busbw 0 passes" || fail "--min-busbw 0: exit $RC"
 finish

@@ -9,7 +9,8 @@ namespace {
 
 TEST(FaultInjectionTest, ParsesEveryKind) {
   const auto f = parse_injected_faults(
-      "slow-link@ranks=2-5,delay=20ms;slow-rank@rank=3,delay=1s;hang@rank=1,call=12;sdc@rank=0,check=2");
+      "slow-link@ranks=2-5,delay=20ms;slow-rank@rank=3,delay=1s;hang@rank=1,call=12;sdc@rank=0,check=2;"
+      "wrong@rank=4,check=3");
   ASSERT_EQ(f.slow_links.size(), 1u);
   EXPECT_EQ(f.slow_links[0].a, 2);
   EXPECT_EQ(f.slow_links[0].b, 5);
@@ -25,6 +26,9 @@ TEST(FaultInjectionTest, ParsesEveryKind) {
   EXPECT_FALSE(f.hangs_at(0, 12));
   EXPECT_EQ(f.sdc_rank, 0);
   EXPECT_EQ(f.sdc_check, 2u);
+  EXPECT_EQ(f.wrong_rank, 4);
+  EXPECT_EQ(f.wrong_check, 3u);
+  EXPECT_EQ(parse_injected_faults("wrong@rank=1").wrong_check, 1u);
   EXPECT_FALSE(f.empty());
 }
 
@@ -59,7 +63,9 @@ TEST(FaultInjectionTest, BadSpecsSayWhatIsWrong) {
       "invalid FACTORYBENCH_INJECT entry 'slow-rank@rank=x,delay=1ms': rank must be a non-negative integer");
   expect_usage("crash@rank=1",
                "invalid FACTORYBENCH_INJECT entry 'crash@rank=1': unknown kind 'crash' (expected "
-               "slow-link, slow-rank, hang or sdc)");
+               "slow-link, slow-rank, hang, sdc or wrong)");
+  expect_usage("wrong@rank=1,check=0",
+               "invalid FACTORYBENCH_INJECT entry 'wrong@rank=1,check=0': check numbers start at 1");
   expect_usage("sdc@rank=1,when=2",
                "invalid FACTORYBENCH_INJECT entry 'sdc@rank=1,when=2': unknown key 'when'");
   expect_usage("slow-rank", "invalid FACTORYBENCH_INJECT entry 'slow-rank': expected KIND@key=value,...");
