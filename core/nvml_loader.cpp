@@ -179,14 +179,21 @@ std::optional<Device> Library::device(const std::string& pci_bus_id, int index, 
     return std::nullopt;
   }
   nvmlDevice_t handle = nullptr;
-  if (!pci_bus_id.empty() && api_->handle_by_pci &&
-      api_->handle_by_pci(pci_bus_id.c_str(), &handle) == NVML_SUCCESS)
-    return Device(shared_from_this(), handle, index);
+  // A known bus id is the match: falling back to the index would read another GPU's clocks and ECC counts
+  // under CUDA_VISIBLE_DEVICES, where the CUDA ordinal is not NVML's index.
+  if (!pci_bus_id.empty() && api_->handle_by_pci) {
+    const nvmlReturn_t rc = api_->handle_by_pci(pci_bus_id.c_str(), &handle);
+    if (rc == NVML_SUCCESS) return Device(shared_from_this(), handle, index);
+    set_why(
+        fmt::format("no NVML device at PCI bus id '{}': {} (not matched by index {}: it can name another "
+                    "GPU under CUDA_VISIBLE_DEVICES)",
+                    pci_bus_id, error_string(rc), index));
+    return std::nullopt;
+  }
   if (index >= 0) {
     const nvmlReturn_t rc = api_->handle_by_index(static_cast<unsigned>(index), &handle);
     if (rc == NVML_SUCCESS) return Device(shared_from_this(), handle, index);
-    set_why(fmt::format("no NVML device at PCI bus id '{}' or index {}: {}", pci_bus_id, index,
-                        error_string(rc)));
+    set_why(fmt::format("no NVML device at index {}: {}", index, error_string(rc)));
     return std::nullopt;
   }
   set_why(fmt::format("no NVML device at PCI bus id '{}'", pci_bus_id));

@@ -141,10 +141,14 @@ TEST_F(FakeNvml, ReadsScriptedValues) {
   EXPECT_DOUBLE_EQ(*l.default_power_limit_w, 700.0);
   EXPECT_EQ(l.max_sm_clock_mhz, 1980);
   EXPECT_EQ(l.memory_total_bytes, 150ull << 30);
-  // An unknown bus id falls back to the index; an unknown index says why.
-  EXPECT_TRUE(lib->device("0000:99:00.0", 1));
+  // An unknown bus id is no device, even where the index names one (under CUDA_VISIBLE_DEVICES it would be
+  // another GPU's); without a bus id the index is the match, and an unknown index says why.
   std::string why;
-  EXPECT_FALSE(lib->device("0000:99:00.0", 7, &why));
+  EXPECT_FALSE(lib->device("0000:99:00.0", 1, &why));
+  EXPECT_NE(why.find("no NVML device at PCI bus id '0000:99:00.0'"), std::string::npos) << why;
+  EXPECT_NE(why.find("not matched by index 1"), std::string::npos) << why;
+  EXPECT_TRUE(lib->device("", 1));
+  EXPECT_FALSE(lib->device("", 7, &why));
   EXPECT_NE(why.find("Invalid Argument"), std::string::npos) << why;
 }
 
