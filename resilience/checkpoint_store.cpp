@@ -441,7 +441,9 @@ void CheckpointStore::read_shard(const CheckpointInfo& checkpoint, int rank, std
   const auto h = hash_file(checkpoint.dir / s.file, s.bytes, out, &why);
   if (!h) throw runtime_error(fmt::format("checkpoint {}: {}", checkpoint.name, why));
   if (*h != s.xxh64)
-    throw runtime_error(fmt::format("checkpoint {}: shard {} checksum mismatch", checkpoint.name, s.file));
+    throw runtime_error(
+        fmt::format("checkpoint {}: shard {} checksum mismatch (xxh64 {}, the manifest says {})",
+                    checkpoint.name, s.file, hex64(*h), hex64(s.xxh64)));
 }
 
 std::vector<std::int64_t> CheckpointStore::list_steps() const {
