@@ -205,6 +205,26 @@ json combine_values(const std::string& key, const std::vector<const json*>& valu
         if (values[r] && values[r]->is_object() && values[r]->contains(k)) sub[r] = &(*values[r])[k];
       out[k] = combine_values(k, sub);
     }
+    // The window's bounds are one rank's, the first's (rank 0's): each rank's t_s counts from its own
+    // sampler's start, so bounds from different ranks describe no rank's window, and one rank's clock keeps
+    // consecutive results' windows in order (the HTML timeline draws them on rank 0's axis).
+    for (const json* v : values)
+      if (v && v->is_object() && v->contains("from_s") && v->contains("to_s") && (*v)["from_s"].is_number() &&
+          (*v)["to_s"].is_number()) {
+        out["from_s"] = (*v)["from_s"];
+        out["to_s"] = (*v)["to_s"];
+        break;
+      }
+    // The union of reasons loses who throttled: the ranks with a slowdown are listed so reports can name
+    // them.
+    if (out.contains("slowdown_reasons")) {
+      json throttled = json::array();
+      for (std::size_t r = 0; r < values.size(); ++r)
+        if (values[r] && values[r]->is_object() && values[r]->contains("slowdown_reasons") &&
+            (*values[r])["slowdown_reasons"].is_array() && !(*values[r])["slowdown_reasons"].empty())
+          throttled.push_back(r);
+      out["slowdown_ranks"] = std::move(throttled);
+    }
     // A part missing on some rank is unavailable there: the combined part is only as available as its worst.
     if (out.contains("available")) {
       bool all = present.size() == values.size();
@@ -226,7 +246,8 @@ json combine_values(const std::string& key, const std::vector<const json*>& valu
     return any;
   }
   if (first.is_number()) {
-    // Durations and bounds: the longest; counts and counters: the total over ranks.
+    // Durations: the longest; counts and counters: the total over ranks. (from_s/to_s are replaced by the
+    // first rank's pair in the enclosing object; the max only stands for a bound without its partner.)
     const bool longest = key == "window_s" || key == "from_s" || key == "to_s" || key == "interval_ms";
     double acc = 0;
     bool integral = true;
@@ -315,13 +336,14 @@ double TelemetrySampler::now_s() const {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
 }
 
-void TelemetrySampler::take(bool counters) {
+double TelemetrySampler::take(bool counters) {
   std::lock_guard lock(samples_mutex_);
   TelemetrySample s;
   s.t_s = now_s();
   s.counters = counters;
   read_(s, counters);
   if (counters) last_counters_s_ = s.t_s;
+  const double t_s = s.t_s;
   samples_.push_back(std::move(s));
   // About 29 hours at 100 ms: beyond that keep every other sample (and every counter reading) so memory
   // stays bounded on long runs.
@@ -333,12 +355,12 @@ void TelemetrySampler::take(bool counters) {
         samples_[out++] = std::move(samples_[i]);
     samples_.resize(out);
   }
+  return t_s;
 }
 
+// take()'s own time: samples_.back() may already be the sampling thread's next sample.
 double TelemetrySampler::mark() {
-  take(true);
-  std::lock_guard lock(samples_mutex_);
-  return samples_.back().t_s;
+  return take(true);
 }
 
 void TelemetrySampler::run() {

@@ -49,8 +49,10 @@ nlohmann::json summarize_telemetry(std::span<const TelemetrySample> samples);
 // lacked the value; columns with no value at all are left out.
 nlohmann::json telemetry_series(std::span<const TelemetrySample> samples);
 // One summary from every rank's (same shape): min of minima, max of maxima, median of medians, sums of
-// deltas, union of reasons and of unavailable values, `available` only when available on every rank.
-// Stat objects gain "min_rank" / "max_rank" (index into `ranks`) so the outlier can be named.
+// deltas, union of reasons and of unavailable values, `available` only when available on every rank;
+// window_s is the longest, from_s/to_s the first rank's window (on its clock: ranks' clocks start apart).
+// Stat objects gain "min_rank" / "max_rank" (index into `ranks`) so the outlier can be named, and a part with
+// "slowdown_reasons" gains "slowdown_ranks".
 nlohmann::json combine_telemetry(std::span<const nlohmann::json> ranks);
 
 class TelemetrySampler {
@@ -83,7 +85,7 @@ class TelemetrySampler {
 
  private:
   void run();
-  void take(bool counters);
+  double take(bool counters);  // returns the sample's t_s
   double now_s() const;
 
   TelemetryOptions options_;

@@ -5,10 +5,12 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <set>
 #include <string_view>
 
 #include <fmt/format.h>
 
+#include "reports/gpu_slowdown.hpp"
 #include "reports/report_view.hpp"
 #include "reports/suite_step_extra.hpp"
 #include "reports/text_format.hpp"
@@ -191,6 +193,22 @@ std::vector<Headline> headlines(const Report& report) {
     h.verdict = h.failed ? "FAILED" : skipped == h.results ? "skipped" : "ok";
     if (!h.failed && skipped == h.results && groups[i].front()->error) h.reason = *groups[i].front()->error;
     h.figure = figure_for(groups[i]);
+    // A throttled GPU during the step: its figure is not the hardware's best (the JSON alone said so).
+    std::set<std::string> reasons;
+    std::set<std::size_t> ranks;
+    bool ranks_known = true;
+    for (const Result* r : groups[i])
+      if (const auto s = find_gpu_slowdown(*r)) {
+        reasons.insert(s->reasons.begin(), s->reasons.end());
+        ranks.insert(s->ranks.begin(), s->ranks.end());
+        ranks_known = ranks_known && !s->ranks.empty();
+      }
+    if (!reasons.empty())
+      h.figure += (h.figure.empty() ? "" : "; ") +
+                  ("GPU slowdown: " +
+                   slowdown_text({{reasons.begin(), reasons.end()},
+                                  ranks_known ? std::vector<std::size_t>(ranks.begin(), ranks.end())
+                                              : std::vector<std::size_t>{}}));
     out.push_back(std::move(h));
   }
   return out;

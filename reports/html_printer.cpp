@@ -8,12 +8,14 @@
 //   per-rank heat strips that make a straggler visible  results' per_rank arrays
 //   point-to-point heatmaps (locate)                    results with extra.matrix {labels, bw_gbps}
 //   benchmark timeline, then clocks and temperature     results' extra.telemetry windows; summary.telemetry
-//     under it (per rank)                                .ranks[].series (--telemetry full)
+//     under it (per rank)                                .ranks[].series (--telemetry full), a suite's per
+//                                                        step: summary.steps.<step>.telemetry
 // Then one table per benchmark (a trend table when several reports are given).
 #include <algorithm>
 #include <cmath>
 #include <ctime>
 #include <map>
+#include <optional>
 #include <set>
 
 #include <fmt/format.h>
@@ -21,6 +23,7 @@
 
 #include "core/build_info.hpp"
 #include "reports/compare.hpp"
+#include "reports/gpu_slowdown.hpp"
 #include "reports/heatmap_svg.hpp"
 #include "reports/json_fields.hpp"
 #include "reports/locate_extra.hpp"
@@ -314,74 +317,167 @@ double unix_from_utc(const std::string& text) {
   return static_cast<double>(timegm(&tm)) + ms / 1000.0;
 }
 
-// Under --telemetry full: the benchmark timeline (each result's measured window) with the clocks and the
-// temperature of every rank under it, on rank 0's time axis. GPU readings when present, else the host's.
+// j[key] without copying it (series are long); a null json when j is no object or lacks the key.
+const json& child_of(const json& j, const std::string& key) {
+  static const json kNull;
+  if (!j.is_object()) return kNull;
+  const auto it = j.find(key);
+  return it == j.end() ? kNull : *it;
+}
+
+// The telemetry blocks ({"interval_ms", "ranks": [{"series", ...}]}) whose series a report's charts plot: a
+// suite's per step (summary.steps.<step>.telemetry, in time order; its summary.telemetry holds only the
+// moments after the last step), else the run's summary.telemetry. One sampler per rank serves the whole
+// run, so the steps' series continue each other on one time axis.
+struct TelemetryBlock {
+  std::string step;  // empty outside a suite
+  const json* tel = nullptr;
+};
+std::vector<TelemetryBlock> series_blocks(const Report& rep) {
+  const auto has_series = [](const json& tel) {
+    return tel.is_object() && tel.contains("ranks") && tel["ranks"].is_array() && !tel["ranks"].empty() &&
+           tel["ranks"][0].is_object() && tel["ranks"][0].contains("series");
+  };
+  const auto first_t = [](const json& tel) {
+    const json& t = child_of(tel["ranks"][0]["series"], "t_s");
+    return t.is_array() && !t.empty() && t[0].is_number() ? t[0].get<double>() : 0.0;
+  };
+  std::vector<TelemetryBlock> out;
+  if (!rep.summary.is_object()) return out;
+  if (rep.summary.contains("steps") && rep.summary["steps"].is_object())
+    for (const auto& [step, v] : rep.summary["steps"].items())
+      if (v.is_object() && v.contains("telemetry") && has_series(v["telemetry"]))
+        out.push_back({step, &v["telemetry"]});
+  std::stable_sort(out.begin(), out.end(), [&](const TelemetryBlock& a, const TelemetryBlock& b) {
+    return first_t(*a.tel) < first_t(*b.tel);
+  });
+  if (out.empty() && rep.summary.contains("telemetry") && has_series(rep.summary["telemetry"]))
+    out.push_back({"", &rep.summary["telemetry"]});
+  return out;
+}
+
+// Under --telemetry full: the benchmark timeline (each result's measured window; a suite's, a lane per step)
+// with the clocks and the temperature of every rank under it, on rank 0's time axis. GPU readings when
+// present, else the host's.
 std::vector<Figure> telemetry_figures(const std::vector<NamedReport>& reports) {
   constexpr std::size_t kMaxPoints = 600;  // per series: long runs are thinned, not truncated
   std::vector<Figure> out;
   for (std::size_t i = 0; i < reports.size(); ++i) {
     const Report& rep = reports[i].report;
-    const json& tel = rep.summary.is_object() ? rep.summary.value("telemetry", json()) : json();
-    if (!tel.is_object() || !tel.contains("ranks") || !tel["ranks"].is_array()) continue;
-    const json& ranks = tel["ranks"];
-    if (ranks.empty() || !ranks[0].contains("series")) continue;
-    const double t0 = unix_from_utc(string_field(ranks[0], "started_at"));
+    const auto blocks = series_blocks(rep);
+    if (blocks.empty()) continue;
+    const bool suite = !blocks.front().step.empty();
+    const json& first_ranks = (*blocks.front().tel)["ranks"];
+    const double t0 = unix_from_utc(string_field(first_ranks[0], "started_at"));
+    const double interval_ms = blocks.front().tel->value("interval_ms", 0.0);
     const std::string suffix = reports.size() > 1 ? " — " + run_label(reports, i) : std::string();
+    std::string source = "summary.telemetry.ranks[].series";
+    if (suite) {
+      std::vector<std::string> steps;
+      for (const auto& b : blocks) steps.push_back(b.step);
+      source =
+          fmt::format("summary.steps.<step>.telemetry.ranks[].series of steps {}", fmt::join(steps, ", "));
+    }
 
     svg::GanttChart timeline;
     timeline.title = "Benchmark timeline" + suffix;
-    svg::GanttLane lane{"results", {}, {}};
+    Ordered<svg::GanttLane> lanes;  // one per suite step, in order of appearance; else one
     for (const auto& r : rep.results) {
       const auto w = find_telemetry_window(r);
-      if (w && w->to_s >= w->from_s) lane.spans.push_back({w->from_s, w->to_s, r.benchmark});
+      if (!w || w->to_s < w->from_s) continue;
+      const std::string lane = suite ? find_suite_step(r).value_or("results") : "results";
+      lanes[lane].label = lane;
+      lanes[lane].spans.push_back({w->from_s, w->to_s, r.benchmark});
     }
     const auto plot = [&](const char* title, const char* unit, std::initializer_list<const char*> keys) {
       svg::LineChart chart;
       chart.title = std::string(title) + suffix;
       chart.x_label = "time since the run started (s)";
       chart.y_label = unit;
-      std::string used;
-      for (const auto& rank : ranks) {
-        const json& series = rank.value("series", json());
-        if (!series.is_object() || !series.contains("t_s")) continue;
-        const double shift = unix_from_utc(string_field(rank, "started_at")) - t0;
-        for (const char* group : {"gpu", "host"}) {
-          const json& g = series.value(group, json());
-          const char* key = nullptr;
-          for (const char* k : keys)
-            if (!key && g.is_object() && g.contains(k) && g[k].is_array()) key = k;
-          if (!key) continue;
-          const json& ys = g[key];
-          const json& ts = series["t_s"];
-          const std::size_t n = std::min(ts.size(), ys.size());
-          const std::size_t stride = std::max<std::size_t>(1, (n + kMaxPoints - 1) / kMaxPoints);
-          svg::Series line;
-          line.name = fmt::format("rank {}", rank.value("rank", 0));
-          for (std::size_t k = 0; k < n; k += stride)
-            if (ts[k].is_number() && ys[k].is_number())
-              line.points.push_back(
-                  {ts[k].get<double>() + (std::isfinite(shift) ? shift : 0.0), ys[k].get<double>()});
-          if (line.points.empty()) continue;
-          used = fmt::format("{}.{}", group, key);
-          chart.series.push_back(std::move(line));
-          break;  // the GPU's reading when the rank has one
+      std::set<std::string> used;
+      std::size_t readings = 0, samples = 0;
+      bool thinned = false;
+      // Ranks by their "rank" (a step's list may be ordered or sized differently), each with its column.
+      std::map<int, std::pair<std::string, std::string>> column;  // rank → (group, key)
+      std::map<int, double> shift;
+      for (const auto& b : blocks)
+        for (const auto& rank : (*b.tel)["ranks"]) {
+          const int id = rank.value("rank", 0);
+          const json& series = child_of(rank, "series");
+          if (!series.is_object()) continue;
+          if (!shift.count(id)) shift[id] = unix_from_utc(string_field(rank, "started_at")) - t0;
+          for (const char* group : {"gpu", "host"}) {  // the GPU's reading when the rank has one
+            const json& g = child_of(series, group);
+            for (const char* k : keys)
+              if (!column.count(id) && g.is_object() && g.contains(k) && g[k].is_array())
+                column[id] = {group, k};
+          }
         }
+      for (const auto& [id, col] : column) {
+        // Readings first, then thinning: a column read less often than the sampling (the host clock from
+        // /proc/cpuinfo, once a second) is null in most samples, and thinning first would drop most readings.
+        std::vector<svg::Point> points;
+        std::optional<double> last_t;
+        for (const auto& b : blocks)
+          for (const auto& rank : (*b.tel)["ranks"]) {
+            if (rank.value("rank", 0) != id) continue;
+            const json& series = child_of(rank, "series");
+            const json& g = child_of(series, col.first);
+            if (!series.contains("t_s") || !series["t_s"].is_array() || !g.is_object() ||
+                !g.contains(col.second) || !g[col.second].is_array())
+              continue;
+            const json& ts = series["t_s"];
+            const json& ys = g[col.second];
+            const std::size_t n = std::min(ts.size(), ys.size());
+            const double dt = std::isfinite(shift[id]) ? shift[id] : 0.0;
+            for (std::size_t k = 0; k < n; ++k) {
+              if (!ts[k].is_number()) continue;
+              const double t = ts[k].get<double>() + dt;
+              // Consecutive steps share the sample at their boundary.
+              if (last_t && t <= *last_t) continue;
+              last_t = t;
+              ++samples;
+              if (ys[k].is_number()) points.push_back({t, ys[k].get<double>()});
+            }
+          }
+        if (points.empty()) continue;
+        readings += points.size();
+        if (points.size() > kMaxPoints) {
+          thinned = true;
+          const std::size_t stride = (points.size() + kMaxPoints - 1) / kMaxPoints;
+          std::vector<svg::Point> kept;
+          for (std::size_t k = 0; k < points.size(); k += stride) kept.push_back(points[k]);
+          if (kept.back().x != points.back().x) kept.push_back(points.back());  // the axis reaches the end
+          points = std::move(kept);
+        }
+        used.insert(col.first + "." + col.second);
+        chart.series.push_back({fmt::format("rank {}", id), std::move(points)});
       }
       if (chart.series.empty()) return;
+      // "Sampled every X ms" only where the column was read in most samples; a column read less often
+      // (null in the others) says how many readings it has.
+      const bool every = readings * 2 >= samples;
+      std::string cadence =
+          every ? fmt::format("sampled every {} ms", interval_ms)
+                : fmt::format("points: {} readings{} (read less often than the {} ms sampling)", readings,
+                              chart.series.size() > 1 ? fmt::format(" over {} ranks", chart.series.size())
+                                                      : std::string(),
+                              interval_ms);
+      if (thinned) cadence += fmt::format(", thinned to {} points per rank", kMaxPoints);
       out.push_back(
           {slug(fmt::format("telemetry-{}-{}", title, i)),
-           fmt::format("{} per rank from summary.telemetry.ranks[].series ({}), sampled every {} ms", title,
-                       used, tel.value("interval_ms", 0.0)),
+           fmt::format("{} per rank from {} ({}), {}", title, source, fmt::join(used, ", "), cadence),
            svg::render(chart)});
     };
     const std::size_t before = out.size();
-    if (!lane.spans.empty()) {
-      timeline.lanes.push_back(std::move(lane));
-      out.push_back({slug(fmt::format("telemetry-timeline-{}", i)),
-                     "Each result's measured window (extra.telemetry.from_s → to_s) on rank 0's clock; the "
-                     "clocks and temperatures below share its time axis",
-                     svg::render(timeline)});
-    }
+    for (const auto& name : lanes.order) timeline.lanes.push_back(std::move(lanes.items.at(name)));
+    if (!timeline.lanes.empty())
+      out.push_back(
+          {slug(fmt::format("telemetry-timeline-{}", i)),
+           std::string("Each result's measured window (extra.telemetry.from_s → to_s) on rank 0's clock") +
+               (suite ? ", a lane per suite step" : "") +
+               "; the clocks and temperatures below share its time axis",
+           svg::render(timeline)});
     plot("Clock", "MHz", {"sm_clock_mhz", "cpu_mhz"});
     plot("Temperature", "°C", {"temperature_c"});
     if (out.size() == before + (timeline.lanes.empty() ? 0 : 1)) out.resize(before);  // no series at all
@@ -664,6 +760,15 @@ std::string render_html(const std::vector<NamedReport>& reports) {
                      results == 1 ? "" : "s", figures.size(), figures.size() == 1 ? "" : "s");
   UniqueIds ids;
   out += fmt::format("<section id=\"{}\"><h2>Runs</h2>\n", ids("runs")) + run_cards(reports) + "</section>\n";
+  // Throttling changes what the figures mean: said before them (the JSON alone held it).
+  std::string warnings;
+  for (std::size_t i = 0; i < reports.size(); ++i)
+    for (const auto& w : slowdown_warnings(reports[i].report))
+      warnings += fmt::format("<li class=\"err\"><b>Warning:</b> {}{}</li>\n",
+                              reports.size() > 1 ? esc(run_label(reports, i)) + ": " : "", esc(w));
+  if (!warnings.empty())
+    out += fmt::format("<section id=\"{}\"><h2>Warnings</h2>\n<ul class=\"problems\">\n{}</ul>\n</section>\n",
+                       ids("warnings"), warnings);
   if (!figures.empty()) {
     out += fmt::format("<section id=\"{}\"><h2>Charts</h2>\n<div class=\"charts\">\n", ids("charts"));
     for (const auto& f : figures)

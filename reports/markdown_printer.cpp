@@ -12,6 +12,7 @@
 #include "core/error.hpp"
 #include "core/units.hpp"
 #include "reports/compare.hpp"
+#include "reports/gpu_slowdown.hpp"
 #include "reports/report_printers.hpp"
 #include "reports/report_view.hpp"
 #include "reports/text_format.hpp"
@@ -165,6 +166,13 @@ std::string render_report(const std::vector<NamedReport>& reports, ReportFormat 
 std::string render_markdown(const std::vector<NamedReport>& reports) {
   std::string out = "# factorybench report\n\n";
   out += runs_table(reports);
+  // Throttling changes what the figures mean: said before them, each warning its own paragraph.
+  std::vector<std::string> warnings;
+  for (std::size_t i = 0; i < reports.size(); ++i)
+    for (auto& w : slowdown_warnings(reports[i].report))
+      warnings.push_back(reports.size() > 1 ? run_label(reports, i) + ": " + w : std::move(w));
+  for (std::size_t i = 0; i < warnings.size(); ++i)
+    out += (i ? ">\n" : "\n") + std::string("> **Warning:** ") + md_cell(warnings[i]) + "\n";
   const bool single = reports.size() == 1;
   for (const auto& bench : benchmark_order(reports)) {
     std::size_t n = 0, failed = 0;

@@ -2,8 +2,12 @@
 // plausible values from the live machine.
 #include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <thread>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -114,6 +118,62 @@ TEST(HostTelemetry, SummaryOfFixtureSamples) {
   EXPECT_EQ(s["host"]["load1"]["median"], 1.25);
   EXPECT_EQ(s["host"]["temperature_c"]["max"], 61.0);
   EXPECT_TRUE(s["host"]["unavailable"].empty());
+}
+
+// Ranks' clocks start apart (each rank's t_s is since its own sampler started): the combined window is one
+// rank's, the first's, never the latest start of one rank with the latest end of another; its duration
+// (window_s) is the longest. The ranks that saw a slowdown are named beside the union of the reasons.
+TEST(TelemetryCombine, WindowOfTheFirstRankAndTheThrottledRanks) {
+  using nlohmann::json;
+  const json r0 = {{"samples", 3},
+                   {"window_s", 2.0},
+                   {"from_s", 0.28},
+                   {"to_s", 2.30},
+                   {"gpu", {{"available", true}, {"slowdown_reasons", json::array()}}}};
+  const json r1 = {{"samples", 3},
+                   {"window_s", 2.0},
+                   {"from_s", 0.29},
+                   {"to_s", 2.31},
+                   {"gpu", {{"available", true}, {"slowdown_reasons", {"hw_thermal_slowdown"}}}}};
+  const json r2 = {{"samples", 3},
+                   {"window_s", 1.0},
+                   {"from_s", 0.50},
+                   {"to_s", 1.50},
+                   {"gpu", {{"available", true}, {"slowdown_reasons", {"hw_power_brake_slowdown"}}}}};
+  const std::vector<json> ranks{r0, r1, r2};
+  const json c = combine_telemetry(ranks);
+  EXPECT_DOUBLE_EQ(c["from_s"].get<double>(), 0.28);  // rank 0's, not rank 1's later start
+  EXPECT_DOUBLE_EQ(c["to_s"].get<double>(), 2.30);
+  EXPECT_DOUBLE_EQ(c["window_s"].get<double>(), 2.0);
+  EXPECT_EQ(c["gpu"]["slowdown_reasons"], json({"hw_power_brake_slowdown", "hw_thermal_slowdown"}));
+  EXPECT_EQ(c["gpu"]["slowdown_ranks"], json({1, 2}));
+  const std::vector<json> calm{r0, r0};
+  EXPECT_EQ(combine_telemetry(calm)["gpu"]["slowdown_ranks"], json::array());
+}
+
+// mark() returns the time of the sample it took, with counters, even when the sampling thread adds one
+// right after it (the thread waits on the lock while the marked read runs longer than the interval).
+TEST(TelemetrySampler, MarkReturnsItsOwnSample) {
+  TelemetryOptions options;
+  options.mode = TelemetryMode::summary;
+  options.interval_s = 1e-3;
+  options.counters_interval_s = 1e3;  // the thread's samples never read counters
+  TelemetrySampler sampler(
+      options,
+      [](TelemetrySample&, bool counters) {
+        if (counters) std::this_thread::sleep_for(std::chrono::milliseconds(3));
+      },
+      nlohmann::json::object());
+  std::vector<double> marks;
+  for (int i = 0; i < 20; ++i) marks.push_back(sampler.mark());
+  sampler.stop();
+  const auto all = sampler.samples(0, 1e9);
+  for (const double t : marks) {
+    const auto it =
+        std::find_if(all.begin(), all.end(), [&](const TelemetrySample& s) { return s.t_s == t; });
+    ASSERT_NE(it, all.end()) << t;
+    EXPECT_TRUE(it->counters) << "mark() returned the sampling thread's sample at " << t;
+  }
 }
 
 // The machine the test runs on: Linux always has loadavg and meminfo, and cpuinfo or cpufreq.

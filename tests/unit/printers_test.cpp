@@ -15,6 +15,7 @@
 #include "core/build_info.hpp"
 #include "reports/compare.hpp"
 #include "reports/compare_printers.hpp"
+#include "reports/gpu_slowdown.hpp"
 #include "reports/json_fields.hpp"
 #include "reports/report_printers.hpp"
 #include "reports/report_view.hpp"
@@ -511,8 +512,10 @@ TEST(ReportHtml, TelemetryTimelineWithClocksAndTemperatureUnderIt) {
          {"series", {{"t_s", {0.0, 0.5}}, {"host", {{"cpu_mhz", {2400, 2450}}}}}}}}}};
   const std::string html = render_html({{"r.json", rep}});
   EXPECT_NE(html.find("Benchmark timeline"), std::string::npos);
-  EXPECT_NE(html.find("Clock per rank from summary.telemetry.ranks[].series (host.cpu_mhz)"),
-            std::string::npos);
+  EXPECT_NE(
+      html.find("Clock per rank from summary.telemetry.ranks[].series (gpu.sm_clock_mhz, host.cpu_mhz), "
+                "sampled every 100 ms"),
+      std::string::npos);
   EXPECT_NE(html.find("Temperature per rank from summary.telemetry.ranks[].series (gpu.temperature_c)"),
             std::string::npos);
   EXPECT_EQ(count(html, "<figure class=\"chart\""), count(html, "<svg "));
@@ -520,6 +523,135 @@ TEST(ReportHtml, TelemetryTimelineWithClocksAndTemperatureUnderIt) {
   rep.summary["telemetry"]["ranks"][0].erase("series");
   rep.summary["telemetry"]["ranks"][1].erase("series");
   EXPECT_EQ(render_html({{"r.json", rep}}).find("Benchmark timeline"), std::string::npos);
+}
+
+// The <figure> whose caption starts with `caption` (empty when there is none).
+std::string figure_with(const std::string& html, const std::string& caption) {
+  const auto at = html.find("<figcaption>" + caption);
+  if (at == std::string::npos) return "";
+  const auto from = html.rfind("<figure", at);
+  return html.substr(from, html.find("</figure>", at) - from);
+}
+
+// A column read less often than the sampling (the host clock from /proc/cpuinfo, once a second, on a VM) is
+// null in most samples: its readings are kept before the series is thinned, and the caption counts them
+// instead of claiming the sampling interval. A dense column is thinned and still reaches its last sample.
+TEST(ReportHtml, TelemetryChartsKeepSparseReadingsAndThinDenseOnes) {
+  nlohmann::json t = nlohmann::json::array(), mhz = nlohmann::json::array(), temp = nlohmann::json::array();
+  for (int k = 0; k < 2000; ++k) {
+    t.push_back(k * 0.001);
+    mhz.push_back(k % 100 == 0 ? nlohmann::json(2400 + k / 100) : nlohmann::json(nullptr));
+    temp.push_back(k == 1999 ? 99.0 : 40.0 + k % 7);
+  }
+  auto a = result("burnin", "burnin/node/vm", {{"tflops", metric(0.5, Better::higher, "TFLOP/s")}});
+  a.extra["telemetry"] = {{"from_s", 0.0}, {"to_s", 1.999}};
+  auto rep = run("r", {a});
+  rep.summary["telemetry"] = {
+      {"mode", "full"},
+      {"interval_ms", 1.0},
+      {"ranks",
+       {{{"rank", 0},
+         {"started_at", "2026-11-29T10:00:00.000Z"},
+         {"series", {{"t_s", t}, {"host", {{"cpu_mhz", mhz}, {"temperature_c", temp}}}}}}}}};
+  const std::string html = render_html({{"r.json", rep}});
+  const std::string clock = figure_with(html, "Clock per rank");
+  ASSERT_FALSE(clock.empty()) << html;
+  EXPECT_EQ(count(clock, "<title>rank 0: "), 20u) << clock;  // every reading, none thinned away
+  EXPECT_NE(clock.find("(host.cpu_mhz), points: 20 readings"), std::string::npos) << clock;
+  EXPECT_EQ(clock.find("sampled every"), std::string::npos);
+  const std::string temperature = figure_with(html, "Temperature per rank");
+  ASSERT_FALSE(temperature.empty());
+  EXPECT_LE(count(temperature, "<title>rank 0: "), 601u);
+  EXPECT_GT(count(temperature, "<title>rank 0: "), 300u);
+  EXPECT_NE(temperature.find("→ 99</title>"), std::string::npos);  // the last sample is kept
+  EXPECT_NE(temperature.find("sampled every 1 ms, thinned to 600 points per rank"), std::string::npos);
+}
+
+// A suite keeps each step's series in summary.steps.<step>.telemetry (its summary.telemetry holds only the
+// moments after the last step): the charts join the steps in time order, a timeline lane per step.
+TEST(ReportHtml, SuiteTelemetryChartsJoinTheSteps) {
+  auto g = result("gemm", "fp32/128x128x128", {{"tflops", metric(0.5, Better::higher, "TFLOP/s")}});
+  g.extra["telemetry"] = {{"from_s", 0.0}, {"to_s", 0.2}};
+  g.extra["suite_step"] = "z-gemm";
+  auto b = result("burnin", "burnin/node/vm", {{"tflops", metric(0.4, Better::higher, "TFLOP/s")}});
+  b.extra["telemetry"] = {{"from_s", 0.2}, {"to_s", 0.4}};
+  b.extra["suite_step"] = "a-burnin";
+  auto rep = run("s", {g, b});
+  const auto block = [](nlohmann::json t, nlohmann::json clock) {
+    return nlohmann::json{
+        {"mode", "full"},
+        {"interval_ms", 100.0},
+        {"ranks",
+         {{{"rank", 0},
+           {"started_at", "2026-11-29T10:00:00.000Z"},
+           {"series", {{"t_s", std::move(t)}, {"gpu", {{"sm_clock_mhz", std::move(clock)}}}}}}}}};
+  };
+  // Object keys sort by name: "a-burnin" is listed first but ran second.
+  rep.summary["steps"]["z-gemm"]["telemetry"] = block({0.0, 0.1, 0.2}, {1980, 1970, 1960});
+  rep.summary["steps"]["a-burnin"]["telemetry"] = block({0.2, 0.3, 0.4}, {1960, 1755, 1700});
+  rep.summary["telemetry"] = block({0.4, 0.41}, {1700, 1700});
+  const std::string html = render_html({{"s.json", rep}});
+  const std::string clock = figure_with(html, "Clock per rank");
+  ASSERT_FALSE(clock.empty()) << html;
+  EXPECT_NE(clock.find("from summary.steps.&lt;step&gt;.telemetry.ranks[].series of steps z-gemm, a-burnin "
+                       "(gpu.sm_clock_mhz), sampled every 100 ms"),
+            std::string::npos)
+      << clock;
+  EXPECT_EQ(count(clock, "<title>rank 0: "), 5u);  // the shared boundary sample once, not the tail after
+  const std::string timeline = figure_with(html, "Each result&apos;s measured window");
+  EXPECT_NE(timeline.find("a lane per suite step"), std::string::npos);
+  EXPECT_NE(timeline.find(">z-gemm<"), std::string::npos) << timeline;
+  EXPECT_NE(timeline.find(">a-burnin<"), std::string::npos);
+}
+
+// A GPU slowdown during a result (extra.telemetry.gpu.slowdown_reasons) or during the run
+// (summary.telemetry.ranks[].gpu) is a warning in the Markdown, the HTML and the summary line; other
+// clock-event reasons (a power cap) and an empty list are not.
+TEST(ReportPrinters, GpuSlowdownIsAWarning) {
+  auto a = result("gemm", "bf16/8192x8192x8192", {{"tflops", metric(500, Better::higher, "TFLOP/s")}});
+  a.extra["telemetry"] = {{"gpu",
+                           {{"clock_event_reasons", {"hw_thermal_slowdown", "sw_power_cap"}},
+                            {"slowdown_reasons", {"hw_thermal_slowdown"}},
+                            {"slowdown_ranks", {3}}}}};
+  auto b = result("gemm", "bf16/4096x4096x4096", {{"tflops", metric(450, Better::higher, "TFLOP/s")}});
+  b.extra["telemetry"] = {
+      {"gpu", {{"clock_event_reasons", {"sw_power_cap"}}, {"slowdown_reasons", nlohmann::json::array()}}}};
+  auto rep = run("r", {a, b});
+  rep.summary["telemetry"] = {
+      {"mode", "summary"},
+      {"ranks",
+       {{{"rank", 3}, {"gpu", {{"slowdown_reasons", {"hw_thermal_slowdown"}}}}},
+        {{"rank", 5}, {"gpu", {{"slowdown_reasons", {"hw_power_brake_slowdown"}}}}}}}};
+  const std::string line = "GPU slowdown during gemm/bf16/8192x8192x8192: hw_thermal_slowdown (rank 3)";
+  const std::string run_line = "GPU slowdown during the run: hw_power_brake_slowdown (rank 5)";
+  const std::string md = render_markdown({{"r.json", rep}});
+  EXPECT_NE(md.find("> **Warning:** " + line + "\n>\n> **Warning:** " + run_line + "\n"), std::string::npos)
+      << md;
+  EXPECT_EQ(count(md, "GPU slowdown"), 2u);  // rank 3's reason is the result's: not said again for the run
+  const std::string html = render_html({{"r.json", rep}});
+  EXPECT_NE(html.find("<b>Warning:</b> " + line), std::string::npos);
+  EXPECT_NE(html.find("<b>Warning:</b> " + run_line), std::string::npos);
+  const std::string summary = render_summary({{"r.json", rep}});
+  EXPECT_NE(summary.find("GPU slowdown: hw_thermal_slowdown (rank 3)"), std::string::npos) << summary;
+
+  // No slowdown: no warning anywhere.
+  a.extra["telemetry"]["gpu"]["slowdown_reasons"] = nlohmann::json::array();
+  a.extra["telemetry"]["gpu"]["slowdown_ranks"] = nlohmann::json::array();
+  auto calm = run("r", {a, b});
+  calm.summary["telemetry"] = {
+      {"mode", "summary"},
+      {"ranks", {{{"rank", 0}, {"gpu", {{"slowdown_reasons", nlohmann::json::array()}}}}}}};
+  for (const auto format : {ReportFormat::markdown, ReportFormat::html, ReportFormat::summary}) {
+    const std::string out = render_report({{"r.json", calm}}, format);
+    EXPECT_EQ(out.find("slowdown"), std::string::npos) << out;
+    EXPECT_EQ(out.find("Warning"), std::string::npos) << out;
+  }
+  // A suite: each step's run-level telemetry is its own (summary.steps.<step>.telemetry).
+  calm.summary["steps"]["b1"]["telemetry"] = {
+      {"ranks", {{{"rank", 1}, {"gpu", {{"slowdown_reasons", {"sw_thermal_slowdown"}}}}}}}};
+  EXPECT_NE(render_markdown({{"r.json", calm}})
+                .find("> **Warning:** GPU slowdown during step b1: sw_thermal_slowdown (rank 1)\n"),
+            std::string::npos);
 }
 
 TEST(Timeline, CategoriesFromEventsSumToWallTime) {

@@ -1,0 +1,109 @@
+#include "reports/gpu_slowdown.hpp"
+
+#include <cstdint>
+#include <map>
+#include <set>
+#include <utility>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <nlohmann/json.hpp>
+
+namespace fb::reports {
+namespace {
+
+// The strings of a JSON array (anything else: none), for reason lists read from a report.
+std::vector<std::string> slowdown_names(const nlohmann::json& j) {
+  std::vector<std::string> out;
+  if (j.is_array())
+    for (const auto& x : j)
+      if (x.is_string()) out.push_back(x.get<std::string>());
+  return out;
+}
+
+// Each rank's slowdown reasons in one summary.telemetry block ({"ranks": [{"rank", "gpu": {...}}]}).
+std::vector<std::pair<std::size_t, std::vector<std::string>>> rank_slowdowns(const nlohmann::json& tel) {
+  std::vector<std::pair<std::size_t, std::vector<std::string>>> out;
+  if (!tel.is_object() || !tel.contains("ranks") || !tel["ranks"].is_array()) return out;
+  for (std::size_t i = 0; i < tel["ranks"].size(); ++i) {
+    const auto& r = tel["ranks"][i];
+    if (!r.is_object() || !r.contains("gpu") || !r["gpu"].is_object()) continue;
+    auto reasons = slowdown_names(r["gpu"].value("slowdown_reasons", nlohmann::json()));
+    const auto rank =
+        r.contains("rank") && r["rank"].is_number_integer() && r["rank"].get<std::int64_t>() >= 0
+            ? r["rank"].get<std::size_t>()
+            : i;
+    if (!reasons.empty()) out.emplace_back(rank, std::move(reasons));
+  }
+  return out;
+}
+
+}  // namespace
+
+std::optional<GpuSlowdown> find_gpu_slowdown(const Result& r) {
+  if (!r.extra.is_object() || !r.extra.contains("telemetry")) return std::nullopt;
+  const auto& t = r.extra["telemetry"];
+  if (!t.is_object() || !t.contains("gpu") || !t["gpu"].is_object()) return std::nullopt;
+  const auto& g = t["gpu"];
+  GpuSlowdown s{slowdown_names(g.value("slowdown_reasons", nlohmann::json())), {}};
+  if (s.reasons.empty()) return std::nullopt;
+  if (g.contains("slowdown_ranks") && g["slowdown_ranks"].is_array())
+    for (const auto& x : g["slowdown_ranks"])
+      if (x.is_number_integer() && x.get<std::int64_t>() >= 0) s.ranks.push_back(x.get<std::size_t>());
+  return s;
+}
+
+std::string slowdown_text(const GpuSlowdown& s) {
+  std::string out = fmt::format("{}", fmt::join(s.reasons, ", "));
+  if (!s.ranks.empty())
+    out += fmt::format(" (rank{} {})", s.ranks.size() == 1 ? "" : "s", fmt::join(s.ranks, ", "));
+  return out;
+}
+
+std::vector<std::string> slowdown_warnings(const Report& report) {
+  constexpr std::size_t kMaxResultLines = 10;  // a throttled sweep names its first results, then counts
+  std::vector<std::string> out;
+  std::set<std::pair<std::size_t, std::string>> named;  // (rank, reason) a result line already shows
+  std::set<std::string> named_any_rank;                 // reasons of results that do not say the rank
+  std::size_t more = 0;
+  for (const auto& r : report.results) {
+    const auto s = find_gpu_slowdown(r);
+    if (!s) continue;
+    for (const auto& reason : s->reasons) {
+      if (s->ranks.empty()) named_any_rank.insert(reason);
+      for (const auto rank : s->ranks) named.insert({rank, reason});
+    }
+    // Named with its benchmark (gemm's "bf16/8192x8192x8192" alone does not say what ran).
+    const bool prefixed = r.name == r.benchmark || r.name.starts_with(r.benchmark + "/");
+    if (out.size() < kMaxResultLines)
+      out.push_back(fmt::format("GPU slowdown during {}{}: {}", prefixed ? "" : r.benchmark + "/", r.name,
+                                slowdown_text(*s)));
+    else
+      ++more;
+  }
+  if (more) out.push_back(fmt::format("GPU slowdown during {} more result{}", more, more == 1 ? "" : "s"));
+  // The run's telemetry also covers the time between results' windows (and a suite step's, its step).
+  // A suite's summary.telemetry holds only the moments after its last step.
+  std::vector<std::pair<std::string, const nlohmann::json*>> blocks;
+  if (report.summary.is_object()) {
+    if (report.summary.contains("steps") && report.summary["steps"].is_object())
+      for (const auto& [step, v] : report.summary["steps"].items())
+        if (v.is_object() && v.contains("telemetry")) blocks.emplace_back("step " + step, &v["telemetry"]);
+    if (report.summary.contains("telemetry"))
+      blocks.emplace_back(blocks.empty() ? "the run" : "the suite's end", &report.summary["telemetry"]);
+  }
+  for (const auto& [where, tel] : blocks) {
+    std::map<std::vector<std::string>, std::vector<std::size_t>> ranks_by_reasons;
+    for (auto& [rank, reasons] : rank_slowdowns(*tel)) {
+      std::erase_if(reasons, [&, rank = rank](const std::string& x) {
+        return named.count({rank, x}) || named_any_rank.count(x);
+      });
+      if (!reasons.empty()) ranks_by_reasons[reasons].push_back(rank);
+    }
+    for (const auto& [reasons, ranks] : ranks_by_reasons)
+      out.push_back(fmt::format("GPU slowdown during {}: {}", where, slowdown_text({reasons, ranks})));
+  }
+  return out;
+}
+
+}  // namespace fb::reports
