@@ -40,19 +40,6 @@ std::vector<std::pair<std::size_t, std::vector<std::string>>> rank_slowdowns(con
 
 }  // namespace
 
-std::optional<GpuSlowdown> find_gpu_slowdown(const Result& r) {
-  if (!r.extra.is_object() || !r.extra.contains("telemetry")) return std::nullopt;
-  const auto& t = r.extra["telemetry"];
-  if (!t.is_object() || !t.contains("gpu") || !t["gpu"].is_object()) return std::nullopt;
-  const auto& g = t["gpu"];
-  GpuSlowdown s{slowdown_names(g.value("slowdown_reasons", nlohmann::json())), {}};
-  if (s.reasons.empty()) return std::nullopt;
-  if (g.contains("slowdown_ranks") && g["slowdown_ranks"].is_array())
-    for (const auto& x : g["slowdown_ranks"])
-      if (x.is_number_integer() && x.get<std::int64_t>() >= 0) s.ranks.push_back(x.get<std::size_t>());
-  return s;
-}
-
 std::string slowdown_text(const GpuSlowdown& s) {
   std::string out = fmt::format("{}", fmt::join(s.reasons, ", "));
   if (!s.ranks.empty())

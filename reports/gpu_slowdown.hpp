@@ -1,23 +1,14 @@
 #pragma once
 // GPU slowdowns a report's telemetry saw (reasons and ranks) and the warning lines every printer shows for
 // them: a throttled GPU's figures are not the hardware's best, and the JSON alone said so.
-#include <cstddef>
-#include <optional>
 #include <string>
 #include <vector>
 
 #include "reports/report.hpp"
+#include "reports/telemetry_extra.hpp"
 
 namespace fb::reports {
 
-// A GPU slowdown (hw_slowdown, sw/hw thermal, hw power brake: telemetry's "slowdown_reasons") during a
-// result's window, from extra.telemetry.gpu: otherwise it shows only in the JSON. The Markdown,
-// HTML and summary printers all warn with these words.
-struct GpuSlowdown {
-  std::vector<std::string> reasons;
-  std::vector<std::size_t> ranks;  // gpu.slowdown_ranks; empty when the report does not say
-};
-std::optional<GpuSlowdown> find_gpu_slowdown(const Result& r);
 // "hw_thermal_slowdown, sw_thermal_slowdown (ranks 1, 3)".
 std::string slowdown_text(const GpuSlowdown& s);
 // One line per result that saw a slowdown ("GPU slowdown during gemm/bf16/...: hw_thermal_slowdown (rank

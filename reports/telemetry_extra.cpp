@@ -1,5 +1,7 @@
 #include "reports/telemetry_extra.hpp"
 
+#include <cstdint>
+
 namespace fb::reports {
 
 void write_telemetry_extra(Result& r, const TelemetryExtra& x) {
@@ -22,6 +24,22 @@ std::optional<TelemetryWindow> find_telemetry_window(const Result& r) {
   const auto from = number("from_s"), to = number("to_s");
   if (!from || !to) return std::nullopt;
   return TelemetryWindow{*from, *to};
+}
+
+std::optional<GpuSlowdown> find_gpu_slowdown(const Result& r) {
+  if (!has_telemetry_extra(r)) return std::nullopt;
+  const auto& t = r.extra.at("telemetry");
+  if (!t.is_object() || !t.contains("gpu") || !t.at("gpu").is_object()) return std::nullopt;
+  const auto& g = t.at("gpu");
+  GpuSlowdown s;
+  if (g.contains("slowdown_reasons") && g.at("slowdown_reasons").is_array())
+    for (const auto& x : g.at("slowdown_reasons"))
+      if (x.is_string()) s.reasons.push_back(x.get<std::string>());
+  if (s.reasons.empty()) return std::nullopt;
+  if (g.contains("slowdown_ranks") && g.at("slowdown_ranks").is_array())
+    for (const auto& x : g.at("slowdown_ranks"))
+      if (x.is_number_integer() && x.get<std::int64_t>() >= 0) s.ranks.push_back(x.get<std::size_t>());
+  return s;
 }
 
 }  // namespace fb::reports

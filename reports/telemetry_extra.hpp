@@ -3,8 +3,10 @@
 // the ranks (core/telemetry_sampler.hpp's combine_telemetry: from_s, to_s and the GPU and host figures;
 // docs/health.md) and the sampling mode. Written by workloads/telemetry_report.cpp; the HTML report reads
 // the window's bounds to draw the benchmark timeline.
+#include <cstddef>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -27,5 +29,13 @@ struct TelemetryWindow {
   bool operator==(const TelemetryWindow&) const = default;
 };
 std::optional<TelemetryWindow> find_telemetry_window(const Result& r);
+
+// A GPU slowdown (hw_slowdown, sw/hw thermal, hw power brake: telemetry's "slowdown_reasons") during the
+// result's window, from extra.telemetry.gpu; nullopt when none was seen (or there was no GPU telemetry).
+struct GpuSlowdown {
+  std::vector<std::string> reasons;
+  std::vector<std::size_t> ranks;  // gpu.slowdown_ranks; empty when the report does not say
+};
+std::optional<GpuSlowdown> find_gpu_slowdown(const Result& r);
 
 }  // namespace fb::reports
