@@ -181,13 +181,20 @@ std::optional<Device> Library::device(const std::string& pci_bus_id, int index, 
   nvmlDevice_t handle = nullptr;
   // A known bus id is the match: falling back to the index would read another GPU's clocks and ECC counts
   // under CUDA_VISIBLE_DEVICES, where the CUDA ordinal is not NVML's index.
-  if (!pci_bus_id.empty() && api_->handle_by_pci) {
+  if (!pci_bus_id.empty()) {
+    if (!api_->handle_by_pci) {
+      set_why(
+          fmt::format("this NVML lacks nvmlDeviceGetHandleByPciBusId_v2, so the GPU at PCI bus id '{}' "
+                      "cannot be matched (an index can name another GPU under CUDA_VISIBLE_DEVICES)",
+                      pci_bus_id));
+      return std::nullopt;
+    }
     const nvmlReturn_t rc = api_->handle_by_pci(pci_bus_id.c_str(), &handle);
     if (rc == NVML_SUCCESS) return Device(shared_from_this(), handle, index);
     set_why(
-        fmt::format("no NVML device at PCI bus id '{}': {} (not matched by index {}: it can name another "
-                    "GPU under CUDA_VISIBLE_DEVICES)",
-                    pci_bus_id, error_string(rc), index));
+        fmt::format("no NVML device at PCI bus id '{}': {} (not matched by its index: under "
+                    "CUDA_VISIBLE_DEVICES that can name another GPU)",
+                    pci_bus_id, error_string(rc)));
     return std::nullopt;
   }
   if (index >= 0) {
@@ -196,7 +203,7 @@ std::optional<Device> Library::device(const std::string& pci_bus_id, int index, 
     set_why(fmt::format("no NVML device at index {}: {}", index, error_string(rc)));
     return std::nullopt;
   }
-  set_why(fmt::format("no NVML device at PCI bus id '{}'", pci_bus_id));
+  set_why("the device has neither a PCI bus id nor an index to match in NVML");
   return std::nullopt;
 }
 

@@ -92,9 +92,9 @@ class Library : public std::enable_shared_from_this<Library> {
   const std::string& path() const { return path_; }
   unsigned device_count() const;
 
-  // The device with this PCI bus id ("0000:3B:00.0", as cudaDeviceGetPCIBusId writes it), else the one
-  // with NVML index `index` (the CUDA ordinal differs from NVML's under CUDA_VISIBLE_DEVICES, so the bus id
-  // is preferred). Empty with `why` set when neither is found.
+  // The device with this PCI bus id ("0000:3B:00.0", as cudaDeviceGetPCIBusId writes it); only when the
+  // bus id is empty, the one with NVML index `index` (the CUDA ordinal differs from NVML's under
+  // CUDA_VISIBLE_DEVICES, so an unmatched bus id is no device, not a guess). Empty with `why` set otherwise.
   std::optional<Device> device(const std::string& pci_bus_id, int index, std::string* why = nullptr) const;
 
   // Text of an NVML return code (nvmlErrorString when present).

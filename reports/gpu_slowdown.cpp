@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <map>
 #include <set>
+#include <tuple>
 #include <utility>
 
 #include <fmt/format.h>
@@ -52,7 +53,15 @@ std::vector<std::string> slowdown_warnings(const Report& report) {
   std::vector<std::string> out;
   std::set<std::pair<std::size_t, std::string>> named;  // (rank, reason) a result line already shows
   std::set<std::string> named_any_rank;                 // reasons of results that do not say the rank
-  std::size_t more = 0;
+  // Results that carry one telemetry window (the run's, copied into each result without a window of its own:
+  // health's per-rank results, burnin's per-node ones) are one line: the slowdown is the window's, and a
+  // line per result would name every node for one rank's throttle.
+  struct Line {
+    std::vector<std::string> names;
+    GpuSlowdown slowdown;
+  };
+  std::vector<Line> lines;
+  std::map<std::tuple<std::string, double, double>, std::size_t> by_window;
   for (const auto& r : report.results) {
     const auto s = find_gpu_slowdown(r);
     if (!s) continue;
@@ -62,13 +71,28 @@ std::vector<std::string> slowdown_warnings(const Report& report) {
     }
     // Named with its benchmark (gemm's "bf16/8192x8192x8192" alone does not say what ran).
     const bool prefixed = r.name == r.benchmark || r.name.starts_with(r.benchmark + "/");
-    if (out.size() < kMaxResultLines)
-      out.push_back(fmt::format("GPU slowdown during {}{}: {}", prefixed ? "" : r.benchmark + "/", r.name,
-                                slowdown_text(*s)));
-    else
-      ++more;
+    const std::string name = (prefixed ? "" : r.benchmark + "/") + r.name;
+    const auto w = find_telemetry_window(r);
+    const auto key = std::make_tuple(slowdown_text(*s), w ? w->from_s : -1.0, w ? w->to_s : -1.0);
+    if (const auto it = by_window.find(key); w && it != by_window.end()) {
+      lines[it->second].names.push_back(name);
+      continue;
+    }
+    by_window[key] = lines.size();
+    lines.push_back({{name}, *s});
   }
-  if (more) out.push_back(fmt::format("GPU slowdown during {} more result{}", more, more == 1 ? "" : "s"));
+  for (std::size_t i = 0; i < lines.size() && i < kMaxResultLines; ++i) {
+    const auto& l = lines[i];
+    const std::string what =
+        l.names.size() == 1 ? l.names[0]
+                            : fmt::format("the window of {} results ({}{})", l.names.size(), l.names[0],
+                                          l.names.size() > 1 ? fmt::format(" … {}", l.names.back()) : "");
+    out.push_back(fmt::format("GPU slowdown during {}: {}", what, slowdown_text(l.slowdown)));
+  }
+  if (lines.size() > kMaxResultLines) {
+    const std::size_t more = lines.size() - kMaxResultLines;
+    out.push_back(fmt::format("GPU slowdown during {} more result{}", more, more == 1 ? "" : "s"));
+  }
   // The run's telemetry also covers the time between results' windows (and a suite step's, its step).
   // A suite's summary.telemetry holds only the moments after its last step.
   std::vector<std::pair<std::string, const nlohmann::json*>> blocks;

@@ -1,6 +1,7 @@
 #pragma once
-// GPU slowdowns a report's telemetry saw (reasons and ranks) and the warning lines every printer shows for
-// them: a throttled GPU's figures are not the hardware's best, and the JSON alone said so.
+// GPU slowdowns a report's telemetry saw (reasons and ranks) and the warning lines the Markdown, HTML and
+// summary printers show for them: a throttled GPU's figures are not the hardware's best, and the JSON alone
+// said so.
 #include <string>
 #include <vector>
 

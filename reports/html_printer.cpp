@@ -400,9 +400,18 @@ std::vector<Figure> telemetry_figures(const std::vector<NamedReport>& reports) {
       // Ranks by their "rank" (a step's list may be ordered or sized differently), each with its column.
       std::map<int, std::pair<std::string, std::string>> column;  // rank → (group, key)
       std::map<int, double> shift;
+      // A hand-edited entry that is not an object, or whose "rank" is not an integer, is left out.
+      const auto rank_id = [](const json& r) -> std::optional<int> {
+        if (!r.is_object()) return std::nullopt;
+        if (!r.contains("rank")) return 0;
+        if (!r["rank"].is_number_integer()) return std::nullopt;
+        return r["rank"].get<int>();
+      };
       for (const auto& b : blocks)
         for (const auto& rank : (*b.tel)["ranks"]) {
-          const int id = rank.value("rank", 0);
+          const auto rid = rank_id(rank);
+          if (!rid) continue;
+          const int id = *rid;
           const json& series = child_of(rank, "series");
           if (!series.is_object()) continue;
           if (!shift.count(id)) shift[id] = unix_from_utc(string_field(rank, "started_at")) - t0;
@@ -420,7 +429,7 @@ std::vector<Figure> telemetry_figures(const std::vector<NamedReport>& reports) {
         std::optional<double> last_t;
         for (const auto& b : blocks)
           for (const auto& rank : (*b.tel)["ranks"]) {
-            if (rank.value("rank", 0) != id) continue;
+            if (rank_id(rank) != id) continue;
             const json& series = child_of(rank, "series");
             const json& g = child_of(series, col.first);
             if (!series.contains("t_s") || !series["t_s"].is_array() || !g.is_object() ||

@@ -385,7 +385,7 @@ bool TrainResilienceHooks::after_step(std::int64_t step, const workloads::StepOu
   }
   if (periodic) check_stragglers(step);
   if (async_.pending()) {
-    // A finished write's commit (and the prune, which reads older checkpoints back on rank 0) is checkpoint
+    // A finished write's commit (and the prune, each rank reading back its shard of older ones) is checkpoint
     // work: the watchdog gives it the save allowance, not the step timeout.
     saving(true);
     poll_async(false);

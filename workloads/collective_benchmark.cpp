@@ -519,6 +519,16 @@ CollectiveRun run_collective_benchmark(const CollectiveOptions& o, MpiContext& m
   const int n = group_size(o, mpi.size());
   const int groups = mpi.size() / n;
   const std::vector<Case> cases = build_cases(o, n);
+  // An injected wrong element at a check the run never makes would test nothing (every rank builds the
+  // same cases, so every rank refuses alike).
+  if (const auto& faults = injected_faults(); o.check && faults.wrong_rank >= 0) {
+    const auto checks = static_cast<std::uint64_t>(
+        std::count_if(cases.begin(), cases.end(), [](const Case& c) { return c.skip_reason.empty(); }));
+    if (faults.wrong_check > checks)
+      throw usage_error(
+          fmt::format("FACTORYBENCH_INJECT '{}': wrong at check {}, but this run makes {} check(s)",
+                      faults.text, faults.wrong_check, checks));
+  }
   const std::uint64_t buffer_bytes = checked_buffer_bytes(o, mpi, backend, cases, n);
 
   auto world_comm = make_communicator(mpi, backend);

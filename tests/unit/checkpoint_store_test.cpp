@@ -399,6 +399,27 @@ TEST_F(CheckpointStoreTest, SaveReplacesLinksAndFifosLeftAtItsNames) {
   EXPECT_TRUE(store.verify(10, 2, &why)) << why;
 }
 
+// The job's retention: each rank checks its own shard (verify_rank), the ranks agree, and rank 0 removes with
+// prune_verified. Damage to rank 1's shard is seen by rank 1's check only; a step the ranks did not agree on
+// is not counted, so the older verified one stays.
+TEST_F(CheckpointStoreTest, EachRankVerifiesItsOwnShardAndPruneTakesTheAgreedSteps) {
+  CheckpointStore store(root);
+  for (const std::int64_t step : {10, 20, 30, 40}) save(store, step, 2, 4096);
+  corrupt(store, 30, 1);
+  std::string why;
+  EXPECT_TRUE(store.verify_rank(30, 2, 0, &why)) << why;
+  EXPECT_FALSE(store.verify_rank(30, 2, 1, &why));
+  EXPECT_EQ(why.rfind("shard rank-00001.shard checksum mismatch (xxh64 ", 0), 0u) << why;
+  EXPECT_FALSE(store.verify_rank(30, 3, 0, &why));  // another world size
+  EXPECT_EQ(why, "written by 2 ranks, this job has 3");
+  EXPECT_FALSE(store.verify_rank(50, 2, 0, &why));  // no such step
+  // Agreed at the commit of 40 with --keep 2: 20 and 10 verify on both ranks, 30 on rank 0 only.
+  EXPECT_EQ(store.prune_verified(2, 40, {10, 20}), std::vector<std::string>{});
+  EXPECT_EQ(store.list_steps(), (std::vector<std::int64_t>{10, 20, 30, 40}));
+  EXPECT_EQ(store.prune_verified(1, 40, {20}), (std::vector<std::string>{"step-00000010"}));
+  EXPECT_EQ(store.list_steps(), (std::vector<std::int64_t>{20, 30, 40}));
+}
+
 TEST_F(CheckpointStoreTest, WalkBackBelowAStepThatFailedElsewhere) {
   CheckpointStore store(root);
   for (const std::int64_t s : {10, 20, 30}) save(store, s, 2, 1024);

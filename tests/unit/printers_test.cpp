@@ -565,6 +565,12 @@ TEST(ReportHtml, TelemetryChartsKeepSparseReadingsAndThinDenseOnes) {
   EXPECT_GT(count(temperature, "<title>rank 0: "), 300u);
   EXPECT_NE(temperature.find("→ 99</title>"), std::string::npos);  // the last sample is kept
   EXPECT_NE(temperature.find("sampled every 1 ms, thinned to 600 points per rank"), std::string::npos);
+  // Hand-edited rank entries that are not objects, or whose "rank" is not an integer, are left out (they
+  // stopped the page with a JSON type error, exit 3).
+  rep.summary["telemetry"]["ranks"].push_back(5);
+  rep.summary["telemetry"]["ranks"].push_back({{"rank", "one"}, {"series", {{"t_s", {0.0}}}}});
+  const std::string edited = render_html({{"r.json", rep}});
+  EXPECT_EQ(count(figure_with(edited, "Clock per rank"), "<title>rank 0: "), 20u);
 }
 
 // A suite keeps each step's series in summary.steps.<step>.telemetry (its summary.telemetry holds only the
@@ -652,6 +658,23 @@ TEST(ReportPrinters, GpuSlowdownIsAWarning) {
   EXPECT_NE(render_markdown({{"r.json", calm}})
                 .find("> **Warning:** GPU slowdown during step b1: sw_thermal_slowdown (rank 1)\n"),
             std::string::npos);
+  // Results that carry one window (the run's telemetry, copied into health's per-rank results) are one line:
+  // rank 3's throttle is not said of every rank's result.
+  std::vector<Result> ranks;
+  for (int k = 0; k < 4; ++k) {
+    ranks.push_back(result("health", fmt::format("gemm/rank{}", k), {}));
+    ranks.back().extra["telemetry"] = {
+        {"from_s", 0.5},
+        {"to_s", 9.5},
+        {"gpu", {{"slowdown_reasons", {"hw_thermal_slowdown"}}, {"slowdown_ranks", {3}}}}};
+  }
+  const std::string shared = render_markdown({{"h.json", run("h", ranks)}});
+  EXPECT_EQ(count(shared, "GPU slowdown"), 1u) << shared;
+  EXPECT_NE(
+      shared.find("GPU slowdown during the window of 4 results (health/gemm/rank0 … health/gemm/rank3): "
+                  "hw_thermal_slowdown (rank 3)"),
+      std::string::npos)
+      << shared;
 }
 
 TEST(Timeline, CategoriesFromEventsSumToWallTime) {
