@@ -6,7 +6,9 @@
 #include <array>
 #include <atomic>
 #include <cstring>
+#include <exception>
 #include <mutex>
+#include <thread>
 
 namespace fb {
 namespace {
@@ -83,6 +85,31 @@ RemoveOnSignal::~RemoveOnSignal() {
   g_used[slot_] = false;
   if (--g_armed > 0) return;
   for (std::size_t i = 0; i < kSignals.size(); ++i) ::sigaction(kSignals[i], &g_previous[i], nullptr);
+}
+
+void run_with_signals_blocked(const std::function<void()>& work) {
+  // Blocked here while the thread starts, so it inherits the mask from its first instruction.
+  sigset_t set, previous;
+  sigemptyset(&set);
+  for (const int sig : kSignals) sigaddset(&set, sig);
+  ::pthread_sigmask(SIG_BLOCK, &set, &previous);
+  std::exception_ptr failure;
+  std::thread worker;
+  try {
+    worker = std::thread([&] {
+      try {
+        work();
+      } catch (...) {
+        failure = std::current_exception();
+      }
+    });
+  } catch (...) {
+    ::pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+    throw;
+  }
+  ::pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+  worker.join();
+  if (failure) std::rethrow_exception(failure);
 }
 
 }  // namespace fb

@@ -8,6 +8,7 @@
 // unlink, rmdir and access are async-signal-safe. Best effort: a file another thread of the process creates
 // while the handler runs stays. A few guards may live at once (kSlots); more are not guarded.
 #include <filesystem>
+#include <functional>
 #include <vector>
 
 namespace fb {
@@ -28,5 +29,12 @@ class RemoveOnSignal {
  private:
   int slot_ = -1;
 };
+
+// Runs `work` on a thread of its own that blocks SIGINT, SIGTERM and SIGHUP, and waits for it (rethrowing
+// what it throws). A thread blocked in the kernel (an fdatasync of a large write is uninterruptible) runs no
+// handler until the call returns, and Linux hands a process-directed signal to the main thread when that
+// thread does not block it: mpirun's SIGKILL, a second after its SIGTERM, then came first and left a guard's
+// files behind. The waiting thread takes the signal at once and the guards' files go before the SIGKILL.
+void run_with_signals_blocked(const std::function<void()>& work);
 
 }  // namespace fb

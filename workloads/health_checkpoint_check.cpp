@@ -93,26 +93,30 @@ CheckOutcome check_checkpoint_dir(Context& c) {
   for (auto& w : chunk) w = rng.next();
   std::string error;
   const auto t0 = std::chrono::steady_clock::now();
-  // Flushed every 64 MiB as well as at the end: one fsync of gigabytes can block for many seconds, and a
-  // SIGTERM (a scheduler's, forwarded by mpirun) is only acted on, and the scratch file removed, once it
-  // returns; mpirun's SIGKILL may come first and leave the file behind.
+  // Flushed every 64 MiB as well as at the end, so the page cache does not hold gigabytes for one long final
+  // fsync. The writing runs on a thread that blocks the signals RemoveOnSignal guards: a SIGTERM (a
+  // scheduler's, forwarded by mpirun) is taken by this thread at once, the scratch file removed, even while
+  // the writer sits uninterruptibly in fdatasync; mpirun's SIGKILL a second later used to come first and
+  // leave the file behind.
   constexpr std::uint64_t kFlushEvery = 64ull << 20;
-  std::uint64_t flushed = 0;
-  for (std::uint64_t done = 0; done < bytes && error.empty();) {
-    const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(bytes - done, chunk.size() * 8));
-    const ssize_t w = ::write(fd, chunk.data(), n);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) {
-      error = fmt::format("write failed after {}: {}", format_bytes(done), std::strerror(errno));
-    } else {
-      done += static_cast<std::uint64_t>(w);
-      if (done - flushed >= kFlushEvery) {
-        if (::fdatasync(fd) != 0) error = fmt::format("fdatasync failed: {}", std::strerror(errno));
-        flushed = done;
+  run_with_signals_blocked([&] {
+    std::uint64_t flushed = 0;
+    for (std::uint64_t done = 0; done < bytes && error.empty();) {
+      const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(bytes - done, chunk.size() * 8));
+      const ssize_t w = ::write(fd, chunk.data(), n);
+      if (w < 0 && errno == EINTR) continue;
+      if (w <= 0) {
+        error = fmt::format("write failed after {}: {}", format_bytes(done), std::strerror(errno));
+      } else {
+        done += static_cast<std::uint64_t>(w);
+        if (done - flushed >= kFlushEvery) {
+          if (::fdatasync(fd) != 0) error = fmt::format("fdatasync failed: {}", std::strerror(errno));
+          flushed = done;
+        }
       }
     }
-  }
-  if (error.empty() && ::fsync(fd) != 0) error = fmt::format("fsync failed: {}", std::strerror(errno));
+    if (error.empty() && ::fsync(fd) != 0) error = fmt::format("fsync failed: {}", std::strerror(errno));
+  });
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   ::close(fd);
   ::unlink(file.c_str());

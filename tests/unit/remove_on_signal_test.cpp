@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <stdexcept>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -131,6 +132,53 @@ TEST_F(RemoveOnSignalTest, AnIgnoredSignalStaysIgnored) {
   ASSERT_TRUE(WIFEXITED(status));
   EXPECT_EQ(WEXITSTATUS(status), 0);
   EXPECT_TRUE(fs::exists(file));
+}
+
+bool caller_blocks(int sig) {
+  sigset_t now;
+  ::pthread_sigmask(SIG_BLOCK, nullptr, &now);
+  return sigismember(&now, sig) == 1;
+}
+
+TEST_F(RemoveOnSignalTest, ASignalWhileTheWorkIsBlockedRemovesTheFilesAtOnce) {
+  // The work sits in a read that never returns, as a writer sits in fdatasync; the process-directed SIGTERM
+  // (mpirun's) must reach the waiting caller, not wait for the worker.
+  const auto file = dir_ / "scratch.tmp";
+  touch(file);
+  int ready[2], never[2];
+  ASSERT_EQ(::pipe(ready), 0);
+  ASSERT_EQ(::pipe(never), 0);
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    static RemoveOnSignal guard({file});
+    run_with_signals_blocked([&] {
+      const char worker_blocks =
+          caller_blocks(SIGTERM) && caller_blocks(SIGINT) && caller_blocks(SIGHUP) ? '1' : '0';
+      (void)!::write(ready[1], &worker_blocks, 1);
+      char c;
+      (void)!::read(never[0], &c, 1);
+    });
+    ::_exit(0);  // only when the signal did not end the child
+  }
+  char worker_blocks = 0;
+  ASSERT_EQ(::read(ready[0], &worker_blocks, 1), 1);
+  EXPECT_EQ(worker_blocks, '1');
+  ::kill(pid, SIGTERM);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  for (const int fd : {ready[0], ready[1], never[0], never[1]}) ::close(fd);
+  ASSERT_TRUE(WIFSIGNALED(status));
+  EXPECT_EQ(WTERMSIG(status), SIGTERM);
+  EXPECT_FALSE(fs::exists(file));
+}
+
+TEST_F(RemoveOnSignalTest, TheWorkRunsToItsEndAndWhatItThrowsReachesTheCaller) {
+  ASSERT_FALSE(caller_blocks(SIGTERM));
+  int result = 0;
+  run_with_signals_blocked([&] { result = 42; });
+  EXPECT_EQ(result, 42);
+  EXPECT_THROW(run_with_signals_blocked([] { throw std::runtime_error("disk full"); }), std::runtime_error);
+  EXPECT_FALSE(caller_blocks(SIGTERM));  // the caller's mask is restored either way
 }
 
 }  // namespace
