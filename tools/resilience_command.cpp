@@ -350,8 +350,10 @@ bool all_ranks_here(const ResilienceCommandOptions& o) {
 void check_rank_count(const ResilienceCommandOptions& o) {
   const long long total = static_cast<long long>(o.ranks) + o.spares;
   if (total > (1 << 17))
-    throw usage_error(fmt::format("invalid --ranks {}: {} ranks with --spares exceed the limit of {}",
-                                  o.ranks, total, 1 << 17));
+    throw usage_error(
+        o.spares > 0 ? fmt::format("invalid --ranks {}: {} ranks with --spares {} exceed the limit of {}",
+                                   o.ranks, total, o.spares, 1 << 17)
+                     : fmt::format("invalid --ranks {}: more than the limit of {} ranks", o.ranks, 1 << 17));
   const long long cores = std::max(1u, std::thread::hardware_concurrency());
   if (all_ranks_here(o) && total > 16 * cores)
     throw usage_error(fmt::format(

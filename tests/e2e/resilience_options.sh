@@ -81,8 +81,10 @@ run_capture shared fb resilience --launcher-args "--hostfile $T/hosts" --model t
 assert_json "$T/shared.json" "'rejected its options: invalid --state-bytes' in $R['extra']['stop_reason'] and '2 rank(s) on this host' in $R['extra']['stop_reason'] and $L['attempts'] == 1 and $R['metrics']['failures']['value'] == 0" "host share beyond memory: named by the job, one attempt, no failure counted"
 expect_error many_ranks 2 "invalid --ranks 99999: 99999 processes would start on this host of [0-9]+ cores" \
   fb resilience --ranks 99999 --backend host --faults "crash@step=3" --run-dir "$T/bad"
-expect_error too_many_ranks 2 "invalid --ranks 200000: 200000 ranks with --spares exceed the limit of 131072" \
+expect_error too_many_ranks 2 "invalid --ranks 200000: more than the limit of 131072 ranks" \
   fb resilience --ranks 200000 --launcher srun --backend host --faults "crash@step=3" --run-dir "$T/bad"
+expect_error too_many_with_spares 2 "invalid --ranks 131000: 131100 ranks with --spares 100 exceed the limit of 131072" \
+  fb resilience --ranks 131000 --spares 100 --policy drain --launcher srun --backend host --faults "crash@step=3" --run-dir "$T/bad"
 expect_error badsize 2 "--state-bytes" \
   fb resilience --ranks 2 --backend host --state-bytes lots --faults "crash@step=3" --run-dir "$T/bad"
 
