@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdint>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -91,6 +92,34 @@ reports::Report report_ending_in(reports::Report so_far, nlohmann::json step_log
   return so_far;
 }
 
+// FNV-1a over the suite's name and its steps, with separators.
+std::uint64_t suite_digest(const Suite& suite) {
+  std::uint64_t hash = 14695981039346656037ull;
+  const auto add = [&](const std::string& text) {
+    for (const unsigned char c : text) hash = (hash ^ c) * 1099511628211ull;
+    hash = (hash ^ 0xFFu) * 1099511628211ull;
+  };
+  add(suite.name);
+  for (const auto& step : suite.steps) {
+    add(step.name);
+    for (const auto& a : step.args) add(a);
+    hash = (hash ^ 0xFEu) * 1099511628211ull;
+  }
+  return hash;
+}
+
+// Every step argument, and the value of each --option=value: those that name a file are the steps' inputs.
+std::vector<std::string> step_arguments(const Suite& suite) {
+  std::vector<std::string> out;
+  for (const auto& step : suite.steps)
+    for (const auto& a : step.args) {
+      out.push_back(a);
+      if (const auto eq = a.find('='); a.starts_with("--") && eq != std::string::npos)
+        out.push_back(a.substr(eq + 1));
+    }
+  return out;
+}
+
 int run_suite(const SuiteOptions& opt, Session& session) {
   const Suite suite = load_suite(opt.file);
   // Parse every step before running any: a typo in step 5 should not cost steps 1-4.
@@ -112,6 +141,14 @@ int run_suite(const SuiteOptions& opt, Session& session) {
 
   // MPI (and the -o check) first: their errors are the suite's, not a step's.
   auto& mpi = session.mpi();
+  // The arguments are the same on every rank (checked with MPI's start), but a suite read from each host's
+  // configs may not be: ranks running different steps would wait in each other's collectives for ever.
+  mpi.require_same_content(suite_digest(suite), "suite files (" + opt.file + ")");
+  // The report is written to -o before each step (so a hang loses nothing): a step's input there would be
+  // replaced before the step reads it.
+  agree_on_errors(mpi, [&] {
+    if (session.is_root()) session.check_output_writable(step_arguments(suite));
+  });
   preflight(suite, parsed, session);
   // --backend cuda on a node without a usable GPU stops here, as a single command would, rather than
   // failing every step (the steps share this backend; creating it now costs nothing later).

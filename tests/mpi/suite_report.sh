@@ -192,4 +192,26 @@ if ! command -v nvidia-smi >/dev/null 2>&1; then
   [ "$RC" -eq 2 ] && grep -q "^factorybench: error: --backend cuda: " "$T/nocuda.err" && [ ! -e "$T/nocuda.json" ] \
     && ok "suite --backend cuda without a GPU: exit 2, no report" || fail "nocuda: exit $RC: $(head -3 "$T/nocuda.err")"
 fi
+
+# -o naming a step's input: the report is written before each step, so the input would be gone before the step
+# read it. Refused up front, the file untouched.
+cp "$FB_SOURCE_DIR/configs/models/tiny-dense.json" "$T/step_model.json"
+before=$(md5sum <"$T/step_model.json")
+cat >"$T/step_input.json" <<EOF
+{"name": "step-input", "steps": [{"name": "t", "command": "train", "args": ["--model=$T/step_model.json", "--steps", "2", "--dry-run"]}]}
+EOF
+expect_error step_input 2 "^factorybench: error: invalid -o/--output $T/step_model.json: it is the input $T/step_model.json, which writing would destroy$" \
+  fb suite "$T/step_input.json" --backend host -o "$T/step_model.json"
+[ "$(md5sum <"$T/step_model.json")" = "$before" ] && ok "step input named by -o: untouched" || fail "step input named by -o was overwritten"
+
+# Ranks whose config directories hold different suites of one name stop at once with the reason, instead of
+# each running its own steps and waiting in the other's collectives.
+for side in a b; do cp -r "$FB_SOURCE_DIR/configs" "$T/cfg_$side"; done
+echo '{"name": "quickstart", "steps": [{"name": "g", "command": "gemm", "args": ["--m", "64", "--n", "64", "--k", "64", "-n", "3", "-w", "1"]}]}' >"$T/cfg_a/suites/quickstart.json"
+echo '{"name": "quickstart", "steps": [{"name": "c", "command": "collective", "args": ["-b", "8", "-e", "8", "-n", "3", "-w", "1"]}]}' >"$T/cfg_b/suites/quickstart.json"
+run_capture mixed_suites timeout 120 mpirun --oversubscribe -np 1 -x FACTORYBENCH_CONFIG_DIR="$T/cfg_a" \
+  "$FACTORYBENCH" --backend host suite quickstart -o "$T/mixed_suites.json" : \
+  -np 1 -x FACTORYBENCH_CONFIG_DIR="$T/cfg_b" "$FACTORYBENCH" --backend host suite quickstart -o "$T/mixed_suites.json"
+[ "$RC" -eq 2 ] && grep -q "the ranks loaded different suite files (quickstart)" "$T/mixed_suites.err" && [ ! -e "$T/mixed_suites.json" ] \
+  && ok "different suite files: exit 2 with the reason, no report" || fail "mixed_suites: exit $RC: $(tail -3 "$T/mixed_suites.err")"
 finish
