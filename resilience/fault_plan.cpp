@@ -112,10 +112,17 @@ std::string canonical(const PlannedFault& f) {
   return s;
 }
 
+constexpr double kMaxStragglerFactor = 1000;
+
 void validate(PlannedFault& f, std::string_view part, int slots) {
   if (f.rank >= slots) throw bad(part, fmt::format("rank={} is not below the {} ranks", f.rank, slots));
   if (f.kind == FaultKind::straggler && !(f.factor > 1))
     throw bad(part, fmt::format("factor={} must be greater than 1", f.factor));
+  // A rank 1000 times slower is a hang to any watchdog (inject `hang` for that); far beyond, the sleep
+  // overflowed and the straggler ran at full speed.
+  if (f.kind == FaultKind::straggler && f.factor > kMaxStragglerFactor)
+    throw bad(part, fmt::format("factor={} is above {} (a rank that slow is a hang: inject hang)", f.factor,
+                                kMaxStragglerFactor));
   f.text = canonical(f);
 }
 

@@ -74,6 +74,11 @@ TEST(FaultPlan, MalformedSpecsQuoteTheBadPart) {
             "invalid --faults 'crash@step=2,factor=2': factor and duration apply to straggler faults only");
   EXPECT_EQ(msg("straggler@step=2,factor=0.5"),
             "invalid --faults 'straggler@step=2,factor=0.5': factor=0.5 must be greater than 1");
+  EXPECT_EQ(
+      msg("straggler@step=2,factor=1e300"),
+      "invalid --faults 'straggler@step=2,factor=1e300': factor=1e+300 is above 1000 (a rank that slow is a "
+      "hang: inject hang)");
+  EXPECT_NO_THROW(parse_fault_spec("straggler@step=2,factor=1000", 4));
   EXPECT_EQ(msg("hang@time=soon"),
             "invalid --faults 'hang@time=soon': time='soon' is not a duration (e.g. 30s, 5m)");
   EXPECT_EQ(
