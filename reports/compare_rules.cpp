@@ -6,6 +6,8 @@
 #include <cmath>
 #include <sstream>
 
+#include <fmt/format.h>
+
 #include "core/atomic_file.hpp"
 #include "core/error.hpp"
 #include "reports/json_cursor.hpp"
@@ -194,7 +196,11 @@ CompareRules compare_rules_from_json(const nlohmann::json& j, const std::string&
       rules.tolerance = field.tolerance();
     } else if (key == "noise_sigmas") {
       rules.noise_sigmas = field.number();
-      if (rules.noise_sigmas < 0) field.fail("expected a non-negative number");
+      // Beyond a few sigmas the band swallows any change and every metric reads AMBIGUOUS: a gate that passes
+      // everything.
+      if (!(rules.noise_sigmas >= 0 && rules.noise_sigmas <= 10))
+        field.fail(
+            fmt::format("expected a number of standard deviations in [0, 10], got {:g}", rules.noise_sigmas));
     } else if (key == "max_noise") {
       rules.max_noise = field.tolerance();
     } else if (key == "fail_on_missing") {

@@ -707,6 +707,12 @@ TEST(CompareRulesTest, ErrorsNameTheJsonPath) {
   expect_rules_error(R"({"tolerence": 0.1})",
                      "rules.json: $.tolerence: unknown field (known: tolerance, noise_sigmas, max_noise, "
                      "fail_on_missing, rules, description)");
+  expect_rules_error(
+      R"({"noise_sigmas": 1e6})",
+      "rules.json: $.noise_sigmas: expected a number of standard deviations in [0, 10], got 1e+06");
+  expect_rules_error(
+      R"({"noise_sigmas": -1})",
+      "rules.json: $.noise_sigmas: expected a number of standard deviations in [0, 10], got -1");
   expect_rules_error(R"([1])", "rules.json: $: expected an object");
   expect_rules_error(R"({"tolerance": 5})",
                      "rules.json: $.tolerance: expected a fraction in [0, 1] (or a string like \"5%\", up to "
