@@ -58,6 +58,9 @@ struct PreflightOutcome {
   std::string verdict;  // pass | warn | fail | error
   std::vector<int> failed_ranks;
   nlohmann::json event;
+  // Exit status 2, no report and factorybench's error line: health refused its options (a typo in
+  // --preflight-args), as it will before every attempt. The reason; empty otherwise.
+  std::string rejected;
 };
 
 PreflightOutcome run_preflight(const SupervisorOptions& o, int attempt, int round,
@@ -128,12 +131,21 @@ PreflightOutcome run_preflight(const SupervisorOptions& o, int attempt, int roun
       }
     } catch (const std::exception& ex) {
       error = fmt::format("no health report ({}; {})", describe_status(status), ex.what());
+      if (WIFEXITED(status) && WEXITSTATUS(status) == 2) {
+        const std::string log_tail = tail_of(o.run_dir / (name + ".log"), 4096);
+        if (const auto at = log_tail.find("factorybench: error: "); at != std::string::npos) {
+          out.rejected = log_tail.substr(at + 21);
+          if (const auto nl = out.rejected.find('\n'); nl != std::string::npos) out.rejected.resize(nl);
+          error = "health rejected its options: " + out.rejected;
+        }
+      }
     }
   }
   if (!error.empty()) {
     out.verdict = "error";
     e["error"] = error;
-    log::warn("supervisor: pre-flight before attempt {}: {}; launching anyway", attempt, error);
+    if (out.rejected.empty())
+      log::warn("supervisor: pre-flight before attempt {}: {}; launching anyway", attempt, error);
   }
   e["verdict"] = out.verdict;
   e["failed"] = failed;
@@ -242,7 +254,7 @@ class Supervision {
     log_job_start();
     int failed_launches = 0;  // consecutive attempts that ended before any rank finished its start-up
     for (int attempt = 1;; ++attempt) {
-      if (o_.preflight) run_preflights(attempt);
+      if (o_.preflight && !run_preflights(attempt)) break;
       // Progress: a resilience run is minutes of attempts; say when each one starts (its ranks' own step
       // progress goes to the attempt's log).
       if (attempt > 1)
@@ -337,11 +349,19 @@ class Supervision {
   }
 
   // Health checks on the placement this attempt would get; failing ranks go to spares while they last, and
-  // the new placement is checked again.
-  void run_preflights(int attempt) {
+  // the new placement is checked again. False when the check refused its options: the job stops unlaunched
+  // (a pre-flight silently skipped before every attempt is no pre-flight).
+  bool run_preflights(int attempt) {
     for (int round = 1;; ++round) {
       auto pf = run_preflight(current_, attempt, round, slots_);
       ++result_.preflights;
+      if (!pf.rejected.empty()) {
+        pf.event["action"] = "stop";
+        log_.append(pf.event, Durability::fsync);
+        result_.stop = StopReason::rejected_options;
+        result_.stop_reason = "the pre-flight health check rejected its options: " + pf.rejected;
+        return false;
+      }
       if (pf.verdict == "fail") ++result_.preflight_failures;
       const bool drain = !pf.failed_ranks.empty() && spares_left_ >= static_cast<int>(pf.failed_ranks.size());
       pf.event["action"] = pf.failed_ranks.empty() ? "none"
@@ -352,7 +372,7 @@ class Supervision {
         if (!pf.failed_ranks.empty())
           log::warn("supervisor: pre-flight failed on {} rank(s) and {} spare(s) are left; launching anyway",
                     pf.failed_ranks.size(), spares_left_);
-        return;
+        return true;
       }
       for (const auto& f : pf.event["failed"])
         drain_rank(f["rank"].get<int>(), "preflight",

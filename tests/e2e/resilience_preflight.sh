@@ -55,6 +55,16 @@ assert_json "$T/hung.json" "[e['verdict'] for e in $(ev preflight)] == ['error']
 assert_json "$T/hung.json" "$R['metrics']['steps_completed']['value'] == 4" "a hung check: the job still runs"
 ls -d "$T/hung"/fb-hang-* >/dev/null 2>&1 && ok "the watchdog's files are in the run dir" || fail "no fb-hang-* in the run dir: $(ls "$T/hung")"
 
+# A typo in --preflight-args: health refuses it before every attempt, so the job stops unlaunched with the
+# reason (as a training job that rejects its options does), instead of running with no pre-flight at all.
+run_capture typo "$FACTORYBENCH" resilience --ranks 2 --launcher mpirun --launcher-args "--oversubscribe" \
+  --model tiny-dense --backend host --preflight --preflight-args "--gemm-floor 5" --steps 4 --faults none \
+  --run-dir "$T/typo" -o "$T/typo.json"
+[ "$RC" -eq 1 ] && grep -q "FAILED: .*the pre-flight health check rejected its options: invalid --gemm-floor 5: must be a fraction in \[0, 1\]" "$T/typo.out" \
+  && ok "a bad --preflight-args value: exit 1 with health's reason" || fail "typo: exit $RC: $(tail -3 "$T/typo.out" "$T/typo.err")"
+assert_json "$T/typo.json" "[e['action'] for e in $(ev preflight)] == ['stop'] and $L['attempts'] == 0 and 'rejected its options: invalid --gemm-floor 5' in $R['extra']['stop_reason']" "a bad --preflight-args value: no attempt launched, the event says stop"
+[ ! -e "$T/typo/attempt-1.log" ] && ok "a bad --preflight-args value: nothing launched" || fail "an attempt ran after a rejected pre-flight"
+
 expect_error noflag 2 "--preflight-args needs --preflight" \
   fb resilience --ranks 2 --backend host --preflight-args "--gemm-size 64" --faults "crash@step=3" --run-dir "$T/bad"
 finish
