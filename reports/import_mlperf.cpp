@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.hpp"
+#include "core/json_file.hpp"
 #include "core/statistics.hpp"
 
 namespace fb::reports {
@@ -27,6 +28,8 @@ struct Run {
   std::map<std::string, json> submission;  // submission_* and global_batch_size values
   std::optional<double> start_ms, stop_ms;
   std::size_t start_line = 0, stop_line = 0;
+  std::optional<double> init_ms;  // init_start: the run starts after it (mlperf_logging's order)
+  std::size_t init_line = 0;
   std::string stop_status;
   std::vector<double> throughput;  // samples/s, every value logged
   std::optional<double> eval_accuracy;
@@ -84,6 +87,9 @@ Run parse_log(const MlperfLog& log) {
       throw input_error(fmt::format("{}:{}: malformed :::MLLOG line (expected a JSON object after the tag)",
                                     log.source, lineno));
     }
+    // Two "time_ms" (or "value") in one event: nlohmann keeps the last silently; the log is garbled.
+    reject_duplicate_keys(std::string_view(line).substr(at + kTag.size()),
+                          fmt::format("{}:{}", log.source, lineno));
     if (!e.is_object() || !e.contains("key") || !e["key"].is_string())
       throw input_error(fmt::format("{}:{}: :::MLLOG event without a \"key\"", log.source, lineno));
     const std::string key = e["key"].get<std::string>();
@@ -118,7 +124,12 @@ Run parse_log(const MlperfLog& log) {
                                       key, v.dump()));
       return x;
     };
-    if (key == "run_start") {
+    if (key == "init_start") {
+      if (!run.init_ms) {
+        run.init_ms = time_ms();
+        run.init_line = lineno;
+      }
+    } else if (key == "run_start") {
       // Ranks may each log the start (the same run); a start after a stop is a second run in one log,
       // whose time to train would be measured from the first start to the last stop.
       if (run.stop_ms)
@@ -162,6 +173,10 @@ Run parse_log(const MlperfLog& log) {
                     : fmt::format("{}: {} :::MLLOG event(s), but no run_start, run_stop or submission_* "
                                   "key (expected the log of one whole MLPerf Training run)",
                                   log.source, events));
+  if (run.init_ms && run.start_ms && *run.start_ms < *run.init_ms)
+    throw input_error(
+        fmt::format("{}:{}: run_start (time_ms {:.0f}) comes before init_start (line {}, time_ms {:.0f})",
+                    log.source, run.start_line, *run.start_ms, run.init_line, *run.init_ms));
   if (run.start_ms && run.stop_ms && !(*run.stop_ms > *run.start_ms))
     throw input_error(
         fmt::format("{}:{}: run_stop (time_ms {:.0f}) does not follow run_start (line {}, time_ms {:.0f})",

@@ -543,6 +543,27 @@ TEST(ImportMlperf, TimesMustBeOrderedAndFinite) {
   }
   EXPECT_THROW(import_mlperf({{"neg.log", mllog("run_start", "null", -5) + mllog("run_stop", "null", 10)}}),
                Error);
+  // A run_start stamped before init_start (a garbled clock: 1970) would make a time to train of decades.
+  const std::string before_init = mllog("init_start", "null", t0) + mllog("run_start", "null", 1000) +
+                                  mllog("run_stop", "null", t0 + 5000, "{\"status\": \"success\"}");
+  try {
+    import_mlperf({{"early.log", before_init}});
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(
+        std::string(e.what()),
+        "early.log:2: run_start (time_ms 1000) comes before init_start (line 1, time_ms 1700000000000)");
+  }
+  // Two time_ms in one event: refused, not the last one taken.
+  const std::string twice =
+      mllog("run_start", "null", t0) +
+      ":::MLLOG {\"time_ms\": 1, \"time_ms\": 1700000009000, \"key\": \"run_stop\", \"value\": null}\n";
+  try {
+    import_mlperf({{"twice.log", twice}});
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()), "twice.log:2: $.time_ms: duplicate key");
+  }
   const std::string nan_throughput =
       mllog("run_start", "null", t0) + ":::MLLOG {\"time_ms\": 1, \"key\": \"throughput\", \"value\": NaN}\n";
   EXPECT_THROW(import_mlperf({{"nan.log", nan_throughput}}), Error);
