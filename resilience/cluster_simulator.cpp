@@ -296,6 +296,21 @@ Calibration calibrate_from_report(const reports::Report& report, const std::stri
     if (m && std::isfinite(m->value)) return m->value;
     return std::nullopt;
   };
+  // A negative cost or count is a hand-edited or garbled report: refused, not taken as missing (which would
+  // calibrate from defaults with a warning that the field is absent). Zero stays "missing": nothing to
+  // divide.
+  const auto refuse_negative = [&](std::optional<double> v, const std::string& what) {
+    if (v && *v < 0)
+      throw input_error(
+          fmt::format("--calibrate {}: {} is {:g}: a time or count cannot be negative", source, what, *v));
+  };
+  refuse_negative(metric("failures"), "metrics.failures");
+  refuse_negative(metric("restarts"), "metrics.restarts");
+  refuse_negative(ledger.attempts, "extra.ledger.attempts");
+  refuse_negative(ledger.checkpoint_saves, "extra.ledger.checkpoints.saves");
+  refuse_negative(ledger.checkpoint_save_blocking_s, "extra.ledger.checkpoints.save_blocking_s");
+  for (const char* part : {"detection", "relaunch", "init", "ckpt_restore"})
+    refuse_negative(badput(part), fmt::format("badput_s.{}", part));
   const auto positive = [](std::optional<double> v) { return v && *v > 0 ? v : std::nullopt; };
   const auto failures = positive(metric("failures"));
   auto restarts = positive(metric("restarts"));

@@ -364,6 +364,22 @@ TEST(Calibration, ReadsPerEventCostsFromTheResilienceLedger) {
 
   report.results.clear();
   EXPECT_THROW(calibrate_from_report(report, "run.json"), Error);
+
+  // A negative cost (a hand-edited report) is refused with its field, not reported as missing.
+  reports::Result edited = r;
+  edited.extra["ledger"]["badput_s"]["detection"] = -5.0;
+  report.results = {edited};
+  try {
+    calibrate_from_report(report, "run.json");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "--calibrate run.json: badput_s.detection is -5: a time or count cannot be negative");
+  }
+  edited = r;
+  edited.extra["ledger"]["checkpoints"]["save_blocking_s"] = -30.0;
+  report.results = {edited};
+  EXPECT_THROW(calibrate_from_report(report, "run.json"), Error);
 }
 
 }  // namespace
