@@ -532,12 +532,18 @@ Parsed parse_json(const std::string& text, const std::string& source) {
     if (!row.out_of_place && !row.in_place) r.fail("neither \"out_of_place\" nor \"in_place\": no figure");
     test.rows.push_back(std::move(row));
   }
+  // Both are objects in nccl-tests' -J output; another type is a hand-made or garbled file, refused rather
+  // than read as "no figure" (an out_of_bounds of 5 would pass for none).
   if (root.has("average_bus_bandwidth")) {
     const Node avg = root.at("average_bus_bandwidth");
+    avg.object();
     if (avg.has("bandwidth")) test.avg_busbw = avg.at("bandwidth").number();
   }
-  if (root.has("out_of_bounds") && root.at("out_of_bounds").has("count"))
-    test.out_of_bounds = static_cast<long>(root.at("out_of_bounds").at("count").integer(0, kMaxCount));
+  if (root.has("out_of_bounds")) {
+    const Node oob = root.at("out_of_bounds");
+    oob.object();
+    if (oob.has("count")) test.out_of_bounds = static_cast<long>(oob.at("count").integer(0, kMaxCount));
+  }
   if (test.rows.empty()) results.fail("no result rows");
   p.tests.push_back(std::move(test));
   return p;

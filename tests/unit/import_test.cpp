@@ -143,6 +143,12 @@ TEST(ImportNcclTests, JsonRowsWithoutFiguresOrNegativeCountsAreRefused) {
             "j.json: $.results[0].out_of_place.nwrong: expected a whole number in [0, 9.0072e+15]");
   EXPECT_EQ(error_of(head + "}]}"),
             "j.json: $.results[0]: neither \"out_of_place\" nor \"in_place\": no figure");
+  // out_of_bounds and average_bus_bandwidth are objects: a bare number would read as "no figure".
+  const std::string row = head + R"(,"out_of_place":{"time":10.0,"alg_bw":0.1,"bus_bw":0.1,"nwrong":0}}])";
+  EXPECT_EQ(error_of(row + R"(,"out_of_bounds":5})"), "j.json: $.out_of_bounds: expected an object");
+  EXPECT_EQ(error_of(row + R"(,"average_bus_bandwidth":0.1})"),
+            "j.json: $.average_bus_bandwidth: expected an object");
+  EXPECT_EQ(error_of(row + R"(,"out_of_bounds":{"count":5}})"), "no error");
 }
 
 // Older nccl-tests (2.10.0 among them): "error" is the largest deviation (a float), not a count, and a table
