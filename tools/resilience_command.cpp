@@ -46,7 +46,17 @@ namespace fb::tools {
 void add_resilience_options(CLI::App& sub, resilience::ResilienceOptions& o, std::string& state_bytes,
                             std::string& mtbf) {
   sub.add_option("--run-dir", o.run_dir, "Run directory: events.jsonl, checkpoints/, heartbeats");
-  sub.add_option("--checkpoint-every", o.checkpoint_every, "Checkpoint every N steps");
+  sub.add_option("--checkpoint-every", o.checkpoint_every,
+                 "Checkpoint every N steps (default: no checkpoints)")
+      ->check(CLI::Validator(
+          [](const std::string& text) {
+            // 0 is the default's "never": given, it is a typo or a misunderstanding, and checkpoint options
+            // beside it would be refused as if it were absent.
+            return text == "0"
+                       ? std::string("0 saves no checkpoint: leave the option out for none, or give N >= 1")
+                       : std::string();
+          },
+          "", "steps"));
   sub.add_option(
       "--checkpoint-interval", o.checkpoint_interval,
       "Checkpoint every DURATION, or auto (Daly's interval from the measured save cost and --mtbf)");

@@ -85,6 +85,8 @@ expect_error too_many_ranks 2 "invalid --ranks 200000: more than the limit of 13
   fb resilience --ranks 200000 --launcher srun --backend host --faults "crash@step=3" --run-dir "$T/bad"
 expect_error too_many_with_spares 2 "invalid --ranks 131000: 131100 ranks with --spares 100 exceed the limit of 131072" \
   fb resilience --ranks 131000 --spares 100 --policy drain --launcher srun --backend host --faults "crash@step=3" --run-dir "$T/bad"
+expect_error every_zero 2 "^factorybench: error: --checkpoint-every: 0 saves no checkpoint: leave the option out for none, or give N >= 1$" \
+  fb train --model tiny-dense --backend host --steps 2 --run-dir "$T/bad" --checkpoint-every 0
 expect_error badsize 2 "--state-bytes" \
   fb resilience --ranks 2 --backend host --state-bytes lots --faults "crash@step=3" --run-dir "$T/bad"
 
