@@ -57,8 +57,10 @@ json result_json(const Result& r) {
 // Reading: a cursor that knows its JSON path so every error names where it happened.
 struct Cursor : JsonCursor<Cursor> {};
 
-SampleStats read_stats(const Cursor& c) {
+SampleStats read_stats(const Cursor& c, bool closed) {
   c.object();
+  // "stdev" for "stddev" would silently swap compare's noise band for the range-based one.
+  if (closed) c.known_fields({"min", "median", "max", "mean", "p99", "stddev", "n"});
   SampleStats s;
   s.min = c.at("min").num();
   s.median = c.at("median").num();
@@ -116,7 +118,7 @@ Result read_result(const Cursor& c, bool closed) {
     } catch (const Error& e) {
       m.at("better").fail(e.what());
     }
-    if (m.j.contains("stats")) metric.stats = read_stats(m.at("stats"));
+    if (m.j.contains("stats")) metric.stats = read_stats(m.at("stats"), closed);
     r.metrics.emplace_back(name, std::move(metric));
   }
   if (c.j.contains("per_rank")) {

@@ -144,6 +144,11 @@ TEST(ReportJson, FieldsOutsideTheV1SchemaAreRefused) {
   EXPECT_EQ(message(j),
             "u.json: $.results[0].metrics.time_us.stat: unknown field (known: value, unit, better, stats)");
   j = to_json(sample_report());
+  j["results"][0]["metrics"]["time_us"]["stats"]["stdev"] = 1.0;
+  EXPECT_EQ(message(j),
+            "u.json: $.results[0].metrics.time_us.stats.stdev: unknown field (known: min, median, max, "
+            "mean, p99, stddev, n)");
+  j = to_json(sample_report());
   j["results"][1]["errors"] = "x";
   EXPECT_EQ(message(j),
             "u.json: $.results[1].errors: unknown field (known: benchmark, name, params, metrics, "
