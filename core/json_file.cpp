@@ -111,7 +111,16 @@ nlohmann::json parse_json_text(std::string_view text, const std::string& source)
                                     source, text.size()));
     throw input_error(source + ": malformed JSON at byte " + std::to_string(e.byte));
   } catch (const nlohmann::json::exception& e) {  // out_of_range.406: a number beyond double (1e5000)
-    throw input_error(source + ": malformed JSON: " + e.what());
+    // nlohmann quotes the whole number, however long: the first digits say which one it is.
+    std::string what = e.what();
+    if (const auto at = what.find("number overflow parsing '"); e.id == 406 && at != std::string::npos) {
+      std::string number = what.substr(at + 25);
+      if (!number.empty() && number.back() == '\'') number.pop_back();
+      if (number.size() > 24)
+        number = number.substr(0, 20) + fmt::format("... ({} characters)", number.size());
+      what = fmt::format("the number {} is beyond the range of a double", number);
+    }
+    throw input_error(source + ": malformed JSON: " + what);
   } catch (const TooDeep&) {
     throw input_error(fmt::format("{}: JSON nested deeper than {} levels", source, kMaxJsonDepth));
   }

@@ -40,6 +40,13 @@ TEST(JsonFile, MalformedJsonNamesTheByteOrTheTruncation) {
             "in.json: malformed JSON: it ends inside a value, after 8 bytes (truncated?)");
   EXPECT_EQ(error_of(" \n"), "in.json: empty: no JSON value in it");
   EXPECT_EQ(error_of("\xEF\xBB\xBF\n"), "in.json: empty: no JSON value in it");
+  // A number beyond double is named by its first digits, not quoted whole (400 digits in one error line).
+  EXPECT_EQ(error_of(R"({"a": 1e5000})"),
+            "in.json: malformed JSON: the number 1e5000 is beyond the range of a double");
+  EXPECT_EQ(
+      error_of("{\"a\": " + std::string(400, '9') + "}"),
+      "in.json: malformed JSON: the number 99999999999999999999... (400 characters) is beyond the range of a "
+      "double");
 }
 
 // Nesting beyond 512 levels is refused as input (150,000 nested arrays overflowed the stack when the value
