@@ -135,14 +135,17 @@ bool MpiContext::all_true(bool ok) const {
   return global != 0;
 }
 
-void MpiContext::require_same_arguments(std::span<const std::string> args) const {
-  // FNV-1a over the arguments with separators.
+std::uint64_t MpiContext::words_digest(std::span<const std::string> words) {
   std::uint64_t hash = 14695981039346656037ull;
-  for (const auto& a : args) {
-    for (unsigned char c : a) hash = (hash ^ c) * 1099511628211ull;
+  for (const auto& w : words) {
+    for (unsigned char c : w) hash = (hash ^ c) * 1099511628211ull;
     hash = (hash ^ 0xFFu) * 1099511628211ull;
   }
-  if (!same_on_all_ranks(hash))
+  return hash;
+}
+
+void MpiContext::require_same_arguments(std::span<const std::string> args) const {
+  if (!same_on_all_ranks(words_digest(args)))
     throw usage_error(
         "the ranks were started with different arguments; every rank must run the same command");
 }

@@ -40,6 +40,9 @@ class MpiContext {
   // Throws a usage Error on every rank unless all ranks pass the same value: "the ranks loaded different
   // <what>; every rank must read the same files" (a config directory that differs between hosts).
   void require_same_content(std::uint64_t digest, const std::string& what) const;
+  // FNV-1a over `words` with a separator after each: the digest require_same_arguments compares, for
+  // callers that check other lists of words the same way (a suite's steps).
+  static std::uint64_t words_digest(std::span<const std::string> words);
   // True on every rank when `ok` is true on every rank (logical AND), so all ranks take the same branch.
   bool all_true(bool ok) const;
 

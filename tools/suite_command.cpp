@@ -92,20 +92,16 @@ reports::Report report_ending_in(reports::Report so_far, nlohmann::json step_log
   return so_far;
 }
 
-// FNV-1a over the suite's name and its steps, with separators.
+// The suite as words: its name, then each step's name and arguments, a step ending in "\x1e" (no argument
+// is that) so that moving an argument between steps changes the digest.
 std::uint64_t suite_digest(const Suite& suite) {
-  std::uint64_t hash = 14695981039346656037ull;
-  const auto add = [&](const std::string& text) {
-    for (const unsigned char c : text) hash = (hash ^ c) * 1099511628211ull;
-    hash = (hash ^ 0xFFu) * 1099511628211ull;
-  };
-  add(suite.name);
+  std::vector<std::string> words{suite.name};
   for (const auto& step : suite.steps) {
-    add(step.name);
-    for (const auto& a : step.args) add(a);
-    hash = (hash ^ 0xFEu) * 1099511628211ull;
+    words.push_back(step.name);
+    words.insert(words.end(), step.args.begin(), step.args.end());
+    words.emplace_back("\x1e");
   }
-  return hash;
+  return MpiContext::words_digest(words);
 }
 
 // Every step argument, and the value of each --option=value: those that name a file are the steps' inputs.
