@@ -18,6 +18,7 @@
 
 #include "core/error.hpp"
 #include "reports/json_cursor.hpp"
+#include "reports/nccl_tests_consistency.hpp"
 
 namespace fb::reports {
 namespace {
@@ -31,16 +32,24 @@ constexpr std::array<const char*, 11> kKnownOps{"allreduce", "allgather", "reduc
 
 struct Side {
   double time_us = 0, algbw = 0, busbw = 0;
+  // Half the last printed digit of each (nccl_tests_consistency): the text's, or for JSON the table's.
+  double time_half = 0, algbw_half = 0, busbw_half = 0;
+  bool cpu_time = false;            // "cputime" (-C 1): not the time the bandwidths come from
   std::optional<double> wrong;      // "#wrong": elements that differ (nullopt: not checked, N/A)
   std::optional<double> max_error;  // "error" (older nccl-tests): the largest deviation
+  // -I 1 (per-iteration CUDA events): the fastest, slowest and 99th-percentile iteration, and their
+  // coefficient of variation in percent. Text: i_min i_max i_p99 i_cv%; JSON: *_per_iter.
+  std::optional<double> iter_min_us, iter_max_us, iter_p99_us, iter_cv_pct;
 };
 
 struct Row {
   std::uint64_t bytes = 0, count = 0;
+  bool count_given = true;  // a hand-made JSON may leave "count" out
   std::string type, redop = "none";
   long root = -1;
   std::optional<Side> out_of_place, in_place;
-  std::size_t line = 0;  // 0 for JSON
+  std::size_t line = 0;   // 0 for JSON
+  std::size_t index = 0;  // JSON: results[index]
 };
 
 struct Device {
@@ -56,6 +65,9 @@ struct Test {
   std::optional<int> iters, warmup;
   std::vector<Row> rows;
   std::optional<double> avg_busbw;
+  double avg_half = 0;
+  std::size_t avg_line = 0;
+  std::optional<int> listed_ranks;  // the "# Rank" lines (JSON: config.devices) printed for this table
   std::optional<long> out_of_bounds;
   bool rooted = false;     // a root column
   bool op_stated = false;  // the op came from the file's own "Collective test starting" or JSON args
@@ -189,9 +201,11 @@ struct Layout {
     std::size_t time = 0, algbw = 0, busbw = 0;
     std::optional<std::size_t> check;
     bool max_error = false;  // "error" (a deviation), not "#wrong" (a count)
+    bool cpu_time = false;   // "cputime"
+    std::optional<std::size_t> iter_min, iter_max, iter_p99, iter_cv;
   };
   std::vector<SideCols> sides;  // out-of-place, in-place
-  std::size_t columns = 0;
+  std::size_t columns = 0;      // words in a row: a "timestamp" (-S 1) is two, date and time
 };
 
 std::optional<Layout> parse_header(const std::vector<std::string>& t) {
@@ -211,7 +225,9 @@ std::optional<Layout> parse_header(const std::vector<std::string>& t) {
       l.root = i;
     else if (c == "time" || c == "cputime") {
       if (cur) l.sides.push_back(*cur);
-      cur = Layout::SideCols{i, 0, 0, std::nullopt, false};
+      cur = Layout::SideCols{};
+      cur->time = i;
+      cur->cpu_time = c == "cputime";
     } else if (cur && c == "algbw")
       cur->algbw = i;
     else if (cur && c == "busbw")
@@ -221,7 +237,16 @@ std::optional<Layout> parse_header(const std::vector<std::string>& t) {
     else if (cur && (c == "error" || c == "res")) {
       cur->check = i;
       cur->max_error = true;
-    }
+    } else if (cur && c == "i_min")
+      cur->iter_min = i;
+    else if (cur && c == "i_max")
+      cur->iter_max = i;
+    else if (cur && c == "i_p99")
+      cur->iter_p99 = i;
+    else if (cur && c == "i_cv%")
+      cur->iter_cv = i;
+    else if (c == "timestamp" && i + 1 == t.size())
+      ++l.columns;  // "%Y-%m-%d %H:%M:%S"
   }
   if (cur) l.sides.push_back(*cur);
   if (l.sides.empty() || l.sides.size() > 2) return std::nullopt;
@@ -269,6 +294,7 @@ Parsed parse_text(const std::string& text, const std::string& source) {
   std::string program_from;
   bool program_stated = false;  // named by nccl-tests' own "Collective test starting" line
   std::optional<int> iters, warmup;
+  std::set<int> listed;  // ranks in the "# Rank" lines since the previous table
   std::istringstream in(text);
   std::string line;
   std::size_t lineno = 0;
@@ -333,6 +359,17 @@ Parsed parse_text(const std::string& text, const std::string& source) {
         side.time_us = at_least(c.time, "time", number(c.time, "time"), true);
         side.algbw = at_least(c.algbw, "algbw", number(c.algbw, "algbw"), false);
         side.busbw = at_least(c.busbw, "busbw", number(c.busbw, "busbw"), false);
+        side.time_half = printed_half_unit(t[c.time]);
+        side.algbw_half = printed_half_unit(t[c.algbw]);
+        side.busbw_half = printed_half_unit(t[c.busbw]);
+        side.cpu_time = c.cpu_time;
+        const auto optional_col = [&](std::optional<std::size_t> col, const char* what) {
+          return col ? std::optional<double>(at_least(*col, what, number(*col, what), false)) : std::nullopt;
+        };
+        side.iter_min_us = optional_col(c.iter_min, "i_min");
+        side.iter_max_us = optional_col(c.iter_max, "i_max");
+        side.iter_p99_us = optional_col(c.iter_p99, "i_p99");
+        side.iter_cv_pct = optional_col(c.iter_cv, "i_cv%");
         if (c.check && t[*c.check] != "N/A") {
           std::string cell = t[*c.check];
           if (!cell.empty() && cell.back() == '*') cell.pop_back();  // rccl-tests marks errors over the bound
@@ -359,6 +396,17 @@ Parsed parse_text(const std::string& text, const std::string& source) {
       test.rooted = l->root.has_value();
       test.iters = iters;
       test.warmup = warmup;
+      // Each run of an nccl-tests program lists its ranks above its table. Tables of one file that ran on
+      // different rank counts are different measurements, not repeats to take the median of.
+      if (!listed.empty()) {
+        test.listed_ranks = static_cast<int>(listed.size());
+        for (const auto& earlier : p.tests)
+          if (earlier.listed_ranks && *earlier.listed_ranks != *test.listed_ranks)
+            throw input_error(fmt::format(
+                "{}:{}: this table ran on {} ranks and the one at {}:{} on {}; import them separately",
+                source, lineno, *test.listed_ranks, source, earlier.line, *earlier.listed_ranks));
+        listed.clear();
+      }
       if (program) {
         test.op = nccl_tests_op_name(*program);
         test.op_from = program_from + " " + *program;
@@ -384,6 +432,7 @@ Parsed parse_text(const std::string& text, const std::string& source) {
     if (std::regex_search(line, m, kRank)) {
       if (m[1].length() > 9 || m[3].length() > 9) continue;  // not a rank nccl-tests printed
       p.devices[std::stoi(m[1])] = {ascii(m[2]), ascii(m[5]), ascii(m[4]), std::stoi(m[3])};
+      listed.insert(std::stoi(m[1]));
     } else if (std::regex_search(line, m, kAvg)) {
       if (current() && open) {
         const auto avg = to_double(m[1]);
@@ -392,6 +441,8 @@ Parsed parse_text(const std::string& text, const std::string& source) {
           throw input_error(fmt::format("{}:{}: \"Avg bus bandwidth\" '{}' is not a bandwidth", source,
                                         lineno, ascii(m[1])));
         current()->avg_busbw = avg;
+        current()->avg_half = printed_half_unit(m[1].str());
+        current()->avg_line = lineno;
       }
       open = false;
     } else if (std::regex_search(line, m, kOob)) {
@@ -489,6 +540,7 @@ Parsed parse_json(const std::string& text, const std::string& source) {
         if (d.has("device_info")) dev.name = d.at("device_info").text();
         p.devices[rank] = dev;
       }
+      if (!p.devices.empty()) test.listed_ranks = static_cast<int>(p.devices.size());
     }
   }
   const Node results = root.at("results");
@@ -496,8 +548,10 @@ Parsed parse_json(const std::string& text, const std::string& source) {
   for (std::size_t i = 0; i < results.j.size(); ++i) {
     const Node r = results.at(i);
     Row row;
+    row.index = i;
     row.bytes = static_cast<std::uint64_t>(r.at("size").integer(0, kMaxCount));
-    row.count = r.has("count") ? static_cast<std::uint64_t>(r.at("count").integer(0, kMaxCount)) : 0;
+    row.count_given = r.has("count");
+    row.count = row.count_given ? static_cast<std::uint64_t>(r.at("count").integer(0, kMaxCount)) : 0;
     row.type = r.at("type").text();
     if (element_bytes(row.type) == 0)
       r.at("type").fail(fmt::format("'{}' is not an nccl-tests data type ({})", row.type, kTypeNames));
@@ -517,15 +571,33 @@ Parsed parse_json(const std::string& text, const std::string& source) {
       if (!r.has(key)) continue;
       const Node s = r.at(key);
       Side side;
-      // "time" when the file has it (null there is an error about "time"), else the older "cpu_time".
+      // "time" when the file has it (null there is an error about "time"), else "cpu_time" (-C 1).
       const Node time = s.j.is_object() && s.j.contains("time") ? s.at("time") : s.at("cpu_time");
       side.time_us = time.number();
+      side.cpu_time = !(s.j.is_object() && s.j.contains("time"));
       if (!(side.time_us > 0)) time.fail("a time must be positive");
       const Node alg = s.at("alg_bw"), bus = s.at("bus_bw");
       side.algbw = alg.number();
       side.busbw = bus.number();
       if (side.algbw < 0) alg.fail("a bandwidth cannot be negative");
       if (side.busbw < 0) bus.fail("a bandwidth cannot be negative");
+      side.time_half = printed_half_unit(table_text(side.time_us, kTimeWidth));
+      side.algbw_half = printed_half_unit(table_text(side.algbw, kBandwidthWidth));
+      side.busbw_half = printed_half_unit(table_text(side.busbw, kBandwidthWidth));
+      const std::string per_iter = std::string(key) + "_per_iter";
+      if (r.has(per_iter.c_str())) {
+        const Node it = r.at(per_iter.c_str());
+        it.object();
+        const auto figure = [&](const char* name, std::optional<double>& to) {
+          if (!it.has(name)) return;
+          to = it.at(name).number();
+          if (*to < 0) it.at(name).fail("cannot be negative");
+        };
+        figure("min_us", side.iter_min_us);
+        figure("max_us", side.iter_max_us);
+        figure("p99_us", side.iter_p99_us);
+        figure("cv_pct", side.iter_cv_pct);
+      }
       if (s.has("nwrong")) side.wrong = s.at("nwrong").integer(0, kMaxCount);
       (std::string(key) == "out_of_place" ? row.out_of_place : row.in_place) = side;
     }
@@ -537,7 +609,10 @@ Parsed parse_json(const std::string& text, const std::string& source) {
   if (root.has("average_bus_bandwidth")) {
     const Node avg = root.at("average_bus_bandwidth");
     avg.object();
-    if (avg.has("bandwidth")) test.avg_busbw = avg.at("bandwidth").number();
+    if (avg.has("bandwidth")) {
+      test.avg_busbw = avg.at("bandwidth").number();
+      test.avg_half = printed_half_unit(fmt::format("{:g}", *test.avg_busbw));  // the table's "%g"
+    }
   }
   if (root.has("out_of_bounds")) {
     const Node oob = root.at("out_of_bounds");
@@ -617,6 +692,47 @@ void resolve_ops(Parsed& p, const NcclTestsImportOptions& options) {
   }
 }
 
+// Every row's figures, and each table's average, as nccl-tests computes them from one time
+// (reports/nccl_tests_consistency.hpp): a row that disagrees beyond its printed digits is garbled or was
+// edited, and a table whose average is not its rows' mean lost rows; neither is a measurement to compare.
+void check_figures(const Parsed& p) {
+  for (const auto& test : p.tests) {
+    // --op overruled the table's shape: its rules are not nccl-tests' for that op, and import warns.
+    if (!test.shape_op.empty()) continue;
+    const std::optional<int> ranks = test.listed_ranks ? test.listed_ranks : p.world();
+    std::vector<PrintedFigure> busbw;
+    for (const auto& row : test.rows) {
+      for (const bool inplace : {false, true}) {
+        const auto& side = inplace ? row.in_place : row.out_of_place;
+        if (!side) continue;
+        NcclTestsRow figures{test.op,
+                             ranks,
+                             row.bytes,
+                             row.count_given ? std::optional<std::uint64_t>(row.count) : std::nullopt,
+                             element_bytes(row.type),
+                             std::nullopt,
+                             {side->algbw, side->algbw_half},
+                             {side->busbw, side->busbw_half}};
+        if (!side->cpu_time) figures.time_us = PrintedFigure{side->time_us, side->time_half};
+        if (const auto why = nccl_tests_row_mismatch(figures)) {
+          const char* which = inplace ? "in-place" : "out-of-place";
+          throw input_error(
+              row.line ? fmt::format("{}:{}: {} {}: a garbled or edited row", p.source, row.line, which, *why)
+                       : fmt::format("{}: $.results[{}].{}: {}: a garbled or edited row", p.source, row.index,
+                                     inplace ? "in_place" : "out_of_place", *why));
+        }
+        busbw.push_back({side->busbw, side->busbw_half});
+      }
+    }
+    if (test.avg_busbw)
+      if (const auto why = nccl_tests_average_mismatch({*test.avg_busbw, test.avg_half}, busbw))
+        throw input_error(fmt::format("{}: {}: rows were dropped or edited",
+                                      test.avg_line ? fmt::format("{}:{}", p.source, test.avg_line)
+                                                    : p.source + ": $.average_bus_bandwidth",
+                                      *why));
+  }
+}
+
 // One result: a size of one test, with every repeat of it (in this file or others).
 struct Group {
   std::string op, dtype, type, redop;
@@ -672,6 +788,7 @@ Report import_nccl_tests(const std::vector<NcclTestsFile>& files, const NcclTest
     parsed.push_back(first != std::string::npos && f.text[first] == '{' ? parse_json(f.text, f.source)
                                                                         : parse_text(f.text, f.source));
     resolve_ops(parsed.back(), options);
+    check_figures(parsed.back());
   }
 
   Report rep;
@@ -783,7 +900,7 @@ Report import_nccl_tests(const std::vector<NcclTestsFile>& files, const NcclTest
     r.params["ranks"] = g.ranks ? json(*g.ranks) : json();
     if (g.iters) r.params["iters"] = *g.iters;
     if (g.warmup) r.params["warmup"] = *g.warmup;
-    std::vector<double> time, algbw, busbw, wrong, max_error;
+    std::vector<double> time, algbw, busbw, wrong, max_error, iter_min, iter_max, iter_p99, iter_cv;
     std::vector<std::string> failures;
     const auto tolerance = max_error_tolerance(g.type);
     for (std::size_t i = 0; i < g.repeats.size(); ++i) {
@@ -791,6 +908,10 @@ Report import_nccl_tests(const std::vector<NcclTestsFile>& files, const NcclTest
       time.push_back(s.time_us);
       algbw.push_back(s.algbw);
       busbw.push_back(s.busbw);
+      if (s.iter_min_us) iter_min.push_back(*s.iter_min_us);
+      if (s.iter_max_us) iter_max.push_back(*s.iter_max_us);
+      if (s.iter_p99_us) iter_p99.push_back(*s.iter_p99_us);
+      if (s.iter_cv_pct) iter_cv.push_back(*s.iter_cv_pct);
       if (s.wrong) {
         wrong.push_back(*s.wrong);
         if (*s.wrong > 0) failures.push_back(fmt::format("{} wrong elements ({})", *s.wrong, g.where[i]));
@@ -805,6 +926,15 @@ Report import_nccl_tests(const std::vector<NcclTestsFile>& files, const NcclTest
     r.set_metric("time_us", metric_of(time, "us", Better::lower));
     r.set_metric("algbw_gbps", metric_of(algbw, "GB/s", Better::higher));
     r.set_metric("busbw_gbps", metric_of(busbw, "GB/s", Better::higher));
+    // -I 1's spread of the iterations: shown, not gated (a 20-iteration p99 is its slowest iteration or
+    // two, noise a gate would trip on); a rules file can bound them. Only where every repeat has them.
+    const auto spread = [&](const char* name, const std::vector<double>& v, const char* unit) {
+      if (!v.empty() && v.size() == g.repeats.size()) r.set_metric(name, metric_of(v, unit, Better::none));
+    };
+    spread("iter_min_us", iter_min, "us");
+    spread("iter_max_us", iter_max, "us");
+    spread("iter_p99_us", iter_p99, "us");
+    spread("iter_cv_pct", iter_cv, "%");
     if (!wrong.empty())
       r.set_metric("wrong",
                    {*std::max_element(wrong.begin(), wrong.end()), "count", Better::lower, std::nullopt});

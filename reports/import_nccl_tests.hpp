@@ -3,7 +3,8 @@
 // format nccl-tests writes:
 //   text  the table printed by all_reduce_perf & co. Columns are found by name from the "# size count type
 //         redop root time algbw busbw #wrong ..." header, so every version parses: 2.0-era tables without
-//         redop (all_gather) or root, "error" (max deviation) instead of "#wrong", "cputime". Lines may
+//         redop (all_gather) or root, "error" (max deviation) instead of "#wrong", "cputime", 2.19's
+//         per-iteration columns (-I 1: i_min i_max i_p99 i_cv%) and row timestamps (-S 1). Lines may
 //         carry `mpirun --tag-output` ("[1,0]<stdout>:") or `srun --label` (" 0: ") prefixes; NCCL INFO and
 //         other lines between table rows are skipped. One file may hold several tests (one table each).
 //   JSON  the file written with -J/--output_file (format version 1 or 2: "config", "results" with
@@ -13,7 +14,8 @@
 // more than once (repetitions in one file, or several files of the same test) is one result whose metrics
 // are the median of the repeats with their spread. A row with wrong elements, or (old versions) a max
 // error above nccl-tests' tolerance for the type, is a failed result. "Avg bus bandwidth" becomes
-// result "avg_busbw".
+// result "avg_busbw". A row whose figures do not follow from one another as nccl-tests computes them, or
+// an average that is not its table's mean busbw, is an input error (reports/nccl_tests_consistency.hpp).
 #include <optional>
 #include <string>
 #include <vector>

@@ -28,8 +28,8 @@ NCCL INFO Bootstrap : Using eth0:10.0.0.1<0>
 #                                                              out-of-place                       in-place
 #       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong
 #        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)
-        1024           128  bfloat16    none      -1    10.00    0.10    0.05      0     9.50    0.11    0.05    N/A
-        4096           512  bfloat16    none      -1    20.00    0.20    0.10      3    19.00    0.22    0.11      0
+        1024           256  bfloat16    none      -1    10.00    0.10    0.05      0     9.50    0.11    0.05    N/A
+        4096          1024  bfloat16    none      -1    20.00    0.20    0.10      3    19.00    0.22    0.11      0
 # Out of bounds values : 3 FAILED
 # Avg bus bandwidth    : 0.0775
 #
@@ -117,7 +117,7 @@ TEST(ImportNcclTests, GarbledRowsAndAveragesAreRefused) {
   };
   std::string merged = kText;
   const std::string row =
-      "        1024           128  bfloat16    none      -1    10.00    0.10    0.05      0     9.50    0.11 "
+      "        1024           256  bfloat16    none      -1    10.00    0.10    0.05      0     9.50    0.11 "
       "   0.05    N/A";
   merged.replace(merged.find(row), row.size(), row + " " + row);
   EXPECT_EQ(error_of(merged), "g.txt:13: 26 columns where the header has 13");
@@ -126,6 +126,133 @@ TEST(ImportNcclTests, GarbledRowsAndAveragesAreRefused) {
     text.replace(text.find("0.0775"), 6, avg);
     EXPECT_EQ(error_of(text), fmt::format("g.txt:16: \"Avg bus bandwidth\" '{}' is not a bandwidth", avg));
   }
+}
+
+// nccl-tests computes every figure of a row from one time (reports/nccl_tests_consistency.hpp): a figure
+// edited beyond its printed digits, a table whose average lost rows, and tables of one file that ran on
+// different rank counts are refused with the line.
+TEST(ImportNcclTests, FiguresThatDoNotFollowAreRefused) {
+  const auto error_of = [](const std::string& text, const char* source = "g.txt") {
+    try {
+      import_nccl_tests(text, source);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  const auto edited = [](std::string text, const std::string& from, const std::string& to) {
+    text.replace(text.find(from), from.size(), to);
+    return text;
+  };
+  EXPECT_EQ(
+      error_of(edited(kText, "0.20    0.10      3", "0.20    0.15      3")),
+      "g.txt:14: out-of-place busbw 0.15 GB/s is not algbw 0.2 GB/s x (2-1)/2 (0.10 GB/s): a garbled or "
+      "edited row");
+  EXPECT_EQ(
+      error_of(edited(kText, "19.00    0.22", "12.00    0.22")),
+      "g.txt:14: in-place algbw 0.22 GB/s does not follow from size 4096 B in 12 us (0.34 GB/s): a garbled "
+      "or edited row");
+  EXPECT_EQ(
+      error_of(edited(kText, "        4096          1024", "        4096          2048")),
+      "g.txt:14: out-of-place size 4096 B is count 2048 x 2 B x 1, not x 2 ranks: a garbled or edited row");
+  // The 1 KiB row deleted: the average is still the four figures', not the remaining two.
+  const std::string text = kText;
+  const std::size_t row = text.find("        1024");
+  EXPECT_EQ(
+      error_of(text.substr(0, row) + text.substr(text.find('\n', row) + 1)),
+      "g.txt:15: \"Avg bus bandwidth\" 0.0775 GB/s is not the mean busbw of the table's 2 figures (0.105 "
+      "GB/s): rows were dropped or edited");
+  // -C 1 prints the CPU time, which the bandwidths do not come from.
+  std::string cputime = kText;
+  for (std::size_t at = 0; (at = cputime.find("   time   algbw", at)) != std::string::npos; at += 15)
+    cputime.replace(at, 7, "cputime");
+  EXPECT_EQ(error_of(edited(cputime, "19.00    0.22", "12.00    0.22")), "no error");
+  // JSON figures are allowed the table's rounding (a converted table), no more.
+  const std::string head =
+      R"({"args":["./build/all_reduce_perf"],"results":[{"size":1024,"count":256,"type":"float","redop":"sum","root":"    -1")";
+  EXPECT_EQ(error_of(head + R"(,"out_of_place":{"time":10.0,"alg_bw":0.1,"bus_bw":0.1}}]})", "j.json"),
+            "no error");
+  EXPECT_EQ(
+      error_of(head + R"(,"out_of_place":{"time":10.0,"alg_bw":0.2,"bus_bw":0.1}}]})", "j.json"),
+      "j.json: $.results[0].out_of_place: algbw 0.2 GB/s does not follow from size 1024 B in 10 us (0.10 "
+      "GB/s): a garbled or edited row");
+  EXPECT_EQ(error_of(head + R"(,"out_of_place":{"time":10.0,"alg_bw":0.1024,"bus_bw":0.1}}],)" +
+                         R"("average_bus_bandwidth":{"bandwidth":0.5}})",
+                     "j.json"),
+            "j.json: $.average_bus_bandwidth: \"Avg bus bandwidth\" 0.5 GB/s is not the mean busbw of the "
+            "table's 1 figures (0.100 GB/s): rows were dropped or edited");
+  // Two runs in one log, on 2 and 4 ranks: not repeats of one measurement.
+  const std::string four = edited(
+      kText, "#  Rank  1 Group  0 Pid  1002 on     node02 device  0 [0000:18:00] NVIDIA H100 80GB HBM3\n",
+      "#  Rank  1 Group  0 Pid  1002 on     node02 device  0 [0000:18:00] NVIDIA H100 80GB HBM3\n"
+      "#  Rank  2 Group  0 Pid  1003 on     node03 device  0 [0000:18:00] NVIDIA H100 80GB HBM3\n"
+      "#  Rank  3 Group  0 Pid  1004 on     node04 device  0 [0000:18:00] NVIDIA H100 80GB HBM3\n");
+  EXPECT_EQ(error_of(std::string(kText) + four),
+            "g.txt:31: this table ran on 4 ranks and the one at g.txt:11 on 2; import them separately");
+  EXPECT_EQ(error_of(std::string(kText) + kText), "no error");  // the same run twice: repeats
+}
+
+// nccl-tests 2.19 with -I 1 (per-iteration CUDA events: i_min i_max i_p99 i_cv% after each side) and -S 1
+// (a "%Y-%m-%d %H:%M:%S" timestamp, two words, ending each row), in the layout its src/util.cu prints.
+const char* kPerIteration = R"(# nccl-tests version 2.19.6 nccl-headers=22803 nccl-library=22803
+# Collective test starting: all_reduce_perf
+# nThread 1 nGpus 1 minBytes 1048576 maxBytes 4194304 step: 4(factor) warmup iters: 5 iters: 20 agg iters: 1 validation: 1 graph: 0
+#
+# Using devices
+#  Rank  0 Group  0 Pid   2000 on     node01 device  0 [0000:18:00] NVIDIA H200
+#  Rank  1 Group  0 Pid   2001 on     node01 device  1 [0000:19:00] NVIDIA H200
+#  Rank  2 Group  0 Pid   2002 on     node01 device  2 [0000:1a:00] NVIDIA H200
+#  Rank  3 Group  0 Pid   2003 on     node01 device  3 [0000:1b:00] NVIDIA H200
+#  Rank  4 Group  0 Pid   2004 on     node01 device  4 [0000:1c:00] NVIDIA H200
+#  Rank  5 Group  0 Pid   2005 on     node01 device  5 [0000:1d:00] NVIDIA H200
+#  Rank  6 Group  0 Pid   2006 on     node01 device  6 [0000:1e:00] NVIDIA H200
+#  Rank  7 Group  0 Pid   2007 on     node01 device  7 [0000:1f:00] NVIDIA H200
+#
+#                                                                 out-of-place (+ per-iteration)                                in-place (+ per-iteration)
+#       size         count      type   redop    root     time   algbw   busbw  #wrong    i_min    i_max    i_p99    i_cv%     time   algbw   busbw  #wrong    i_min    i_max    i_p99    i_cv%           timestamp
+#        (B)    (elements)                               (us)  (GB/s)  (GB/s)             (us)     (us)     (us)      (%)     (us)  (GB/s)  (GB/s)             (us)     (us)     (us)      (%)   %Y-%m-%d %H:%M:%S
+     1048576        262144     float     sum      -1   378.71    2.77    4.85       0   370.12   401.55   401.55     1.83   374.96    2.80    4.89       0   369.50   388.20   388.20     1.21  2026-12-04 15:40:01
+     4194304       1048576     float     sum      -1   390.43   10.74   18.80       0   385.10   420.33   420.33     2.05   386.56   10.85   18.99       0   380.00   399.90   399.90     1.10  2026-12-04 15:40:02
+# Out of bounds values : 0 OK
+# Avg bus bandwidth    : 11.8818 
+#
+# Collective test concluded: all_reduce_perf
+)";
+
+TEST(ImportNcclTests, PerIterationColumnsAndTimestamps) {
+  const Report rep = import_nccl_tests(kPerIteration, "it.txt");
+  ASSERT_EQ(rep.results.size(), 5u);
+  const Result& r = rep.results[0];
+  EXPECT_EQ(r.name, "allreduce/fp32/1048576");
+  EXPECT_DOUBLE_EQ(r.metric("time_us")->value, 378.71);
+  EXPECT_DOUBLE_EQ(r.metric("busbw_gbps")->value, 4.85);
+  EXPECT_DOUBLE_EQ(r.metric("iter_min_us")->value, 370.12);
+  EXPECT_DOUBLE_EQ(r.metric("iter_max_us")->value, 401.55);
+  EXPECT_DOUBLE_EQ(r.metric("iter_p99_us")->value, 401.55);
+  EXPECT_DOUBLE_EQ(r.metric("iter_cv_pct")->value, 1.83);
+  EXPECT_EQ(r.metric("iter_p99_us")->better, Better::none);             // shown, not gated
+  EXPECT_DOUBLE_EQ(rep.results[3].metric("iter_cv_pct")->value, 1.10);  // 4 MiB in place
+  EXPECT_EQ(rep.run["world_size"], 8);
+  // A table without -I has none of them.
+  EXPECT_EQ(import_nccl_tests(kText, "ag.txt").results[0].metric("iter_p99_us"), nullptr);
+  // The per-iteration figures are checked like the others.
+  std::string negative = kPerIteration;
+  negative.replace(negative.find("370.12"), 6, "-70.12");
+  try {
+    import_nccl_tests(negative, "it.txt");
+    ADD_FAILURE() << "accepted a negative i_min";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()), "it.txt:18: column i_min: '-70.12' is not a plausible i_min");
+  }
+  // The JSON of -I 1: "out_of_place_per_iter" beside "out_of_place".
+  const Report json = import_nccl_tests(
+      R"({"args":["./build/all_reduce_perf"],"results":[{"size":1024,"count":256,"type":"float","redop":"sum",)"
+      R"("out_of_place":{"time":10.0,"alg_bw":0.1024,"bus_bw":0.1024},)"
+      R"("out_of_place_per_iter":{"skipped_iterations":0,"min_us":9.5,"max_us":14.25,"avg_us":10.0,)"
+      R"("p50_us":9.9,"p95_us":12.0,"p99_us":14.25,"stdev_us":1.1,"cv_pct":11.0,"times_us":[9.5,14.25]}}]})",
+      "it.json");
+  EXPECT_DOUBLE_EQ(json.results[0].metric("iter_max_us")->value, 14.25);
+  EXPECT_DOUBLE_EQ(json.results[0].metric("iter_cv_pct")->value, 11.0);
 }
 
 TEST(ImportNcclTests, JsonRowsWithoutFiguresOrNegativeCountsAreRefused) {
@@ -167,9 +294,9 @@ TEST(ImportNcclTests, OldErrorColumnAndMissingColumns) {
 #       size         count    type   redop     time   algbw   busbw  error     time   algbw   busbw  error
 #        (B)    (elements)                     (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)
            8             2   float     sum    61.03    0.00    0.00  2e-07    61.04    0.00    0.00  1e-07
-          64            16   float     sum    60.26    1.00    1.50  6e-08    60.69    1.00    1.50  3e-05
+          64            16   float     sum     0.50    0.13    0.19  6e-08     0.49    0.13    0.20  3e-05
 # Out of bounds values : 1 FAILED
-# Avg bus bandwidth    : 0.75
+# Avg bus bandwidth    : 0.097
 #
 #                                             out-of-place                       in-place
 #       size         count    type     time   algbw   busbw  error     time   algbw   busbw  error
@@ -342,7 +469,7 @@ TEST(ImportNcclTests, ErrorsSayWhere) {
                                   {"4096.5", "'4096.5' is not a plausible size"},
                                   {"4096x512", "expected a number, got '4096x512'"}}) {
     std::string garbled = kText;
-    garbled.replace(garbled.find("        4096           512"), 12, fmt::format("{:>12}", size));
+    garbled.replace(garbled.find("        4096          1024"), 12, fmt::format("{:>12}", size));
     try {
       import_nccl_tests(garbled, "ag.txt");
       ADD_FAILURE() << "accepted size " << size;
@@ -368,11 +495,11 @@ TEST(ImportNcclTests, ErrorsSayWhere) {
   EXPECT_EQ(garbled("0.20    0.10", "0.20   -0.10"),
             "ag.txt:14: column busbw: '-0.10' is not a plausible busbw");
   // A type or reduction nccl-tests never prints is another tool's table or a garbled row.
-  EXPECT_EQ(garbled("   512  bfloat16", "   512  bfloat17"),
+  EXPECT_EQ(garbled("  1024  bfloat16", "  1024  bfloat17"),
             "ag.txt:14: column type: 'bfloat17' is not an nccl-tests data type (int8, uint8, int32, uint32, "
             "int64, uint64, half, float, double, bfloat16, f8e4m3, f8e5m2)");
   EXPECT_EQ(
-      garbled("   512  bfloat16    none", "   512  bfloat16    sumx"),
+      garbled("  1024  bfloat16    none", "  1024  bfloat16    sumx"),
       "ag.txt:14: column redop: 'sumx' is not an nccl-tests reduction (sum, prod, max, min, avg, mulsum "
       "or none)");
   const auto json_error = [](const std::string& side) {
@@ -388,7 +515,7 @@ TEST(ImportNcclTests, ErrorsSayWhere) {
     try {
       import_nccl_tests(R"({"args":["./build/all_reduce_perf"],"results":[{"size":8,"count":2,"type":")" +
                             type + R"(","redop":")" + redop +
-                            R"(","out_of_place":{"time":5,"alg_bw":1,"bus_bw":1}}]})",
+                            R"(","out_of_place":{"time":5,"alg_bw":0.0016,"bus_bw":0.0016}}]})",
                         "x.json");
       return std::string("accepted");
     } catch (const Error& e) {

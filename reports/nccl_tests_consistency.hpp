@@ -1,0 +1,65 @@
+#pragma once
+// Whether an nccl-tests row's figures follow from one another as nccl-tests computes them, so that a
+// garbled or hand-edited row (a busbw raised, a size changed, rows dropped before "Avg bus bandwidth")
+// is refused on import instead of being compared as a measurement. nccl-tests derives every figure from
+// one measured time (src/common.cu BenchTime, src/*.cu GetBw and GetCollByteCount):
+//
+//   op                          size / (count·elem)   algbw · time / size   busbw / algbw
+//   allreduce                   1                     1                     2(n−1)/n
+//   broadcast, reduce, sendrecv 1                     1                     1
+//   allgather, reducescatter    n                     1                     (n−1)/n
+//     before nccl-tests 2.10    n                     (n−1)/n               1        (commit ec1b5e2, 2020)
+//   alltoall, gather, scatter   n                     1                     (n−1)/n
+//   hypercube                   n                     (n−1)/n               1
+//   alltoallv                   —                     —                     (n−1)/n  (algbw from its largest
+//   peer)
+//
+// with size in bytes, time in µs and bandwidths in GB/s (1e9 bytes). Printed figures are rounded, so each
+// comparison allows the rounding of the digits printed; nothing else is allowed.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace fb::reports {
+
+// A figure as printed, and half of its last printed digit: the true value lies within value ± half_unit.
+struct PrintedFigure {
+  double value = 0;
+  double half_unit = 0;
+};
+
+// Half the last digit of a number as printed: "613.3" → 0.05, "15870" → 0.5, "1.2e+07" → 5e5,
+// "439.369" → 0.0005. The text must be a number (the importer has parsed it).
+double printed_half_unit(std::string_view text);
+
+// A figure as nccl-tests' text table prints it (src/util.cu getFloatStr): "%.2f", else "%.1f", else "%.0f",
+// whichever fits the column's width (kTimeWidth, kBandwidthWidth), else "%.1e" (width 7) or "%.0e".
+// A JSON figure is allowed this rounding too: -J writes six decimals, but a JSON converted from a table
+// carries the table's digits.
+std::string table_text(double value, int width);
+inline constexpr int kTimeWidth = 7;
+inline constexpr int kBandwidthWidth = 6;
+
+struct NcclTestsRow {
+  std::string op;                      // factorybench's name: allreduce, allgather, ...
+  std::optional<int> ranks;            // from the output's device list or NCCL INFO, when it names them
+  std::uint64_t size = 0;              // "size", bytes
+  std::optional<std::uint64_t> count;  // "count", elements (a hand-made JSON may leave it out)
+  std::uint64_t element_bytes = 0;
+  std::optional<PrintedFigure> time_us;  // nullopt for "cputime" (-C 1): nccl-tests prints the CPU time
+                                         // but computes the bandwidths from the GPU-side time
+  PrintedFigure algbw, busbw;
+};
+
+// Empty when the row's figures agree; else what disagrees, as a phrase ("busbw 20.00 GB/s is not ...").
+// A rule that needs the rank count and cannot learn it (no device list; a row of size 0) is not applied.
+std::optional<std::string> nccl_tests_row_mismatch(const NcclTestsRow& row);
+
+// Empty when "Avg bus bandwidth" is the mean busbw of the table's rows (both sides, every repeat), as
+// nccl-tests computes it; else what disagrees.
+std::optional<std::string> nccl_tests_average_mismatch(const PrintedFigure& average,
+                                                       const std::vector<PrintedFigure>& busbw);
+
+}  // namespace fb::reports
