@@ -134,8 +134,10 @@ Command add_import_command(CLI::App& app) {
       "     above its bound for the type), or stopped with an error";
   const char* nccl_input =
       "no result table, a\n"
-      "     malformed row, a time that is not a finite number, a collective that cannot be told from the\n"
-      "     output (give --op), the same size on different rank counts";
+      "     malformed row, a time that is not a finite number, a row whose figures do not follow from\n"
+      "     one another as nccl-tests computes them (an edited busbw, a size that is not its count), an\n"
+      "     average that is not its table's mean busbw (rows dropped), a collective that cannot be told\n"
+      "     from the output (give --op), the same size on different rank counts";
   const char* mlperf_failed = "a run did not succeed, or too many runs failed for a score";
   const char* mlperf_input =
       "no :::MLLOG line, a\n"
