@@ -57,6 +57,28 @@ struct Device {
   int index = 0;
 };
 
+// The ranks a device list names ("# Rank N Group G ..." lines, or the JSON's config.devices), and from them
+// the sizes that matter. nccl-tests lists every rank of the run with its NCCL_TESTS_SPLIT group, but the
+// figures come from rank 0's communicator, its group (src/common.cu: ncclProcs is the split communicator's
+// size). Its JSON lists one entry per process, each standing for nthreads x ngpus ranks (util.cu
+// parseRankInfo reads a process's first line), and the text cuts a process's lines at 2048 bytes ("...").
+struct RankList {
+  std::map<int, int> group;  // rank → group
+  int per_entry = 1;
+  bool cut = false;
+  std::optional<int> world() const {
+    if (group.empty() || cut) return std::nullopt;
+    return static_cast<int>(group.size()) * per_entry;
+  }
+  std::optional<int> communicator() const {
+    if (group.empty() || cut) return std::nullopt;
+    const int first = group.begin()->second;
+    int n = 0;
+    for (const auto& [rank, g] : group) n += g == first ? 1 : 0;
+    return n * per_entry;
+  }
+};
+
 // One table: one run of one nccl-tests program.
 struct Test {
   std::string op;       // factorybench name, or empty until known
@@ -67,7 +89,8 @@ struct Test {
   std::optional<double> avg_busbw;
   double avg_half = 0;
   std::size_t avg_line = 0;
-  std::optional<int> listed_ranks;  // the "# Rank" lines (JSON: config.devices) printed for this table
+  std::string avg_key = "average_bus_bandwidth";  // JSON
+  std::optional<int> listed_ranks;  // the communicator size the "# Rank" lines above this table name
   std::optional<long> out_of_bounds;
   bool rooted = false;     // a root column
   bool op_stated = false;  // the op came from the file's own "Collective test starting" or JSON args
@@ -80,12 +103,14 @@ struct Test {
 struct Parsed {
   std::string source, format, tests_version, nccl_version;
   std::vector<Test> tests;
-  std::map<int, Device> devices;  // by rank
-  std::optional<int> nranks;      // from NCCL INFO "comm ... nranks N" when the output lists no devices
-  std::optional<int> world() const {
-    if (!devices.empty()) return static_cast<int>(devices.size());
-    return nranks;
-  }
+  std::map<int, Device> devices;  // by rank (JSON: each process's first rank)
+  RankList ranks;                 // every rank listed
+  std::optional<int> nranks;      // from NCCL INFO "comm ... nranks N": a communicator's size
+  int threads = 1;                // "# nThread N": threads per process
+  // All ranks of the run, and those of the communicator the figures come from (they differ under
+  // NCCL_TESTS_SPLIT). Without a whole device list: NCCL INFO's count, else unknown.
+  std::optional<int> world() const { return ranks.world() ? ranks.world() : nranks; }
+  std::optional<int> communicator() const { return ranks.communicator() ? ranks.communicator() : nranks; }
 };
 
 // Bounds for the integers read from a file, so that converting them is defined: 2^53 bytes (8 PiB, more
@@ -206,16 +231,18 @@ struct Layout {
   };
   std::vector<SideCols> sides;  // out-of-place, in-place
   std::size_t columns = 0;      // words in a row: a "timestamp" (-S 1) is two, date and time
+  double us_per_time_unit = 1;  // the first nccl-tests (2017: "bytes N type op ... res") printed ms
 };
 
 std::optional<Layout> parse_header(const std::vector<std::string>& t) {
-  if (t.empty() || t[0] != "size") return std::nullopt;
+  if (t.empty() || (t[0] != "size" && t[0] != "bytes")) return std::nullopt;
   Layout l;
+  if (t[0] == "bytes") l.us_per_time_unit = 1000;
   l.columns = t.size();
   std::optional<Layout::SideCols> cur;
   for (std::size_t i = 1; i < t.size(); ++i) {
     const std::string& c = t[i];
-    if (c == "count")
+    if (c == "count" || c == "N")
       l.count = i;
     else if (c == "type")
       l.type = i;
@@ -265,6 +292,7 @@ std::optional<std::string> program_mention(const std::string& line) {
       --begin;
     std::size_t end = at + 5;
     if (line.compare(end, 4, "_mpi") == 0) end += 4;
+    if (line.compare(end, 4, ".exe") == 0) end += 4;  // a Windows build
     const bool word_end = end == line.size() || !(std::isalnum(static_cast<unsigned char>(line[end])) ||
                                                   line[end] == '_' || line[end] == '.');
     if (begin < at && word_end) return line.substr(begin, end - begin);
@@ -279,7 +307,8 @@ Parsed parse_text(const std::string& text, const std::string& source) {
   p.format = "nccl-tests text";
   // "#  Rank  0 Group  0 Pid  12345 on node01 device  0 [0000:18:00] NVIDIA H100 80GB HBM3" (older: no Group)
   static const std::regex kRank(
-      R"(^#?\s*Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?Pid\s+\d+\s+on\s+(\S+)\s+device\s+(\d+)\s+\[([^\]]*)\]\s+(.*\S))");
+      R"(^#?\s*Rank\s+(\d+)\s+(?:Group\s+(\d+)\s+)?Pid\s+\d+\s+on\s+(\S+)\s+device\s+(\d+)\s+\[([^\]]*)\]\s+(.*\S))");
+  static const std::regex kThreads(R"(^#\s*nThread\s+(\d+)\s)");
   static const std::regex kProgram(R"(Collective test starting:\s*(\S+))");
   static const std::regex kIters(R"(warmup iters:\s*(\d+)\s+iters:\s*(\d+))");
   static const std::regex kAvg(R"(^#?\s*Avg bus bandwidth\s*:\s*(\S+))");
@@ -294,7 +323,7 @@ Parsed parse_text(const std::string& text, const std::string& source) {
   std::string program_from;
   bool program_stated = false;  // named by nccl-tests' own "Collective test starting" line
   std::optional<int> iters, warmup;
-  std::set<int> listed;  // ranks in the "# Rank" lines since the previous table
+  RankList listed;  // the "# Rank" lines since the previous table
   std::istringstream in(text);
   std::string line;
   std::size_t lineno = 0;
@@ -305,7 +334,7 @@ Parsed parse_text(const std::string& text, const std::string& source) {
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (!strip_launcher_prefix(line)) continue;
     if (line.size() > 1024) continue;  // no nccl-tests line is this long; bounds std::regex's recursion
-    const auto t = split_ws(line);
+    auto t = split_ws(line);
     const bool comment =
         line.find_first_not_of(' ') != std::string::npos && line[line.find_first_not_of(' ')] == '#';
     // Inside a table any line that starts with a number is a row (a negative or fractional size is a
@@ -314,6 +343,9 @@ Parsed parse_text(const std::string& text, const std::string& source) {
       if (!open) continue;  // a number outside a table (pids, log lines)
       Row row;
       row.line = lineno;
+      // hypercube_perf passes "" as its reduction (src/hypercube.cu), which "%6s" prints as blanks.
+      if (t.size() + 1 == layout->columns && layout->redop && current()->op == "hypercube")
+        t.insert(t.begin() + static_cast<std::ptrdiff_t>(*layout->redop), "none");
       // More columns than the header is two rows run together (or a garbled one): refused, since reading
       // the first would silently drop the second and its #wrong.
       if (t.size() != layout->columns)
@@ -359,7 +391,8 @@ Parsed parse_text(const std::string& text, const std::string& source) {
         side.time_us = at_least(c.time, "time", number(c.time, "time"), true);
         side.algbw = at_least(c.algbw, "algbw", number(c.algbw, "algbw"), false);
         side.busbw = at_least(c.busbw, "busbw", number(c.busbw, "busbw"), false);
-        side.time_half = printed_half_unit(t[c.time]);
+        side.time_us *= layout->us_per_time_unit;
+        side.time_half = printed_half_unit(t[c.time]) * layout->us_per_time_unit;
         side.algbw_half = printed_half_unit(t[c.algbw]);
         side.busbw_half = printed_half_unit(t[c.busbw]);
         side.cpu_time = c.cpu_time;
@@ -398,14 +431,15 @@ Parsed parse_text(const std::string& text, const std::string& source) {
       test.warmup = warmup;
       // Each run of an nccl-tests program lists its ranks above its table. Tables of one file that ran on
       // different rank counts are different measurements, not repeats to take the median of.
-      if (!listed.empty()) {
-        test.listed_ranks = static_cast<int>(listed.size());
-        for (const auto& earlier : p.tests)
-          if (earlier.listed_ranks && *earlier.listed_ranks != *test.listed_ranks)
-            throw input_error(fmt::format(
-                "{}:{}: this table ran on {} ranks and the one at {}:{} on {}; import them separately",
-                source, lineno, *test.listed_ranks, source, earlier.line, *earlier.listed_ranks));
-        listed.clear();
+      if (!listed.group.empty() || listed.cut) {
+        test.listed_ranks = listed.communicator();
+        if (test.listed_ranks)
+          for (const auto& earlier : p.tests)
+            if (earlier.listed_ranks && *earlier.listed_ranks != *test.listed_ranks)
+              throw input_error(fmt::format(
+                  "{}:{}: this table ran on {} ranks and the one at {}:{} on {}; import them separately",
+                  source, lineno, *test.listed_ranks, source, earlier.line, *earlier.listed_ranks));
+        listed = RankList{};
       }
       if (program) {
         test.op = nccl_tests_op_name(*program);
@@ -429,10 +463,20 @@ Parsed parse_text(const std::string& text, const std::string& source) {
       open = false;
       continue;
     }
+    // nccl-tests cut this process's rank lines at 2048 bytes (util.cu writeDeviceReport): the list is not
+    // the run's, so no size is read from it.
+    if (line.ends_with("...") &&
+        (line.find("Rank") != std::string::npos || line.find_first_not_of("#. ") == std::string::npos))
+      p.ranks.cut = listed.cut = true;
+    if (std::regex_search(line, m, kThreads) && m[1].length() <= 9)
+      p.threads = std::stoi(m[1]);  // + iters below
     if (std::regex_search(line, m, kRank)) {
-      if (m[1].length() > 9 || m[3].length() > 9) continue;  // not a rank nccl-tests printed
-      p.devices[std::stoi(m[1])] = {ascii(m[2]), ascii(m[5]), ascii(m[4]), std::stoi(m[3])};
-      listed.insert(std::stoi(m[1]));
+      if (m[1].length() > 9 || m[2].length() > 9 || m[4].length() > 9)
+        continue;  // not a rank nccl-tests printed
+      const int rank = std::stoi(m[1]);
+      const int group = m[2].matched ? std::stoi(m[2]) : 0;
+      p.devices[rank] = {ascii(m[3]), ascii(m[6]), ascii(m[5]), std::stoi(m[4])};
+      p.ranks.group[rank] = listed.group[rank] = group;
     } else if (std::regex_search(line, m, kAvg)) {
       if (current() && open) {
         const auto avg = to_double(m[1]);
@@ -527,6 +571,10 @@ Parsed parse_json(const std::string& text, const std::string& source) {
     const Node cfg = root.at("config");
     if (cfg.has("iterations")) test.iters = static_cast<int>(cfg.at("iterations").integer(0, kMaxRank));
     if (cfg.has("warmup_iters")) test.warmup = static_cast<int>(cfg.at("warmup_iters").integer(0, kMaxRank));
+    // Each entry of "devices" is a process, which drives nthreads x ngpus ranks.
+    for (const char* per_process : {"nthreads", "ngpus"})
+      if (cfg.has(per_process)) p.ranks.per_entry *= static_cast<int>(cfg.at(per_process).integer(1, 1024));
+    if (cfg.has("nthreads")) p.threads = static_cast<int>(cfg.at("nthreads").integer(1, 1024));
     if (cfg.has("devices")) {
       const Node devs = cfg.at("devices");
       if (!devs.j.is_array()) devs.fail("expected an array");
@@ -539,8 +587,9 @@ Parsed parse_json(const std::string& text, const std::string& source) {
         if (d.has("device_hex")) dev.bus_id = d.at("device_hex").text();
         if (d.has("device_info")) dev.name = d.at("device_info").text();
         p.devices[rank] = dev;
+        p.ranks.group[rank] = d.has("group") ? static_cast<int>(d.at("group").integer(0, kMaxRank)) : 0;
       }
-      if (!p.devices.empty()) test.listed_ranks = static_cast<int>(p.devices.size());
+      test.listed_ranks = p.ranks.communicator();
     }
   }
   const Node results = root.at("results");
@@ -556,6 +605,7 @@ Parsed parse_json(const std::string& text, const std::string& source) {
     if (element_bytes(row.type) == 0)
       r.at("type").fail(fmt::format("'{}' is not an nccl-tests data type ({})", row.type, kTypeNames));
     row.redop = r.has("redop") ? r.at("redop").text() : "none";
+    if (row.redop.empty()) row.redop = "none";  // hypercube_perf passes "" (src/hypercube.cu)
     if (!known_redop(row.redop))
       r.at("redop").fail(fmt::format("'{}' is not an nccl-tests reduction ({})", row.redop, kRedopNames));
     if (r.has("root")) {
@@ -606,13 +656,17 @@ Parsed parse_json(const std::string& text, const std::string& source) {
   }
   // Both are objects in nccl-tests' -J output; another type is a hand-made or garbled file, refused rather
   // than read as "no figure" (an out_of_bounds of 5 would pass for none).
-  if (root.has("average_bus_bandwidth")) {
-    const Node avg = root.at("average_bus_bandwidth");
+  // nccl-tests 2.17.5 to 2.17.8 spelled both keys "bandwidith" (fixed in its commit 85ca91d).
+  for (const char* key : {"average_bus_bandwidth", "average_bus_bandwidith"}) {
+    if (!root.has(key)) continue;
+    const Node avg = root.at(key);
     avg.object();
-    if (avg.has("bandwidth")) {
-      test.avg_busbw = avg.at("bandwidth").number();
-      test.avg_half = printed_half_unit(fmt::format("{:g}", *test.avg_busbw));  // the table's "%g"
-    }
+    for (const char* figure : {"bandwidth", "bandwidith"})
+      if (avg.has(figure)) {
+        test.avg_busbw = avg.at(figure).number();
+        test.avg_half = printed_half_unit(fmt::format("{:g}", *test.avg_busbw));  // the table's "%g"
+        test.avg_key = key;
+      }
   }
   if (root.has("out_of_bounds")) {
     const Node oob = root.at("out_of_bounds");
@@ -699,7 +753,7 @@ void check_figures(const Parsed& p) {
   for (const auto& test : p.tests) {
     // --op overruled the table's shape: its rules are not nccl-tests' for that op, and import warns.
     if (!test.shape_op.empty()) continue;
-    const std::optional<int> ranks = test.listed_ranks ? test.listed_ranks : p.world();
+    const std::optional<int> ranks = test.listed_ranks ? test.listed_ranks : p.communicator();
     std::vector<PrintedFigure> busbw;
     for (const auto& row : test.rows) {
       for (const bool inplace : {false, true}) {
@@ -716,20 +770,32 @@ void check_figures(const Parsed& p) {
         if (!side->cpu_time) figures.time_us = PrintedFigure{side->time_us, side->time_half};
         if (const auto why = nccl_tests_row_mismatch(figures)) {
           const char* which = inplace ? "in-place" : "out-of-place";
-          throw input_error(
-              row.line ? fmt::format("{}:{}: {} {}: a garbled or edited row", p.source, row.line, which, *why)
-                       : fmt::format("{}: $.results[{}].{}: {}: a garbled or edited row", p.source, row.index,
-                                     inplace ? "in_place" : "out_of_place", *why));
+          // A collective guessed from the shape may be the wrong one (on 1 rank every shape is a
+          // broadcast's).
+          const std::string hint =
+              test.op_from == "table shape"
+                  ? fmt::format(" (or not a {}: the collective came from the table's shape; give --op)",
+                                test.op)
+                  : "";
+          throw input_error(row.line
+                                ? fmt::format("{}:{}: {} {}: a garbled or edited row{}", p.source, row.line,
+                                              which, *why, hint)
+                                : fmt::format("{}: $.results[{}].{}: {}: a garbled or edited row{}", p.source,
+                                              row.index, inplace ? "in_place" : "out_of_place", *why, hint));
         }
         busbw.push_back({side->busbw, side->busbw_half});
       }
     }
-    if (test.avg_busbw)
+    // Before nccl-tests 2.11 (its commit 547e119, 2021) each thread of -t timed its own loop and the
+    // average took every thread's figures, while only thread 0's rows were printed. Those outputs have no
+    // "nccl-tests version" line (2.17 on), so with several threads and none, the average is not checked.
+    const bool threads_own_figures = p.threads > 1 && p.tests_version.empty();
+    if (test.avg_busbw && !threads_own_figures)
       if (const auto why = nccl_tests_average_mismatch({*test.avg_busbw, test.avg_half}, busbw))
-        throw input_error(fmt::format("{}: {}: rows were dropped or edited",
-                                      test.avg_line ? fmt::format("{}:{}", p.source, test.avg_line)
-                                                    : p.source + ": $.average_bus_bandwidth",
-                                      *why));
+        throw input_error(fmt::format(
+            "{}: {}: rows were dropped or edited",
+            test.avg_line ? fmt::format("{}:{}", p.source, test.avg_line) : p.source + ": $." + test.avg_key,
+            *why));
   }
 }
 
@@ -757,10 +823,12 @@ std::string json_or_unknown(const std::optional<int>& v) {
 }  // namespace
 
 std::string nccl_tests_op_name(const std::string& program) {
-  std::string base =
-      program.substr(program.find_last_of('/') == std::string::npos ? 0 : program.find_last_of('/') + 1);
-  if (base.ends_with("_mpi")) base.resize(base.size() - 4);  // the MPI builds in NGC containers
-  if (base.ends_with("_perf")) base.resize(base.size() - 5);
+  // A path ('\\' on Windows, nccl-tests 2.19.1 on), ".exe", and the build's NAME_SUFFIX after "_perf"
+  // ("_mpi" in NGC containers) go.
+  const std::size_t slash = program.find_last_of("/\\");
+  std::string base = program.substr(slash == std::string::npos ? 0 : slash + 1);
+  if (base.size() > 4 && (base.ends_with(".exe") || base.ends_with(".EXE"))) base.resize(base.size() - 4);
+  if (const std::size_t perf = base.rfind("_perf"); perf != std::string::npos && perf > 0) base.resize(perf);
   std::string out;
   for (const char ch : base)
     if (ch != '_') out += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
@@ -794,8 +862,14 @@ Report import_nccl_tests(const std::vector<NcclTestsFile>& files, const NcclTest
   Report rep;
   // World size: what the files say, and only when they all say the same.
   std::optional<int> world = parsed.empty() ? std::nullopt : parsed[0].world();
-  for (const auto& p : parsed)
+  // The communicator's size likewise (it differs from the world under NCCL_TESTS_SPLIT); -1: unknown.
+  const int communicator = parsed.empty() ? -1 : parsed[0].communicator().value_or(-1);
+  bool same_communicator = true;
+  for (const auto& p : parsed) {
     if (p.world() != world) world.reset();
+    same_communicator = same_communicator && p.communicator().value_or(-1) == communicator;
+  }
+  const json communicator_ranks = same_communicator && communicator >= 0 ? json(communicator) : json();
   json hosts = json::array();
   json ranks = json::array();
   std::unordered_set<std::string> seen_hosts;
@@ -857,17 +931,17 @@ Report import_nccl_tests(const std::vector<NcclTestsFile>& files, const NcclTest
             g.bytes = row.bytes;
             g.count = row.count;
             g.inplace = inplace;
-            g.ranks = p.world();
+            g.ranks = p.communicator();
             g.iters = test.iters;
             g.warmup = test.warmup;
             groups.push_back(std::move(g));
           }
           Group& g = groups[it->second];
           const std::string where = row.line ? fmt::format("{}:{}", p.source, row.line) : p.source;
-          if (g.ranks != p.world())
+          if (g.ranks != p.communicator())
             throw input_error(
                 fmt::format("{}: {}/{}/{} ran on {} ranks here and on {} ranks in {}; import them separately",
-                            where, g.op, g.dtype, g.bytes, json_or_unknown(p.world()),
+                            where, g.op, g.dtype, g.bytes, json_or_unknown(p.communicator()),
                             json_or_unknown(g.ranks), g.where.front()));
           g.repeats.push_back(*side);
           g.where.push_back(where);
@@ -959,7 +1033,7 @@ Report import_nccl_tests(const std::vector<NcclTestsFile>& files, const NcclTest
                 {"source", "nccl-tests"},
                 {"repeats", values.size()},
                 {"definition", "nccl-tests' \"Avg bus bandwidth\": mean busbw over the sizes run"}};
-    r.params["ranks"] = world ? json(*world) : json();
+    r.params["ranks"] = communicator_ranks;
     r.set_metric("busbw_gbps", metric_of(values, "GB/s", Better::higher));
     // nccl-tests' own verdict, where no row said which size was wrong.
     if (const auto oob = out_of_bounds_by_op.find(op);

@@ -4,7 +4,8 @@
 //   text  the table printed by all_reduce_perf & co. Columns are found by name from the "# size count type
 //         redop root time algbw busbw #wrong ..." header, so every version parses: 2.0-era tables without
 //         redop (all_gather) or root, "error" (max deviation) instead of "#wrong", "cputime", 2.19's
-//         per-iteration columns (-I 1: i_min i_max i_p99 i_cv%) and row timestamps (-S 1). Lines may
+//         per-iteration columns (-I 1: i_min i_max i_p99 i_cv%) and row timestamps (-S 1), and the first
+//         2017 tables ("bytes N type op ... res", times in ms). Lines may
 //         carry `mpirun --tag-output` ("[1,0]<stdout>:") or `srun --label` (" 0: ") prefixes; NCCL INFO and
 //         other lines between table rows are skipped. One file may hold several tests (one table each).
 //   JSON  the file written with -J/--output_file (format version 1 or 2: "config", "results" with
@@ -44,7 +45,8 @@ Report import_nccl_tests(const std::vector<NcclTestsFile>& files, const NcclTest
 Report import_nccl_tests(const std::string& text, const std::string& source);
 
 // "all_reduce_perf" / "./build/all_reduce_perf" / "all_reduce_perf_mpi" / "all_reduce" → "allreduce";
-// "alltoall_perf" → "alltoall"; names factorybench does not know are kept without underscores.
+// "alltoall_perf" → "alltoall", "C:\build\all_reduce_perf.exe" → "allreduce" (a path, ".exe" and any
+// suffix after "_perf" go); names factorybench does not know are kept without underscores.
 std::string nccl_tests_op_name(const std::string& program);
 // nccl-tests type names → factorybench dtype names: float → fp32, half → fp16, bfloat16 → bf16, double →
 // fp64, f8e4m3 → fp8_e4m3, f8e5m2 → fp8_e5m2; others (int8, uint8, int32, ...) unchanged.
