@@ -172,28 +172,33 @@ run_capture expect_list fb health --backend host --checkpoint-dir "$T/ckpt" --ch
 # SIGTERM (the scheduler's) in the middle of the checkpoint-directory write: the scratch file goes with the
 # process (it used to stay behind, up to --checkpoint-size per rank), the exit is the signal's, no report.
 # The hang watchdog's state files (fb-hang-<run id>/ in --run-dir) go too.
-# sigterm_mid_write NAME RANKS LAUNCH...: runs health through LAUNCH with its scratch file in $T/NAME and its
-# run dir in $T/NAME-run, sends SIGTERM once all RANKS scratch files exist; RC is the exit status.
+# sigterm_mid_write NAME RANKS TARGET LAUNCH...: runs health through LAUNCH with its scratch file in $T/NAME and
+# its run dir in $T/NAME-run, and once all RANKS scratch files exist sends SIGTERM to the job (TARGET job) or
+# to each of its processes (TARGET ranks); RC is the exit status.
 sigterm_mid_write() {
-  local name=$1 ranks=$2; shift 2
+  local name=$1 ranks=$2 target=$3; shift 3
   mkdir -p "$T/$name" "$T/$name-run"
   "$@" "$FACTORYBENCH" health --backend host --checkpoint-dir "$T/$name" --checkpoint-size 2G \
     --output "$T/$name.json" --run-dir "$T/$name-run" >"$T/$name.out" 2>&1 &
   local job=$!
   for _ in $(seq 1 1000); do [ "$(ls -A "$T/$name" | grep -c '\.tmp$')" -eq "$ranks" ] && break; sleep 0.01; done
   ls -d "$T/$name-run"/fb-hang-* >/dev/null 2>&1 || fail "$name: the watchdog's state files were not there to remove"
-  kill -TERM "$job"
+  if [ "$target" = ranks ]; then pkill -TERM -P "$job"; else kill -TERM "$job"; fi
   RC=0
   wait "$job" || RC=$?
   [ -z "$(ls -A "$T/$name")" ] && [ -z "$(ls -A "$T/$name-run")" ] && [ ! -e "$T/$name.json" ]
 }
-sigterm_mid_write sig 1 env && [ "$RC" -eq 143 ] \
+sigterm_mid_write sig 1 job env && [ "$RC" -eq 143 ] \
   && ok "SIGTERM mid-write: exit 143, no scratch file, no state files, no report" \
-  || fail "sigterm: exit $RC, left: $(ls -A "$T/sig" "$T/sig-run")"
-# The same through mpirun, which passes the signal on to both ranks: the last rank out removes the directory.
-sigterm_mid_write sig2 2 mpirun --oversubscribe -np 2 && [ "$RC" -ne 0 ] \
-  && ok "SIGTERM to mpirun mid-write: both ranks leave no scratch file and no state files, no report" \
-  || fail "sigterm mpirun: exit $RC, left: $(ls -A "$T/sig2" "$T/sig2-run")"
+  || fail "sigterm: exit $RC, left: $(ls -AR "$T/sig" "$T/sig-run")"
+# The same for an mpirun job whose ranks the scheduler signals (slurmstepd sends SIGTERM to every task, a
+# terminal's Ctrl-C reaches every process of the job): both ranks' files go and the last one out removes the
+# directory. mpirun, seeing a rank die, kills the other after odls_base_sigkill_timeout twice (SIGTERM, then
+# SIGKILL): 3 s here instead of 1 s, so that a rank of a loaded CI machine that has not yet run its handler is
+# not SIGKILLed first (Slurm's grace is KillWait, 30 s by default; nothing survives a SIGKILL).
+sigterm_mid_write sig2 2 ranks env OMPI_MCA_odls_base_sigkill_timeout=3 mpirun --oversubscribe -np 2 && [ "$RC" -ne 0 ] \
+  && ok "SIGTERM to both ranks mid-write: no scratch file and no state files left, no report" \
+  || fail "sigterm mpirun: exit $RC, left: $(ls -AR "$T/sig2" "$T/sig2-run")"
 # The job-level all-reduce floor (--allreduce-floor): a slow rank (200 ms before every collective it enters,
 # so about 0.005 GB/s) fails the job, exit 1, with no node failed (every rank waits alike), naming locate; a
 # healthy job passes a floor far below what it measures (a few GB/s here). The GEMM floor is off in this run:
