@@ -465,8 +465,9 @@ Parsed parse_text(const std::string& text, const std::string& source) {
     }
     // nccl-tests cut this process's rank lines at 2048 bytes (util.cu writeDeviceReport): the list is not
     // the run's, so no size is read from it.
-    if (line.ends_with("...") &&
-        (line.find("Rank") != std::string::npos || line.find_first_not_of("#. ") == std::string::npos))
+    // (A "# Rank ..." line that ends in "...", or "..." alone; not an NCCL log line that trails off.)
+    if (line.ends_with("...") && (comment ? line.find("Rank") != std::string::npos
+                                          : line.find_first_not_of(". ") == std::string::npos))
       p.ranks.cut = listed.cut = true;
     if (std::regex_search(line, m, kThreads) && m[1].length() <= 9)
       p.threads = std::stoi(m[1]);  // + iters below

@@ -124,6 +124,10 @@ TEST(ImportFormats, CutRankListIsNoRankCount) {
   const Report rep = import("allreduce_g16_cut_rank_list.txt");
   EXPECT_TRUE(rep.run["world_size"].is_null());
   EXPECT_TRUE(rep.results[0].params["ranks"].is_null());
+  // An NCCL log line that trails off is not a cut list.
+  std::string text = text_of("allreduce_windows_exe.txt");
+  text.insert(text.find("#  Rank  7"), "node01:10000:10000 [0] NCCL INFO Rank 7 connecting...\n");
+  EXPECT_EQ(import_nccl_tests(text, "log.txt").run["world_size"], 8);
 }
 
 // Before 2021, -t 4's average is not the mean of the rows printed; it is imported, not checked.
