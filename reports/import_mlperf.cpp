@@ -35,7 +35,9 @@ struct Run {
   std::optional<double> eval_accuracy;
   std::optional<double> train_samples;
   std::optional<double> nodes, accelerators_per_node;
-  json sysjson;  // the `:::SYSJSON` object (NVIDIA's run scripts print it before the MLLOG lines)
+  std::string diverged;  // "LOG:LINE: eval_accuracy NaN": mllog writes a diverged figure as NaN
+  std::string cut;       // "LOG:LINE": the log ends in the middle of an event (the run was cut short)
+  json sysjson;          // the `:::SYSJSON` object (NVIDIA's run scripts print it before the MLLOG lines)
   std::optional<int> world() const {
     if (nodes && accelerators_per_node)
       return static_cast<int>(*nodes * std::max(*accelerators_per_node, 1.0));
@@ -57,6 +59,52 @@ std::optional<double> sysjson_count(const json& sys, const char* key) {
     return std::nullopt;
   const double n = std::stod(s);
   return n >= 1 && n <= 1e6 ? std::optional<double>(n) : std::nullopt;  // "0" nodes: unknown, not 0
+}
+
+// An event's JSON as mlperf_logging writes it, made readable for a strict parser: Python's json.dumps writes
+// a diverged figure as NaN, Infinity or -Infinity (mllog.py), which become null here (`nonfinite` says one
+// was seen), and a byte that is not UTF-8 (MLCommons' checker reads logs as latin-1) becomes '?'.
+std::string strict_json(std::string_view text, bool& nonfinite) {
+  std::string out;
+  out.reserve(text.size());
+  bool in_string = false;
+  for (std::size_t i = 0; i < text.size();) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c >= 0x80) {  // a UTF-8 sequence, kept whole, or '?' for a byte that starts none
+      const std::size_t len = c >= 0xF0 && c < 0xF5 ? 4 : c >= 0xE0 ? 3 : c >= 0xC2 && c < 0xE0 ? 2 : 0;
+      bool ok = len > 0 && i + len <= text.size();
+      for (std::size_t k = 1; ok && k < len; ++k)
+        ok = (static_cast<unsigned char>(text[i + k]) & 0xC0) == 0x80;
+      if (ok) {
+        out.append(text.substr(i, len));
+        i += len;
+      } else {
+        out += '?';
+        ++i;
+      }
+      continue;
+    }
+    if (in_string) {
+      out += text[i];
+      if (text[i] == '\\' && i + 1 < text.size())
+        out += text[++i];
+      else if (text[i] == '"')
+        in_string = false;
+      ++i;
+      continue;
+    }
+    if (text[i] == '"') in_string = true;
+    bool replaced = false;
+    for (const std::string_view token : {"NaN", "Infinity", "-Infinity"})
+      if (text.substr(i, token.size()) == token) {
+        out += "null";
+        i += token.size();
+        nonfinite = replaced = true;
+        break;
+      }
+    if (!replaced) out += text[i++];
+  }
+  return out;
 }
 
 Run parse_log(const MlperfLog& log) {
@@ -81,15 +129,22 @@ Run parse_log(const MlperfLog& log) {
     const auto at = line.find(kTag);
     if (at == std::string::npos) continue;
     json e;
+    bool nonfinite = false;
+    const std::string event = strict_json(std::string_view(line).substr(at + kTag.size()), nonfinite);
     try {
-      e = json::parse(line.substr(at + kTag.size()));
+      e = json::parse(event);
     } catch (const json::exception&) {
+      // The last line of a log without its newline, cut in the middle: the run was cut short (a crash, a
+      // full disk), which fails the run; anywhere else a malformed line is a garbled log.
+      if (in.peek() == std::char_traits<char>::eof() && !log.text.ends_with('\n')) {
+        run.cut = fmt::format("{}:{}", log.source, lineno);
+        break;
+      }
       throw input_error(fmt::format("{}:{}: malformed :::MLLOG line (expected a JSON object after the tag)",
                                     log.source, lineno));
     }
     // Two "time_ms" (or "value") in one event: nlohmann keeps the last silently; the log is garbled.
-    reject_duplicate_keys(std::string_view(line).substr(at + kTag.size()),
-                          fmt::format("{}:{}", log.source, lineno));
+    reject_duplicate_keys(event, fmt::format("{}:{}", log.source, lineno));
     if (!e.is_object() || !e.contains("key") || !e["key"].is_string())
       throw input_error(fmt::format("{}:{}: :::MLLOG event without a \"key\"", log.source, lineno));
     const std::string key = e["key"].get<std::string>();
@@ -111,9 +166,15 @@ Run parse_log(const MlperfLog& log) {
     // The figures the score is made of: a value that is not a finite number (null, "high", NaN) is a
     // garbled log, refused rather than skipped (which would report the previous accuracy as the last).
     const auto finite = [&](const json& v) {
-      if (!v.is_number() || !std::isfinite(v.get<double>()))
+      if (!v.is_number() || !std::isfinite(v.get<double>())) {
+        if (v.is_null() && nonfinite) {  // NaN or Infinity, as mllog writes a diverged figure
+          if (run.diverged.empty())
+            run.diverged = fmt::format("{}:{}: {} is not finite", log.source, lineno, key);
+          return std::nan("");
+        }
         throw input_error(
             fmt::format("{}:{}: {} value {} is not a finite number", log.source, lineno, key, v.dump()));
+      }
       return v.get<double>();
     };
     // Node and accelerator counts: whole numbers of at least 1.
@@ -130,18 +191,18 @@ Run parse_log(const MlperfLog& log) {
         run.init_line = lineno;
       }
     } else if (key == "run_start") {
-      // Ranks may each log the start (the same run); a start after a stop is a second run in one log,
-      // whose time to train would be measured from the first start to the last stop.
+      // Ranks may each log the start and the stop of the same run: the time to train runs from the last
+      // start before the first stop to that stop, as MLCommons' result summarizer reads a log
+      // (mlcommons/logging result_summarizer.py _read_mlperf_score). A start after a stop is a second run.
       if (run.stop_ms)
         throw input_error(
             fmt::format("{}:{}: run_start after the run_stop at line {}: one run per log "
                         "(split the file; several logs make one report)",
                         log.source, lineno, run.stop_line));
-      if (!run.start_ms) {
-        run.start_ms = time_ms();
-        run.start_line = lineno;
-      }
+      run.start_ms = time_ms();
+      run.start_line = lineno;
     } else if (key == "run_stop") {
+      if (run.stop_ms) continue;  // another rank's stop of the same run
       run.stop_ms = time_ms();
       run.stop_line = lineno;
       if (meta.is_object() && meta.contains("status") && !meta["status"].is_string())
@@ -154,11 +215,11 @@ Run parse_log(const MlperfLog& log) {
     } else if (key.starts_with("submission_") || key == "global_batch_size") {
       run.submission[key] = value;
     } else if (key == "throughput") {
-      run.throughput.push_back(finite(value));
+      if (const double v = finite(value); std::isfinite(v)) run.throughput.push_back(v);
     } else if (key == "tracked_stats" && value.is_object() && value.contains("throughput")) {
-      run.throughput.push_back(finite(value["throughput"]));
+      if (const double v = finite(value["throughput"]); std::isfinite(v)) run.throughput.push_back(v);
     } else if (key == "eval_accuracy") {
-      run.eval_accuracy = finite(value);
+      if (const double v = finite(value); std::isfinite(v)) run.eval_accuracy = v;
     } else if (key == "train_samples") {
       run.train_samples = finite(value);
     } else if (key == "number_of_nodes") {
@@ -219,6 +280,31 @@ std::size_t mlperf_max_dropped_runs(const std::string& benchmark) {
   return benchmark == "unet3d" ? 4 : 1;
 }
 
+std::optional<std::size_t> mlperf_required_runs(const std::string& benchmark) {
+  static const std::pair<const char*, std::size_t> kRuns[] = {{"bert", 10},
+                                                              {"dlrm", 5},
+                                                              {"dlrm_dcnv2", 10},
+                                                              {"gnmt", 10},
+                                                              {"gpt3", 3},
+                                                              {"maskrcnn", 5},
+                                                              {"minigo", 10},
+                                                              {"resnet", 5},
+                                                              {"ssd", 5},
+                                                              {"retinanet", 5},
+                                                              {"stable_diffusion", 10},
+                                                              {"transformer", 10},
+                                                              {"ncf", 10},
+                                                              {"rnnt", 10},
+                                                              {"unet3d", 40},
+                                                              {"gnn", 10},
+                                                              {"rgat", 10},
+                                                              {"llama2_70b_lora", 10},
+                                                              {"llama31_405b", 3}};
+  for (const auto& [name, runs] : kRuns)
+    if (benchmark == name) return runs;
+  return std::nullopt;
+}
+
 Report import_mlperf(const std::vector<MlperfLog>& logs) {
   std::vector<Run> runs;
   for (const auto& log : logs) runs.push_back(parse_log(log));
@@ -247,7 +333,8 @@ Report import_mlperf(const std::vector<MlperfLog>& logs) {
     if (run.start_ms && run.stop_ms) {
       const double minutes = (*run.stop_ms - *run.start_ms) / 60000.0;
       r.set_metric("time_to_train_min", {minutes, "min", Better::lower, std::nullopt});
-      if (run.stop_status == "success") ttt_by_benchmark[run.benchmark].push_back(minutes);
+      if (run.stop_status == "success" && run.cut.empty() && run.diverged.empty())
+        ttt_by_benchmark[run.benchmark].push_back(minutes);
     }
     if (!run.throughput.empty()) {
       // The median of the logged values: the start-up and tail steps do not move it.
@@ -259,7 +346,11 @@ Report import_mlperf(const std::vector<MlperfLog>& logs) {
     // The quality metric's direction differs per benchmark (accuracy up, loss down): shown, not gated.
     if (run.eval_accuracy)
       r.set_metric("eval_accuracy", {*run.eval_accuracy, "score", Better::none, std::nullopt});
-    if (!run.start_ms)
+    if (!run.cut.empty())
+      r.fail(fmt::format("the log ends in the middle of an event at {}: the run was cut short", run.cut));
+    else if (!run.diverged.empty())
+      r.fail(fmt::format("the run diverged: {}", run.diverged));
+    else if (!run.start_ms)
       r.fail("no run_start event");
     else if (!run.stop_ms)
       r.fail("no run_stop event (the run did not finish)");
@@ -283,6 +374,7 @@ Report import_mlperf(const std::vector<MlperfLog>& logs) {
         {"runs", total},
         {"successful_runs", v.size()},
         {"max_dropped_runs", max_dropped},
+        {"runs_required", mlperf_required_runs(bench) ? json(*mlperf_required_runs(bench)) : json()},
         {"method",
          "MLCommons result summarizer: the fastest run and the slowest are dropped, a run that did not "
          "succeed counting as the slowest; mean of the rest"}};

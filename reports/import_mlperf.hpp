@@ -3,8 +3,13 @@
 // run: time to train = run_stop.time_ms − run_start.time_ms (minutes), throughput where the log carries it
 // (key "throughput", or "tracked_stats" with value.throughput; samples/s), the last eval_accuracy, and the
 // submission metadata (submission_benchmark, _org, _division, _status, _platform, global_batch_size).
-// A run whose run_stop status is not "success" (or that has no run_stop) is a failed result; a run_stop
-// that does not follow run_start, or a time that is not a finite number, is an input error.
+// A run whose run_stop status is not "success" (or that has no run_stop), whose log ends in the middle of an
+// event (cut short), or that logged a figure as NaN/Infinity (mllog's diverged value) is a failed result; a
+// run_stop that does not follow run_start, or a time that is not a finite number, is an input error. When
+// several ranks log the start and stop, the time runs from the last run_start before the first run_stop to
+// it, as MLCommons' summarizer reads a log. "Success" is the logged status: MLCommons' compliance checker
+// (required keys, convergence to the benchmark's target) is not run, and a submission's scaling.json
+// factor is not applied.
 // With several runs of one benchmark, result BENCHMARK/score holds the MLPerf score as MLCommons' result
 // summarizer computes it (mlperf_olympic_score). The system comes from the `:::SYSJSON` line when the log
 // has one (system_name, accelerators), else from submission_platform; what a log does not say is unknown.
@@ -40,5 +45,8 @@ std::optional<double> mlperf_olympic_score(std::vector<double> successful, std::
                                            std::size_t max_dropped);
 // max_dropped for a benchmark, as the summarizer sets it.
 std::size_t mlperf_max_dropped_runs(const std::string& benchmark);
+// The runs a submission of a Training benchmark must hold (mlcommons/logging mlperf_logging/benchmark_meta.py
+// _ALL_RESULT_FILE_COUNTS['training']); nullopt for a benchmark it does not list.
+std::optional<std::size_t> mlperf_required_runs(const std::string& benchmark);
 
 }  // namespace fb::reports

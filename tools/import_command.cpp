@@ -90,7 +90,16 @@ int run_import(const ImportOptions& opt, Session& session) {
   }
   std::vector<reports::MlperfLog> logs;
   for (const auto& path : opt.mlperf_logs) logs.push_back({path, read_text_file(path)});
-  return finish_import(session, reports::import_mlperf(logs));
+  auto imported = reports::import_mlperf(logs);
+  // The score of fewer runs than a submission holds is the summarizer's arithmetic, not an MLPerf result.
+  if (session.is_root())
+    for (const auto& r : imported.results)
+      if (r.name.ends_with("/score") && r.params.value("runs_required", nlohmann::json()).is_number() &&
+          r.params["runs"].get<std::size_t>() < r.params["runs_required"].get<std::size_t>())
+        log::warn("{}: {} runs; an MLPerf submission of {} holds {} (mlcommons/logging benchmark_meta.py)",
+                  r.name, r.params["runs"].get<std::size_t>(), r.name.substr(0, r.name.size() - 6),
+                  r.params["runs_required"].get<std::size_t>());
+  return finish_import(session, std::move(imported));
 }
 
 }  // namespace
