@@ -71,7 +71,10 @@ std::string strict_json(std::string_view text, bool& nonfinite) {
   for (std::size_t i = 0; i < text.size();) {
     const auto c = static_cast<unsigned char>(text[i]);
     if (c >= 0x80) {  // a UTF-8 sequence, kept whole, or '?' for a byte that starts none
-      const std::size_t len = c >= 0xF0 && c < 0xF5 ? 4 : c >= 0xE0 ? 3 : c >= 0xC2 && c < 0xE0 ? 2 : 0;
+      const std::size_t len = c >= 0xF0 && c < 0xF5   ? 4
+                              : c >= 0xE0 && c < 0xF0 ? 3
+                              : c >= 0xC2 && c < 0xE0 ? 2
+                                                      : 0;
       bool ok = len > 0 && i + len <= text.size();
       for (std::size_t k = 1; ok && k < len; ++k)
         ok = (static_cast<unsigned char>(text[i + k]) & 0xC0) == 0x80;
