@@ -68,14 +68,19 @@ struct RankList {
   bool cut = false;
   std::optional<int> world() const {
     if (group.empty() || cut) return std::nullopt;
-    return static_cast<int>(group.size()) * per_entry;
+    return ranks(group.size());
   }
   std::optional<int> communicator() const {
     if (group.empty() || cut) return std::nullopt;
     const int first = group.begin()->second;
-    int n = 0;
+    std::size_t n = 0;
     for (const auto& [rank, g] : group) n += g == first ? 1 : 0;
-    return n * per_entry;
+    return ranks(n);
+  }
+  // entries x per_entry; beyond 2^31 - 1 ranks a file is garbled, and the count unknown.
+  std::optional<int> ranks(std::size_t entries) const {
+    const double n = static_cast<double>(entries) * per_entry;
+    return n <= 2147483647.0 ? std::optional<int>(static_cast<int>(n)) : std::nullopt;
   }
 };
 
@@ -573,7 +578,7 @@ Parsed parse_json(const std::string& text, const std::string& source) {
     if (cfg.has("iterations")) test.iters = static_cast<int>(cfg.at("iterations").integer(0, kMaxRank));
     if (cfg.has("warmup_iters")) test.warmup = static_cast<int>(cfg.at("warmup_iters").integer(0, kMaxRank));
     // Each entry of "devices" is a process, which drives nthreads x ngpus ranks.
-    for (const char* per_process : {"nthreads", "ngpus"})
+    for (const char* per_process : {"nthreads", "ngpus"})  // each at most 1024: the product fits an int
       if (cfg.has(per_process)) p.ranks.per_entry *= static_cast<int>(cfg.at(per_process).integer(1, 1024));
     if (cfg.has("nthreads")) p.threads = static_cast<int>(cfg.at("nthreads").integer(1, 1024));
     if (cfg.has("devices")) {
@@ -862,14 +867,15 @@ Report import_nccl_tests(const std::vector<NcclTestsFile>& files, const NcclTest
 
   Report rep;
   // World size: what the files say, and only when they all say the same.
-  std::optional<int> world = parsed.empty() ? std::nullopt : parsed[0].world();
-  // The communicator's size likewise (it differs from the world under NCCL_TESTS_SPLIT); -1: unknown.
+  // The communicator's size likewise (it differs from the world under NCCL_TESTS_SPLIT). -1: unknown.
+  const int world = parsed.empty() ? -1 : parsed[0].world().value_or(-1);
   const int communicator = parsed.empty() ? -1 : parsed[0].communicator().value_or(-1);
-  bool same_communicator = true;
+  bool same_world = true, same_communicator = true;
   for (const auto& p : parsed) {
-    if (p.world() != world) world.reset();
+    same_world = same_world && p.world().value_or(-1) == world;
     same_communicator = same_communicator && p.communicator().value_or(-1) == communicator;
   }
+  const json world_size = same_world && world >= 0 ? json(world) : json();
   const json communicator_ranks = same_communicator && communicator >= 0 ? json(communicator) : json();
   json hosts = json::array();
   json ranks = json::array();
@@ -885,7 +891,7 @@ Report import_nccl_tests(const std::vector<NcclTestsFile>& files, const NcclTest
       ranks.push_back({{"rank", rank}, {"host", d.host}, {"device", dev}});
     }
   }
-  rep.run = {{"world_size", world ? json(*world) : json()}, {"hosts", hosts}, {"backend", "cuda"}};
+  rep.run = {{"world_size", world_size}, {"hosts", hosts}, {"backend", "cuda"}};
   rep.system = {{"nccl", nccl.empty() ? "unknown" : nccl}};
   if (!ranks.empty()) rep.system["ranks"] = ranks;
 
