@@ -9,7 +9,7 @@ PACKAGES=(
   libopenblas-dev
   libcli11-dev nlohmann-json3-dev libfmt-dev libxxhash-dev
   libgtest-dev libbenchmark-dev
-  python3 python3-jsonschema libxml2-utils chromium
+  python3 python3-jsonschema python3-prometheus-client libxml2-utils chromium
   clang libclang-rt-14-dev  # libFuzzer and the clang sanitizer runtimes (scripts/fuzz.sh)
 )
 

@@ -116,6 +116,22 @@ grep -q '^factorybench_busbw_gbps{benchmark="collective",result="allreduce/bf16/
   "$T/metrics.prom" && ok "prometheus sample line" || fail "prometheus: $(head -5 "$T/metrics.prom")"
 bad=$(grep -vcE '^(# (HELP|TYPE) [a-zA-Z_:][a-zA-Z0-9_:]* .*|[a-zA-Z_:][a-zA-Z0-9_:]*\{[^}]*\} [-+0-9.eEInfNa]+)$' "$T/metrics.prom" || true)
 [ "$bad" -eq 0 ] && ok "prometheus lines parse" || fail "$bad prometheus lines do not parse"
+# The Prometheus client library's own parser reads every sample, with a result name that needs escaping
+# ('"' and '\') read back as written, and no series twice.
+"$PY" -c "import json, sys; d = json.load(open(sys.argv[1])); d['results'][0]['name'] = 'q\"b\\\\s é'; json.dump(d, open(sys.argv[2], 'w'))" "$SAMPLE" "$T/quoted.json"
+fb report "$T/quoted.json" --format prometheus >"$T/quoted.prom"
+"$PY" - "$T/quoted.prom" >"$T/promparse.out" 2>&1 <<'PYEOF' && ok "prometheus_client parses every sample: $(cat "$T/promparse.out")" || fail "prometheus_client: $(tail -3 "$T/promparse.out")"
+import sys
+from prometheus_client.parser import text_string_to_metric_families
+text = open(sys.argv[1]).read()
+samples = [s for f in text_string_to_metric_families(text) for s in f.samples]
+lines = [l for l in text.splitlines() if l and not l.startswith("#")]
+assert len(samples) == len(lines), f"{len(samples)} samples parsed from {len(lines)} sample lines"
+keys = [(s.name, tuple(sorted(s.labels.items()))) for s in samples]
+assert len(set(keys)) == len(keys), "a series is given twice"
+assert any(s.labels.get("result") == 'q"b\\s \u00e9' for s in samples), "the escaped result name does not read back"
+print(f"{len(samples)} samples")
+PYEOF
 fb report "$SAMPLE" >"$T/report.md"
 grep -q "^## collective" "$T/report.md" && ok "markdown report" || fail "markdown report"
 # A result given twice: refused as compare refuses it (a trend row would hold one copy, Prometheus both).
