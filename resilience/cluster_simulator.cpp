@@ -246,6 +246,30 @@ IntervalChoice choose_interval(IntervalPolicy policy, std::optional<double> fixe
   return c;
 }
 
+double flaky_base_rate(double rate, double share, double factor, double leave_share, double horizon_s) {
+  const double at_start = rate / (1 - share + share * factor);
+  if (!(rate > 0 && share > 0 && factor > 1 && leave_share > 0 && horizon_s > 0)) return at_start;
+  // A slot holds a flaky node with probability P(t): flaky → normal at c·factor·leave·(1 - share), normal →
+  // flaky at c·leave·share, so P(t) = P∞ + (share - P∞)·exp(-k t), k = c·leave·(factor·(1 - share) + share),
+  // P∞ = share / (factor·(1 - share) + share). Expected failures over H: ∫ c·(1 + (factor - 1)·P(t)) dt.
+  const double mix = factor * (1 - share) + share;
+  const double p_steady = share / mix;
+  const auto expected = [&](double c) {
+    const double k = c * leave_share * mix;
+    const double decayed = k * horizon_s > 1e-12 ? -std::expm1(-k * horizon_s) / k : horizon_s;
+    return c * horizon_s + c * (factor - 1) * (p_steady * horizon_s + (share - p_steady) * decayed);
+  };
+  // The expected count rises with c; at the start's normalisation it is at most the target (P only falls),
+  // at the steady state's at least.
+  const double target = rate * horizon_s;
+  double lo = at_start, hi = rate * (1 - share + share / factor);
+  for (int i = 0; i < 200 && hi - lo > 1e-14 * hi; ++i) {
+    const double mid = 0.5 * (lo + hi);
+    (expected(mid) < target ? lo : hi) = mid;
+  }
+  return 0.5 * (lo + hi);
+}
+
 int interval_search_trials(IntervalPolicy policy, int trials) {
   return policy == IntervalPolicy::search ? 13 * std::min(trials, 200) : 0;
 }

@@ -50,7 +50,7 @@ struct ClusterConfig {
   double repair_s = 48 * 3600.0;  // a node sent to repair comes back to the spare pool after this long
   DrainPolicy drain = DrainPolicy::none;
   int drain_after = 2;     // with drain: a node that failed this many times is retired
-  double flaky_share = 0;  // share of nodes that fail flaky_factor× as often (same fleet mean)
+  double flaky_share = 0;  // share of nodes that fail flaky_factor× as often (same count: flaky_base_rate)
   double flaky_factor = 1;
   double straggler_share = 0;  // share of nodes that run straggler_factor× slower (the job waits for them)
   double straggler_factor = 1;
@@ -140,6 +140,16 @@ struct SimulationSummary {
 // Called after every trial with the trials done so far in that call, and within a long trial (every million
 // events) with the share of it done added (2.25: two trials and a quarter), for progress displays.
 using TrialProgress = std::function<void(double trials_done)>;
+
+// Flaky nodes (a share `share` of the fleet failing `factor`× as often as the rest): the failure rate of a
+// non-flaky node, per second, such that a job of such nodes expects the published `rate` per node over
+// `horizon_s`. A node that leaves (a share `leave_share` of node failures needs a replacement) is replaced by
+// a fresh node of the same fleet, so a job sheds its flaky nodes as it runs: its flaky share falls from
+// `share` at the start towards share / (share + (1 - share)·factor). The published counts are what jobs saw
+// with failed nodes replaced, so this normalises the count over the job, not the rate at its start; with no
+// replacement (or no time) it is rate / (1 - share + share·factor). Per slot a two-state Markov chain, its
+// expected count in closed form, solved for the rate by bisection.
+double flaky_base_rate(double rate, double share, double factor, double leave_share, double horizon_s);
 
 // Runs `trials` trials at checkpoint interval `interval_s` (compute time between two checkpoints).
 SimulationSummary simulate(const FailureModel& model, const ClusterConfig& config, double interval_s,

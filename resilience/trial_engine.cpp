@@ -14,6 +14,7 @@
 
 #include "core/error.hpp"
 #include "core/random_fill.hpp"
+#include "resilience/checkpoint_interval.hpp"
 #include "resilience/cluster_simulator.hpp"
 
 namespace fb::resilience {
@@ -63,20 +64,30 @@ class TrialEngine {
       : model_(model), cfg_(config), interval_(interval_s), nodes_(config.nodes()) {
     const auto rates = allocation_rates(model, config.gpus, config.gpus_per_node);
     job_rate_s_ = rates.job_level_h / 3600.0;
-    // Flaky nodes fail flaky_factor× as often as the rest while the fleet mean stays the published rate.
-    const double norm = 1.0 - cfg_.flaky_share + cfg_.flaky_share * cfg_.flaky_factor;
-    node_rate_s_ = rates.node_attributed_per_node_h / 3600.0 / norm;
+    double leaving_h = 0;  // node-attributed failures whose node must leave, one node
     for (std::size_t i = 0; i < model.categories.size(); ++i) {
       const auto& c = model.categories[i];
       const bool on_node = c.traits.node_attributed && c.scope != FailureScope::job;
       if (on_node) {
         node_acc_ += rates.per_category_h[i] / static_cast<double>(nodes_);
         node_cats_.push_back({node_acc_, i});
+        if (c.traits.needs_replacement) leaving_h += rates.per_category_h[i] / static_cast<double>(nodes_);
       } else {
         job_acc_ += rates.per_category_h[i];
         job_cats_.push_back({job_acc_, i});
       }
     }
+    // Flaky nodes fail flaky_factor× as often as the rest; the job still expects the published count over its
+    // time (the window, or a fixed work's first-order time to train), replacements shedding flaky nodes.
+    const double node_h = rates.node_attributed_per_node_h;
+    double horizon_s = cfg_.wall_s;
+    if (cfg_.work_s > 0) {
+      const double g = first_order_goodput(interval_, cfg_.costs.checkpoint_s, cfg_.costs.restart_s(),
+                                           3600.0 / rates.total_h);
+      horizon_s = g > 0 ? std::min(cfg_.wall_s, cfg_.work_s / g) : cfg_.wall_s;
+    }
+    node_rate_s_ = flaky_base_rate(node_h / 3600.0, cfg_.flaky_share, cfg_.flaky_factor,
+                                   node_h > 0 ? leaving_h / node_h : 0.0, horizon_s);
   }
 
   // `within`: called every million events with the share of the trial done (of the window, or of the fixed
