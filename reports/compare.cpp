@@ -1,5 +1,6 @@
 #include "reports/compare.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <unordered_map>
 
@@ -211,7 +212,9 @@ MetricVerdict judge_metric(const Metric& baseline, const Metric& candidate, cons
   }
   const double change = *v.change;
   if (const auto sb = sigma_of(baseline), sc = sigma_of(candidate); sb && sc && b != 0)
-    v.noise = noise_sigmas * std::sqrt(*sb * *sb + *sc * *sc) / std::fabs(b);
+    // Relative first: squaring 1e300-sized spreads overflowed to an infinite band (a pass), 1e-200 ones
+    // underflowed to none.
+    v.noise = noise_sigmas * std::hypot(*sb / std::fabs(b), *sc / std::fabs(b));
 
   if (!directed) {
     v.verdict = Verdict::info;
@@ -320,9 +323,12 @@ Comparison compare_reports(const Report& baseline, const Report& candidate, cons
     row.reason = std::move(reason);
     out.rows.push_back(std::move(row));
   };
+  // `other_name`: the result's name on the other side (a reference matched by pattern), for the rules.
+  // `skipped`: a candidate-only result that was skipped: its figures are not measurements.
   const auto only_on_one_side = [&](const Result& r, const std::string& name, const Metric& m,
-                                    Verdict verdict, std::string reason) {
-    const EffectiveRule rule = rules.resolve(r.benchmark, r.name, name);
+                                    Verdict verdict, std::string reason, const std::string& other_name = {},
+                                    bool skipped = false) {
+    const EffectiveRule rule = rules.resolve(r.benchmark, r.name, name, other_name);
     if (rule.ignore) return;
     MetricComparison row = base_row(r, name);
     row.unit = m.unit;
@@ -330,11 +336,14 @@ Comparison compare_reports(const Report& baseline, const Report& candidate, cons
     row.tolerance = rule.tolerance;
     row.verdict = verdict;
     row.reason = std::move(reason);
-    (verdict == Verdict::missing ? row.baseline : row.candidate) = m.value;
-    if (verdict == Verdict::added) apply_bounds(row, rule);
+    if (verdict == Verdict::missing)
+      row.baseline = m.value;
+    else if (!skipped)
+      row.candidate = m.value;
+    if (verdict == Verdict::added && !skipped) apply_bounds(row, rule);
     // A floor or ceiling is absolute, whatever the baseline says: a candidate without the figure (metric
     // left out, result skipped or absent) does not meet it.
-    if (verdict == Verdict::missing && (rule.min || rule.max)) {
+    if ((verdict == Verdict::missing || skipped) && (rule.min || rule.max)) {
       row.min = rule.min;
       row.max = rule.max;
       row.verdict = Verdict::worse;
@@ -357,7 +366,7 @@ Comparison compare_reports(const Report& baseline, const Report& candidate, cons
 
     if (cr.status == Status::skipped) {
       const std::string why = "skipped in candidate" + (cr.error ? ": " + *cr.error : std::string());
-      for (const auto& [name, m] : br.metrics) only_on_one_side(br, name, m, Verdict::missing, why);
+      for (const auto& [name, m] : br.metrics) only_on_one_side(br, name, m, Verdict::missing, why, cr.name);
       relabel();
       return;
     }
@@ -376,10 +385,10 @@ Comparison compare_reports(const Report& baseline, const Report& candidate, cons
       const Metric* cm = cand_metrics.find(name);
       if (!cm) {
         if (cr.status != Status::failed)
-          only_on_one_side(br, name, bm, Verdict::missing, "metric not in candidate");
+          only_on_one_side(br, name, bm, Verdict::missing, "metric not in candidate", cr.name);
         continue;
       }
-      const EffectiveRule rule = rules.resolve(br.benchmark, br.name, name);
+      const EffectiveRule rule = rules.resolve(br.benchmark, br.name, name, cr.name);
       if (rule.ignore) continue;
       const std::string where = fmt::format("{}: $.results[{}].metrics.{}", candidate_source, ci, name);
       if (cm->unit != bm.unit)
@@ -408,7 +417,8 @@ Comparison compare_reports(const Report& baseline, const Report& candidate, cons
     }
     const MetricIndex base_metrics(br);
     for (const auto& [name, cm] : cr.metrics)
-      if (!base_metrics.find(name)) only_on_one_side(cr, name, cm, Verdict::added, "metric not in baseline");
+      if (!base_metrics.find(name))
+        only_on_one_side(cr, name, cm, Verdict::added, "metric not in baseline", br.name);
     relabel();
   };
 
@@ -462,25 +472,30 @@ Comparison compare_reports(const Report& baseline, const Report& candidate, cons
     const Result& cr = candidate.results[ci];
     if (cr.status == Status::failed)
       status_row(cr, Verdict::worse, "failed in candidate" + (cr.error ? ": " + *cr.error : std::string()));
-    const std::string reason = unlike_reference[ci].empty()
-                                   ? std::string("result not in baseline")
-                                   : "not comparable with the reference " + unlike_reference[ci];
-    for (const auto& [name, m] : cr.metrics) only_on_one_side(cr, name, m, Verdict::added, reason);
+    const bool skipped = cr.status == Status::skipped;
+    const std::string reason =
+        (unlike_reference[ci].empty() ? std::string("result not in baseline")
+                                      : "not comparable with the reference " + unlike_reference[ci]) +
+        (skipped ? "; skipped in candidate" + (cr.error ? ": " + *cr.error : std::string()) : std::string());
+    for (const auto& [name, m] : cr.metrics)
+      only_on_one_side(cr, name, m, Verdict::added, reason, {}, skipped);
   }
 
   // A floor or ceiling that matches no metric of the candidate gates nothing: a typo in a name
   // ("colective", "busbw_gpbs") would silently disable it. Said, not failed: a shared rules file may hold
   // floors for benchmarks this pair of reports does not run.
-  // Likewise one whose every metric a later rule ignores.
+  // Likewise one whose every metric a later rule ignores. A metric of either report counts: a rule may name
+  // a published reference's result, and a floor on a metric the candidate lacks fails it.
   for (const auto& rule : rules.rules) {
     if (!rule.min && !rule.max) continue;
     bool matched_any = false, gated_any = false;
-    for (const auto& cr : candidate.results)
-      for (const auto& [name, m] : cr.metrics)
-        if (rule.matches(cr.benchmark, cr.name, name)) {
-          matched_any = true;
-          gated_any = gated_any || !rules.resolve(cr.benchmark, cr.name, name).ignore;
-        }
+    for (const Report* side : {&candidate, &baseline})
+      for (const auto& r : side->results)
+        for (const auto& [name, m] : r.metrics)
+          if (rule.matches(r.benchmark, r.name, name)) {
+            matched_any = true;
+            gated_any = gated_any || !rules.resolve(r.benchmark, r.name, name).ignore;
+          }
     const char* kind = rule.min && rule.max ? "floor and ceiling" : rule.min ? "floor" : "ceiling";
     if (!matched_any)
       out.warnings.push_back(
@@ -494,14 +509,30 @@ Comparison compare_reports(const Report& baseline, const Report& candidate, cons
           rule.where, kind, rule.benchmark, rule.result, rule.metric));
   }
 
-  // A gate that judged nothing must not pass: every metric in common ignored by the rules, or none at all.
-  if (out.rows.empty())
-    throw input_error(
-        fmt::format("cannot compare {} with {}: nothing to judge: the {} result(s) in common "
-                    "have no metric that the rules leave gated",
-                    baseline_source, candidate_source, matched_count));
   for (auto& row : out.rows)
     row.fails = row.verdict == Verdict::worse || (row.verdict == Verdict::missing && rules.fail_on_missing);
+  // A gate that judged nothing must not pass. Rows of one side only judge nothing unless a floor, a ceiling
+  // or --fail-on-missing gates them: a gate whose metrics in common were all ignored, or whose candidate
+  // skipped every result in common, passed on the strength of a NEW or MISSING row.
+  const bool judged = std::any_of(out.rows.begin(), out.rows.end(), [](const MetricComparison& row) {
+    return row.fails || row.min || row.max ||
+           (row.verdict != Verdict::added && row.verdict != Verdict::missing);
+  });
+  if (!judged) {
+    std::size_t skipped = 0;
+    for (std::size_t ci = 0; ci < candidate.results.size(); ++ci)
+      skipped += matched[ci] && candidate.results[ci].status == Status::skipped ? 1 : 0;
+    throw input_error(fmt::format(
+        "cannot compare {} with {}: nothing to judge: no metric of the {} result(s) in common was compared "
+        "({}){}",
+        baseline_source, candidate_source, matched_count,
+        skipped == matched_count ? "the candidate skipped them"
+        : skipped > 0 ? fmt::format("{} skipped in the candidate, the rest ignored by the rules", skipped)
+                      : "the rules ignore them",
+        out.rows.empty() ? ""
+                         : " and the metrics of one report only gate nothing without a floor, a ceiling or "
+                           "--fail-on-missing"));
+  }
   return out;
 }
 

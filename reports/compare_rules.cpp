@@ -142,11 +142,13 @@ bool MetricRule::matches(std::string_view bench, std::string_view result_name,
 }
 
 EffectiveRule CompareRules::resolve(std::string_view bench, std::string_view result_name,
-                                    std::string_view metric_name) const {
+                                    std::string_view metric_name, std::string_view other_name) const {
   EffectiveRule e;
   e.tolerance = tolerance;
   for (const auto& r : rules) {
-    if (!r.matches(bench, result_name, metric_name)) continue;
+    if (!r.matches(bench, result_name, metric_name) &&
+        (other_name.empty() || !r.matches(bench, other_name, metric_name)))
+      continue;
     if (r.tolerance) e.tolerance = *r.tolerance;
     if (r.min) e.min = r.min;
     if (r.max) e.max = r.max;

@@ -60,8 +60,10 @@ struct CompareRules {
   bool fail_on_missing = false;
   std::vector<MetricRule> rules;
 
-  EffectiveRule resolve(std::string_view bench, std::string_view result_name,
-                        std::string_view metric_name) const;
+  // `other_name`: a result compared under two names (a published reference's and the run's it matched by
+  // `params.match`): a rule written against either applies.
+  EffectiveRule resolve(std::string_view bench, std::string_view result_name, std::string_view metric_name,
+                        std::string_view other_name = {}) const;
 };
 
 // Parses "[BENCHMARK/RESULT-GLOB] METRIC-GLOB (>=|<=) NUMBER"; throws an input Error naming `where`.

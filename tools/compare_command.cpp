@@ -85,9 +85,10 @@ Command add_compare_command(CLI::App& app) {
       "Output: stdout, or with -o/--output FILE the rendering in --format is written to FILE (atomically).\n"
       "Exit status: 0 no regression; 1 at least one WORSE (or MISSING with --fail-on-missing); 2 usage or\n"
       "input error (a malformed report names the file and JSON path; incompatible reports: no result in\n"
-      "common, a metric in different units, or nothing left to judge after the rules); 3 writing the\n"
-      "rendering failed (-o FILE or stdout; an -o directory that is missing or not writable is exit 2,\n"
-      "before comparing).\n"
+      "common, a metric in different units, or nothing judged: every metric in common ignored by the\n"
+      "rules or skipped by the candidate, with no floor, ceiling or --fail-on-missing to gate the rest);\n"
+      "3 writing the rendering failed (-o FILE or stdout; an -o directory that is missing or not\n"
+      "writable is exit 2, before comparing).\n"
       "Different schema versions, backends, world sizes or devices compare with a warning.");
   return {sub, [opt](Session& s) { return run_compare(*opt, s); }};
 }

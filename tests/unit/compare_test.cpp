@@ -197,8 +197,8 @@ TEST(Compare, NothingToJudgeIsAnInputError) {
   } catch (const Error& e) {
     EXPECT_STREQ(
         e.what(),
-        "cannot compare base.json with cand.json: nothing to judge: the 1 result(s) in common have no "
-        "metric that the rules leave gated");
+        "cannot compare base.json with cand.json: nothing to judge: no metric of the 1 result(s) in common "
+        "was compared (the rules ignore them)");
   }
 }
 
@@ -385,8 +385,8 @@ TEST(Compare, AFloorWithoutACandidateValueFails) {
   EXPECT_EQ(cmp.exit_status(), 1);
   dropped.results[0].status = Status::skipped;
   EXPECT_EQ(compare_reports(base, dropped, rules).exit_status(), 1);
-  // Without a floor, the same candidate is only MISSING.
-  EXPECT_EQ(compare_reports(base, dropped, {}).rows[0].verdict, Verdict::missing);
+  // Without a floor, the same candidate judges nothing: its one result in common was skipped.
+  EXPECT_THROW(compare_reports(base, dropped, {}), Error);
 }
 
 TEST(Compare, AResultGivenTwiceIsAnInputError) {
@@ -413,13 +413,84 @@ TEST(Compare, AChangeOfExactlyTheToleranceIsWithinIt) {
 }
 
 TEST(Compare, SkippedCandidateResultIsMissing) {
-  const auto base = report({result("gemm", "fp8", {{"tflops", metric(10, Better::higher, "TFLOP/s")}})});
-  auto cand = report({result("gemm", "fp8", {})});
+  const auto base = report({result("gemm", "fp8", {{"tflops", metric(10, Better::higher, "TFLOP/s")}}),
+                            result("gemm", "bf16", {{"tflops", metric(10, Better::higher, "TFLOP/s")}})});
+  auto cand = report({result("gemm", "fp8", {}),
+                      result("gemm", "bf16", {{"tflops", metric(10, Better::higher, "TFLOP/s")}})});
   cand.results[0].status = Status::skipped;
   cand.results[0].error = "fp8 needs the cuda backend";
   const auto cmp = compare_reports(base, cand, {});
   EXPECT_EQ(cmp.rows[0].verdict, Verdict::missing);
   EXPECT_EQ(cmp.exit_status(), 0);
+  // A candidate that skipped every result in common judged nothing: not a pass (it was exit 0).
+  cand.results[1].status = Status::skipped;
+  try {
+    compare_reports(base, cand, {}, "base.json", "cand.json");
+    FAIL() << "a candidate that skipped everything passed the gate";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::input);
+    EXPECT_EQ(
+        std::string(e.what()),
+        "cannot compare base.json with cand.json: nothing to judge: no metric of the 2 result(s) in common "
+        "was compared (the candidate skipped them) and the metrics of one report only gate nothing "
+        "without a floor, a ceiling or --fail-on-missing");
+  }
+  // --fail-on-missing judges them: each fails.
+  CompareRules strict;
+  strict.fail_on_missing = true;
+  EXPECT_EQ(compare_reports(base, cand, strict).exit_status(), 1);
+}
+
+// Every metric in common ignored, a result on one side only: the NEW (or MISSING) row judged nothing, and the
+// gate passed having compared nothing.
+TEST(Compare, IgnoredMetricsInCommonBesideANewResultJudgeNothing) {
+  CompareRules rules;
+  MetricRule ignore_x;
+  ignore_x.result = "x";
+  ignore_x.ignore = true;
+  rules.rules.push_back(ignore_x);
+  const auto base = report({result("gemm", "x", {{"t", metric(100, Better::lower, "us")}})});
+  const auto cand = report({result("gemm", "x", {{"t", metric(100, Better::lower, "us")}}),
+                            result("gemm", "y", {{"t", metric(1000, Better::lower, "us")}})});
+  EXPECT_THROW(compare_reports(base, cand, rules), Error);
+  EXPECT_THROW(compare_reports(cand, base, rules), Error);  // the extra result in the baseline: MISSING
+  // A ceiling on the new result judges it.
+  rules.rules.push_back(parse_bound_rule("gemm/y t <= 500", "test"));
+  const auto gated = compare_reports(base, cand, rules);
+  ASSERT_EQ(gated.rows.size(), 1u);
+  EXPECT_EQ(gated.rows[0].verdict, Verdict::worse);
+}
+
+// A skipped result the baseline lacks carries no measurement: a ceiling finds no value (it was judged on the
+// skipped result's figures and passed as NEW).
+TEST(Compare, ASkippedNewResultHasNoValueForACeiling) {
+  CompareRules rules;
+  rules.rules.push_back(parse_bound_rule("gemm/y t <= 500", "test"));
+  const auto base = report({result("gemm", "x", {{"t", metric(100, Better::lower, "us")}})});
+  auto cand = report({result("gemm", "x", {{"t", metric(100, Better::lower, "us")}}),
+                      result("gemm", "y", {{"t", metric(100, Better::lower, "us")}})});
+  cand.results[1].status = Status::skipped;
+  const auto cmp = compare_reports(base, cand, rules);
+  ASSERT_EQ(cmp.rows.size(), 2u);
+  EXPECT_EQ(cmp.rows[1].verdict, Verdict::worse);
+  EXPECT_FALSE(cmp.rows[1].candidate.has_value());
+  EXPECT_EQ(cmp.rows[1].reason, "result not in baseline; skipped in candidate; no value to meet ceiling 500");
+  EXPECT_EQ(cmp.exit_status(), 1);
+}
+
+// The noise band from relative spreads: at 1e300 the squares overflowed (an infinite band let +8% pass as
+// AMBIGUOUS), at 1e-200 they underflowed to no band.
+TEST(Compare, NoiseBandHoldsAtExtremeMagnitudes) {
+  for (const double scale : {1e300, 1e-200, 1.0}) {
+    Metric b = metric(1 * scale, Better::lower, "us"), c = metric(1.08 * scale, Better::lower, "us");
+    b.stats = SampleStats{0.9 * scale, scale, 1.1 * scale, scale, 1.1 * scale, 0.02 * scale, 10};
+    c.stats =
+        SampleStats{0.9 * scale, 1.08 * scale, 1.2 * scale, 1.08 * scale, 1.2 * scale, 0.02 * scale, 10};
+    const auto v = judge_metric(b, c, EffectiveRule{}, 2.0, 0.10);
+    ASSERT_TRUE(v.noise.has_value()) << scale;
+    EXPECT_NEAR(*v.noise, 2 * std::sqrt(2.0) * 0.02, 1e-12) << scale;
+    EXPECT_EQ(v.verdict, Verdict::worse) << scale;
+  }
 }
 
 TEST(Compare, IgnoreRuleDropsMetric) {
@@ -505,6 +576,28 @@ TEST(Compare, ReferenceBaselineIsLabelled) {
   EXPECT_FALSE(describe_side(base, "h200.json").reference);
   base.summary = {{"kind", "reference"}, {"title", 7}};
   EXPECT_EQ(describe_side(base, "h200.json").label, "published reference: (untitled)");
+}
+
+// A floor written against our own result's name gates it also when it is compared with a published reference
+// matched by pattern (the rules were resolved under the reference's name only, and the floor was dropped);
+// one written against the reference's name gates it too, without a warning that it gates nothing.
+TEST(Compare, RulesApplyUnderEitherNameOfAReferencePair) {
+  Result ref = result("train", "llama3-8b/nemo-24.07/fp8",
+                      {{"model_tflops_per_gpu", metric(697, Better::higher, "TFLOP/s")}});
+  ref.params = {{"match", "llama3-8b*/*/fp8/*"}};
+  const auto base = report({ref});
+  const auto cand = report({result("train", "llama3-8b/tp1-dp8-ep1-pp1/fp8/seq8192-mb1-ga1",
+                                   {{"model_tflops_per_gpu", metric(690, Better::higher, "TFLOP/s")}})});
+  for (const char* rule : {"train/llama3-8b/tp1* model_tflops_per_gpu >= 700",
+                           "train/llama3-8b/nemo* model_tflops_per_gpu >= 700"}) {
+    CompareRules rules;
+    rules.rules.push_back(parse_bound_rule(rule, "test"));
+    const auto cmp = compare_reports(base, cand, rules);
+    ASSERT_EQ(cmp.rows.size(), 1u) << rule;
+    EXPECT_EQ(cmp.rows[0].verdict, Verdict::worse) << rule;
+    EXPECT_EQ(cmp.rows[0].reason, "690 below floor 700") << rule;
+    EXPECT_TRUE(cmp.warnings.empty()) << rule << ": " << (cmp.warnings.empty() ? "" : cmp.warnings[0]);
+  }
 }
 
 TEST(Compare, ReferenceMatchesOurResultsByPattern) {
