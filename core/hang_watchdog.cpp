@@ -34,6 +34,8 @@ constexpr const char* kPeerDoneFile = "hang.peer-done";
 // Written whole or not at all (core/atomic_file.hpp): a reader never sees half of it. On the watchdog thread,
 // where nothing may throw: a file not written is a wait that times out.
 void write_file_atomically(const std::filesystem::path& path, const std::string& text) {
+  const GuardedFileWrite guard;  // the peer-writer file is one a signal removes
+  if (!guard.allowed()) return;
   try {
     write_file_atomic(path, text);
   } catch (...) {
@@ -214,6 +216,8 @@ void publish_call_state(const std::filesystem::path& dir, const RankCallRecord& 
   r.done = done;
   const auto path = state_file(dir, r.rank);
   const auto tmp = state_tmp_file(dir, r.rank);
+  const GuardedFileWrite guard;  // a signal's handler removes both: not while they are being replaced
+  if (!guard.allowed()) return;
   {
     std::ofstream out(tmp, std::ios::trunc);
     out << format_record(r);

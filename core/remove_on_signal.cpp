@@ -1,6 +1,7 @@
 #include "core/remove_on_signal.hpp"
 
 #include <signal.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <array>
@@ -30,8 +31,19 @@ std::mutex g_mutex;  // guards g_used and the handler installation; never taken 
 bool g_used[RemoveOnSignal::kSlots];
 int g_armed = 0;
 struct sigaction g_previous[kSignals.size()];
+// GuardedFileWrite: writes under way, and whether a handler has started (it then waits for them to end).
+std::atomic<int> g_writers{0};
+std::atomic<bool> g_dying{false};
+static_assert(std::atomic<int>::is_always_lock_free && std::atomic<bool>::is_always_lock_free);
 
 extern "C" void remove_and_reraise(int sig) {
+  // Sequentially consistent with the writer's increment-then-check: either the writer sees g_dying and does
+  // not write, or this sees its count and waits until its rename is done.
+  g_dying.store(true);
+  for (int i = 0; i < 2500 && g_writers.load() > 0; ++i) {
+    const timespec pause{0, 100'000};  // 0.1 ms; nanosleep is async-signal-safe
+    ::nanosleep(&pause, nullptr);
+  }
   for (int s = RemoveOnSignal::kSlots - 1; s >= 0; --s) {
     const Slot& slot = g_slots[s];
     if (!slot.armed.load(std::memory_order_acquire)) continue;
@@ -85,6 +97,15 @@ RemoveOnSignal::~RemoveOnSignal() {
   g_used[slot_] = false;
   if (--g_armed > 0) return;
   for (std::size_t i = 0; i < kSignals.size(); ++i) ::sigaction(kSignals[i], &g_previous[i], nullptr);
+}
+
+GuardedFileWrite::GuardedFileWrite() {
+  g_writers.fetch_add(1);
+  allowed_ = !g_dying.load();
+}
+
+GuardedFileWrite::~GuardedFileWrite() {
+  g_writers.fetch_sub(1);
 }
 
 void run_with_signals_blocked(const std::function<void()>& work) {

@@ -5,8 +5,9 @@
 // health or locate left one in --run-dir per run). While a guard lives, SIGINT, SIGTERM and SIGHUP unlink
 // its files and then remove its directory if that is empty by then (the ranks of a job share it: the last
 // one out removes it), then take their default action, so the exit status is the signal's as before.
-// unlink, rmdir and access are async-signal-safe. Best effort: a file another thread of the process creates
-// while the handler runs stays. A few guards may live at once (kSlots); more are not guarded.
+// unlink, rmdir and access are async-signal-safe. Another thread that (re)creates a guarded file brackets the
+// write with a GuardedFileWrite, so that it does not reappear behind the handler. A few guards may live at
+// once (kSlots); more are not guarded.
 #include <filesystem>
 #include <functional>
 #include <vector>
@@ -28,6 +29,23 @@ class RemoveOnSignal {
 
  private:
   int slot_ = -1;
+};
+
+// Brackets the (re)creation of a guarded file by a thread the signal may not interrupt (write a temporary,
+// rename it over the file): a hang watchdog's state file, rewritten every period, reappeared when its rename
+// fell between the handler's unlink and the process's end, and stayed. The handler waits for a write under
+// way to end (at most a quarter of a second: the signal may have interrupted the writer itself), and a write
+// that begins once a handler has started is not made (`allowed()` false). Lock-free atomics only.
+class GuardedFileWrite {
+ public:
+  GuardedFileWrite();
+  ~GuardedFileWrite();
+  GuardedFileWrite(const GuardedFileWrite&) = delete;
+  GuardedFileWrite& operator=(const GuardedFileWrite&) = delete;
+  bool allowed() const { return allowed_; }
+
+ private:
+  bool allowed_ = false;
 };
 
 // Runs `work` on a thread of its own that blocks SIGINT, SIGTERM and SIGHUP, and waits for it (rethrowing

@@ -11,6 +11,7 @@
 #include <functional>
 #include <stdexcept>
 #include <string>
+#include <thread>
 
 #include <gtest/gtest.h>
 
@@ -170,6 +171,48 @@ TEST_F(RemoveOnSignalTest, ASignalWhileTheWorkIsBlockedRemovesTheFilesAtOnce) {
   ASSERT_TRUE(WIFSIGNALED(status));
   EXPECT_EQ(WTERMSIG(status), SIGTERM);
   EXPECT_FALSE(fs::exists(file));
+}
+
+// A thread that replaces a guarded file (temporary, then rename) while the signal's handler runs on another
+// thread: the handler waits for the write to end before it unlinks, so the file does not reappear behind it
+// (a hang watchdog's rank state file stayed in --run-dir after mpirun's SIGTERM, now and then, under load).
+// The writer, held inside its write, notes when it finished; the handler must have waited for that note.
+TEST_F(RemoveOnSignalTest, TheHandlerWaitsForAWriteUnderWayAndItsFileGoes) {
+  const auto shared = dir_ / "shared";
+  const auto state = shared / "rank-0.state", tmp = shared / ".rank-0.state.tmp";
+  const auto finished = dir_ / "writer-finished";
+  int in_write[2];
+  ASSERT_EQ(::pipe(in_write), 0);
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    static RemoveOnSignal guard({state, tmp}, shared);
+    std::thread writer([&] {
+      sigset_t all;
+      sigfillset(&all);
+      ::pthread_sigmask(SIG_BLOCK, &all, nullptr);  // the signal goes to the main thread
+      const GuardedFileWrite write;
+      if (!write.allowed()) ::_exit(3);
+      touch(tmp);
+      (void)!::write(in_write[1], "w", 1);
+      ::usleep(100'000);  // the handler has started by now, and waits
+      fs::rename(tmp, state);
+      touch(finished);
+    });
+    ::pause();  // the signal ends the process here
+    ::_exit(4);
+  }
+  char c = 0;
+  ASSERT_EQ(::read(in_write[0], &c, 1), 1);
+  ::kill(pid, SIGTERM);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  for (const int fd : in_write) ::close(fd);
+  ASSERT_TRUE(WIFSIGNALED(status)) << "exit " << WEXITSTATUS(status);
+  EXPECT_EQ(WTERMSIG(status), SIGTERM);
+  EXPECT_TRUE(fs::exists(finished)) << "the handler did not wait for the write under way";
+  EXPECT_FALSE(fs::exists(state));
+  EXPECT_FALSE(fs::exists(tmp));
+  EXPECT_FALSE(fs::exists(shared));
 }
 
 TEST_F(RemoveOnSignalTest, TheWorkRunsToItsEndAndWhatItThrowsReachesTheCaller) {
