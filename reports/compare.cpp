@@ -323,6 +323,9 @@ Comparison compare_reports(const Report& baseline, const Report& candidate, cons
     row.reason = std::move(reason);
     out.rows.push_back(std::move(row));
   };
+  const auto skipped_in_candidate = [](const Result& cr) {
+    return "skipped in candidate" + (cr.error ? ": " + *cr.error : std::string());
+  };
   // `other_name`: the result's name on the other side (a reference matched by pattern), for the rules.
   // `skipped`: a candidate-only result that was skipped: its figures are not measurements.
   const auto only_on_one_side = [&](const Result& r, const std::string& name, const Metric& m,
@@ -365,7 +368,7 @@ Comparison compare_reports(const Report& baseline, const Report& candidate, cons
     };
 
     if (cr.status == Status::skipped) {
-      const std::string why = "skipped in candidate" + (cr.error ? ": " + *cr.error : std::string());
+      const std::string why = skipped_in_candidate(cr);
       for (const auto& [name, m] : br.metrics) only_on_one_side(br, name, m, Verdict::missing, why, cr.name);
       relabel();
       return;
@@ -476,7 +479,7 @@ Comparison compare_reports(const Report& baseline, const Report& candidate, cons
     const std::string reason =
         (unlike_reference[ci].empty() ? std::string("result not in baseline")
                                       : "not comparable with the reference " + unlike_reference[ci]) +
-        (skipped ? "; skipped in candidate" + (cr.error ? ": " + *cr.error : std::string()) : std::string());
+        (skipped ? "; " + skipped_in_candidate(cr) : std::string());
     for (const auto& [name, m] : cr.metrics)
       only_on_one_side(cr, name, m, Verdict::added, reason, {}, skipped);
   }
