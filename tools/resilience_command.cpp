@@ -403,21 +403,25 @@ int run_resilience(const ResilienceCommandOptions& o, Session& session) {
     throw usage_error(
         "resilience --resume: a supervised job starts from step 0 (its goodput ledger begins at the job's "
         "start); continue a run's checkpoints with train --run-dir DIR --resume");
-  if (!o.res.run_dir.empty()) {
+  // Why --run-dir cannot take a fresh job now ("" when it can). Rank 0 supervises, so rank 0 alone asks:
+  // another rank of an `mpirun -np N` launch would find rank 0's own supervisor lock there once it began.
+  const auto run_dir_taken = [&]() -> std::string {
+    if (o.res.run_dir.empty()) return {};
     const std::filesystem::path dir(o.res.run_dir);
     // A job of its own, or of a train command, running there now: the fresh start below would delete its
     // event log under it. Refused as the training job itself would refuse it, before anything is touched.
     for (const auto& d : {dir, dir / "none", dir / "drain"})
       if (const auto holder = resilience::run_dir_holder(d))
-        throw usage_error(resilience::run_dir_in_use_message(d, *holder));
+        return resilience::run_dir_in_use_message(d, *holder);
     // The job's own checkpoints, or (--policy compare) those of each policy's job.
     if (const auto found = first_checkpoint_in(
             {dir / "checkpoints", dir / "none" / "checkpoints", dir / "drain" / "checkpoints"}))
-      throw usage_error(fmt::format(
+      return fmt::format(
           "--run-dir {} already holds checkpoints ({}); resilience starts a fresh job there: choose "
           "another directory, remove them, or continue them with train --run-dir DIR --resume",
-          o.res.run_dir, found->string()));
-  }
+          o.res.run_dir, found->string());
+    return {};
+  };
   const auto plan = resilience::load_fault_plan(o.res.faults, o.ranks + o.spares, 7 * 86400.0,
                                                 session.options().seed, o.spares);
   auto check = o.res;
@@ -472,20 +476,27 @@ int run_resilience(const ResilienceCommandOptions& o, Session& session) {
   s.drain_after = o.drain_after;
   s.heartbeat_timeout_s = parse_duration(o.heartbeat_timeout, "--heartbeat-timeout");
   resilience::validate_supervisor_options(s);
-  if (session.checking_only()) return 0;  // a suite's preflight: validated, nothing run
+  if (session.checking_only()) {  // a suite's preflight: validated, nothing run (the ranks agree on errors)
+    if (const auto taken = session.is_root() ? run_dir_taken() : std::string(); !taken.empty())
+      throw usage_error(taken);
+    return 0;
+  }
   // A --run-dir that cannot be one (a file, a read-only place) is the user's to change: exit 2, as train says
   // it, not the supervisor's "cannot open the event log" (exit 3) after the report was begun.
   // Rank 0 supervises, so rank 0 decides; every rank of a suite's job stops alike.
   std::string run_dir_error;
   if (!o.res.run_dir.empty() && session.is_root()) {
-    std::error_code ec;
-    std::filesystem::create_directories(o.res.run_dir, ec);
-    if (ec || !std::filesystem::is_directory(o.res.run_dir, ec))
-      run_dir_error = fmt::format("--run-dir {}: cannot create it: {}", o.res.run_dir,
-                                  ec ? ec.message() : std::string("not a directory"));
-    else if (::access(o.res.run_dir.c_str(), W_OK | X_OK) != 0)
-      run_dir_error =
-          fmt::format("--run-dir {}: cannot write in it: {}", o.res.run_dir, std::strerror(errno));
+    run_dir_error = run_dir_taken();  // in use, or holds checkpoints: nothing is made or touched
+    if (run_dir_error.empty()) {
+      std::error_code ec;
+      std::filesystem::create_directories(o.res.run_dir, ec);
+      if (ec || !std::filesystem::is_directory(o.res.run_dir, ec))
+        run_dir_error = fmt::format("--run-dir {}: cannot create it: {}", o.res.run_dir,
+                                    ec ? ec.message() : std::string("not a directory"));
+      else if (::access(o.res.run_dir.c_str(), W_OK | X_OK) != 0)
+        run_dir_error =
+            fmt::format("--run-dir {}: cannot write in it: {}", o.res.run_dir, std::strerror(errno));
+    }
   }
   if (session.mpi_started()) {
     int ok = run_dir_error.empty() ? 1 : 0;

@@ -57,4 +57,27 @@ RC=0; wait "$first" || RC=$?
 [ "$RC" -eq 0 ] && ok "the first resilience run finished (exit 0)" || fail "first: exit $RC: $(tail -3 "$T/first.err")"
 assert_json "$T/first.json" "d['results'][0]['status'] == 'ok' and d['results'][0]['metrics']['failures']['value'] == 1" "the first run's job, crash and all, is whole"
 [ "$saw" -eq 1 ] && ok "the supervisor's own hold was seen at least once" || echo "note: every refusal named the training job's lock"
+
+# `mpirun -np N factorybench resilience`: rank 0 supervises and alone judges the run dir. The other ranks used
+# to check it too and, once rank 0 had taken .supervisor.lock, refuse their own rank 0's run dir (exit 2, and
+# mpirun ended the job). Deterministically: rank 1 (an MPMD launch) is given a run dir whose supervisor lock
+# another process holds; it must not judge it.
+mkdir -p "$T/held_rd"
+flock "$T/held_rd/.supervisor.lock" sleep 60 &
+holder=$!
+for _ in $(seq 1 100); do ! flock -n "$T/held_rd/.supervisor.lock" true && break; sleep 0.05; done
+run_capture mpmd mpirun --oversubscribe -np 1 "$FACTORYBENCH" resilience "${JOB[@]}" --backend host --faults none \
+  --steps 4 --run-dir "$T/mpmd_rd" -o "$T/mpmd.json" : -np 1 "$FACTORYBENCH" resilience "${JOB[@]}" --backend host \
+  --faults none --steps 4 --run-dir "$T/held_rd" -o "$T/mpmd.json"
+kill "$holder" 2>/dev/null; wait "$holder" 2>/dev/null || true
+[ "$RC" -eq 0 ] && assert_json "$T/mpmd.json" "d['results'][0]['status'] == 'ok'" \
+  "mpirun -np 2: rank 1 leaves the run dir to rank 0, whose job runs" \
+  || fail "mpirun -np 2 with rank 1 seeing a held run dir: exit $RC: $(head -3 "$T/mpmd.err")"
+# As users launch it: every rank the same run dir (the race that failed 4 of 4 at -np 4).
+for i in 1 2; do
+  run_capture np4_$i fb_mpirun 4 resilience "${JOB[@]}" --backend host --faults none --steps 3 \
+    --run-dir "$T/np4_rd_$i" -o "$T/np4_$i.json"
+  [ "$RC" -eq 0 ] && [ -s "$T/np4_$i.json" ] && ok "mpirun -np 4 resilience, run $i: exit 0 and a report" \
+    || fail "mpirun -np 4 resilience, run $i: exit $RC: $(head -3 "$T/np4_$i.err")"
+done
 finish

@@ -363,10 +363,22 @@ TEST(ParallelLayout, MemoryEstimateAndFitCheck) {
   } catch (const Error& e) {
     EXPECT_TRUE(has(e.what(), "llama3-70b does not fit")) << e.what();
     EXPECT_TRUE(has(e.what(), "--layers")) << e.what();
+    // At --dp 1 the distributed optimizer is refused: the hint asks for DP ranks with it.
+    EXPECT_TRUE(has(e.what(), "or --dp N with --distributed-optimizer")) << e.what();
   }
+  const auto hint = [&](const ParallelConfig& c, const StepShape& shape) {
+    try {
+      check_fits(estimate_memory(m, c, shape), 1, m, c, shape);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("fits");
+  };
+  EXPECT_TRUE(has(hint({1, 8, 1, 1}, s), "--seq, or --distributed-optimizer")) << hint({1, 8, 1, 1}, s);
   EXPECT_NO_THROW(check_fits(est, est.total(), m, {1, 1, 1, 1}, s));
   StepShape zero = s;
   zero.distributed_optimizer = true;
+  EXPECT_FALSE(has(hint({1, 8, 1, 1}, zero), "distributed-optimizer")) << hint({1, 8, 1, 1}, zero);
   EXPECT_LT(estimate_memory(m, {1, 8, 1, 1}, zero).optimizer, est.optimizer / 7);
 }
 
