@@ -4,6 +4,7 @@
 #include <array>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <optional>
 
 #include <fmt/format.h>
@@ -55,6 +56,9 @@ Timeline timeline_from_events(const json& events) {
   double t0 = std::numeric_limits<double>::infinity(), t_end = -t0;
   double attempt_begin = none, last = none, pending_relaunch = none, last_fault = none, restore_start = none;
   bool attempt_failed = false;
+  bool relaunched = false;  // a relaunch event followed the last fatal failure
+  // The latest fatal fault injected in this attempt, of each kind (as the ledger: docs/metrics.md).
+  std::map<std::string, double> fault_at_by_kind;
   const auto rollback_to = [&](long long step) {
     while (!kept.empty() && steps[kept.back()].step > step) {
       steps[kept.back()].wasted = true;
@@ -73,8 +77,9 @@ Timeline timeline_from_events(const json& events) {
     } else if (type == "attempt_start") {
       if (!std::isnan(pending_relaunch)) iv.push_back({pending_relaunch, t, kRelaunch});
       pending_relaunch = last_fault = restore_start = none;
+      fault_at_by_kind.clear();
       attempt_begin = last = t;
-      attempt_failed = false;
+      attempt_failed = relaunched = false;
     } else if (type == "init_done") {
       iv.push_back({attempt_begin, t, kInit});
       last = t;
@@ -94,7 +99,9 @@ Timeline timeline_from_events(const json& events) {
       iv.push_back({num(e, "t_start", t - num(e, "seconds", 0)), t, kSave});
       last = t;
     } else if (type == "fault_injected") {
-      last_fault = t;
+      if (const auto kind = string_field(e, "kind");
+          kind == "crash" || kind == "hang" || kind == "sdc" || kind == "nan")  // the fatal kinds
+        last_fault = fault_at_by_kind[kind] = t;
       std::string label =
           "fault injected: " + (string_field(e, "kind").empty() ? std::string("?") : string_field(e, "kind"));
       if (e.contains("rank") && e["rank"].is_number_integer())
@@ -107,10 +114,18 @@ Timeline timeline_from_events(const json& events) {
                   (string_field(e, "how").empty() ? "" : " (" + string_field(e, "how") + ")")});
       if (!fatal || attempt_failed) continue;
       attempt_failed = true;
-      const double failed_at = std::min(num(e, "failed_at", std::isnan(last_fault) ? last : last_fault), t);
+      const auto same_kind = fault_at_by_kind.find(string_field(e, "kind"));
+      const double injected = same_kind != fault_at_by_kind.end() ? same_kind->second : last_fault;
+      const double failed_at = std::min(num(e, "failed_at", std::isnan(injected) ? last : injected), t);
       if (last < failed_at) iv.push_back({last, failed_at, kWasted});
       iv.push_back({std::max(failed_at, last), t, kDetection});
       pending_relaunch = last = t;
+      relaunched = false;
+    } else if (type == "relaunch") {
+      relaunched = true;
+    } else if (type == "attempt_end" && string_field(e, "reason") == "drain") {
+      pending_relaunch = t;  // stopped for a drain: the gap to the next attempt is its relaunch
+      relaunched = false;
     } else if (type == "drain" || type == "straggler_detected") {
       tl.markers.push_back(
           {t, type + (e.contains("rank") ? fmt::format(" (rank {})", e["rank"].dump()) : "")});
@@ -119,7 +134,8 @@ Timeline timeline_from_events(const json& events) {
     }
   }
   if (!std::isfinite(t0)) return tl;
-  if (!std::isnan(pending_relaunch)) iv.push_back({pending_relaunch, t_end, kRelaunch});
+  // Nothing relaunched after the last failure (the restart limit): the rest is other, as in the ledger.
+  if (!std::isnan(pending_relaunch) && relaunched) iv.push_back({pending_relaunch, t_end, kRelaunch});
   for (const auto& s : steps) iv.push_back({s.begin, s.end, s.wasted ? kWasted : kProductive});
 
   // Sweep: each elementary segment goes to the highest-priority open category, else "other".

@@ -4,7 +4,9 @@
 #include <array>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <set>
+#include <string>
 #include <utility>
 
 #include <fmt/format.h>
@@ -163,10 +165,14 @@ class LedgerBuilder {
       L_.ckpt_write_s += r.number_or("write_s", 0);
     } else if (type == event::fault_injected) {
       ++L_.faults_injected;
-      if (is_fatal_fault_kind(r.text_or("kind", ""))) last_fault_at_ = t;
+      if (const auto kind = r.text_or("kind", ""); is_fatal_fault_kind(kind)) {
+        last_fault_at_ = t;
+        last_fault_at_by_kind_[kind] = t;
+      }
     } else if (type == event::failure_detected) {
       on_failure(r, t);
     } else if (type == event::relaunch) {
+      relaunched_ = true;
       ++L_.restarts;
       if (!last_fatal_kind_.empty()) ++L_.restarts_by_kind[last_fatal_kind_];
     } else if (type == event::straggler_detected) {
@@ -176,6 +182,7 @@ class LedgerBuilder {
       // its relaunch, as after a failure, and the restart counts under "drain".
       close_attempt(t);  // its uptime ends here: the gap to the next attempt is relaunch, not uptime
       pending_relaunch_ = t;
+      relaunched_ = false;
       last_fatal_kind_ = "drain";
     } else if (type == event::drain) {
       ++L_.drains;
@@ -186,7 +193,10 @@ class LedgerBuilder {
 
   Ledger finish() {
     close_attempt(t_end_);
-    if (!std::isnan(pending_relaunch_)) intervals_.push_back({pending_relaunch_, t_end_, kRelaunch});
+    // A relaunch under way when the job ended (the time budget in its delay) is relaunch time; after a
+    // failure that nothing answered (the restart limit, a job given up) the rest is uncovered: other.
+    if (!std::isnan(pending_relaunch_) && relaunched_)
+      intervals_.push_back({pending_relaunch_, t_end_, kRelaunch});
     for (const auto& s : steps_) intervals_.push_back({s.begin, s.end, s.wasted ? kWasted : kProductive});
     L_.wall_s = std::max(0.0, t_end_ - t0_);
     const Split split = sweep(intervals_, t0_, t_end_);
@@ -223,8 +233,10 @@ class LedgerBuilder {
     ++L_.attempts;
     attempt_open_ = true;
     attempt_failed_ = false;
+    relaunched_ = false;
     attempt_begin_ = last_activity_ = t;
     last_fault_at_ = kNone;
+    last_fault_at_by_kind_.clear();
     restore_start_at_ = kNone;
   }
 
@@ -302,6 +314,7 @@ class LedgerBuilder {
     attempt_failed_ = true;
     last_fatal_kind_ = kind;
     pending_relaunch_ = t;
+    relaunched_ = false;
     if (kind == kLaunchFailure) {
       // No rank started: the attempt's time is failed start-up (init, failure-caused), and neither a
       // failure of the running job (MTTF) nor a repair (MTTR).
@@ -313,7 +326,11 @@ class LedgerBuilder {
       last_activity_ = t;
       return;
     }
-    double failed_at = r.number_or("failed_at", std::isnan(last_fault_at_) ? last_activity_ : last_fault_at_);
+    // The failure instant: the injected fault of the failure's kind (a crash, not an SDC injected beside it
+    // on another rank), else the latest fatal fault, else the last logged activity.
+    const auto same_kind = last_fault_at_by_kind_.find(kind);
+    const double injected_at = same_kind != last_fault_at_by_kind_.end() ? same_kind->second : last_fault_at_;
+    double failed_at = r.number_or("failed_at", std::isnan(injected_at) ? last_activity_ : injected_at);
     failed_at = std::min(failed_at, t);
     ++L_.failures;
     ++L_.failures_by_kind[kind];
@@ -393,6 +410,8 @@ class LedgerBuilder {
   double pending_relaunch_ = kNone;  // detection time of the last fatal failure awaiting a relaunch
   std::set<std::pair<int, std::int64_t>> failed_saves_;  // (attempt, step) of saves that did not commit
   double last_fault_at_ = kNone;                         // latest fatal fault injected in this attempt
+  std::map<std::string, double> last_fault_at_by_kind_;  // ... of each kind
+  bool relaunched_ = false;  // a relaunch event followed the last fatal failure (or drain stop)
   double restore_start_at_ = kNone;
   long awaiting_resume_ = -1;    // failure_list index whose resume time is not yet known
   std::string last_fatal_kind_;  // of the failure the next relaunch answers

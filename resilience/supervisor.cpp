@@ -233,6 +233,7 @@ struct AttemptOutcome {
   bool drain_stop = false;       // the job checkpointed and stopped for it (attempt_end reason "drain")
   std::int64_t last_step = 0;
   int fault_rank = -1;  // the rank of this attempt's last fatal injected fault (the fault plan's), -1 if none
+  std::map<std::string, int> fault_rank_by_kind;  // ... of each kind (a crash beside an SDC on another rank)
   // A fatal fault injected with no step after it: the job was stuck in it (a hang not yet past
   // --hang-timeout) when the attempt ended, if it ended for the time budget.
   std::string stuck_kind;
@@ -537,6 +538,7 @@ class Supervision {
       if (e["type"] == event::failure_detected && e.value("fatal", true)) a.failure_logged = true;
       if (e["type"] == event::fault_injected && is_fatal_fault_kind(e.value("kind", ""))) {
         a.fault_rank = e.value("rank", -1);
+        a.fault_rank_by_kind[e.value("kind", "")] = a.fault_rank;
         a.stuck_kind = e.value("kind", "");
         a.stuck_since = e.value("t", 0.0);
       }
@@ -581,11 +583,15 @@ class Supervision {
       log_.append(e, Durability::fsync);
       return;
     }
+    const std::string kind = a.silent ? "hang" : "crash";
     int rank = failed_rank_from_launcher_output(out);
     const bool named = rank >= 0;
-    if (rank < 0) rank = a.fault_rank;
+    if (rank < 0) {
+      const auto same_kind = a.fault_rank_by_kind.find(kind);
+      rank = same_kind != a.fault_rank_by_kind.end() ? same_kind->second : a.fault_rank;
+    }
     if (rank < 0 && o_.ranks == 1) rank = 0;
-    e["kind"] = a.silent ? "hang" : "crash";
+    e["kind"] = kind;
     e["rank"] = rank;
     e["how"] = a.silent ? fmt::format("supervisor: event log silent for {:.0f} s; job killed",
                                       o_.heartbeat_timeout_s)

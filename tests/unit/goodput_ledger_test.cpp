@@ -416,9 +416,11 @@ TEST(GoodputLedger, AJobThatNeverStartedHasEttrZeroAndLaunchFailuresOnly) {
   EXPECT_EQ(L.mttr_s, 0);
   EXPECT_EQ(L.restarts, 1);
   EXPECT_EQ(L.restarts_by_kind.at("launch"), 1);
-  // The failed launches are start-up time (0–0.5 and 1–1.5 min); after each, relaunch (0.5–1, 1.5–1.6).
+  // The failed launches are start-up time (0–0.5 and 1–1.5 min); after the first, relaunch (0.5–1); after
+  // the second nothing was relaunched: other (1.5–1.6).
   EXPECT_NEAR(L.parts.init_s, 1.0 * kMin, 1e-6);
-  EXPECT_NEAR(L.parts.relaunch_s, 0.6 * kMin, 1e-6);
+  EXPECT_NEAR(L.parts.relaunch_s, 0.5 * kMin, 1e-6);
+  EXPECT_NEAR(L.parts.other_s, 0.1 * kMin, 1e-6);
 }
 
 // A launch that failed once and then ran: the run's ETTR counts the failed launch as lost time, MTTF does not
@@ -481,6 +483,56 @@ TEST(GoodputLedger, AStopForADrainIsARelaunchNotAFailure) {
   EXPECT_NEAR(L.parts.ckpt_save_s, 1 * kMin, 1e-6);
   // Uptime is the attempts' own time: 0–12 and 14–25, not the relaunch gap between them.
   EXPECT_NEAR(L.uptime_s, 23 * kMin, 1e-6);
+}
+
+// A failure nothing relaunched (--max-restarts 0, or the limit reached): the time from its detection to the
+// job's end is no relaunch (docs: relaunch = detected → next attempt_start), so it is other. A relaunch under
+// way when the job ended (the time budget in its delay) stays relaunch.
+TEST(GoodputLedger, TimeAfterAFailureNothingRelaunchedIsOther) {
+  for (const bool relaunch_logged : {false, true}) {
+    LogBuilder b;
+    b.add(event::job_start, 0)["reference_step_s"] = 60.0;
+    b.add(event::attempt_start, 0)["attempt"] = 1;
+    b.add(event::init_done, 1);
+    double t = 1;
+    b.steps(1, 5, 1, &t);  // 1–6
+    b.add(event::fault_injected, 6.5)["kind"] = "crash";
+    b.add(event::failure_detected, 7)["kind"] = "crash";
+    if (relaunch_logged) b.add(event::relaunch, 7.5);
+    b.add(event::job_end, 9);
+    const Ledger L = compute_ledger(b.events);
+    expect_partition(L);
+    EXPECT_EQ(L.failures, 1);
+    EXPECT_NEAR(L.parts.relaunch_s, relaunch_logged ? 2 * kMin : 0.0, 1e-6) << relaunch_logged;
+    EXPECT_NEAR(L.parts.other_s, relaunch_logged ? 0.0 : 2 * kMin, 1e-6) << relaunch_logged;
+    EXPECT_NEAR(L.parts.detection_s, 0.5 * kMin, 1e-6);
+    EXPECT_NEAR(L.parts.wasted_s, 0.5 * kMin, 1e-6);  // the partial step 6–6.5
+  }
+}
+
+// Two fatal faults in one step on different ranks (a crash on rank 1, an SDC on rank 0 a moment later): the
+// crash the supervisor detected failed at the crash's injection, not at the SDC's.
+TEST(GoodputLedger, FailureInstantIsTheInjectedFaultOfTheFailuresKind) {
+  LogBuilder b;
+  b.add(event::job_start, 0)["reference_step_s"] = 60.0;
+  b.add(event::attempt_start, 0)["attempt"] = 1;
+  b.add(event::init_done, 1);
+  double t = 1;
+  b.steps(1, 5, 1, &t);  // 1–6
+  auto& crash = b.add(event::fault_injected, 6.2);
+  crash["kind"] = "crash";
+  crash["rank"] = 1;
+  auto& sdc = b.add(event::fault_injected, 6.4);
+  sdc["kind"] = "sdc";
+  sdc["rank"] = 0;
+  b.add(event::failure_detected, 7)["kind"] = "crash";
+  b.add(event::job_end, 7);
+  const Ledger L = compute_ledger(b.events);
+  expect_partition(L);
+  ASSERT_EQ(L.failure_list.size(), 1u);
+  EXPECT_NEAR(L.failure_list[0].failed_at - kBase, 6.2 * kMin, 1e-6);
+  EXPECT_NEAR(L.detection_latency_s_by_kind.at("crash").at(0), 0.8 * kMin, 1e-6);
+  EXPECT_NEAR(L.uptime_s, 6.2 * kMin, 1e-6);  // the attempt's start to the crash
 }
 
 TEST(GoodputLedger, MissingFieldNamesTheEvent) {

@@ -710,6 +710,26 @@ TEST(Timeline, CategoriesFromEventsSumToWallTime) {
   EXPECT_EQ(tl.markers.size(), 2u);
 }
 
+// As the goodput ledger: the failure instant is the injected fault of the failure's kind (not a straggler's
+// or an SDC's injected beside it), and after a failure nothing relaunched the rest is other, not relaunch.
+TEST(Timeline, FailureInstantByKindAndNoRelaunchAfterTheLastFailure) {
+  const auto events = nlohmann::json::parse(R"([
+    {"type":"job_start","t":0}, {"type":"attempt_start","t":0}, {"type":"init_done","t":10},
+    {"type":"step","step":1,"t_start":10,"t":15},
+    {"type":"fault_injected","t":16,"kind":"crash","rank":1},
+    {"type":"fault_injected","t":17,"kind":"sdc","rank":0},
+    {"type":"fault_injected","t":18,"kind":"straggler","rank":0},
+    {"type":"failure_detected","t":20,"kind":"crash","how":"exit"},
+    {"type":"job_end","t":25}])");
+  const Timeline tl = timeline_from_events(events);
+  std::map<std::string, double> seconds;
+  for (const auto& s : tl.spans) seconds[s.category] += s.end_s - s.start_s;
+  EXPECT_NEAR(seconds["wasted"], 1, 1e-9);     // 15 → the crash at 16
+  EXPECT_NEAR(seconds["detection"], 4, 1e-9);  // 16 → 20
+  EXPECT_NEAR(seconds["relaunch"], 0, 1e-9);
+  EXPECT_NEAR(seconds["other"], 5, 1e-9);  // 20 → 25: nothing relaunched
+}
+
 TEST(Timeline, ExplicitTimelineWins) {
   Report rep;
   rep.summary = {{"timeline", {{{"start_s", 0}, {"end_s", 5}, {"category", "productive"}}}}};
