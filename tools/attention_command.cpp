@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "core/error.hpp"
+#include "core/fault_injection.hpp"
 #include "core/logging.hpp"
 #include "reports/attention_console.hpp"
 #include "tools/commands.hpp"
@@ -146,6 +147,10 @@ int run_attention(const AttentionCliOptions& cli, Session& session) {
           "a GPU)",
           work, passes, kMaxHostWork));
   }
+  // FACTORYBENCH_INJECT: attention sends nothing through the communicator and runs no burn-in or collective
+  // check, so every entry is refused (one that cannot act tests nothing), as a rank outside the job is.
+  check_injection_applies("attention", session.mpi().size(), /*communicator_faults=*/false, /*sdc=*/false,
+                          /*point_to_point=*/false);
   if (session.checking_only()) return 0;  // a suite's preflight: validated, nothing run
   auto& mpi = session.mpi();
   auto& backend = session.backend();

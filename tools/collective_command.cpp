@@ -16,6 +16,7 @@
 #include "core/logging.hpp"
 #include "core/units.hpp"
 #include "reports/collective_console.hpp"
+#include "tools/command_hang_watchdog.hpp"
 #include "tools/commands.hpp"
 #include "tools/count_option.hpp"
 #include "workloads/collective_benchmark.hpp"
@@ -39,8 +40,10 @@ struct CollectiveCliOptions {
   std::optional<std::uint64_t> moe_tokens, hidden;
   std::optional<int> experts, top_k;
   double skew = 0;
+  std::string hang_timeout = "10m";
+  std::string run_dir = ".";
   // Given on the command line (not defaulted): an option that cannot act on the chosen ops is refused.
-  bool sizes_given = false, redop_given = false, root_given = false;
+  bool sizes_given = false, redop_given = false, root_given = false, run_dir_given = false;
 };
 
 // "allreduce, reducescatter and reduce": the ops of the table with `has`.
@@ -134,13 +137,15 @@ int run_collective(const CollectiveCliOptions& cli, Session& session) {
   auto& mpi = session.mpi();
   // Everything that needs no communication is checked before the backend (and any device) is touched.
   workloads::validate_collective_options(options, mpi.size());
-  // FACTORYBENCH_INJECT against this job: a rank outside it, or a slow link with no sendrecv to act on, is
-  // refused rather than testing nothing. An sdc entry is let pass: it is burn-in's, and a validation job that
-  // sets the variable for all its steps (scripts/slurm/node-validation.sbatch) reaches the suite's
-  // collectives.
+  const double hang_timeout = parse_command_hang_timeout(cli.hang_timeout);
+  if (cli.run_dir_given && hang_timeout == 0)
+    throw usage_error(
+        "--run-dir holds the hang watchdog's state files: it does nothing with --hang-timeout 0");
+  // FACTORYBENCH_INJECT against this job: a rank outside it, a slow link with no sendrecv to act on, or an
+  // sdc (burn-in's: no check here flips a bit) is refused rather than testing nothing, as health refuses it.
   const bool sendrecv = std::find(options.ops.begin(), options.ops.end(),
                                   workloads::CollectiveOp::sendrecv) != options.ops.end();
-  check_injection_applies("collective", mpi.size(), /*communicator_faults=*/true, /*sdc=*/true, sendrecv,
+  check_injection_applies("collective", mpi.size(), /*communicator_faults=*/true, /*sdc=*/false, sendrecv,
                           /*collective_check=*/options.check);
   if (session.checking_only()) return 0;  // a suite's preflight: validated, nothing run
   // After every check, the free-memory one in the run included (a refused input gets its one line alone),
@@ -150,7 +155,14 @@ int run_collective(const CollectiveCliOptions& cli, Session& session) {
   auto report = session.begin_report();
   auto& backend = session.backend();  // starts the telemetry sampler with the device
   options.telemetry = session.telemetry();
+  // A rank that never enters a collective, or never leaves one (a wedged NIC or GPU), is named and the job
+  // ends (exit 1, the report so far plus a failed "hang" result) instead of waiting for the scheduler's
+  // limit.
+  CommandHangWatchdog watchdog(mpi, "collective", report.run.value("id", std::string("run")),
+                               session.hang_report(report), session.options().output, cli.run_dir,
+                               hang_timeout);
   workloads::CollectiveRun run = workloads::run_collective_benchmark(options, mpi, backend);
+  watchdog.finish();
   for (auto& r : run.results) report.results.push_back(std::move(r));
   report.summary = run.summary;
   const int rc = session.finish(report);
@@ -208,6 +220,15 @@ Command add_collective_command(CLI::App& app) {
   sub->add_option("--experts", opt->experts, "MoE: routed experts, spread evenly over the ranks");
   sub->add_option("--top-k", opt->top_k, "MoE: experts per token");
   sub->add_option("--skew", opt->skew, "MoE: Zipf exponent of expert popularity (0 = uniform)");
+  sub->add_option(
+         "--hang-timeout", opt->hang_timeout,
+         "End the run (exit 1) naming the ranks that never entered, or never left, a collective that "
+         "ran this long (0 = off)")
+      ->capture_default_str();
+  sub->add_option("--run-dir", opt->run_dir,
+                  "Shared directory for the hang watchdog's per-rank state files (fb-hang-<run id>/, removed "
+                  "after a run without hang)")
+      ->capture_default_str();
   return {sub,
           [opt, sub](Session& s) {
             opt->sizes_given = sub->count("--minbytes") + sub->count("--maxbytes") +
@@ -215,6 +236,7 @@ Command add_collective_command(CLI::App& app) {
                                0;
             opt->redop_given = sub->count("--redop") > 0;
             opt->root_given = sub->count("--root") > 0;
+            opt->run_dir_given = sub->count("--run-dir") > 0;
             return run_collective(*opt, s);
           },
           true};

@@ -1,5 +1,5 @@
 #pragma once
-// The hang watchdog of a command that communicates (locate, health): per-rank call states in
+// The hang watchdog of a command that communicates (locate, health, collective): per-rank call states in
 // <run-dir>/fb-hang-<run id>/ (core/hang_watchdog.hpp). On a hang one rank prints the diagnosis ("hang: rank
 // 5 (host X, GPU 1) never entered allreduce #3 (4 MiB)", then "<command>: FAIL (hang; rank states in DIR)")
 // and writes the report so far plus a failed "hang" result; then the job ends with exit 1 instead of waiting
@@ -15,8 +15,8 @@
 
 namespace fb::tools {
 
-// --hang-timeout of locate and health: 0 (off) or at least a second; a shorter limit takes an ordinary
-// collective for a hang (and the watchdog polls every 50 ms at best).
+// --hang-timeout of locate, health and collective: 0 (off) or at least a second; a shorter limit takes an
+// ordinary collective for a hang (and the watchdog polls every 50 ms at best).
 double parse_command_hang_timeout(const std::string& text);
 
 class CommandHangWatchdog {

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "core/error.hpp"
+#include "core/fault_injection.hpp"
 #include "core/logging.hpp"
 #include "core/units.hpp"
 #include "reports/gemm_console.hpp"
@@ -105,6 +106,10 @@ int run_gemm(const GemmCliOptions& cli, Session& session) {
       static_cast<double>(kMaxShapes))
     throw usage_error(fmt::format("--m/--n/--k: {} x {} x {} shapes; at most {} per run", count(ms),
                                   count(ns), count(ks), kMaxShapes));
+  // FACTORYBENCH_INJECT: gemm sends nothing through the communicator and runs no burn-in or collective check,
+  // so every entry is refused (one that cannot act tests nothing), as a rank outside the job is.
+  check_injection_applies("gemm", session.mpi().size(), /*communicator_faults=*/false, /*sdc=*/false,
+                          /*point_to_point=*/false);
   if (session.checking_only()) {  // a suite's preflight: what does not depend on the device, then nothing run
     parse_transpose(cli.ta, "--ta", false);
     parse_transpose(cli.tb, "--tb", false);

@@ -46,6 +46,8 @@ grep -qF "| attention/bf16/b1/s8192/h32-kv8/d128 | tflops | 458.1 | 412.3 | -10.
 expect_error engine_gemm 2 "--engine gemm: the blocked-GEMM attention runs inside the training step" fb attention --backend host --engine gemm
 expect_error engine_cudnn 2 "--engine cudnn: cuDNN attention needs the cuda backend" fb attention --backend host --engine cudnn
 expect_error heads_kv 2 "heads \(6\) must be a multiple of kv_heads \(4\)" fb attention --backend host --heads 6 --kv-heads 4
+FACTORYBENCH_INJECT=hang@rank=0,call=1 expect_error inject 2 "FACTORYBENCH_INJECT 'hang@rank=0,call=1': attention sends nothing through the communicator" \
+  fb attention --backend host --seq 64
 expect_error heads_zero 2 "invalid --heads 0: must be positive" fb attention --backend host --heads 0
 expect_error seq_zero 2 "invalid --seq '0': must be positive" fb attention --backend host --seq 0
 expect_error model_tp 2 "heads 32 is not divisible by --tp 3" fb attention --backend host --model llama3-8b --tp 3

@@ -47,5 +47,12 @@ expect_error health_runaway 2 "^factorybench: error: invalid --gemm-size 32768: 
 expect_error burnin_runaway 2 "^factorybench: error: invalid --size 32768: one fp32 GEMM takes at least .* at one core's peak of .* TFLOP/s \(the burn-in runs one thread per rank\), longer than a check interval \(500 ms\)" \
   fb --backend host -o "$T/runaway.json" burnin --duration 5s --size 32K
 [ ! -e "$T/runaway.json" ] && ok "no report for runaway work" || fail "a report was written for runaway work"
+# FACTORYBENCH_INJECT cannot act on gemm (no communicator, no burn-in or collective check): refused, not ignored.
+FACTORYBENCH_INJECT=slow-rank@rank=0,delay=1ms expect_error inject_gemm 2 \
+  "^factorybench: error: FACTORYBENCH_INJECT 'slow-rank@rank=0,delay=1ms': gemm sends nothing through the communicator: slow-link, slow-rank and hang cannot act on it$" \
+  fb --backend host -o "$T/inject.json" gemm --m 64 --n 64 --k 64
+FACTORYBENCH_INJECT=bogus@x=1 expect_error inject_bogus 2 "^factorybench: error: invalid FACTORYBENCH_INJECT entry 'bogus@x=1': unknown kind" \
+  fb --backend host -o "$T/inject.json" gemm --m 64 --n 64 --k 64
+[ ! -e "$T/inject.json" ] && ok "no report for a refused injection" || fail "a report was written despite FACTORYBENCH_INJECT"
 for i in $(seq 1 17); do [ ! -e "$T/r$i.json" ] || fail "a report was written despite the error (r$i)"; done
 finish
