@@ -192,30 +192,34 @@ BisectionRun run_bisection(const MpiContext& mpi, Backend& backend, Communicator
     }
   run.verdict = judge_bisection(run.rounds, o.node_floor_gbps, o.network_floor_gbps, o.outlier_threshold);
   // Nodes named together because none could be measured alone: each measured once more, with a node that
-  // was not named (every pair at once, disjoint), in as many passes as the rounds, best figure kept.
+  // was not named (the pairs of a batch at once, disjoint; batches in turn), in as many passes as the rounds,
+  // best figure kept.
   run.cross_pairs = plan_cross_pairs(run.rounds, run.verdict, static_cast<int>(run.hosts.size()));
   if (!run.cross_pairs.empty()) {
     const auto pairs = static_cast<int>(run.cross_pairs.size());
-    int color = pairs;  // not in a pair: a group of its own that measures nothing
-    for (int i = 0; i < pairs; ++i) {
-      auto& c = run.cross_pairs[static_cast<std::size_t>(i)];
-      if (my_node == c.suspect || my_node == c.partner) color = i;
+    for (auto& c : run.cross_pairs)
       for (const int node : node_of) c.ranks += node == c.suspect || node == c.partner ? 1 : 0;
-    }
-    for (int pass = 0; pass <= o.confirm_passes; ++pass) {
-      auto sub = comm.split(color, mpi.rank());
-      const double busbw = color < pairs && sub->size() > 1 ? measure_group(*sub) : kNaN;
-      const auto all = allgather(mpi, sub->rank() == 0 && color < pairs ? busbw : -1.0);
-      for (int r = 0; r < mpi.size(); ++r) {
-        const double b = all[static_cast<std::size_t>(r)];
-        if (!(b >= 0)) continue;  // not a pair's first rank
-        for (auto& c : run.cross_pairs)
-          if (node_of[static_cast<std::size_t>(r)] == c.suspect ||
-              node_of[static_cast<std::size_t>(r)] == c.partner)
-            if (!std::isfinite(c.busbw_gbps) || b > c.busbw_gbps) c.busbw_gbps = b;
+    const int batches = run.cross_pairs.back().batch + 1;
+    for (int pass = 0; pass <= o.confirm_passes; ++pass)
+      for (int batch = 0; batch < batches; ++batch) {
+        int color = pairs;  // not in a pair of this batch: a group of its own that measures nothing
+        for (int i = 0; i < pairs; ++i) {
+          const auto& c = run.cross_pairs[static_cast<std::size_t>(i)];
+          if (c.batch == batch && (my_node == c.suspect || my_node == c.partner)) color = i;
+        }
+        auto sub = comm.split(color, mpi.rank());
+        const double busbw = color < pairs && sub->size() > 1 ? measure_group(*sub) : kNaN;
+        const auto all = allgather(mpi, sub->rank() == 0 && color < pairs ? busbw : -1.0);
+        for (int r = 0; r < mpi.size(); ++r) {
+          const double b = all[static_cast<std::size_t>(r)];
+          if (!(b >= 0)) continue;  // not a pair's first rank
+          const int node = node_of[static_cast<std::size_t>(r)];
+          for (auto& c : run.cross_pairs)
+            if (c.batch == batch && (node == c.suspect || node == c.partner))
+              if (!std::isfinite(c.busbw_gbps) || b > c.busbw_gbps) c.busbw_gbps = b;
+        }
+        comm.barrier();
       }
-      comm.barrier();
-    }
     run.verdict = judge_cross_pairs(run.cross_pairs, run.rounds, run.verdict, o.network_floor_gbps,
                                     o.outlier_threshold);
   }
@@ -236,8 +240,10 @@ std::vector<CrossPair> plan_cross_pairs(const std::vector<std::vector<GroupMeasu
   }
   for (int n = 0; n < nodes; ++n)
     if (!std::binary_search(verdict.nodes.begin(), verdict.nodes.end(), n)) partners.push_back(n);
-  for (std::size_t i = 0; i < std::min(unmeasured.size(), partners.size()); ++i)
-    pairs.push_back({unmeasured[i], partners[i], kNaN, 0, false});
+  if (partners.empty()) return pairs;
+  for (std::size_t i = 0; i < unmeasured.size(); ++i)
+    pairs.push_back({unmeasured[i], partners[i % partners.size()], kNaN, 0, false,
+                     static_cast<int>(i / partners.size())});
   return pairs;
 }
 

@@ -56,11 +56,12 @@ struct CrossPair {
   double busbw_gbps = 0;         // NaN until measured
   int ranks = 0;                 // on both nodes
   bool below_floor = false;
+  int batch = 0;  // pairs of one batch are disjoint and measured at once; batches one after another
   bool operator==(const CrossPair&) const = default;
 };
-// The pairs to measure: each named node whose single-node group was not measured (NaN), with a distinct node
-// that was not named, in node order (named nodes beyond the count of unnamed ones are not cross-checked).
-// Pure.
+// The pairs to measure: each named node whose single-node group was not measured (NaN), with a node that was
+// not named, in node order. With fewer unnamed nodes than suspects the unnamed ones are paired again, in
+// later batches (3 nodes, 2 named: {0, 2}, then {1, 2}), so every suspect is measured. Pure.
 std::vector<CrossPair> plan_cross_pairs(const std::vector<std::vector<GroupMeasurement>>& rounds,
                                         const BisectionVerdict& verdict, int nodes);
 // Marks each measured pair below floor (under `network_floor_gbps`, or under the median of the two-node

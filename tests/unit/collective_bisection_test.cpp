@@ -191,6 +191,27 @@ TEST(CollectiveBisectionTest, CrossCheckKeepsAPairThatIsSlowOnlyTogether) {
   EXPECT_EQ(judge_cross_pairs(unmeasured, rounds, v, 0, 0.5).nodes, (std::vector<int>{2, 3}));
 }
 
+TEST(CollectiveBisectionTest, FewerUnnamedNodesThanSuspectsArePairedAgainInLaterBatches) {
+  // 3 nodes, one rank each, node 0 slow: the pair {0, 1} is below the absolute floor and node 2 is the only
+  // partner. Both suspects are measured with it, one batch after the other; node 1 is cleared, not named on
+  // no evidence.
+  auto rounds = one_rank_per_node(3, -1);
+  rounds[1][0].busbw_gbps = 10;  // {0, 1}
+  const auto v = judge_bisection(rounds, 0, 50, 0.5);
+  ASSERT_EQ(v.nodes, (std::vector<int>{0, 1}));
+  auto pairs = plan_cross_pairs(rounds, v, 3);
+  ASSERT_EQ(pairs.size(), 2u);
+  EXPECT_EQ(pairs[0].suspect, 0);
+  EXPECT_EQ(pairs[0].partner, 2);
+  EXPECT_EQ(pairs[0].batch, 0);
+  EXPECT_EQ(pairs[1].suspect, 1);
+  EXPECT_EQ(pairs[1].partner, 2);
+  EXPECT_EQ(pairs[1].batch, 1);
+  pairs[0].busbw_gbps = 8;   // {0, 2}: node 0 drags it down
+  pairs[1].busbw_gbps = 90;  // {1, 2}: healthy
+  EXPECT_EQ(judge_cross_pairs(pairs, rounds, v, 50, 0.5).nodes, (std::vector<int>{0}));
+}
+
 TEST(CollectiveBisectionTest, CrossCheckNeedsNodesThatWereNotNamed) {
   // Both of two nodes named (absolute floor): nobody to pair them with.
   auto rounds = one_rank_per_node(2, -1);
