@@ -15,6 +15,7 @@
 #include "reports/attention_console.hpp"
 #include "tools/commands.hpp"
 #include "tools/enum_option.hpp"
+#include "tools/injection_scope.hpp"
 #include "workloads/attention_benchmark.hpp"
 #include "workloads/gemm_benchmark.hpp"
 #include "workloads/measurement_loop.hpp"
@@ -148,9 +149,10 @@ int run_attention(const AttentionCliOptions& cli, Session& session) {
           work, passes, kMaxHostWork));
   }
   // FACTORYBENCH_INJECT: attention sends nothing through the communicator and runs no burn-in or collective
-  // check, so every entry is refused (one that cannot act tests nothing), as a rank outside the job is.
-  check_injection_applies("attention", session.mpi().size(), /*communicator_faults=*/false, /*sdc=*/false,
-                          /*point_to_point=*/false);
+  // check, so run alone it refuses every entry (one that cannot act tests nothing); a suite step checks
+  // ranks.
+  check_injection_for(session, "attention", /*communicator_faults=*/false, /*sdc=*/false,
+                      /*point_to_point=*/false);
   if (session.checking_only()) return 0;  // a suite's preflight: validated, nothing run
   auto& mpi = session.mpi();
   auto& backend = session.backend();

@@ -16,6 +16,7 @@
 #include "reports/burnin_console.hpp"
 #include "tools/commands.hpp"
 #include "tools/count_option.hpp"
+#include "tools/injection_scope.hpp"
 #include "workloads/burnin.hpp"
 #include "workloads/gemm_flops.hpp"
 
@@ -50,7 +51,7 @@ int run_burnin_command(const BurninCliOptions& cli, Session& session) {
   auto& mpi = session.mpi();
   // A bad FACTORYBENCH_INJECT stops here; burn-in exchanges its checksums outside the communicator, so only
   // sdc can act on it.
-  check_injection_applies("burnin", mpi.size(), /*communicator_faults=*/false, /*sdc=*/true);
+  check_injection_for(session, "burnin", /*communicator_faults=*/false, /*sdc=*/true);
   if (const auto& f = injected_faults(); f.sdc_rank >= 0) {
     const auto runs = static_cast<std::uint64_t>(checks);
     if (f.sdc_check > runs)

@@ -19,6 +19,7 @@
 #include "tools/command_hang_watchdog.hpp"
 #include "tools/commands.hpp"
 #include "tools/count_option.hpp"
+#include "tools/injection_scope.hpp"
 #include "workloads/collective_benchmark.hpp"
 #include "workloads/measurement_loop.hpp"
 #include "workloads/run_environment.hpp"
@@ -141,12 +142,13 @@ int run_collective(const CollectiveCliOptions& cli, Session& session) {
   if (cli.run_dir_given && hang_timeout == 0)
     throw usage_error(
         "--run-dir holds the hang watchdog's state files: it does nothing with --hang-timeout 0");
-  // FACTORYBENCH_INJECT against this job: a rank outside it, a slow link with no sendrecv to act on, or an
-  // sdc (burn-in's: no check here flips a bit) is refused rather than testing nothing, as health refuses it.
+  // FACTORYBENCH_INJECT against this job: a rank outside it is refused; run alone, so is a slow link with no
+  // sendrecv to act on or an sdc (burn-in's: no check here flips a bit), rather than testing nothing. A suite
+  // step acts on the entries it can (tools/injection_scope.hpp).
   const bool sendrecv = std::find(options.ops.begin(), options.ops.end(),
                                   workloads::CollectiveOp::sendrecv) != options.ops.end();
-  check_injection_applies("collective", mpi.size(), /*communicator_faults=*/true, /*sdc=*/false, sendrecv,
-                          /*collective_check=*/options.check);
+  check_injection_for(session, "collective", /*communicator_faults=*/true, /*sdc=*/false, sendrecv,
+                      /*collective_check=*/options.check);
   if (session.checking_only()) return 0;  // a suite's preflight: validated, nothing run
   // After every check, the free-memory one in the run included (a refused input gets its one line alone),
   // before the first measurement.

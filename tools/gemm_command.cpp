@@ -16,6 +16,7 @@
 #include "reports/gemm_console.hpp"
 #include "tools/commands.hpp"
 #include "tools/count_option.hpp"
+#include "tools/injection_scope.hpp"
 #include "workloads/gemm_benchmark.hpp"
 #include "workloads/gemm_flops.hpp"
 #include "workloads/measurement_loop.hpp"
@@ -107,9 +108,9 @@ int run_gemm(const GemmCliOptions& cli, Session& session) {
     throw usage_error(fmt::format("--m/--n/--k: {} x {} x {} shapes; at most {} per run", count(ms),
                                   count(ns), count(ks), kMaxShapes));
   // FACTORYBENCH_INJECT: gemm sends nothing through the communicator and runs no burn-in or collective check,
-  // so every entry is refused (one that cannot act tests nothing), as a rank outside the job is.
-  check_injection_applies("gemm", session.mpi().size(), /*communicator_faults=*/false, /*sdc=*/false,
-                          /*point_to_point=*/false);
+  // so run alone it refuses every entry (one that cannot act tests nothing); a suite step checks the ranks.
+  check_injection_for(session, "gemm", /*communicator_faults=*/false, /*sdc=*/false,
+                      /*point_to_point=*/false);
   if (session.checking_only()) {  // a suite's preflight: what does not depend on the device, then nothing run
     parse_transpose(cli.ta, "--ta", false);
     parse_transpose(cli.tb, "--tb", false);

@@ -15,6 +15,7 @@
 #include "tools/command_hang_watchdog.hpp"
 #include "tools/commands.hpp"
 #include "tools/count_option.hpp"
+#include "tools/injection_scope.hpp"
 #include "workloads/gemm_flops.hpp"
 #include "workloads/health_check.hpp"
 
@@ -72,8 +73,8 @@ int run_health(const HealthCliOptions& cli, Session& session) {
     throw usage_error(
         "--run-dir holds the hang watchdog's state files: it does nothing with --hang-timeout 0");
   auto& mpi = session.mpi();
-  check_injection_applies("health", mpi.size(), /*communicator_faults=*/true, /*sdc=*/false,
-                          /*point_to_point=*/false);
+  check_injection_for(session, "health", /*communicator_faults=*/true, /*sdc=*/false,
+                      /*point_to_point=*/false);
   for (const auto& [name, rank] :
        {std::pair{"FACTORYBENCH_TEST_READONLY_CKPT_RANK", o.readonly_checkpoint_rank},
         std::pair{"FACTORYBENCH_TEST_SLOW_GEMM_RANK", o.slow_gemm_rank}})

@@ -35,6 +35,7 @@
 #include "tools/comma_list.hpp"
 #include "tools/command_hang_watchdog.hpp"
 #include "tools/commands.hpp"
+#include "tools/injection_scope.hpp"
 #include "workloads/collective_bisection.hpp"
 #include "workloads/measurement_loop.hpp"
 #include "workloads/mpi_transport_record.hpp"
@@ -344,8 +345,8 @@ int run_locate(const LocateCliOptions& cli, Session& session) {
   auto& mpi = session.mpi();
   // A bad FACTORYBENCH_INJECT stops here, before any measurement.
   // A slow link acts on the matrix's messages only; without the p2p test nothing could show it.
-  check_injection_applies("locate", mpi.size(), /*communicator_faults=*/true, /*sdc=*/false,
-                          /*point_to_point=*/want_p2p);
+  check_injection_for(session, "locate", /*communicator_faults=*/true, /*sdc=*/false,
+                      /*point_to_point=*/want_p2p);
   if (session.checking_only()) return 0;  // a suite's preflight: validated, nothing run
   auto& backend = session.backend();
   const bool on_gpu = backend.kind() == BackendKind::cuda;

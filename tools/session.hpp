@@ -71,6 +71,8 @@ class Session {
   // launches or writes anything; its Errors are what the run would throw.
   // While it is set, only errors are logged: a warning the check finds is said again when the step runs.
   bool checking_only() const { return checking_only_; }
+  // A suite step: its preflight check, or its run (collect_into).
+  bool in_suite() const { return checking_only_ || sink_ != nullptr; }
   void set_checking_only(bool on);
   // Work every rank does on its own once MPI is up that may fail on some ranks only (reading this host's
   // files), its outcome agreed so that every rank stops when one does (core/rank_collectives.hpp). In a

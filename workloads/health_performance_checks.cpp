@@ -111,6 +111,9 @@ CheckOutcome check_gemm(Context& c) {
                {"cpu_tflops", metric(cpu_tflops, "TFLOP/s", Better::higher)},
                {"time_us", metric(median_s * 1e6, "us", Better::lower)},
                {"buffer_sets", metric(m->sets, "count", Better::none)}};
+  // Against the dense peak, whether or not the speed is judged (a single host rank, no expectation).
+  if (const auto peak = c.peak.for_dtype(name); peak && *peak > 0)
+    o.metrics.emplace_back("peak_fraction", metric(tflops / *peak, "fraction", Better::higher));
   // A wrong product is a broken device, whatever its speed.
   o.check = "gemm";
   if (!m->check.ok()) {
@@ -152,8 +155,6 @@ CheckOutcome check_gemm(Context& c) {
   o.metrics.emplace_back("expected_tflops", metric(expected->tflops, "TFLOP/s", Better::none));
   o.metrics.emplace_back("expected_fraction", metric(judged / expected->tflops, "fraction", Better::higher));
   o.metrics.emplace_back("required_tflops", metric(required, "TFLOP/s", Better::none));
-  if (const auto peak = c.peak.for_dtype(name); peak && *peak > 0)
-    o.metrics.emplace_back("peak_fraction", metric(tflops / *peak, "fraction", Better::higher));
   return o;
 }
 

@@ -96,6 +96,9 @@ expect_error run_dir_no_watchdog 2 "^factorybench: error: --run-dir holds the ha
 run_capture one_floor "$FACTORYBENCH" health --backend host --gemm-size 128 --gemm-floor 1 --min-free-memory 0 --output "$T/one.json"
 [ "$RC" -eq 0 ] && assert_json "$T/one.json" "[r['extra']['reason'] for r in d['results'] if r['name'] == 'gemm/rank0'][0].endswith('one rank is its own median, so its speed is not judged (--gemm-floor needs 2 or more ranks)')" "one rank: the GEMM floor is said not to be judged" \
   || fail "one_floor: exit $RC: $(cat "$T/one_floor.err")"
+# Not judged, but still against the peak: peak_fraction = tflops / the report's fp32 peak; no expectation metrics.
+[ "$RC" -eq 0 ] && assert_json "$T/one.json" "[sorted(r['metrics']) for r in d['results'] if r['name'] == 'gemm/rank0'][0] == ['buffer_sets', 'cpu_tflops', 'peak_fraction', 'tflops', 'time_us'] and abs([r['metrics']['peak_fraction']['value'] * d['system']['peak_tflops']['values']['fp32'] / r['metrics']['tflops']['value'] for r in d['results'] if r['name'] == 'gemm/rank0'][0] - 1) < 1e-9" \
+  "one rank: the GEMM result carries peak_fraction = tflops / peak, and no expectation metrics"
 # An --allreduce-size beyond free memory is the input's fault (exit 2), not the node's (a bad_alloc FAIL).
 expect_error allreduce_too_big 2 "^factorybench: error: invalid --allreduce-size 64G: the all-reduce check needs 256 GiB of host memory per rank, but only .* is free$" \
   fb health --backend host --checkpoint-dir "$T/ckpt" --allreduce-size 64G --output "$T/bad.json"

@@ -1,0 +1,16 @@
+#pragma once
+// FACTORYBENCH_INJECT (core/fault_injection.hpp) as a command sees it. Run alone, a command refuses an entry
+// it cannot act on (it would test nothing). Inside a suite the variable is the whole job's, set once for all
+// its steps (a hang for the health step, a slow rank for the collectives), so a step checks only that the
+// entries parse and name ranks of the job, and acts on those it can.
+#include <string_view>
+
+#include "tools/session.hpp"
+
+namespace fb::tools {
+
+// The arguments are check_injection_applies's. Throws a usage Error naming the variable.
+void check_injection_for(Session& session, std::string_view command, bool communicator_faults, bool sdc,
+                         bool point_to_point = true, bool collective_check = false);
+
+}  // namespace fb::tools
