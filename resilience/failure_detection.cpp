@@ -35,6 +35,12 @@ HangTimeoutPolicy parse_hang_timeout(const std::string& text) {
   p.fixed_s = parse_duration(text, "--hang-timeout");
   if (!(*p.fixed_s > 0))
     throw usage_error(fmt::format("invalid --hang-timeout '{}': must be positive or auto", text));
+  // The watchdog looks twice a second, and a step, a checkpoint's hand-off or a scheduler stall on a loaded
+  // node takes that long: a shorter limit takes an ordinary step for a hang (as locate and health refuse it).
+  if (*p.fixed_s < 1)
+    throw usage_error(fmt::format(
+        "invalid --hang-timeout '{}': auto or at least 1s; a shorter limit takes an ordinary step for a hang",
+        text));
   return p;
 }
 

@@ -38,6 +38,8 @@ TEST(HangTimeout, AutoIsAMultipleOfTheStepTimeWithAFloor) {
   EXPECT_DOUBLE_EQ(parse_hang_timeout("90s").timeout(1.0, true), 90.0);
   EXPECT_THROW(parse_hang_timeout("soon"), Error);
   EXPECT_THROW(parse_hang_timeout("0s"), Error);
+  EXPECT_THROW(parse_hang_timeout("10ms"), Error);  // below the watchdog's half-second look: any step a hang
+  EXPECT_DOUBLE_EQ(*parse_hang_timeout("1s").fixed_s, 1.0);
 }
 
 TEST(Supervisor, FailedRankFromLauncherOutput) {
