@@ -1,7 +1,9 @@
 #include "reports/collective_console.hpp"
 
+#include <algorithm>
 #include <map>
 #include <string>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -43,11 +45,22 @@ void print_collective_table(std::ostream& out, std::span<const Result> results) 
   std::map<std::string, const Result*> by_name;
   for (const auto& r : results) by_name[r.name] = &r;
 
+  // One table per section (op, type, group): with --split the groups of one size are measured together and
+  // their results interleave, so rows are gathered by section, in the order sections first appear.
+  std::map<std::string, std::size_t> section_order;
+  std::vector<std::pair<std::size_t, const Result*>> rows;
+  for (const auto& r : results) {
+    if (!r.params.contains("op")) continue;  // summary rows
+    const auto order = section_order.emplace(section_title(r), section_order.size()).first->second;
+    rows.emplace_back(order, &r);
+  }
+  std::stable_sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+
   std::string section;
   bool any_check = false;
   double wrong_total = 0;
-  for (const auto& r : results) {
-    if (!r.params.contains("op")) continue;  // summary rows
+  for (const auto& [order, row] : rows) {
+    const Result& r = *row;
     const bool inplace = r.params.value("inplace", false);
     std::string base = r.name;
     if (inplace) {

@@ -109,6 +109,11 @@ if [ "$RC" -eq 0 ]; then
     "--split 2: 2-rank groups, names carry the group"
   assert_json "$f" "sorted(r['name'] for r in d['results'] if r['name'].startswith('avg_busbw')) == ['avg_busbw/group0', 'avg_busbw/group1']" \
     "--split 2: one average per group"
+  # One table per group (nccl-tests prints one per run): a header each, the sizes 1K, 2K, 4K under it in order.
+  [ "$(grep -c '^# allreduce: 2 rank(s), fp32 (group' "$T/split.out")" -eq 2 ] \
+    && [ "$(awk '/^# allreduce/ {g=$0} /^ +[0-9]+ / {print g " " $1}' "$T/split.out" | tr '\n' '|')" = \
+      "# allreduce: 2 rank(s), fp32 (group 0: ranks 0-1) 1024|# allreduce: 2 rank(s), fp32 (group 0: ranks 0-1) 2048|# allreduce: 2 rank(s), fp32 (group 0: ranks 0-1) 4096|# allreduce: 2 rank(s), fp32 (group 1: ranks 2-3) 1024|# allreduce: 2 rank(s), fp32 (group 1: ranks 2-3) 2048|# allreduce: 2 rank(s), fp32 (group 1: ranks 2-3) 4096|" ] \
+    && ok "--split 2: one table per group on stdout" || fail "--split 2 stdout: $(cat "$T/split.out")"
 else
   fail "--split 2 exited $RC: $(cat "$T/split.err")"
 fi
