@@ -138,10 +138,7 @@ int run_collective(const CollectiveCliOptions& cli, Session& session) {
   auto& mpi = session.mpi();
   // Everything that needs no communication is checked before the backend (and any device) is touched.
   workloads::validate_collective_options(options, mpi.size());
-  const double hang_timeout = parse_command_hang_timeout(cli.hang_timeout);
-  if (cli.run_dir_given && hang_timeout == 0)
-    throw usage_error(
-        "--run-dir holds the hang watchdog's state files: it does nothing with --hang-timeout 0");
+  const double hang_timeout = parse_command_hang_timeout(cli.hang_timeout, cli.run_dir_given);
   // FACTORYBENCH_INJECT against this job: a rank outside it is refused; run alone, so is a slow link with no
   // sendrecv to act on or an sdc (burn-in's: no check here flips a bit), rather than testing nothing. A suite
   // step acts on the entries it can (tools/injection_scope.hpp).
@@ -222,15 +219,7 @@ Command add_collective_command(CLI::App& app) {
   sub->add_option("--experts", opt->experts, "MoE: routed experts, spread evenly over the ranks");
   sub->add_option("--top-k", opt->top_k, "MoE: experts per token");
   sub->add_option("--skew", opt->skew, "MoE: Zipf exponent of expert popularity (0 = uniform)");
-  sub->add_option(
-         "--hang-timeout", opt->hang_timeout,
-         "End the run (exit 1) naming the ranks that never entered, or never left, a collective that "
-         "ran this long (0 = off)")
-      ->capture_default_str();
-  sub->add_option("--run-dir", opt->run_dir,
-                  "Shared directory for the hang watchdog's per-rank state files (fb-hang-<run id>/, removed "
-                  "after a run without hang)")
-      ->capture_default_str();
+  add_hang_watchdog_options(*sub, opt->hang_timeout, opt->run_dir, "the run");
   return {sub,
           [opt, sub](Session& s) {
             opt->sizes_given = sub->count("--minbytes") + sub->count("--maxbytes") +

@@ -25,6 +25,28 @@ double parse_command_hang_timeout(const std::string& text) {
   return s;
 }
 
+double parse_command_hang_timeout(const std::string& text, bool run_dir_given) {
+  const double s = parse_command_hang_timeout(text);
+  if (run_dir_given && s == 0)
+    throw usage_error(
+        "--run-dir holds the hang watchdog's state files: it does nothing with --hang-timeout 0");
+  return s;
+}
+
+void add_hang_watchdog_options(CLI::App& sub, std::string& hang_timeout, std::string& run_dir,
+                               std::string_view ends) {
+  sub.add_option(
+         "--hang-timeout", hang_timeout,
+         fmt::format("End {} (exit 1) naming the ranks that never entered, or never left, a collective "
+                     "that ran this long (0 = off)",
+                     ends))
+      ->capture_default_str();
+  sub.add_option("--run-dir", run_dir,
+                 "Shared directory for the hang watchdog's per-rank state files (fb-hang-<run id>/, removed "
+                 "after a run without hang)")
+      ->capture_default_str();
+}
+
 CommandHangWatchdog::CommandHangWatchdog(const MpiContext& mpi, std::string command,
                                          const std::string& run_id, Session::HangReport report_on_hang,
                                          std::string output, const std::filesystem::path& run_dir,

@@ -7,6 +7,9 @@
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <string_view>
+
+#include <CLI/CLI.hpp>
 
 #include "core/hang_watchdog.hpp"
 #include "core/mpi_context.hpp"
@@ -18,6 +21,13 @@ namespace fb::tools {
 // --hang-timeout of locate, health and collective: 0 (off) or at least a second; a shorter limit takes an
 // ordinary collective for a hang (and the watchdog polls every 50 ms at best).
 double parse_command_hang_timeout(const std::string& text);
+// The same, for a command that also takes --run-dir for the watchdog's state files alone (health,
+// collective): a --run-dir given with --hang-timeout 0 does nothing, and is refused.
+double parse_command_hang_timeout(const std::string& text, bool run_dir_given);
+// Adds --hang-timeout and --run-dir (the watchdog's state files, removed after a run without hang) to `sub`;
+// `ends` is what a hang ends ("the check", "the run").
+void add_hang_watchdog_options(CLI::App& sub, std::string& hang_timeout, std::string& run_dir,
+                               std::string_view ends);
 
 class CommandHangWatchdog {
  public:

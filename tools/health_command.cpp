@@ -68,10 +68,7 @@ int run_health(const HealthCliOptions& cli, Session& session) {
   o.seed = session.options().seed;
   workloads::validate_health_options(o);
 
-  const double hang_timeout = parse_command_hang_timeout(cli.hang_timeout);
-  if (cli.run_dir_given && hang_timeout == 0)
-    throw usage_error(
-        "--run-dir holds the hang watchdog's state files: it does nothing with --hang-timeout 0");
+  const double hang_timeout = parse_command_hang_timeout(cli.hang_timeout, cli.run_dir_given);
   auto& mpi = session.mpi();
   check_injection_for(session, "health", /*communicator_faults=*/true, /*sdc=*/false,
                       /*point_to_point=*/false);
@@ -171,15 +168,7 @@ Command add_health_command(CLI::App& app) {
   sub->add_option("--min-free-memory", opt->min_free_memory,
                   "Fail below this fraction of device (host) memory free; warn below 0.9")
       ->capture_default_str();
-  sub->add_option(
-         "--hang-timeout", opt->hang_timeout,
-         "End the check (exit 1) naming the ranks that never entered, or never left, a collective that "
-         "ran this long (0 = off)")
-      ->capture_default_str();
-  sub->add_option("--run-dir", opt->run_dir,
-                  "Shared directory for the hang watchdog's per-rank state files (fb-hang-<run id>/, removed "
-                  "after a run without hang)")
-      ->capture_default_str();
+  add_hang_watchdog_options(*sub, opt->hang_timeout, opt->run_dir, "the check");
   return {sub,
           [opt, sub](Session& s) {
             opt->run_dir_given = sub->count("--run-dir") > 0;
