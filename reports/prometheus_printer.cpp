@@ -117,11 +117,18 @@ std::string render_prometheus(const std::vector<NamedReport>& reports) {
           if (const std::string v = param_text(r.params[key]); !v.empty())
             labels += fmt::format(",{}=\"{}\"", label, label_value(v));
       if (reports.size() > 1) labels += fmt::format(",run=\"{}\"", label_value(run_label(reports, i)));
-      if (r.status != Status::skipped)
-        add("factorybench_result_ok", "status", "factorybench result status (1 ok, 0 failed)", labels,
-            r.status == Status::ok ? 1 : 0);
+      // A skipped result (not run, or not applicable here) is neither ok nor failed, and its figures are not
+      // measurements: one sample says it was skipped, so an alert can see it, and nothing else.
+      if (r.status == Status::skipped) {
+        add("factorybench_result_skipped", "skipped",
+            "factorybench result skipped (not run, or not applicable; it has no measurements)", labels, 1);
+        continue;
+      }
+      add("factorybench_result_ok", "status", "factorybench result status (1 ok, 0 failed)", labels,
+          r.status == Status::ok ? 1 : 0);
+      // A family holds one unit: a result giving the same metric in another unit gets a family of its own.
       for (const auto& [name, m] : r.metrics)
-        add("factorybench_" + metric_name(name), "metric " + name,
+        add("factorybench_" + metric_name(name), "metric " + name + " in " + m.unit,
             fmt::format("factorybench {} ({}, {} is better)", name, m.unit.empty() ? "no unit" : m.unit,
                         m.better == Better::none ? "neither" : std::string(to_string(m.better))),
             labels, m.value);

@@ -75,7 +75,8 @@ Command add_compare_command(CLI::App& app) {
   sub->add_flag("--fail-on-missing", opt->fail_on_missing,
                 "A result or metric of the baseline missing from the candidate fails the gate");
   sub->add_option("--format", opt->format,
-                  "Output: table (default), md, json or junit (one testcase per metric)");
+                  "Output: table (default), md, json or junit (one testcase per metric)")
+      ->check(CLI::IsMember({"table", "md", "markdown", "json", "junit"}));
   sub->footer(
       "Verdicts: SAME (within tolerance or noise), BETTER, WORSE, AMBIGUOUS (too noisy to tell), INFO "
       "(metric\n"

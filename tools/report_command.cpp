@@ -56,10 +56,12 @@ Command add_report_command(CLI::App& app) {
   sub->add_option("reports", opt->inputs, "Report files; several render side by side, in the order given")
       ->required();
   sub->add_option(
-      "--format", opt->format,
-      "md (default): tables per benchmark; html: one self-contained page with SVG charts; junit: one "
-      "testcase per result; prometheus: text exposition for node_exporter's textfile collector; summary: one "
-      "line per suite step (or benchmark) with its headline figure and verdict");
+         "--format", opt->format,
+         "md (default): tables per benchmark; html: one self-contained page with SVG charts; junit: one "
+         "testcase per result; prometheus: text exposition for node_exporter's textfile collector; summary: "
+         "one "
+         "line per suite step (or benchmark) with its headline figure and verdict")
+      ->check(CLI::IsMember({"md", "markdown", "html", "junit", "prometheus", "summary"}));
   sub->footer(
       "Output: stdout, or with -o/--output FILE the rendering is written to FILE (atomically).\n"
       "Exit status: 0 rendered; 2 usage or input error (a malformed report names the file and JSON path; a "

@@ -71,10 +71,18 @@ void Session::check_output_writable(const std::vector<std::string>& inputs) cons
     throw usage_error(fmt::format("invalid -o/--output {}: it is the input {}, which writing would destroy",
                                   options_.output, in));
   };
-  for (const auto& in : inputs) {
+  // The same file, or (not written yet: a suite's report a later step reads) the same path.
+  const auto same_file = [&](const std::string& in) {
     std::error_code ec;
-    if (std::filesystem::equivalent(options_.output, in, ec)) refuse(in);
-  }
+    if (std::filesystem::exists(options_.output, ec) && std::filesystem::exists(in, ec))
+      return std::filesystem::equivalent(options_.output, in, ec);
+    const auto a = std::filesystem::weakly_canonical(options_.output, ec);
+    if (ec) return false;
+    const auto b = std::filesystem::weakly_canonical(in, ec);
+    return !ec && a == b;
+  };
+  for (const auto& in : inputs)
+    if (!in.empty() && same_file(in)) refuse(in);
   for (std::size_t i = 0; i < args_.size(); ++i) {
     const std::string& a = args_[i];
     if (a == "-o" || a == "--output") {

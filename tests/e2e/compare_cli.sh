@@ -90,7 +90,7 @@ expect_error no_file 2 'nope.json' fb compare "$BASE" "$T/nope.json"
 python3 -c "import sys; t = open(sys.argv[1]).read(); open(sys.argv[2], 'w').write(t.replace('\"summary\": {', '\"summary\": {\"deep\": ' + '[' * 150000 + ']' * 150000 + ', ', 1))" "$BASE" "$T/deep.json"
 expect_error deep 2 "^factorybench: error: $T/deep.json: JSON nested deeper than 512 levels$" fb compare "$BASE" "$T/deep.json"
 expect_error deep_report 2 "^factorybench: error: $T/deep.json: JSON nested deeper than 512 levels$" fb report "$T/deep.json"
-expect_error bad_format 2 "invalid --format 'xml'" fb compare "$BASE" "$BASE" --format xml
+expect_error bad_format 2 "^factorybench: error: --format: xml not in \\{table,md,markdown,json,junit\\}$" fb compare "$BASE" "$BASE" --format xml
 expect_error bad_tolerance 2 "invalid --tolerance 'lots'" fb compare "$BASE" "$BASE" --tolerance lots
 fb compare --help | grep -q "Exit status: 0 no regression; 1 at least one WORSE" && ok "--help documents the exit status" ||
   fail "--help"
@@ -145,7 +145,7 @@ done
 fb report "$T/mixed.json" >"$T/mixed.md"
 grep -q "| busbw_gbps |" "$T/mixed.md" && grep -q " 123.5 MB/s |" "$T/mixed.md" && grep -qE "\| [0-9.]+ GB/s \|" "$T/mixed.md" \
   && ok "report: mixed units named in each cell" || fail "mixed units: $(grep -A4 "^## collective" "$T/mixed.md")"
-expect_error report_format 2 "invalid --format 'pdf'" fb report "$SAMPLE" --format pdf
+expect_error report_format 2 "^factorybench: error: --format: pdf not in \\{md,markdown,html,junit,prometheus,summary\\}$" fb report "$SAMPLE" --format pdf
 expect_error report_bad 2 'malformed.json: \$\.results\[0\]\.metrics\.busbw_gbps\.value' fb report "$T/malformed.json"
 # A report with no results renders nothing: a JUnit file of no testcase would pass a CI gate.
 "$PY" -c "import json, sys; d = json.load(open(sys.argv[1])); d['results'] = []; json.dump(d, open(sys.argv[2], 'w'))" "$SAMPLE" "$T/noresults.json"

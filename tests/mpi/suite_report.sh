@@ -86,6 +86,14 @@ printf '{"descripton": "x", "steps": [{"command": "info"}]}' >"$T/topfield.json"
 expect_error top_field 2 "topfield.json: \\$.descripton: unknown field \\(known: name, description, steps\\)" fb suite "$T/topfield.json"
 printf '{"name": "two\\nlines", "steps": [{"command": "info"}]}' >"$T/topname.json"
 expect_error top_name 2 'topname.json: \$.name: "two\\nlines" must be a non-empty line' fb suite "$T/topname.json"
+# Refused before step 1 measures: a later step reading the suite's -o (not written yet), a format not in the list.
+printf '{"steps": [{"name": "g", "command": "gemm", "args": "--m 64 --n 64 --k 64"}, {"name": "r", "command": "report", "args": "%s"}]}' \
+  "$T/suite_out.json" >"$T/reads_out.json"
+expect_error reads_out 2 "^factorybench: error: invalid -o/--output $T/suite_out.json: it is the input $T/suite_out.json, which writing would destroy$" \
+  fb --backend host suite "$T/reads_out.json" -o "$T/suite_out.json"
+[ ! -e "$T/suite_out.json" ] && ok "reads_out: no report" || fail "reads_out: a report was written"
+printf '{"steps": [{"name": "g", "command": "gemm", "args": "--m 64 --n 64 --k 64"}, {"name": "r", "command": "report", "args": "x.json --format pdf"}]}' >"$T/pdf.json"
+expect_error step_format 2 "^factorybench: error: suite step 'r': --format: pdf not in" fb --backend host suite "$T/pdf.json"
 
 # --list prints each step as a command line and runs nothing; with -o it would write no report: refused.
 run_capture list fb suite quickstart --list

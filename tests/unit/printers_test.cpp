@@ -277,6 +277,30 @@ TEST(Prometheus, FamilyNameCollisionsKeepEverySeries) {
   EXPECT_EQ(types.size(), 6u) << prom;  // status, 2 metrics, 3 per-rank
 }
 
+// A skipped result is one factorybench_result_skipped sample, without result_ok or figures; a metric given in
+// two units by two results gets a family per unit (one family, one unit in its HELP).
+TEST(Prometheus, SkippedResultsAndUnitsOfAFamily) {
+  auto us = result("gemm", "a", {{"time_us", metric(5, Better::lower, "us")}});
+  auto ms = result("gemm", "b", {{"time_us", metric(0.5, Better::lower, "ms")}});
+  auto skipped = result("health", "gpu", {{"tflops", metric(1, Better::higher, "TFLOP/s")}});
+  skipped.status = Status::skipped;
+  skipped.per_rank = {{"tflops", {1.0}}};
+  const std::string prom = render_prometheus({{"r.json", run("r", {us, ms, skipped})}});
+  EXPECT_NE(prom.find("factorybench_result_skipped{benchmark=\"health\",result=\"gpu\"} 1\n"),
+            std::string::npos)
+      << prom;
+  std::size_t series = 0;  // nothing else of the skipped result
+  for (auto at = prom.find("result=\"gpu\""); at != std::string::npos;
+       at = prom.find("result=\"gpu\"", at + 1))
+    ++series;
+  EXPECT_EQ(series, 1u) << prom;
+  EXPECT_EQ(prom.find("factorybench_tflops"), std::string::npos) << prom;
+  EXPECT_NE(prom.find("factorybench_time_us{benchmark=\"gemm\",result=\"a\"} 5\n"), std::string::npos)
+      << prom;
+  EXPECT_NE(prom.find("factorybench_time_us_2{benchmark=\"gemm\",result=\"b\"} 0.5\n"), std::string::npos)
+      << prom;
+}
+
 // A heat strip of 512 ranks keeps every rank inside its canvas (it used to cut off ranks past about 175).
 TEST(SvgChart, RankHeatStripFitsEveryRank) {
   svg::RankHeatStrip chart;
