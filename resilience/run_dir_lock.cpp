@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <set>
 #include <string>
 #include <thread>
 
@@ -95,6 +96,22 @@ SupervisorRunDirLock::SupervisorRunDirLock(const std::filesystem::path& dir) {
 
 SupervisorRunDirLock::~SupervisorRunDirLock() {
   if (fd_ >= 0) ::close(fd_);
+}
+
+bool is_run_dir_file(const std::filesystem::path& dir, const std::filesystem::path& path) {
+  std::error_code ec;
+  const auto base = std::filesystem::weakly_canonical(dir, ec);
+  if (ec) return false;
+  const auto p = std::filesystem::weakly_canonical(path, ec);
+  if (ec) return false;
+  const auto rel = p.lexically_relative(base);
+  if (rel.empty() || *rel.begin() == ".." || rel == ".") return false;
+  const std::string first = rel.begin()->string();
+  static const std::set<std::string> kKept = {"events.jsonl",   "faults.fired", ".lock", ".supervisor.lock",
+                                              "checkpoints",    "heartbeat",    "calls", "drain-request",
+                                              "placement.json", "none",         "drain"};
+  if (kKept.count(first)) return true;
+  return first.starts_with("attempt-") || first.starts_with("fb-hang-") || first.starts_with("preflight-");
 }
 
 std::string run_dir_in_use_message(const std::filesystem::path& dir, const std::string& holder) {

@@ -16,6 +16,11 @@ namespace fb::resilience {
 // supervisor its .supervisor.lock; nullopt when free (or when `dir` does not exist). A check only, for a
 // command about to clear a run dir before it launches the job that will lock it (resilience).
 std::optional<std::string> run_dir_holder(const std::filesystem::path& dir);
+// True when `path` is (or would be) one of the files a training job or its supervisor keeps in run dir `dir`:
+// its event log, checkpoints, locks, heartbeats and call states, attempt reports and logs, placement,
+// --policy compare's per-policy run dirs. -o there would replace what a restore or a relaunch reads; a report
+// beside them (DIR/report.json) is fine.
+bool is_run_dir_file(const std::filesystem::path& dir, const std::filesystem::path& path);
 // "--run-dir DIR is in use by HOLDER (its lock DIR/.lock): stop that job, or choose another --run-dir"
 std::string run_dir_in_use_message(const std::filesystem::path& dir, const std::string& holder);
 

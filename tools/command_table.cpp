@@ -153,7 +153,10 @@ void add_global_options(CLI::App& app, GlobalOptions& global) {
                        : "'" + text + "' is beyond the largest seed, 2^64-1";
           },
           "", "seed"));  // no description: the help shows the type once ("--seed UINT")
-  auto* quiet = app.add_flag("-q,--quiet", global.quiet, "Print errors only (the same as --log-level error)");
+  auto* quiet = app.add_flag(
+      "-q,--quiet", global.quiet,
+      "Print errors only: no result tables, progress or log lines (--log-level error drops the log lines "
+      "and keeps the tables)");
   // Exclusive: -q would silence the level asked for without a word.
   app.add_option("--log-level", global.log_level, "error, warn, info or debug (debug: every rank logs)")
       ->check(CLI::IsMember({"error", "warn", "info", "debug"}))

@@ -218,6 +218,17 @@ void warn_unreachable_checkpoints(const resilience::ResilienceOptions& o, std::i
               steps);
 }
 
+void check_output_outside_run_dir(const std::string& output, const std::string& run_dir) {
+  // A supervised job's -o is its attempt report, which its supervisor names in the run dir and reads.
+  if (std::getenv("FB_SUPERVISED")) return;
+  if (!output.empty() && !run_dir.empty() && resilience::is_run_dir_file(run_dir, output))
+    throw usage_error(fmt::format(
+        "invalid -o/--output {}: a file the job keeps in --run-dir {} (its event log, checkpoints, locks, "
+        "attempt reports), which a restore or relaunch reads; write the report beside them ({}/report.json) "
+        "or elsewhere",
+        output, run_dir, run_dir));
+}
+
 TrainResilience check_train_resilience(resilience::ResilienceOptions o, const std::string& state_bytes,
                                        const std::string& mtbf, int world, int ranks_on_host,
                                        const workloads::TrainOptions& train, std::uint64_t seed) {
@@ -399,6 +410,7 @@ int run_resilience(const ResilienceCommandOptions& o, Session& session) {
   check_rank_count(o);
   // The supervisor's ledger starts at the job's start, so a supervised job never continues another's
   // checkpoints; it must not delete them either.
+  check_output_outside_run_dir(session.options().output, o.res.run_dir);
   if (o.res.resume)
     throw usage_error(
         "resilience --resume: a supervised job starts from step 0 (its goodput ledger begins at the job's "

@@ -39,6 +39,9 @@ struct TrainResilience {
   resilience::ResilienceOptions options;
   resilience::FaultPlan plan;
 };
+// -o naming a file the job keeps in --run-dir (its event log, a checkpoint's manifest): refused (usage
+// Error).
+void check_output_outside_run_dir(const std::string& output, const std::string& run_dir);
 TrainResilience check_train_resilience(resilience::ResilienceOptions options,
                                        const std::string& state_bytes_text, const std::string& mtbf_text,
                                        int world, int ranks_on_host, const workloads::TrainOptions& train,

@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "core/atomic_file.hpp"
+#include "core/config_paths.hpp"
 #include "core/error.hpp"
 #include "core/logging.hpp"
 #include "core/units.hpp"
@@ -83,6 +84,21 @@ void Session::check_output_writable(const std::vector<std::string>& inputs) cons
   };
   for (const auto& in : inputs)
     if (!in.empty() && same_file(in)) refuse(in);
+  // A file of the configuration directory: presets named by a bare name (--model tiny-dense), the hardware
+  // table every command loads, suites, floors, references. The report would replace it. (A new file there,
+  // an imported reference, is the user's to write.)
+  if (std::error_code ec; std::filesystem::is_regular_file(options_.output, ec)) {
+    const auto out = std::filesystem::weakly_canonical(options_.output, ec);
+    const auto configs = std::filesystem::weakly_canonical(config_dir(), ec);
+    if (!ec && !configs.empty()) {
+      const auto rel = out.lexically_relative(configs);
+      if (!rel.empty() && *rel.begin() != "..")
+        throw usage_error(fmt::format(
+            "invalid -o/--output {}: a file of the configuration directory {}, which the run reads (models, "
+            "hardware, suites, references); write the report elsewhere",
+            options_.output, configs.string()));
+    }
+  }
   for (std::size_t i = 0; i < args_.size(); ++i) {
     const std::string& a = args_[i];
     if (a == "-o" || a == "--output") {

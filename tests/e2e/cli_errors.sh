@@ -89,4 +89,25 @@ expect_error idle_telemetry 2 "^factorybench: error: --telemetry does nothing fo
   fb simulate --gpus 8 --telemetry off
 run_capture simulate_seed fb simulate --gpus 8 --days 1 --trials 2 --seed 3 -o "$T/sim_seed.json"
 [ "$RC" -eq 0 ] && ok "simulate takes --seed (its trials are random)" || fail "simulate --seed: exit $RC: $(cat "$T/simulate_seed.err")"
+
+# -o must not replace what the run reads: a preset named by its bare name, the hardware table, a run dir's files.
+cp -r "$FB_SOURCE_DIR/configs" "$T/cfg"
+cp "$T/cfg/models/tiny-dense.json" "$T/tiny-dense.orig"
+FACTORYBENCH_CONFIG_DIR="$T/cfg" expect_error out_is_preset 2 \
+  "^factorybench: error: invalid -o/--output $T/cfg/models/tiny-dense.json: a file of the configuration directory $T/cfg, which the run reads" \
+  fb train --backend host --model tiny-dense --steps 2 -o "$T/cfg/models/tiny-dense.json"
+FACTORYBENCH_CONFIG_DIR="$T/cfg" expect_error out_is_hardware 2 "a file of the configuration directory" \
+  fb info --backend host -o "$T/cfg/hardware/host-cpu.json"
+cmp -s "$T/cfg/models/tiny-dense.json" "$T/tiny-dense.orig" && ok "the preset is untouched" || fail "the preset was replaced"
+mkdir -p "$T/rd"
+run_capture rd_first fb train --backend host --model tiny-dense --layers 1 --steps 2 --checkpoint-every 1 --run-dir "$T/rd"
+expect_error out_is_event_log 2 "^factorybench: error: invalid -o/--output $T/rd/events.jsonl: a file the job keeps in --run-dir $T/rd" \
+  fb train --backend host --model tiny-dense --layers 1 --steps 3 --run-dir "$T/rd" --resume -o "$T/rd/events.jsonl"
+expect_error out_is_manifest 2 "a file the job keeps in --run-dir" \
+  fb train --backend host --model tiny-dense --layers 1 --steps 3 --run-dir "$T/rd" --resume \
+  -o "$T/rd/checkpoints/step-00000002/manifest.json"
+run_capture rd_beside fb train --backend host --model tiny-dense --layers 1 --steps 3 --run-dir "$T/rd" --resume \
+  -o "$T/rd/report.json"
+[ "$RC" -eq 0 ] && [ -s "$T/rd/report.json" ] && ok "a report beside the run dir's files is written" \
+  || fail "rd_beside: exit $RC: $(cat "$T/rd_beside.err")"
 finish
