@@ -75,7 +75,8 @@ void TrainResilienceHooks::restore_newest_checkpoint(workloads::TrainStateAccess
     if (const auto why =
             store_.written_by_another_job(mpi_.size(), mpi_.rank(), buffer_.size(), state.bytes()))
       throw usage_error(fmt::format(
-          "--resume: {} (a different --model, --layers, parallel layout or --state-bytes): resume with the "
+          "--resume: {} (a different --model, --layers, parallel layout, --dtype, --distributed-optimizer or "
+          "--state-bytes): resume with the "
           "options that wrote {}, or use another --run-dir",
           *why, store_.root().string()));
   });

@@ -25,7 +25,7 @@ check_refused() {  # NAME PATTERN ARGS...
   ! grep -q '"ckpt_save_start"' <(tail -n +"$((lines + 1))" "$RUN/events.jsonl") \
     && ok "$name: no save" || fail "$name: it saved"
 }
-check_refused layers "checkpoint step-00000004: rank [01]'s shard holds .*, this run's state is .* \\(a different --model, --layers, parallel layout or --state-bytes\\): resume with the options that wrote $RUN/checkpoints, or use another --run-dir$" \
+check_refused layers "checkpoint step-00000004: rank [01]'s shard holds .*, this run's state is .* \\(a different --model, --layers, parallel layout, --dtype, --distributed-optimizer or --state-bytes\\): resume with the options that wrote $RUN/checkpoints, or use another --run-dir$" \
   fb_mpirun 2 train --backend host --model tiny-dense --layers 1 --warmup-steps 0 --checkpoint-every 2 --keep 1 --run-dir "$RUN" --steps 6 --resume -q
 check_refused ranks "checkpoint step-00000004 was written by 2 ranks, this job has 1 " \
   fb_mpirun 1 "${TRAIN[@]}" --steps 6 --resume -q
