@@ -26,6 +26,13 @@ class LogBuilder {
     events.push_back(make_event(type, kBase + t_min * kMin));
     return events.back();
   }
+  // job_start (reference step 1 min), attempt 1 at 0 and its start-up to 1 min; returns 1 (minutes).
+  double start_job() {
+    add(event::job_start, 0)["reference_step_s"] = 60.0;
+    add(event::attempt_start, 0)["attempt"] = 1;
+    add(event::init_done, 1);
+    return 1;
+  }
   // Steps [first, last], each `minutes` long, starting at *t (minutes); advances *t.
   void steps(std::int64_t first, std::int64_t last, double minutes, double* t) {
     for (auto s = first; s <= last; ++s) {
@@ -451,12 +458,9 @@ TEST(GoodputLedger, AFailedLaunchIsLostTimeButNotAFailure) {
 // 2 minutes to the next attempt are its relaunch and 1 minute of init its restart; no failure, no step lost.
 TEST(GoodputLedger, AStopForADrainIsARelaunchNotAFailure) {
   LogBuilder b;
-  b.add(event::job_start, 0)["reference_step_s"] = 60.0;
-  b.add(event::attempt_start, 0)["attempt"] = 1;
-  b.add(event::init_done, 1);
-  double t = 1;
-  b.steps(1, 10, 1, &t);  // 1–11
-  b.save(10, 1, &t);      // 11–12
+  double t = b.start_job();  // 0–1: start-up
+  b.steps(1, 10, 1, &t);     // 1–11
+  b.save(10, 1, &t);         // 11–12
   auto& end = b.add(event::attempt_end, 12);
   end["reason"] = "drain";
   end["last_step"] = 10;
@@ -491,11 +495,8 @@ TEST(GoodputLedger, AStopForADrainIsARelaunchNotAFailure) {
 TEST(GoodputLedger, TimeAfterAFailureNothingRelaunchedIsOther) {
   for (const bool relaunch_logged : {false, true}) {
     LogBuilder b;
-    b.add(event::job_start, 0)["reference_step_s"] = 60.0;
-    b.add(event::attempt_start, 0)["attempt"] = 1;
-    b.add(event::init_done, 1);
-    double t = 1;
-    b.steps(1, 5, 1, &t);  // 1–6
+    double t = b.start_job();  // 0–1: start-up
+    b.steps(1, 5, 1, &t);      // 1–6
     b.add(event::fault_injected, 6.5)["kind"] = "crash";
     b.add(event::failure_detected, 7)["kind"] = "crash";
     if (relaunch_logged) b.add(event::relaunch, 7.5);
@@ -514,11 +515,8 @@ TEST(GoodputLedger, TimeAfterAFailureNothingRelaunchedIsOther) {
 // crash the supervisor detected failed at the crash's injection, not at the SDC's.
 TEST(GoodputLedger, FailureInstantIsTheInjectedFaultOfTheFailuresKind) {
   LogBuilder b;
-  b.add(event::job_start, 0)["reference_step_s"] = 60.0;
-  b.add(event::attempt_start, 0)["attempt"] = 1;
-  b.add(event::init_done, 1);
-  double t = 1;
-  b.steps(1, 5, 1, &t);  // 1–6
+  double t = b.start_job();  // 0–1: start-up
+  b.steps(1, 5, 1, &t);      // 1–6
   auto& crash = b.add(event::fault_injected, 6.2);
   crash["kind"] = "crash";
   crash["rank"] = 1;
