@@ -333,7 +333,8 @@ FaultPlan parse_fault_spec(std::string_view spec, int slots, double horizon_s, s
     throw usage_error("invalid --faults '': expected KIND@step=N, KIND@time=D or random:…");
   for (auto part : split(spec, ';')) {
     part = trim(part);
-    if (part.empty()) continue;
+    // "crash@step=3;;hang@step=9" most likely lost an entry in editing: say so rather than run without it.
+    if (part.empty()) throw bad(spec, "an empty entry (a ';' twice in a row, or at an end)");
     if (part.starts_with("random:")) {
       if (plan.random) throw bad(part, "only one random: part is allowed");
       plan.random = parse_random(part, slots - std::clamp(spares, 0, slots), default_seed);
@@ -361,11 +362,17 @@ FaultPlan parse_fault_json(const nlohmann::json& j, const std::string& source, i
     if (key != "faults" && key != "random") throw err("$." + key, "unknown key (expected faults, random)");
   // Each entry becomes a spec part, so one parser decides what is valid; errors get the entry's JSON path.
   std::vector<std::string> parts;
-  const auto value_text = [&](const nlohmann::json& v, const std::string& path) -> std::string {
+  // Durations may be strings ("30s") or seconds; every other value is a JSON number, so "step": "3" (a
+  // quoting slip in a generated plan) is refused like any other wrongly typed value.
+  const auto value_text = [&](const nlohmann::json& v, const std::string& path,
+                              bool duration) -> std::string {
     if (v.is_number_integer()) return std::to_string(v.get<std::int64_t>());
     if (v.is_number()) return fmt::format("{}", v.get<double>());
-    if (v.is_string()) return v.get<std::string>();
-    throw err(path, "expected a number or a string");
+    if (v.is_string() && duration) return v.get<std::string>();
+    throw err(path, duration ? "expected a number of seconds or a duration string" : "expected a number");
+  };
+  const auto is_duration = [](const std::string& key) {
+    return key == "time" || key == "duration" || key == "mtbf";
   };
   if (j.contains("faults")) {
     const auto& list = j["faults"];
@@ -380,7 +387,7 @@ FaultPlan parse_fault_json(const nlohmann::json& j, const std::string& source, i
       bool first = true;
       for (const auto& [key, v] : f.items()) {
         if (key == "kind") continue;
-        part += (first ? "" : ",") + key + "=" + value_text(v, path + "." + key);
+        part += (first ? "" : ",") + key + "=" + value_text(v, path + "." + key, is_duration(key));
         first = false;
       }
       try {
@@ -399,9 +406,9 @@ FaultPlan parse_fault_json(const nlohmann::json& j, const std::string& source, i
       std::string text;
       if (key == "mix" && v.is_object()) {
         for (const auto& [k, s] : v.items())
-          text += (text.empty() ? "" : "/") + k + ":" + value_text(s, "$.random.mix." + k);
+          text += (text.empty() ? "" : "/") + k + ":" + value_text(s, "$.random.mix." + k, false);
       } else {
-        text = value_text(v, "$.random." + key);
+        text = value_text(v, "$.random." + key, is_duration(key) || key == "mix");
       }
       std::string name = key;
       std::replace(name.begin(), name.end(), '_', '-');

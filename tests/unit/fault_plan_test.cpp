@@ -96,6 +96,12 @@ TEST(FaultPlan, MalformedSpecsQuoteTheBadPart) {
   EXPECT_EQ(msg("random:mtbf=1m,flaky-share=2"),
             "invalid --faults 'random:mtbf=1m,flaky-share=2': flaky-share must be in [0, 1]");
   EXPECT_EQ(msg("  "), "invalid --faults '': expected KIND@step=N, KIND@time=D or random:…");
+  // An empty entry most likely lost a fault in editing.
+  EXPECT_EQ(
+      msg("crash@step=3;;hang@step=9"),
+      "invalid --faults 'crash@step=3;;hang@step=9': an empty entry (a ';' twice in a row, or at an end)");
+  EXPECT_EQ(msg("crash@step=3; "),
+            "invalid --faults 'crash@step=3; ': an empty entry (a ';' twice in a row, or at an end)");
   // A rank beyond an int wrapped before the check against the job (4294967296 crashed rank 0).
   EXPECT_EQ(msg("crash@step=3,rank=4294967296"),
             "invalid --faults 'crash@step=3,rank=4294967296': rank=4294967296 must be at most 16777216");
@@ -204,9 +210,21 @@ TEST(FaultPlan, JsonFileFormAndPathErrors) {
   ASSERT_TRUE(plan.random);
   EXPECT_EQ(plan.random->seed, 3u);
   for (std::size_t i = 2; i < plan.faults.size(); ++i) EXPECT_EQ(plan.faults[i].kind, FaultKind::hang);
-  std::ofstream(file) << R"({"faults": [{"kind": "crash", "step": 15}, {"kind": "crash", "step": "x"}]})";
+  std::ofstream(file) << R"({"faults": [{"kind": "crash", "step": 15}, {"kind": "crash", "step": 2.5}]})";
   EXPECT_EQ(error_of([&] { load_fault_plan(file.string(), 4); }),
-            file.string() + ": $.faults[1]: invalid --faults 'crash@step=x': step='x' is not an integer");
+            file.string() + ": $.faults[1]: invalid --faults 'crash@step=2.5': step='2.5' is not an integer");
+  // Numbers are JSON numbers; only durations may be strings.
+  std::ofstream(file) << R"({"faults": [{"kind": "crash", "step": "3"}]})";
+  EXPECT_EQ(error_of([&] { load_fault_plan(file.string(), 4); }),
+            file.string() + ": $.faults[0].step: expected a number");
+  std::ofstream(file) << R"({"random": {"mtbf": "10m", "mix": {"crash": "1"}}})";
+  EXPECT_EQ(error_of([&] { load_fault_plan(file.string(), 4); }),
+            file.string() + ": $.random.mix.crash: expected a number");
+  std::ofstream(file) << R"({"faults": [{"kind": "hang", "time": true}]})";
+  EXPECT_EQ(error_of([&] { load_fault_plan(file.string(), 4); }),
+            file.string() + ": $.faults[0].time: expected a number of seconds or a duration string");
+  std::ofstream(file) << R"({"faults": [{"kind": "hang", "time": 90, "rank": 2}]})";
+  EXPECT_EQ(load_fault_plan(file.string(), 4).faults.at(0).text, "hang@time=90s,rank=2");
   // A file whose name holds '@' is still the file, not a spec.
   const auto at_file = dir / "crash@15.json";
   std::ofstream(at_file) << R"({"faults": [{"kind": "crash", "step": 15, "rank": 1}]})";
