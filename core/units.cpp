@@ -76,6 +76,16 @@ std::uint64_t parse_size(std::string_view text, std::string_view what) {
   return static_cast<std::uint64_t>(bytes);
 }
 
+double parse_mtbf_duration(std::string_view text, std::string_view what) {
+  double number = 0;
+  std::string suffix;
+  if (split_number(text, number, suffix) && suffix.empty())
+    throw usage_error(
+        fmt::format("invalid {} '{}': give a unit (e.g. {}h or {}m): a bare number would be seconds", what,
+                    text, text, text));
+  return parse_duration(text, what);
+}
+
 double parse_duration(std::string_view text, std::string_view what) {
   const auto bad = [&](std::string_view why) {
     return usage_error(fmt::format("invalid {} '{}': {}", what, text, why));

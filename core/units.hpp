@@ -13,6 +13,9 @@ std::uint64_t parse_size(std::string_view text, std::string_view what = "size");
 // Seconds. Suffixes ns, us, ms, s, m, h, d; a bare number is seconds. Negative values are rejected.
 inline constexpr double kMaxDurationSeconds = 100 * 365.25 * 86400;  // parse_duration's ceiling: 100 years
 double parse_duration(std::string_view text, std::string_view what = "duration");
+// A mean time between failures: a duration that must name its unit, since a bare "6" (meant as hours, as
+// MTBFs are quoted) would be six seconds and every run a failure.
+double parse_mtbf_duration(std::string_view text, std::string_view what);
 
 // "8 B", "64 KiB", "1.5 GiB".
 std::string format_bytes(std::uint64_t bytes);

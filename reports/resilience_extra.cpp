@@ -238,26 +238,29 @@ ResilienceExtra read_resilience_extra(const Result& r) {
 }
 
 std::optional<LedgerRecoveryTotals> find_ledger_recovery_totals(const Result& r) {
-  if (!r.extra.is_object() || !r.extra.contains("ledger") || !r.extra.at("ledger").is_object())
-    return std::nullopt;
-  const json& ledger = r.extra.at("ledger");
-  const auto number = [](const json& j, const char* key) -> std::optional<double> {
-    if (j.is_object() && j.contains(key) && j.at(key).is_number()) return j.at(key).get<double>();
-    return std::nullopt;
-  };
-  LedgerRecoveryTotals t;
-  t.attempts = number(ledger, "attempts");
-  if (ledger.contains("checkpoints")) {
-    t.checkpoint_saves = number(ledger.at("checkpoints"), "saves");
-    t.checkpoint_save_blocking_s = number(ledger.at("checkpoints"), "save_blocking_s");
-  }
-  if (ledger.contains("badput_s")) {
-    t.badput_s.emplace();
-    if (ledger.at("badput_s").is_object())
-      for (const auto& [name, v] : ledger.at("badput_s").items())
-        if (v.is_number()) (*t.badput_s)[name] = v.get<double>();
-  }
-  return t;
+  if (!r.extra.is_object() || !r.extra.contains("ledger")) return std::nullopt;
+  return read_extra(r, [](const ExtraCursor& extra) {
+    // A field may be absent (an older or hand-written report); one that is there must be what the ledger
+    // writes, or the calibration would quietly fall back to defaults for a garbled value.
+    const auto ledger = extra.at("ledger");
+    ledger.object();
+    const auto number = [](const ExtraCursor& c, const char* key) -> std::optional<double> {
+      if (!c.has(key)) return std::nullopt;
+      return c.at(key).num();
+    };
+    LedgerRecoveryTotals t;
+    t.attempts = number(ledger, "attempts");
+    t.failures = number(ledger, "failures");
+    t.restarts = number(ledger, "restarts");
+    if (ledger.has("checkpoints")) {
+      const auto checkpoints = ledger.at("checkpoints");
+      checkpoints.object();
+      t.checkpoint_saves = number(checkpoints, "saves");
+      t.checkpoint_save_blocking_s = number(checkpoints, "save_blocking_s");
+    }
+    if (ledger.has("badput_s")) t.badput_s = ledger.at("badput_s").figures();
+    return t;
+  });
 }
 
 }  // namespace fb::reports

@@ -117,10 +117,11 @@ void write_resilience_extra(Result& r, const ResilienceExtra& extra);
 // Throws an input Error naming the result and the missing or mistyped key.
 ResilienceExtra read_resilience_extra(const Result& r);
 
-// The totals --calibrate derives recovery costs from, each only when present and a number: reports of older
-// versions, or written by hand, lack some. nullopt without an extra.ledger object.
+// The totals --calibrate derives recovery costs from, each only when present: reports of older versions, or
+// written by hand, lack some. nullopt without extra.ledger; throws an input Error naming the field when one
+// that is present is not a number (or the ledger, its checkpoints or badput_s not an object).
 struct LedgerRecoveryTotals {
-  std::optional<double> attempts, checkpoint_saves, checkpoint_save_blocking_s;
+  std::optional<double> attempts, failures, restarts, checkpoint_saves, checkpoint_save_blocking_s;
   std::optional<std::map<std::string, double>> badput_s;  // nullopt: the ledger has no badput_s
   bool operator==(const LedgerRecoveryTotals&) const = default;
 };

@@ -219,6 +219,9 @@ IntervalChoice choose_interval(IntervalPolicy policy, std::optional<double> fixe
   const std::uint64_t search_seed = derive_seed(seed, 0x5EA7C4);
   int done = 0;  // trials of earlier candidates, so progress counts across the whole search
   const auto evaluate = [&](double interval) {
+    // Candidates clamped to the save cost coincide: each interval is simulated, and listed, once.
+    for (const auto& [seen, g] : c.searched)
+      if (seen == interval) return g;
     const TrialProgress step =
         progress ? TrialProgress([&](double k) { progress(done + k); }) : TrialProgress();
     const double g = simulate(model, config, interval, n, search_seed, step).goodput_pct.mean();
@@ -226,8 +229,8 @@ IntervalChoice choose_interval(IntervalPolicy policy, std::optional<double> fixe
     c.searched.emplace_back(interval, g);
     return g;
   };
-  // No candidate shorter than a save (a fixed interval that short is refused too); ties keep the longest,
-  // the one that spends least on saves.
+  // No candidate shorter than a save (a fixed interval that short is refused too): those become the save
+  // cost itself, one candidate. Ties keep the longest, the one that spends least on saves.
   const auto candidate = [&](double interval) { return std::max(interval, config.costs.checkpoint_s); };
   double best = candidate(c.daly_s), best_g = -1;
   for (int k = -5; k <= 5; ++k) {
@@ -295,81 +298,105 @@ double estimated_trial_events(const FailureModel& model, const ClusterConfig& co
 Calibration calibrate_from_report(const reports::Report& report, const std::string& source) {
   Calibration cal;
   const reports::Result* r = nullptr;
+  int resilience_results = 0;
   for (const auto& result : report.results)
     if (result.benchmark == "resilience" && result.status != reports::Status::skipped) {
-      r = &result;
-      break;
+      if (!r) r = &result;
+      ++resilience_results;
     }
   if (!r)
     throw input_error(
         fmt::format("--calibrate {}: no resilience result (run `factorybench resilience` first)", source));
   cal.source = fmt::format("{}: result resilience/{}", source, r->name);
-  // The result's own ledger (extra.ledger) first; the report summary's badput_s for older reports.
-  const auto ledger = reports::find_ledger_recovery_totals(*r).value_or(reports::LedgerRecoveryTotals{});
-  std::map<std::string, double> summary_badput;
-  if (report.summary.contains("badput_s") && report.summary["badput_s"].is_object())
-    for (const auto& [name, v] : report.summary["badput_s"].items())
-      if (v.is_number()) summary_badput[name] = v.get<double>();
-  const auto& badput_s = ledger.badput_s ? *ledger.badput_s : summary_badput;
-  const auto badput = [&](const char* part) -> std::optional<double> {
-    const auto it = badput_s.find(part);
-    return it == badput_s.end() ? std::nullopt : std::optional<double>(it->second);
-  };
-  const auto metric = [&](const char* name) -> std::optional<double> {
-    const auto* m = r->metric(name);
-    if (m && std::isfinite(m->value)) return m->value;
-    return std::nullopt;
-  };
-  // A negative cost or count is a hand-edited or garbled report: refused, not taken as missing (which would
-  // calibrate from defaults with a warning that the field is absent). Zero stays "missing": nothing to
-  // divide.
-  const auto refuse_negative = [&](std::optional<double> v, const std::string& what) {
-    if (v && *v < 0)
-      throw input_error(
-          fmt::format("--calibrate {}: {} is {:g}: a time or count cannot be negative", source, what, *v));
-  };
-  refuse_negative(metric("failures"), "metrics.failures");
-  refuse_negative(metric("restarts"), "metrics.restarts");
-  refuse_negative(ledger.attempts, "extra.ledger.attempts");
-  refuse_negative(ledger.checkpoint_saves, "extra.ledger.checkpoints.saves");
-  refuse_negative(ledger.checkpoint_save_blocking_s, "extra.ledger.checkpoints.save_blocking_s");
-  for (const char* part : {"detection", "relaunch", "init", "ckpt_restore"})
-    refuse_negative(badput(part), fmt::format("badput_s.{}", part));
-  const auto positive = [](std::optional<double> v) { return v && *v > 0 ? v : std::nullopt; };
-  const auto failures = positive(metric("failures"));
-  auto restarts = positive(metric("restarts"));
-  if (!restarts && failures) {
-    restarts = failures;
-    cal.restarts_from = "failures";
+  std::optional<reports::LedgerRecoveryTotals> found;
+  try {
+    found = reports::find_ledger_recovery_totals(*r);
+  } catch (const Error& e) {
+    throw Error(e.kind(), fmt::format("--calibrate {}: {}", source, e.what()));
   }
+  const auto ledger = found.value_or(reports::LedgerRecoveryTotals{});
   const auto missing = [&](const std::string& what) {
     if (std::find(cal.missing.begin(), cal.missing.end(), what) == cal.missing.end())
       cal.missing.push_back(what);
   };
-  const auto attempts = positive(ledger.attempts);
-
-  // C: the blocking part of one save (the ledger's total over its number of saves).
-  const auto saves = positive(ledger.checkpoint_saves);
-  if (const auto blocking = positive(ledger.checkpoint_save_blocking_s); blocking && saves)
-    cal.checkpoint_s = *blocking / *saves;
-  else
-    missing("extra.ledger.checkpoints.save_blocking_s / saves");
+  // The result's own ledger first. Without one (an older report), the summary's badput_s, but only when the
+  // report holds this one job: a --policy compare summary totals another policy's job.
+  std::map<std::string, double> summary_badput;
+  if (!ledger.badput_s && resilience_results == 1 && report.summary.contains("badput_s") &&
+      report.summary["badput_s"].is_object())
+    for (const auto& [name, v] : report.summary["badput_s"].items()) {
+      if (!v.is_number())
+        throw input_error(
+            fmt::format("--calibrate {}: $.summary.badput_s.{}: expected a number", source, name));
+      summary_badput[name] = v.get<double>();
+    }
+  const auto& badput_s = ledger.badput_s ? *ledger.badput_s : summary_badput;
+  // A negative or non-finite figure is a hand-edited or garbled report: refused with its field, not taken
+  // as missing (which would calibrate from defaults with a warning that the field is absent).
+  const auto checked = [&](std::optional<double> v, const std::string& what) {
+    if (v && (!std::isfinite(*v) || *v < 0))
+      throw input_error(
+          fmt::format("--calibrate {}: {} is {:g}: a time or count must be a finite number "
+                      "of at least 0",
+                      source, what, *v));
+    return v;
+  };
+  const auto badput = [&](const std::string& part) -> std::optional<double> {
+    const auto it = badput_s.find(part);
+    return checked(it == badput_s.end() ? std::nullopt : std::optional<double>(it->second),
+                   "badput_s." + part);
+  };
+  // The counts: the ledger's, else the result's metrics (the same figures in an older report).
+  const auto count = [&](std::optional<double> in_ledger, const char* name) {
+    if (in_ledger) return checked(in_ledger, fmt::format("extra.ledger.{}", name));
+    const auto* m = r->metric(name);
+    return checked(m ? std::optional<double>(m->value) : std::nullopt, fmt::format("metrics.{}", name));
+  };
+  const auto failures = count(ledger.failures, "failures");
+  auto restarts = count(ledger.restarts, "restarts");
+  const auto attempts = checked(ledger.attempts, "extra.ledger.attempts");
+  const auto saves = checked(ledger.checkpoint_saves, "extra.ledger.checkpoints.saves");
+  const auto blocking =
+      checked(ledger.checkpoint_save_blocking_s, "extra.ledger.checkpoints.save_blocking_s");
+  if (!restarts && failures) {  // no restart count at all: every failure restarted
+    restarts = failures;
+    cal.restarts_from = "failures";
+  }
+  // total / count, or why not: a field absent, nothing counted, or a total of zero.
+  const auto per = [&](const char* cost, std::optional<double> total, const std::string& total_name,
+                       std::optional<double> n, const std::string& n_name,
+                       const char* none) -> std::optional<double> {
+    if (!total) missing(total_name);
+    if (!n) missing(n_name);
+    if (!total || !n) return std::nullopt;
+    if (*n == 0) {
+      cal.unmeasured[cost] = none;
+    } else if (*total == 0) {
+      cal.unmeasured[cost] = fmt::format("{} is 0 over {:g} {}", total_name, *n, n_name);
+    } else {
+      return *total / *n;
+    }
+    return std::nullopt;
+  };
+  cal.checkpoint_s = per("checkpoint", blocking, "extra.ledger.checkpoints.save_blocking_s", saves,
+                         "extra.ledger.checkpoints.saves", "the run saved no checkpoint");
   // Per failure: detection latency; relaunch = supervisor relaunch + the re-attempt's init (launch, MPI,
   // model build), which the simulator's relaunch phase includes; restore = restore time per restart.
-  if (const auto d = positive(badput("detection")); d && failures)
-    cal.detection_s = *d / *failures;
-  else
-    missing(failures ? "badput_s.detection" : "failures");
-  if (const auto l = positive(badput("relaunch")); l && restarts) {
+  cal.detection_s = per("detection", badput("detection"), "badput_s.detection", failures, "failures",
+                        "the run had no failure");
+  cal.relaunch_s = per("relaunch", badput("relaunch"), "badput_s.relaunch", restarts, cal.restarts_from,
+                       "the run restarted nothing");
+  if (cal.relaunch_s) {
     const auto init = badput("init");
-    cal.relaunch_s = *l / *restarts + (init && attempts ? *init / *attempts : 0.0);
-  } else {
-    missing(restarts ? "badput_s.relaunch" : "restarts");
+    if (init && attempts && *attempts > 0) {
+      *cal.relaunch_s += *init / *attempts;
+      cal.relaunch_has_init = true;
+    } else {
+      missing(!init ? "badput_s.init" : "extra.ledger.attempts");
+    }
   }
-  if (const auto rs = positive(badput("ckpt_restore")); rs && restarts)
-    cal.restore_s = *rs / *restarts;
-  else
-    missing(restarts ? "badput_s.ckpt_restore" : "restarts");
+  cal.restore_s = per("restore", badput("ckpt_restore"), "badput_s.ckpt_restore", restarts, cal.restarts_from,
+                      "the run restarted nothing");
   return cal;
 }
 

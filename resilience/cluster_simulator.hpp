@@ -7,6 +7,7 @@
 #include <array>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -189,14 +190,18 @@ inline constexpr double kMaxEvents = 4e9;  // all cases together: 5 to 10 minute
 // Recovery costs measured by `factorybench resilience` (issue 6 contract), from the result's extra.ledger
 // (reports::find_ledger_recovery_totals): checkpoint = checkpoints.save_blocking_s / saves; per failure,
 // detection = badput_s.detection / failures, relaunch = badput_s.relaunch / restarts + badput_s.init /
-// attempts (the re-attempt's start-up), restore = badput_s.ckpt_restore / restarts. Fields it could not find
-// are listed in `missing`.
+// attempts (the re-attempt's start-up), restore = badput_s.ckpt_restore / restarts. A cost is left to the
+// options or defaults when a field it needs is absent (`missing`) or the run could not measure it
+// (`unmeasured`: no save, no failure, no restart, or a total of zero).
 struct Calibration {
   std::optional<double> checkpoint_s, restore_s, detection_s, relaunch_s;
-  std::vector<std::string> missing;  // "ckpt_save_s", "summary.badput_s.detection", ... (each once)
-  // What the per-restart costs are divided by: "restarts", or "failures" for a run that restarted none.
+  std::vector<std::string> missing;               // absent fields: "badput_s.detection", "restarts", ...
+  std::map<std::string, std::string> unmeasured;  // cost -> why: "detection" -> "the run had no failure"
+  // What the per-restart costs are divided by: "restarts", or "failures" for a report that has no restart
+  // count (an older version).
   std::string restarts_from = "restarts";
-  std::string source;  // "FILE: result resilience/NAME"
+  bool relaunch_has_init = false;  // relaunch_s includes badput_s.init / attempts
+  std::string source;              // "FILE: result resilience/NAME"
 };
 Calibration calibrate_from_report(const reports::Report& report, const std::string& source);
 

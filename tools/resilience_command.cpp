@@ -166,7 +166,7 @@ void check_sdc_detectable(const resilience::FaultPlan& plan, const workloads::Tr
 }
 
 double parse_mtbf(const std::string& text) {
-  const double s = parse_duration(text, "--mtbf");
+  const double s = parse_mtbf_duration(text, "--mtbf");
   if (!(s > 0)) throw usage_error(fmt::format("invalid --mtbf {}: must be positive", text));
   return s;
 }

@@ -2,6 +2,7 @@
 // trials). Needs no device and no MPI: the report is begun without them, so the command starts at once.
 #include <algorithm>
 #include <cctype>
+#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <iostream>
@@ -53,8 +54,8 @@ struct SimulateOptions {
   std::string sweep_gpus, sweep_interval;
 };
 
-double positive_duration(const std::string& text, const std::string& option) {
-  const double s = parse_duration(text, option);
+double positive_duration(const std::string& text, const std::string& option, bool mtbf = false) {
+  const double s = mtbf ? parse_mtbf_duration(text, option) : parse_duration(text, option);
   if (!(s > 0)) throw usage_error(fmt::format("invalid {} '{}': must be a positive duration", option, text));
   return s;
 }
@@ -62,7 +63,11 @@ double positive_duration(const std::string& text, const std::string& option) {
 std::vector<std::int64_t> parse_gpu_list(const std::string& text) {
   std::vector<std::int64_t> out;
   for (const auto& item : split_comma_list(text, "--sweep-gpus")) {
-    const auto n = parse_size(item, "--sweep-gpus");
+    // Whole numbers, as --gpus takes them ("8K" or "1e3" there are refused, so here too).
+    std::uint64_t n = 0;
+    const auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), n);
+    if (item.empty() || ec != std::errc() || end != item.data() + item.size())
+      throw usage_error(fmt::format("invalid --sweep-gpus '{}': expected a whole number", item));
     if (n == 0)
       throw usage_error(fmt::format("invalid --sweep-gpus '{}': GPU counts must be positive", item));
     if (n > static_cast<std::uint64_t>(resilience::kMaxGpus))
@@ -103,15 +108,23 @@ resilience::RecoveryCosts resolve_costs(const SimulateOptions& opt, resilience::
     };
     take(cal.checkpoint_s, costs.checkpoint_s, src.checkpoint, "blocking save time / saves");
     const std::string per_restore = "badput_s.ckpt_restore / " + cal.restarts_from;
-    const std::string per_relaunch = "badput_s.relaunch / " + cal.restarts_from + " + init / attempts";
+    const std::string per_relaunch =
+        "badput_s.relaunch / " + cal.restarts_from + (cal.relaunch_has_init ? " + init / attempts" : "");
     take(cal.restore_s, costs.restore_s, src.restore, per_restore.c_str());
     take(cal.detection_s, costs.detection_s, src.detection, "badput_s.detection / failures");
     take(cal.relaunch_s, costs.relaunch_s, src.relaunch, per_relaunch.c_str());
-    notes["calibration"] = {{"source", cal.source}, {"missing", cal.missing}};
+    notes["calibration"] = {{"source", cal.source}, {"missing", cal.missing}, {"unmeasured", cal.unmeasured}};
     if (!cal.missing.empty()) {
       std::string list;
       for (const auto& m : cal.missing) list += (list.empty() ? "" : ", ") + m;
       log::warn("--calibrate {}: missing {}; using options or defaults for those", opt.calibrate, list);
+    }
+    if (!cal.unmeasured.empty()) {
+      std::string list;
+      for (const auto& [cost, why] : cal.unmeasured)
+        list += fmt::format("{}{} ({})", list.empty() ? "" : ", ", cost, why);
+      log::warn("--calibrate {}: that run did not measure {}; using options or defaults for those",
+                opt.calibrate, list);
     }
   }
   const auto option = [&](const std::string& text, const char* name, double& into, std::string& s) {
@@ -155,7 +168,7 @@ int run_simulate(const SimulateOptions& opt, Session& session) {
     throw usage_error("--failure-model and --job-mtbf are exclusive: give one");
   FailureModel model =
       !opt.job_mtbf.empty()
-          ? resilience::single_rate_model(positive_duration(opt.job_mtbf, "--job-mtbf"))
+          ? resilience::single_rate_model(positive_duration(opt.job_mtbf, "--job-mtbf", true))
           : resilience::load_failure_model(opt.failure_model.empty() ? "llama3-h100" : opt.failure_model);
   if (opt.trials < 1 || opt.trials > resilience::kMaxTrials)
     throw usage_error(

@@ -67,7 +67,7 @@ PYEOF
 "$PY" -c "import json,sys; d=json.load(open(sys.argv[1])); d['results'][0]['extra'].pop('ledger'); d['summary']={}; json.dump(d, open(sys.argv[2],'w'))" "$T/resilience.json" "$T/partial.json"
 run_capture partial fb simulate --gpus 8192 --days 10 --trials 20 --calibrate "$T/partial.json" --output "$T/partial-out.json"
 [ "$RC" -eq 0 ] || fail "partial calibration exited $RC"
-grep -q "missing extra.ledger.checkpoints.save_blocking_s / saves, badput_s.detection, badput_s.relaunch, badput_s.ckpt_restore" "$T/partial.err" \
+grep -q "missing extra.ledger.checkpoints.save_blocking_s, extra.ledger.checkpoints.saves, badput_s.detection, badput_s.relaunch, badput_s.ckpt_restore" "$T/partial.err" \
   && ok "missing calibration fields named" || fail "partial calibration: $(cat "$T/partial.err")"
 
 # A cost no run measures (a blocking save of 1e12 s): refused, not simulated into 0% goodput.

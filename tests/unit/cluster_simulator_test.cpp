@@ -261,6 +261,10 @@ TEST(ClusterSimulator, AutoIntervalIsNeverShorterThanASave) {
   const auto choice = choose_interval(IntervalPolicy::search, std::nullopt, model, c, 5, 3);
   EXPECT_GE(choice.interval_s, 300.0);
   for (const auto& [interval, g] : choice.searched) EXPECT_GE(interval, 300.0);
+  // The candidates below the save are the save cost, simulated and listed once (not one per k).
+  for (std::size_t i = 1; i < choice.searched.size(); ++i)
+    EXPECT_LT(choice.searched[i - 1].first, choice.searched[i].first);
+  EXPECT_LT(choice.searched.size(), 13u);
 }
 
 TEST(ClusterSimulator, FixedIntervalShorterThanCheckpointIsRejected) {
@@ -376,29 +380,81 @@ TEST(Calibration, ReadsPerEventCostsFromTheResilienceLedger) {
   EXPECT_DOUBLE_EQ(*cal.restore_s, 4.0);
   EXPECT_TRUE(cal.missing.empty());
 
+  EXPECT_TRUE(cal.unmeasured.empty());
+  EXPECT_TRUE(cal.relaunch_has_init);
+
+  // The counts are the ledger's when it has them (the metrics are the same figures in older reports).
+  report.results[0].extra["ledger"]["failures"] = 6;
+  report.results[0].extra["ledger"]["restarts"] = 2;
+  cal = calibrate_from_report(report, "run.json");
+  EXPECT_DOUBLE_EQ(*cal.detection_s, 1.0);
+  EXPECT_DOUBLE_EQ(*cal.restore_s, 6.0);
+  report.results[0].extra["ledger"].erase("failures");
+  report.results[0].extra["ledger"].erase("restarts");
+
+  // No init or attempts: relaunch alone, and the part left out is named.
+  reports::Result no_init = r;
+  no_init.extra["ledger"]["badput_s"].erase("init");
+  report.results = {no_init};
+  cal = calibrate_from_report(report, "run.json");
+  EXPECT_DOUBLE_EQ(*cal.relaunch_s, 10.0);
+  EXPECT_FALSE(cal.relaunch_has_init);
+  EXPECT_EQ(cal.missing, (std::vector<std::string>{"badput_s.init"}));
+  report.results = {r};
+
   // An older report: no ledger, the summary's badput totals only; what cannot be found is named.
   report.results[0].extra = nlohmann::json::object();
   report.summary["badput_s"] = {{"detection", 6.0}, {"relaunch", 30.0}};
   cal = calibrate_from_report(report, "run.json");
   EXPECT_FALSE(cal.checkpoint_s);
   EXPECT_DOUBLE_EQ(*cal.relaunch_s, 10.0);
-  EXPECT_EQ(cal.missing, (std::vector<std::string>{"extra.ledger.checkpoints.save_blocking_s / saves",
+  EXPECT_EQ(cal.missing, (std::vector<std::string>{"extra.ledger.checkpoints.save_blocking_s",
+                                                   "extra.ledger.checkpoints.saves", "badput_s.init",
                                                    "badput_s.ckpt_restore"}));
   EXPECT_EQ(cal.restarts_from, "restarts");
+  // ... but not when the report holds several jobs (--policy compare): its summary totals another one.
+  report.results.push_back(report.results[0]);
+  report.results[1].name = "tiny-dense/policy-drain";
+  cal = calibrate_from_report(report, "run.json");
+  EXPECT_FALSE(cal.detection_s);
+  EXPECT_FALSE(cal.relaunch_s);
+  report.results.pop_back();
+  report.summary.erase("badput_s");
 
-  // No failure and no restart: "restarts" is missing once, not once per cost that needs it.
+  // No failure and no restart: nothing per failure was measured, and the report says why, not "missing".
   reports::Result quiet = r;
   quiet.set_metric("failures", {0, "count", reports::Better::lower, std::nullopt});
   quiet.set_metric("restarts", {0, "count", reports::Better::lower, std::nullopt});
   report.results = {quiet};
   cal = calibrate_from_report(report, "run.json");
-  EXPECT_EQ(std::count(cal.missing.begin(), cal.missing.end(), "restarts"), 1) << cal.missing.size();
-  // A failure never restarted (--max-restarts 0): the per-restart costs are per failure, and say so.
+  EXPECT_TRUE(cal.missing.empty());
+  EXPECT_EQ(cal.unmeasured, (std::map<std::string, std::string>{{"detection", "the run had no failure"},
+                                                                {"relaunch", "the run restarted nothing"},
+                                                                {"restore", "the run restarted nothing"}}));
+  EXPECT_DOUBLE_EQ(*cal.checkpoint_s, 0.5);
+  // A failure never restarted (--max-restarts 0): detection is measured, relaunch and restore are not (the
+  // ledger's restore is then the first attempt's, not a restart's).
   quiet.set_metric("failures", {1, "count", reports::Better::lower, std::nullopt});
+  report.results = {quiet};
+  cal = calibrate_from_report(report, "run.json");
+  EXPECT_DOUBLE_EQ(*cal.detection_s, 6.0);
+  EXPECT_FALSE(cal.restore_s);
+  EXPECT_EQ(cal.unmeasured.at("restore"), "the run restarted nothing");
+  // A report with no restart count at all (an older version): every failure restarted.
+  quiet.metrics.erase(std::remove_if(quiet.metrics.begin(), quiet.metrics.end(),
+                                     [](const auto& m) { return m.first == "restarts"; }),
+                      quiet.metrics.end());
   report.results = {quiet};
   cal = calibrate_from_report(report, "run.json");
   EXPECT_EQ(cal.restarts_from, "failures");
   EXPECT_DOUBLE_EQ(*cal.restore_s, 12.0);
+  // A total of zero over real events is not a cost either: said, not defaulted as "missing".
+  reports::Result instant = r;
+  instant.extra["ledger"]["badput_s"]["detection"] = 0.0;
+  report.results = {instant};
+  cal = calibrate_from_report(report, "run.json");
+  EXPECT_EQ(cal.unmeasured.at("detection"), "badput_s.detection is 0 over 3 failures");
+  EXPECT_TRUE(cal.missing.empty());
 
   report.results.clear();
   EXPECT_THROW(calibrate_from_report(report, "run.json"), Error);
@@ -412,7 +468,24 @@ TEST(Calibration, ReadsPerEventCostsFromTheResilienceLedger) {
     FAIL();
   } catch (const Error& e) {
     EXPECT_EQ(std::string(e.what()),
-              "--calibrate run.json: badput_s.detection is -5: a time or count cannot be negative");
+              "--calibrate run.json: badput_s.detection is -5: a time or count must be a finite number of at "
+              "least 0");
+  }
+  edited = r;
+  edited.extra["ledger"]["failures"] = -2;  // the ledger's own count is checked, not just the metric
+  report.results = {edited};
+  EXPECT_THROW(calibrate_from_report(report, "run.json"), Error);
+  edited = r;
+  edited.extra["ledger"]["badput_s"]["relaunch"] = "abc";  // a garbled field is an error, not "missing"
+  report.results = {edited};
+  try {
+    calibrate_from_report(report, "run.json");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(
+        std::string(e.what()),
+        "--calibrate run.json: result resilience/tiny-dense: $.extra.ledger.badput_s.relaunch: expected a "
+        "number");
   }
   edited = r;
   edited.extra["ledger"]["checkpoints"]["save_blocking_s"] = -30.0;

@@ -110,9 +110,32 @@ TEST(ResilienceExtra, CalibrationReadsWhatAPartialLedgerHas) {
   EXPECT_EQ(t->checkpoint_saves, 5.0);
   EXPECT_FALSE(t->checkpoint_save_blocking_s);
   EXPECT_FALSE(t->badput_s);  // the caller falls back on the summary's
-  r.extra["ledger"]["badput_s"] = {{"detection", 6.0}, {"relaunch", "?"}};
+  r.extra["ledger"]["badput_s"] = {{"detection", 6.0}, {"relaunch", 3.0}};
+  r.extra["ledger"]["failures"] = 2;
   t = find_ledger_recovery_totals(r);
-  EXPECT_EQ(t->badput_s, (std::map<std::string, double>{{"detection", 6.0}}));
+  EXPECT_EQ(t->badput_s, (std::map<std::string, double>{{"detection", 6.0}, {"relaunch", 3.0}}));
+  EXPECT_EQ(t->failures, 2.0);
+  EXPECT_FALSE(t->restarts);
+  // A field that is there but garbled is named, not skipped (calibration would fall back to defaults).
+  r.benchmark = "resilience";
+  r.name = "x";
+  const auto error_of = [&] {
+    try {
+      find_ledger_recovery_totals(r);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  r.extra["ledger"]["badput_s"]["relaunch"] = "?";
+  EXPECT_EQ(error_of(), "result resilience/x: $.extra.ledger.badput_s.relaunch: expected a number");
+  r.extra["ledger"]["badput_s"]["relaunch"] = 3.0;
+  r.extra["ledger"]["restarts"] = "2";
+  EXPECT_EQ(error_of(), "result resilience/x: $.extra.ledger.restarts: expected a number");
+  r.extra["ledger"] = json::array();
+  EXPECT_EQ(error_of(), "result resilience/x: $.extra.ledger: expected an object");
+  r.extra["ledger"] = {{"checkpoints", 5}};
+  EXPECT_EQ(error_of(), "result resilience/x: $.extra.ledger.checkpoints: expected an object");
   write_resilience_extra(r, sample());
   t = find_ledger_recovery_totals(r);
   EXPECT_EQ(t->attempts, 2.0);
