@@ -13,15 +13,6 @@
 namespace fb::reports {
 namespace {
 
-// The strings of a JSON array (anything else: none), for reason lists read from a report.
-std::vector<std::string> slowdown_names(const nlohmann::json& j) {
-  std::vector<std::string> out;
-  if (j.is_array())
-    for (const auto& x : j)
-      if (x.is_string()) out.push_back(x.get<std::string>());
-  return out;
-}
-
 // Each rank's slowdown reasons in one summary.telemetry block ({"ranks": [{"rank", "gpu": {...}}]}).
 std::vector<std::pair<std::size_t, std::vector<std::string>>> rank_slowdowns(const nlohmann::json& tel) {
   std::vector<std::pair<std::size_t, std::vector<std::string>>> out;
@@ -29,7 +20,7 @@ std::vector<std::pair<std::size_t, std::vector<std::string>>> rank_slowdowns(con
   for (std::size_t i = 0; i < tel["ranks"].size(); ++i) {
     const auto& r = tel["ranks"][i];
     if (!r.is_object() || !r.contains("gpu") || !r["gpu"].is_object()) continue;
-    auto reasons = slowdown_names(r["gpu"].value("slowdown_reasons", nlohmann::json()));
+    auto reasons = slowdown_reason_names(r["gpu"].value("slowdown_reasons", nlohmann::json()));
     const auto rank =
         r.contains("rank") && r["rank"].is_number_integer() && r["rank"].get<std::int64_t>() >= 0
             ? r["rank"].get<std::size_t>()

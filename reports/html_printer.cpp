@@ -88,14 +88,37 @@ struct Ordered {
   }
 };
 
+// Results a chart leaves out, so its caption can say so (the tables below list every result).
+struct NotDrawn {
+  std::size_t failed = 0, skipped = 0, no_value = 0;
+  // Counts `r` when it is not drawn; true when it can be.
+  bool drawable(const Result& r, bool has_value) {
+    if (r.status == Status::failed) return ++failed, false;
+    if (r.status == Status::skipped) return ++skipped, false;
+    if (!has_value) return ++no_value, false;
+    return true;
+  }
+  std::string caption() const {
+    std::vector<std::string> parts;
+    if (failed) parts.push_back(fmt::format("{} failed", failed));
+    if (skipped) parts.push_back(fmt::format("{} skipped", skipped));
+    if (no_value) parts.push_back(fmt::format("{} without a value", no_value));
+    if (parts.empty()) return {};
+    return fmt::format("; not drawn: {} (the table lists them)", fmt::join(parts, ", "));
+  }
+};
+
 std::vector<Figure> collective_figures(const std::vector<NamedReport>& reports) {
   Ordered<Ordered<std::vector<svg::Point>>> groups;  // op → series → points
+  std::map<std::string, NotDrawn> left_out;          // op → results not drawn
   for (std::size_t i = 0; i < reports.size(); ++i) {
     for (const auto& r : reports[i].report.results) {
-      if (r.benchmark != "collective" || r.status != Status::ok) continue;
+      if (r.benchmark != "collective") continue;
       const auto bytes = number_at(r.params, "bytes");
       const Metric* bus = r.metric("busbw_gbps");
-      if (!bytes || !(*bytes > 0) || !bus || !std::isfinite(bus->value)) continue;
+      if (!bytes) continue;  // a summary row (avg_busbw), not a message size
+      if (!left_out[first_segment(r.name)].drawable(r, *bytes > 0 && bus && std::isfinite(bus->value)))
+        continue;
       std::string series = string_field(r.params, "dtype");
       if (series.empty()) series = "busbw";
       if (r.name.ends_with("/inplace") || (r.params.contains("inplace") && r.params["inplace"] == true))
@@ -124,22 +147,20 @@ std::vector<Figure> collective_figures(const std::vector<NamedReport>& reports) 
       points += series.items.at(name).size();
     }
     out.push_back({"busbw-" + slug(op),
-                   fmt::format("{}: busbw (nccl-tests definition) per message size, {} point{}", op, points,
-                               points == 1 ? "" : "s"),
+                   fmt::format("{}: busbw (nccl-tests definition) per message size, {} point{}{}", op, points,
+                               points == 1 ? "" : "s", left_out[op].caption()),
                    svg::render(chart)});
   }
   return out;
 }
 
-// system.peak_tflops.<key>[dtype] of the first report that has it.
-std::optional<double> system_peak(const std::vector<NamedReport>& reports, const char* key,
-                                  const std::string& dtype) {
-  for (const auto& nr : reports) {
-    const json& p =
-        nr.report.system.is_object() ? nr.report.system.value("peak_tflops", json::object()) : json();
-    if (p.is_object() && p.contains(key) && p[key].is_object())
-      if (auto v = number_at(p[key], dtype)) return v;
-  }
+// system.peak_tflops.<key>[dtype] of one report; an fp8 variant without a figure of its own takes "fp8", as
+// the peak lookup does (core/hardware_table.cpp).
+std::optional<double> system_peak(const Report& report, const char* key, const std::string& dtype) {
+  const json& p = report.system.is_object() ? report.system.value("peak_tflops", json::object()) : json();
+  if (!p.is_object() || !p.contains(key) || !p[key].is_object()) return std::nullopt;
+  if (auto v = number_at(p[key], dtype)) return v;
+  if (dtype.starts_with("fp8")) return number_at(p[key], "fp8");
   return std::nullopt;
 }
 
@@ -147,35 +168,46 @@ std::vector<Figure> gemm_figures(const std::vector<NamedReport>& reports) {
   // A bar per shape stays readable to about a hundred (the default cuda sweep has 64); past that the
   // caption says how many are left out (the tables list them all).
   constexpr std::size_t kMaxShapes = 96;
+  struct Lines {  // one report's reference lines for a dtype
+    std::optional<double> params_peak, params_mamf, sweep_mamf;
+  };
   struct Group {
     Ordered<int> shapes;                                           // shape label → (unused)
     std::set<std::string> left_out;                                // shapes past kMaxShapes
     std::map<std::pair<std::size_t, std::string>, double> values;  // (report, shape) → TFLOP/s
-    std::optional<double> params_peak, params_mamf;
+    std::map<std::size_t, Lines> lines;                            // report → its lines
+    NotDrawn not_drawn;
   };
   Ordered<Group> groups;  // dtype → shapes
   for (std::size_t i = 0; i < reports.size(); ++i) {
     for (const auto& r : reports[i].report.results) {
-      if (r.benchmark != "gemm" || r.status != Status::ok) continue;
+      if (r.benchmark != "gemm") continue;
       const Metric* tf = r.metric("tflops");
-      if (!tf || !std::isfinite(tf->value)) continue;
       std::string dtype = string_field(r.params, "dtype");
       if (dtype.empty()) dtype = first_segment(r.name);
-      std::string shape = r.name.starts_with(dtype + "/") ? r.name.substr(dtype.size() + 1) : r.name;
       Group& g = groups[dtype];
+      if (!g.not_drawn.drawable(r, tf && std::isfinite(tf->value))) continue;
+      Lines& lines = g.lines[i];
+      // A sweep's DTYPE/mamf result is its best shape again: a line, not a bar beside that shape.
+      if (r.params.contains("best_shape")) {
+        lines.sweep_mamf = tf->value;
+        continue;
+      }
+      std::string shape = r.name.starts_with(dtype + "/") ? r.name.substr(dtype.size() + 1) : r.name;
       if (g.shapes.order.size() >= kMaxShapes && !g.shapes.items.count(shape)) {
         g.left_out.insert(shape);
         continue;
       }
       g.shapes[shape];
       g.values[{i, shape}] = tf->value;
-      if (!g.params_peak) g.params_peak = number_at(r.params, "peak_tflops");
-      if (!g.params_mamf) g.params_mamf = number_at(r.params, "mamf_tflops");
+      if (!lines.params_peak) lines.params_peak = number_at(r.params, "peak_tflops");
+      if (!lines.params_mamf) lines.params_mamf = number_at(r.params, "mamf_tflops");
     }
   }
   std::vector<Figure> out;
   for (const auto& dtype : groups.order) {
     const Group& g = groups.items.at(dtype);
+    if (g.shapes.order.empty()) continue;  // only a sweep's MAMF result: nothing to draw it against
     svg::BarChart chart;
     chart.title = fmt::format("GEMM {}: TFLOP/s per shape (M×N×K)", dtype);
     chart.y_label = "TFLOP/s";
@@ -192,20 +224,44 @@ std::vector<Figure> gemm_figures(const std::vector<NamedReport>& reports) {
       chart.series_names.push_back(run_label(reports, i));
       chart.values.push_back(std::move(vals));
     }
-    auto peak = system_peak(reports, "values", dtype);
-    if (!peak) peak = g.params_peak;
-    auto mamf = system_peak(reports, "mamf", dtype);
-    if (!mamf) mamf = system_peak(reports, "mamf_tflops", dtype);
-    if (!mamf) mamf = g.params_mamf;
-    if (peak) chart.ref_lines.push_back({"peak", *peak});
-    if (mamf) chart.ref_lines.push_back({"MAMF", *mamf});
+    // Each report's own peak and MAMF (its system, else its results' params; a sweep's measured MAMF where
+    // none is published), for the reports with bars here: one line when they agree, one per report when not.
+    std::map<std::string, std::vector<std::pair<std::size_t, double>>>
+        by_kind;  // "peak"/"MAMF" → (report, v)
+    for (const auto& [i, lines] : g.lines) {
+      const Report& report = reports[i].report;
+      auto peak = system_peak(report, "values", dtype);
+      if (!peak) peak = lines.params_peak;
+      auto mamf = system_peak(report, "mamf", dtype);
+      if (!mamf) mamf = system_peak(report, "mamf_tflops", dtype);
+      if (!mamf) mamf = lines.params_mamf;
+      if (!mamf) mamf = lines.sweep_mamf;
+      if (peak) by_kind["peak"].emplace_back(i, *peak);
+      if (mamf) by_kind["MAMF"].emplace_back(i, *mamf);
+    }
     std::string caption = fmt::format("GEMM {}: median TFLOP/s (2·M·N·K per second) per shape", dtype);
-    if (peak) caption += fmt::format("; dense peak {} TFLOP/s", format_value(*peak));
-    if (mamf) caption += fmt::format("; MAMF (best achievable matmul) {} TFLOP/s", format_value(*mamf));
-    if (!peak && !mamf) caption += "; no peak or MAMF for this dtype in the report";
+    const auto add_lines = [&](const std::string& kind, const std::string& what) {
+      const auto it = by_kind.find(kind);
+      if (it == by_kind.end()) return;
+      const auto& list = it->second;
+      const bool agree = std::all_of(list.begin(), list.end(),
+                                     [&](const auto& e) { return e.second == list.front().second; });
+      std::string values;
+      for (const auto& [i, v] : list) {
+        if (agree && !values.empty()) break;
+        const std::string who = agree || reports.size() == 1 ? "" : " (" + run_label(reports, i) + ")";
+        chart.ref_lines.push_back({kind + who, v});
+        values += fmt::format("{}{}{}", values.empty() ? "" : ", ", format_value(v), who);
+      }
+      caption += fmt::format("; {} {} TFLOP/s", what, values);
+    };
+    add_lines("peak", "dense peak");
+    add_lines("MAMF", "MAMF (best achievable matmul)");
+    if (by_kind.empty()) caption += "; no peak or MAMF for this dtype in the report";
     if (!g.left_out.empty())
       caption += fmt::format("; the first {} of {} shapes (the table below lists all)", g.shapes.order.size(),
                              g.shapes.order.size() + g.left_out.size());
+    caption += g.not_drawn.caption();
     out.push_back({"gemm-" + slug(dtype), caption, svg::render(chart)});
   }
   return out;
@@ -298,9 +354,10 @@ std::vector<Figure> resilience_figures(const std::vector<NamedReport>& reports) 
     }
   }
   if (chart.lanes.empty()) return {};
+  chart.marker_legend = "event (tooltip names it)";
   std::string caption =
       "Gantt strip of each job's wall time by category (goodput ledger categories), from the job's start; ▼ "
-      "marks faults injected and failures detected";
+      "marks faults injected, failures and stragglers detected, and ranks drained";
   if (!notes.empty()) caption += ". " + notes;
   return {{"resilience-timeline", caption, svg::render(chart)}};
 }
@@ -389,10 +446,14 @@ std::vector<Figure> telemetry_figures(const std::vector<NamedReport>& reports) {
       lanes[lane].label = lane;
       lanes[lane].spans.push_back({w->from_s, w->to_s, r.benchmark});
     }
+    struct Pending {
+      std::string id, caption;
+      svg::LineChart chart;
+    };
+    std::vector<Pending> pending;  // rendered once the shared time axis is known
     const auto plot = [&](const char* title, const char* unit, std::initializer_list<const char*> keys) {
       svg::LineChart chart;
       chart.title = std::string(title) + suffix;
-      chart.x_label = "time since the run started (s)";
       chart.y_label = unit;
       std::set<std::string> used;
       std::size_t readings = 0, samples = 0;
@@ -473,13 +534,27 @@ std::vector<Figure> telemetry_figures(const std::vector<NamedReport>& reports) {
                                                       : std::string(),
                               interval_ms);
       if (thinned) cadence += fmt::format(", thinned to {} points per rank", kMaxPoints);
-      out.push_back(
+      pending.push_back(
           {slug(fmt::format("telemetry-{}-{}", title, i)),
            fmt::format("{} per rank from {} ({}), {}", title, source, fmt::join(used, ", "), cadence),
-           svg::render(chart)});
+           std::move(chart)});
     };
-    const std::size_t before = out.size();
+    plot("Clock", "MHz", {"sm_clock_mhz", "cpu_mhz"});
+    plot("Temperature", "°C", {"temperature_c"});
+    if (pending.empty()) continue;  // no series at all
     for (const auto& name : lanes.order) timeline.lanes.push_back(std::move(lanes.items.at(name)));
+    // One time axis for the strip and the charts under it: from the run's start (rank 0's sampler clock,
+    // which the windows and the shifted samples share) to the last window or reading, in the strip's unit.
+    double end_s = 0;
+    for (const auto& lane : timeline.lanes)
+      for (const auto& span : lane.spans) end_s = std::max(end_s, span.end_s);
+    for (const auto& p : pending)
+      for (const auto& series : p.chart.series)
+        for (const auto& pt : series.points) end_s = std::max(end_s, pt.x);
+    if (!(end_s > 0) || !std::isfinite(end_s)) end_s = 1;
+    const auto unit = svg::gantt_time_unit(end_s);
+    timeline.t_min = 0;
+    timeline.t_max = end_s;
     if (!timeline.lanes.empty())
       out.push_back(
           {slug(fmt::format("telemetry-timeline-{}", i)),
@@ -487,9 +562,15 @@ std::vector<Figure> telemetry_figures(const std::vector<NamedReport>& reports) {
                (suite ? ", a lane per suite step" : "") +
                "; the clocks and temperatures below share its time axis",
            svg::render(timeline)});
-    plot("Clock", "MHz", {"sm_clock_mhz", "cpu_mhz"});
-    plot("Temperature", "°C", {"temperature_c"});
-    if (out.size() == before + (timeline.lanes.empty() ? 0 : 1)) out.resize(before);  // no series at all
+    for (auto& p : pending) {
+      p.chart.x_label = fmt::format("time since the run started ({})", unit.name);
+      p.chart.x_min = 0;
+      p.chart.x_max = end_s / unit.seconds;
+      if (!timeline.lanes.empty()) p.chart.left = svg::gantt_label_width(timeline);
+      for (auto& series : p.chart.series)
+        for (auto& pt : series.points) pt.x /= unit.seconds;
+      out.push_back({p.id, p.caption, svg::render(p.chart)});
+    }
   }
   return out;
 }
@@ -590,7 +671,8 @@ std::vector<Figure> rank_figures(const std::vector<NamedReport>& reports) {
               (e.second - 1) * 100);
       if (verdict.empty())
         verdict =
-            fmt::format("no rank is more than {:.0f}% slower than the median in most rows", kThreshold * 100);
+            fmt::format("no rank is more than {:.0f}% slower than the median in half of the rows or more",
+                        kThreshold * 100);
       out.push_back({fmt::format("ranks-{}-{}", i + 1, slug(key)),
                      fmt::format("Per-rank {} relative to each row's median ({} row{}): {}", key,
                                  chart.rows.size(), chart.rows.size() == 1 ? "" : "s", verdict),

@@ -284,9 +284,10 @@ std::string render(const LineChart& chart) {
   Canvas c(chart.width, chart.height, chart.title);
   const double lh = legend_height(legend, chart.width);
   draw_legend(c, legend, 46);
-  const Plot p{64, 46 + lh + 6, chart.width - 64.0 - 24, chart.height - (46 + lh + 6) - 50};
+  const Plot p{chart.left, 46 + lh + 6, chart.width - chart.left - 24, chart.height - (46 + lh + 6) - 50};
 
   const bool log = chart.x_axis == XAxis::log2_bytes;
+  const bool fixed = !log && chart.x_min && chart.x_max && *chart.x_max > *chart.x_min;
   double xmin = std::numeric_limits<double>::infinity(), xmax = -xmin, ymax = 0;
   const auto tx = [&](double x) { return log ? std::log2(x) : x; };
   for (const auto& s : chart.series)
@@ -305,6 +306,11 @@ std::string render(const LineChart& chart) {
     if (xmax <= xmin) xmax = xmin + 1;
     const int step = std::max(1, static_cast<int>(std::ceil((xmax - xmin) / 9)));
     for (double e = xmin; e <= xmax + 1e-9; e += step) xticks.push_back(e);
+  } else if (fixed) {
+    xmin = *chart.x_min;
+    xmax = *chart.x_max;
+    for (const double t : nice_ticks(xmin, xmax, 6))
+      if (t >= xmin - 1e-9 * (xmax - xmin) && t <= xmax + 1e-9 * (xmax - xmin)) xticks.push_back(t);
   } else {
     xticks = nice_ticks(xmin, xmax, 6);
     xmin = xticks.front();
@@ -432,6 +438,19 @@ std::string render(const StackedBarChart& chart) {
   return c.finish();
 }
 
+double gantt_label_width(const GanttChart& chart) {
+  // The label column fits the longest lane name up to a third of the chart; longer names are cut to it.
+  std::size_t longest = 0;
+  for (const auto& lane : chart.lanes) longest = std::max(longest, display_width(lane.label));
+  return std::clamp(26 + longest * kCharWidth, 90.0, std::max(90.0, chart.width / 3.0));
+}
+
+TimeUnit gantt_time_unit(double range_s) {
+  if (range_s > 3 * 3600) return {3600, "h"};
+  if (range_s > 180) return {60, "min"};
+  return {1, "s"};
+}
+
 std::string render(const GanttChart& chart) {
   // Categories: the given order first, then any others in order of appearance.
   std::vector<std::string> cats = chart.categories;
@@ -452,13 +471,10 @@ std::string render(const GanttChart& chart) {
   for (const auto& cat : used) legend.push_back({cat, color[cat]});
   bool any_marker = false;
   for (const auto& lane : chart.lanes) any_marker = any_marker || !lane.markers.empty();
-  if (any_marker) legend.push_back({"fault / failure", "#1f2933"});
+  if (any_marker) legend.push_back({chart.marker_legend, "#1f2933"});
 
   const double lh = legend_height(legend, chart.width);
-  // The label column fits the longest lane name up to a third of the chart; longer names are cut to it.
-  std::size_t longest = 0;
-  for (const auto& lane : chart.lanes) longest = std::max(longest, display_width(lane.label));
-  const double label_w = std::clamp(26 + longest * kCharWidth, 90.0, std::max(90.0, chart.width / 3.0));
+  const double label_w = gantt_label_width(chart);
   const auto label_chars = static_cast<std::size_t>(std::max(4.0, (label_w - 20) / kCharWidth));
   const double lane_h = 34, gap = 18;
   const double top = 46 + lh + 10;
@@ -471,12 +487,12 @@ std::string render(const GanttChart& chart) {
     for (const auto& s : lane.spans) t0 = std::min(t0, s.start_s), t1 = std::max(t1, s.end_s);
     for (const auto& m : lane.markers) t0 = std::min(t0, m.t_s), t1 = std::max(t1, m.t_s);
   }
+  if (chart.t_min && chart.t_max) t0 = *chart.t_min, t1 = *chart.t_max;
   if (!std::isfinite(t0)) t0 = 0, t1 = 1;
   if (t1 <= t0) t1 = t0 + 1;
   if (!std::isfinite(t1 - t0)) t0 = 0, t1 = 1;  // spans of absurd times: an empty axis, not NaN coordinates
   const double range = t1 - t0;
-  const double unit = range > 3 * 3600 ? 3600 : range > 180 ? 60 : 1;
-  const char* unit_name = unit == 3600 ? "h" : unit == 60 ? "min" : "s";
+  const auto [unit, unit_name] = gantt_time_unit(range);
   const Plot p{label_w, top, chart.width - label_w - 24, chart.lanes.size() * (lane_h + gap)};
   const auto px = [&](double t) { return p.left + std::clamp((t - t0) / range, 0.0, 1.0) * p.width; };
   const auto ticks = nice_ticks(0, range / unit, 8);

@@ -3,6 +3,7 @@
 // bars, a Gantt strip and a per-rank heat strip. Each render() returns one self-contained <svg> element
 // (inline styles, no scripts, no external fonts) that scales to its container through its viewBox.
 // Charts take plain numbers: deciding what to plot is the printer's job.
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,10 @@ struct LineChart {
   std::vector<RefLine> ref_lines;
   int width = 760;
   int height = 380;
+  // A linear x axis fixed to [x_min, x_max] and a plot area starting at `left`: a chart drawn under a Gantt
+  // strip on its time axis (gantt_label_width, gantt_time_unit) lines up with it.
+  std::optional<double> x_min, x_max;
+  double left = 64;
 };
 
 // Grouped bars: one group per category, one bar per series; NaN = no bar.
@@ -82,7 +87,19 @@ struct GanttChart {
   // Legend order; categories not listed get palette colours after these.
   std::vector<std::string> categories;
   int width = 760;
+  // The time axis, when charts below share it (else the spans' and markers' extent); 0 is "start".
+  std::optional<double> t_min, t_max;
+  std::string marker_legend = "fault / failure";
 };
+
+// Where a Gantt strip's plot area starts (after its lane labels), and the unit of its time axis for a range
+// of `range_s` seconds (1 s, 60 s or 3600 s, with its name), for a chart that shares that axis.
+double gantt_label_width(const GanttChart& chart);
+struct TimeUnit {
+  double seconds;
+  const char* name;
+};
+TimeUnit gantt_time_unit(double range_s);
 
 // Rows of per-rank values expressed as slowness relative to the row's median (1 = median, 1.2 = 20%
 // slower). Cells above 1 + threshold are outlined: a straggler shows up as an outlined column.

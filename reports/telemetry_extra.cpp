@@ -26,15 +26,21 @@ std::optional<TelemetryWindow> find_telemetry_window(const Result& r) {
   return TelemetryWindow{*from, *to};
 }
 
+std::vector<std::string> slowdown_reason_names(const nlohmann::json& list) {
+  std::vector<std::string> out;
+  if (list.is_array())
+    for (const auto& x : list)
+      if (x.is_string() && x.get<std::string>() != "sw_power_cap") out.push_back(x.get<std::string>());
+  return out;
+}
+
 std::optional<GpuSlowdown> find_gpu_slowdown(const Result& r) {
   if (!has_telemetry_extra(r)) return std::nullopt;
   const auto& t = r.extra.at("telemetry");
   if (!t.is_object() || !t.contains("gpu") || !t.at("gpu").is_object()) return std::nullopt;
   const auto& g = t.at("gpu");
   GpuSlowdown s;
-  if (g.contains("slowdown_reasons") && g.at("slowdown_reasons").is_array())
-    for (const auto& x : g.at("slowdown_reasons"))
-      if (x.is_string()) s.reasons.push_back(x.get<std::string>());
+  s.reasons = slowdown_reason_names(g.value("slowdown_reasons", nlohmann::json()));
   if (s.reasons.empty()) return std::nullopt;
   if (g.contains("slowdown_ranks") && g.at("slowdown_ranks").is_array())
     for (const auto& x : g.at("slowdown_ranks"))

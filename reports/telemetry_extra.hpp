@@ -30,6 +30,11 @@ struct TelemetryWindow {
 };
 std::optional<TelemetryWindow> find_telemetry_window(const Result& r);
 
+// The names telemetry's "slowdown_reasons" may hold, as a reader takes them: all but power capping
+// (sw_power_cap), which is the board holding its budget, not a slowdown (docs/reports.md), even in a report
+// written by hand that lists it.
+std::vector<std::string> slowdown_reason_names(const nlohmann::json& list);
+
 // A GPU slowdown (hw_slowdown, sw/hw thermal, hw power brake: telemetry's "slowdown_reasons") during the
 // result's window, from extra.telemetry.gpu; nullopt when none was seen (or there was no GPU telemetry).
 struct GpuSlowdown {

@@ -29,7 +29,8 @@ say() { echo "local-cluster: $*"; }
 die() { echo "local-cluster: $*" >&2; exit 3; }
 
 SUDO=""
-if [ "$(id -u)" -ne 0 ]; then
+# `env` only prints a path: any user may eval it.
+if [ "$(id -u)" -ne 0 ] && [ "${1:-}" != env ]; then
   command -v sudo >/dev/null || die "must run as root (slurmd needs it) or with sudo"
   SUDO=sudo
 fi
@@ -221,6 +222,6 @@ case "${1:-}" in
   start) start ;;
   stop) stop_daemons ;;
   status) status ;;
-  env) echo "export SLURM_CONF=$CONF" ;;
+  env) printf 'export SLURM_CONF=%q\n' "$CONF" ;;
   *) echo "usage: $0 start|stop|status|env" >&2; exit 2 ;;
 esac

@@ -140,7 +140,7 @@ done
 if [ "$RC" -eq 0 ] && [ "$state" = COMPLETED ]; then
   ok "sbatch train-requeue.sbatch: job $rjob completed after a requeue"
   [ "$(job_field Restarts)" = 1 ] && ok "requeued once" || fail "restarts: $(job_field Restarts)"
-  grep -q "requeueing job $rjob" "$T/requeue-$rjob.out" && grep -q "attempt 1: training finished" "$T/requeue-$rjob.out" \
+  grep -q "requeueing job $rjob" "$T/requeue-$rjob.out" && grep -q "attempt 2: training finished" "$T/requeue-$rjob.out" \
     && ok "the script requeued after the crash and the second run finished" \
     || fail "requeue script output: $(tail -5 "$T/requeue-$rjob.out")"
   validate "$T/run-requeue/train-report-1.json"

@@ -159,4 +159,15 @@ time_limit_case rq_time_digits 1 step-99999998 step-100000000
   && [ "$(cat "$T/rq_time_digits-run/requeued-failures-42")" = 2 ] \
   && ok "train-requeue: step-100000000 saved after step-99999998 is progress" \
   || fail "rq_time_digits: exit $RC: $(cat "$T/rq_time_digits.out" "$T/rq_time_digits.calls")"
+
+# local-cluster.sh env: a path with a space survives the eval, and no root is needed to print it.
+conf=$(FB_SLURM_DIR="$T/x y" bash -c 'eval "$("$1" env)" && printf "%s" "$SLURM_CONF"' _ "$FB_SOURCE_DIR/scripts/slurm/local-cluster.sh" 2>&1)
+[ "$conf" = "$T/x y/slurm.conf" ] && ok "local-cluster.sh env quotes a path with a space" \
+  || fail "local-cluster.sh env: SLURM_CONF became '$conf'"
+if command -v setpriv >/dev/null && [ "$(id -u)" -eq 0 ]; then
+  # The script on stdin: the checkout's path need not be readable by that user.
+  out=$(setpriv --reuid=65534 --regid=65534 --clear-groups bash -s env <"$FB_SOURCE_DIR/scripts/slurm/local-cluster.sh" 2>&1)
+  [ "$out" = "export SLURM_CONF=/tmp/factorybench-slurm/slurm.conf" ] && ok "local-cluster.sh env needs no root" \
+    || fail "local-cluster.sh env as nobody: $out"
+fi
 finish

@@ -428,6 +428,14 @@ std::size_t count(const std::string& text, const std::string& what) {
   return n;
 }
 
+// The <figure> whose caption starts with `caption` (empty when there is none).
+std::string figure_with(const std::string& html, const std::string& caption) {
+  const auto at = html.find("<figcaption>" + caption);
+  if (at == std::string::npos) return "";
+  const auto from = html.rfind("<figure", at);
+  return html.substr(from, html.find("</figure>", at) - from);
+}
+
 TEST(ReportHtml, OneSvgPerChartAndSelfContained) {
   std::vector<Result> results;
   for (const std::uint64_t bytes : {1024u, 4096u, 16384u}) {
@@ -456,6 +464,38 @@ TEST(ReportHtml, OneSvgPerChartAndSelfContained) {
   EXPECT_EQ(count(html, "https://"), 0u);
   EXPECT_EQ(count(html, "http://"), count(html, "http://www.w3.org/2000/svg"));  // only the SVG namespace
   EXPECT_NE(html.find("rank 2 is more than 5% slower than the median in 3 of 3 rows"), std::string::npos);
+}
+
+// GEMM reference lines: an fp8 variant takes the "fp8" figures, a sweep's MAMF result is a line (not a bar),
+// each report's own peak is drawn when reports differ, and what is not drawn is counted in the caption.
+TEST(ReportHtml, GemmLinesPerReportAndWhatIsNotDrawn) {
+  auto fp8 = result("gemm", "fp8_e4m3/64x64x64", {{"tflops", metric(900, Better::higher, "TFLOP/s")}},
+                    {{"dtype", "fp8_e4m3"}});
+  auto a = run("a", {fp8});
+  a.system["peak_tflops"] = {{"values", {{"fp8", 1979.0}}}, {"mamf", {{"fp8", 1453.4}}}};
+  std::string html = render_html({{"a.json", a}});
+  std::string fig = figure_with(html, "GEMM fp8_e4m3");
+  EXPECT_NE(fig.find("dense peak 1979 TFLOP/s; MAMF (best achievable matmul) 1453.4 TFLOP/s"),
+            std::string::npos)
+      << fig;
+
+  auto shape = result("gemm", "fp32/64x64x64", {{"tflops", metric(0.2, Better::higher, "TFLOP/s")}},
+                      {{"dtype", "fp32"}, {"peak_tflops", 0.25}});
+  auto mamf = result("gemm", "fp32/mamf", {{"tflops", metric(0.2, Better::higher, "TFLOP/s")}},
+                     {{"dtype", "fp32"}, {"best_shape", "fp32/64x64x64"}});
+  auto failed = result("gemm", "fp32/128x64x64", {{"tflops", metric(0.1, Better::higher, "TFLOP/s")}},
+                       {{"dtype", "fp32"}});
+  failed.status = Status::failed;
+  auto skipped = result("gemm", "fp32/256x64x64", {}, {{"dtype", "fp32"}});
+  skipped.status = Status::skipped;
+  auto other = result("gemm", "fp32/64x64x64", {{"tflops", metric(0.21, Better::higher, "TFLOP/s")}},
+                      {{"dtype", "fp32"}, {"peak_tflops", 0.3}});
+  html = render_html({{"b.json", run("b", {shape, mamf, failed, skipped})}, {"c.json", run("c", {other})}});
+  fig = figure_with(html, "GEMM fp32");
+  EXPECT_NE(fig.find("dense peak 0.25 (b), 0.3 (c) TFLOP/s"), std::string::npos) << fig;
+  EXPECT_NE(fig.find("MAMF (best achievable matmul) 0.2 TFLOP/s"), std::string::npos) << fig;
+  EXPECT_NE(fig.find("not drawn: 1 failed, 1 skipped (the table lists them)"), std::string::npos) << fig;
+  EXPECT_EQ(fig.find(">mamf<"), std::string::npos) << "the sweep's MAMF is a line, not a bar";
 }
 
 // A train run's Markdown has its step breakdown and the collectives of a step beside the metrics table; a
@@ -543,18 +583,31 @@ TEST(ReportHtml, TelemetryTimelineWithClocksAndTemperatureUnderIt) {
   EXPECT_NE(html.find("Temperature per rank from summary.telemetry.ranks[].series (gpu.temperature_c)"),
             std::string::npos);
   EXPECT_EQ(count(html, "<figure class=\"chart\""), count(html, "<svg "));
+  // One time axis: a window's start on the strip and a reading at that moment in the chart under it are at
+  // the same x (b starts at 0.7 s; rank 1's first reading, shifted by its 0.5 s later start, is at 0.5 s).
+  const auto x_of = [&](const std::string& figure, const std::string& title) {
+    const auto at = figure.find(title);
+    const auto circle = figure.rfind("<circle", at), rect = figure.rfind("<rect", at);
+    const bool is_circle = circle != std::string::npos && (rect == std::string::npos || circle > rect);
+    const auto x = figure.find(is_circle ? "cx=\"" : "x=\"", is_circle ? circle : rect);
+    return std::stod(figure.substr(figure.find('"', x) + 1));
+  };
+
+  const std::string strip = figure_with(html, "Each result&apos;s measured window");
+  const std::string clock = figure_with(html, "Clock per rank");
+  ASSERT_FALSE(strip.empty());
+  ASSERT_FALSE(clock.empty());
+  const double strip_left = x_of(strip, "<title>gemm: 0.10"),
+               strip_07 = x_of(strip, "<title>collective: 0.70");
+  const double clock_0 = x_of(clock, "<title>rank 0: 0 →"), clock_05 = x_of(clock, "<title>rank 1: 0.5 →");
+  // From the run's start: the strip's 0.1 s and 0.7 s, the chart's 0 s and 0.5 s, on one scale.
+  const double per_s = (strip_07 - strip_left) / 0.6;
+  EXPECT_NEAR(clock_05 - clock_0, 0.5 * per_s, 0.2);
+  EXPECT_NEAR(strip_left - clock_0, 0.1 * per_s, 0.2);
   // Without series (--telemetry summary) there is nothing to plot over time.
   rep.summary["telemetry"]["ranks"][0].erase("series");
   rep.summary["telemetry"]["ranks"][1].erase("series");
   EXPECT_EQ(render_html({{"r.json", rep}}).find("Benchmark timeline"), std::string::npos);
-}
-
-// The <figure> whose caption starts with `caption` (empty when there is none).
-std::string figure_with(const std::string& html, const std::string& caption) {
-  const auto at = html.find("<figcaption>" + caption);
-  if (at == std::string::npos) return "";
-  const auto from = html.rfind("<figure", at);
-  return html.substr(from, html.find("</figure>", at) - from);
 }
 
 // A column read less often than the sampling (the host clock from /proc/cpuinfo, once a second, on a VM) is
@@ -663,6 +716,12 @@ TEST(ReportPrinters, GpuSlowdownIsAWarning) {
   EXPECT_NE(html.find("<b>Warning:</b> " + run_line), std::string::npos);
   const std::string summary = render_summary({{"r.json", rep}});
   EXPECT_NE(summary.find("GPU slowdown: hw_thermal_slowdown (rank 3)"), std::string::npos) << summary;
+
+  // Power capping listed among the slowdowns (a hand-written report) is still not one (docs/reports.md).
+  auto capped = b;
+  capped.extra["telemetry"]["gpu"]["slowdown_reasons"] = {"sw_power_cap"};
+  capped.extra["telemetry"]["gpu"]["slowdown_ranks"] = {0};
+  EXPECT_EQ(render_markdown({{"c.json", run("c", {capped})}}).find("slowdown"), std::string::npos);
 
   // No slowdown: no warning anywhere.
   a.extra["telemetry"]["gpu"]["slowdown_reasons"] = nlohmann::json::array();
