@@ -334,6 +334,22 @@ Parsed parse_text(const std::string& text, const std::string& source) {
   std::size_t lineno = 0;
   std::smatch m;
   const auto current = [&]() -> Test* { return p.tests.empty() ? nullptr : &p.tests.back(); };
+  // nccl-tests prints a row's size, count, type, redop and root before it runs that size: a failure there
+  // leaves that half row, followed by the failure line (on the same line or a later one), and a file cut
+  // mid-row ends in one. Anything else after a short row is a garbled table.
+  struct ShortRow {
+    std::size_t line, columns;
+  };
+  std::optional<ShortRow> short_row;
+  const auto refuse_short_row = [&] {
+    if (short_row)
+      throw input_error(fmt::format("{}:{}: {} columns where the header has {}", source, short_row->line,
+                                    short_row->columns, layout->columns));
+  };
+  const auto is_failure_line = [](const std::string& l) {
+    return l.find("Test NCCL failure") != std::string::npos ||
+           l.find("Test CUDA failure") != std::string::npos || l.find(": Test failure") != std::string::npos;
+  };
   while (std::getline(in, line)) {
     ++lineno;
     if (!line.empty() && line.back() == '\r') line.pop_back();
@@ -343,14 +359,21 @@ Parsed parse_text(const std::string& text, const std::string& source) {
     const bool comment =
         line.find_first_not_of(' ') != std::string::npos && line[line.find_first_not_of(' ')] == '#';
     // Inside a table any line that starts with a number is a row (a negative or fractional size is a
-    // garbled row, refused below, not a line to skip).
-    if (!comment && !t.empty() && (is_integer(t[0]) || (open && looks_like_a_row(t[0])))) {
+    // garbled row, refused below, not a line to skip); one that also holds a failure is the half row the
+    // failed size printed, read as the failure below.
+    if (!comment && !t.empty() && (is_integer(t[0]) || (open && looks_like_a_row(t[0]))) &&
+        !(open && is_failure_line(line))) {
       if (!open) continue;  // a number outside a table (pids, log lines)
       Row row;
       row.line = lineno;
       // hypercube_perf passes "" as its reduction (src/hypercube.cu), which "%6s" prints as blanks.
       if (t.size() + 1 == layout->columns && layout->redop && current()->op == "hypercube")
         t.insert(t.begin() + static_cast<std::ptrdiff_t>(*layout->redop), "none");
+      refuse_short_row();  // a row after a short one: the short one was garbled, not a stop
+      if (t.size() < layout->columns) {
+        short_row = ShortRow{lineno, t.size()};
+        continue;
+      }
       // More columns than the header is two rows run together (or a garbled one): refused, since reading
       // the first would silently drop the second and its #wrong.
       if (t.size() != layout->columns)
@@ -426,6 +449,10 @@ Parsed parse_text(const std::string& text, const std::string& source) {
       continue;
     }
     // Everything else: the header, metadata, NCCL INFO and launcher lines.
+    if (short_row && !is_failure_line(line) &&
+        (std::regex_search(line, m, kAvg) || parse_header(t) ||
+         (comment && parse_header(split_ws(line.substr(line.find('#') + 1))))))
+      refuse_short_row();  // the table went on past it
     if (auto l = parse_header(comment ? split_ws(line.substr(line.find('#') + 1)) : t)) {
       layout = l;
       open = true;
@@ -457,9 +484,8 @@ Parsed parse_text(const std::string& text, const std::string& source) {
     }
     // nccl-tests' own failure lines (src/common.h): "<host>: Test NCCL failure common.cu:1005 '...'",
     // "Test CUDA failure ...", " .. <host> pid N: Test failure common.cu:891". The sweep stopped there.
-    if (line.find("Test NCCL failure") != std::string::npos ||
-        line.find("Test CUDA failure") != std::string::npos ||
-        line.find(": Test failure") != std::string::npos) {
+    if (is_failure_line(line)) {
+      short_row.reset();  // the size that failed
       if (current() && !current()->aborted) {
         std::string what = line.substr(line.find_first_not_of(' '));
         if (what.size() > 200) what = what.substr(0, 200) + "...";
@@ -501,7 +527,8 @@ Parsed parse_text(const std::string& text, const std::string& source) {
       program = ascii(m[1]);
       program_from = "\"Collective test starting:\"";
       program_stated = true;
-      if (current() && open) current()->unfinished = true;
+      if (current() && open) current()->unfinished = true;  // a short row there: the size it stopped in
+      short_row.reset();
       open = false;
     } else if (line.find("Collective test concluded") != std::string::npos) {
       open = false;
@@ -524,7 +551,7 @@ Parsed parse_text(const std::string& text, const std::string& source) {
       }
     }
   }
-  if (current() && open) current()->unfinished = true;
+  if (current() && open) current()->unfinished = true;  // a short last row: the file was cut in it
   std::erase_if(p.tests, [](const Test& t) { return t.rows.empty(); });
   if (p.tests.empty())
     throw input_error(source +

@@ -99,6 +99,32 @@ TEST(ImportNcclTests, StoppedAndUnfinishedTables) {
       *run.error,
       "nccl-tests stopped: crash.txt:15: node01: Test NCCL failure common.cu:1005 'unhandled cuda error / '");
   EXPECT_FALSE(stopped.summary["import"][0]["ops"][0].contains("unfinished"));
+  // nccl-tests prints a size's first columns before running it: a failure leaves that half row, with the
+  // failure glued on or on the next line; a file cut inside a row ends in part of one. The rows before
+  // it are kept.
+  const std::string rows = std::string(kText).substr(0, std::string(kText).find("# Out of bounds"));
+  const std::string half = "       16384          4096  bfloat16    none      -1";
+  for (const std::string& sep : {std::string(""), std::string("\n")}) {
+    const Report glued = import_nccl_tests(
+        rows + half + sep + "node01: Test NCCL failure common.cu:1279 'unhandled system error'\n",
+        "half.txt");
+    ASSERT_EQ(glued.results.size(), 5u) << sep.size();
+    EXPECT_EQ(glued.results.back().status, Status::failed);
+    EXPECT_NE(glued.results.back().error->find("Test NCCL failure common.cu:1279"), std::string::npos);
+  }
+  for (const std::string& cut_row :
+       {half, std::string("       16384          4096  bfloat16    none      -1    31.0")}) {
+    const Report in_row = import_nccl_tests(rows + cut_row, "cut-row.txt");
+    EXPECT_EQ(in_row.results.size(), 4u);
+    EXPECT_EQ(in_row.summary["import"][0]["ops"][0]["unfinished"], "cut-row.txt:11");
+  }
+  // A short row with the table going on after it is garbled, not a stop.
+  try {
+    import_nccl_tests(rows + half + "\n" + rows.substr(rows.find("        4096")), "short.txt");
+    ADD_FAILURE() << "a short row inside a table was taken";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "short.txt:15: 5 columns where the header has 13");
+  }
   // The whole file, closed as nccl-tests closes it: neither.
   const Report whole = import_nccl_tests(kText, "ag.txt");
   EXPECT_FALSE(whole.summary["import"][0]["ops"][0].contains("unfinished"));
