@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <iterator>
 #include <map>
 #include <numeric>
 #include <sstream>
@@ -137,9 +138,11 @@ Run parse_log(const MlperfLog& log) {
     try {
       e = json::parse(event);
     } catch (const json::exception&) {
-      // The last line of a log without its newline, cut in the middle: the run was cut short (a crash, a
-      // full disk), which fails the run; anywhere else a malformed line is a garbled log.
-      if (in.peek() == std::char_traits<char>::eof() && !log.text.ends_with('\n')) {
+      // The last line of a log, cut in the middle: the run was cut short (a crash, a full disk), which fails
+      // the run. A launcher that relays a killed job's output often ends that partial line with a newline,
+      // so only blank lines may follow. Anywhere else a malformed line is a garbled log.
+      const std::string rest(std::istreambuf_iterator<char>(in), {});
+      if (rest.find_first_not_of(" \t\r\n") == std::string::npos) {
         run.cut = fmt::format("{}:{}", log.source, lineno);
         break;
       }
@@ -166,6 +169,8 @@ Run parse_log(const MlperfLog& log) {
                                       log.source, lineno, key, t));
       return t;
     };
+    time_ms();  // every event's stamp is checked, not only those the score reads: a garbled one is a garbled
+                // log
     // The figures the score is made of: a value that is not a finite number (null, "high", NaN) is a
     // garbled log, refused rather than skipped (which would report the previous accuracy as the last).
     const auto finite = [&](const json& v) {

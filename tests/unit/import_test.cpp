@@ -808,11 +808,28 @@ TEST(ImportMlperf, UnfinishedRunAndBadLines) {
   EXPECT_EQ(rep.results[0].status, Status::failed);
   EXPECT_EQ(*rep.results[0].error, "no run_stop event (the run did not finish)");
   try {
-    import_mlperf({{"bad.log", run_log(10) + ":::MLLOG {not json\n"}});
+    import_mlperf(
+        {{"bad.log", run_log(10) + ":::MLLOG {not json\n" + mllog("eval_accuracy", "0.7", 1.7e12)}});
     FAIL();
   } catch (const Error& e) {
     EXPECT_EQ(std::string(e.what()),
               "bad.log:10: malformed :::MLLOG line (expected a JSON object after the tag)");
+  }
+  // The last line cut in the middle is a run cut short (the run fails), with or without the newline a
+  // launcher adds to a killed job's partial line, and with blank lines after it.
+  const std::string cut_event = R"(:::MLLOG {"namespace": "", "time_ms": 1700000005000, "event_type": "POI)";
+  for (const std::string tail : {"", "\n", "\n\n  \n"}) {
+    const Report cut = import_mlperf({{"cut.log", run_log(10, "") + cut_event + tail}});
+    EXPECT_EQ(cut.results[0].status, Status::failed) << tail.size();
+    EXPECT_EQ(*cut.results[0].error,
+              "the log ends in the middle of an event at cut.log:9: the run was cut short");
+  }
+  // Every event's time is a number, not only the ones the score reads.
+  for (const char* stamp : {"null", "\"123\"", "true"}) {
+    std::string log = run_log(10);
+    const auto at = log.find("1700000004000");
+    log.replace(at, 13, stamp);
+    EXPECT_THROW(import_mlperf({{"t.log", log}}), Error) << stamp;
   }
   EXPECT_THROW(import_mlperf({{"none.log", "no mllog here\n"}}), Error);
 }
