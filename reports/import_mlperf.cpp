@@ -140,9 +140,10 @@ Run parse_log(const MlperfLog& log) {
     } catch (const json::exception&) {
       // The last line of a log, cut in the middle: the run was cut short (a crash, a full disk), which fails
       // the run. A launcher that relays a killed job's output often ends that partial line with a newline,
-      // so only blank lines may follow. Anywhere else a malformed line is a garbled log.
+      // so only blank lines may follow. Anywhere else (or as the only event) a malformed line is a garbled
+      // log.
       const std::string rest(std::istreambuf_iterator<char>(in), {});
-      if (rest.find_first_not_of(" \t\r\n") == std::string::npos) {
+      if (events > 0 && rest.find_first_not_of(" \t\r\n") == std::string::npos) {
         run.cut = fmt::format("{}:{}", log.source, lineno);
         break;
       }

@@ -131,7 +131,10 @@ int run_attention(const AttentionCliOptions& cli, Session& session) {
   // request of hours (--seq 1M, --head-dim 1024 at --seq 8K) is refused at once, as gemm and simulate refuse
   // runaway work, rather than running silently inside one shape.
   if (kind == BackendKind::host && backend_known) {
-    const double passes = static_cast<double>(cli.iters + cli.warmup + (cli.no_check ? 0 : 1));
+    // A pass is a forward and a backward: warm-up and timed iterations, the check's, and the forward
+    // that refreshes each buffer set used before the backward loop (counted as half a pass: a forward is
+    // well under half of the pair's work).
+    const double passes = 1.5 * static_cast<double>(cli.iters + cli.warmup) + (cli.no_check ? 0 : 1);
     double work = 0;
     for (const auto& c : cases) {
       const double s = static_cast<double>(c.shape.seq);
