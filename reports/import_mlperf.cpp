@@ -114,7 +114,8 @@ std::string strict_json(std::string_view text, bool& nonfinite) {
 Run parse_log(const MlperfLog& log) {
   Run run;
   run.source = log.source;
-  std::istringstream in(log.text);
+  // A UTF-8 byte order mark (a file saved by a Windows editor) is not part of the log.
+  std::istringstream in(log.text.starts_with("\xEF\xBB\xBF") ? log.text.substr(3) : log.text);
   std::string line;
   std::size_t lineno = 0, events = 0;
   while (std::getline(in, line)) {

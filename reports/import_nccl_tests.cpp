@@ -105,8 +105,12 @@ struct Test {
   bool unfinished = false;  // no closing "Avg bus bandwidth" line: the run did not finish, or the file is cut
 };
 
+// The newest -J format version this reader was written against (nccl-tests 2.19 writes 3).
+constexpr std::int64_t kKnownJsonVersion = 3;
+
 struct Parsed {
   std::string source, format, tests_version, nccl_version;
+  bool newer_format = false;  // a -J version past kKnownJsonVersion
   std::vector<Test> tests;
   std::map<int, Device> devices;  // by rank (JSON: each process's first rank)
   RankList ranks;                 // every rank listed
@@ -590,7 +594,15 @@ Parsed parse_json(const std::string& text, const std::string& source) {
   const Node root{{j, "$", source}};
   if (!j.is_object()) root.fail("expected an object (nccl-tests -J output)");
   p.format = "nccl-tests JSON";
-  if (root.has("version")) p.format += " v" + j["version"].dump();
+  if (root.has("version")) {
+    // Versions 1 to 3 (nccl-tests 2.19) are the ones this reader knows; a later one is read the same way,
+    // and the import says so (summary.import[].newer_format, and a warning).
+    if (!j["version"].is_number_integer() || j["version"].get<std::int64_t>() < 1)
+      root.at("version").fail(
+          fmt::format("expected a format version of at least 1, got {}", j["version"].dump()));
+    p.format += " v" + j["version"].dump();
+    if (j["version"].get<std::int64_t>() > kKnownJsonVersion) p.newer_format = true;
+  }
   Test test;
   if (root.has("args") && j["args"].is_array() && !j["args"].empty() && j["args"][0].is_string()) {
     test.op = nccl_tests_op_name(j["args"][0].get<std::string>());
@@ -701,6 +713,9 @@ Parsed parse_json(const std::string& text, const std::string& source) {
         test.avg_key = key;
       }
   }
+  // nccl-tests writes the average after the last size: without it the run did not finish, as a text table
+  // without its "Avg bus bandwidth" line.
+  if (!test.avg_busbw) test.unfinished = true;
   if (root.has("out_of_bounds")) {
     const Node oob = root.at("out_of_bounds");
     oob.object();
@@ -885,9 +900,11 @@ Report import_nccl_tests(const std::vector<NcclTestsFile>& files, const NcclTest
   }
   std::vector<Parsed> parsed;
   for (const auto& f : files) {
-    const auto first = f.text.find_first_not_of(" \t\r\n");
-    parsed.push_back(first != std::string::npos && f.text[first] == '{' ? parse_json(f.text, f.source)
-                                                                        : parse_text(f.text, f.source));
+    // A UTF-8 byte order mark (a file saved by a Windows editor) is not part of the output.
+    const std::string text = f.text.starts_with("\xEF\xBB\xBF") ? f.text.substr(3) : f.text;
+    const auto first = text.find_first_not_of(" \t\r\n");
+    parsed.push_back(first != std::string::npos && text[first] == '{' ? parse_json(text, f.source)
+                                                                      : parse_text(text, f.source));
     resolve_ops(parsed.back(), options);
     check_figures(parsed.back());
   }
@@ -983,6 +1000,11 @@ Report import_nccl_tests(const std::vector<NcclTestsFile>& files, const NcclTest
       }
     }
     json item = {{"source", p.source}, {"format", p.format}, {"ops", ops}, {"rows", rows}};
+    if (p.newer_format)
+      item["newer_format"] = fmt::format(
+          "newer than the -J format versions 1 to {} this import knows; read as "
+          "version {}",
+          kKnownJsonVersion, kKnownJsonVersion);
     if (!p.tests_version.empty()) item["nccl_tests_version"] = p.tests_version;
     item["nccl"] = p.nccl_version.empty() ? "unknown" : p.nccl_version;
     item["world_size"] = p.world() ? json(*p.world()) : json();

@@ -72,7 +72,10 @@ int run_import(const ImportOptions& opt, Session& session) {
     // A table without its closing lines may be a run that died with its error on stderr, or a file cut
     // short: the rows are kept, and the doubt is said.
     if (session.is_root())
-      for (const auto& file : imported.summary["import"])
+      for (const auto& file : imported.summary["import"]) {
+        if (file.contains("newer_format"))
+          log::warn("{}: {} is {}", file["source"].get<std::string>(), file["format"].get<std::string>(),
+                    file["newer_format"].get<std::string>());
         for (const auto& op : file["ops"]) {
           if (op.contains("shape_says"))
             log::warn(
@@ -82,10 +85,12 @@ int run_import(const ImportOptions& opt, Session& session) {
                 op["op"].get<std::string>());
           if (op.contains("unfinished"))
             log::warn(
-                "{}: the {} table has no closing \"Avg bus bandwidth\" line: nccl-tests did not finish "
-                "it, or the file is cut; its rows are imported, the sizes after them are missing",
+                "{}: the {} table has no closing average (its \"Avg bus bandwidth\" line, or the -J file's "
+                "average_bus_bandwidth): nccl-tests did not finish it, or the file is cut; its rows are "
+                "imported, the sizes after them are missing",
                 op["unfinished"].get<std::string>(), op["op"].get<std::string>());
         }
+      }
     return finish_import(session, std::move(imported));
   }
   std::vector<reports::MlperfLog> logs;

@@ -1,6 +1,7 @@
 // factorybench: one binary, one subcommand per file. Only this file turns errors into exit codes:
 // 0 success, 1 a benchmark failed its check or gate, 2 usage or input error, 3 runtime failure.
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -9,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
 #include "core/error.hpp"
@@ -49,6 +51,34 @@ int main(int argc, char** argv) {
       print_error(std::string("unknown subcommand '") + argv[1] + "' (expected one of " +
                   command_names(commands) + ")");
     return 2;
+  }
+  // A command made of subcommands (import nccl-tests|mlperf): a missing or unknown one is named with the
+  // choices, not CLI11's "A subcommand is required".
+  if (argc > 1 && argv[1][0] != '-') {
+    const CLI::App* cmd = app.get_subcommand(argv[1]);
+    const auto subs = cmd->get_subcommands([](const CLI::App*) { return true; });
+    if (!subs.empty()) {
+      std::string names;
+      bool known = false;
+      for (const auto* sub : subs) {
+        names += (names.empty() ? "" : ", ") + sub->get_name();
+        for (int a = 2; a < argc; ++a) known = known || sub->get_name() == argv[a];
+      }
+      // Global options may come between the command and its format: only a line with no format at all
+      // is answered here.
+      const bool help = std::any_of(argv + 2, argv + argc, [](const char* a) {
+        return std::string_view(a) == "--help" || std::string_view(a) == "-h";
+      });
+      if (!known && !help) {
+        if (root)
+          print_error(
+              argc > 2 && argv[2][0] != '-'
+                  ? fmt::format("unknown {} format '{}' (expected one of {})", argv[1], argv[2], names)
+                  : fmt::format("{} needs a format: one of {} (e.g. factorybench {} {} --help)", argv[1],
+                                names, argv[1], subs.front()->get_name()));
+        return 2;
+      }
+    }
   }
   try {
     app.parse(argc, argv);

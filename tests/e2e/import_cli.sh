@@ -118,7 +118,24 @@ expect_error bad_json 2 'bad.json: \$\.results\[0\]\.out_of_place\.time: expecte
 printf ':::MLLOG {oops\n' >"$T/bad.log"
 expect_error bad_log 2 'bad.log:1: malformed :::MLLOG line' fb import mlperf "$T/bad.log"
 expect_error no_file 2 'nope.txt' fb import nccl-tests "$T/nope.txt"
-expect_error no_kind 2 'subcommand is required' fb import
+expect_error no_kind 2 '^factorybench: error: import needs a format: one of nccl-tests, mlperf' fb import
+expect_error unknown_kind 2 "^factorybench: error: unknown import format 'nccl' \\(expected one of nccl-tests, mlperf\\)" fb import nccl x.txt
+# A byte order mark (a file saved by a Windows editor) is not part of the output.
+printf '\xef\xbb\xbf' >"$T/bom.txt"
+cat "$FB_SOURCE_DIR/tests/data/nccl_tests_allreduce_h100.txt" >>"$T/bom.txt"
+run_capture bom fb import nccl-tests "$T/bom.txt" -o "$T/bom.json"
+[ "$RC" -eq 0 ] && validate "$T/bom.json" && ok "a file with a byte order mark imports" || fail "bom: exit $RC: $(cat "$T/bom.err")"
+# A -J file of a format version past the known ones is read, and said to be newer.
+sed 's/"version": 2/"version": 7/' "$FB_SOURCE_DIR/tests/data/nccl_tests_allreduce_h100.json" >"$T/v7.json"
+run_capture v7 fb import nccl-tests "$T/v7.json" -o "$T/v7.json.out"
+[ "$RC" -eq 0 ] && grep -q "v7.json: nccl-tests JSON v7 is newer than the -J format versions 1 to 3" "$T/v7.err" \
+  && ok "a newer -J format version is read with a warning" || fail "v7: exit $RC: $(cat "$T/v7.err")"
+# -J without its closing average: the run did not finish, as a text table without its Avg line.
+python3 -c "import json,sys; d=json.load(open(sys.argv[1])); d.pop('average_bus_bandwidth'); json.dump(d, open(sys.argv[2], 'w'))" \
+  "$FB_SOURCE_DIR/tests/data/nccl_tests_allreduce_h100.json" "$T/noavg.json"
+run_capture noavg fb import nccl-tests "$T/noavg.json" -o "$T/noavg.out.json"
+[ "$RC" -eq 0 ] && grep -q "has no closing average" "$T/noavg.err" && ok "-J without its average is unfinished" \
+  || fail "noavg: exit $RC: $(cat "$T/noavg.err")"
 sed 's/"time_ms": 1764400096000, "event_type": "INTERVAL_START", "key": "run_start"/"time_ms": 1764409999999, "event_type": "INTERVAL_START", "key": "run_start"/' \
   "$DATA/mlperf_llama2_70b_lora_base_1.log" >"$T/reversed.log"
 expect_error reversed 2 'reversed.log:[0-9]+: run_stop \(time_ms [0-9]+\) does not follow run_start' fb import mlperf "$T/reversed.log"
