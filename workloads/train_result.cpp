@@ -67,7 +67,7 @@ void describe_run(reports::Result& r, const TrainOptions& o, const TrainPlan& pl
       {"learning_rate", shortest_decimal(o.learning_rate)},
       {"routing_skew", o.routing_skew},
       {"steps", o.steps},
-      {"warmup_steps", o.warmup_steps},
+      {"warmup_steps", run ? run->warmup_steps : o.warmup_steps},  // as run (a resume has fewer left)
       {"dry_run", dry_run}};
 }
 
@@ -230,7 +230,7 @@ reports::Result train_result(const TrainOptions& o, const TrainPlan& plan, const
                     : fmt::format(
                           "no measured step: the {} step(s) after step {} were all warm-up "
                           "(--warmup-steps {})",
-                          run->steps_run, run->first_step - 1, o.warmup_steps);
+                          run->steps_run, run->first_step - 1, run->warmup_steps);
     }
   }
   reports::write_train_extra(r, extra);

@@ -268,6 +268,7 @@ TrainRun run_training(const TrainOptions& o, TrainPlan prepared, MpiContext& mpi
   const std::int64_t warmup_steps =
       o.warmup_default ? std::min(o.warmup_steps, std::max<std::int64_t>(o.steps - step - 1, 0))
                        : o.warmup_steps;
+  run.warmup_steps = warmup_steps;
   for (std::int64_t n = 0; step < o.steps; ++n) {
     progress.update(static_cast<double>(step - begin),
                     fmt::format("step {}/{}, loss {:.4g}", step, o.steps, run.loss));

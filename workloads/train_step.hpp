@@ -50,6 +50,7 @@ struct TrainRun {
   std::map<std::string, double> breakdown_seconds;  // per step (median over measured steps), this is rank 0
                                                     // (pipeline: the first stage)
   std::int64_t steps_run = 0, first_step = 1, last_step = 0;
+  std::int64_t warmup_steps = 0;  // as run: the default leaves a resumed run one measured step
   double loss = 0, grad_norm = 0;
   std::uint64_t allocated_bytes = 0;  // what this rank allocated (max over ranks)
   double moe_imbalance = 0;           // max/mean tokens per expert over the run (1 = balanced)

@@ -32,7 +32,7 @@ struct Probe final : TrainHooks {
   const std::vector<std::byte>* start = nullptr;
   std::vector<std::byte> before, after;
   TrainStateAccess* state = nullptr;
-  double loss = 0;
+  double loss = 0, grad_norm = 0;
   std::int64_t on_start(TrainStateAccess& s) override {
     state = &s;
     if (start) s.restore(*start);
@@ -42,6 +42,7 @@ struct Probe final : TrainHooks {
   }
   bool after_step(std::int64_t, const StepOutcome& outcome) override {
     loss = outcome.loss;
+    grad_norm = outcome.grad_norm;
     after.resize(state->bytes());
     state->snapshot(after);
     return false;  // one step is enough
@@ -95,6 +96,10 @@ void check_gradients(const char* model, kernels::AttentionEngineChoice engine) {
     std::memcpy(&m, base.after.data() + moment_offset(dense, experts, i), 4);
     grad[static_cast<std::size_t>(i)] = m / (1 - beta1) / V;
   }
+  // The reported gradient norm is that of the loss's own gradient (the V of the seed taken out).
+  double sum_squares = 0;
+  for (const double g : grad) sum_squares += g * g;
+  EXPECT_NEAR(base.grad_norm, std::sqrt(sum_squares), 1e-5 * std::sqrt(sum_squares));
   const double scale = std::fabs(*std::max_element(
       grad.begin(), grad.end(), [](double a, double b) { return std::fabs(a) < std::fabs(b); }));
   // Probes: directions u in parameter space, each compared as Σ g·u against the central difference of the

@@ -107,7 +107,12 @@ StepStats Trainer::step(std::int64_t step_number, bool profile) {
   s.local_finite = std::isfinite(sums[0]) && std::isfinite(sums[1]);
   control_.allreduce(sums, sums, 2, DType::fp64, ReduceOp::sum);
   s.loss = sums[0] / static_cast<double>(mpi_.size() / c_.o.parallel.pp);  // the last stage's ranks
-  s.grad_norm = std::sqrt(sums[1]);
+  // The backward pass is seeded with 2/T · logits, V times the gradient of the reported mean over T · V
+  // logits (V: every TP rank's columns): a static loss scale that keeps the gradients clear of fp16/bf16
+  // underflow, and that Adam does not see (its update is scale-free but for ε). The norm is reported
+  // unscaled, that of the gradient of the loss reported, as Megatron-LM unscales before it reports.
+  s.grad_norm =
+      std::sqrt(sums[1]) / (static_cast<double>(c_.l.vocab) * static_cast<double>(c_.o.parallel.tp));
   return s;
 }
 
