@@ -394,6 +394,11 @@ workloads::TrainOptions make_train_options(const TrainCliOptions& cli, BackendKi
   if (!(o.learning_rate > 0 && std::isfinite(o.learning_rate)))
     throw usage_error(fmt::format("invalid --lr {}: {} in fp32, where the optimizer applies it",
                                   cli.learning_rate, o.learning_rate > 0 ? "infinite" : "zero"));
+  // Adam moves every weight by about lr a step, and the weights start near 1/√in: past 1 they overflow in a
+  // few steps (1e30 trained to a loss of exactly 0 and was reported as a run).
+  if (cli.learning_rate > 1)
+    throw usage_error(fmt::format(
+        "invalid --lr {}: at most 1 (Adam moves every weight by about lr each step)", cli.learning_rate));
   o.seed = seed;
   return o;
 }
