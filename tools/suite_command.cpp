@@ -207,8 +207,11 @@ int run_suite(const SuiteOptions& opt, Session& session) {
         {{"name", step.name}, {"args", step.args}, {"exit_code", step_rc}, {"seconds", seconds}});
     log::info("[{}/{}] {}: {} ({:.1f} s){}", index, suite.steps.size(), step.name, ok ? "ok" : "FAILED",
               seconds, error.empty() ? "" : ": " + error);
-    if (!ok) rc = 1;
-    if (!ok && opt.fail_fast) {
+    // A gate is judged on rank 0 (collective --min-busbw fails there alone): every rank takes the verdict of
+    // all, or --fail-fast stopped rank 0 while the others went on into the next step's collectives, a hang.
+    const bool all_ok = mpi.all_true(ok);
+    if (!all_ok) rc = 1;
+    if (!all_ok && opt.fail_fast) {
       log::info("--fail-fast: stopping after the failed step");
       // The steps not run are in the report as skipped, so it says why they have no figures.
       for (std::size_t k = index; k < suite.steps.size(); ++k) {

@@ -151,6 +151,12 @@ validate "$T/ff_out.json"
 assert_json "$T/ff_out.json" "[(r['status'], r['error']) for r in d['results'] if r['benchmark'] == 'suite' and r['name'] == 'later'] == [('skipped', \"not run: --fail-fast after step 'bad' failed\")]" "fail-fast: the step not run is skipped, with the reason"
 assert_json "$T/ff_out.json" "[s['name'] for s in d['summary']['suite']['steps']] == ['bad', 'later'] and d['summary']['suite']['steps'][1]['skipped'] is True" "fail-fast: summary lists both steps"
 assert_json "$T/ff_out.json" "d['summary']['suite']['verdict'] == 'fail'" "fail-fast: the suite's verdict is fail"
+# On 2 ranks, with a gate judged on rank 0 alone (--min-busbw): every rank stops (rank 0 used to stop while
+# rank 1 went on into the next step and waited there forever).
+printf '{"steps": [{"name": "gate", "command": "collective", "args": "-b 1K -e 1K --iters 2 --warmup 1 --min-busbw 100000"}, {"name": "after", "command": "gemm", "args": "--m 64 --n 64 --k 64 --iters 2 --warmup 1"}]}' >"$T/ff2.json"
+run_capture ff2 timeout 120 mpirun --oversubscribe -np 2 "$FACTORYBENCH" --backend host suite "$T/ff2.json" --fail-fast -o "$T/ff2_out.json"
+[ "$RC" -eq 1 ] && assert_json "$T/ff2_out.json" "[(r['name'], r['status']) for r in d['results'] if r['benchmark'] == 'suite'] == [('after', 'skipped')]" \
+  "fail-fast on 2 ranks: exit 1, the next step skipped" || fail "fail-fast on 2 ranks: exit $RC (124: hung): $(tail -3 "$T/ff2.err")"
 assert_json "$T/ok-report.json" "d['summary']['suite']['verdict'] == 'pass'" "the passing suite's verdict is pass"
 # A suite file named without a path or .json, present here, is that file (it used to be "unknown suite").
 cp "$T/ok.json" "$T/mysuite.txt"
