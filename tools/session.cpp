@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 #include <algorithm>
+#include <array>
 
 #include <cerrno>
 #include <cstring>
@@ -23,7 +24,11 @@
 namespace fb::tools {
 
 Session::Session(int* argc, char*** argv, GlobalOptions options, std::vector<std::string> args)
-    : argc_(argc), argv_(argv), options_(std::move(options)), args_(std::move(args)) {
+    : argc_(argc),
+      argv_(argv),
+      options_(std::move(options)),
+      args_(std::move(args)),
+      started_at_(workloads::utc_timestamp()) {
   telemetry_options_.mode = parse_telemetry_mode(options_.telemetry);
   const std::string interval = options_.telemetry_interval.value_or("100ms");
   telemetry_options_.interval_s = parse_duration(interval, "--telemetry-interval");
@@ -165,8 +170,18 @@ bool Session::is_root() {
 }
 
 reports::Report Session::begin_report(bool with_device) {
-  if (!with_device) return workloads::begin_report(mpi_.get(), nullptr, command_line());
-  return workloads::begin_report(&mpi(), &backend(), command_line(), &peak());
+  auto report = with_device ? workloads::begin_report(&mpi(), &backend(), command_line(), &peak())
+                            : workloads::begin_report(mpi_.get(), nullptr, command_line());
+  // Rank 0's start, as the run id is rank 0's.
+  if (mpi_) {
+    std::array<char, 40> start{};
+    started_at_.copy(start.data(), start.size() - 1);
+    broadcast(*mpi_, std::span<char>(start));
+    report.run["started_at"] = std::string(start.data());
+  } else {
+    report.run["started_at"] = started_at_;
+  }
+  return report;
 }
 
 void Session::collect_into(reports::Report* sink, std::string step) {

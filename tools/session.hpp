@@ -94,6 +94,9 @@ class Session {
   char*** argv_;
   GlobalOptions options_;
   std::vector<std::string> args_;
+  // When the command began, before MPI, the device, the telemetry sampler or the peak measurement: the
+  // report's run.started_at, "before the first measurement" (docs/reports.md).
+  std::string started_at_;
   std::unique_ptr<MpiContext> mpi_;
   std::unique_ptr<Backend> backend_;
   std::unique_ptr<workloads::DevicePeak> peak_;

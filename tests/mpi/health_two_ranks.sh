@@ -73,6 +73,8 @@ run_capture full timeout 300 mpirun --oversubscribe -np 2 "$FACTORYBENCH" "${COM
 validate "$T/full.json"
 assert_json "$T/full.json" "all(len(x['series']['t_s']) == x['samples'] >= 2 for x in d['summary']['telemetry']['ranks'])" "series per rank"
 assert_json "$T/full.json" "d['summary']['telemetry']['interval_ms'] == 20" "interval recorded"
+# run.started_at is before the first measurement: no rank's sampler started before it (ISO times compare as text).
+assert_json "$T/full.json" "all(d['run']['started_at'] <= x['started_at'] for x in d['summary']['telemetry']['ranks'])" "run.started_at before every sampler's start"
 run_capture off timeout 300 mpirun --oversubscribe -np 2 "$FACTORYBENCH" "${COMMON[@]}" --telemetry off --output "$T/off.json"
 [ "$RC" -eq 0 ] && ok "--telemetry off: exit 0" || fail "--telemetry off: exit $RC"
 assert_json "$T/off.json" "all('telemetry' not in r['extra'] for r in d['results']) and 'telemetry' not in d['summary']" "no telemetry when off"
