@@ -11,6 +11,7 @@
 // and each result's status factorybench_result_ok (1 ok, 0 failed; skipped results are left out).
 #include <cmath>
 #include <map>
+#include <tuple>
 #include <unordered_set>
 
 #include <fmt/format.h>
@@ -108,6 +109,16 @@ std::string render_prometheus(const std::vector<NamedReport>& reports) {
     if (!f.label_sets.insert(labels).second) return;  // duplicate series: keep the first
     f.samples.push_back(fmt::format("{}{{{}}} {}", name, labels, sample_value(v)));
   };
+  // The status families keep their documented names whatever the metrics are called (a metric named
+  // "result_skipped" takes "_2", not the status): registered first, written only when they hold samples.
+  for (const auto& [name, owner, help] :
+       {std::tuple<const char*, const char*, const char*>{"factorybench_result_ok", "status",
+                                                          "factorybench result status (1 ok, 0 failed)"},
+        {"factorybench_result_skipped", "skipped",
+         "factorybench result skipped (not run, or not applicable; it has no measurements)"}}) {
+    order.push_back(name);
+    families[name] = Family{owner, help, {}, {}};
+  }
   for (std::size_t i = 0; i < reports.size(); ++i) {
     for (const auto& r : reports[i].report.results) {
       std::string labels =
@@ -132,16 +143,24 @@ std::string render_prometheus(const std::vector<NamedReport>& reports) {
             fmt::format("factorybench {} ({}, {} is better)", name, m.unit.empty() ? "no unit" : m.unit,
                         m.better == Better::none ? "neither" : std::string(to_string(m.better))),
             labels, m.value);
+      // A --split group's arrays hold its own ranks, from world rank params.first_rank: labelled by world
+      // rank, so group 1's first rank is not another rank 0.
+      const std::int64_t first_rank =
+          r.params.contains("first_rank") && r.params["first_rank"].is_number_integer()
+              ? r.params["first_rank"].get<std::int64_t>()
+              : 0;
       for (const auto& [name, values] : r.per_rank)
         for (std::size_t rank = 0; rank < values.size(); ++rank)
           add("factorybench_rank_" + metric_name(name), "rank " + name,
-              fmt::format("factorybench per-rank {}", name), labels + fmt::format(",rank=\"{}\"", rank),
+              fmt::format("factorybench per-rank {}", name),
+              labels + fmt::format(",rank=\"{}\"", first_rank + static_cast<std::int64_t>(rank)),
               values[rank]);
     }
   }
   std::string out;
   for (const auto& name : order) {
     const Family& f = families.at(name);
+    if (f.samples.empty()) continue;
     out += fmt::format("# HELP {} {}\n# TYPE {} gauge\n", name, help_text(f.help), name);
     for (const auto& s : f.samples) out += s + "\n";
   }

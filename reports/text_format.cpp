@@ -35,8 +35,16 @@ std::string xml_escape(std::string_view text) {
       case '\'':
         out += "&apos;";
         break;
+      // As character references, so an attribute keeps them: a parser normalises a literal tab or newline in
+      // an attribute value (a JUnit failure message) to a space.
+      case '\t':
+        out += "&#9;";
+        break;
+      case '\n':
+        out += "&#10;";
+        break;
       default:
-        if (static_cast<unsigned char>(ch) < 0x20 && ch != '\n' && ch != '\t') continue;
+        if (static_cast<unsigned char>(ch) < 0x20) continue;
         out += ch;
     }
   }

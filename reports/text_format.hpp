@@ -5,7 +5,8 @@
 
 namespace fb::reports {
 
-// &, <, >, " and ' as entities; control characters other than tab/newline dropped (XML 1.0 forbids them).
+// &, <, >, " and ' as entities, tab and newline as character references (kept in attributes too); other
+// control characters dropped (XML 1.0 forbids them).
 std::string xml_escape(std::string_view text);
 // A Markdown table cell that reads as its text: '|', '\\', '*', '`', '[' and ']' backslash-escaped, '<', '>'
 // and '&' as entities (no raw HTML), newlines as spaces.

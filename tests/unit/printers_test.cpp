@@ -183,6 +183,9 @@ TEST(MarkdownText, CellsAndCodeSpansShowTheirTextLiterally) {
   EXPECT_EQ(md_cell("<script>a & *b* [c]</script>"), "&lt;script&gt;a &amp; \\*b\\* \\[c\\]&lt;/script&gt;");
   EXPECT_EQ(md_cell("busbw_gbps\nnext"), "busbw_gbps next");
   EXPECT_EQ(md_cell("a\x1b[31mred\x7f"), "a\\[31mred");  // no raw control characters
+  // Tab and newline as character references: a parser keeps them in an attribute (a literal one there
+  // reads as a space).
+  EXPECT_EQ(xml_escape("a\tb\nc\rd"), "a&#9;b&#10;cd");
   // Not XML characters: U+FFFE/U+FFFF become U+FFFD; C0 controls but tab and newline are dropped.
   EXPECT_EQ(xml_escape("a"
                        "\xEF\xBF\xBE"
@@ -299,6 +302,21 @@ TEST(Prometheus, SkippedResultsAndUnitsOfAFamily) {
       << prom;
   EXPECT_NE(prom.find("factorybench_time_us_2{benchmark=\"gemm\",result=\"b\"} 0.5\n"), std::string::npos)
       << prom;
+  // The status families keep their names before a metric of the same name (that one takes "_2"), and a
+  // --split group's per-rank series are labelled by world rank.
+  auto odd = result("gemm", "c", {{"result_skipped", metric(7, Better::none, "count")}});
+  auto group = result("collective", "allreduce/fp32/8/group1", {{"time_us", metric(5, Better::lower, "us")}},
+                      {{"first_rank", 2}});
+  group.per_rank = {{"time_us", {5.0, 6.0}}};
+  const std::string named = render_prometheus({{"r.json", run("r", {odd, skipped, group})}});
+  EXPECT_NE(named.find("factorybench_result_skipped{benchmark=\"health\",result=\"gpu\"} 1\n"),
+            std::string::npos)
+      << named;
+  EXPECT_NE(named.find("factorybench_result_skipped_2{benchmark=\"gemm\",result=\"c\"} 7\n"),
+            std::string::npos)
+      << named;
+  EXPECT_NE(named.find("rank=\"3\"} 6\n"), std::string::npos) << named;
+  EXPECT_EQ(named.find("rank=\"0\""), std::string::npos) << named;
 }
 
 // A heat strip of 512 ranks keeps every rank inside its canvas (it used to cut off ranks past about 175).
