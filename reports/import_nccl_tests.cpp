@@ -453,11 +453,10 @@ Parsed parse_text(const std::string& text, const std::string& source) {
       continue;
     }
     // Everything else: the header, metadata, NCCL INFO and launcher lines.
-    if (short_row && !is_failure_line(line) &&
-        (std::regex_search(line, m, kAvg) || parse_header(t) ||
-         (comment && parse_header(split_ws(line.substr(line.find('#') + 1))))))
+    const auto header = parse_header(comment ? split_ws(line.substr(line.find('#') + 1)) : t);
+    if (short_row && (header || std::regex_search(line, m, kAvg)))
       refuse_short_row();  // the table went on past it
-    if (auto l = parse_header(comment ? split_ws(line.substr(line.find('#') + 1)) : t)) {
+    if (const auto& l = header) {
       layout = l;
       open = true;
       Test test;
