@@ -124,6 +124,16 @@ void check_injected_ranks(const InjectedFaults& f, int world_size) {
   check(f.wrong_rank, "wrong");
 }
 
+void check_hang_has_peers(const InjectedFaults& f, int world_size) {
+  // The watchdog finds a hang through the ranks left waiting for the stuck one: alone, the stuck rank waits
+  // in no call, and the job would sit there until killed.
+  if (f.hang_rank >= 0 && world_size < 2)
+    throw usage_error(
+        fmt::format("{} '{}': hang needs a second rank to wait for the stuck one (the watchdog "
+                    "names the rank its peers wait for): run at least 2 ranks",
+                    kVar, f.text));
+}
+
 void check_injection_applies(std::string_view command, int world_size, bool communicator_faults, bool sdc,
                              bool point_to_point, bool collective_check) {
   const auto& f = injected_faults();
@@ -146,6 +156,7 @@ void check_injection_applies(std::string_view command, int world_size, bool comm
     throw usage_error(fmt::format(
         "{} '{}': {} runs no collective --check for wrong to act on (collective does, without --no-check)",
         kVar, f.text, command));
+  check_hang_has_peers(f, world_size);
 }
 
 const InjectedFaults& injected_faults() {

@@ -48,6 +48,8 @@ struct InjectedFaults {
 InjectedFaults parse_injected_faults(std::string_view spec);
 // Throws a usage Error when an entry names a rank outside the job (a typo would otherwise test nothing).
 void check_injected_ranks(const InjectedFaults& faults, int world_size);
+// A hang is found through the ranks waiting for the stuck one: refused (usage Error) in a one-rank job.
+void check_hang_has_peers(const InjectedFaults& f, int world_size);
 // Parses FACTORYBENCH_INJECT and checks it against the job and what `command` can apply: communicator
 // faults (slow-link, slow-rank, hang) need a command that communicates through the communicator, sdc one
 // with a burn-in check, wrong one with a collective --check. Throws a usage Error otherwise (an injection

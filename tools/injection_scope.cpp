@@ -7,9 +7,10 @@ namespace fb::tools {
 void check_injection_for(Session& session, std::string_view command, bool communicator_faults, bool sdc,
                          bool point_to_point, bool collective_check) {
   const int world = session.mpi().size();
-  if (session.in_suite())
+  if (session.in_suite()) {
     check_injected_ranks(injected_faults(), world);
-  else
+    if (communicator_faults) check_hang_has_peers(injected_faults(), world);
+  } else
     check_injection_applies(command, world, communicator_faults, sdc, point_to_point, collective_check);
 }
 

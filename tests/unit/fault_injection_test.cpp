@@ -93,6 +93,10 @@ TEST(FaultInjectionTest, RanksOutsideTheJobAreRefused) {
         "ranks 0..3");
   }
   EXPECT_THROW(check_injected_ranks(parse_injected_faults("hang@rank=2,call=3"), 2), Error);
+  // A hang is found through the peers waiting for it: none in a one-rank job (it sat there until killed).
+  EXPECT_THROW(check_hang_has_peers(parse_injected_faults("hang@rank=0,call=1"), 1), Error);
+  EXPECT_NO_THROW(check_hang_has_peers(parse_injected_faults("hang@rank=0,call=1"), 2));
+  EXPECT_NO_THROW(check_hang_has_peers(parse_injected_faults("slow-rank@rank=0,delay=1ms"), 1));
   EXPECT_NO_THROW(check_injected_ranks(parse_injected_faults("sdc@rank=1"), 2));
 }
 
