@@ -147,13 +147,8 @@ CheckOutcome allreduce_floor_outcome(std::span<const double> rank_busbw_gbps, do
                                "0), so --allreduce-floor {:.3g} GB/s is not judged; run it under mpirun/srun",
                                floor_gbps));
   std::vector<double> measured;
-  int slowest = -1;
-  for (std::size_t r = 0; r < rank_busbw_gbps.size(); ++r) {
-    const double v = rank_busbw_gbps[r];
-    if (!std::isfinite(v)) continue;
-    measured.push_back(v);
-    if (slowest < 0 || v < rank_busbw_gbps[static_cast<std::size_t>(slowest)]) slowest = static_cast<int>(r);
-  }
+  for (const double v : rank_busbw_gbps)
+    if (std::isfinite(v)) measured.push_back(v);
   if (measured.empty())
     return outcome("allreduce_floor", Verdict::skip,
                    "no rank measured the all-reduce (its check failed on every rank)");
@@ -165,10 +160,13 @@ CheckOutcome allreduce_floor_outcome(std::span<const double> rank_busbw_gbps, do
           ? outcome("allreduce_floor", Verdict::pass, fmt::format("{}; floor {:.3g} GB/s", seen, floor_gbps))
           : outcome(
                 "allreduce_floor", Verdict::fail,
-                fmt::format("{}, below --allreduce-floor {:.3g} GB/s (lowest: rank {}, {:.3g} GB/s): a "
-                            "slow rank or link slows every rank alike, so no node is failed; run "
+                // No rank is named: the slow one drags every rank's figure down alike, and the lowest
+                // is whichever waited last, a healthy rank as often as not.
+                fmt::format("{}, below --allreduce-floor {:.3g} GB/s (ranks {:.3g} to {:.3g} GB/s): a "
+                            "slow rank or link slows every rank alike, so no node is failed or named; run "
                             "`factorybench locate` to find it",
-                            seen, floor_gbps, slowest, rank_busbw_gbps[static_cast<std::size_t>(slowest)]));
+                            seen, floor_gbps, *std::min_element(measured.begin(), measured.end()),
+                            *std::max_element(measured.begin(), measured.end())));
   o.metrics.emplace_back("busbw_gbps", metric(median, "GB/s", Better::higher));
   o.metrics.emplace_back("floor_gbps", metric(floor_gbps, "GB/s", Better::none));
   o.metrics.emplace_back("fraction_of_floor", metric(median / floor_gbps, "fraction", Better::higher));

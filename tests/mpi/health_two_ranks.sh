@@ -213,6 +213,10 @@ run_capture slowlink timeout 300 mpirun --oversubscribe -np 2 -x FACTORYBENCH_IN
 cat "$T/slowlink.out"
 [ "$RC" -eq 1 ] && grep -qE '^job: FAIL allreduce_floor: median busbw .* over 2 rank\(s\), below --allreduce-floor 0.5 GB/s .*factorybench locate' "$T/slowlink.out" \
   && ok "slow rank: job fails on the all-reduce floor, exit 1" || fail "slowlink: exit $RC: $(cat "$T/slowlink.out" "$T/slowlink.err")"
+# No rank is named for it: the slow one drags every rank's figure down alike (the lowest was a healthy rank 0).
+grep '^job: FAIL allreduce_floor' "$T/slowlink.out" | grep -qE '\(ranks [0-9.e+-]+ to [0-9.e+-]+ GB/s\)' \
+  && ! grep '^job: FAIL allreduce_floor' "$T/slowlink.out" | grep -q 'rank [0-9]' \
+  && ok "slow rank: the floor's line gives the ranks' range and names no rank" || fail "slowlink: $(grep allreduce_floor "$T/slowlink.out")"
 validate "$T/slowlink.json"
 assert_json "$T/slowlink.json" "d['summary']['health']['verdict'] == 'fail' and d['summary']['health']['ranks_failed'] == [] and d['summary']['health']['job']['verdict'] == 'fail'" "slow rank: summary fails the job, no rank"
 assert_json "$T/slowlink.json" "[(r['status'], r['params']['scope'], r['metrics']['busbw_gbps']['value'] < 0.5) for r in d['results'] if r['name'] == 'allreduce_floor/job'] == [('failed', 'job', True)]" "slow rank: the job result, below the floor"
