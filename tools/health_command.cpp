@@ -120,9 +120,22 @@ int run_health(const HealthCliOptions& cli, Session& session) {
   auto report = session.begin_report();
   // A rank that hangs (a wedged GPU or NIC) is named, and the job ends, instead of waiting for the
   // scheduler's time limit.
-  CommandHangWatchdog watchdog(mpi, "health", report.run.value("id", std::string("run")),
-                               session.hang_report(report), session.options().output, cli.run_dir,
-                               hang_timeout);
+  // Alone, the hang's report carries the verdict CI reads (summary.health.verdict) as a failed check's does;
+  // no rank is failed for it (the stuck rank and its waiting peers look alike to a drain). In a suite the
+  // suite's summary says it.
+  auto on_hang = session.hang_report(report);
+  if (!session.in_suite())
+    on_hang = [make = std::move(on_hang), world = mpi.size()](const reports::Result& hang) {
+      auto out = make(hang);
+      if (out)
+        out->summary["health"] = {{"verdict", "fail"},
+                                  {"ranks_total", world},
+                                  {"ranks_failed", nlohmann::json::array()},
+                                  {"reason", "hang: " + hang.error.value_or("")}};
+      return out;
+    };
+  CommandHangWatchdog watchdog(mpi, "health", report.run.value("id", std::string("run")), std::move(on_hang),
+                               session.options().output, cli.run_dir, hang_timeout);
   const auto run = workloads::run_health_checks(mpi, backend, session.peak(), o, session.telemetry());
   watchdog.finish();
   if (mpi.is_root()) {

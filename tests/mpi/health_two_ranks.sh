@@ -134,7 +134,7 @@ grep -qE "^hang: rank 1 \(host .*, GPU 1\) never entered allreduce #1 \(4 MiB\)$
   && grep -qE "^health: FAIL \(hang; rank states in $T/hangdir/fb-hang-" "$T/hang.out" \
   && ok "hang: rank 1 named as never entering the all-reduce" || fail "hang: $(cat "$T/hang.out")"
 [ "$(grep -c "never entered" "$T/hang.out")" -eq 1 ] && ok "hang: one diagnosis" || fail "hang: printed $(grep -c "never entered" "$T/hang.out") times"
-assert_json "$T/hang.json" "[(r['name'], r['status']) for r in d['results']] == [('hang', 'failed')] and 'rank 1' in d['results'][0]['error']" "hang: the report's hang result names rank 1"
+assert_json "$T/hang.json" "[(r['name'], r['status']) for r in d['results']] == [('hang', 'failed')] and 'rank 1' in d['results'][0]['error'] and d['summary']['health'] == {'verdict': 'fail', 'ranks_total': 2, 'ranks_failed': [], 'reason': 'hang: ' + d['results'][0]['error']}" "hang: the report's hang result names rank 1, summary.health.verdict fail"
 # Inside a suite the hang loses none of the steps before it: rank 0 writes the suite's report so far, the hung
 # step failed with the diagnosis, the rest not run. When rank 0 is the one that hangs, rank 1 diagnoses it and
 # hands the diagnosis to rank 0's watchdog (rank 0 alone holds the earlier steps), which writes the same report.
