@@ -51,6 +51,15 @@ const CLI::Option* find_option(const CLI::App& app, const std::string& name) {
   return nullptr;
 }
 
+// The positional argument named `name` ("file") of `app` or its subcommands, with the command that takes it.
+std::pair<const CLI::App*, const CLI::Option*> find_positional(const CLI::App& app, const std::string& name) {
+  for (const CLI::Option* opt : app.get_options())
+    if (opt->get_positional() && opt->get_name() == name) return {&app, opt};
+  for (const CLI::App* sub : app.get_subcommands({}))
+    if (const auto found = find_positional(*sub, name); found.second) return found;
+  return {nullptr, nullptr};
+}
+
 }  // namespace
 
 std::string parse_error_message(const CLI::ParseError& e, const CLI::App& app) {
@@ -75,6 +84,18 @@ std::string parse_error_message(const CLI::ParseError& e, const CLI::App& app) {
       }
       return fmt::format("{}{}", lead, fmt::join(words.rbegin(), words.rend(), " "));
     }
+  // CLI11's "file is required" for a missing positional: which command wants what, and where to read more.
+  constexpr std::string_view kRequired = " is required";
+  if (text.ends_with(kRequired) && !text.starts_with("-")) {
+    const auto [command, opt] = find_positional(app, text.substr(0, text.size() - kRequired.size()));
+    if (command && opt) {
+      std::string path = command->get_name();
+      for (const CLI::App* up = command->get_parent(); up && up->get_parent(); up = up->get_parent())
+        path = up->get_name() + " " + path;
+      return fmt::format("{}: missing {}: {}; see factorybench {} --help", path, opt->get_name(),
+                         opt->get_description(), path);
+    }
+  }
   constexpr std::string_view kPrefix = "Could not convert: ";
   const auto eq = text.find(" = ");
   if (!text.starts_with(kPrefix) || eq == std::string::npos) return text;
