@@ -1,5 +1,7 @@
 #include "reports/resilience_extra.hpp"
 
+#include <algorithm>
+
 #include "reports/extra_cursor.hpp"
 
 namespace fb::reports {
@@ -95,7 +97,7 @@ LedgerRecord read_ledger(const ExtraCursor& c) {
   L.uptime_s = c.at("uptime_s").num();
   L.mttf_s = c.at("mttf_s").num();
   L.mttf_censored = c.at("mttf_censored").boolean();
-  L.mttr_s = c.at("mttr_s").num();
+  L.mttr_s = c.has("mttr_s") ? c.at("mttr_s").num() : 0;  // null: no failure was recovered
   L.attempts = c.at("attempts").integer<int>();
   L.failures = c.at("failures").integer<int>();
   L.restarts = c.at("restarts").integer<int>();
@@ -170,7 +172,11 @@ json ledger_json(const LedgerRecord& L) {
           {"uptime_s", L.uptime_s},
           {"mttf_s", L.mttf_s},
           {"mttf_censored", L.mttf_censored},
-          {"mttr_s", L.mttr_s},
+          // No failure recovered, no repair time: null, not 0 s (which reads as the best one).
+          {"mttr_s", std::any_of(L.failure_list.begin(), L.failure_list.end(),
+                                 [](const auto& f) { return f.resumed_at.has_value(); })
+                         ? json(L.mttr_s)
+                         : json(nullptr)},
           {"attempts", L.attempts},
           {"failures", L.failures},
           {"restarts", L.restarts},

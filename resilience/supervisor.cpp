@@ -98,7 +98,8 @@ PreflightOutcome run_preflight(const SupervisorOptions& o, int attempt, int roun
   e["round"] = round;
   e["t_start"] = t0;
   e["seconds"] = t1 - t0;
-  e["report"] = report_path.filename().string();
+  // The health report's file name; null when the check wrote none (killed, or its options refused).
+  e["report"] = fs::exists(report_path, ec) ? nlohmann::json(report_path.filename().string()) : nullptr;
   e["command"] = cmd;
   e["exit"] = timed_out ? std::string("timed out") : describe_status(status);
   auto failed = nlohmann::json::array();
@@ -445,12 +446,18 @@ class Supervision {
       if (const auto p = pulse(); p && p != pulse_seen) pulse_seen = p, last_pulse = now;
       if (progress_.due())
         if (const auto step = last_step_in_log(log_path_)) {
+          // With both --steps and --time-budget the job ends at whichever comes first: the share done is
+          // the larger of the two (a budgeted run of 100000 steps was told it had hours left).
+          const double by_time = o_.time_budget_s > 0 ? (now - t_job_) / o_.time_budget_s : 0;
           if (until_budget())
-            progress_.update(now - t_job_, fmt::format("step {}, attempt {}, of a {:.0f} s time budget",
-                                                       *step, attempt, o_.time_budget_s));
+            progress_.update(by_time, fmt::format("step {}, attempt {}, of a {:.0f} s time budget", *step,
+                                                  attempt, o_.time_budget_s));
           else
-            progress_.update(static_cast<double>(*step),
-                             fmt::format("step {}/{}, attempt {}", *step, o_.steps, attempt));
+            progress_.update(
+                std::max(static_cast<double>(*step) / o_.steps, by_time),
+                fmt::format("step {}/{}, attempt {}{}", *step, o_.steps, attempt,
+                            o_.time_budget_s > 0 ? fmt::format(", {:.0f} s time budget", o_.time_budget_s)
+                                                 : std::string()));
         }
       if (size != drain_scan_offset_ && !a.drain_requested) request_drain_of_stragglers(a);
       if (now - last_beat > o_.heartbeat_timeout_s &&
@@ -698,10 +705,9 @@ class Supervision {
   // Steps done over the whole job (restarts included), from the log's last step event: between relaunches a
   // run of hours would otherwise print nothing (its ranks' own progress goes to the attempt's log).
   bool until_budget() const { return o_.time_budget_s > 0 && o_.steps >= kStepsUntilBudget; }
-  ProgressMeter progress_{"resilience", until_budget() ? o_.time_budget_s : static_cast<double>(o_.steps), 3,
-                          5};
-  std::vector<int> slots_;     // rank → slot
-  std::vector<double> since_;  // job time at which each rank's slot entered service
+  ProgressMeter progress_{"resilience", 1.0, 3, 5};  // the share of the job done (steps or time budget)
+  std::vector<int> slots_;                           // rank → slot
+  std::vector<double> since_;                        // job time at which each rank's slot entered service
   int next_spare_ = 0, spares_left_ = 0;
   std::map<int, int> strikes_;            // slot → failures + straggler reports
   std::map<int, int> straggles_;          // slot → straggler reports alone (a drain's cause)

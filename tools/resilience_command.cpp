@@ -616,16 +616,21 @@ void supervise(const ResilienceCommandOptions& o, const resilience::FaultPlan& p
     // lie beyond any run by design.
     if (!plan.random) {
       std::set<std::string> fired;
-      for (const auto& e : runs.back().events)
+      std::set<int> drained;  // slots a drain took out of service: their later faults had no rank to hit
+      for (const auto& e : runs.back().events) {
         if (e.value("type", "") == resilience::event::fault_injected) fired.insert(e.value("spec", ""));
+        if (e.value("type", "") == resilience::event::drain) drained.insert(e.value("from_slot", -1));
+      }
       nlohmann::json not_fired = nlohmann::json::array();
       for (const auto& f : plan.faults)
         if (!fired.count(f.text)) {
           not_fired.push_back(f.text);
           if (f.step && *f.step > s.steps) continue;  // said before the run (warn_unreachable_faults)
           log::warn(
-              "--faults: {} never fired{}: the job ended before it came due, or its slot never ran a rank",
-              f.text, policies.size() > 1 ? " (policy " + policy + ")" : "");
+              "--faults: {} never fired{}: {}", f.text, policies.size() > 1 ? " (policy " + policy + ")" : "",
+              drained.count(f.rank)
+                  ? fmt::format("slot {} was drained before it came due", f.rank)
+                  : std::string("the job ended before it came due, or its slot was a spare never used"));
         }
       if (!not_fired.empty()) report.results.back().extra["faults_not_fired"] = not_fired;
     }

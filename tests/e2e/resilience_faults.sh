@@ -74,7 +74,7 @@ run_capture train_nan fb train --backend host --steps 10 --run-dir "$T/train_nan
 # A failure never recovered has no repair time: no mttr_s (it read 0 s, the best value), "n/a" printed.
 run_capture unrepaired fb resilience --ranks 1 --launcher none --backend host --steps 12 --checkpoint-every 4 \
   --faults crash@step=6 --max-restarts 0 --run-dir "$T/unrepaired" -o "$T/unrepaired.json"
-assert_json "$T/unrepaired.json" "'mttr_s' not in d['results'][0]['metrics'] and d['results'][0]['metrics']['failures']['value'] == 1" "unrepaired failure: no mttr_s"
+assert_json "$T/unrepaired.json" "'mttr_s' not in d['results'][0]['metrics'] and d['results'][0]['extra']['ledger']['mttr_s'] is None and d['results'][0]['metrics']['failures']['value'] == 1" "unrepaired failure: no mttr_s, ledger's null"
 grep -q "MTTR n/a (no failure recovered)" "$T/unrepaired.out" && ok "unrepaired failure: MTTR n/a printed" || fail "unrepaired: $(grep MTTR "$T/unrepaired.out")"
 expect_error sdc_dp1 2 "--faults injects sdc, which nothing detects with --dp 1" \
   fb resilience --ranks 2 --tp 2 --faults "sdc@step=3,rank=1" --run-dir "$T/bad" -o "$T/bad.json"

@@ -120,7 +120,7 @@ run_capture reuse fb resilience --launcher none --ranks 1 --model tiny-dense --b
 # A planned fault that never fired is said, and listed in the result: the run was not tested against it.
 run_capture unfired fb resilience --launcher none --ranks 1 --model tiny-dense --backend host --steps 4 \
   --faults "crash@time=1h" --run-dir "$T/unfired" -o "$T/unfired.json"
-[ "$RC" -eq 0 ] && grep -q "warning: --faults: crash@time=3600s,rank=0 never fired: the job ended before it came due, or its slot never ran a rank" "$T/unfired.err" \
+[ "$RC" -eq 0 ] && grep -q "warning: --faults: crash@time=3600s,rank=0 never fired: the job ended before it came due, or its slot was a spare never used" "$T/unfired.err" \
   && ok "unfired fault: warned" || fail "unfired: exit $RC: $(cat "$T/unfired.err")"
 assert_json "$T/unfired.json" "$R['extra']['faults_not_fired'] == ['crash@time=3600s,rank=0']" "unfired fault: listed in the result"
 expect_error zerobudget 2 "invalid --time-budget '0s'" \

@@ -16,7 +16,7 @@ L="$R[\"extra\"][\"ledger\"]"
 
 # --- A bad slot, one spare: drained before the first launch; a crash later brings a second check ---------------
 run_capture drain env FACTORYBENCH_TEST_PREFLIGHT_FAIL_SLOT=1 "$FACTORYBENCH" resilience --ranks 2 "${COMMON[@]}" \
-  --spares 1 --steps 16 --checkpoint-every 5 --faults "crash@step=8,rank=0" --run-dir "$T/drain" -o "$T/drain.json"
+  --spares 1 --steps 16 --checkpoint-every 5 --faults "crash@step=8,rank=0;crash@step=12,rank=1" --run-dir "$T/drain" -o "$T/drain.json"
 cat "$T/drain.out"
 [ "$RC" -eq 0 ] || { cat "$T/drain.err" >&2; die "preflight with a spare: exit $RC"; }
 validate "$T/drain.json"
@@ -33,6 +33,10 @@ assert_json "$T/drain.json" "abs(sum($L['split_s'].values()) - $L['wall_s']) <= 
 [ -s "$T/drain/preflight-1.json" ] && [ -s "$T/drain/preflight-1-2.json" ] && [ -s "$T/drain/preflight-2.json" ] \
   && ok "the health reports are kept in the run dir" || fail "health reports: $(ls "$T/drain")"
 grep -qE '^pre-flight: 3 health check\(s\), 1 failed' "$T/drain.out" && ok "printed" || fail "no pre-flight line"
+# Faults follow the slot: slot 1's crash never fires once the slot is drained, and the warning says so.
+assert_json "$T/drain.json" "$R['extra']['faults_not_fired'] == ['crash@step=12,rank=1']" "the drained slot's fault is listed as not fired"
+grep -q "warning: --faults: crash@step=12,rank=1 never fired: slot 1 was drained before it came due" "$T/drain.err" \
+  && ok "the warning names the drain" || fail "not-fired warning: $(grep never "$T/drain.err")"
 grep -qE '^  drained rank 1: slot 1 -> 2 \(pre-flight health check failed: checkpoint_dir' "$T/drain.out" \
   && ok "drain printed with the reason" || fail "no drain line"
 
@@ -62,7 +66,7 @@ run_capture typo "$FACTORYBENCH" resilience --ranks 2 --launcher mpirun --launch
   --run-dir "$T/typo" -o "$T/typo.json"
 [ "$RC" -eq 1 ] && grep -q "FAILED: .*the pre-flight health check rejected its options: invalid --gemm-floor 5: must be a fraction in \[0, 1\]" "$T/typo.out" \
   && ok "a bad --preflight-args value: exit 1 with health's reason" || fail "typo: exit $RC: $(tail -3 "$T/typo.out" "$T/typo.err")"
-assert_json "$T/typo.json" "[e['action'] for e in $(ev preflight)] == ['stop'] and $L['attempts'] == 0 and 'rejected its options: invalid --gemm-floor 5' in $R['extra']['stop_reason']" "a bad --preflight-args value: no attempt launched, the event says stop"
+assert_json "$T/typo.json" "[(e['action'], e['report']) for e in $(ev preflight)] == [('stop', None)] and $L['attempts'] == 0 and 'rejected its options: invalid --gemm-floor 5' in $R['extra']['stop_reason']" "a bad --preflight-args value: no attempt launched, the event says stop"
 [ ! -e "$T/typo/attempt-1.log" ] && ok "a bad --preflight-args value: nothing launched" || fail "an attempt ran after a rejected pre-flight"
 
 expect_error noflag 2 "--preflight-args needs --preflight" \
