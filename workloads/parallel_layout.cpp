@@ -319,18 +319,25 @@ MemoryEstimate estimate_memory(const ModelConfig& m, const ParallelConfig& c, co
 void check_fits(const MemoryEstimate& est, std::uint64_t available, const ModelConfig& m,
                 const ParallelConfig& c, const StepShape& s) {
   if (est.total() <= available) return;
-  // The distributed optimizer shards over DP: at --dp 1 it is refused, and once on it is no further help.
+  // The distributed optimizer shards over DP (experts over expert-DP, dp x tp / ep): with nothing to shard
+  // over it is refused, and once on it is no further help.
+  const bool can_shard = c.dp > 1 || (m.is_moe() && c.expert_dp() > 1);
   const std::string sharding = s.distributed_optimizer ? ""
-                               : c.dp > 1              ? ", or --distributed-optimizer"
+                               : can_shard             ? ", or --distributed-optimizer"
                                                        : ", or --dp N with --distributed-optimizer";
+  // TP does not split the experts; expert parallelism does.
+  const std::string experts =
+      m.is_moe() && c.ep < m.moe->experts
+          ? fmt::format(", a larger --ep (now {}: TP does not split the experts)", c.ep)
+          : "";
   throw usage_error(
       fmt::format("{} does not fit: each rank needs about {} (weights {}, gradients {}, optimizer {}, "
                   "activations {}, workspace {}) "
-                  "but has {}; try --layers N (fewer layers), a larger --tp (now {}) or --pp, a smaller "
+                  "but has {}; try --layers N (fewer layers), a larger --tp (now {}) or --pp{}, a smaller "
                   "--micro-batch (now {}) or --seq{}",
                   m.name, format_bytes(est.total()), format_bytes(est.weights), format_bytes(est.gradients),
                   format_bytes(est.optimizer), format_bytes(est.activations), format_bytes(est.workspace),
-                  format_bytes(available), c.tp, s.micro_batch, sharding));
+                  format_bytes(available), c.tp, experts, s.micro_batch, sharding));
 }
 
 namespace {

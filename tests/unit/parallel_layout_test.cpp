@@ -380,6 +380,24 @@ TEST(ParallelLayout, MemoryEstimateAndFitCheck) {
   zero.distributed_optimizer = true;
   EXPECT_FALSE(has(hint({1, 8, 1, 1}, zero), "distributed-optimizer")) << hint({1, 8, 1, 1}, zero);
   EXPECT_LT(estimate_memory(m, {1, 8, 1, 1}, zero).optimizer, est.optimizer / 7);
+  // An MoE model: TP does not split the experts, so the hint names --ep; at --tp 2 --dp 1 the experts' DP
+  // is 2 (dp x tp / ep), so the distributed optimizer acts without any --dp.
+  const auto moe = load_model("mixtral-8x7b");
+  const ParallelConfig tp2{2, 1, 1, 1};
+  try {
+    check_fits(estimate_memory(moe, tp2, s), 1, moe, tp2, s);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_TRUE(has(e.what(), "a larger --ep (now 1: TP does not split the experts)")) << e.what();
+    EXPECT_TRUE(has(e.what(), "--seq, or --distributed-optimizer")) << e.what();
+  }
+  const ParallelConfig ep8{1, 8, 8, 1};  // every expert on its own rank: no larger --ep to suggest
+  try {
+    check_fits(estimate_memory(moe, ep8, s), 1, moe, ep8, s);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_FALSE(has(e.what(), "--ep")) << e.what();
+  }
 }
 
 // Products of in-range sizes the integers could not hold: in fp32 the estimate wrapped 64 bits (15.8 EiB
