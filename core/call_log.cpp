@@ -16,7 +16,7 @@ CallLog& CallLog::instance() {
   return log;
 }
 
-std::uint64_t CallLog::enter(std::string_view op, std::uint64_t bytes) {
+std::uint64_t CallLog::enter(std::string_view op, std::uint64_t bytes, int peer) {
   std::uint64_t next = 0;
   {
     std::lock_guard lock(mutex_);
@@ -29,6 +29,7 @@ std::uint64_t CallLog::enter(std::string_view op, std::uint64_t bytes) {
   state_.entered = next;
   state_.op = std::string(op);
   state_.bytes = bytes;
+  state_.peer = peer;
   state_.entered_at_s = steady_seconds();
   return next;
 }

@@ -14,6 +14,7 @@ struct CallState {
   std::uint64_t left = 0;     // ... and of the last call left; entered > left while inside a call
   std::string op;             // the last call entered: "allreduce", "send", ...
   std::uint64_t bytes = 0;    // its payload on this rank
+  int peer = -1;              // a send's or recv's peer, as a world rank; -1 for a collective (or unknown)
   double entered_at_s = 0;    // steady-clock seconds when it was entered
   // A job-wide wait outside the numbered calls ("barrier", "allgather": the bookkeeping between measured
   // calls) this rank is in now; empty otherwise. Such a rank is not idle: it waits for the others, so a
@@ -26,7 +27,7 @@ class CallLog {
   static CallLog& instance();
   // Returns the new call's sequence number. Injected hangs (FACTORYBENCH_INJECT hang@rank=R,call=K) stop
   // world rank R here, before call K is entered, for good.
-  std::uint64_t enter(std::string_view op, std::uint64_t bytes);
+  std::uint64_t enter(std::string_view op, std::uint64_t bytes, int peer = -1);
   void leave();
   void set_waiting(std::string_view op);  // "" when the wait is over
   CallState snapshot() const;
@@ -41,7 +42,9 @@ class CallLog {
 // Enters on construction, leaves on destruction (also when the call throws).
 class CallScope {
  public:
-  CallScope(std::string_view op, std::uint64_t bytes) { CallLog::instance().enter(op, bytes); }
+  CallScope(std::string_view op, std::uint64_t bytes, int peer = -1) {
+    CallLog::instance().enter(op, bytes, peer);
+  }
   ~CallScope() { CallLog::instance().leave(); }
   CallScope(const CallScope&) = delete;
   CallScope& operator=(const CallScope&) = delete;

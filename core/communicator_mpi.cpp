@@ -288,12 +288,12 @@ class MpiCommunicator final : public Communicator {
   }
 
   void send(const void* data, std::size_t count, DType type, int peer) override {
-    CallScope call("send", count * dtype_bytes(type));
+    CallScope call("send", count * dtype_bytes(type), world_ranks_[static_cast<std::size_t>(peer)]);
     pause_before_send(peer);
     FB_CHECK_MPI(MPI_Send(data, mpi_count(count, "send"), types_->datatype(type), peer, kP2pTag, comm_));
   }
   void recv(void* data, std::size_t count, DType type, int peer) override {
-    CallScope call("recv", count * dtype_bytes(type));
+    CallScope call("recv", count * dtype_bytes(type), world_ranks_[static_cast<std::size_t>(peer)]);
     FB_CHECK_MPI(MPI_Recv(data, mpi_count(count, "recv"), types_->datatype(type), peer, kP2pTag, comm_,
                           MPI_STATUS_IGNORE));
   }

@@ -60,9 +60,9 @@ std::string who(const RankCallRecord& r) {
 }  // namespace
 
 std::string format_record(const RankCallRecord& r) {
-  return fmt::format("{} {} {} {} {} {} {} {:.3f} {} {}\n", r.rank, r.host, r.local_rank, r.call.entered,
+  return fmt::format("{} {} {} {} {} {} {} {:.3f} {} {} {}\n", r.rank, r.host, r.local_rank, r.call.entered,
                      r.call.left, r.call.op.empty() ? "-" : r.call.op, r.call.bytes, r.in_call_s,
-                     r.done ? 1 : 0, r.call.waiting.empty() ? "-" : r.call.waiting);
+                     r.done ? 1 : 0, r.call.waiting.empty() ? "-" : r.call.waiting, r.call.peer);
 }
 
 std::optional<RankCallRecord> parse_record(const std::string& line) {
@@ -72,6 +72,7 @@ std::optional<RankCallRecord> parse_record(const std::string& line) {
   if (!(in >> r.rank >> r.host >> r.local_rank >> r.call.entered >> r.call.left >> r.call.op >>
         r.call.bytes >> r.in_call_s >> done >> r.call.waiting))
     return std::nullopt;
+  if (!(in >> r.call.peer)) r.call.peer = -1;  // a collective's line may end before it (older writers)
   if (r.call.op == "-") r.call.op.clear();
   if (r.call.waiting == "-") r.call.waiting.clear();
   r.done = done != 0;
@@ -133,10 +134,16 @@ std::vector<std::string> diagnose_hang(const std::vector<RankCallRecord>& ranks,
   // An idle rank never entered its next call. Ranks stuck in a call of that same number wait for it: a
   // collective's peers are in the same collective, a send's peer owes the recv (and a recv's the send).
   // Ranks of other numbers wait elsewhere (a barrier of the ranks a point-to-point test leaves out).
+  // A point-to-point call names its peer: a rank stuck sending to (receiving from) an idle rank waits for
+  // that rank's recv (send), whatever call number the two have reached (ranks left out of a round, waiting in
+  // a barrier of the same number, would otherwise lend the idle rank their op).
   for (const auto* r : idle) {
-    std::vector<const RankCallRecord*> peers;
+    std::vector<const RankCallRecord*> partners, peers;
+    for (const auto* s : stuck)
+      if ((s->call.op == "send" || s->call.op == "recv") && s->call.peer == r->rank) partners.push_back(s);
     for (const auto* s : stuck)
       if (s->call.entered == r->call.left + 1) peers.push_back(s);
+    if (!partners.empty()) peers = partners;
     auto [op, bytes] = peers.empty() ? waited : most_common(peers);
     if (!peers.empty() && op == "send")
       op = "recv";

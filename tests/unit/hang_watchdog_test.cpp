@@ -40,8 +40,11 @@ TEST(HangWatchdogTest, RecordRoundTripsThroughOneLine) {
   EXPECT_DOUBLE_EQ(back->in_call_s, 7.5);
   EXPECT_FALSE(back->done);
   EXPECT_TRUE(back->call.waiting.empty());
+  EXPECT_EQ(back->call.peer, -1);
   r.call.waiting = "barrier";
+  r.call.peer = 3;
   EXPECT_EQ(parse_record(format_record(r))->call.waiting, "barrier");
+  EXPECT_EQ(parse_record(format_record(r))->call.peer, 3);
   EXPECT_FALSE(parse_record("5 node2 1 123"));  // a partial line
   EXPECT_FALSE(parse_record(""));
 }
@@ -126,6 +129,28 @@ TEST(HangWatchdogTest, ThePeerOfAStuckSendNeverEnteredTheRecv) {
   EXPECT_EQ(lines[1], "rank 0 (host node0, GPU 0) entered send #3 (1 MiB) and never left (waited 30 s)");
   ranks[0].call.op = "recv";
   EXPECT_EQ(diagnose_hang(ranks, 10)[0], "rank 2 (host node1, GPU 0) never entered send #3 (1 MiB)");
+}
+
+// The send's peer is known: rank 0 sends to rank 2, which never entered its recv. The ranks the test leaves
+// out wait in a barrier whose number is rank 2's next call (#1 here): their op is not rank 2's (it said
+// "never entered barrier #1 (0 B)"). Nor does the peer's call number need to be rank 2's (mid-tournament:
+// rank 0 at recv #10, rank 2 at its call #9).
+TEST(HangWatchdogTest, AStuckPointToPointCallNamesItsPeer) {
+  auto sender = rec(0, 1, 0, 30);
+  sender.call.op = "send";
+  sender.call.bytes = 16 << 10;
+  sender.call.peer = 2;
+  std::vector<RankCallRecord> ranks{sender, rec(1, 1, 0, 30), rec(2, 0, 0, 0), rec(3, 1, 0, 30)};
+  ranks[1].call.op = ranks[3].call.op = "barrier";
+  ranks[1].call.bytes = ranks[3].call.bytes = 0;
+  EXPECT_EQ(diagnose_hang(ranks, 10)[0], "rank 2 (host node1, GPU 0) never entered recv #1 (16 KiB)");
+  ranks[0].call = {10, 9, "recv", 4, 2, 0, ""};
+  ranks[2].call.entered = ranks[2].call.left = 8;
+  ranks[1].call = ranks[3].call = {9, 8, "barrier", 0, -1, 0, ""};
+  EXPECT_EQ(diagnose_hang(ranks, 10)[0], "rank 2 (host node1, GPU 0) never entered send #9 (4 B)");
+  // A send to another rank is no claim on rank 2: the call-number match decides, as before.
+  ranks[0].call.peer = 1;
+  EXPECT_EQ(diagnose_hang(ranks, 10)[0], "rank 2 (host node1, GPU 0) never entered barrier #9 (0 B)");
 }
 
 // Rank 0 entered the call last (or its state file is a period older): it waits in the call the stuck ranks
