@@ -112,6 +112,15 @@ CommandHangWatchdog::CommandHangWatchdog(const MpiContext& mpi, std::string comm
                                              std::move(on_peer_hang));
 }
 
+CommandHangWatchdog::~CommandHangWatchdog() {
+  if (!watchdog_) return;
+  watchdog_.reset();
+  std::error_code ec;
+  std::filesystem::remove(call_state_file(dir_, mpi_.rank()), ec);
+  std::filesystem::remove(dir_, ec);  // only when empty: another rank's file, or a hang's, keeps it
+  if (run_dir_made_) std::filesystem::remove(run_dir_, ec);
+}
+
 void CommandHangWatchdog::finish() {
   if (!watchdog_) return;
   watchdog_.reset();

@@ -39,6 +39,12 @@ class CommandHangWatchdog {
                       const std::filesystem::path& run_dir, double timeout_s);
   // No hang: stops the watchdog and removes the state files. Collective.
   void finish();
+  // Without finish() (the command stopped on an error: refused input found at run time, a failed check
+  // that throws): stops the watchdog and removes this rank's state file, then the directory (and a
+  // --run-dir this run made) once empty, so that the last rank out leaves nothing behind. Not collective.
+  ~CommandHangWatchdog();
+  CommandHangWatchdog(const CommandHangWatchdog&) = delete;
+  CommandHangWatchdog& operator=(const CommandHangWatchdog&) = delete;
   const std::filesystem::path& dir() const { return dir_; }
 
  private:

@@ -148,10 +148,13 @@ run_capture inject_wrong mpirun --oversubscribe -np 2 -x FACTORYBENCH_INJECT=wro
 [ "$RC" -eq 1 ] && assert_json "$T/inject_wrong.json" \
   "[(r['name'], r['status'], r.get('error')) for r in d['results'] if 'op' in r['params']] == [('allreduce/fp32/1024', 'ok', None), ('allreduce/fp32/2048', 'failed', '1 wrong element(s) in --check (rank 1: 1)'), ('allreduce/fp32/4096', 'ok', None)]" \
   "wrong@rank=1,check=2: only the 2K case fails, naming rank 1" || fail "inject_wrong: exit $RC $(tail -3 "$T/inject_wrong.err")"
+mkdir -p "$T/late_rd"
 run_capture inject_wrong_late mpirun --oversubscribe -np 2 -x FACTORYBENCH_INJECT=wrong@rank=1,check=9 "$FACTORYBENCH" \
-  "${COMMON[@]}" --op allreduce -b 1K -e 4K -f 2
+  "${COMMON[@]}" --op allreduce -b 1K -e 4K -f 2 --run-dir "$T/late_rd"
 [ "$RC" -eq 2 ] && grep -q "wrong at check 9, but this run makes 3 check(s)" "$T/inject_wrong_late.err" \
   && ok "wrong@ past the run's checks refused" || fail "inject_wrong_late: exit $RC $(cat "$T/inject_wrong_late.err")"
+# Refused after the hang watchdog started: its state files go with the run (they were left behind).
+[ -z "$(ls -A "$T/late_rd")" ] && ok "a refused run leaves no fb-hang state files" || fail "left behind: $(ls -A "$T/late_rd")"
 run_capture inject_wrong_nocheck mpirun --oversubscribe -np 2 -x FACTORYBENCH_INJECT=wrong@rank=1 "$FACTORYBENCH" \
   collective --backend host --no-check -n 3 -w 1 --op allreduce -b 1K -e 1K
 [ "$RC" -eq 2 ] && grep -q "runs no collective --check for wrong to act on" "$T/inject_wrong_nocheck.err" \
