@@ -8,6 +8,7 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <set>
 #include <sstream>
@@ -386,9 +387,24 @@ int run_locate(const LocateCliOptions& cli, Session& session) {
   if (!floors.used.empty()) report.summary["locate"]["floors"] = floors.used;
 
   // The watchdog's side channel: <run-dir>/fb-hang-<run id>/rank-R.state (tools/command_hang_watchdog.hpp).
+  // A hang in a later test keeps what the earlier ones measured (the p2p matrix before a hung bisection):
+  // a copy taken after each test, read by the watchdog's thread under the lock.
+  struct ReportSoFar {
+    std::mutex mutex;
+    reports::Report report;
+  };
+  auto so_far = std::make_shared<ReportSoFar>();
+  const auto keep_so_far = [&] {
+    std::lock_guard lock(so_far->mutex);
+    so_far->report = report;
+  };
+  keep_so_far();
   CommandHangWatchdog watchdog(mpi, "locate", report.run.value("id", std::string("run")),
-                               session.hang_report(report), session.options().output, cli.run_dir,
-                               hang_timeout);
+                               session.hang_report([so_far] {
+                                 std::lock_guard lock(so_far->mutex);
+                                 return so_far->report;
+                               }),
+                               session.options().output, cli.run_dir, hang_timeout);
   bool named = false;
 
   workloads::P2pOptions p;
@@ -405,6 +421,7 @@ int run_locate(const LocateCliOptions& cli, Session& session) {
     for (auto& r : workloads::p2p_results(p2p, p)) report.results.push_back(std::move(r));
     report.summary["locate"]["p2p"] = workloads::p2p_summary(p2p);
     named = named || !p2p.verdict.pass();
+    keep_so_far();
   }
   if (want_bisection) {
     workloads::BisectionOptions b;
@@ -419,6 +436,7 @@ int run_locate(const LocateCliOptions& cli, Session& session) {
     report.results.push_back(workloads::bisection_result(run, b));
     report.summary["locate"]["bisection"] = report.results.back().extra;
     named = named || !run.verdict.nodes.empty();
+    keep_so_far();
   }
   if (want_transport || expected_transports) {
     mpi.barrier();  // every rank's NCCL log is written

@@ -198,6 +198,15 @@ Session::HangReport Session::hang_report(reports::Report partial) const {
   };
 }
 
+Session::HangReport Session::hang_report(std::function<reports::Report()> so_far) const {
+  if (sink_ && suite_hang_report_) return suite_hang_report_;
+  return [so_far = std::move(so_far)](const reports::Result& hang) -> std::optional<reports::Report> {
+    auto out = so_far();
+    out.results.push_back(hang);
+    return out;
+  };
+}
+
 int Session::finish(reports::Report& report) {
   if (telemetry_ && mpi_) {  // collective, like finish itself: every rank has a sampler or none does
     const double to_s = telemetry_->mark();

@@ -61,6 +61,10 @@ class Session {
   // result (set_suite_hang_report), so that the steps before it are not lost.
   using HangReport = std::function<std::optional<reports::Report>(const reports::Result& hang)>;
   HangReport hang_report(reports::Report partial) const;
+  // The same for a command that adds results as it goes (locate: its p2p matrix before the bisection):
+  // alone, `so_far()` is called at the hang (from the watchdog's thread: it must lock what it reads), so
+  // the report keeps what was measured before the hung call.
+  HangReport hang_report(std::function<reports::Report()> so_far) const;
   void set_suite_hang_report(HangReport make) { suite_hang_report_ = std::move(make); }
   // Where a command writes a rendering of its own (report, compare): -o/--output, but inside a suite, whose
   // -o is the suite's JSON report, nothing (the rendering goes to stdout).
