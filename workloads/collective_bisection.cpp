@@ -103,7 +103,24 @@ BisectionVerdict judge_bisection(std::vector<std::vector<GroupMeasurement>>& rou
       // A single node repeated unchanged into the next round is judged there.
       if (r + 1 < rounds.size() && !has_children) continue;
       if (child_below) continue;
-      for (int node = m.group.first; node < m.group.last; ++node) v.nodes.push_back(node);
+      // A node in a smaller group of several nodes that passed is cleared: a slow node, or its link to the
+      // network, drags every networked group it is in. (3 nodes of one rank each, the third slow: {0,1}
+      // passed and {2} could not be measured alone; all three were named.) A node alone clears nothing
+      // (it measures no network), and when every node is cleared the problem lies between the passing
+      // groups, so all are named, as before.
+      std::vector<int> suspects;
+      for (int node = m.group.first; node < m.group.last; ++node) {
+        bool cleared = false;
+        for (std::size_t rr = r + 1; rr < rounds.size() && !cleared; ++rr)
+          for (const auto& c : rounds[rr])
+            if (c.group.size() > 1 && c.group.first >= m.group.first && c.group.last <= m.group.last &&
+                node >= c.group.first && node < c.group.last && std::isfinite(c.busbw_gbps) && !c.below_floor)
+              cleared = true;
+        if (!cleared) suspects.push_back(node);
+      }
+      if (suspects.empty())
+        for (int node = m.group.first; node < m.group.last; ++node) suspects.push_back(node);
+      v.nodes.insert(v.nodes.end(), suspects.begin(), suspects.end());
     }
   std::sort(v.nodes.begin(), v.nodes.end());
   v.nodes.erase(std::unique(v.nodes.begin(), v.nodes.end()), v.nodes.end());
@@ -304,6 +321,15 @@ reports::Result bisection_result(const BisectionRun& run, const BisectionOptions
               {"node_floor_gbps", o.node_floor_gbps},
               {"network_floor_gbps", o.network_floor_gbps},
               {"outlier_threshold", o.outlier_threshold}};
+  // Without a floor a group is judged only against peers of its kind (two or more in its round, or two
+  // nodes alone): 3 nodes of one rank each have none, and a pass there means nothing was judged.
+  bool judged = o.node_floor_gbps > 0 || o.network_floor_gbps > 0;
+  for (const auto& round : run.rounds) {
+    int networked = 0, alone = 0;
+    for (const auto& m : round)
+      if (std::isfinite(m.busbw_gbps)) ++(m.group.size() > 1 ? networked : alone);
+    judged = judged || networked >= 2 || (&round == &run.rounds.back() && alone >= 2);
+  }
   if (!run.rounds.empty() && std::isfinite(run.rounds.front().front().busbw_gbps))
     r.set_metric("busbw_gbps",
                  {run.rounds.front().front().busbw_gbps, "GB/s", reports::Better::higher, std::nullopt});
@@ -340,6 +366,11 @@ reports::Result bisection_result(const BisectionRun& run, const BisectionOptions
   if (!measured) {
     r.status = reports::Status::skipped;
     r.error = "one rank: an all-reduce needs two or more; run under mpirun";
+  } else if (!judged) {  // measured, but against nothing: not a pass
+    r.status = reports::Status::skipped;
+    r.error =
+        "nothing judged: no group had a peer of its kind to compare with and no floor was given "
+        "(--allreduce-floor or --floors); the p2p test compares the nodes pairwise";
   }
   return r;
 }

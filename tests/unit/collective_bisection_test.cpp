@@ -212,6 +212,30 @@ TEST(CollectiveBisectionTest, FewerUnnamedNodesThanSuspectsArePairedAgainInLater
   EXPECT_EQ(judge_cross_pairs(pairs, rounds, v, 50, 0.5).nodes, (std::vector<int>{0}));
 }
 
+// The audit's case: 3 nodes of one rank each, the third slow, a network floor: {0,1} passed, {2} could not be
+// measured alone, the job's group failed. The passing pair clears nodes 0 and 1: node 2 alone is named (all
+// three were, with no unnamed node left to cross-check them against), and is cross-checked with node 0.
+TEST(CollectiveBisectionTest, APassingNetworkedGroupClearsItsNodes) {
+  auto rounds = one_rank_per_node(3, 2);
+  ASSERT_EQ(rounds[1][0].group, (NodeGroup{0, 2}));
+  const auto v = judge_bisection(rounds, 0, 50, 0.5);
+  EXPECT_EQ(v.nodes, (std::vector<int>{2}));
+  const auto pairs = plan_cross_pairs(rounds, v, 3);
+  ASSERT_EQ(pairs.size(), 1u);
+  EXPECT_EQ(pairs[0].suspect, 2);
+  EXPECT_EQ(pairs[0].partner, 0);
+  // Two ranks per node and a slow NIC on node 2: node 2 alone is healthy (its all-reduce crosses no
+  // network), so only the job's group is slow. {0,1} clears nodes 0 and 1; node 2's own figure clears
+  // nothing: node 2 is named.
+  auto nic = measured(3, -1, 100, 0);
+  nic[0][0].busbw_gbps = 10;  // the job's group crosses node 2's NIC
+  EXPECT_EQ(judge_bisection(nic, 0, 50, 0.5).nodes, (std::vector<int>{2}));
+  // Every node cleared by a passing half: the problem lies between the halves; all are named, as before.
+  auto between = measured(4, -1, 100, 0);
+  between[0][0].busbw_gbps = 10;
+  EXPECT_EQ(judge_bisection(between, 0, 50, 0.5).nodes, (std::vector<int>{0, 1, 2, 3}));
+}
+
 TEST(CollectiveBisectionTest, CrossCheckNeedsNodesThatWereNotNamed) {
   // Both of two nodes named (absolute floor): nobody to pair them with.
   auto rounds = one_rank_per_node(2, -1);

@@ -41,7 +41,11 @@ TEST(LocateConsole, MatrixVerdictBisectionAndTransport) {
   workloads::BisectionRun b;
   b.hosts = {"h0", "h1"};
   b.rounds = {{{{0, 2}, 4, 3.5, false}}, {{{0, 1}, 2, 7.25, false}, {{1, 2}, 2, NAN, false}}};
-  report.results.push_back(workloads::bisection_result(b, {}));
+  // A network floor judges the job's group: without one, a lone networked group and a lone measurable node
+  // have nothing to be compared with (below).
+  workloads::BisectionOptions floor;
+  floor.network_floor_gbps = 1;
+  report.results.push_back(workloads::bisection_result(b, floor));
   reports::Result t;
   t.benchmark = "locate";
   t.name = "transport";
@@ -65,6 +69,19 @@ TEST(LocateConsole, MatrixVerdictBisectionAndTransport) {
       "bisection: no node drags its group below floor\n"
       "transport: NCCL network IB, transports ib,p2p\n"
       "locate: FAIL\n");
+  // No floor: nothing was judged, and the bisection says so as a skip, not a pass.
+  const auto unjudged = workloads::bisection_result(b, {});
+  EXPECT_EQ(unjudged.status, reports::Status::skipped);
+  reports::Report alone;
+  alone.results.push_back(unjudged);
+  std::ostringstream skip;
+  reports::print_locate_report(skip, alone);
+  EXPECT_NE(
+      skip.str().find("bisection: SKIP (nothing judged: no group had a peer of its kind to compare with and "
+                      "no floor was given (--allreduce-floor or --floors); the p2p test compares the nodes "
+                      "pairwise)\nlocate: SKIP (nothing measured)\n"),
+      std::string::npos)
+      << skip.str();
   // The p2p result's error is the same words.
   EXPECT_EQ(
       *report.results[0].error,
