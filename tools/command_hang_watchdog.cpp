@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "core/error.hpp"
+#include "core/fault_injection.hpp"
 #include "core/units.hpp"
 
 #include "reports/locate_console.hpp"
@@ -22,6 +23,12 @@ double parse_command_hang_timeout(const std::string& text) {
                     "collective for "
                     "a hang",
                     text));
+  // An injected hang is found by the watchdog alone: with it off the job would wait until killed.
+  if (s == 0 && injected_faults().hang_rank >= 0)
+    throw usage_error(
+        fmt::format("FACTORYBENCH_INJECT '{}': a hang with --hang-timeout 0 (the watchdog "
+                    "off) would wait until the job is killed; give a timeout",
+                    injected_faults().text));
   return s;
 }
 

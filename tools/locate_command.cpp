@@ -346,8 +346,23 @@ int run_locate(const LocateCliOptions& cli, Session& session) {
   auto& mpi = session.mpi();
   // A bad FACTORYBENCH_INJECT stops here, before any measurement.
   // A slow link acts on the matrix's messages only; without the p2p test nothing could show it.
-  check_injection_for(session, "locate", /*communicator_faults=*/true, /*sdc=*/false,
+  check_injection_for(session, "locate", /*communicator_faults=*/want_p2p || want_bisection, /*sdc=*/false,
                       /*point_to_point=*/want_p2p);
+  // At --scope node only each host's first rank sends: a slow link naming another rank would delay nothing
+  // (alone; in a suite the variable is the job's, and each step acts on what it can).
+  if (want_p2p && cli.scope == "node" && !session.in_suite()) {
+    const auto& hosts = mpi.hostnames();
+    const auto endpoint = [&](int rank) {
+      return std::find(hosts.begin(), hosts.end(), hosts[static_cast<std::size_t>(rank)]) - hosts.begin() ==
+             rank;
+    };
+    for (const auto& link : injected_faults().slow_links)
+      if (!endpoint(link.a) || !endpoint(link.b))
+        throw usage_error(fmt::format(
+            "FACTORYBENCH_INJECT '{}': slow-link between ranks {} and {}: at --scope node only each host's "
+            "first rank sends, so it would delay nothing; name those ranks, or use --scope rank",
+            injected_faults().text, link.a, link.b));
+  }
   if (session.checking_only()) return 0;  // a suite's preflight: validated, nothing run
   auto& backend = session.backend();
   const bool on_gpu = backend.kind() == BackendKind::cuda;

@@ -48,4 +48,19 @@ refused hang_short "^factorybench: error: invalid --hang-timeout '10ms': 0 \(off
   --hang-timeout 10ms --run-dir "$T"
 expect_error health_hang_short 2 "^factorybench: error: invalid --hang-timeout '100ms': 0 \(off\) or at least 1s" \
   fb health --backend host --hang-timeout 100ms --run-dir "$T" -o "$T/hs.json"
+
+# Injected faults the run could not act on are refused (a fault drill passed for a fault never injected).
+inject_refused() {
+  local name=$1 np=$2 inject=$3 pattern=$4; shift 4
+  run_capture "$name" timeout 120 mpirun --oversubscribe -np "$np" -x FACTORYBENCH_FAKE_HOSTS=2 -x "FACTORYBENCH_INJECT=$inject" \
+    "$FACTORYBENCH" locate --backend host "$@" -o "$T/$name.json"
+  [ "$RC" -eq 2 ] && grep -qE "$pattern" "$T/$name.err" && [ ! -e "$T/$name.json" ] && ok "$name refused" \
+    || fail "$name: exit $RC: $(cat "$T/$name.err")"
+}
+inject_refused inject_transport 2 "hang@rank=1,call=1" \
+  "locate sends nothing through the communicator: slow-link, slow-rank and hang cannot act on it" --tests transport
+inject_refused inject_not_endpoint 4 "slow-link@ranks=1-3,delay=1ms" \
+  "slow-link between ranks 1 and 3: at --scope node only each host's first rank sends, so it would delay nothing" --tests p2p
+inject_refused inject_unwatched 2 "hang@rank=1,call=1" \
+  "a hang with --hang-timeout 0 \(the watchdog off\) would wait until the job is killed" --hang-timeout 0
 finish
