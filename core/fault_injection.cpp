@@ -1,5 +1,6 @@
 #include "core/fault_injection.hpp"
 
+#include <algorithm>
 #include <cstdlib>
 #include <map>
 
@@ -28,11 +29,16 @@ std::vector<std::string_view> split(std::string_view text, char sep) {
   throw usage_error("invalid " + std::string(kVar) + " entry '" + std::string(item) + "': " + why);
 }
 
-std::uint64_t number(std::string_view item, std::string_view key, std::string_view value) {
+// Ranks count from 0; call and check numbers from 1 (`least`).
+std::uint64_t number(std::string_view item, std::string_view key, std::string_view value,
+                     long long least = 0) {
   std::string s(value);
   char* end = nullptr;
   const long long v = s.empty() ? -1 : std::strtoll(s.c_str(), &end, 10);
-  if (s.empty() || *end != '\0' || v < 0) bad(item, std::string(key) + " must be a non-negative integer");
+  if (s.empty() || *end != '\0' || v < least)
+    bad(item, least == 0 ? std::string(key) + " must be a non-negative integer"
+                         : fmt::format("{} must be an integer of at least {} ({} numbers start at {})", key,
+                                       least, key, least));
   return static_cast<std::uint64_t>(v);
 }
 
@@ -52,8 +58,12 @@ double InjectedFaults::collective_delay(int rank) const {
 InjectedFaults parse_injected_faults(std::string_view spec) {
   InjectedFaults f;
   f.text = std::string(spec);
+  if (spec.empty()) return f;
   for (auto item : split(spec, ';')) {
-    if (item.empty()) continue;
+    // As --faults refuses it: an empty entry is a typo (a lost entry, or one ';' too many), not nothing.
+    if (item.empty())
+      throw usage_error(
+          fmt::format("invalid {} '{}': an empty entry (two ';' in a row, or one at an end)", kVar, spec));
     const auto at = item.find('@');
     if (at == std::string_view::npos) bad(item, "expected KIND@key=value,...");
     const auto kind = item.substr(0, at);
@@ -61,7 +71,8 @@ InjectedFaults parse_injected_faults(std::string_view spec) {
     for (auto part : split(item.substr(at + 1), ',')) {
       const auto eq = part.find('=');
       if (eq == std::string_view::npos) bad(item, "expected key=value, got '" + std::string(part) + "'");
-      kv[part.substr(0, eq)] = part.substr(eq + 1);
+      if (!kv.emplace(part.substr(0, eq), part.substr(eq + 1)).second)
+        bad(item, "key '" + std::string(part.substr(0, eq)) + "' given twice");
     }
     auto take = [&](std::string_view key) {
       const auto it = kv.find(key);
@@ -79,6 +90,10 @@ InjectedFaults parse_injected_faults(std::string_view spec) {
       l.b = static_cast<int>(number(item, "ranks", ranks.substr(dash + 1)));
       if (l.a == l.b) bad(item, "a link needs two different ranks");
       l.delay_s = parse_duration(take("delay"), "delay");
+      for (const auto& other : f.slow_links)
+        if (std::min(other.a, other.b) == std::min(l.a, l.b) &&
+            std::max(other.a, other.b) == std::max(l.a, l.b))
+          bad(item, fmt::format("the link {}-{} is given twice (its delays would add up)", l.a, l.b));
       f.slow_links.push_back(l);
     } else if (kind == "slow-rank") {
       if (f.slow_rank >= 0) bad(item, "one slow-rank entry per run (a second would replace the first)");
@@ -87,18 +102,15 @@ InjectedFaults parse_injected_faults(std::string_view spec) {
     } else if (kind == "hang") {
       if (f.hang_rank >= 0) bad(item, "one hang entry per run (a second would replace the first)");
       f.hang_rank = static_cast<int>(number(item, "rank", take("rank")));
-      f.hang_call = number(item, "call", take("call"));
-      if (f.hang_call == 0) bad(item, "call numbers start at 1");
+      f.hang_call = number(item, "call", take("call"), 1);
     } else if (kind == "sdc") {
       if (f.sdc_rank >= 0) bad(item, "one sdc entry per run (a second would replace the first)");
       f.sdc_rank = static_cast<int>(number(item, "rank", take("rank")));
-      if (kv.count("check")) f.sdc_check = number(item, "check", take("check"));
-      if (f.sdc_check == 0) bad(item, "check numbers start at 1");
+      if (kv.count("check")) f.sdc_check = number(item, "check", take("check"), 1);
     } else if (kind == "wrong") {
       if (f.wrong_rank >= 0) bad(item, "one wrong entry per run (a second would replace the first)");
       f.wrong_rank = static_cast<int>(number(item, "rank", take("rank")));
-      if (kv.count("check")) f.wrong_check = number(item, "check", take("check"));
-      if (f.wrong_check == 0) bad(item, "check numbers start at 1");
+      if (kv.count("check")) f.wrong_check = number(item, "check", take("check"), 1);
     } else {
       bad(item,
           "unknown kind '" + std::string(kind) + "' (expected slow-link, slow-rank, hang, sdc or wrong)");

@@ -56,16 +56,40 @@ TEST(FaultInjectionTest, BadSpecsSayWhatIsWrong) {
       "slow-link@ranks=2-2,delay=1ms",
       "invalid FACTORYBENCH_INJECT entry 'slow-link@ranks=2-2,delay=1ms': a link needs two different ranks");
   expect_usage("hang@rank=1", "invalid FACTORYBENCH_INJECT entry 'hang@rank=1': missing call=");
-  expect_usage("hang@rank=1,call=0",
-               "invalid FACTORYBENCH_INJECT entry 'hang@rank=1,call=0': call numbers start at 1");
+  expect_usage(
+      "hang@rank=1,call=0",
+      "invalid FACTORYBENCH_INJECT entry 'hang@rank=1,call=0': call must be an integer of at least 1 "
+      "(call numbers start at 1)");
+  expect_usage(
+      "hang@rank=1,call=-1",
+      "invalid FACTORYBENCH_INJECT entry 'hang@rank=1,call=-1': call must be an integer of at least 1 "
+      "(call numbers start at 1)");
   expect_usage(
       "slow-rank@rank=x,delay=1ms",
       "invalid FACTORYBENCH_INJECT entry 'slow-rank@rank=x,delay=1ms': rank must be a non-negative integer");
   expect_usage("crash@rank=1",
                "invalid FACTORYBENCH_INJECT entry 'crash@rank=1': unknown kind 'crash' (expected "
                "slow-link, slow-rank, hang, sdc or wrong)");
-  expect_usage("wrong@rank=1,check=0",
-               "invalid FACTORYBENCH_INJECT entry 'wrong@rank=1,check=0': check numbers start at 1");
+  expect_usage(
+      "wrong@rank=1,check=0",
+      "invalid FACTORYBENCH_INJECT entry 'wrong@rank=1,check=0': check must be an integer of at least "
+      "1 (check numbers start at 1)");
+  // As --faults: an empty entry, a key given twice (the last won) and a link given twice (the delays added)
+  // are typos, refused.
+  expect_usage("hang@rank=1,call=2;;slow-rank@rank=0,delay=1ms",
+               "invalid FACTORYBENCH_INJECT 'hang@rank=1,call=2;;slow-rank@rank=0,delay=1ms': an empty entry "
+               "(two ';' in a row, or one at an end)");
+  expect_usage(
+      "hang@rank=1,call=2;",
+      "invalid FACTORYBENCH_INJECT 'hang@rank=1,call=2;': an empty entry (two ';' in a row, or one at "
+      "an end)");
+  expect_usage("slow-rank@rank=1,delay=5ms,delay=1ms",
+               "invalid FACTORYBENCH_INJECT entry 'slow-rank@rank=1,delay=5ms,delay=1ms': key 'delay' given "
+               "twice");
+  expect_usage(
+      "slow-link@ranks=0-1,delay=1ms;slow-link@ranks=1-0,delay=2ms",
+      "invalid FACTORYBENCH_INJECT entry 'slow-link@ranks=1-0,delay=2ms': the link 1-0 is given twice "
+      "(its delays would add up)");
   expect_usage("sdc@rank=1,when=2",
                "invalid FACTORYBENCH_INJECT entry 'sdc@rank=1,when=2': unknown key 'when'");
   expect_usage("slow-rank", "invalid FACTORYBENCH_INJECT entry 'slow-rank': expected KIND@key=value,...");
