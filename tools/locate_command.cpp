@@ -89,6 +89,7 @@ std::vector<std::uint64_t> parse_sizes(const std::string& text) {
 // Later files fill what earlier ones left unset.
 struct Floors {
   double allreduce_node = 0, allreduce_network = 0, p2p_node = 0;
+  std::string p2p_node_from;  // the file that set p2p_node, as the p2p verdict names it
   nlohmann::json used = nlohmann::json::array();
 };
 
@@ -124,6 +125,7 @@ Floors load_floors(const std::string& names) {
     take("allreduce_node_busbw_gbps", f.allreduce_node);
     take("allreduce_network_busbw_gbps", f.allreduce_network);
     take("p2p_node_bw_gbps", f.p2p_node);
+    if (f.p2p_node > 0 && f.p2p_node_from.empty()) f.p2p_node_from = j.value("name", name);
     f.used.push_back({{"name", j.value("name", name)}, {"source", j.value("source", "")}});
   }
   return f;
@@ -428,6 +430,8 @@ int run_locate(const LocateCliOptions& cli, Session& session) {
   p.iterations = cli.iters;
   p.warmup = cli.warmup;
   p.min_bw_gbps = cli.min_p2p_bw.value_or(p.scope == workloads::P2pScope::node ? floors.p2p_node : 0);
+  if (!cli.min_p2p_bw && p.min_bw_gbps > 0)
+    p.min_bw_source = "--floors " + floors.p2p_node_from + "'s p2p floor";
   p.outlier_threshold = cli.outlier_threshold;
   p.confirm_passes = cli.confirm_passes;
   p.seed = session.options().seed;

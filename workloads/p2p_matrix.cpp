@@ -59,7 +59,8 @@ std::vector<std::pair<int, int>> P2pVerdict::flagged_links() const {
   return out;
 }
 
-P2pVerdict judge_p2p(const P2pMatrix& m, double min_bw_gbps, double outlier_threshold) {
+P2pVerdict judge_p2p(const P2pMatrix& m, double min_bw_gbps, double outlier_threshold,
+                     std::string_view min_bw_source) {
   P2pVerdict v;
   const auto n = m.bw_gbps.size();
   std::vector<double> all;
@@ -92,7 +93,7 @@ P2pVerdict judge_p2p(const P2pMatrix& m, double min_bw_gbps, double outlier_thre
       if (!std::isfinite(bw))
         reason = "not measured";
       else if (min_bw_gbps > 0 && bw < min_bw_gbps)
-        reason = fmt::format("below --min-p2p-bw {:g} GB/s", min_bw_gbps);
+        reason = fmt::format("below {} {:g} GB/s", min_bw_source, min_bw_gbps);
       else if (n > 2 && bw < relative_floor)
         reason = fmt::format("{:.0f}% below the reference {:.3g} GB/s", 100 * (1 - bw / v.reference_gbps),
                              v.reference_gbps);
@@ -263,7 +264,7 @@ void confirm_flagged(PairTransfers& t, P2pMatrix& largest, P2pVerdict& verdict, 
     for (std::size_t i = 0; i < n; ++i)
       for (std::size_t j = 0; j < n; ++j)
         if (i != j) largest.bw_gbps[i][j] = std::max(largest.bw_gbps[i][j], again[i * n + j]);
-    verdict = judge_p2p(largest, o.min_bw_gbps, o.outlier_threshold);
+    verdict = judge_p2p(largest, o.min_bw_gbps, o.outlier_threshold, o.min_bw_source);
   }
 }
 
@@ -281,7 +282,7 @@ P2pRun measure_p2p_matrix(const MpiContext& mpi, Backend& backend, Communicator&
   run.matrices = sum_matrices(mpi, flat, n, o);
   auto& largest = *std::max_element(run.matrices.begin(), run.matrices.end(),
                                     [](const P2pMatrix& x, const P2pMatrix& y) { return x.bytes < y.bytes; });
-  run.verdict = judge_p2p(largest, o.min_bw_gbps, o.outlier_threshold);
+  run.verdict = judge_p2p(largest, o.min_bw_gbps, o.outlier_threshold, o.min_bw_source);
   confirm_flagged(transfers, largest, run.verdict, o);
   return run;
 }
@@ -324,9 +325,16 @@ std::vector<reports::Result> p2p_results(const P2pRun& run, const P2pOptions& o)
     reports::Result r;
     r.benchmark = "locate";
     r.name = fmt::format("p2p/{}/{}", scope_name(o.scope), m.bytes);
-    r.params = {{"test", "p2p"},        {"scope", scope_name(o.scope)},
-                {"bytes", m.bytes},     {"endpoints", run.endpoints.size()},
-                {"rounds", run.rounds}, {"iterations", o.iterations}};
+    r.params = {{"test", "p2p"},
+                {"scope", scope_name(o.scope)},
+                {"bytes", m.bytes},
+                {"endpoints", run.endpoints.size()},
+                {"rounds", run.rounds},
+                {"iterations", o.iterations},
+                {"outlier_threshold", o.outlier_threshold}};
+    // The absolute floor the verdict used, and where it came from; none: null.
+    r.params["min_p2p_bw_gbps"] = o.min_bw_gbps > 0 ? nlohmann::json(o.min_bw_gbps) : nlohmann::json(nullptr);
+    if (o.min_bw_gbps > 0) r.params["min_p2p_bw_from"] = o.min_bw_source;
     std::vector<double> bws, lats;
     for (std::size_t i = 0; i < m.bw_gbps.size(); ++i)
       for (std::size_t j = 0; j < m.bw_gbps.size(); ++j)

@@ -9,6 +9,7 @@
 // instead of its links.
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -61,7 +62,9 @@ struct P2pVerdict {
 // Flags directions below `min_bw_gbps` (0 = no absolute floor) or below reference·(1 − outlier_threshold),
 // then attributes them: with 3 or more endpoints, an endpoint with at least 3/4 of its links flagged is
 // named itself; the remaining flagged links are named by their two endpoints. Pure.
-P2pVerdict judge_p2p(const P2pMatrix& matrix, double min_bw_gbps, double outlier_threshold);
+// `min_bw_source` names the floor in a flag's reason ("--min-p2p-bw", or the --floors file it came from).
+P2pVerdict judge_p2p(const P2pMatrix& matrix, double min_bw_gbps, double outlier_threshold,
+                     std::string_view min_bw_source = "--min-p2p-bw");
 
 struct P2pOptions {
   P2pScope scope = P2pScope::node;
@@ -69,6 +72,7 @@ struct P2pOptions {
   int warmup = 1;
   int iterations = 5;
   double min_bw_gbps = 0;
+  std::string min_bw_source = "--min-p2p-bw";  // where min_bw_gbps came from (judge_p2p)
   double outlier_threshold = 0.5;
   int confirm_passes = 2;  // flagged links re-measured alone this many times before they are named
   std::uint64_t seed = 42;

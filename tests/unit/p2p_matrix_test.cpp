@@ -78,6 +78,9 @@ TEST(P2pMatrixTest, AbsoluteFloorFlagsEvenAUniformMatrix) {
   const auto v = judge_p2p(uniform(3, 10), 40, 0.5);
   EXPECT_EQ(v.flags.size(), 6u);
   EXPECT_EQ(v.flags[0].reason, "below --min-p2p-bw 40 GB/s");
+  // A floor from --floors is named as such (it read "--min-p2p-bw", an option not given).
+  EXPECT_EQ(judge_p2p(uniform(3, 10), 40, 0.5, "--floors network-400g's p2p floor").flags[0].reason,
+            "below --floors network-400g's p2p floor 40 GB/s");
   // Every endpoint is on all of its links: all three are named, no link separately.
   EXPECT_EQ(v.slow_endpoints, (std::vector<int>{0, 1, 2}));
   EXPECT_TRUE(v.slow_links.empty());
