@@ -14,6 +14,7 @@
 #include <fmt/ranges.h>
 
 #include "core/error.hpp"
+#include "core/logging.hpp"
 #include "core/rank_collectives.hpp"
 #include "core/units.hpp"
 #include "reports/train_console.hpp"
