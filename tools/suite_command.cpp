@@ -4,8 +4,10 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <iostream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
@@ -38,25 +40,34 @@ struct SuiteOptions {
 // bad fault plan) before anything runs: the suite stops with the step's error and writes no report. The
 // checks run no collective; the ranks agree on the outcome after them, so an input that only some ranks
 // lack (a file missing on one host) stops every rank instead of leaving the others in step 1's collectives.
+// The checks that need every rank (Session::check_together: the same model file on all, the smallest free
+// memory) run after that agreement, when every rank is sure to reach them.
 void preflight(const Suite& suite, const std::vector<ParsedStep>& parsed, Session& session) {
   struct CheckingOnly {  // for the checks alone, however they end
     Session& s;
     explicit CheckingOnly(Session& session) : s(session) { s.set_checking_only(true); }
     ~CheckingOnly() { s.set_checking_only(false); }
   };
+  const auto in_step = [&](std::size_t i, const std::function<void()>& check) {
+    try {
+      check();
+    } catch (const Error& e) {
+      if (e.kind() == ErrorKind::runtime) throw;
+      throw Error(e.kind(), fmt::format("suite step '{}': {}", suite.steps[i].name, e.what()));
+    }
+  };
   auto& mpi = session.mpi();
+  const CheckingOnly checking(session);
+  std::vector<std::pair<std::size_t, std::function<void()>>> together;
   agree_on_errors(mpi, [&] {
-    const CheckingOnly checking(session);
     for (std::size_t i = 0; i < parsed.size(); ++i) {
       if (!parsed[i].preflight) continue;
-      try {
-        parsed[i].action(session);
-      } catch (const Error& e) {
-        if (e.kind() == ErrorKind::runtime) throw;
-        throw Error(e.kind(), fmt::format("suite step '{}': {}", suite.steps[i].name, e.what()));
-      }
+      in_step(i, [&] { parsed[i].action(session); });
+      for (auto& check : session.take_checks_together()) together.emplace_back(i, std::move(check));
     }
   });
+  for (const auto& step_check : together)
+    agree_on_errors(mpi, [&] { in_step(step_check.first, step_check.second); });
 }
 
 // A step's own verdict result (benchmark "suite", named for the step, its args as params).
