@@ -202,6 +202,21 @@ int run_suite(const SuiteOptions& opt, Session& session) {
     session.collect_into(nullptr, {});
     session.set_suite_hang_report(nullptr);
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    // The step's verdict is the job's: one that failed on another rank alone (a compare or report input
+    // only rank 0's host holds) is recorded on rank 0 as failed, with that rank's reason, which only rank 0
+    // prints. A gate is judged on rank 0 (collective --min-busbw fails there alone), so every rank also takes
+    // the verdict of all, or --fail-fast stopped rank 0 while the others went on into the next step's
+    // collectives, a hang.
+    const auto rcs = gather_to_root(mpi, step_rc);
+    const auto errors = gather_to_root(mpi, error);
+    const bool all_ok = mpi.all_true(step_rc == 0);
+    for (std::size_t r = 1; r < rcs.size() && step_rc == 0; ++r) {  // rank 0's own failure first
+      if (rcs[r] == 0) continue;
+      step_rc = rcs[r];
+      error = !errors[r].empty() ? fmt::format("on rank {}: {}", r, errors[r])
+                                 : fmt::format("'{}' exited {} on rank {}{}", step.args.front(), step_rc, r,
+                                               step_rc == 1 ? ": a check or gate failed" : "");
+    }
     const bool ok = step_rc == 0;
     // A step that adds no result of its own (compare, report, an error before measuring) still gets one:
     // its verdict, so that the report, its summary line and JUnit show every step, a failed gate among them.
@@ -218,9 +233,6 @@ int run_suite(const SuiteOptions& opt, Session& session) {
         {{"name", step.name}, {"args", step.args}, {"exit_code", step_rc}, {"seconds", seconds}});
     log::info("[{}/{}] {}: {} ({:.1f} s){}", index, suite.steps.size(), step.name, ok ? "ok" : "FAILED",
               seconds, error.empty() ? "" : ": " + error);
-    // A gate is judged on rank 0 (collective --min-busbw fails there alone): every rank takes the verdict of
-    // all, or --fail-fast stopped rank 0 while the others went on into the next step's collectives, a hang.
-    const bool all_ok = mpi.all_true(ok);
     if (!all_ok) rc = 1;
     if (!all_ok && opt.fail_fast) {
       log::info("--fail-fast: stopping after the failed step");

@@ -43,4 +43,25 @@ cmp -s "$T/wd0/m.json" "$T/wd1/m.json" && die "the model files should differ"
 split model_differs suite model.json -o "$T/model_differs.json"
 stopped_up_front model_differs "suite step 't': the ranks loaded different model files \(--model \./m\.json\); every rank must read the same files"
 
+# A step that fails on rank 1 alone (a compare whose inputs only rank 0's directory holds) is recorded failed, with
+# rank 1's reason, printed once; it used to be recorded ok while the job exited 1.
+fb gemm --backend host --m 32 --n 32 --k 32 --iters 3 --warmup 1 -q -o "$T/wd0/a.json" || die "gemm for compare's input"
+cp "$T/wd0/a.json" "$T/wd0/b.json"
+suite_file cmp "[$GEMM, {\"name\": \"cmp\", \"command\": \"compare\", \"args\": \"a.json b.json\"}, {\"name\": \"g2\", \"command\": \"gemm\", \"args\": \"--m 32 --n 32 --k 32 --iters 3 --warmup 1\"}]"
+for ff in "" --fail-fast; do
+  name=cmp${ff:+_ff}
+  split "$name" suite cmp.json $ff -o "$T/$name.json"
+  [ "$RC" -eq 1 ] || { fail "$name: exit $RC: $(tail -3 "$T/$name.err")"; continue; }
+  validate "$T/$name.json"
+  C="[r for r in d['results'] if r['benchmark'] == 'suite' and r['name'] == 'cmp'][0]"
+  assert_json "$T/$name.json" "$C['status'] == 'failed' and $C['error'].startswith('on rank 1: ') and 'a.json' in $C['error']" \
+    "$name: the step failed on rank 1 is recorded failed, with rank 1's reason"
+  assert_json "$T/$name.json" "[s['exit_code'] for s in d['summary']['suite']['steps']][:2] == [0, 2] and d['summary']['suite']['verdict'] == 'fail'" \
+    "$name: its exit code is rank 1's"
+  [ "$(grep -c 'cmp: FAILED .*: on rank 1: ' "$T/$name.err")" -eq 1 ] && ok "$name: the reason printed once" \
+    || fail "$name: the reason is not printed once: $(cat "$T/$name.err")"
+done
+assert_json "$T/cmp.json" "[s['name'] for s in d['summary']['suite']['steps'] if s['exit_code'] == 0] == ['g1', 'g2']" "cmp: the rest go on"
+assert_json "$T/cmp_ff.json" "[(r['status'], r['error']) for r in d['results'] if r['benchmark'] == 'suite' and r['name'] == 'g2'] == [('skipped', \"not run: --fail-fast after step 'cmp' failed\")]" \
+  "cmp --fail-fast: the next step skipped after the failed one"
 finish
