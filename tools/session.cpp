@@ -143,6 +143,7 @@ void Session::check_output_writable(const std::vector<std::string>& inputs) cons
 
 void Session::set_checking_only(bool on) {
   checking_only_ = on;
+  if (!on) together_.clear();  // a check queued by a step whose own checks then failed
   log::configure(mpi_ ? mpi_->rank() : launcher_rank(),
                  on ? log::Level::error : log::parse_level(options_.log_level), options_.quiet);
 }

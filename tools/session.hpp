@@ -6,6 +6,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/backend.hpp"
@@ -80,12 +81,18 @@ class Session {
   void set_checking_only(bool on);
   // Work every rank does on its own once MPI is up that may fail on some ranks only (reading this host's
   // files), its outcome agreed so that every rank stops when one does (core/rank_collectives.hpp). In a
-  // suite's preflight it only runs: the suite agrees once for all its checks (no collective inside them).
+  // suite's preflight it only runs: the suite agrees once for all its checks (no collective inside them:
+  // check_together).
   template <class F>
   auto on_every_rank(F&& work) {
     if (checking_only_) return work();
     return agreed(mpi(), std::forward<F>(work));
   }
+  // A suite preflight's check that needs every rank (a collective: the smallest free memory, the same model
+  // file everywhere): queued, and run by the suite once every rank's own checks passed, since a rank that one
+  // of those stopped would never reach it and the others would wait in it for ever.
+  void check_together(std::function<void()> check) { together_.push_back(std::move(check)); }
+  std::vector<std::function<void()>> take_checks_together() { return std::exchange(together_, {}); }
 
   // -o/--output names a file rank 0 can create (usage error otherwise), and none of `inputs` (the files
   // report, compare and import read) nor a file named by another argument (a suite, a model, a failure
@@ -111,6 +118,7 @@ class Session {
   std::string sink_step_;
   HangReport suite_hang_report_;
   bool checking_only_ = false;
+  std::vector<std::function<void()>> together_;
 };
 
 using CommandAction = std::function<int(Session&)>;

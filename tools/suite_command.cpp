@@ -4,8 +4,10 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <iostream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
@@ -38,25 +40,34 @@ struct SuiteOptions {
 // bad fault plan) before anything runs: the suite stops with the step's error and writes no report. The
 // checks run no collective; the ranks agree on the outcome after them, so an input that only some ranks
 // lack (a file missing on one host) stops every rank instead of leaving the others in step 1's collectives.
+// The checks that need every rank (Session::check_together: the same model file on all, the smallest free
+// memory) run after that agreement, when every rank is sure to reach them.
 void preflight(const Suite& suite, const std::vector<ParsedStep>& parsed, Session& session) {
   struct CheckingOnly {  // for the checks alone, however they end
     Session& s;
     explicit CheckingOnly(Session& session) : s(session) { s.set_checking_only(true); }
     ~CheckingOnly() { s.set_checking_only(false); }
   };
+  const auto in_step = [&](std::size_t i, const std::function<void()>& check) {
+    try {
+      check();
+    } catch (const Error& e) {
+      if (e.kind() == ErrorKind::runtime) throw;
+      throw Error(e.kind(), fmt::format("suite step '{}': {}", suite.steps[i].name, e.what()));
+    }
+  };
   auto& mpi = session.mpi();
+  const CheckingOnly checking(session);
+  std::vector<std::pair<std::size_t, std::function<void()>>> together;
   agree_on_errors(mpi, [&] {
-    const CheckingOnly checking(session);
     for (std::size_t i = 0; i < parsed.size(); ++i) {
       if (!parsed[i].preflight) continue;
-      try {
-        parsed[i].action(session);
-      } catch (const Error& e) {
-        if (e.kind() == ErrorKind::runtime) throw;
-        throw Error(e.kind(), fmt::format("suite step '{}': {}", suite.steps[i].name, e.what()));
-      }
+      in_step(i, [&] { parsed[i].action(session); });
+      for (auto& check : session.take_checks_together()) together.emplace_back(i, std::move(check));
     }
   });
+  for (const auto& step_check : together)
+    agree_on_errors(mpi, [&] { in_step(step_check.first, step_check.second); });
 }
 
 // A step's own verdict result (benchmark "suite", named for the step, its args as params).
@@ -191,6 +202,21 @@ int run_suite(const SuiteOptions& opt, Session& session) {
     session.collect_into(nullptr, {});
     session.set_suite_hang_report(nullptr);
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    // The step's verdict is the job's: one that failed on another rank alone (a compare or report input
+    // only rank 0's host holds) is recorded on rank 0 as failed, with that rank's reason, which only rank 0
+    // prints. A gate is judged on rank 0 (collective --min-busbw fails there alone), so every rank also takes
+    // the verdict of all, or --fail-fast stopped rank 0 while the others went on into the next step's
+    // collectives, a hang.
+    const auto rcs = gather_to_root(mpi, step_rc);
+    const auto errors = gather_to_root(mpi, error);
+    const bool all_ok = mpi.all_true(step_rc == 0);
+    for (std::size_t r = 1; r < rcs.size() && step_rc == 0; ++r) {  // rank 0's own failure first
+      if (rcs[r] == 0) continue;
+      step_rc = rcs[r];
+      error = !errors[r].empty() ? fmt::format("on rank {}: {}", r, errors[r])
+                                 : fmt::format("'{}' exited {} on rank {}{}", step.args.front(), step_rc, r,
+                                               step_rc == 1 ? ": a check or gate failed" : "");
+    }
     const bool ok = step_rc == 0;
     // A step that adds no result of its own (compare, report, an error before measuring) still gets one:
     // its verdict, so that the report, its summary line and JUnit show every step, a failed gate among them.
@@ -207,9 +233,6 @@ int run_suite(const SuiteOptions& opt, Session& session) {
         {{"name", step.name}, {"args", step.args}, {"exit_code", step_rc}, {"seconds", seconds}});
     log::info("[{}/{}] {}: {} ({:.1f} s){}", index, suite.steps.size(), step.name, ok ? "ok" : "FAILED",
               seconds, error.empty() ? "" : ": " + error);
-    // A gate is judged on rank 0 (collective --min-busbw fails there alone): every rank takes the verdict of
-    // all, or --fail-fast stopped rank 0 while the others went on into the next step's collectives, a hang.
-    const bool all_ok = mpi.all_true(ok);
     if (!all_ok) rc = 1;
     if (!all_ok && opt.fail_fast) {
       log::info("--fail-fast: stopping after the failed step");

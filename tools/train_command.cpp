@@ -14,6 +14,7 @@
 #include <fmt/ranges.h>
 
 #include "core/error.hpp"
+#include "core/logging.hpp"
 #include "core/rank_collectives.hpp"
 #include "core/units.hpp"
 #include "reports/train_console.hpp"
@@ -197,13 +198,21 @@ int run_train(const TrainCommandOptions& opt, Session& session) {
                      check_train_resilience(opt.resilience, opt.state_bytes, opt.mtbf, mpi.size(),
                                             mpi.local_size(), options, session.options().seed)};
   });
-  if (session.checking_only()) {  // a suite's preflight: validated, nothing run
-    check_fits_before_the_suite(options, plan, opt.train.dtype.empty(), session);
-    return 0;
-  }
   // Each rank reads the model file on its own host: one that differs would train a mixture, or stop in a
   // collective of the wrong size.
-  mpi.require_same_content(plan.model.file_digest, "model files (--model " + opt.train.model + ")");
+  const auto same_model = [&mpi, digest = plan.model.file_digest, model = opt.train.model] {
+    mpi.require_same_content(digest, "model files (--model " + model + ")");
+  };
+  if (session.checking_only()) {  // a suite's preflight: validated, nothing run
+    // These collectives wait for every rank's own checks (a rank missing the model never reaches them).
+    session.check_together(
+        [&session, same_model, options, plan = plan, default_type = opt.train.dtype.empty()] {
+          same_model();
+          check_fits_before_the_suite(options, plan, default_type, session);
+        });
+    return 0;
+  }
+  same_model();
   auto& backend = session.backend();
   if (opt.train.dtype.empty() && default_dtype(backend.kind()) != options.shape.dtype) {
     options.shape.dtype = default_dtype(backend.kind());
