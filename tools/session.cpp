@@ -217,15 +217,19 @@ int Session::finish(reports::Report& report) {
   }
   workloads::finish_report(report);
   if (sink_) {
+    // A result's identity is benchmark + name: kept unique when two steps measure the same thing. When any
+    // of this step's results would repeat an earlier step's, all of them are named "<step>/<name>": one
+    // step's sweep under one naming (renaming only the clashing sizes split it across two chart series, and a
+    // glob rule gated part of it).
+    const bool clash = std::any_of(report.results.begin(), report.results.end(), [&](const auto& r) {
+      return std::any_of(sink_->results.begin(), sink_->results.end(), [&](const auto& existing) {
+        return existing.benchmark == r.benchmark && existing.name == r.name;
+      });
+    });
     // Copies, not moves: the command may still print from its own report after finish().
     for (auto r : report.results) {
       reports::write_suite_step(r, sink_step_);
-      // A result's identity is benchmark + name: keep it unique when two steps measure the same thing.
-      for (const auto& existing : sink_->results)
-        if (existing.benchmark == r.benchmark && existing.name == r.name) {
-          r.name = sink_step_ + "/" + r.name;
-          break;
-        }
+      if (clash) r.name = sink_step_ + "/" + r.name;
       sink_->results.push_back(std::move(r));
     }
     for (const auto& e : report.events) sink_->events.push_back(e);

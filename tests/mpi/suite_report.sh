@@ -12,6 +12,16 @@ run_capture ok fb_mpirun 2 suite "$T/ok.json" --backend host -o "$T/ok-report.js
 [ "$RC" -eq 0 ] || fail "suite exited $RC: $(cat "$T/ok.err")"
 validate "$T/ok-report.json"
 assert_json "$T/ok-report.json" "len(d['results']) == 2 and d['results'][1]['name'] == 'second/peak'" "one report, unique result names"
+# Two sweeps that overlap in two of their sizes: the second step's results are all named for it (only the
+# clashing sizes were, splitting its sweep across two names).
+cat >"$T/overlap.json" <<'JSON'
+{"steps": [
+  {"name": "wide", "command": "collective", "args": "--op allreduce -b 1K -e 4K -f 2 -n 3 -w 1"},
+  {"name": "narrow", "command": "collective", "args": "--op allreduce -b 2K -e 8K -f 2 -n 3 -w 1"}]}
+JSON
+run_capture overlap fb_mpirun 2 suite "$T/overlap.json" --backend host -o "$T/overlap-report.json"
+[ "$RC" -eq 0 ] || fail "overlap: exit $RC: $(cat "$T/overlap.err")"
+assert_json "$T/overlap-report.json" "[r['name'] for r in d['results'] if r['extra'].get('suite_step') == 'narrow'] == ['narrow/allreduce/fp32/2048', 'narrow/allreduce/fp32/4096', 'narrow/allreduce/fp32/8192', 'narrow/avg_busbw'] and [r['name'] for r in d['results'] if r['extra'].get('suite_step') == 'wide'] == ['allreduce/fp32/1024', 'allreduce/fp32/2048', 'allreduce/fp32/4096', 'avg_busbw']" "overlapping sweeps: the second step's results all named for it"
 assert_json "$T/ok-report.json" "[s['name'] for s in d['summary']['suite']['steps']] == ['first', 'second']" "steps logged"
 assert_json "$T/ok-report.json" "d['run']['world_size'] == 2" "world size"
 grep -q "\[2/2\] second: ok" "$T/ok.err" && ok "progress lines" || fail "progress lines: $(cat "$T/ok.err")"
