@@ -162,6 +162,10 @@ int run_suite(const SuiteOptions& opt, Session& session) {
   if (parse_backend_choice(session.options().backend) == BackendChoice::cuda)
     agree_on_errors(mpi, [&] { session.backend(); });
   auto report = session.begin_report(false);
+  // The backend the steps run on, named before the first ends (a job killed in step 1 reported "none"):
+  // the one chosen with --backend host or cuda; `auto` is resolved by the first step that needs a device.
+  if (const auto choice = parse_backend_choice(session.options().backend); choice != BackendChoice::automatic)
+    report.run["backend"] = choice == BackendChoice::cuda ? "cuda" : "host";
   report.summary["suite"] = {{"name", suite.name}, {"description", suite.description}};
   int rc = 0;
   std::size_t index = 0;

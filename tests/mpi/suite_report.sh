@@ -12,6 +12,13 @@ run_capture ok fb_mpirun 2 suite "$T/ok.json" --backend host -o "$T/ok-report.js
 [ "$RC" -eq 0 ] || fail "suite exited $RC: $(cat "$T/ok.err")"
 validate "$T/ok-report.json"
 assert_json "$T/ok-report.json" "len(d['results']) == 2 and d['results'][1]['name'] == 'second/peak'" "one report, unique result names"
+# A job killed inside its first step: the report written before it says so, and names the --backend given (it
+# said "none": no step had finished to name it).
+cat >"$T/killed.json" <<'JSON'
+{"steps": [{"name": "long", "command": "burnin", "args": "--duration 120s"}, {"name": "after", "command": "info"}]}
+JSON
+run_capture killed timeout -s TERM 10 mpirun --oversubscribe -np 2 "$FACTORYBENCH" suite "$T/killed.json" --backend host -o "$T/killed-report.json"
+assert_json "$T/killed-report.json" "d['run']['backend'] == 'host' and [(r['name'], r['status']) for r in d['results']] == [('long', 'failed'), ('after', 'skipped')] and 'did not finish' in d['results'][0]['error'] and d['summary']['suite']['verdict'] == 'fail'" "killed in step 1: the report names the backend, the step unfinished, the rest not run"
 # Two sweeps that overlap in two of their sizes: the second step's results are all named for it (only the
 # clashing sizes were, splitting its sweep across two names).
 cat >"$T/overlap.json" <<'JSON'
