@@ -1,6 +1,7 @@
 #include "tools/injection_scope.hpp"
 
 #include "core/fault_injection.hpp"
+#include "core/rank_collectives.hpp"
 
 namespace fb::tools {
 
@@ -10,8 +11,13 @@ void check_injection_for(Session& session, std::string_view command, bool commun
   if (session.in_suite()) {
     check_injected_ranks(injected_faults(), world);
     if (communicator_faults) check_hang_has_peers(injected_faults(), world);
-  } else
-    check_injection_applies(command, world, communicator_faults, sdc, point_to_point, collective_check);
+  } else {
+    // Agreed: a variable set for one rank alone (an MPMD launch) stops every rank, not only that one while
+    // the others wait in the first collective for ever.
+    agree_on_errors(session.mpi(), [&] {
+      check_injection_applies(command, world, communicator_faults, sdc, point_to_point, collective_check);
+    });
+  }
 }
 
 }  // namespace fb::tools

@@ -153,6 +153,12 @@ run_capture inject_wrong_late mpirun --oversubscribe -np 2 -x FACTORYBENCH_INJEC
   "${COMMON[@]}" --op allreduce -b 1K -e 4K -f 2 --run-dir "$T/late_rd"
 [ "$RC" -eq 2 ] && grep -q "wrong at check 9, but this run makes 3 check(s)" "$T/inject_wrong_late.err" \
   && ok "wrong@ past the run's checks refused" || fail "inject_wrong_late: exit $RC $(cat "$T/inject_wrong_late.err")"
+# The variable set for rank 0 alone (an MPMD launch): every rank stops, exit 2 (rank 1 waited in the first
+# collective for ever).
+run_capture inject_one_rank timeout 120 mpirun --oversubscribe -np 1 -x FACTORYBENCH_INJECT=bogus@rank=0 "$FACTORYBENCH" \
+  "${COMMON[@]}" --op allreduce -b 1K -e 1K : -np 1 "$FACTORYBENCH" "${COMMON[@]}" --op allreduce -b 1K -e 1K
+[ "$RC" -eq 2 ] && grep -q "unknown kind 'bogus'" "$T/inject_one_rank.err" && ok "an injection on one rank alone stops every rank" \
+  || fail "inject_one_rank: exit $RC $(cat "$T/inject_one_rank.err")"
 # Refused after the hang watchdog started: its state files go with the run (they were left behind).
 [ -z "$(ls -A "$T/late_rd")" ] && ok "a refused run leaves no fb-hang state files" || fail "left behind: $(ls -A "$T/late_rd")"
 run_capture inject_wrong_nocheck mpirun --oversubscribe -np 2 -x FACTORYBENCH_INJECT=wrong@rank=1 "$FACTORYBENCH" \
