@@ -16,6 +16,7 @@
 #include "core/atomic_file.hpp"
 #include "core/config_paths.hpp"
 #include "core/error.hpp"
+#include "core/fault_injection.hpp"
 #include "core/json_file.hpp"
 #include "core/logging.hpp"
 #include "core/rank_collectives.hpp"
@@ -60,6 +61,9 @@ void preflight(const Suite& suite, const std::vector<ParsedStep>& parsed, Sessio
   const CheckingOnly checking(session);
   std::vector<std::pair<std::size_t, std::function<void()>>> together;
   agree_on_errors(mpi, [&] {
+    // The variable is the job's, not a step's: a rank outside the job is the suite's error (it was blamed
+    // on the first step, a gemm that takes no injection).
+    check_injected_ranks(injected_faults(), mpi.size());
     for (std::size_t i = 0; i < parsed.size(); ++i) {
       if (!parsed[i].preflight) continue;
       in_step(i, [&] { parsed[i].action(session); });

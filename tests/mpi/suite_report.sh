@@ -12,6 +12,12 @@ run_capture ok fb_mpirun 2 suite "$T/ok.json" --backend host -o "$T/ok-report.js
 [ "$RC" -eq 0 ] || fail "suite exited $RC: $(cat "$T/ok.err")"
 validate "$T/ok-report.json"
 assert_json "$T/ok-report.json" "len(d['results']) == 2 and d['results'][1]['name'] == 'second/peak'" "one report, unique result names"
+# An injected rank outside the job is the suite's error, not its first step's (a gemm, which takes none).
+cat >"$T/gemm_only.json" <<'JSON'
+{"steps": [{"name": "g1", "command": "gemm", "args": "--m 64 --n 64 --k 64 --iters 3 --warmup 1"}]}
+JSON
+expect_error suite_inject_rank 2 "^factorybench: error: FACTORYBENCH_INJECT 'hang@rank=7,call=1': hang names rank 7, but the job has ranks 0..0$" \
+  env FACTORYBENCH_INJECT=hang@rank=7,call=1 "$FACTORYBENCH" suite "$T/gemm_only.json" --backend host -o "$T/bad.json"
 # A job killed inside its first step: the report written before it says so, and names the --backend given (it
 # said "none": no step had finished to name it).
 cat >"$T/killed.json" <<'JSON'
