@@ -278,9 +278,9 @@ Command add_suite_command(CLI::App& app) {
       "Run several benchmarks in one MPI job and write one combined report.\n"
       "FILE is a JSON suite ({\"steps\": [{\"name\", \"command\", \"args\"}]}) or the name of one in\n"
       "configs/suites (quickstart, node-validation-hopper, node-validation-blackwell).\n"
-      "Every step is parsed and its input validated (models, layouts, presets, fault plans, whether a\n"
-      "train step's model fits in memory) before the first runs; a failing step is recorded and the\n"
-      "rest go on.");
+      "Every step is parsed and its input validated (models, layouts, presets, fault plans, the same\n"
+      "train model file on every rank, whether it fits in memory) before the first runs; a failing step\n"
+      "is recorded and the rest go on.");
   sub->add_option("file", opt->file, "Suite file or preset name")->required();
   sub->add_flag("--fail-fast", opt->fail_fast,
                 "Stop at the first failing step (default: record it and go on)");
