@@ -108,6 +108,9 @@ Result read_result(const Cursor& c, bool closed) {
                               return (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '_';
                             });
     if (!identifier) m.fail("a metric name is lower-case letters, digits and '_', starting with a letter");
+    // compare's row for the result's own status (ok, failed, skipped) is named so: a metric of that name
+    // would be matched against it.
+    if (name == "status") m.fail("'status' is reserved for the result's status, not a metric name");
     m.object();
     if (closed) m.known_fields({"value", "unit", "better", "stats"});
     Metric metric;
