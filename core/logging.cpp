@@ -10,6 +10,7 @@ namespace {
 
 struct State {
   int rank = 0;
+  int world_size = 0;  // 0: not known yet
   Level level = Level::info;
   bool quiet = false;
   std::mutex mutex;
@@ -36,6 +37,11 @@ void configure(int rank, Level level, bool quiet) {
   s.quiet = quiet;
 }
 
+void set_world_size(int size) {
+  std::lock_guard lock(state().mutex);
+  state().world_size = size;
+}
+
 bool enabled(Level level) {
   const auto& s = state();
   if (s.quiet && level > Level::error) return false;
@@ -50,6 +56,9 @@ void write(Level level, std::string_view message) {
   std::lock_guard lock(s.mutex);
   if (level == Level::info && s.rank == 0)
     std::fprintf(stderr, "%.*s\n", static_cast<int>(message.size()), message.data());
+  else if (s.world_size == 1)  // alone: no rank to tell apart
+    std::fprintf(stderr, "%s: %.*s\n", kNames[static_cast<int>(level)], static_cast<int>(message.size()),
+                 message.data());
   else
     std::fprintf(stderr, "[rank %d] %s: %.*s\n", s.rank, kNames[static_cast<int>(level)],
                  static_cast<int>(message.size()), message.data());

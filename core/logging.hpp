@@ -12,6 +12,9 @@ enum class Level { error = 0, warn = 1, info = 2, debug = 3 };
 
 Level parse_level(std::string_view text);  // error|warn|info|debug; usage Error otherwise
 void configure(int rank, Level level, bool quiet);
+// The job's size once MPI is up: a process alone prints "warning: ...", not "[rank 0] warning: ..." (0, the
+// default: unknown, prefixed).
+void set_world_size(int size);
 bool enabled(Level level);
 void write(Level level, std::string_view message);
 

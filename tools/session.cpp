@@ -58,6 +58,7 @@ MpiContext& Session::mpi() {
   if (!mpi_) {
     mpi_ = std::make_unique<MpiContext>(argc_, argv_);
     log::configure(mpi_->rank(), log::parse_level(options_.log_level), options_.quiet);
+    log::set_world_size(mpi_->size());
     mpi_->require_same_arguments(args_);
     // Rank 0 writes the report; every rank learns whether it can, so none goes on into collectives that
     // rank 0 has left.
