@@ -115,8 +115,11 @@ bool is_run_dir_file(const std::filesystem::path& dir, const std::filesystem::pa
 }
 
 std::string run_dir_in_use_message(const std::filesystem::path& dir, const std::string& holder) {
+  // The lock the holder has: a supervisor's own (between its attempts, or during a pre-flight check) or the
+  // training job's.
+  const char* lock = holder.starts_with("the supervisor") ? ".supervisor.lock" : ".lock";
   return fmt::format("--run-dir {} is in use by {} (its lock {}): stop that job, or choose another --run-dir",
-                     dir.string(), holder, (dir / ".lock").string());
+                     dir.string(), holder, (dir / lock).string());
 }
 
 RunDirLock::RunDirLock(const std::filesystem::path& dir, MpiContext& mpi, double wait_s) {

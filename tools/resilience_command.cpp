@@ -171,12 +171,16 @@ double parse_mtbf(const std::string& text) {
   return s;
 }
 
-// The first step directory (committed or not) in any of `dirs`.
+// The first committed checkpoint's step directory in any of `dirs`.
 std::optional<std::filesystem::path> first_checkpoint_in(std::initializer_list<std::filesystem::path> dirs) {
   std::error_code ec;
+  // Committed ones: a step directory with its manifest. A save cut short before its commit (shard files
+  // alone) is no checkpoint: a fresh start there is what --resume would do too (train from step 0).
   for (const auto& dir : dirs)
     for (const auto& e : std::filesystem::directory_iterator(dir, ec))
-      if (e.path().filename().string().rfind("step-", 0) == 0) return e.path();
+      if (e.path().filename().string().rfind("step-", 0) == 0 &&
+          std::filesystem::is_regular_file(e.path() / "manifest.json", ec))
+        return e.path();
   return std::nullopt;
 }
 
@@ -239,6 +243,12 @@ TrainResilience check_train_resilience(resilience::ResilienceOptions o, const st
   if (o.run_dir.empty()) return {std::move(o), {}};
   // A fresh run in a run dir with another run's checkpoints would mix them: its commits and the old ones
   // side by side, and a later --resume taking whichever is newest.
+  // A fresh start where a job runs now is told so first: the checkpoints are that job's, and --resume (told
+  // by the message below) would be refused as well. (A --resume waits for the lock: a relaunch's previous
+  // attempt may still be exiting.)
+  if (!o.resume)
+    if (const auto holder = resilience::run_dir_holder(o.run_dir))
+      throw usage_error(resilience::run_dir_in_use_message(o.run_dir, *holder));
   if (!o.resume)
     if (const auto found = first_checkpoint_in({std::filesystem::path(o.run_dir) / "checkpoints"}))
       throw usage_error(fmt::format(

@@ -106,13 +106,19 @@ expect_error resume 2 "resilience --resume: a supervised job starts from step 0"
   fb resilience --ranks 2 --faults "crash@step=3" --resume --run-dir "$T/bad" -o "$T/bad.json"
 fb resilience --help | grep -q -- "--resume" && fail "resilience --help offers --resume, which it refuses" \
   || ok "resilience --help does not offer --resume"
-mkdir -p "$T/kept/checkpoints/step-00000005"
+mkdir -p "$T/kept/checkpoints/step-00000005" && touch "$T/kept/checkpoints/step-00000005/manifest.json"
 expect_error kept 2 "--run-dir $T/kept already holds checkpoints \\($T/kept/checkpoints/step-00000005\\)" \
   fb resilience --ranks 2 --faults "crash@step=3" --run-dir "$T/kept" -o "$T/bad.json"
 [ -d "$T/kept/checkpoints/step-00000005" ] && ok "kept: the checkpoint is still there" || fail "kept: checkpoint deleted"
 mkdir -p "$T/kept2/drain/checkpoints/step-00000005"  # a --policy compare run's
+touch "$T/kept2/drain/checkpoints/step-00000005/manifest.json"
 expect_error kept2 2 "--run-dir $T/kept2 already holds checkpoints \\($T/kept2/drain/checkpoints/step-00000005\\)" \
   fb resilience --ranks 2 --spares 1 --faults "crash@step=3" --policy compare --run-dir "$T/kept2" -o "$T/bad.json"
+# A save cut short before its commit (a shard file, no manifest) is no checkpoint: a fresh train starts there
+# (it was refused as holding checkpoints, and --resume then found none to resume).
+mkdir -p "$T/cut/checkpoints/step-00000020" && touch "$T/cut/checkpoints/step-00000020/.rank-00000.shard.tmp"
+run_capture cut fb train --backend host --model tiny-dense --layers 1 --steps 2 --run-dir "$T/cut" -o "$T/cut.json"
+[ "$RC" -eq 0 ] && ok "an uncommitted step directory does not block a fresh start" || fail "cut: exit $RC: $(cat "$T/cut.err")"
 expect_error spares_no_policy 2 "^factorybench: error: --spares acts with --policy drain \(or compare\) or --preflight" \
   fb resilience --ranks 2 --spares 1 --faults "crash@step=3" --run-dir "$T/sp" -o "$T/bad.json"
 expect_error drain_after_no_policy 2 "^factorybench: error: --drain-after acts only with --policy drain or compare$" \

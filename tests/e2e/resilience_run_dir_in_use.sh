@@ -18,6 +18,11 @@ lines=$(wc -l <"$T/train_rd/events.jsonl")
 expect_error on_train 2 "^factorybench: error: --run-dir $T/train_rd is in use by pid $train on .* \(its lock $T/train_rd/.lock\): stop that job, or choose another --run-dir$" \
   fb resilience "${JOB[@]}" --faults none --steps 4 --run-dir "$T/train_rd" -o "$T/on_train.json"
 [ ! -e "$T/on_train.json" ] && ok "on_train: no report" || fail "on_train: a report was written"
+# A second fresh train there is told the run dir is in use, not to add --resume (which would then wait and
+# be refused), even when the running job holds checkpoints.
+mkdir -p "$T/train_rd/checkpoints/step-00000005" && touch "$T/train_rd/checkpoints/step-00000005/manifest.json"
+expect_error second_train 2 "^factorybench: error: --run-dir $T/train_rd is in use by pid $train on .* \(its lock $T/train_rd/.lock\): stop that job, or choose another --run-dir$" \
+  fb train --backend host --model tiny-dense --layers 1 --steps 2 --run-dir "$T/train_rd" -o "$T/second_train.json"
 kill -0 "$train" 2>/dev/null && [ "$(wc -l <"$T/train_rd/events.jsonl")" -ge "$lines" ] \
   && ok "the train run goes on, its event log intact" || fail "the train run stopped: $(tail -3 "$T/train.out")"
 kill "$train"; wait "$train" 2>/dev/null || true
@@ -41,6 +46,10 @@ for _ in 1 2 3 4 5 6; do
   fi
   [ ! -e "$T/second.json" ] || { fail "the refused resilience run wrote a report"; break; }
   grep -q "the supervisor pid $first " "$T/second.err" && saw=1
+  # The lock named is the one held: the supervisor's own, or the training job's (it named .lock for both).
+  if grep -q "the supervisor pid" "$T/second.err" && ! grep -q "(its lock $T/sup_rd/.supervisor.lock)" "$T/second.err"; then
+    fail "the supervisor's hold names another lock: $(head -1 "$T/second.err")"; break
+  fi
   # A train run there is refused alike (by the job's lock, or in a relaunch gap by the supervisor's).
   FACTORYBENCH_RUN_DIR_LOCK_WAIT=0 run_capture third fb train --backend host --model tiny-dense --layers 1 \
     --steps 2 --run-dir "$T/sup_rd" --resume -o "$T/third.json"
