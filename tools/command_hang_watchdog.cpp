@@ -1,5 +1,6 @@
 #include "tools/command_hang_watchdog.hpp"
 
+#include <chrono>
 #include <iostream>
 
 #include <fmt/format.h>
@@ -14,6 +15,33 @@
 #include "workloads/run_environment.hpp"
 
 namespace fb::tools {
+namespace {
+
+// Open MPI ends a job it is told to stop (Ctrl-C to mpirun) by SIGKILL a second after SIGTERM, often before
+// the ranks have removed their state files: such directories would pile up in the run dir. A run's directory
+// that holds only state files (no diagnosed hang: hang.reported stays for its reader) none of which was
+// written for 10 minutes is such a leftover (a live job rewrites its file every second), and is removed.
+void sweep_stale_hang_dirs(const std::filesystem::path& run_dir) {
+  using namespace std::chrono_literals;
+  std::error_code ec;
+  const auto now = std::filesystem::file_time_type::clock::now();
+  for (const auto& entry : std::filesystem::directory_iterator(run_dir, ec)) {
+    if (!entry.path().filename().string().starts_with("fb-hang-") || !entry.is_directory(ec)) continue;
+    bool stale = true;
+    for (const auto& f : std::filesystem::directory_iterator(entry.path(), ec)) {
+      const auto name = f.path().filename().string();
+      const bool state = (name.starts_with("rank-") || name.starts_with(".rank-")) &&
+                         name.find(".state") != std::string::npos;
+      if (!(state || name == "hang.peer-writer") || now - f.last_write_time(ec) < 10min || ec) {
+        stale = false;
+        break;
+      }
+    }
+    if (stale && !ec) std::filesystem::remove_all(entry.path(), ec);
+  }
+}
+
+}  // namespace
 
 double parse_command_hang_timeout(const std::string& text) {
   const double s = parse_duration(text, "--hang-timeout");
@@ -66,6 +94,7 @@ CommandHangWatchdog::CommandHangWatchdog(const MpiContext& mpi, std::string comm
     std::error_code ec;
     run_dir_made_ = !std::filesystem::exists(run_dir, ec);
     run_dir_ = run_dir;
+    if (mpi.is_root() && !run_dir_made_) sweep_stale_hang_dirs(run_dir);
     std::filesystem::create_directories(dir_, ec);
     if (!mpi.all_true(!ec))
       throw usage_error(fmt::format(
