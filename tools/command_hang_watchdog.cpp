@@ -23,21 +23,22 @@ namespace {
 // written for 10 minutes is such a leftover (a live job rewrites its file every second), and is removed.
 void sweep_stale_hang_dirs(const std::filesystem::path& run_dir) {
   using namespace std::chrono_literals;
-  std::error_code ec;
   const auto now = std::filesystem::file_time_type::clock::now();
-  for (const auto& entry : std::filesystem::directory_iterator(run_dir, ec)) {
-    if (!entry.path().filename().string().starts_with("fb-hang-") || !entry.is_directory(ec)) continue;
-    bool stale = true;
-    for (const auto& f : std::filesystem::directory_iterator(entry.path(), ec)) {
+  const auto leftover = [&](const std::filesystem::path& dir) {
+    for (const auto& f : std::filesystem::directory_iterator(dir)) {
       const auto name = f.path().filename().string();
       const bool state = (name.starts_with("rank-") || name.starts_with(".rank-")) &&
                          name.find(".state") != std::string::npos;
-      if (!(state || name == "hang.peer-writer") || now - f.last_write_time(ec) < 10min || ec) {
-        stale = false;
-        break;
-      }
+      if (!(state || name == "hang.peer-writer") || now - f.last_write_time() < 10min) return false;
     }
-    if (stale && !ec) std::filesystem::remove_all(entry.path(), ec);
+    return true;
+  };
+  try {  // best effort: a directory another process changes meanwhile is left alone
+    for (const auto& entry : std::filesystem::directory_iterator(run_dir))
+      if (entry.path().filename().string().starts_with("fb-hang-") && entry.is_directory() &&
+          leftover(entry.path()))
+        std::filesystem::remove_all(entry.path());
+  } catch (const std::filesystem::filesystem_error&) {
   }
 }
 

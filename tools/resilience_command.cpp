@@ -241,20 +241,20 @@ TrainResilience check_train_resilience(resilience::ResilienceOptions o, const st
   o.seed = seed;
   resilience::validate_resilience_options(o);
   if (o.run_dir.empty()) return {std::move(o), {}};
-  // A fresh run in a run dir with another run's checkpoints would mix them: its commits and the old ones
-  // side by side, and a later --resume taking whichever is newest.
-  // A fresh start where a job runs now is told so first: the checkpoints are that job's, and --resume (told
-  // by the message below) would be refused as well. (A --resume waits for the lock: a relaunch's previous
-  // attempt may still be exiting.)
-  if (!o.resume)
+  if (!o.resume) {
+    // A fresh start where a job runs now is told so first: the checkpoints are that job's, and --resume
+    // (which the message below suggests) would be refused as well. (A --resume waits for the lock instead: a
+    // relaunch's previous attempt may still be exiting.)
     if (const auto holder = resilience::run_dir_holder(o.run_dir))
       throw usage_error(resilience::run_dir_in_use_message(o.run_dir, *holder));
-  if (!o.resume)
+    // A fresh run in a run dir with another run's checkpoints would mix them: its commits and the old ones
+    // side by side, and a later --resume taking whichever is newest.
     if (const auto found = first_checkpoint_in({std::filesystem::path(o.run_dir) / "checkpoints"}))
       throw usage_error(fmt::format(
           "--run-dir {} already holds checkpoints ({}): add --resume to continue from them, or choose "
           "another directory",
           o.run_dir, found->string()));
+  }
   if (!state_bytes.empty())
     check_state_bytes_fit(o, state_bytes, o.state_bytes,
                           static_cast<std::uint64_t>(std::max(ranks_on_host, 1)), world);

@@ -192,12 +192,7 @@ void Session::collect_into(reports::Report* sink, std::string step) {
 }
 
 Session::HangReport Session::hang_report(reports::Report partial) const {
-  if (sink_ && suite_hang_report_) return suite_hang_report_;
-  return [partial = std::move(partial)](const reports::Result& hang) -> std::optional<reports::Report> {
-    auto out = partial;
-    out.results.push_back(hang);
-    return out;
-  };
+  return hang_report([partial = std::move(partial)] { return partial; });
 }
 
 Session::HangReport Session::hang_report(std::function<reports::Report()> so_far) const {

@@ -36,12 +36,13 @@ grep -qE "^hang: rank 2 \(host .*-fake1, GPU 0\) never entered send #3 \(256 KiB
   && grep -qE "^hang: rank 4 .* entered recv #3 \(256 KiB\) and never left" "$T/hangp2p.out" \
   && ok "p2p hang: rank 2 never entered the send rank 4's recv #3 waits for" || fail "p2p hang: $(cat "$T/hangp2p.out")"
 # A hang in the bisection after the p2p matrix finished: the report keeps the matrix (it held the hang alone).
-# No confirmation pass and no relative flag (0.99 below the median), so the p2p test's calls are as many every
-# run and call #100 is the bisection's (rank 2's p2p test makes fewer).
+# No confirmation pass, so the p2p test's calls are as many every run (a direction a loaded host stalls 100x
+# may still be flagged: the p2p verdict is not judged here) and call #100 is the bisection's (rank 2's p2p test
+# makes fewer).
 run_capture hangbis timeout 300 mpirun --oversubscribe -np 4 -x FACTORYBENCH_FAKE_HOSTS=2 -x "FACTORYBENCH_INJECT=hang@rank=2,call=100" \
   "$FACTORYBENCH" locate --backend host --scope rank --iters 3 --confirm-passes 0 --outlier-threshold 0.99 -b 16K \
   --allreduce-size 16K --hang-timeout 2s --run-dir "$T/runbis" --output "$T/hangbis.json"
 grep -qE "^hang: rank 2 \(host .*-fake1, GPU 0\) never entered allreduce #100 \(16 KiB\)$" "$T/hangbis.out" \
   && ok "bisection hang: rank 2 named" || fail "bisection hang: $(cat "$T/hangbis.out")"
-assert_json "$T/hangbis.json" "[(r['name'], r['status']) for r in d['results']] == [('p2p/rank/16384', 'ok'), ('hang', 'failed')] and 'p2p' in d['summary']['locate']" "bisection hang: the p2p result and summary are kept before the hang"
+assert_json "$T/hangbis.json" "[r['name'] for r in d['results']] == ['p2p/rank/16384', 'hang'] and d['results'][1]['status'] == 'failed' and 'p2p' in d['summary']['locate']" "bisection hang: the p2p result and summary are kept before the hang"
 finish
