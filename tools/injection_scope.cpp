@@ -8,8 +8,7 @@ namespace fb::tools {
 void check_injection_for(Session& session, std::string_view command, bool communicator_faults, bool sdc,
                          bool point_to_point, bool collective_check) {
   const int world = session.mpi().size();
-  if (session.in_suite()) {
-    check_injected_ranks(injected_faults(), world);
+  if (session.in_suite()) {  // the suite checked the entries' ranks once, before its steps
     if (communicator_faults) check_hang_has_peers(injected_faults(), world);
   } else {
     // Agreed: a variable set for one rank alone (an MPMD launch) stops every rank, not only that one while

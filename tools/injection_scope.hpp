@@ -1,8 +1,8 @@
 #pragma once
 // FACTORYBENCH_INJECT (core/fault_injection.hpp) as a command sees it. Run alone, a command refuses an entry
 // it cannot act on (it would test nothing). Inside a suite the variable is the whole job's, set once for all
-// its steps (a hang for the health step, a slow rank for the collectives), so a step checks only that the
-// entries parse and name ranks of the job, and acts on those it can.
+// its steps (a hang for the health step, a slow rank for the collectives): the suite checks once that the
+// entries parse and name ranks of the job, and each step acts on those it can.
 #include <string_view>
 
 #include "tools/session.hpp"

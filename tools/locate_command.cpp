@@ -353,10 +353,10 @@ int run_locate(const LocateCliOptions& cli, Session& session) {
   // At --scope node only each host's first rank sends: a slow link naming another rank would delay nothing
   // (alone; in a suite the variable is the job's, and each step acts on what it can).
   if (want_p2p && cli.scope == "node" && !session.in_suite()) {
-    const auto& hosts = mpi.hostnames();
+    const auto senders = workloads::p2p_endpoints(workloads::P2pScope::node, mpi.hostnames(),
+                                                  std::vector<int>(mpi.hostnames().size()));
     const auto endpoint = [&](int rank) {
-      return std::find(hosts.begin(), hosts.end(), hosts[static_cast<std::size_t>(rank)]) - hosts.begin() ==
-             rank;
+      return std::any_of(senders.begin(), senders.end(), [&](const auto& e) { return e.rank == rank; });
     };
     for (const auto& link : injected_faults().slow_links)
       if (!endpoint(link.a) || !endpoint(link.b))
