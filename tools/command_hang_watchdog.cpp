@@ -21,10 +21,13 @@ namespace {
 // the ranks have removed their state files: such directories would pile up in the run dir. A run's directory
 // that holds only state files (no diagnosed hang: hang.reported stays for its reader) none of which was
 // written for 10 minutes is such a leftover (a live job rewrites its file every second), and is removed.
-void sweep_stale_hang_dirs(const std::filesystem::path& run_dir) {
+// The directory's own time counts too: another rank of this job (or of a job starting beside it) may have
+// just made its directory, still empty, and an empty directory has no file to say it is fresh.
+void sweep_stale_hang_dirs(const std::filesystem::path& run_dir, const std::filesystem::path& own) {
   using namespace std::chrono_literals;
   const auto now = std::filesystem::file_time_type::clock::now();
   const auto leftover = [&](const std::filesystem::path& dir) {
+    if (dir.filename() == own.filename() || now - std::filesystem::last_write_time(dir) < 10min) return false;
     for (const auto& f : std::filesystem::directory_iterator(dir)) {
       const auto name = f.path().filename().string();
       const bool state = (name.starts_with("rank-") || name.starts_with(".rank-")) &&
@@ -95,7 +98,7 @@ CommandHangWatchdog::CommandHangWatchdog(const MpiContext& mpi, std::string comm
     std::error_code ec;
     run_dir_made_ = !std::filesystem::exists(run_dir, ec);
     run_dir_ = run_dir;
-    if (mpi.is_root() && !run_dir_made_) sweep_stale_hang_dirs(run_dir);
+    if (mpi.is_root() && !run_dir_made_) sweep_stale_hang_dirs(run_dir, dir_);
     std::filesystem::create_directories(dir_, ec);
     if (!mpi.all_true(!ec))
       throw usage_error(fmt::format(

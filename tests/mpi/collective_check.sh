@@ -161,13 +161,15 @@ run_capture inject_one_rank timeout 120 mpirun --oversubscribe -np 1 -x FACTORYB
   || fail "inject_one_rank: exit $RC $(cat "$T/inject_one_rank.err")"
 # State directories an interrupted job left (Open MPI's SIGKILL after Ctrl-C beats the ranks' cleanup) are swept
 # once no rank has written them for 10 minutes; a diagnosed hang's, a live one's and one holding anything else
-# stay.
-mkdir -p "$T/sweep"/fb-hang-{old,hung,fresh,user}
+# stay, and so does an empty one just made (another rank's, before its first state file: sweeping it raced
+# that rank's own mkdir, which then failed, in a loaded CI run).
+mkdir -p "$T/sweep"/fb-hang-{old,old-empty,hung,fresh,new-empty,user}
 touch "$T/sweep/fb-hang-old/rank-0.state" "$T/sweep/fb-hang-old/hang.peer-writer" "$T/sweep/fb-hang-hung/rank-0.state" \
   "$T/sweep/fb-hang-hung/hang.reported" "$T/sweep/fb-hang-fresh/rank-1.state" "$T/sweep/fb-hang-user/notes.txt"
 touch -d "20 minutes ago" "$T/sweep"/fb-hang-old/* "$T/sweep"/fb-hang-hung/* "$T/sweep"/fb-hang-user/*
+touch -d "20 minutes ago" "$T/sweep"/fb-hang-{old,old-empty,hung,fresh,user}
 run_capture sweep fb "${COMMON[@]}" --op allreduce -b 1K -e 1K --run-dir "$T/sweep"
-[ "$RC" -eq 0 ] && [ "$(ls "$T/sweep" | tr '\n' ' ')" = "fb-hang-fresh fb-hang-hung fb-hang-user " ] \
+[ "$RC" -eq 0 ] && [ "$(ls "$T/sweep" | tr '\n' ' ')" = "fb-hang-fresh fb-hang-hung fb-hang-new-empty fb-hang-user " ] \
   && ok "stale fb-hang directories swept, the others kept" || fail "sweep: exit $RC, left $(ls "$T/sweep")"
 # Refused after the hang watchdog started: its state files go with the run (they were left behind).
 [ -z "$(ls -A "$T/late_rd")" ] && ok "a refused run leaves no fb-hang state files" || fail "left behind: $(ls -A "$T/late_rd")"
