@@ -35,6 +35,7 @@ int finish_import(Session& session, reports::Report imported) {
   report.system = std::move(imported.system);
   // The features line names this build's libraries (its NCCL among them); nothing imported ran with them.
   report.tool.erase("features");
+  report.run.erase("seed");  // nothing here was drawn at random
   const int rc = session.finish(report);
   if (session.options().output.empty() && session.is_root())
     std::cout << reports::to_json(report).dump(2) << "\n";

@@ -183,6 +183,9 @@ reports::Report Session::begin_report(bool with_device) {
   } else {
     report.run["started_at"] = started_at_;
   }
+  // The seed of the run's random data (and of random fault plans), so that a run can be repeated from its
+  // report alone: the command line holds --seed only when it was given.
+  report.run["seed"] = options().seed;
   return report;
 }
 

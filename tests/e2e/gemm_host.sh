@@ -20,9 +20,12 @@ done
 assert_json "$T/bf16.json" "d['results'][0]['params']['emulated'] == ('emulated' in d['results'][0]['params']['engine'])" "bf16: emulated flag matches the engine name"
 grep -q "fp32/256x192x128" "$T/dtypes.out" && ok "table printed" || fail "no table: $(cat "$T/dtypes.out")"
 
-run_capture batched fb gemm --backend host --m 64 --n 32 --k 48 --batch 4 --ta T --iters 2 -o "$T/batched.json"
+run_capture batched fb --seed 7 gemm --backend host --m 64 --n 32 --k 48 --batch 4 --ta T --iters 2 -o "$T/batched.json"
 [ "$RC" -eq 0 ] && ok "batched run" || fail "batched exit $RC: $(cat "$T/batched.err")"
 assert_json "$T/batched.json" "d['results'][0]['name'] == 'fp32/64x32x48/batch4/TN' and d['results'][0]['params']['flops'] == 2*64*32*48*4" "batched: name and FLOPs"
+# The seed of the random data is in the report, given or not, so a run can be repeated from it.
+assert_json "$T/fp32.json" "d['run']['seed'] == 42" "run.seed: the default"
+assert_json "$T/batched.json" "d['run']['seed'] == 7" "run.seed: --seed 7"
 
 run_capture sweep fb gemm --backend host --sweep --m 64:128:64 --n 64 --k 32,64 --iters 2 --warmup 0 -o "$T/sweep.json"
 [ "$RC" -eq 0 ] && ok "sweep run" || fail "sweep exit $RC: $(cat "$T/sweep.err")"
