@@ -1,5 +1,8 @@
 #include "tools/injection_scope.hpp"
 
+#include <fmt/format.h>
+
+#include "core/error.hpp"
 #include "core/fault_injection.hpp"
 #include "core/rank_collectives.hpp"
 
@@ -17,6 +20,15 @@ void check_injection_for(Session& session, std::string_view command, bool commun
       check_injection_applies(command, world, communicator_faults, sdc, point_to_point, collective_check);
     });
   }
+}
+
+void check_no_injection(const Session& session, std::string_view command) {
+  const auto& f = injected_faults();
+  if (session.in_suite() || f.empty()) return;
+  throw usage_error(fmt::format(
+      "FACTORYBENCH_INJECT '{}': {} takes its faults from --faults (crash, hang, straggler, sdc, nan, "
+      "checkpoint faults); the variable is for collective, locate, health and burnin",
+      f.text, command));
 }
 
 }  // namespace fb::tools

@@ -13,4 +13,9 @@ namespace fb::tools {
 void check_injection_for(Session& session, std::string_view command, bool communicator_faults, bool sdc,
                          bool point_to_point = true, bool collective_check = false);
 
+// train and resilience take their faults from --faults: run alone, they refuse the variable (a hang would
+// wait for ever, train having no collective watchdog; a slow rank would pass for a slow job). Inside a suite
+// it is the job's, for its other steps. Throws a usage Error naming the variable.
+void check_no_injection(const Session& session, std::string_view command);
+
 }  // namespace fb::tools

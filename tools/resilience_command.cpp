@@ -35,6 +35,7 @@
 #include "resilience/supervisor.hpp"
 #include "tools/commands.hpp"
 #include "tools/enum_option.hpp"
+#include "tools/injection_scope.hpp"
 #include "tools/resilience_options.hpp"
 #include "tools/shell_words.hpp"
 #include "tools/train_options.hpp"
@@ -399,6 +400,7 @@ int run_resilience(const ResilienceCommandOptions& o, Session& session) {
         "--faults SPEC|FILE is required (use 'random:mtbf=…' for a random plan, 'none' for a baseline "
         "without faults)");
   // Validate the plan and options here, before anything is launched.
+  check_no_injection(session, "resilience");
   if (session.is_root()) session.check_output_writable();
   if (o.spares < 0) throw usage_error(fmt::format("invalid --spares {}: must not be negative", o.spares));
   // A drained rank moves to a spare slot; with none, drain never acts, and a compare run compares none

@@ -21,6 +21,7 @@
 #include "tools/commands.hpp"
 #include "tools/count_option.hpp"
 #include "tools/enum_option.hpp"
+#include "tools/injection_scope.hpp"
 #include "tools/resilience_options.hpp"
 #include "tools/train_options.hpp"
 #include "workloads/run_environment.hpp"
@@ -160,6 +161,7 @@ int run_train(const TrainCommandOptions& opt, Session& session) {
     // Each rank reads the model file on its own host: one that cannot stops every rank. The resilience
     // options are checked as the run would check them (a bad --faults or --keep 0 is not a plan).
     const auto plan = session.on_every_rank([&] {
+      check_no_injection(session, "train");
       check_output_outside_run_dir(session.options().output, opt.resilience.run_dir);
       auto p = workloads::prepare_training(options, world);
       check_train_resilience(opt.resilience, opt.state_bytes, opt.mtbf, static_cast<int>(world), 1, options,
@@ -193,6 +195,7 @@ int run_train(const TrainCommandOptions& opt, Session& session) {
   // host has, stops every rank with the reason instead of leaving the others in the first collective.
   auto options = make_train_options(opt.train, BackendKind::host, mpi.size(), session.options().seed);
   auto [plan, checked] = session.on_every_rank([&] {
+    check_no_injection(session, "train");
     check_output_outside_run_dir(session.options().output, opt.resilience.run_dir);
     return std::pair{workloads::prepare_training(options, mpi.size()),
                      check_train_resilience(opt.resilience, opt.state_bytes, opt.mtbf, mpi.size(),

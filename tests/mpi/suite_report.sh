@@ -251,4 +251,16 @@ run_capture mixed_suites timeout 120 mpirun --oversubscribe -np 1 -x FACTORYBENC
   -np 1 -x FACTORYBENCH_CONFIG_DIR="$T/cfg_b" "$FACTORYBENCH" --backend host suite quickstart -o "$T/mixed_suites.json"
 [ "$RC" -eq 2 ] && grep -q "the ranks loaded different suite files (quickstart)" "$T/mixed_suites.err" && [ ! -e "$T/mixed_suites.json" ] \
   && ok "different suite files: exit 2 with the reason, no report" || fail "mixed_suites: exit $RC: $(tail -3 "$T/mixed_suites.err")"
+
+# FACTORYBENCH_INJECT is the whole job's inside a suite: a train step runs beside the collective drill (run
+# alone, train refuses the variable: its faults are --faults).
+cat >"$T/drill.json" <<'JSON'
+{"name": "drill", "steps": [
+  {"name": "ar", "command": "collective", "args": ["--op", "allreduce", "-b", "1K", "-e", "1K", "-n", "3", "-w", "1"]},
+  {"name": "tr", "command": "train", "args": ["--model", "tiny-dense", "--steps", "2", "--dp", "2"]}]}
+JSON
+run_capture drill timeout 300 mpirun --oversubscribe -np 2 -x FACTORYBENCH_INJECT=slow-rank@rank=1,delay=1ms \
+  "$FACTORYBENCH" suite "$T/drill.json" --backend host -o "$T/drill-report.json"
+[ "$RC" -eq 0 ] || fail "drill suite: exit $RC: $(tail -3 "$T/drill.err")"
+assert_json "$T/drill-report.json" "[r['status'] for r in d['results'] if r['extra'].get('suite_step') == 'tr'] == ['ok']" "a train step runs in a suite with an injected slow rank"
 finish

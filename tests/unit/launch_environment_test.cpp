@@ -30,6 +30,8 @@ TEST(LaunchEnvironment, DropsTheParentJobKeepsTheUsersSettings) {
                                      "PMI_FD=5",
                                      "SLURM_JOB_ID=42",
                                      "OPENBLAS_NUM_THREADS=1",
+                                     "FACTORYBENCH_INJECT=slow-rank@rank=1,delay=20ms",
+                                     "FACTORYBENCH_TEST_PREFLIGHT_FAIL_SLOT=1",
                                      nullptr};
   const std::vector<std::string> want{"PATH=/usr/bin",
                                       "OMPI_ALLOW_RUN_AS_ROOT=1",
@@ -37,7 +39,8 @@ TEST(LaunchEnvironment, DropsTheParentJobKeepsTheUsersSettings) {
                                       "OMPI_MCA_rmaps_base_oversubscribe=1",
                                       "OMPI_MCA_btl=self,vader",
                                       "SLURM_JOB_ID=42",
-                                      "OPENBLAS_NUM_THREADS=1"};
+                                      "OPENBLAS_NUM_THREADS=1",
+                                      "FACTORYBENCH_TEST_PREFLIGHT_FAIL_SLOT=1"};
   EXPECT_EQ(launcher_environment(env.data()), want);
   EXPECT_TRUE(launcher_environment(nullptr).empty());
 }
