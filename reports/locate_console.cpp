@@ -132,8 +132,9 @@ void print_locate_report(std::ostream& out, const Report& report) {
     }
   }
   for (const auto& l : lines) out << l << "\n";
-  // Nothing measured is not a pass: said as a skip (the exit status stays 0: nothing was named).
-  out << (named ? "locate: FAIL\n" : measured ? "locate: PASS\n" : "locate: SKIP (nothing measured)\n");
+  // Nothing judged (nothing measured, or a bisection with nothing to compare against) is not a pass: said as
+  // a skip (the exit status stays 0: nothing was named).
+  out << (named ? "locate: FAIL\n" : measured ? "locate: PASS\n" : "locate: SKIP (nothing judged)\n");
 }
 
 void print_hang(std::ostream& out, const Result& hang) {

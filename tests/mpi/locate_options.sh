@@ -7,7 +7,7 @@
 cd "$T"
 
 run_capture one fb locate --backend host --min-p2p-bw 1000 --allreduce-floor 1000 -o "$T/one.json"
-[ "$RC" -eq 0 ] && grep -q "^locate: SKIP (nothing measured)$" "$T/one.out" && ! grep -q "PASS" "$T/one.out" \
+[ "$RC" -eq 0 ] && grep -q "^locate: SKIP (nothing judged)$" "$T/one.out" && ! grep -q "PASS" "$T/one.out" \
   && ok "one rank: SKIP, not PASS" || fail "one rank: exit $RC: $(cat "$T/one.out" "$T/one.err")"
 validate "$T/one.json"
 assert_json "$T/one.json" "[(r['name'].split('/')[0], r['status']) for r in d['results']] == [('p2p', 'skipped'), ('bisection', 'skipped')]" "one rank: both results skipped"

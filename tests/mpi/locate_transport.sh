@@ -22,7 +22,7 @@ run_capture tr_mpi "$FACTORYBENCH" locate --backend host --tests transport --out
 [ "$RC" -eq 0 ] && ok "host transport record, one rank" || fail "tr_mpi: exit $RC"
 assert_json "$T/tr3.json" "d['summary']['locate']['transport']['engine'] == 'mpi' and 'pml_requested' in d['summary']['locate']['transport'] and d['summary']['locate']['transport']['kinds'] == []" "Open MPI PML/BTL recorded; one rank has no peer"
 assert_json "$T/tr3.json" "[r['status'] for r in d['results'] if r['name'] == 'transport'] == ['skipped']" "one rank: the transport test is skipped, not passed"
-grep -q "^transport: SKIP (a world of one rank has no peer: no transport to record)$" "$T/tr_mpi.out" && grep -q "^locate: SKIP (nothing measured)$" "$T/tr_mpi.out" \
+grep -q "^transport: SKIP (a world of one rank has no peer: no transport to record)$" "$T/tr_mpi.out" && grep -q "^locate: SKIP (nothing judged)$" "$T/tr_mpi.out" \
   && ok "one rank: transport and locate say SKIP" || fail "tr_mpi: $(cat "$T/tr_mpi.out")"
 # Open MPI's selection, read from the component objects it kept loaded: 3 ranks of one host use shared
 # memory (vader); with --mca btl self,tcp they use sockets, which --expect-transport shm turns into a failure.

@@ -79,7 +79,7 @@ TEST(LocateConsole, MatrixVerdictBisectionAndTransport) {
   EXPECT_NE(
       skip.str().find("bisection: SKIP (nothing judged: no group had a peer of its kind to compare with and "
                       "no floor was given (--allreduce-floor or --floors); the p2p test compares the nodes "
-                      "pairwise)\nlocate: SKIP (nothing measured)\n"),
+                      "pairwise)\nlocate: SKIP (nothing judged)\n"),
       std::string::npos)
       << skip.str();
   // The p2p result's error is the same words.
