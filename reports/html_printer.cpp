@@ -426,6 +426,21 @@ std::vector<Figure> telemetry_figures(const std::vector<NamedReport>& reports) {
     const bool suite = !blocks.front().step.empty();
     const json& first_ranks = (*blocks.front().tel)["ranks"];
     const double t0 = unix_from_utc(string_field(first_ranks[0], "started_at"));
+    // The time axis starts when the run did (run.started_at, a little before the samplers), or where a rank's
+    // sampler started earlier still (ranks on other nodes, their own clocks): nothing is drawn left of the
+    // axis. A run start far from rank 0's sampler (hand-edited) is not used.
+    double origin = t0;
+    const auto earlier = [&origin](double t) {
+      if (std::isfinite(t)) origin = std::isfinite(origin) ? std::min(origin, t) : t;
+    };
+    if (const double run_start = unix_from_utc(string_field(rep.run, "started_at"));
+        !std::isfinite(t0) || (run_start <= t0 && t0 - run_start < 3600))
+      earlier(run_start);
+    for (const auto& b : blocks)
+      if ((*b.tel)["ranks"].is_array())
+        for (const auto& rank : (*b.tel)["ranks"]) earlier(unix_from_utc(string_field(rank, "started_at")));
+    // Windows are on rank 0's sampler clock.
+    const double rank0_offset = std::isfinite(t0) && std::isfinite(origin) ? t0 - origin : 0.0;
     const double interval_ms = blocks.front().tel->value("interval_ms", 0.0);
     const std::string suffix = reports.size() > 1 ? " — " + run_label(reports, i) : std::string();
     std::string source = "summary.telemetry.ranks[].series";
@@ -444,7 +459,7 @@ std::vector<Figure> telemetry_figures(const std::vector<NamedReport>& reports) {
       if (!w || w->to_s < w->from_s) continue;
       const std::string lane = suite ? find_suite_step(r).value_or("results") : "results";
       lanes[lane].label = lane;
-      lanes[lane].spans.push_back({w->from_s, w->to_s, r.benchmark});
+      lanes[lane].spans.push_back({w->from_s + rank0_offset, w->to_s + rank0_offset, r.benchmark});
     }
     struct Pending {
       std::string id, caption;
@@ -475,7 +490,7 @@ std::vector<Figure> telemetry_figures(const std::vector<NamedReport>& reports) {
           const int id = *rid;
           const json& series = child_of(rank, "series");
           if (!series.is_object()) continue;
-          if (!shift.count(id)) shift[id] = unix_from_utc(string_field(rank, "started_at")) - t0;
+          if (!shift.count(id)) shift[id] = unix_from_utc(string_field(rank, "started_at")) - origin;
           for (const char* group : {"gpu", "host"}) {  // the GPU's reading when the rank has one
             const json& g = child_of(series, group);
             for (const char* k : keys)
@@ -499,7 +514,7 @@ std::vector<Figure> telemetry_figures(const std::vector<NamedReport>& reports) {
             const json& ts = series["t_s"];
             const json& ys = g[col.second];
             const std::size_t n = std::min(ts.size(), ys.size());
-            const double dt = std::isfinite(shift[id]) ? shift[id] : 0.0;
+            const double dt = std::isfinite(shift[id]) ? shift[id] : rank0_offset;
             for (std::size_t k = 0; k < n; ++k) {
               if (!ts[k].is_number()) continue;
               const double t = ts[k].get<double>() + dt;
@@ -513,11 +528,14 @@ std::vector<Figure> telemetry_figures(const std::vector<NamedReport>& reports) {
         if (points.empty()) continue;
         readings += points.size();
         if (points.size() > kMaxPoints) {
+          // kMaxPoints readings evenly spread, the first and the last among them (the axis reaches the end);
+          // every k-th reading kept as few as half of them (601 readings drew 301).
           thinned = true;
-          const std::size_t stride = (points.size() + kMaxPoints - 1) / kMaxPoints;
           std::vector<svg::Point> kept;
-          for (std::size_t k = 0; k < points.size(); k += stride) kept.push_back(points[k]);
-          if (kept.back().x != points.back().x) kept.push_back(points.back());  // the axis reaches the end
+          kept.reserve(kMaxPoints);
+          const std::size_t n = points.size();
+          for (std::size_t k = 0; k < kMaxPoints; ++k)
+            kept.push_back(points[(k * (n - 1) + (kMaxPoints - 1) / 2) / (kMaxPoints - 1)]);
           points = std::move(kept);
         }
         used.insert(col.first + "." + col.second);
@@ -543,8 +561,8 @@ std::vector<Figure> telemetry_figures(const std::vector<NamedReport>& reports) {
     plot("Temperature", "°C", {"temperature_c"});
     if (pending.empty()) continue;  // no series at all
     for (const auto& name : lanes.order) timeline.lanes.push_back(std::move(lanes.items.at(name)));
-    // One time axis for the strip and the charts under it: from the run's start (rank 0's sampler clock,
-    // which the windows and the shifted samples share) to the last window or reading, in the strip's unit.
+    // One time axis for the strip and the charts under it: from the run's start (the origin above, which the
+    // shifted windows and samples share) to the last window or reading, in the strip's unit.
     double end_s = 0;
     for (const auto& lane : timeline.lanes)
       for (const auto& span : lane.spans) end_s = std::max(end_s, span.end_s);

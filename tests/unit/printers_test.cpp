@@ -656,8 +656,7 @@ TEST(ReportHtml, TelemetryChartsKeepSparseReadingsAndThinDenseOnes) {
   EXPECT_EQ(clock.find("sampled every"), std::string::npos);
   const std::string temperature = figure_with(html, "Temperature per rank");
   ASSERT_FALSE(temperature.empty());
-  EXPECT_LE(count(temperature, "<title>rank 0: "), 601u);
-  EXPECT_GT(count(temperature, "<title>rank 0: "), 300u);
+  EXPECT_EQ(count(temperature, "<title>rank 0: "), 600u);          // as the caption says
   EXPECT_NE(temperature.find("→ 99</title>"), std::string::npos);  // the last sample is kept
   EXPECT_NE(temperature.find("sampled every 1 ms, thinned to 600 points per rank"), std::string::npos);
   // Hand-edited rank entries that are not objects, or whose "rank" is not an integer, are left out (they
@@ -666,6 +665,52 @@ TEST(ReportHtml, TelemetryChartsKeepSparseReadingsAndThinDenseOnes) {
   rep.summary["telemetry"]["ranks"].push_back({{"rank", "one"}, {"series", {{"t_s", {0.0}}}}});
   const std::string edited = render_html({{"r.json", rep}});
   EXPECT_EQ(count(figure_with(edited, "Clock per rank"), "<title>rank 0: "), 20u);
+  // One reading over the limit is 600 points, not every other reading (601 drew 301).
+  for (auto* column : {&t, &temp}) column->erase(column->begin() + 601, column->end());
+  rep.summary["telemetry"]["ranks"] = {{{"rank", 0},
+                                        {"started_at", "2026-11-29T10:00:00.000Z"},
+                                        {"series", {{"t_s", t}, {"host", {{"temperature_c", temp}}}}}}};
+  const std::string just_over = figure_with(render_html({{"r.json", rep}}), "Temperature per rank");
+  EXPECT_EQ(count(just_over, "<title>rank 0: "), 600u) << just_over;
+}
+
+// The time axis starts at the earliest of the run's start and the ranks' sampler starts: a rank whose sampler
+// started before rank 0's (another node's clock) was drawn left of the axis, or off the chart.
+TEST(ReportHtml, TelemetryAxisStartsAtTheEarliestRank) {
+  auto a = result("collective", "allreduce/fp32/1024", {{"busbw_gbps", metric(3, Better::higher, "GB/s")}});
+  a.extra["telemetry"] = {{"from_s", 0.1}, {"to_s", 0.6}};
+  auto b = result("collective", "allreduce/fp32/2048", {{"busbw_gbps", metric(3, Better::higher, "GB/s")}});
+  b.extra["telemetry"] = {{"from_s", 0.7}, {"to_s", 1.1}};
+  auto rep = run("r", {a, b});
+  rep.run["started_at"] = "2026-11-29T10:00:01.900Z";
+  rep.summary["telemetry"] = {{"mode", "full"},
+                              {"interval_ms", 100.0},
+                              {"ranks",
+                               {{{"rank", 0},
+                                 {"started_at", "2026-11-29T10:00:02.000Z"},
+                                 {"series", {{"t_s", {0.0, 1.0}}, {"host", {{"cpu_mhz", {2400, 2410}}}}}}},
+                                {{"rank", 1},
+                                 {"started_at", "2026-11-29T10:00:00.000Z"},
+                                 {"series", {{"t_s", {0.0, 3.0}}, {"host", {{"cpu_mhz", {2300, 2310}}}}}}}}}};
+  const std::string html = render_html({{"r.json", rep}});
+  const std::string strip = figure_with(html, "Each result&apos;s measured window");
+  const std::string clock = figure_with(html, "Clock per rank");
+  ASSERT_FALSE(strip.empty());
+  ASSERT_FALSE(clock.empty()) << html;
+  // Rank 1's first reading is the axis' 0; rank 0's, 2 s later; rank 0's windows follow its clock.
+  EXPECT_NE(clock.find("<title>rank 1: 0 →"), std::string::npos) << clock;
+  EXPECT_NE(clock.find("<title>rank 0: 2 →"), std::string::npos) << clock;
+  EXPECT_NE(strip.find("<title>collective: 2.10"), std::string::npos) << strip;
+  const auto x_at = [](const std::string& figure, const std::string& title) {
+    const auto circle = figure.rfind("<circle", figure.find(title));
+    return std::stod(figure.substr(figure.find("cx=\"", circle) + 4));
+  };
+  const auto axis_left = [](const std::string& figure) {  // the y axis: the first vertical line
+    const auto line = figure.find("<line x1=\"");
+    return std::stod(figure.substr(line + 10));
+  };
+  EXPECT_GE(x_at(clock, "<title>rank 1: 0 →"), axis_left(clock) - 0.5) << clock;
+  EXPECT_GT(x_at(clock, "<title>rank 0: 2 →"), x_at(clock, "<title>rank 1: 0 →"));
 }
 
 // A suite keeps each step's series in summary.steps.<step>.telemetry (its summary.telemetry holds only the
