@@ -76,14 +76,19 @@ std::uint64_t parse_size(std::string_view text, std::string_view what) {
   return static_cast<std::uint64_t>(bytes);
 }
 
-double parse_mtbf_duration(std::string_view text, std::string_view what) {
+double parse_duration_with_unit(std::string_view text, std::string_view what, std::string_view unit,
+                                std::string_view other_unit) {
   double number = 0;
   std::string suffix;
   if (split_number(text, number, suffix) && suffix.empty())
     throw usage_error(
-        fmt::format("invalid {} '{}': give a unit (e.g. {}h or {}m): a bare number would be seconds", what,
-                    text, text, text));
+        fmt::format("invalid {} '{}': give a unit (e.g. {}{} or {}{}): a bare number would be seconds", what,
+                    text, text, unit, text, other_unit));
   return parse_duration(text, what);
+}
+
+double parse_mtbf_duration(std::string_view text, std::string_view what) {
+  return parse_duration_with_unit(text, what, "h", "m");
 }
 
 double parse_duration(std::string_view text, std::string_view what) {

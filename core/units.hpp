@@ -13,8 +13,12 @@ std::uint64_t parse_size(std::string_view text, std::string_view what = "size");
 // Seconds. Suffixes ns, us, ms, s, m, h, d; a bare number is seconds. Negative values are rejected.
 inline constexpr double kMaxDurationSeconds = 100 * 365.25 * 86400;  // parse_duration's ceiling: 100 years
 double parse_duration(std::string_view text, std::string_view what = "duration");
-// A mean time between failures: a duration that must name its unit, since a bare "6" (meant as hours, as
-// MTBFs are quoted) would be six seconds and every run a failure.
+// A duration that must name its unit, where a bare number would be read in another unit than meant: e.g.
+// "give a unit (e.g. 6h or 6m)" for units "h", "m".
+double parse_duration_with_unit(std::string_view text, std::string_view what, std::string_view unit,
+                                std::string_view other_unit);
+// A mean time between failures: a bare "6" (meant as hours, as MTBFs are quoted) would be six seconds and
+// every run a failure.
 double parse_mtbf_duration(std::string_view text, std::string_view what);
 
 // "8 B", "64 KiB", "1.5 GiB".

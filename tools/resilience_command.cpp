@@ -328,6 +328,9 @@ struct ResilienceCommandOptions {
 // --warmup-steps, --faults: resilience/job_launch.cpp launch_command).
 std::vector<std::string> forwarded_train_args(const ResilienceCommandOptions& o, const GlobalOptions& g) {
   std::vector<std::string> a{"--seed", std::to_string(g.seed), "--backend", g.backend, "--log-level", "warn"};
+  // The attempts sample as asked (their reports, attempt-K.json, carry it); the supervisor runs no device.
+  if (g.telemetry != GlobalOptions{}.telemetry) a.insert(a.end(), {"--telemetry", g.telemetry});
+  if (g.telemetry_interval) a.insert(a.end(), {"--telemetry-interval", *g.telemetry_interval});
   auto train = o.train;
   train.steps = TrainCliOptions{}.steps;
   train.warmup_steps = TrainCliOptions{}.warmup_steps;

@@ -31,7 +31,8 @@ Session::Session(int* argc, char*** argv, GlobalOptions options, std::vector<std
       started_at_(workloads::utc_timestamp()) {
   telemetry_options_.mode = parse_telemetry_mode(options_.telemetry);
   const std::string interval = options_.telemetry_interval.value_or("100ms");
-  telemetry_options_.interval_s = parse_duration(interval, "--telemetry-interval");
+  // A bare "100" would be 100 s beside the default's 100ms: the unit is asked for.
+  telemetry_options_.interval_s = parse_duration_with_unit(interval, "--telemetry-interval", "ms", "s");
   if (telemetry_options_.interval_s < 1e-3)
     throw usage_error("invalid --telemetry-interval '" + interval + "': must be at least 1ms");
   if (options_.telemetry_interval && telemetry_options_.mode == TelemetryMode::off)

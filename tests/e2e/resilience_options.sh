@@ -113,10 +113,12 @@ run_capture stuck fb resilience --launcher none --ranks 1 --model tiny-dense --b
 assert_json "$T/stuck.json" "$R['metrics']['failures']['value'] == 1 and [f['kind'] for f in $R['extra']['ledger']['failure_list']] == ['hang'] and $R['metrics']['ettr']['value'] < 0.5" "budget: a job stuck in an undetected hang counts the hang"
 # A run dir reused: an earlier job's attempt files, heartbeats and call states are cleared with its log.
 mkdir -p "$T/reuse/heartbeat" "$T/reuse/calls" && touch "$T/reuse/attempt-3.json" "$T/reuse/attempt-3.log" "$T/reuse/calls/rank-1.state"
-run_capture reuse fb resilience --launcher none --ranks 1 --model tiny-dense --backend host --steps 3 --faults none \
-  --run-dir "$T/reuse" -o "$T/reuse.json"
+run_capture reuse fb --telemetry full --telemetry-interval 50ms resilience --launcher none --ranks 1 --model tiny-dense \
+  --backend host --steps 3 --faults none --run-dir "$T/reuse" -o "$T/reuse.json"
 [ "$RC" -eq 0 ] && [ ! -e "$T/reuse/attempt-3.json" ] && [ ! -e "$T/reuse/attempt-3.log" ] && [ ! -e "$T/reuse/calls/rank-1.state" ] \
   && [ -e "$T/reuse/attempt-1.log" ] && ok "reused run dir: the earlier job's attempt files are gone" || fail "reuse: exit $RC, $(ls -R "$T/reuse")"
+# The telemetry options reach the attempts (they were accepted and dropped): each attempt's report samples as asked.
+assert_json "$T/reuse/attempt-1.json" "d['summary']['telemetry']['mode'] == 'full' and d['summary']['telemetry']['interval_ms'] == 50 and 'series' in d['summary']['telemetry']['ranks'][0]" "--telemetry full --telemetry-interval 50ms reach the attempt"
 # A planned fault that never fired is said, and listed in the result: the run was not tested against it.
 run_capture unfired fb resilience --launcher none --ranks 1 --model tiny-dense --backend host --steps 4 \
   --faults "crash@time=1h" --run-dir "$T/unfired" -o "$T/unfired.json"
