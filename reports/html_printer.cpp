@@ -628,7 +628,11 @@ std::vector<Figure> rank_figures(const std::vector<NamedReport>& reports) {
   std::vector<Figure> out;
   for (std::size_t i = 0; i < reports.size(); ++i) {
     Ordered<std::vector<std::pair<svg::HeatRow, double>>> by_key;  // key → rows with their worst slowness
+    const json& world = child_of(reports[i].report.run, "world_size");
     for (const auto& r : reports[i].report.results) {
+      // A --split group's arrays hold its own ranks, from world rank params.first_rank: its cells sit under
+      // those ranks (a hand-edited first rank past the world is not followed).
+      const json& first = child_of(r.params, "first_rank");
       for (const auto& [key, values] : r.per_rank) {
         if (values.size() < 2) continue;
         const Better dir = per_rank_direction(r, key);
@@ -640,7 +644,10 @@ std::vector<Figure> rank_figures(const std::vector<NamedReport>& reports) {
         std::sort(finite.begin(), finite.end());
         const std::size_t n = finite.size();
         const double median = n % 2 ? finite[n / 2] : (finite[n / 2 - 1] + finite[n / 2]) / 2;
-        svg::HeatRow row{r.name, {}};
+        svg::HeatRow row{r.name, {}, 0};
+        if (first.is_number_integer() && world.is_number_integer() && first.get<std::int64_t>() >= 0 &&
+            first.get<std::int64_t>() + static_cast<std::int64_t>(values.size()) <= world.get<std::int64_t>())
+          row.first_rank = first.get<std::size_t>();
         double worst = 0;
         for (const double v : values) {
           const double s = !(std::isfinite(v) && v > 0) ? std::nan("")
@@ -668,25 +675,31 @@ std::vector<Figure> rank_figures(const std::vector<NamedReport>& reports) {
       svg::RankHeatStrip chart;
       chart.title = fmt::format("Per-rank {} — {}", key, run_label(reports, i));
       chart.threshold = kThreshold;
-      std::map<std::size_t, std::pair<std::size_t, double>> slow;  // rank → (rows beyond threshold, worst)
+      // Per rank: the rows it has a cell in (a --split group's rows only), those beyond the threshold, the
+      // worst.
+      struct Slow {
+        std::size_t rows = 0, beyond = 0;
+        double worst = 0;
+      };
+      std::map<std::size_t, Slow> slow;
       for (auto& [row, w] : rows) {
-        for (std::size_t rank = 0; rank < row.slowness.size(); ++rank) {
-          const double s = row.slowness[rank];
+        for (std::size_t c = 0; c < row.slowness.size(); ++c) {
+          const double s = row.slowness[c];
+          auto& e = slow[row.first_rank + c];
+          ++e.rows;
           if (std::isfinite(s) && s > 1 + kThreshold) {
-            auto& e = slow[rank];
-            ++e.first;
-            e.second = std::max(e.second, s);
+            ++e.beyond;
+            e.worst = std::max(e.worst, s);
           }
         }
         chart.rows.push_back(std::move(row));
       }
       std::string verdict;
       for (const auto& [rank, e] : slow)
-        if (e.first * 2 >= chart.rows.size())
+        if (e.beyond > 0 && e.beyond * 2 >= e.rows)
           verdict += fmt::format(
               "{}rank {} is more than {:.0f}% slower than the median in {} of {} rows (worst {:+.1f}%)",
-              verdict.empty() ? "" : "; ", rank, kThreshold * 100, e.first, chart.rows.size(),
-              (e.second - 1) * 100);
+              verdict.empty() ? "" : "; ", rank, kThreshold * 100, e.beyond, e.rows, (e.worst - 1) * 100);
       if (verdict.empty())
         verdict =
             fmt::format("no rank is more than {:.0f}% slower than the median in half of the rows or more",

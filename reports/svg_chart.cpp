@@ -529,7 +529,7 @@ std::string render(const GanttChart& chart) {
 
 std::string render(const RankHeatStrip& chart) {
   std::size_t ranks = 0;
-  for (const auto& r : chart.rows) ranks = std::max(ranks, r.slowness.size());
+  for (const auto& r : chart.rows) ranks = std::max(ranks, r.first_rank + r.slowness.size());
   const double label_w = 210;
   const double cell_w =
       ranks ? std::clamp((chart.width - label_w - 24) / static_cast<double>(ranks), 3.0, 56.0) : 10;
@@ -550,9 +550,10 @@ std::string render(const RankHeatStrip& chart) {
     const auto& row = chart.rows[r];
     const double y = top + static_cast<double>(r) * cell_h;
     c.text(label_w - 8, y + cell_h / 2 + 4, truncate(row.label, 30), "end", 11, kInk);
-    for (std::size_t k = 0; k < row.slowness.size(); ++k) {
-      const double s = row.slowness[k];
+    for (std::size_t i = 0; i < row.slowness.size(); ++i) {
+      const double s = row.slowness[i];
       const bool hot = std::isfinite(s) && s > 1 + chart.threshold;
+      const std::size_t k = row.first_rank + i;
       c.rect_titled(
           label_w + cell_w * static_cast<double>(k), y, cell_w - (cell_w > 6 ? 1 : 0), cell_h - 1,
           slowness_color(s),

@@ -106,6 +106,7 @@ TimeUnit gantt_time_unit(double range_s);
 struct HeatRow {
   std::string label;
   std::vector<double> slowness;
+  std::size_t first_rank = 0;  // the rank of the first cell: a --split group's row starts at its own
 };
 
 struct RankHeatStrip {

@@ -484,6 +484,36 @@ TEST(ReportHtml, OneSvgPerChartAndSelfContained) {
   EXPECT_NE(html.find("rank 2 is more than 5% slower than the median in 3 of 3 rows"), std::string::npos);
 }
 
+// collective --split: each group's per-rank arrays start at its params.first_rank. The strip puts the cells
+// under world ranks and counts a rank's rows among those it is in (world rank 3 was named "rank 1", and ranks
+// 1 and 3 slow in their own groups were one "rank 1 ... in 2 of 2 rows").
+TEST(ReportHtml, SplitGroupsSitUnderTheirWorldRanks) {
+  std::vector<Result> results;
+  for (const int group : {0, 1}) {
+    auto r = result("collective", fmt::format("allreduce/fp32/4096/group{}", group),
+                    {{"busbw_gbps", metric(1, Better::higher, "GB/s")}},
+                    {{"op", "allreduce"},
+                     {"dtype", "fp32"},
+                     {"bytes", 4096},
+                     {"group", group},
+                     {"first_rank", 2 * group},
+                     {"ranks", 2}});
+    r.set_per_rank("time_us", {10, group == 1 ? 30.0 : 10.0});
+    results.push_back(r);
+  }
+  auto rep = run("r", results);  // world_size 4
+  std::string html = render_html({{"r.json", rep}});
+  EXPECT_NE(html.find("rank 3 is more than 5% slower than the median in 1 of 1 rows"), std::string::npos)
+      << html;
+  EXPECT_EQ(html.find("rank 1 is more than"), std::string::npos);
+  EXPECT_NE(html.find("allreduce/fp32/4096/group1 — rank 3: +50.0% vs median"), std::string::npos);
+  // A first rank past the world (hand-edited) is not followed.
+  rep.results[1].params["first_rank"] = 1000;
+  html = render_html({{"r.json", rep}});
+  EXPECT_NE(html.find("rank 1 is more than 5% slower than the median in 1 of 2 rows"), std::string::npos)
+      << html;
+}
+
 // GEMM reference lines: an fp8 variant takes the "fp8" figures, a sweep's MAMF result is a line (not a bar),
 // each report's own peak is drawn when reports differ, and what is not drawn is counted in the caption.
 TEST(ReportHtml, GemmLinesPerReportAndWhatIsNotDrawn) {
