@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <functional>
+#include <optional>
 #include <string_view>
 #include <thread>
 #include <utility>
@@ -170,7 +171,10 @@ int slurm_task_local_id(int mpi_rank) {
   return std::atoi(localid);
 }
 
-int launcher_rank() {
+namespace {
+
+// This process's rank as its launcher set it, when the launcher started more than one process.
+std::optional<int> rank_among_peers() {
   // A rank counts only with the launcher's world size beside it, above one: a variable left over from an
   // outer job (SLURM_PROCID=1 in a task's shell, without SLURM_NTASKS) must not make a process that is
   // alone keep its errors and its report to itself. PMIx sets no size variable; Open MPI's comes with it.
@@ -189,7 +193,17 @@ int launcher_rank() {
     }
     return std::atoi(rank);
   }
-  return 0;
+  return std::nullopt;
+}
+
+}  // namespace
+
+int launcher_rank() {
+  return rank_among_peers().value_or(0);
+}
+
+bool launched_with_peers() {
+  return rank_among_peers().has_value();
 }
 
 std::string mpi_library_version() {

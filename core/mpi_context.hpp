@@ -62,6 +62,8 @@ class MpiContext {
 // The rank the launcher assigned (Open MPI, PMIx, Slurm, MPICH), read from the environment before MPI is
 // initialised, so usage errors are printed once. 0 when not launched by one.
 int launcher_rank();
+// Whether a launcher started this process among others (a world of more than one rank, by its environment).
+bool launched_with_peers();
 
 // SLURM_LOCALID when this process is task `mpi_rank` of an srun step (SLURM_PROCID == mpi_rank), else -1.
 // Ranks that mpirun started inside an allocation inherit the batch step's SLURM_LOCALID=0 and fail the check.

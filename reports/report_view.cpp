@@ -28,7 +28,9 @@ std::string run_label(const std::vector<NamedReport>& reports, std::size_t i) {
   const std::string mine = label_stem(reports[i].source);
   std::size_t same = 0;
   for (const auto& r : reports) same += label_stem(r.source) == mine ? 1 : 0;
-  return same > 1 ? fmt::format("#{} {}", i + 1, mine) : mine;
+  // "#N " is the numbering's: a name that begins with '#' is numbered too, so that no label repeats (a file
+  // named "#2 a.json" beside two a.json gave "#2 a" twice, and the Prometheus export dropped one report).
+  return same > 1 || mine.starts_with('#') ? fmt::format("#{} {}", i + 1, mine) : mine;
 }
 
 DistinctLabels distinct_labels(const std::vector<std::string>& names) {

@@ -9,8 +9,8 @@
 
 namespace fb::reports {
 
-// Short label for report i: its file name without directory and ".json"; "#2 name" when several reports
-// share a name.
+// Short label for report i: its file name without directory and ".json"; "#2 name" (its place among the
+// reports) when several reports share a name, or the name begins with '#'. No two labels repeat.
 std::string run_label(const std::vector<NamedReport>& reports, std::size_t i);
 
 struct RunFacts {

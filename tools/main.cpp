@@ -100,6 +100,8 @@ int main(int argc, char** argv) {
     refuse_empty_values(app);
     refuse_idle_global_options(app);
     fb::log::configure(fb::launcher_rank(), fb::log::parse_level(global.log_level), global.quiet);
+    // A process alone says "warning:" without "[rank 0]", also where it never starts MPI (report, compare).
+    if (!fb::launched_with_peers()) fb::log::set_world_size(1);
     session = std::make_unique<Session>(&argc, &argv, global, args);
     for (const auto& command : commands)
       if (command.app->parsed()) rc = command.action(*session);

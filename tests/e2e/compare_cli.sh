@@ -101,6 +101,13 @@ grep -q "| published | candidate | change | fraction of published |" "$T/ref.out
   grep -q "| collective/allreduce/bf16/17179869184 | busbw_gbps | 482.3 | 470 | -2.6% | 0.974 | SAME |" "$T/ref.out" &&
   ok "reference comparison shows the fraction of the published figure" || fail "reference: $(cat "$T/ref.out")"
 
+# A report of a newer schema is read with a warning; report runs alone, so it names no rank.
+python3 -c "import json,sys; d=json.load(open(sys.argv[1])); d['schema']='factorybench.report/v2'; json.dump(d, open(sys.argv[2], 'w'))" \
+  "$SAMPLE" "$T/newer.json"
+run_capture newer fb report "$T/newer.json"
+[ "$RC" -eq 0 ] && grep -q "^warning: $T/newer.json: schema factorybench.report/v2, this build reads factorybench.report/v1" "$T/newer.err" \
+  && ok "newer schema: a warning without a rank" || fail "newer schema: exit $RC: $(cat "$T/newer.err")"
+
 # report: every format; html has one <svg> per chart and nothing external.
 fb report "$SAMPLE" --format html -o "$T/report.html"
 charts=$(grep -c '<figure class="chart"' "$T/report.html")

@@ -219,6 +219,17 @@ TEST(ReportMarkdown, TrendOverSeveralRuns) {
   EXPECT_NE(md.find("| bf16/8x8x8 | tflops (TFLOP/s) | 10 | 11 | +10.0% |"), std::string::npos);
 }
 
+// Labels never repeat: a shared name is numbered by place, and so is a name that begins with '#' (a file
+// named "#2 a.json" beside two a.json labelled two reports "#2 a"; the Prometheus export dropped one).
+TEST(ReportLabels, NoTwoRepeat) {
+  const auto r = run("r", {});
+  const std::vector<NamedReport> reports{
+      {"x/a.json", r}, {"y/a.json", r}, {"odd/#2 a.json", r}, {"b.json", r}, {"#b.json", r}};
+  std::vector<std::string> labels;
+  for (std::size_t i = 0; i < reports.size(); ++i) labels.push_back(run_label(reports, i));
+  EXPECT_EQ(labels, (std::vector<std::string>{"#1 a", "#2 a", "#3 #2 a", "b", "#5 #b"}));
+}
+
 // Every result of every run is in the trend table, with its status: a result that failed before measuring
 // has a status row, a failed run's figure is marked and not taken for a trend, errors are listed under the
 // table, and a metric in other units is another row (never set side by side).
