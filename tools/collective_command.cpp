@@ -20,6 +20,7 @@
 #include "tools/commands.hpp"
 #include "tools/count_option.hpp"
 #include "tools/injection_scope.hpp"
+#include "tools/report_so_far.hpp"
 #include "workloads/collective_benchmark.hpp"
 #include "workloads/measurement_loop.hpp"
 #include "workloads/run_environment.hpp"
@@ -156,10 +157,12 @@ int run_collective(const CollectiveCliOptions& cli, Session& session) {
   options.telemetry = session.telemetry();
   // A rank that never enters a collective, or never leaves one (a wedged NIC or GPU), is named and the job
   // ends (exit 1, the report so far plus a failed "hang" result) instead of waiting for the scheduler's
-  // limit.
+  // limit. The sizes measured before the hung call are kept: each result as rank 0 makes it.
+  const auto so_far = ReportSoFar::make(report);
+  options.on_result = [so_far](const reports::Result& r) { so_far->add(r); };
   CommandHangWatchdog watchdog(mpi, "collective", report.run.value("id", std::string("run")),
-                               session.hang_report(report), session.options().output, cli.run_dir,
-                               hang_timeout);
+                               session.hang_report(ReportSoFar::reader(so_far)), session.options().output,
+                               cli.run_dir, hang_timeout);
   workloads::CollectiveRun run = workloads::run_collective_benchmark(options, mpi, backend);
   watchdog.finish();
   for (auto& r : run.results) report.results.push_back(std::move(r));

@@ -37,6 +37,7 @@
 #include "tools/command_hang_watchdog.hpp"
 #include "tools/commands.hpp"
 #include "tools/injection_scope.hpp"
+#include "tools/report_so_far.hpp"
 #include "workloads/collective_bisection.hpp"
 #include "workloads/measurement_loop.hpp"
 #include "workloads/mpi_transport_record.hpp"
@@ -406,22 +407,11 @@ int run_locate(const LocateCliOptions& cli, Session& session) {
   // The watchdog's side channel: <run-dir>/fb-hang-<run id>/rank-R.state (tools/command_hang_watchdog.hpp).
   // A hang in a later test keeps what the earlier ones measured (the p2p matrix before a hung bisection):
   // a copy taken after each test, read by the watchdog's thread under the lock.
-  struct ReportSoFar {
-    std::mutex mutex;
-    reports::Report report;
-  };
-  auto so_far = std::make_shared<ReportSoFar>();
-  const auto keep_so_far = [&] {
-    std::lock_guard lock(so_far->mutex);
-    so_far->report = report;
-  };
-  keep_so_far();
+  const auto so_far = ReportSoFar::make(report);
+  const auto keep_so_far = [&] { so_far->set(report); };
   CommandHangWatchdog watchdog(mpi, "locate", report.run.value("id", std::string("run")),
-                               session.hang_report([so_far] {
-                                 std::lock_guard lock(so_far->mutex);
-                                 return so_far->report;
-                               }),
-                               session.options().output, cli.run_dir, hang_timeout);
+                               session.hang_report(ReportSoFar::reader(so_far)), session.options().output,
+                               cli.run_dir, hang_timeout);
   bool named = false;
 
   workloads::P2pOptions p;

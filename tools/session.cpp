@@ -200,10 +200,32 @@ Session::HangReport Session::hang_report(reports::Report partial) const {
 }
 
 Session::HangReport Session::hang_report(std::function<reports::Report()> so_far) const {
-  if (sink_ && suite_hang_report_) return suite_hang_report_;
-  return [so_far = std::move(so_far)](const reports::Result& hang) -> std::optional<reports::Report> {
+  HangReport make =
+      sink_ && suite_hang_report_
+          ? suite_hang_report_
+          : [so_far = std::move(so_far)](const reports::Result& hang) -> std::optional<reports::Report> {
     auto out = so_far();
     out.results.push_back(hang);
+    return out;
+  };
+  if (!telemetry_ || !mpi_) return make;
+  // The telemetry up to the hang, which is where it is wanted most: the writing rank's own readings (the
+  // ranks are stuck and gather nothing), said so in the report.
+  return [make = std::move(make), mpi = mpi_.get(), sampler = telemetry_.get(), from_s = telemetry_from_s_,
+          step = sink_ ? sink_step_
+                       : std::string()](const reports::Result& hang) -> std::optional<reports::Report> {
+    const auto own = workloads::own_telemetry(*mpi, *sampler, from_s);
+    auto with = hang;
+    workloads::attach_telemetry(with, own);
+    auto out = make(with);
+    if (!out || !out->summary.is_object()) return out;
+    nlohmann::json block = {
+        {"mode", own["mode"]},
+        {"interval_ms", own["interval_ms"]},
+        {"ranks", own["ranks"]},
+        {"note",
+         fmt::format("rank {}'s readings alone: the job hung, and the ranks gathered none", mpi->rank())}};
+    (step.empty() ? out->summary["telemetry"] : out->summary["steps"][step]["telemetry"]) = std::move(block);
     return out;
   };
 }

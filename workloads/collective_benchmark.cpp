@@ -563,6 +563,7 @@ CollectiveRun run_collective_benchmark(const CollectiveOptions& o, MpiContext& m
           Result res = make_result(c, o, n, g);
           res.status = reports::Status::skipped;
           res.error = c.skip_reason;
+          if (o.on_result) o.on_result(res);
           run.results.push_back(std::move(res));
         }
       continue;
@@ -570,7 +571,10 @@ CollectiveRun run_collective_benchmark(const CollectiveOptions& o, MpiContext& m
     const CaseSamples samples = run_case(c, bench);
     bench.done += bench.weight;
     if (!mpi.is_root()) continue;
-    for (int g = 0; g < groups; ++g) run.results.push_back(group_result(c, bench, samples, g));
+    for (int g = 0; g < groups; ++g) {
+      run.results.push_back(group_result(c, bench, samples, g));
+      if (o.on_result) o.on_result(run.results.back());
+    }
   }
   if (mpi.is_root()) add_averages(run, o, n, groups, comm.engine());
   return run;

@@ -45,6 +45,8 @@ struct CollectiveOptions {
   // Called once every input check has passed (the free-memory one included), before the first allocation:
   // where a warning about the run goes, so that a refused input still gets its one line alone.
   std::function<void()> on_checked;
+  // On rank 0, each size's result as soon as it is made (a hang's report keeps those before it).
+  std::function<void(const reports::Result&)> on_result;
 };
 
 // Checks everything that needs no communication (sizes, counts, root, split, MoE); usage Errors name the

@@ -24,20 +24,18 @@ std::string utc_from_unix(double seconds) {
   return fmt::format("{}.{:03d}Z", buf, ms);
 }
 
-}  // namespace
-
-json gather_telemetry(const MpiContext& mpi, const TelemetrySampler& sampler, double from_s, double to_s) {
+json own_summary(const TelemetrySampler& sampler, double from_s, double to_s) {
   json mine = sampler.summary(from_s, to_s);
   // Each rank's own clock: when its t_s = 0 was, so series of different ranks line up.
   mine["started_at"] = utc_from_unix(sampler.start_unix_s());
-  const auto all = gather_to_root(mpi, mine.dump());
-  if (!mpi.is_root()) return nullptr;
+  return mine;
+}
+
+// The gathered shape from the ranks' summaries, each with its "rank" and "hostname".
+json assemble(const TelemetrySampler& sampler, std::vector<json> entries) {
   json ranks = json::array();
   std::vector<json> summaries;
-  for (std::size_t r = 0; r < all.size(); ++r) {
-    json s = json::parse(all[r]);
-    s["rank"] = r;
-    s["hostname"] = r < mpi.hostnames().size() ? mpi.hostnames()[r] : std::string();
+  for (auto& s : entries) {
     json lean = s;
     lean.erase("series");
     lean.erase("source");
@@ -52,6 +50,28 @@ json gather_telemetry(const MpiContext& mpi, const TelemetrySampler& sampler, do
           {"interval_ms", sampler.options().interval_s * 1e3},
           {"combined", std::move(combined)},
           {"ranks", std::move(ranks)}};
+}
+
+}  // namespace
+
+json gather_telemetry(const MpiContext& mpi, const TelemetrySampler& sampler, double from_s, double to_s) {
+  const auto all = gather_to_root(mpi, own_summary(sampler, from_s, to_s).dump());
+  if (!mpi.is_root()) return nullptr;
+  std::vector<json> entries;
+  for (std::size_t r = 0; r < all.size(); ++r) {
+    json s = json::parse(all[r]);
+    s["rank"] = r;
+    s["hostname"] = r < mpi.hostnames().size() ? mpi.hostnames()[r] : std::string();
+    entries.push_back(std::move(s));
+  }
+  return assemble(sampler, std::move(entries));
+}
+
+json own_telemetry(const MpiContext& mpi, TelemetrySampler& sampler, double from_s) {
+  json mine = own_summary(sampler, from_s, sampler.mark());
+  mine["rank"] = mpi.rank();
+  mine["hostname"] = mpi.hostname();
+  return assemble(sampler, {std::move(mine)});
 }
 
 void attach_telemetry(reports::Result& result, const json& gathered) {

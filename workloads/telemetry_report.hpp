@@ -22,6 +22,11 @@ namespace fb::workloads {
 nlohmann::json gather_telemetry(const MpiContext& mpi, const TelemetrySampler& sampler, double from_s,
                                 double to_s);
 
+// The same shape with this rank's readings alone, up to a reading taken now (mark()), without a collective:
+// what a hang's report can hold, written while the ranks are stuck. Safe from another thread than the one
+// that measures.
+nlohmann::json own_telemetry(const MpiContext& mpi, TelemetrySampler& sampler, double from_s);
+
 // extra.telemetry = the combined summary (no series) and the mode, unless the result has one already or
 // `gathered` is null.
 void attach_telemetry(reports::Result& result, const nlohmann::json& gathered);

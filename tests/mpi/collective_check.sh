@@ -181,18 +181,26 @@ run_capture inject_sdc mpirun --oversubscribe -np 2 -x FACTORYBENCH_INJECT=sdc@r
   "${COMMON[@]}" --op allreduce -b 1K -e 1K -o "$T/inject_sdc.json"
 [ "$RC" -eq 2 ] && [ ! -e "$T/inject_sdc.json" ] && grep -q "collective has no burn-in check for sdc to act on" "$T/inject_sdc.err" \
   && ok "sdc@ refused (burn-in's)" || fail "inject_sdc: exit $RC $(cat "$T/inject_sdc.err")"
-# A rank that never enters its third collective: the hang watchdog names it (and rank 0, stuck inside the
-# call), writes the report so far with a failed "hang" result and ends the job (exit 1), instead of waiting.
+# A rank that never enters its 12th collective (the second size's first): the hang watchdog names it (and
+# rank 0, stuck inside the call), writes the report so far (the first size's result, which it dropped) with a
+# failed "hang" result and ends the job (exit 1), instead of waiting. The hang result and the summary carry the
+# telemetry up to the hang, the writing rank's alone (it had none).
 mkdir -p "$T/hang_rd"
-run_capture inject_hang timeout 120 mpirun --oversubscribe -np 2 -x FACTORYBENCH_INJECT=hang@rank=1,call=3 \
-  "$FACTORYBENCH" "${COMMON[@]}" --op allreduce -b 64K -e 64K --hang-timeout 2s --run-dir "$T/hang_rd" \
+run_capture inject_hang timeout 120 mpirun --oversubscribe -np 2 -x FACTORYBENCH_INJECT=hang@rank=1,call=12 \
+  "$FACTORYBENCH" --telemetry full "${COMMON[@]}" --op allreduce -b 1K -e 64K --hang-timeout 2s --run-dir "$T/hang_rd" \
   -o "$T/inject_hang.json"
-[ "$RC" -eq 1 ] && grep -qE "^hang: rank 1 \(host .*\) never entered allreduce #3 \(64 KiB\)$" "$T/inject_hang.out" \
-  && ok "hang@rank=1,call=3: the watchdog names rank 1 and the job ends (exit 1)" \
+[ "$RC" -eq 1 ] && grep -qE "^hang: rank 1 \(host .*\) never entered allreduce #12 \(2 KiB\)$" "$T/inject_hang.out" \
+  && ok "hang@rank=1,call=12: the watchdog names rank 1 and the job ends (exit 1)" \
   || fail "inject_hang: exit $RC: $(cat "$T/inject_hang.out" "$T/inject_hang.err" | head -5)"
 [ -e "$T/inject_hang.json" ] && assert_json "$T/inject_hang.json" \
   "[r['status'] for r in d['results'] if r['name'] == 'hang'] == ['failed'] and 'rank 1 (host' in [r['error'] for r in d['results'] if r['name'] == 'hang'][0]" \
   "the hang's report carries a failed hang result naming rank 1" || fail "inject_hang: no report"
+[ -e "$T/inject_hang.json" ] && assert_json "$T/inject_hang.json" \
+  "[(r['name'], r['status']) for r in d['results']] == [('allreduce/fp32/1024', 'ok'), ('hang', 'failed')]" \
+  "the hang's report keeps the size measured before it"
+[ -e "$T/inject_hang.json" ] && assert_json "$T/inject_hang.json" \
+  "'telemetry' in d['results'][1]['extra'] and len(d['summary']['telemetry']['ranks']) == 1 and 'the job hung' in d['summary']['telemetry']['note'] and len(d['summary']['telemetry']['ranks'][0]['series']['t_s']) > 0" \
+  "the hang's report carries the writing rank's telemetry, said to be that rank's alone"
 expect_error hang_rd_without_watchdog 2 "^factorybench: error: --run-dir holds the hang watchdog's state files: it does nothing with --hang-timeout 0$" \
   fb "${COMMON[@]}" --op allreduce -b 1K -e 1K --hang-timeout 0 --run-dir "$T/hang_rd"
 run_capture gate_ok fb_mpirun 2 "${COMMON[@]}" --op allreduce -b 1K -e 1K --min-busbw 0 -o "$T/gate_ok.json"
