@@ -50,7 +50,7 @@ void print_collective_table(std::ostream& out, std::span<const Result> results) 
   std::map<std::string, std::size_t> section_order;
   std::vector<std::pair<std::size_t, const Result*>> rows;
   for (const auto& r : results) {
-    if (!r.params.contains("op")) continue;  // summary rows
+    if (!r.params.contains("bytes")) continue;  // summary rows (avg_busbw names its op too)
     const auto order = section_order.emplace(section_title(r), section_order.size()).first->second;
     rows.emplace_back(order, &r);
   }
@@ -102,7 +102,7 @@ void print_collective_table(std::ostream& out, std::span<const Result> results) 
   if (any_check)
     out << fmt::format("# Wrong elements : {:.0f} {}\n", wrong_total, wrong_total == 0 ? "OK" : "FAILED");
   for (const auto& r : results) {
-    if (r.params.contains("op") || !r.metric("busbw_gbps")) continue;
+    if (r.params.contains("bytes") || !r.metric("busbw_gbps")) continue;
     const std::string group =
         r.params.contains("group") ? fmt::format(" (group {})", r.params["group"].get<int>()) : "";
     out << fmt::format("# Avg bus bandwidth{} : {:.3f}", group, r.metric("busbw_gbps")->value);

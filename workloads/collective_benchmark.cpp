@@ -488,7 +488,7 @@ void add_averages(CollectiveRun& run, const CollectiveOptions& o, int n, int gro
     double sum = 0;
     int rows = 0;
     for (const auto& r : run.results)
-      if (r.status != reports::Status::skipped && r.params.contains("op") &&
+      if (r.status != reports::Status::skipped && r.params.contains("bytes") &&
           (o.split == 0 || r.params.value("group", -1) == g)) {
         sum += r.metric("busbw_gbps")->value;
         ++rows;
@@ -497,7 +497,12 @@ void add_averages(CollectiveRun& run, const CollectiveOptions& o, int n, int gro
     Result res;
     res.benchmark = "collective";
     res.name = o.split > 0 ? fmt::format("avg_busbw/group{}", g) : "avg_busbw";
-    res.params = {{"dtype", std::string(to_string(o.type))}, {"ranks", n}, {"rows", rows}};
+    // The op averaged ("all" over several: a published average is one op's, and compare's match_params tells
+    // them apart).
+    res.params = {{"op", o.ops.size() == 1 ? std::string(to_string(o.ops[0])) : std::string("all")},
+                  {"dtype", std::string(to_string(o.type))},
+                  {"ranks", n},
+                  {"rows", rows}};
     if (o.split > 0) {
       res.params["split"] = o.split;
       res.params["group"] = g;

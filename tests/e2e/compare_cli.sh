@@ -101,6 +101,16 @@ grep -q "| published | candidate | change | fraction of published |" "$T/ref.out
   grep -q "| collective/allreduce/bf16/17179869184 | busbw_gbps | 482.3 | 470 | -2.6% | 0.974 | SAME |" "$T/ref.out" &&
   ok "reference comparison shows the fraction of the published figure" || fail "reference: $(cat "$T/ref.out")"
 
+# A published nccl-tests average (GB200's all_reduce_perf, 745.5 GB/s) stands for an all-reduce's avg_busbw only:
+# an --op all run's average over eight ops is not comparable (it was gated WORSE against it, by name).
+fb collective --backend host --op allreduce -b 1K -e 2K -n 3 -w 1 -o "$T/ar.json" >/dev/null
+fb collective --backend host --op all -b 1K -e 1K -n 3 -w 1 -o "$T/all_ops.json" >/dev/null
+run_capture gb200_ar fb compare "$FB_SOURCE_DIR/configs/references/gb200-nvl72.json" "$T/ar.json"
+[ "$RC" -eq 1 ] && grep -qE "^collective/all_reduce_perf/512M-8G/avg_busbw ~ avg_busbw +busbw_gbps +745.5 .* WORSE" "$T/gb200_ar.out" \
+  && ok "an all-reduce's avg_busbw pairs with the published average" || fail "gb200_ar: exit $RC: $(cat "$T/gb200_ar.out" "$T/gb200_ar.err")"
+expect_error gb200_all 2 "not comparable: all_reduce_perf/512M-8G/avg_busbw: avg_busbw has params.op \"all\" where the reference needs \"allreduce\"$" \
+  fb compare "$FB_SOURCE_DIR/configs/references/gb200-nvl72.json" "$T/all_ops.json"
+
 # A report of a newer schema is read with a warning; report runs alone, so it names no rank.
 python3 -c "import json,sys; d=json.load(open(sys.argv[1])); d['schema']='factorybench.report/v2'; json.dump(d, open(sys.argv[2], 'w'))" \
   "$SAMPLE" "$T/newer.json"

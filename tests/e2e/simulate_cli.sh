@@ -17,6 +17,11 @@ assert_json "$T/llama.json" "(lambda p: p['p5'] <= p['p50'] <= p['p95'])(d['resu
 assert_json "$T/llama.json" "abs(d['results'][0]['extra']['productive_s'] + sum(d['summary']['badput_s'].values()) - 54 * 86400) < 1" "badput parts sum to the wall time"
 assert_json "$T/llama.json" "d['run']['world_size'] == 1 and d['results'][0]['params']['interval_policy'] == 'daly'" "no device, policy reported"
 grep -q "goodput%" "$T/llama.out" && ok "human table" || fail "human table missing: $(cat "$T/llama.out")"
+# The published Llama 3 figures stand for this projection (configs/references/goodput.json, params.match): the
+# simulated ETTR and job MTBF pair with them, within compare's tolerance.
+run_capture llama_ref fb compare "$FB_SOURCE_DIR/configs/references/goodput.json" "$T/llama.json" --format json -o "$T/llama_ref.json"
+[ "$RC" -eq 0 ] || fail "compare with the goodput reference: exit $RC: $(cat "$T/llama_ref.err")"
+assert_json "$T/llama_ref.json" "sorted((c['metric'], c['verdict']) for c in d['comparisons'] if c['result'].startswith('llama3-405b-pretraining ~') and c['verdict'] != 'NEW') == [('ettr', 'SAME'), ('job_mtbf_h', 'SAME')]" "the Llama 3 reference pairs with the projection: ETTR and job MTBF"
 
 # Same seed, same report numbers; another seed, other samples.
 run_capture again fb simulate --gpus 16384 --days 54 --trials 50 --output "$T/again.json"

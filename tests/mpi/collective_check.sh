@@ -19,7 +19,7 @@ for n in 2 3 4; do
     run_capture "all_${n}_${dt}" fb_mpirun "$n" "${COMMON[@]}" --op all --inplace -d "$dt" -b 8 -e 64K -f 4 -o "$f"
     [ "$RC" -eq 0 ] || { fail "np $n $dt --op all exited $RC: $(tail -3 "$T/all_${n}_${dt}.err")"; continue; }
     validate "$f"
-    rows="[r for r in d['results'] if 'op' in r['params']]"
+    rows="[r for r in d['results'] if 'bytes' in r['params']]"
     assert_json "$f" "all(r['status'] == 'ok' and r['metrics']['wrong']['value'] == 0 for r in $rows)" \
       "np $n $dt: every op passes --check"
     assert_json "$f" "all({(r['params']['op'], r['params']['inplace']) for r in $rows} >= {(o, p) for o in $OPS for p in (False, True)} for _ in [0])" \
@@ -48,7 +48,7 @@ for n in 3 4; do
     f="$T/red_${n}_$1_$2.json"
     run_capture "red_${n}_$1_$2" fb_mpirun "$n" "${COMMON[@]}" --op allreduce --inplace -d "$1" --redop "$2" -b 16 -e 16K -f 8 -o "$f"
     [ "$RC" -eq 0 ] || { fail "np $n allreduce $1 $2 exited $RC: $(tail -2 "$T/red_${n}_$1_$2.err")"; continue; }
-    assert_json "$f" "all(r['status'] == 'ok' and r['metrics']['wrong']['value'] == 0 and r['params']['redop'] == '$2' for r in d['results'] if 'op' in r['params'])" \
+    assert_json "$f" "all(r['status'] == 'ok' and r['metrics']['wrong']['value'] == 0 and r['params']['redop'] == '$2' for r in d['results'] if 'bytes' in r['params'])" \
       "np $n allreduce $1 $2 --check"
   done
   f="$T/rs_${n}.json"
@@ -56,7 +56,7 @@ for n in 3 4; do
   [ "$RC" -eq 0 ] && ok "np $n reducescatter bf16 avg" || fail "np $n reducescatter bf16 avg: $(tail -2 "$T/rs_${n}.err")"
   f="$T/reduce_${n}.json"
   run_capture "reduce_${n}" fb_mpirun "$n" "${COMMON[@]}" --op reduce --root $((n - 1)) --redop max -d fp16 -b 64 -e 8K -f 8 -o "$f"
-  [ "$RC" -eq 0 ] && assert_json "$f" "all(r['params']['root'] == $((n - 1)) for r in d['results'] if 'op' in r['params'])" "np $n reduce root $((n - 1))" \
+  [ "$RC" -eq 0 ] && assert_json "$f" "all(r['params']['root'] == $((n - 1)) for r in d['results'] if 'bytes' in r['params'])" "np $n reduce root $((n - 1))" \
     || fail "np $n reduce fp16 root: $(tail -2 "$T/reduce_${n}.err")"
 done
 
@@ -104,8 +104,8 @@ PYEOF
 f="$T/split.json"
 run_capture split fb_mpirun 4 "${COMMON[@]}" --op allreduce --split 2 -b 1K -e 4K -o "$f"
 if [ "$RC" -eq 0 ]; then
-  assert_json "$f" "sorted({r['params']['group'] for r in d['results'] if 'op' in r['params']}) == [0, 1]" "--split 2: two groups"
-  assert_json "$f" "all(r['params']['ranks'] == 2 and r['name'].endswith('/group%d' % r['params']['group']) for r in d['results'] if 'op' in r['params'])" \
+  assert_json "$f" "sorted({r['params']['group'] for r in d['results'] if 'bytes' in r['params']}) == [0, 1]" "--split 2: two groups"
+  assert_json "$f" "all(r['params']['ranks'] == 2 and r['name'].endswith('/group%d' % r['params']['group']) for r in d['results'] if 'bytes' in r['params'])" \
     "--split 2: 2-rank groups, names carry the group"
   assert_json "$f" "sorted(r['name'] for r in d['results'] if r['name'].startswith('avg_busbw')) == ['avg_busbw/group0', 'avg_busbw/group1']" \
     "--split 2: one average per group"
@@ -146,7 +146,7 @@ run_capture inject_link mpirun --oversubscribe -np 2 -x FACTORYBENCH_INJECT=slow
 run_capture inject_wrong mpirun --oversubscribe -np 2 -x FACTORYBENCH_INJECT=wrong@rank=1,check=2 "$FACTORYBENCH" \
   "${COMMON[@]}" --op allreduce -b 1K -e 4K -f 2 -o "$T/inject_wrong.json"
 [ "$RC" -eq 1 ] && assert_json "$T/inject_wrong.json" \
-  "[(r['name'], r['status'], r.get('error')) for r in d['results'] if 'op' in r['params']] == [('allreduce/fp32/1024', 'ok', None), ('allreduce/fp32/2048', 'failed', '1 wrong element(s) in --check (rank 1: 1)'), ('allreduce/fp32/4096', 'ok', None)]" \
+  "[(r['name'], r['status'], r.get('error')) for r in d['results'] if 'bytes' in r['params']] == [('allreduce/fp32/1024', 'ok', None), ('allreduce/fp32/2048', 'failed', '1 wrong element(s) in --check (rank 1: 1)'), ('allreduce/fp32/4096', 'ok', None)]" \
   "wrong@rank=1,check=2: only the 2K case fails, naming rank 1" || fail "inject_wrong: exit $RC $(tail -3 "$T/inject_wrong.err")"
 mkdir -p "$T/late_rd"
 run_capture inject_wrong_late mpirun --oversubscribe -np 2 -x FACTORYBENCH_INJECT=wrong@rank=1,check=9 "$FACTORYBENCH" \
