@@ -70,6 +70,7 @@ std::string run_and_read(const std::vector<std::string>& cmd) {
     return {};
   }
   if (pid == 0) {
+    ::signal(SIGPIPE, SIG_DFL);  // factorybench ignores it (tools/main.cpp); what it runs need not
     ::dup2(fds[1], 1);
     ::close(fds[0]);
     ::close(fds[1]);
@@ -165,6 +166,7 @@ pid_t spawn(const std::vector<std::string>& cmd, const fs::path& out_path, const
   const pid_t child = ::fork();
   if (child < 0) throw runtime_error("fork failed");
   if (child == 0) {
+    ::signal(SIGPIPE, SIG_DFL);  // factorybench ignores it (tools/main.cpp); the launcher need not
     ::setpgid(0, 0);
     // The launcher dies with the supervisor (SIGKILL, timeout, scancel): SIGTERM lets mpirun or srun end
     // the ranks, so no job trains on alone in a run dir nobody accounts for.

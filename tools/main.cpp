@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <iostream>
@@ -30,6 +31,10 @@ void print_error(const std::string& message) {
 
 int main(int argc, char** argv) {
   using namespace fb::tools;
+  // A reader that goes away (`| head`, a closed terminal) must not kill the run before its -o report is
+  // written: writes to stdout fail instead (EPIPE), and the exit status says so (3) once the work is done.
+  // The launchers a supervisor starts get the default back (resilience/job_launch.cpp).
+  std::signal(SIGPIPE, SIG_IGN);
   CLI::App app{
       "factorybench: benchmark and validation toolkit for GPU training clusters.\n"
       "Measures GEMM and collective throughput, transformer training steps (MFU), and goodput under\n"

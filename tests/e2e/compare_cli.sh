@@ -227,6 +227,18 @@ if [ -w /dev/full ]; then
       && ok "${cmd%% *} > /dev/full: exit 3" || fail "${cmd%% *} > /dev/full: rc=$rc $(cat "$T/full.err")"
   done
 fi
+# A reader that goes away (`| true`, `| head`) does not kill a run before its -o report is written: the
+# run completes, keeps its report, and says the console output was lost (exit 3). It ended by SIGPIPE (141)
+# with no report.
+for cmd in "gemm --backend host --m 64 --n 64 --k 64 -n 3 -w 1" "attention --backend host --seq 64 --heads 4 --head-dim 16 -n 3 -w 1"; do
+  rm -f "$T/piped.json"
+  # shellcheck disable=SC2086
+  fb $cmd -o "$T/piped.json" 2>"$T/piped.err" | true
+  rc=${PIPESTATUS[0]}
+  # (0 only if the reader were still there when the table was printed: the run takes far longer than `true`.)
+  { [ "$rc" -eq 3 ] && grep -q "cannot write to standard output" "$T/piped.err" || [ "$rc" -eq 0 ]; } && [ -s "$T/piped.json" ] \
+    && ok "${cmd%% *} | true: report kept, exit 3" || fail "${cmd%% *} | true: rc=$rc, report $(ls "$T/piped.json" 2>&1): $(cat "$T/piped.err")"
+done
 [ "$(sha256sum <"$T/in.json")" = "$sum_before" ] && ok "the input is untouched" || fail "the input was overwritten"
 cmp -s "$T/nccl.txt" "$DATA/nccl_tests_allreduce_h100.txt" && ok "the imported log is untouched" || fail "the log was overwritten"
 finish
