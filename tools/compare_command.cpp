@@ -56,6 +56,17 @@ int run_compare(const CompareOptions& opt, Session& session) {
       for (const auto& w : comparison.warnings) log::warn("{}", w);
     std::cout << text << std::flush;
   }
+  // A failed gate says why on the console, whatever the log level (a failed gate is an error), unless the
+  // table just printed it: the rows that fail, the first five.
+  if (comparison.exit_status() && (!output.empty() || format != reports::CompareFormat::table)) {
+    std::size_t shown = 0;
+    for (const auto& row : comparison.rows) {
+      if (!row.fails || ++shown > 5) continue;
+      log::error("gate FAIL: {}/{} {}: {} ({})", row.benchmark, row.result, row.metric,
+                 reports::to_string(row.verdict), row.reason);
+    }
+    if (shown > 5) log::error("... and {} more failing (see the comparison)", shown - 5);
+  }
   return comparison.exit_status();
 }
 

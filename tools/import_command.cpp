@@ -37,6 +37,8 @@ int finish_import(Session& session, reports::Report imported) {
   report.tool.erase("features");
   report.run.erase("seed");  // nothing here was drawn at random
   const int rc = session.finish(report);
+  // Import prints no table: a run it imports as failed says why here (finish says it under --quiet).
+  if (!session.options().quiet) session.say_failed_results(report);
   if (session.options().output.empty() && session.is_root())
     std::cout << reports::to_json(report).dump(2) << "\n";
   return rc;

@@ -268,17 +268,20 @@ int Session::finish(reports::Report& report) {
   }
   // --quiet prints errors only, and a failed check or gate is one: exit 1 still says why (the console
   // table that would have said it is not printed).
-  if (options_.quiet && is_root()) {
-    std::size_t shown = 0, failed = 0;
-    for (const auto& r : report.results) {
-      if (r.status != reports::Status::failed) continue;
-      if (++failed <= 5)
-        log::error("{} {} failed: {}", r.benchmark, r.name, r.error.value_or("no reason given"));
-      shown = std::min<std::size_t>(failed, 5);
-    }
-    if (failed > shown) log::error("... and {} more failed results (see the report)", failed - shown);
-  }
+  if (options_.quiet) say_failed_results(report);
   return report.any_failed() ? 1 : 0;
+}
+
+void Session::say_failed_results(const reports::Report& report) {
+  if (!is_root()) return;
+  std::size_t shown = 0, failed = 0;
+  for (const auto& r : report.results) {
+    if (r.status != reports::Status::failed) continue;
+    if (++failed <= 5)
+      log::error("{} {} failed: {}", r.benchmark, r.name, r.error.value_or("no reason given"));
+    shown = std::min<std::size_t>(failed, 5);
+  }
+  if (failed > shown) log::error("... and {} more failed results (see the report)", failed - shown);
 }
 
 }  // namespace fb::tools

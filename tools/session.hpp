@@ -52,6 +52,9 @@ class Session {
   // Stamps finished_at, writes --output atomically on rank 0. Returns 1 when a result failed, else 0.
   // In suite mode the results, events and summary go into the suite's report instead.
   int finish(reports::Report& report);
+  // On rank 0, an error line per failed result (the first five, then a count): why exit 1, where no table
+  // says it (--quiet; a command that prints no table, import).
+  void say_failed_results(const reports::Report& report);
 
   // Suite mode: finish() merges each step's report into `sink` under `step` (nullptr ends it).
   void collect_into(reports::Report* sink, std::string step);

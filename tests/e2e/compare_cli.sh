@@ -44,6 +44,10 @@ run_capture worse fb compare "$BASE" "$T/worse.json"
 [ "$RC" -eq 1 ] && ok "regression: exit 1" || fail "regression: rc=$RC"
 grep -qE "collective/allreduce/bf16/1073741824 +busbw_gbps .*-20\.0% .*WORSE" "$T/worse.out" && ok "table names the WORSE row" ||
   fail "table row: $(cat "$T/worse.out")"
+# A failed gate written to a file says why on stderr, also under -q (it said nothing at all).
+run_capture worse_quiet fb -q compare "$BASE" "$T/worse.json" --format md -o "$T/worse.md"
+[ "$RC" -eq 1 ] && [ ! -s "$T/worse_quiet.out" ] && grep -qE "^error: gate FAIL: collective/allreduce/bf16/1073741824 busbw_gbps: WORSE \(-20\.0% beyond" "$T/worse_quiet.err" \
+  && ok "-q, -o: the failing row on stderr" || fail "worse_quiet: rc=$RC: $(cat "$T/worse_quiet.out" "$T/worse_quiet.err")"
 run_capture worse_tol fb compare "$BASE" "$T/worse.json" --tolerance 25%
 [ "$RC" -eq 0 ] && ok "--tolerance 25%: exit 0" || fail "--tolerance: rc=$RC"
 

@@ -15,6 +15,18 @@ assert_json "$T/nccl_base.json" 'len(d["results"]) == 17 and d["run"]["world_siz
 assert_json "$T/nccl_base.json" \
   'next(r for r in d["results"] if r["name"] == "allreduce/fp32/17179869184")["metrics"]["busbw_gbps"]["value"] == 467.26' \
   "text: busbw of the 16 GiB row"
+# A run nccl-tests reported wrong is imported as failed (exit 1), and import, which prints no table, says why
+# on stderr at the default level (only -q did).
+cat >"$T/wrong.txt" <<'EOF'
+#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong
+#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)
+     1048576        262144     float     sum      -1   100.00   10.49   10.49      0   100.00   10.49   10.49      1
+# Out of bounds values : 0 OK
+# Avg bus bandwidth    : 10.49
+EOF
+run_capture nccl_wrong fb import nccl-tests "$T/wrong.txt" --op allreduce -o "$T/wrong.json"
+[ "$RC" -eq 1 ] && grep -qE "^error: collective allreduce/fp32/1048576/inplace failed: nccl-tests reported 1 wrong elements" "$T/nccl_wrong.err" \
+  && ok "a wrong run: exit 1 and the reason on stderr" || fail "nccl_wrong: exit $RC: $(cat "$T/nccl_wrong.err")"
 run_capture nccl_json fb import nccl-tests "$DATA/nccl_tests_allreduce_h100.json" -o "$T/nccl_cand.json"
 [ "$RC" -eq 0 ] && ok "import nccl-tests JSON" || fail "import json: rc=$RC $(cat "$T/nccl_json.err")"
 validate "$T/nccl_cand.json"
