@@ -227,6 +227,13 @@ int run_train(const TrainCommandOptions& opt, Session& session) {
   }
   const auto checkpoint_params = resilience_params(checked.options);
   const auto hooks = make_train_hooks(std::move(checked), mpi, options, plan.model);
+  // The plan first, as --dry-run prints it, so that a long run (or one stopped) has shown its layout and
+  // memory before its first step.
+  const bool printed_fused = plan.shape.fused_attention;
+  if (mpi.is_root() && !session.options().quiet) {
+    print_plan(plan, backend.free_memory_bytes());
+    std::cout.flush();
+  }
   auto report = session.begin_report();  // run.started_at: before the first step
   const auto run = workloads::run_training(options, std::move(plan), mpi, backend, hooks.get());
   report.results.push_back(workloads::train_result(options, run.plan, &run, session.peak(), mpi.size()));
@@ -239,7 +246,13 @@ int run_train(const TrainCommandOptions& opt, Session& session) {
       report.results.back().fail(why);
   const int rc = session.finish(report);
   if (mpi.is_root() && !session.options().quiet) {
-    print_plan(run.plan, backend.free_memory_bytes());
+    // --attention-engine auto resolves on the ranks as they start (cuDNN where it can) and re-plans: the
+    // plan that ran is shown again when it is not the one shown first.
+    if (run.plan.shape.fused_attention != printed_fused) {
+      std::cout << "\nplan as run (--attention-engine auto picked "
+                << (run.plan.shape.fused_attention ? "cuDNN" : "blocked GEMMs") << " at run time):\n";
+      print_plan(run.plan, backend.free_memory_bytes());
+    }
     reports::print_train_result(std::cout, report.results.back());
   }
   return rc;

@@ -57,6 +57,11 @@ golden() {  # CASE RANKS ARGS...: runs, masks and compares with (or, FB_UPDATE_G
 }
 
 golden dense_1 1 --model tiny-dense --grad-accum 2
+# The console: the plan first (before the first step, so a long or stopped run has shown it), then the result.
+[ "$(head -1 "$T/dense_1.out")" = "model tiny-dense: 2 layers, hidden 128, heads 4/2 kv, ffn 256, vocab 512" ] \
+  && [ "$(grep -n "^memory per rank:" "$T/dense_1.out" | cut -d: -f1)" -lt "$(grep -n "^step time:" "$T/dense_1.out" | cut -d: -f1)" ] \
+  && [ "$(grep -c "^model tiny-dense:" "$T/dense_1.out")" -eq 1 ] \
+  && ok "dense_1: the plan printed once, before the result" || fail "dense_1 console: $(head -3 "$T/dense_1.out")"
 golden moe_1 1 --model tiny-moe --routing-skew 0.5
 golden mla_1 1 --model tiny-mla
 golden dense_tp2_sp 2 --model tiny-dense --tp 2 --sequence-parallel
