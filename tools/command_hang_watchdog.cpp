@@ -7,6 +7,7 @@
 
 #include "core/error.hpp"
 #include "core/fault_injection.hpp"
+#include "core/logging.hpp"
 #include "core/units.hpp"
 
 #include "reports/locate_console.hpp"
@@ -131,6 +132,7 @@ CommandHangWatchdog::CommandHangWatchdog(const MpiContext& mpi, std::string comm
       if (auto report = report_on_hang(hang)) {
         report->run["finished_at"] = workloads::utc_timestamp();
         reports::write_report(output, *report);
+        log::info("report written to {}", output);
       }
     } catch (const std::exception& e) {
       std::cerr << "hang: the report was not written: " << e.what() << "\n";
