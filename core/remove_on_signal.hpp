@@ -26,6 +26,10 @@ class RemoveOnSignal {
 
   static constexpr int kSlots = 4;
   static constexpr int kFilesPerSlot = 3;
+  // What a signal does to the guards' files, now, for a last word that waits before the signal ends the
+  // process (LastWordOnSignal): a rank killed while it waits leaves nothing behind. A guarded write is
+  // not made again after it.
+  static void remove_now();
 
  private:
   int slot_ = -1;
@@ -46,6 +50,29 @@ class GuardedFileWrite {
 
  private:
   bool allowed_ = false;
+};
+
+// What a process says before SIGINT, SIGTERM or SIGHUP ends it: a benchmark stopped by Ctrl-C or by a
+// scheduler's time limit (scancel, Slurm's SIGTERM) used to end with nothing written; now it writes the
+// report so far. While a LastWordOnSignal lives, the first of these signals wakes a thread of this module
+// (a handler may only wake it: writing a report is not async-signal-safe), which runs `say(sig)`, removes
+// the guards' files and lets the signal take its default action, so the exit status is the signal's as
+// before. The thread that took the signal goes on meanwhile. A signal that comes while the last word is
+// said waits for it up to kPatienceSeconds (mpirun follows a rank's SIGTERM by SIGKILL anyway), then ends
+// the process at once. Nested: the innermost one speaks; the outer one speaks again once it is gone.
+class LastWordOnSignal {
+ public:
+  explicit LastWordOnSignal(std::function<void(int sig)> say);
+  // Restores the outer one. When a signal came first, waits for the last word to end the process.
+  ~LastWordOnSignal();
+  LastWordOnSignal(const LastWordOnSignal&) = delete;
+  LastWordOnSignal& operator=(const LastWordOnSignal&) = delete;
+
+  static constexpr double kPatienceSeconds = 3;
+
+ private:
+  std::function<void(int)> outer_;
+  bool installed_ = false;
 };
 
 // Runs `work` on a thread of its own that blocks SIGINT, SIGTERM and SIGHUP, and waits for it (rethrowing

@@ -13,10 +13,12 @@ void print_gemm_table(std::ostream& out, std::span<const Result> results, const 
   const bool any_algo =
       std::any_of(results.begin(), results.end(), [](const Result& r) { return r.metric("algo"); });
 
-  out << fmt::format(
-      "# engine: {}{}\n", summary.value("engine", "?"),
-      summary.value("emulated", false) ? " (emulated: not native throughput of this dtype)" : "");
-  out << fmt::format("# peak: {}\n", summary.value("peak_source", "?"));
+  // Absent from the summary of a run stopped before its end (the rows so far alone).
+  if (summary.contains("engine"))
+    out << fmt::format(
+        "# engine: {}{}\n", summary.value("engine", "?"),
+        summary.value("emulated", false) ? " (emulated: not native throughput of this dtype)" : "");
+  if (summary.contains("peak_source")) out << fmt::format("# peak: {}\n", summary.value("peak_source", "?"));
   out << fmt::format("# {:<{}}  {:>10}  {:>21}  {:>12}  {:>7}{}  {}\n", "name", width - 2, "TFLOP/s",
                      "(min - max)", "time (us)", "MFU", any_algo ? "   algo" : "", "check");
   for (const auto& r : results) {

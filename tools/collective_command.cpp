@@ -20,6 +20,7 @@
 #include "tools/commands.hpp"
 #include "tools/count_option.hpp"
 #include "tools/injection_scope.hpp"
+#include "tools/interrupt_report.hpp"
 #include "tools/report_so_far.hpp"
 #include "workloads/collective_benchmark.hpp"
 #include "workloads/measurement_loop.hpp"
@@ -163,7 +164,19 @@ int run_collective(const CollectiveCliOptions& cli, Session& session) {
   CommandHangWatchdog watchdog(mpi, "collective", report.run.value("id", std::string("run")),
                                session.hang_report(ReportSoFar::reader(so_far)), session.options().output,
                                cli.run_dir, hang_timeout);
+  // Ctrl-C or a time limit keeps the sizes measured so far, as a hang does.
+  std::optional<InterruptReport> interrupted;
+  interrupted.emplace(
+      session, "collective", ReportSoFar::reader(so_far),
+      [ranks = mpi.size(), iters = options.iters, warmup = options.warmup](const reports::Report& r) {
+        std::cout << fmt::format(
+            "# factorybench collective: {} rank(s), {} iters after {} warm-up: the sizes measured before the "
+            "signal\n",
+            ranks, iters, warmup);
+        reports::print_collective_table(std::cout, r.results);
+      });
   workloads::CollectiveRun run = workloads::run_collective_benchmark(options, mpi, backend);
+  interrupted.reset();  // measured: a signal from here on ends the run as before
   watchdog.finish();
   for (auto& r : run.results) report.results.push_back(std::move(r));
   report.summary = run.summary;

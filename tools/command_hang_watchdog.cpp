@@ -13,6 +13,7 @@
 #include "reports/locate_console.hpp"
 #include "reports/locate_extra.hpp"
 #include "reports/report_json.hpp"
+#include "tools/interrupt_report.hpp"
 #include "workloads/run_environment.hpp"
 
 namespace fb::tools {
@@ -127,6 +128,7 @@ CommandHangWatchdog::CommandHangWatchdog(const MpiContext& mpi, std::string comm
   // would end the process before the diagnosis is out).
   auto write = [report_on_hang = std::move(report_on_hang),
                 output = std::move(output)](const reports::Result& hang) {
+    InterruptReport::stand_down();  // the SIGTERM that ends the job after this keeps this report
     if (output.empty()) return;
     try {
       if (auto report = report_on_hang(hang)) {

@@ -16,6 +16,7 @@
 #include "tools/commands.hpp"
 #include "tools/count_option.hpp"
 #include "tools/injection_scope.hpp"
+#include "tools/interrupt_report.hpp"
 #include "workloads/gemm_flops.hpp"
 #include "workloads/health_check.hpp"
 
@@ -123,20 +124,25 @@ int run_health(const HealthCliOptions& cli, Session& session) {
   // Alone, the hang's report carries the verdict CI reads (summary.health.verdict) as a failed check's does;
   // no rank is failed for it (the stuck rank and its waiting peers look alike to a drain). In a suite the
   // suite's summary says it.
+  // Ctrl-C or a time limit (tools/interrupt_report.hpp) likewise: verdict fail, the signal the reason.
   auto on_hang = session.hang_report(report);
   if (!session.in_suite())
-    on_hang = [make = std::move(on_hang), world = mpi.size()](const reports::Result& hang) {
-      auto out = make(hang);
+    on_hang = [make = std::move(on_hang), world = mpi.size()](const reports::Result& ending) {
+      auto out = make(ending);
       if (out)
-        out->summary["health"] = {{"verdict", "fail"},
-                                  {"ranks_total", world},
-                                  {"ranks_failed", nlohmann::json::array()},
-                                  {"reason", "hang: " + hang.error.value_or("")}};
+        out->summary["health"] = {
+            {"verdict", "fail"},
+            {"ranks_total", world},
+            {"ranks_failed", nlohmann::json::array()},
+            {"reason", (ending.name == "hang" ? "hang: " : "") + ending.error.value_or("")}};
       return out;
     };
+  std::optional<InterruptReport> interrupted;
+  if (!session.in_suite()) interrupted.emplace(session, "health", on_hang, "");
   CommandHangWatchdog watchdog(mpi, "health", report.run.value("id", std::string("run")), std::move(on_hang),
                                session.options().output, cli.run_dir, hang_timeout);
   const auto run = workloads::run_health_checks(mpi, backend, session.peak(), o, session.telemetry());
+  interrupted.reset();
   watchdog.finish();
   if (mpi.is_root()) {
     report.results = workloads::health_results(run);

@@ -37,6 +37,7 @@
 #include "tools/command_hang_watchdog.hpp"
 #include "tools/commands.hpp"
 #include "tools/injection_scope.hpp"
+#include "tools/interrupt_report.hpp"
 #include "tools/report_so_far.hpp"
 #include "workloads/collective_bisection.hpp"
 #include "workloads/measurement_loop.hpp"
@@ -412,6 +413,9 @@ int run_locate(const LocateCliOptions& cli, Session& session) {
   CommandHangWatchdog watchdog(mpi, "locate", report.run.value("id", std::string("run")),
                                session.hang_report(ReportSoFar::reader(so_far)), session.options().output,
                                cli.run_dir, hang_timeout);
+  // Ctrl-C or a time limit keeps the same (tools/interrupt_report.hpp).
+  std::optional<InterruptReport> interrupted;
+  interrupted.emplace(session, "locate", ReportSoFar::reader(so_far));
   bool named = false;
 
   workloads::P2pOptions p;
@@ -460,6 +464,7 @@ int run_locate(const LocateCliOptions& cli, Session& session) {
     }
     named = mpi.all_true(!named) ? false : true;
   }
+  interrupted.reset();
   watchdog.finish();  // no hang: the state files have served their purpose
   session.finish(report);
   if (mpi.is_root() && !session.options().quiet) {

@@ -223,8 +223,8 @@ Session::HangReport Session::hang_report(std::function<reports::Report()> so_far
         {"mode", own["mode"]},
         {"interval_ms", own["interval_ms"]},
         {"ranks", own["ranks"]},
-        {"note",
-         fmt::format("rank {}'s readings alone: the job hung, and the ranks gathered none", mpi->rank())}};
+        {"note", fmt::format("rank {}'s readings alone: the job {}, and the ranks gathered none", mpi->rank(),
+                             hang.name == "hang" ? "hung" : "was stopped")}};
     (step.empty() ? out->summary["telemetry"] : out->summary["steps"][step]["telemetry"]) = std::move(block);
     return out;
   };

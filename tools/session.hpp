@@ -59,8 +59,9 @@ class Session {
   // Suite mode: finish() merges each step's report into `sink` under `step` (nullptr ends it).
   void collect_into(reports::Report* sink, std::string step);
 
-  // What a command's hang watchdog writes to -o when the job hangs (tools/command_hang_watchdog.hpp): the
-  // report to write given the hang's failed result, or nothing to write. Alone: the command's own report so
+  // What a command's hang watchdog writes to -o when the job hangs (tools/command_hang_watchdog.hpp), and
+  // what an interrupted command writes (tools/interrupt_report.hpp): the report to write given the failed
+  // result that ends the job ("hang", "interrupted"), or nothing to write. Alone: the command's own report so
   // far (`partial`) with the hang. Inside a suite: the suite's report so far with the hang as the step's
   // result (set_suite_hang_report), so that the steps before it are not lost.
   using HangReport = std::function<std::optional<reports::Report>(const reports::Result& hang)>;

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -24,6 +25,7 @@
 #include "reports/report_json.hpp"
 #include "reports/suite_step_extra.hpp"
 #include "tools/commands.hpp"
+#include "tools/interrupt_report.hpp"
 #include "tools/shell_words.hpp"
 #include "tools/suite_file.hpp"
 #include "workloads/run_environment.hpp"
@@ -200,6 +202,17 @@ int run_suite(const SuiteOptions& opt, Session& session) {
           return report_ending_in(report, step_log, suite, at, hang);
         });
     const std::size_t results_before = report.results.size();
+    // Ctrl-C or a time limit inside this step: the steps before it as they ran, this one interrupted, the
+    // rest not run (tools/interrupt_report.hpp). From copies taken now: the step changes `report` as it ends.
+    std::optional<InterruptReport> interrupted;
+    interrupted.emplace(
+        session, step.args.front(),
+        [root, at = index - 1, before = report, log = step_log,
+         &suite](const reports::Result& r) -> std::optional<reports::Report> {
+          if (!root) return std::nullopt;
+          return report_ending_in(before, log, suite, at, r);
+        },
+        "the steps before it are kept");
     try {
       step_rc = parsed[index - 1].action(session);
     } catch (const Error& e) {
@@ -207,6 +220,7 @@ int run_suite(const SuiteOptions& opt, Session& session) {
       step_rc = exit_code_for(e.kind());
       error = e.what();
     }
+    interrupted.reset();
     session.collect_into(nullptr, {});
     session.set_suite_hang_report(nullptr);
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

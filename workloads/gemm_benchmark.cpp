@@ -479,6 +479,7 @@ GemmRunOutput run_gemm_benchmark(const MpiContext& mpi, Backend& backend, const 
   ProgressMeter progress(sweep ? "gemm sweep" : "gemm", static_cast<double>(cases.size()));
   for (std::size_t ci = 0; ci < cases.size(); ++ci) {
     const GemmCase& gc = cases[ci];
+    log::debug("gemm {}", gc.name);
     progress.update(static_cast<double>(ci), fmt::format("{}/{} shapes, next {}", ci, cases.size(), gc.name));
     // A call of many seconds (a large shape on the host) moves the progress only when it ends: said up front,
     // so a silent minute reads as work.
@@ -522,6 +523,7 @@ GemmRunOutput run_gemm_benchmark(const MpiContext& mpi, Backend& backend, const 
       }
     }
     attach_telemetry(r, window);
+    if (o.on_result) o.on_result(r);
     out.results.push_back(std::move(r));
   }
   if (!mpi.is_root()) return out;

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "core/error.hpp"
+#include "core/logging.hpp"
 #include "core/nvml_loader.hpp"
 #include "core/rank_collectives.hpp"
 #include "core/units.hpp"
@@ -144,6 +145,7 @@ HealthRun run_health_checks(MpiContext& mpi, Backend& backend, const DevicePeak&
   mine.device = device.name;
   std::vector<Verdict> verdicts;
   for (const auto& [name, fn] : kChecks) {
+    log::debug("health: {}", name);
     mine.checks.push_back(guarded(name, c, fn));
     verdicts.push_back(mine.checks.back().verdict);
   }

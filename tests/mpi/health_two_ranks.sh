@@ -175,8 +175,9 @@ run_capture expect_list fb health --backend host --checkpoint-dir "$T/ckpt" --ch
 [ "$RC" -eq 1 ] && grep -q "FAIL device: expected an H100 or H200 but the host backend has no GPU" "$T/expect_list.out" \
   && ok "--expect-gpu H100,H200 on a host: the device check names both" || fail "expect_list: exit $RC: $(grep device "$T/expect_list.out")"
 # SIGTERM (the scheduler's) in the middle of the checkpoint-directory write: the scratch file goes with the
-# process (it used to stay behind, up to --checkpoint-size per rank), the exit is the signal's, no report.
-# The hang watchdog's state files (fb-hang-<run id>/ in --run-dir) go too.
+# process (it used to stay behind, up to --checkpoint-size per rank), the exit is the signal's. The hang
+# watchdog's state files (fb-hang-<run id>/ in --run-dir) go too. The report says why it has no figures:
+# verdict fail, the signal the reason (tools/interrupt_report.hpp).
 # sigterm_mid_write NAME RANKS TARGET LAUNCH...: runs health through LAUNCH with its scratch file in $T/NAME and
 # its run dir in $T/NAME-run, and once all RANKS scratch files exist sends SIGTERM to the job (TARGET job) or
 # to each of its processes (TARGET ranks); RC is the exit status.
@@ -191,19 +192,20 @@ sigterm_mid_write() {
   if [ "$target" = ranks ]; then pkill -TERM -P "$job"; else kill -TERM "$job"; fi
   RC=0
   wait "$job" || RC=$?
-  [ -z "$(ls -A "$T/$name")" ] && [ -z "$(ls -A "$T/$name-run")" ] && [ ! -e "$T/$name.json" ]
+  [ -z "$(ls -A "$T/$name")" ] && [ -z "$(ls -A "$T/$name-run")" ] \
+    && "$PY" -c "import json,sys; h=json.load(open(sys.argv[1]))['summary']['health']; sys.exit(0 if h['verdict'] == 'fail' and h['reason'].startswith('interrupted by SIGTERM') else 1)" "$T/$name.json"
 }
 sigterm_mid_write sig 1 job env && [ "$RC" -eq 143 ] \
-  && ok "SIGTERM mid-write: exit 143, no scratch file, no state files, no report" \
-  || fail "sigterm: exit $RC, left: $(ls -AR "$T/sig" "$T/sig-run")"
+  && ok "SIGTERM mid-write: exit 143, no scratch file, no state files, the report says interrupted" \
+  || fail "sigterm: exit $RC, left: $(ls -AR "$T/sig" "$T/sig-run"); report: $(cat "$T/sig.json")"
 # The same for an mpirun job whose ranks the scheduler signals (slurmstepd sends SIGTERM to every task, a
 # terminal's Ctrl-C reaches every process of the job): both ranks' files go and the last one out removes the
 # directory. mpirun, seeing a rank die, kills the other after odls_base_sigkill_timeout twice (SIGTERM, then
 # SIGKILL): 3 s here instead of 1 s, so that a rank of a loaded CI machine that has not yet run its handler is
 # not SIGKILLed first (Slurm's grace is KillWait, 30 s by default; nothing survives a SIGKILL).
 sigterm_mid_write sig2 2 ranks env OMPI_MCA_odls_base_sigkill_timeout=3 mpirun --oversubscribe -np 2 && [ "$RC" -ne 0 ] \
-  && ok "SIGTERM to both ranks mid-write: no scratch file and no state files left, no report" \
-  || fail "sigterm mpirun: exit $RC, left: $(ls -AR "$T/sig2" "$T/sig2-run")"
+  && ok "SIGTERM to both ranks mid-write: no scratch file and no state files left, the report says interrupted" \
+  || fail "sigterm mpirun: exit $RC, left: $(ls -AR "$T/sig2" "$T/sig2-run"); report: $(cat "$T/sig2.json")"
 # The job-level all-reduce floor (--allreduce-floor): a slow rank (200 ms before every collective it enters,
 # so about 0.005 GB/s) fails the job, exit 1, with no node failed (every rank waits alike), naming locate; a
 # healthy job passes a floor far below what it measures (a few GB/s here). The GEMM floor is off in this run:

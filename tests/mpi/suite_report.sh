@@ -18,13 +18,17 @@ cat >"$T/gemm_only.json" <<'JSON'
 JSON
 expect_error suite_inject_rank 2 "^factorybench: error: FACTORYBENCH_INJECT 'hang@rank=7,call=1': hang names rank 7, but the job has ranks 0..0$" \
   env FACTORYBENCH_INJECT=hang@rank=7,call=1 "$FACTORYBENCH" suite "$T/gemm_only.json" --backend host -o "$T/bad.json"
-# A job killed inside its first step: the report written before it says so, and names the --backend given (it
-# said "none": no step had finished to name it).
+# A job killed inside its first step (SIGKILL: nothing runs after it): the report written before the step says
+# so, and names the --backend given (it said "none": no step had finished to name it).
 cat >"$T/killed.json" <<'JSON'
 {"steps": [{"name": "long", "command": "burnin", "args": "--duration 120s"}, {"name": "after", "command": "info"}]}
 JSON
-run_capture killed timeout -s TERM 10 mpirun --oversubscribe -np 2 "$FACTORYBENCH" suite "$T/killed.json" --backend host -o "$T/killed-report.json"
+run_capture killed timeout -s KILL 10 mpirun --oversubscribe -np 2 "$FACTORYBENCH" suite "$T/killed.json" --backend host -o "$T/killed-report.json"
 assert_json "$T/killed-report.json" "d['run']['backend'] == 'host' and [(r['name'], r['status']) for r in d['results']] == [('long', 'failed'), ('after', 'skipped')] and 'did not finish' in d['results'][0]['error'] and d['summary']['suite']['verdict'] == 'fail'" "killed in step 1: the report names the backend, the step unfinished, the rest not run"
+# Stopped there by SIGTERM, as a time limit stops it (timeout signals the whole process group, ranks too): the
+# step says it was interrupted, and by what (tools/interrupt_report.hpp).
+run_capture stopped timeout -s TERM 10 mpirun --oversubscribe -np 2 "$FACTORYBENCH" suite "$T/killed.json" --backend host -o "$T/stopped-report.json"
+assert_json "$T/stopped-report.json" "[(r['benchmark'], r['name'], r['status']) for r in d['results']] == [('burnin', 'interrupted', 'failed'), ('suite', 'after', 'skipped')] and d['results'][0]['error'].startswith('interrupted by SIGTERM') and d['results'][0]['extra']['suite_step'] == 'long' and d['summary']['suite']['verdict'] == 'fail'" "SIGTERM in step 1: the step interrupted by SIGTERM, the rest not run"
 # Two sweeps that overlap in two of their sizes: the second step's results are all named for it (only the
 # clashing sizes were, splitting its sweep across two names).
 cat >"$T/overlap.json" <<'JSON'

@@ -6,9 +6,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -222,6 +224,135 @@ TEST_F(RemoveOnSignalTest, TheWorkRunsToItsEndAndWhatItThrowsReachesTheCaller) {
   EXPECT_EQ(result, 42);
   EXPECT_THROW(run_with_signals_blocked([] { throw std::runtime_error("disk full"); }), std::runtime_error);
   EXPECT_FALSE(caller_blocks(SIGTERM));  // the caller's mask is restored either way
+}
+
+// LastWordOnSignal: the child raises the signal and goes on (sleeping) as a benchmark goes on measuring;
+// the speaker says the word and ends it.
+int raise_and_go_on(const std::function<void()>& body, int sig, double then_raise_s = -1, int then = 0) {
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    body();
+    ::raise(sig);
+    if (then_raise_s >= 0) {
+      std::this_thread::sleep_for(std::chrono::duration<double>(then_raise_s));
+      ::raise(then);
+    }
+    std::this_thread::sleep_for(std::chrono::seconds(15));
+    ::_exit(0);  // only when no signal ended the child
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return status;
+}
+
+std::string read_text(const fs::path& p) {
+  std::ifstream in(p);
+  std::string text;
+  std::getline(in, text);
+  return text;
+}
+
+TEST_F(RemoveOnSignalTest, TheLastWordIsSaidBeforeTheGuardsGoAndTheSignalEndsTheProcess) {
+  const auto state = dir_ / "shared" / "rank-0.state";
+  const auto said = dir_ / "said";
+  const int status = raise_and_go_on(
+      [&] {
+        touch(state);
+        static RemoveOnSignal guard({state}, dir_ / "shared");
+        static LastWordOnSignal word([state, said](int sig) {
+          std::ofstream(said) << sig << (fs::exists(state) ? " with the state file" : " too late") << "\n";
+        });
+      },
+      SIGTERM);
+  ASSERT_TRUE(WIFSIGNALED(status)) << "exit " << WEXITSTATUS(status);
+  EXPECT_EQ(WTERMSIG(status), SIGTERM);  // the exit status is still the signal's
+  EXPECT_EQ(read_text(said), std::to_string(SIGTERM) + " with the state file");
+  EXPECT_FALSE(fs::exists(state));
+  EXPECT_FALSE(fs::exists(dir_ / "shared"));
+}
+
+TEST_F(RemoveOnSignalTest, TheInnermostLastWordSpeaksThenTheOuterOneAgain) {
+  const auto said = dir_ / "said";
+  const auto words = [&](bool inner_alive) {
+    return raise_and_go_on(
+        [&, inner_alive] {
+          static LastWordOnSignal outer([said](int) { std::ofstream(said) << "outer\n"; });
+          static std::optional<LastWordOnSignal> inner;
+          inner.emplace([said](int) { std::ofstream(said) << "inner\n"; });
+          if (!inner_alive) inner.reset();
+        },
+        SIGINT);
+  };
+  int status = words(true);
+  ASSERT_TRUE(WIFSIGNALED(status));
+  EXPECT_EQ(WTERMSIG(status), SIGINT);
+  EXPECT_EQ(read_text(said), "inner");
+  status = words(false);
+  ASSERT_TRUE(WIFSIGNALED(status));
+  EXPECT_EQ(read_text(said), "outer");
+}
+
+TEST_F(RemoveOnSignalTest, ASecondSignalWaitsForTheLastWord) {
+  // Ctrl-C twice, or mpirun's SIGTERM to a rank the scheduler already signalled: the report is still written.
+  const auto said = dir_ / "said";
+  const int status = raise_and_go_on(
+      [&] {
+        static LastWordOnSignal word([said](int) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(300));
+          std::ofstream(said) << "written\n";
+        });
+      },
+      SIGTERM, 0.05, SIGINT);
+  ASSERT_TRUE(WIFSIGNALED(status));
+  EXPECT_EQ(WTERMSIG(status), SIGTERM);  // the first signal's
+  EXPECT_EQ(read_text(said), "written");
+}
+
+TEST_F(RemoveOnSignalTest, AStuckLastWordGivesWayToASignalAfterThePatience) {
+  const auto file = dir_ / "scratch.tmp";
+  const int status = raise_and_go_on(
+      [&] {
+        touch(file);
+        static RemoveOnSignal guard({file});
+        static LastWordOnSignal word([](int) {
+          for (;;) ::pause();  // a report that never gets written (a lock the signalled thread holds)
+        });
+      },
+      SIGTERM, LastWordOnSignal::kPatienceSeconds + 0.3, SIGINT);
+  ASSERT_TRUE(WIFSIGNALED(status)) << "exit " << WEXITSTATUS(status);
+  EXPECT_EQ(WTERMSIG(status), SIGINT);
+  EXPECT_FALSE(fs::exists(file));
+}
+
+TEST_F(RemoveOnSignalTest, ALastWordThatEndsWithTheRunWaitsForTheSignalThatCameFirst) {
+  // The signal lands as the benchmark ends: the last word's destructor must not let the process exit 0
+  // (or tear down what the speaker reads) under it.
+  const auto said = dir_ / "said";
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    {
+      LastWordOnSignal word([said](int) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));
+        std::ofstream(said) << "written\n";
+      });
+      ::raise(SIGHUP);
+    }
+    ::_exit(0);
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFSIGNALED(status)) << "exit " << WEXITSTATUS(status);
+  EXPECT_EQ(WTERMSIG(status), SIGHUP);
+  EXPECT_EQ(read_text(said), "written");
+}
+
+TEST_F(RemoveOnSignalTest, AfterTheLastWordTheSignalSaysNothing) {
+  const auto said = dir_ / "said";
+  const int status = raise_and_go_on(
+      [&] { const LastWordOnSignal word([said](int) { std::ofstream(said) << "said\n"; }); }, SIGTERM);
+  ASSERT_TRUE(WIFSIGNALED(status));
+  EXPECT_EQ(WTERMSIG(status), SIGTERM);
+  EXPECT_FALSE(fs::exists(said));
 }
 
 }  // namespace

@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# Ctrl-C or a scheduler's SIGTERM in the middle of a benchmark keeps what was measured (tools/interrupt_report.hpp):
+# rank 0 prints the rows so far, writes -o with them plus a failed "interrupted" result, and the signal still ends
+# the process (exit 128 + 15). Each run is stopped at a known point: the debug line that starts a later case,
+# which comes after the earlier cases' results are kept. Under mpirun the signal goes to the ranks alone, as
+# srun passes scancel's or a time limit's SIGTERM to every task.
+. "$(dirname "$0")/../lib.sh"
+cd "$T"
+
+# wait_for FILE PATTERN: until a line of FILE matches PATTERN (60 s at most).
+wait_for() {
+  for _ in $(seq 1200); do
+    grep -qE -- "$2" "$1" 2>/dev/null && return 0
+    sleep 0.05
+  done
+  return 1
+}
+
+# stop_at NAME PATTERN PID...: once NAME's stderr shows PATTERN, SIGTERM to the PIDs (the binary itself: `fb &`
+# would be a subshell's PID).
+stop_at() {
+  local name=$1 pattern=$2; shift 2
+  wait_for "$T/$name.err" "$pattern" || { cat "$T/$name.err" >&2; die "$name: never reached /$pattern/"; }
+  kill -TERM "$@"
+}
+
+# --- collective alone: the sizes before 4 MiB are kept, the table of them printed ---
+"$FACTORYBENCH" --log-level debug collective --backend host -b 1K -e 256M -n 200 -o "$T/coll.json" >"$T/coll.out" 2>"$T/coll.err" &
+pid=$!
+stop_at coll "^debug: allreduce 4194304 bytes" "$pid"
+set +e; wait "$pid"; rc=$?; set -e
+[ "$rc" -eq 143 ] && ok "collective: exit 143 (SIGTERM)" || fail "collective: exit $rc, expected 143"
+grep -q "^error: collective: INTERRUPTED by SIGTERM$" "$T/coll.err" && grep -q "^report written to $T/coll.json$" "$T/coll.err" \
+  && ok "collective: says it was interrupted and where the report is" || fail "collective: $(cat "$T/coll.err")"
+rows=$(grep -cE "^ +[0-9]+ +[0-9]+ +fp32" "$T/coll.out" || true)
+[ "$rows" -ge 12 ] && ok "collective: the $rows rows measured are printed" || fail "collective: $rows rows: $(cat "$T/coll.out")"
+validate "$T/coll.json"
+assert_json "$T/coll.json" "[r['name'] for r in d['results'] if r['status'] == 'ok'][:12] == ['allreduce/fp32/%d' % (1024 << i) for i in range(12)]" \
+  "collective: the report keeps 1 KiB .. 2 MiB"
+assert_json "$T/coll.json" "d['results'][-1]['name'] == 'interrupted' and d['results'][-1]['status'] == 'failed' and d['results'][-1]['params']['signal'] == 'SIGTERM' and 'finished_at' in d['run']" \
+  "collective: ends with a failed 'interrupted' result"
+
+# --- collective on 2 ranks, SIGTERM to both (srun's way): rank 0 writes, the state files go ---
+mkdir -p "$T/rd"
+fb_mpirun 2 --log-level debug collective --backend host -b 1K -e 256M -n 200 --run-dir "$T/rd" -o "$T/coll2.json" \
+  >"$T/coll2.out" 2>"$T/coll2.err" &
+launcher=$!
+wait_for "$T/coll2.err" "^\[rank 0\] debug: allreduce 4194304 bytes" || { cat "$T/coll2.err" >&2; die "coll2: never reached 4 MiB"; }
+ranks=$(pgrep -f "^$FACTORYBENCH --log-level debug collective .*--run-dir $T/rd" | tr '\n' ' ')
+[ "$(echo $ranks | wc -w)" -eq 2 ] || die "coll2: expected 2 ranks, found '$ranks'"
+kill -TERM $ranks
+set +e; wait "$launcher"; rc=$?; set -e
+[ "$rc" -ne 0 ] && ok "2 ranks: the job failed ($rc)" || fail "2 ranks: exit 0"
+validate "$T/coll2.json"
+assert_json "$T/coll2.json" "[r['name'] for r in d['results'] if r['status'] == 'ok'][:12] == ['allreduce/fp32/%d' % (1024 << i) for i in range(12)] and d['results'][-1]['name'] == 'interrupted'" \
+  "2 ranks: rank 0 kept 1 KiB .. 2 MiB and the interruption"
+[ -z "$(ls -A "$T/rd")" ] && ok "2 ranks: no watchdog state left in --run-dir" || fail "2 ranks: left $(ls -R "$T/rd")"
+
+# --- gemm alone: the shapes before the fourth ---
+"$FACTORYBENCH" --log-level debug gemm --backend host --m 64,96,128,1536 --n 1536 --k 1536 -n 200 -o "$T/gemm.json" \
+  >"$T/gemm.out" 2>"$T/gemm.err" &
+pid=$!
+stop_at gemm "^debug: gemm fp32/1536x1536x1536" "$pid"
+set +e; wait "$pid"; rc=$?; set -e
+[ "$rc" -eq 143 ] && ok "gemm: exit 143" || fail "gemm: exit $rc"
+grep -q "3 of 4 shape(s) measured before the signal" "$T/gemm.out" && [ "$(grep -cE "^fp32/(64|96|128)x1536x1536 .* ok$" "$T/gemm.out")" -eq 3 ] \
+  && ok "gemm: the three shapes measured are printed" || fail "gemm: $(cat "$T/gemm.out")"
+validate "$T/gemm.json"
+assert_json "$T/gemm.json" "[(r['name'], r['status']) for r in d['results']] == [('fp32/64x1536x1536', 'ok'), ('fp32/96x1536x1536', 'ok'), ('fp32/128x1536x1536', 'ok'), ('interrupted', 'failed')]" \
+  "gemm: the report keeps the three shapes and the interruption"
+
+# --- health alone: the verdict CI reads says why ---
+"$FACTORYBENCH" --log-level debug health --backend host --gemm-size 2048 -o "$T/health.json" >"$T/health.out" 2>"$T/health.err" &
+pid=$!
+stop_at health "^debug: health: gemm$" "$pid"
+set +e; wait "$pid"; rc=$?; set -e
+[ "$rc" -eq 143 ] && ok "health: exit 143" || fail "health: exit $rc"
+validate "$T/health.json"
+assert_json "$T/health.json" "d['summary']['health']['verdict'] == 'fail' and d['summary']['health']['reason'].startswith('interrupted by SIGTERM')" \
+  "health: verdict fail, the signal the reason"
+
+# --- a suite: the steps before as they ran, this one interrupted, the rest not run ---
+cat >"$T/suite.json" <<'JSON'
+{"steps": [{"name": "quick", "command": "info"},
+           {"name": "long", "command": "collective", "args": "-b 1K -e 256M -n 200"},
+           {"name": "after", "command": "info"}]}
+JSON
+"$FACTORYBENCH" --log-level debug suite "$T/suite.json" --backend host -o "$T/suite-report.json" >"$T/suite.out" 2>"$T/suite.err" &
+pid=$!
+stop_at suite "^debug: allreduce 4194304 bytes" "$pid"
+set +e; wait "$pid"; rc=$?; set -e
+[ "$rc" -eq 143 ] && ok "suite: exit 143" || fail "suite: exit $rc"
+validate "$T/suite-report.json"
+assert_json "$T/suite-report.json" "[(r['name'], r['status']) for r in d['results'] if r['name'] != 'quick/peak'][-2:] == [('interrupted', 'failed'), ('after', 'skipped')] and d['summary']['suite']['verdict'] == 'fail' and 'long' in [s['name'] for s in d['summary']['suite']['steps']]" \
+  "suite: the step interrupted, the rest not run"
+finish

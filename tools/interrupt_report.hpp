@@ -1,0 +1,51 @@
+#pragma once
+// Ctrl-C, or a scheduler's SIGTERM at a time limit (scancel, Slurm), in the middle of a benchmark used to
+// end it with nothing written: minutes of a collective or GEMM sweep lost. While an InterruptReport lives,
+// rank 0 then prints the rows measured so far (`print`, outside a suite and without -q), writes -o with the
+// report so far plus a failed "interrupted" result, as a hang does (Session::hang_report: inside a suite,
+// the suite's report with the step failed and the rest not run), and says so on stderr; the signal then
+// ends the job as before (exit 128 + the signal, core/remove_on_signal.hpp LastWordOnSignal). The other
+// ranks hold no results: with -o they wait a second for rank 0 before the signal ends them.
+// The signal must reach the ranks: srun passes scancel's and a time limit's SIGTERM to every task, and a
+// command run alone takes Ctrl-C; mpirun (Open MPI 4) answers Ctrl-C with SIGKILL, which nothing survives.
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "core/remove_on_signal.hpp"
+#include "reports/report.hpp"
+#include "tools/session.hpp"
+
+namespace fb::tools {
+
+// "SIGINT", "SIGTERM", "SIGHUP", else "signal N".
+std::string signal_name(int sig);
+// The failed result an interrupted run ends with: benchmark `command`, name "interrupted",
+// params {test: "interrupted", signal: "SIGTERM"}, error "interrupted by SIGTERM before the run ended:
+// <kept>".
+reports::Result interrupted_result(const std::string& command, int sig, const std::string& kept);
+
+class InterruptReport {
+ public:
+  // A command: `so_far` is read on the speaker's thread at the signal, so it must lock what it reads
+  // (ReportSoFar). Every rank constructs it; inside a suite it does nothing (the suite's speaks).
+  InterruptReport(Session& session, std::string command, std::function<reports::Report()> so_far,
+                  std::function<void(const reports::Report&)> print = {});
+  // The report to write is `make(the interrupted result)`, in a suite too: a suite's step (the suite's report
+  // with the step interrupted), a command that adds to its report so far (health's verdict). `make` runs
+  // on the speaker's thread: it must read nothing the run changes unlocked (a copy taken before it).
+  // `kept` says what the report keeps ("the steps before it are kept"; empty: nothing).
+  InterruptReport(Session& session, std::string command, Session::HangReport make, std::string kept);
+  // A hang's report is written (tools/command_hang_watchdog.hpp): the launcher's SIGTERM that ends the job
+  // after it must not replace it with an "interrupted" one. From then on a signal writes nothing.
+  static void stand_down();
+  InterruptReport(const InterruptReport&) = delete;
+  InterruptReport& operator=(const InterruptReport&) = delete;
+
+ private:
+  void arm(Session& session, std::string command, Session::HangReport make, std::string kept,
+           std::function<void()> print);
+  std::unique_ptr<LastWordOnSignal> word_;
+};
+
+}  // namespace fb::tools
