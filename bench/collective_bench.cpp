@@ -82,7 +82,9 @@ int main(int argc, char** argv) {
       } catch (const std::exception& e) {
         usage(mpi, e.what());
       }
-      if (bytes < 4 || bytes > (1ull << 31)) usage(mpi, "invalid --bytes: 4 B to 2 GiB");
+      // Whole fp32 elements: 6 B would run one float and print "6 B".
+      if (bytes < 4 || bytes > (1ull << 31) || bytes % 4 != 0)
+        usage(mpi, "invalid --bytes: a multiple of 4 B (fp32 elements), 4 B to 2 GiB");
     } else {
       usage(mpi, "unknown argument '" + a + "'");
     }

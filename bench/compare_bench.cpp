@@ -92,7 +92,7 @@ void BM_CompareReports(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * kResults * kMetricsPerResult);
   verify(state, compare_reports(base, cand, r));
 }
-BENCHMARK(BM_CompareReports)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_CompareReports)->Unit(benchmark::kMillisecond)->Repetitions(5)->ReportAggregatesOnly(true);
 
 void BM_CompareFromJson(benchmark::State& state) {
   const auto base_json = to_json(make_report(1.0)), cand_json = to_json(make_report(0.9));
@@ -107,7 +107,7 @@ void BM_CompareFromJson(benchmark::State& state) {
   verify(state, compare_reports(report_from_json(base_json, "base.json"),
                                 report_from_json(cand_json, "cand.json"), r));
 }
-BENCHMARK(BM_CompareFromJson)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_CompareFromJson)->Unit(benchmark::kMillisecond)->Repetitions(5)->ReportAggregatesOnly(true);
 
 void BM_CompareAndRenderJunit(benchmark::State& state) {
   const Report base = make_report(1.0), cand = make_report(0.9);
@@ -126,7 +126,10 @@ void BM_CompareAndRenderJunit(benchmark::State& state) {
   if (cases != cmp.rows.size())
     state.SkipWithError(fmt::format("JUnit has {} testcases for {} rows", cases, cmp.rows.size()).c_str());
 }
-BENCHMARK(BM_CompareAndRenderJunit)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_CompareAndRenderJunit)
+    ->Unit(benchmark::kMillisecond)
+    ->Repetitions(5)
+    ->ReportAggregatesOnly(true);
 
 }  // namespace
 

@@ -35,6 +35,10 @@ void direct_sgemm(const float* a, const float* b, float* c) {
 
 // The harness must compute what the direct call computes (the same OpenBLAS sgemm): an engine that returned
 // early would otherwise read as a negative overhead. Relative tolerance, in case the thread split differs.
+// A failed check of any benchmark: main prints no overhead figure and exits 1 (a ratio of wrong answers is
+// not a measurement).
+bool g_check_failed = false;
+
 void verify_against_direct(benchmark::State& state, const Fixture& f) {
   std::vector<float> want(f.c.size());
   direct_sgemm(f.a.data(), f.b.data(), want.data());
@@ -43,6 +47,7 @@ void verify_against_direct(benchmark::State& state, const Fixture& f) {
       state.SkipWithError(("harness result differs from the direct sgemm at element " + std::to_string(i) +
                            ": " + std::to_string(f.c[i]) + " vs " + std::to_string(want[i]))
                               .c_str());
+      g_check_failed = true;
       return;
     }
 }
@@ -160,6 +165,10 @@ int main(int argc, char** argv) {
   BestTimeReporter reporter;
   benchmark::RunSpecifiedBenchmarks(&reporter);
   benchmark::Shutdown();
+  if (g_check_failed) {
+    std::fprintf(stderr, "gemm_bench: a result check failed (above): no overhead figure\n");
+    return 1;
+  }
   const double direct = reporter.best_["BM_DirectSgemm"], harness = reporter.best_["BM_HarnessSgemm"];
   if (direct > 0 && harness > 0)
     std::printf("separate runs, best repetition: harness %.3f ms, direct %.3f ms: %+.2f%%\n", harness, direct,

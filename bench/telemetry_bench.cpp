@@ -32,6 +32,7 @@
 #include "core/statistics.hpp"
 #include "core/telemetry_sampler.hpp"
 #include "kernels/gemm_engine.hpp"
+#include "workloads/gemm_benchmark.hpp"
 
 namespace {
 
@@ -215,5 +216,28 @@ int main(int argc, char** argv) {
     benchmark::RunSpecifiedBenchmarks(&quiet);
   }
   benchmark::Shutdown();
-  return 0;
+
+  // The timed work did what it says (an overhead of wrong answers is no measurement): the last GEMM's C
+  // sampled against the fp64 reference, and the last all-reduce's sum (every rank sends the same seeded data,
+  // so it is world size x send, to fp32 rounding). Every rank checks; exit 1 on any failure.
+  bool ok = true;
+  const auto check = fb::workloads::check_gemm_output(*backend, p, a, b, c, 128, 7);
+  if (!check.ok()) {
+    std::fprintf(stderr, "telemetry_bench: rank %d: the GEMM's result is wrong: %s\n", mpi.rank(),
+                 check.detail.c_str());
+    ok = false;
+  }
+  std::vector<float> sent(count), summed(count);
+  backend->copy_to_host(sent.data(), send, count * 4);
+  backend->copy_to_host(summed.data(), recv, count * 4);
+  const double ranks = mpi.size();
+  for (std::size_t i = 0; i < count && ok; i += 97) {
+    const double want = ranks * sent[i];
+    if (!(std::fabs(summed[i] - want) <= 1e-6 * ranks * std::fabs(sent[i]))) {
+      std::fprintf(stderr, "telemetry_bench: rank %d: all-reduce element %zu is %g, expected %g\n",
+                   mpi.rank(), i, static_cast<double>(summed[i]), want);
+      ok = false;
+    }
+  }
+  return mpi.all_true(ok) ? 0 : 1;
 }

@@ -81,7 +81,8 @@ def sdpa_fwd_bwd(torch, seq, heads, kv_heads, dim):
 def copy_and_adamw(torch, params):
     """Device copy bandwidth (read+write bytes/s) and fused AdamW on fp32 params: 28 B/param (p, g, m, v read;
     p, m, v written), as our bf16 Adam counts its 28 B/param."""
-    src = torch.empty(1 << 30, dtype=torch.uint8, device="cuda")
+    # Random bytes, never zero (the timing rules: no all-zero or uninitialised data).
+    src = torch.randint(1, 256, (1 << 30,), dtype=torch.uint8, device="cuda")
     dst = torch.empty_like(src)
     s = timed(torch, lambda: dst.copy_(src), 3, 20)
     copy = 2.0 * src.numel() / s
@@ -94,8 +95,8 @@ def copy_and_adamw(torch, params):
             n = min(n, params - total)
             if n <= 0:
                 break
-            p = torch.nn.Parameter(torch.full((n,), 0.5, device="cuda"))
-            p.grad = torch.full_like(p, 1e-3)
+            p = torch.nn.Parameter(torch.rand(n, device="cuda") + 0.5)
+            p.grad = (torch.rand_like(p) + 0.5) * 1e-3
             tensors.append(p)
             total += n
     opt = torch.optim.AdamW(tensors, lr=1e-4, fused=True)

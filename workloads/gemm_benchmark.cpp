@@ -105,24 +105,33 @@ std::vector<GemmBuffers> make_sets(Backend& backend, const kernels::GemmProblem&
   return sets;
 }
 
-// Sampled outputs of one set compared with the fp64 reference on the host.
-kernels::GemmCheck check_set(Backend& backend, const kernels::GemmProblem& p, const GemmBuffers& set,
-                             std::size_t samples_wanted, std::uint64_t seed) {
+}  // namespace
+
+kernels::GemmCheck check_gemm_output(Backend& backend, const kernels::GemmProblem& p, const DeviceBuffer& a,
+                                     const DeviceBuffer& b, const DeviceBuffer& c, std::size_t samples_wanted,
+                                     std::uint64_t seed) {
   const auto types = kernels::gemm_types(p.dtype);
   const OperandBytes bytes = operand_bytes(p);
   std::vector<unsigned char> a_host(bytes.a), b_host(bytes.b);
-  backend.copy_to_host(a_host.data(), set.a, bytes.a);
-  backend.copy_to_host(b_host.data(), set.b, bytes.b);
+  backend.copy_to_host(a_host.data(), a, bytes.a);
+  backend.copy_to_host(b_host.data(), b, bytes.b);
   const auto samples = kernels::gemm_sample_positions(p, samples_wanted, seed);
   const std::size_t elem = dtype_bytes(types.c);
   std::vector<double> values;
   values.reserve(samples.size());
   for (const auto& s : samples) {
     unsigned char raw[8] = {};
-    backend.copy_to_host(raw, set.c, elem, kernels::gemm_c_index(p, s) * elem);
+    backend.copy_to_host(raw, c, elem, kernels::gemm_c_index(p, s) * elem);
     values.push_back(kernels::element_as_double(raw, types.c, 0));
   }
   return kernels::check_gemm_samples(p, a_host.data(), b_host.data(), samples, values);
+}
+
+namespace {
+
+kernels::GemmCheck check_set(Backend& backend, const kernels::GemmProblem& p, const GemmBuffers& set,
+                             std::size_t samples_wanted, std::uint64_t seed) {
+  return check_gemm_output(backend, p, set.a, set.b, set.c, samples_wanted, seed);
 }
 
 nlohmann::json problem_params(const kernels::GemmProblem& p) {

@@ -105,6 +105,12 @@ GemmMeasurement measure_gemm_case(const MpiContext& mpi, Backend& backend, kerne
                                   const GemmCase& gc, const GemmRunOptions& options, std::size_t case_index,
                                   const std::function<void(int, int)>& on_iteration = {});
 
+// C = A·B sampled at `samples` outputs (positions from `seed`) against the fp64 reference on the host:
+// what the benchmark checks after its runs, for any caller that ran the engine on these buffers.
+kernels::GemmCheck check_gemm_output(Backend& backend, const kernels::GemmProblem& problem,
+                                     const DeviceBuffer& a, const DeviceBuffer& b, const DeviceBuffer& c,
+                                     std::size_t samples, std::uint64_t seed);
+
 // Throws a usage Error, on every rank, before allocating anything, when a case's buffers cannot fit
 // in free memory (one set of A, B and C plus the engine workspace, and with `check` the host copies of A and
 // B the check reads: the same memory on the host backend).
