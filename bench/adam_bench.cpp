@@ -5,8 +5,7 @@
 // Timed by the one measurement loop (workloads/measurement_loop.hpp): warm-up, one timer per iteration,
 // medians. After timing, sampled elements are replayed on the host reference (kernels/host/adam_reference)
 // for every step the engine took; an fp32 master or moment off by more than 1e-5 relative (about 80 ulps),
-// a bf16 weight that differs, or a wrong sum of
-// squared gradients fails the run (exit 1).
+// a bf16 weight that differs, or a wrong sum of squared gradients fails the run (exit 1).
 //   build/<dir>/bench/adam_bench [--params N] [--iters N] [--copy-mib N] [--backend cuda|host]
 // Needs the cuda backend and a GPU: elsewhere it says so and exits 77 (skipped).
 #include <algorithm>
