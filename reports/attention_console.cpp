@@ -22,8 +22,12 @@ void print_attention_table(std::ostream& out, std::span<const Result> results,
   const char* counted = causal(true) && causal(false) ? "causal halved, full whole"
                         : causal(false)               ? "full, not causal: whole"
                                                       : "causal halved";
-  out << fmt::format("# engine: {}; FLOPs counted as Megatron counts them ({})\n",
-                     summary.value("engine", "?"), counted);
+  // No engine in the summary of a run stopped before its end (the rows so far alone).
+  if (summary.contains("engine"))
+    out << fmt::format("# engine: {}; FLOPs counted as Megatron counts them ({})\n",
+                       summary.value("engine", "?"), counted);
+  else
+    out << fmt::format("# FLOPs counted as Megatron counts them ({})\n", counted);
   out << fmt::format("# {:<{}}  {:>10}  {:>21}  {:>10}  {:>10}  {:>10}  {:>10}  {:>6}  {}\n", "name",
                      width - 2, "TFLOP/s", "(min - max)", "fwd TF/s", "bwd TF/s", "fwd (us)", "bwd (us)",
                      "MFU", "check");

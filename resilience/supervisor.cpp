@@ -111,9 +111,13 @@ PreflightOutcome run_preflight(const SupervisorOptions& o, int attempt, int roun
       const auto report = reports::read_report(report_path);
       // The health job's own hang watchdog ended it: its report holds the diagnosis, not per-rank checks
       // (health_from_report would call the report malformed).
-      for (const auto& r : report.results)
+      for (const auto& r : report.results) {
         if (r.name == "hang" && r.status == reports::Status::failed)
           error = "the health check hung: " + r.error.value_or("(no diagnosis)");
+        // Stopped by a signal from elsewhere (tools/interrupt_report.hpp): no per-rank checks either.
+        if (r.name == "interrupted" && r.status == reports::Status::failed)
+          error = "the health check was " + r.error.value_or("interrupted");
+      }
       if (error.empty()) {
         const auto ranks = workloads::health_from_report(report);
         if (static_cast<int>(ranks.size()) != o.ranks)

@@ -16,6 +16,8 @@
 #include "tools/commands.hpp"
 #include "tools/enum_option.hpp"
 #include "tools/injection_scope.hpp"
+#include "tools/interrupt_report.hpp"
+#include "tools/report_so_far.hpp"
 #include "workloads/attention_benchmark.hpp"
 #include "workloads/gemm_benchmark.hpp"
 #include "workloads/measurement_loop.hpp"
@@ -172,7 +174,21 @@ int run_attention(const AttentionCliOptions& cli, Session& session) {
   if (const auto thin = workloads::few_samples_warning(cli.iters, cli.warmup); !thin.empty())
     log::warn("{}", thin);
   auto report = session.begin_report();
+  // Ctrl-C or a time limit keeps the shapes measured so far (tools/interrupt_report.hpp).
+  const auto so_far = ReportSoFar::make(report);
+  o.on_result = [so_far](const reports::Result& r) { so_far->add(r); };
+  std::optional<InterruptReport> interrupted;
+  interrupted.emplace(session, "attention", ReportSoFar::reader(so_far),
+                      [ranks = mpi.size(), type, iters = o.iters, warmup = o.warmup,
+                       shapes = cases.size()](const reports::Report& r) {
+                        std::cout << fmt::format(
+                            "# factorybench attention: {} rank(s), {}, {} iters after {} warm-up: {} of {} "
+                            "shape(s) measured before the signal\n",
+                            ranks, to_string(type), iters, warmup, r.results.size(), shapes);
+                        reports::print_attention_table(std::cout, r.results, nlohmann::json::object());
+                      });
   auto run = workloads::run_attention_benchmark(mpi, backend, session.peak(), cases, o);
+  interrupted.reset();
   if (mpi.is_root() && !session.options().quiet) {
     std::cout << fmt::format(
         "# factorybench attention: {} rank(s), {}, {} iters after {} warm-up, {} shape(s)\n", mpi.size(),

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include <cmath>
@@ -17,6 +18,7 @@
 #include "tools/commands.hpp"
 #include "tools/count_option.hpp"
 #include "tools/injection_scope.hpp"
+#include "tools/interrupt_report.hpp"
 #include "workloads/burnin.hpp"
 #include "workloads/gemm_flops.hpp"
 
@@ -90,7 +92,22 @@ int run_burnin_command(const BurninCliOptions& cli, Session& session) {
     }
   }
   auto report = session.begin_report();
+  // A burn-in of hours stopped by a time limit: the report says so (verdict fail, the signal the reason);
+  // the checksums are gathered at the end only, so none is kept (tools/interrupt_report.hpp).
+  std::optional<InterruptReport> interrupted;
+  if (!session.in_suite())
+    interrupted.emplace(
+        session, "burnin",
+        [make = session.hang_report(report), duration = o.duration_s](const reports::Result& ending) {
+          auto out = make(ending);
+          if (out)
+            out->summary["burnin"] = {
+                {"verdict", "fail"}, {"duration_s", duration}, {"reason", ending.error.value_or("")}};
+          return out;
+        },
+        "");
   const auto run = workloads::run_burnin(mpi, backend, o);
+  interrupted.reset();
   report.results = workloads::burnin_results(run);
   report.summary["burnin"] = {
       {"verdict", run.pass() ? "pass" : "fail"},

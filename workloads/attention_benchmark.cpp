@@ -7,6 +7,7 @@
 
 #include "core/element_access.hpp"
 #include "core/error.hpp"
+#include "core/logging.hpp"
 #include "core/progress_meter.hpp"
 #include "core/random_fill.hpp"
 #include "core/rank_collectives.hpp"
@@ -292,6 +293,7 @@ AttentionRunOutput run_attention_benchmark(const MpiContext& mpi, Backend& backe
   std::size_t failed = 0;
   for (std::size_t ci = 0; ci < cases.size(); ++ci) {
     const AttentionCase& c = cases[ci];
+    log::debug("attention {}", c.name);
     progress.update(static_cast<double>(ci), fmt::format("{}/{} shapes, next {}", ci, cases.size(), c.name));
     const double window_from = o.telemetry ? o.telemetry->mark() : 0;
     // Progress inside a shape too: the host's fp64 reference runs seconds an iteration at long sequences.
@@ -375,6 +377,7 @@ AttentionRunOutput run_attention_benchmark(const MpiContext& mpi, Backend& backe
       r.extra["fp8_scaling"] = fp8_scaling_json(m.scaling);
     }
     attach_telemetry(r, window);
+    if (o.on_result) o.on_result(r);
     out.results.push_back(std::move(r));
   }
   if (!mpi.is_root()) return out;

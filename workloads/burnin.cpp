@@ -10,6 +10,7 @@
 
 #include "core/error.hpp"
 #include "core/fault_injection.hpp"
+#include "core/logging.hpp"
 #include "core/progress_meter.hpp"
 #include "core/random_fill.hpp"
 #include "core/rank_collectives.hpp"
@@ -157,6 +158,7 @@ RankChecks run_checks(const MpiContext& mpi, Backend& backend, BurninGemm& g, do
     }
     backend.synchronize();
     check(k);
+    log::debug("burnin: check {}/{} at {:.1f} s", k, checks, now_s() - t0);
   }
   const double elapsed = now_s() - t0;
   const std::int64_t size = g.p.m;

@@ -79,6 +79,32 @@ validate "$T/health.json"
 assert_json "$T/health.json" "d['summary']['health']['verdict'] == 'fail' and d['summary']['health']['reason'].startswith('interrupted by SIGTERM')" \
   "health: verdict fail, the signal the reason"
 
+# --- attention alone: the shapes before the third ---
+"$FACTORYBENCH" --log-level debug attention --backend host --seq 64,96,512 -n 100 -o "$T/attn.json" \
+  >"$T/attn.out" 2>"$T/attn.err" &
+pid=$!
+stop_at attn "^debug: attention .*512" "$pid"
+set +e; wait "$pid"; rc=$?; set -e
+[ "$rc" -eq 143 ] && ok "attention: exit 143" || fail "attention: exit $rc"
+grep -q "2 of 3 shape(s) measured before the signal" "$T/attn.out" && ok "attention: the two shapes measured are printed" \
+  || fail "attention: $(cat "$T/attn.out")"
+validate "$T/attn.json"
+assert_json "$T/attn.json" "[r['status'] for r in d['results']] == ['ok', 'ok', 'failed'] and d['results'][-1]['name'] == 'interrupted'" \
+  "attention: the report keeps the two shapes and the interruption"
+
+# --- burnin alone: the verdict says why; SIGHUP this time (a closed terminal; a script's background job ignores
+# SIGINT, and so does factorybench then) ---
+"$FACTORYBENCH" --log-level debug burnin --backend host --duration 60s --check-interval 1s -o "$T/burnin.json" \
+  >"$T/burnin.out" 2>"$T/burnin.err" &
+pid=$!
+wait_for "$T/burnin.err" "^debug: burnin: check 1/" || die "burnin: never reached check 1"
+kill -HUP "$pid"
+set +e; wait "$pid"; rc=$?; set -e
+[ "$rc" -eq 129 ] && ok "burnin: exit 129 (SIGHUP)" || fail "burnin: exit $rc: $(cat "$T/burnin.err")"
+validate "$T/burnin.json"
+assert_json "$T/burnin.json" "d['summary']['burnin']['verdict'] == 'fail' and d['summary']['burnin']['reason'] == 'interrupted by SIGHUP before the run ended' and d['results'][-1]['params']['signal'] == 'SIGHUP'" \
+  "burnin: verdict fail, interrupted by SIGHUP"
+
 # --- a suite: the steps before as they ran, this one interrupted, the rest not run ---
 cat >"$T/suite.json" <<'JSON'
 {"steps": [{"name": "quick", "command": "info"},
