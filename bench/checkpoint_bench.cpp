@@ -268,22 +268,15 @@ void BM_AsyncSaveBlocking(benchmark::State& st) {
 
 // The unpaired rows: the median of 5 repetitions after a warm-up save (a single cold 256 MiB iteration read
 // 117 MB/s beside 1391 MB/s in the paired benchmark). Read the paired rows below for the ratio.
-BENCHMARK(BM_PlainFsyncWrite)
-    ->Arg(64)
-    ->Arg(256)
-    ->MinWarmUpTime(0.2)
-    ->Repetitions(5)
-    ->ReportAggregatesOnly(true)
-    ->Unit(benchmark::kMillisecond)
-    ->UseRealTime();
-BENCHMARK(BM_CheckpointSave)
-    ->Arg(64)
-    ->Arg(256)
-    ->MinWarmUpTime(0.2)
-    ->Repetitions(5)
-    ->ReportAggregatesOnly(true)
-    ->Unit(benchmark::kMillisecond)
-    ->UseRealTime();
+void median_of_five(benchmark::internal::Benchmark* b) {
+  b->MinWarmUpTime(0.2)
+      ->Repetitions(5)
+      ->ReportAggregatesOnly(true)
+      ->Unit(benchmark::kMillisecond)
+      ->UseRealTime();
+}
+BENCHMARK(BM_PlainFsyncWrite)->Arg(64)->Arg(256)->Apply(median_of_five);
+BENCHMARK(BM_CheckpointSave)->Arg(64)->Arg(256)->Apply(median_of_five);
 // Fixed iteration counts: at 256 MiB the library would stop after one iteration, so one side would always
 // go first (and pay for the previous side's deleted files being written back or discarded).
 BENCHMARK(BM_CheckpointVsPlain)
@@ -293,13 +286,7 @@ BENCHMARK(BM_CheckpointVsPlain)
     ->Unit(benchmark::kMillisecond)
     ->UseManualTime();
 BENCHMARK(BM_SyncVsAsyncSave)->Arg(256)->Iterations(10)->Unit(benchmark::kMillisecond)->UseManualTime();
-BENCHMARK(BM_AsyncSaveBlocking)
-    ->Arg(256)
-    ->MinWarmUpTime(0.2)
-    ->Repetitions(5)
-    ->ReportAggregatesOnly(true)
-    ->Unit(benchmark::kMillisecond)
-    ->UseRealTime();
+BENCHMARK(BM_AsyncSaveBlocking)->Arg(256)->Apply(median_of_five);
 
 }  // namespace
 

@@ -179,12 +179,9 @@ int run_attention(const AttentionCliOptions& cli, Session& session) {
   o.on_result = [so_far](const reports::Result& r) { so_far->add(r); };
   std::optional<InterruptReport> interrupted;
   interrupted.emplace(session, "attention", ReportSoFar::reader(so_far),
-                      [ranks = mpi.size(), type, iters = o.iters, warmup = o.warmup,
-                       shapes = cases.size()](const reports::Report& r) {
-                        std::cout << fmt::format(
-                            "# factorybench attention: {} rank(s), {}, {} iters after {} warm-up: {} of {} "
-                            "shape(s) measured before the signal\n",
-                            ranks, to_string(type), iters, warmup, r.results.size(), shapes);
+                      [head = ShapesSoFar{"attention", mpi.size(), type, o.iters, o.warmup, cases.size()}](
+                          const reports::Report& r) {
+                        std::cout << head.line(r.results.size());
                         reports::print_attention_table(std::cout, r.results, nlohmann::json::object());
                       });
   auto run = workloads::run_attention_benchmark(mpi, backend, session.peak(), cases, o);

@@ -184,16 +184,12 @@ int run_gemm(const GemmCliOptions& cli, Session& session) {
   const auto so_far = ReportSoFar::make(report);
   o.on_result = [so_far](const reports::Result& r) { so_far->add(r); };
   std::optional<InterruptReport> interrupted;
-  interrupted.emplace(
-      session, "gemm", ReportSoFar::reader(so_far),
-      [ranks = mpi.size(), type, iters = o.iters, warmup = o.warmup,
-       shapes = cases.size()](const reports::Report& r) {
-        std::cout << fmt::format(
-            "# factorybench gemm: {} rank(s), {}, {} iters after {} warm-up: {} of {} shape(s) "
-            "measured before the signal\n",
-            ranks, to_string(type), iters, warmup, r.results.size(), shapes);
-        reports::print_gemm_table(std::cout, r.results, nlohmann::json::object());
-      });
+  interrupted.emplace(session, "gemm", ReportSoFar::reader(so_far),
+                      [head = ShapesSoFar{"gemm", mpi.size(), type, o.iters, o.warmup, cases.size()}](
+                          const reports::Report& r) {
+                        std::cout << head.line(r.results.size());
+                        reports::print_gemm_table(std::cout, r.results, nlohmann::json::object());
+                      });
   auto run = workloads::run_gemm_benchmark(mpi, backend, session.peak(), type, cases, o, cli.sweep);
   interrupted.reset();
   if (mpi.is_root() && !session.options().quiet) {
