@@ -415,7 +415,13 @@ int run_locate(const LocateCliOptions& cli, Session& session) {
                                cli.run_dir, hang_timeout);
   // Ctrl-C or a time limit keeps the same (tools/interrupt_report.hpp).
   std::optional<InterruptReport> interrupted;
-  interrupted.emplace(session, "locate", ReportSoFar::reader(so_far));
+  interrupted.emplace(session, "locate", ReportSoFar::reader(so_far), [](const reports::Report& r) {
+    std::ostringstream text;
+    reports::print_locate_report(text, r);
+    std::string tests = text.str();
+    tests.erase(tests.rfind("locate: "));  // its verdict: the run did not end, the error line says why
+    std::cout << tests;
+  });
   bool named = false;
 
   workloads::P2pOptions p;
@@ -430,6 +436,7 @@ int run_locate(const LocateCliOptions& cli, Session& session) {
   p.confirm_passes = cli.confirm_passes;
   p.seed = session.options().seed;
   if (want_p2p) {
+    log::debug("locate: p2p");
     const auto p2p = workloads::measure_p2p_matrix(mpi, backend, *comm, p);
     for (auto& r : workloads::p2p_results(p2p, p)) report.results.push_back(std::move(r));
     report.summary["locate"]["p2p"] = workloads::p2p_summary(p2p);
@@ -437,6 +444,7 @@ int run_locate(const LocateCliOptions& cli, Session& session) {
     keep_so_far();
   }
   if (want_bisection) {
+    log::debug("locate: bisection");
     workloads::BisectionOptions b;
     b.bytes = allreduce_bytes;
     b.iterations = cli.iters;

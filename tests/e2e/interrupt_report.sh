@@ -56,6 +56,20 @@ assert_json "$T/coll2.json" "[r['name'] for r in d['results'] if r['status'] == 
   "2 ranks: rank 0 kept 1 KiB .. 2 MiB and the interruption"
 [ -z "$(ls -A "$T/rd")" ] && ok "2 ranks: no watchdog state left in --run-dir" || fail "2 ranks: left $(ls -R "$T/rd")"
 
+# --- locate on 2 ranks, SIGTERM to mpirun in the bisection (the background fb_mpirun is a subshell: its child is
+# mpirun), which passes it on to the ranks as it does Ctrl-C: the p2p matrix is kept and printed, no verdict ---
+fb_mpirun 2 --log-level debug locate --backend host --scope rank --tests p2p,bisection --allreduce-size 64M \
+  --iters 200 -o "$T/locate.json" >"$T/locate.out" 2>"$T/locate.err" &
+launcher=$!
+wait_for "$T/locate.err" "^\[rank 0\] debug: locate: bisection" || { cat "$T/locate.err" >&2; die "locate: never reached the bisection"; }
+kill -TERM $(pgrep -P "$launcher")
+set +e; wait "$launcher"; set -e
+grep -q "^p2p bandwidth GB/s" "$T/locate.out" && ! grep -q "^locate: PASS" "$T/locate.out" \
+  && ok "locate: the p2p matrix printed, no PASS" || fail "locate: $(cat "$T/locate.out")"
+validate "$T/locate.json"
+assert_json "$T/locate.json" "[(r['name'], r['status']) for r in d['results']] == [('p2p/rank/1048576', 'ok'), ('interrupted', 'failed')]" \
+  "locate: the report keeps the p2p matrix and the interruption"
+
 # --- gemm alone: the shapes before the fourth ---
 "$FACTORYBENCH" --log-level debug gemm --backend host --m 64,96,128,1536 --n 1536 --k 1536 -n 200 -o "$T/gemm.json" \
   >"$T/gemm.out" 2>"$T/gemm.err" &
