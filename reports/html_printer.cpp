@@ -628,11 +628,7 @@ std::vector<Figure> rank_figures(const std::vector<NamedReport>& reports) {
   std::vector<Figure> out;
   for (std::size_t i = 0; i < reports.size(); ++i) {
     Ordered<std::vector<std::pair<svg::HeatRow, double>>> by_key;  // key → rows with their worst slowness
-    const json& world = child_of(reports[i].report.run, "world_size");
     for (const auto& r : reports[i].report.results) {
-      // A --split group's arrays hold its own ranks, from world rank params.first_rank: its cells sit under
-      // those ranks (a hand-edited first rank past the world is not followed).
-      const json& first = child_of(r.params, "first_rank");
       for (const auto& [key, values] : r.per_rank) {
         if (values.size() < 2) continue;
         const Better dir = per_rank_direction(r, key);
@@ -644,10 +640,9 @@ std::vector<Figure> rank_figures(const std::vector<NamedReport>& reports) {
         std::sort(finite.begin(), finite.end());
         const std::size_t n = finite.size();
         const double median = n % 2 ? finite[n / 2] : (finite[n / 2 - 1] + finite[n / 2]) / 2;
+        // A --split group's cells sit under its own world ranks.
         svg::HeatRow row{r.name, {}, 0};
-        if (first.is_number_integer() && world.is_number_integer() && first.get<std::int64_t>() >= 0 &&
-            first.get<std::int64_t>() + static_cast<std::int64_t>(values.size()) <= world.get<std::int64_t>())
-          row.first_rank = first.get<std::size_t>();
+        row.first_rank = first_world_rank(reports[i].report, r, values.size());
         double worst = 0;
         for (const double v : values) {
           const double s = !(std::isfinite(v) && v > 0) ? std::nan("")

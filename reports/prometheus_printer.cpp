@@ -143,18 +143,14 @@ std::string render_prometheus(const std::vector<NamedReport>& reports) {
             fmt::format("factorybench {} ({}, {} is better)", name, m.unit.empty() ? "no unit" : m.unit,
                         m.better == Better::none ? "neither" : std::string(to_string(m.better))),
             labels, m.value);
-      // A --split group's arrays hold its own ranks, from world rank params.first_rank: labelled by world
-      // rank, so group 1's first rank is not another rank 0.
-      const std::int64_t first_rank =
-          r.params.contains("first_rank") && r.params["first_rank"].is_number_integer()
-              ? r.params["first_rank"].get<std::int64_t>()
-              : 0;
-      for (const auto& [name, values] : r.per_rank)
+      // Labelled by world rank, so a --split group 1's first rank is not another rank 0.
+      for (const auto& [name, values] : r.per_rank) {
+        const std::size_t first_rank = first_world_rank(reports[i].report, r, values.size());
         for (std::size_t rank = 0; rank < values.size(); ++rank)
           add("factorybench_rank_" + metric_name(name), "rank " + name,
               fmt::format("factorybench per-rank {}", name),
-              labels + fmt::format(",rank=\"{}\"", first_rank + static_cast<std::int64_t>(rank)),
-              values[rank]);
+              labels + fmt::format(",rank=\"{}\"", first_rank + rank), values[rank]);
+      }
     }
   }
   std::string out;

@@ -63,6 +63,19 @@ DistinctLabels distinct_labels(const std::vector<std::string>& names) {
   return out;
 }
 
+std::size_t first_world_rank(const Report& report, const Result& r, std::size_t count) {
+  if (!r.params.is_object()) return 0;
+  const auto first = r.params.find("first_rank");
+  if (first == r.params.end() || !first->is_number_integer() || first->get<std::int64_t>() < 0) return 0;
+  const auto rank = first->get<std::int64_t>();
+  if (report.run.is_object())
+    if (const auto world = report.run.find("world_size");
+        world != report.run.end() && world->is_number_integer() &&
+        rank + static_cast<std::int64_t>(count) > world->get<std::int64_t>())
+      return 0;
+  return static_cast<std::size_t>(rank);
+}
+
 bool is_dry_run(const Result& r) {
   return r.params.is_object() && r.params.contains("dry_run") && r.params["dry_run"].is_boolean() &&
          r.params["dry_run"].get<bool>();

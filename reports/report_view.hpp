@@ -31,6 +31,11 @@ struct DistinctLabels {
 };
 DistinctLabels distinct_labels(const std::vector<std::string>& names);
 
+// The world rank of element 0 of a result's per-rank arrays: a --split group's hold its own ranks, from
+// params.first_rank; 0 otherwise, and for a hand-edited first rank that is not a non-negative integer or
+// whose `count` ranks would pass the report's run.world_size (when it gives one).
+std::size_t first_world_rank(const Report& report, const Result& r, std::size_t count);
+
 // A plan that measured nothing (train --dry-run: params.dry_run true): printers say so beside its status.
 bool is_dry_run(const Result& r);
 

@@ -71,8 +71,8 @@ InterruptReport::InterruptReport(Session& session, std::string command,
 }
 
 InterruptReport::InterruptReport(Session& session, std::string command, Session::HangReport make,
-                                 std::string kept) {
-  arm(session, std::move(command), std::move(make), std::move(kept), {});
+                                 std::string kept, std::string who) {
+  arm(session, std::move(command), std::move(make), std::move(kept), {}, std::move(who));
 }
 
 void InterruptReport::stand_down() {
@@ -80,7 +80,8 @@ void InterruptReport::stand_down() {
 }
 
 void InterruptReport::arm(Session& session, std::string command, Session::HangReport make, std::string kept,
-                          std::function<void()> print) {
+                          std::function<void()> print, std::string who) {
+  if (who.empty()) who = command;
   const auto& output = session.options().output;
   if (!session.is_root()) {
     // A launcher ends the whole job once one rank dies (mpirun kills the others at once): the other ranks
@@ -93,26 +94,26 @@ void InterruptReport::arm(Session& session, std::string command, Session::HangRe
       });
     return;
   }
-  word_ =
-      std::make_unique<LastWordOnSignal>([command = std::move(command), print = std::move(print),
-                                          make = std::move(make), kept = std::move(kept), output](int sig) {
-        if (g_stood_down.load()) return;
-        if (print) {
-          print();
-          std::cout.flush();
-        }
-        log::error("{}: INTERRUPTED by {}", command, signal_name(sig));
-        if (output.empty()) return;
-        try {
-          if (auto report = make(interrupted_result(command, sig, kept))) {
-            report->run["finished_at"] = workloads::utc_timestamp();
-            reports::write_report(output, *report);
-            log::info("report written to {}", output);
-          }
-        } catch (const std::exception& e) {
-          log::error("{}: the report was not written: {}", command, e.what());
-        }
-      });
+  word_ = std::make_unique<LastWordOnSignal>([command = std::move(command), print = std::move(print),
+                                              make = std::move(make), kept = std::move(kept),
+                                              who = std::move(who), output](int sig) {
+    if (g_stood_down.load()) return;
+    if (print) {
+      print();
+      std::cout.flush();
+    }
+    log::error("{}: INTERRUPTED by {}", who, signal_name(sig));
+    if (output.empty()) return;
+    try {
+      if (auto report = make(interrupted_result(command, sig, kept))) {
+        report->run["finished_at"] = workloads::utc_timestamp();
+        reports::write_report(output, *report);
+        log::info("report written to {}", output);
+      }
+    } catch (const std::exception& e) {
+      log::error("{}: the report was not written: {}", command, e.what());
+    }
+  });
 }
 
 }  // namespace fb::tools

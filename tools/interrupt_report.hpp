@@ -46,8 +46,10 @@ class InterruptReport {
   // The report to write is `make(the interrupted result)`, in a suite too: a suite's step (the suite's report
   // with the step interrupted), a command that adds to its report so far (health's verdict). `make` runs
   // on the speaker's thread: it must read nothing the run changes unlocked (a copy taken before it).
-  // `kept` says what the report keeps ("the steps before it are kept"; empty: nothing).
-  InterruptReport(Session& session, std::string command, Session::HangReport make, std::string kept);
+  // `kept` says what the report keeps ("the steps before it are kept"; empty: nothing); `who` names the run
+  // in the line said at the signal (default: the command; a suite: "suite step 'long' (collective)").
+  InterruptReport(Session& session, std::string command, Session::HangReport make, std::string kept,
+                  std::string who = {});
   // A hang's report is written (tools/command_hang_watchdog.hpp): the launcher's SIGTERM that ends the job
   // after it must not replace it with an "interrupted" one. From then on a signal writes nothing.
   static void stand_down();
@@ -56,7 +58,7 @@ class InterruptReport {
 
  private:
   void arm(Session& session, std::string command, Session::HangReport make, std::string kept,
-           std::function<void()> print);
+           std::function<void()> print, std::string who = {});
   std::unique_ptr<LastWordOnSignal> word_;
 };
 

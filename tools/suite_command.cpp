@@ -212,7 +212,7 @@ int run_suite(const SuiteOptions& opt, Session& session) {
           if (!root) return std::nullopt;
           return report_ending_in(before, log, suite, at, r);
         },
-        "the steps before it are kept");
+        "the steps before it are kept", fmt::format("suite step '{}' ({})", step.name, step.args.front()));
     try {
       step_rc = parsed[index - 1].action(session);
     } catch (const Error& e) {

@@ -130,6 +130,8 @@ pid=$!
 stop_at suite "^debug: allreduce 4194304 bytes" "$pid"
 set +e; wait "$pid"; rc=$?; set -e
 [ "$rc" -eq 143 ] && ok "suite: exit 143" || fail "suite: exit $rc"
+grep -q "^error: suite step 'long' (collective): INTERRUPTED by SIGTERM$" "$T/suite.err" \
+  && ok "suite: names the step it stopped" || fail "suite: $(grep -v debug "$T/suite.err")"
 validate "$T/suite-report.json"
 assert_json "$T/suite-report.json" "[(r['name'], r['status']) for r in d['results'] if r['name'] != 'quick/peak'][-2:] == [('interrupted', 'failed'), ('after', 'skipped')] and d['summary']['suite']['verdict'] == 'fail' and 'long' in [s['name'] for s in d['summary']['suite']['steps']]" \
   "suite: the step interrupted, the rest not run"

@@ -328,6 +328,11 @@ TEST(Prometheus, SkippedResultsAndUnitsOfAFamily) {
       << named;
   EXPECT_NE(named.find("rank=\"3\"} 6\n"), std::string::npos) << named;
   EXPECT_EQ(named.find("rank=\"0\""), std::string::npos) << named;
+  // A first rank past the world (hand-edited; the run has 4 ranks) is not followed, as in the HTML strip.
+  group.params["first_rank"] = 1000;
+  const std::string past = render_prometheus({{"r.json", run("r", {group})}});
+  EXPECT_NE(past.find("rank=\"1\"} 6\n"), std::string::npos) << past;
+  EXPECT_EQ(past.find("rank=\"1001\""), std::string::npos) << past;
 }
 
 // A heat strip of 512 ranks keeps every rank inside its canvas (it used to cut off ranks past about 175).
