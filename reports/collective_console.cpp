@@ -39,6 +39,57 @@ std::string section_title(const Result& r) {
   return title;
 }
 
+// The name of an out-of-place result's in-place twin: "/inplace" before any "/group<g>".
+std::string inplace_twin(std::string name) {
+  const auto slash = name.find("/group");
+  name.insert(slash == std::string::npos ? name.size() : slash, kInplaceSuffix);
+  return name;
+}
+
+void print_section_header(std::ostream& out, const std::string& title) {
+  out << "#\n" << title << "\n";
+  out << fmt::format("#{:>73}{:>39}\n", "out-of-place", "in-place");
+  out << fmt::format(
+      "#{:>11}  {:>12}  {:>8}  {:>6}  {:>6}  {:>9}  {:>7}  {:>7}  {:>6}  {:>9}  {:>7}  {:>7}  {:>6}\n",
+      "size", "count", "type", "redop", "root", "time", "algbw", "busbw", "#wrong", "time", "algbw", "busbw",
+      "#wrong");
+  out << fmt::format(
+      "#{:>11}  {:>12}  {:>8}  {:>6}  {:>6}  {:>9}  {:>7}  {:>7}  {:>6}  {:>9}  {:>7}  {:>7}  {:>6}\n", "(B)",
+      "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", "");
+}
+
+// One size: its columns from whichever placement is there (`r`), then each placement's figures.
+void print_size_row(std::ostream& out, const Result& r, const Result* oop, const Result* inp) {
+  out << fmt::format(" {:>11}  {:>12}  {:>8}  {:>6}  {:>6}", r.params.value("bytes", 0ull),
+                     r.params.value("count", 0ull), r.params.value("dtype", "?"),
+                     r.params.value("redop", "none"), r.params.value("root", -1))
+      << placement_columns(oop) << placement_columns(inp) << "\n";
+}
+
+// "# Wrong elements" over every size (when any was checked), each "# Avg bus bandwidth" line, and "#".
+void print_footer(std::ostream& out, std::span<const Result> results) {
+  bool any_check = false;
+  double wrong_total = 0;
+  for (const auto& r : results)
+    if (const Metric* wrong = r.metric("wrong"); wrong && r.params.contains("bytes")) {
+      any_check = true;
+      wrong_total += wrong->value;
+    }
+  if (any_check)
+    out << fmt::format("# Wrong elements : {:.0f} {}\n", wrong_total, wrong_total == 0 ? "OK" : "FAILED");
+  for (const auto& r : results) {
+    if (r.params.contains("bytes") || !r.metric("busbw_gbps")) continue;
+    const std::string group =
+        r.params.contains("group") ? fmt::format(" (group {})", r.params["group"].get<int>()) : "";
+    out << fmt::format("# Avg bus bandwidth{} : {:.3f}", group, r.metric("busbw_gbps")->value);
+    if (r.params.contains("min_busbw_gbps"))
+      out << fmt::format("  (--min-busbw {:.3f}: {})", r.params["min_busbw_gbps"].get<double>(),
+                         r.status == Status::failed ? "FAILED" : "OK");
+    out << "\n";
+  }
+  out << "#\n";
+}
+
 }  // namespace
 
 void print_collective_table(std::ostream& out, std::span<const Result> results) {
@@ -57,8 +108,6 @@ void print_collective_table(std::ostream& out, std::span<const Result> results) 
   std::stable_sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
 
   std::string section;
-  bool any_check = false;
-  double wrong_total = 0;
   for (const auto& [order, row] : rows) {
     const Result& r = *row;
     const bool inplace = r.params.value("inplace", false);
@@ -68,50 +117,59 @@ void print_collective_table(std::ostream& out, std::span<const Result> results) 
       const auto pos = base.find(kInplaceSuffix);
       if (pos != std::string::npos && by_name.count(base.erase(pos, kInplaceSuffix.size()))) continue;
     }
-    const std::string title = section_title(r);
-    if (title != section) {
+    if (const std::string title = section_title(r); title != section) {
       section = title;
-      out << "#\n" << title << "\n";
-      out << fmt::format("#{:>73}{:>39}\n", "out-of-place", "in-place");
-      out << fmt::format(
-          "#{:>11}  {:>12}  {:>8}  {:>6}  {:>6}  {:>9}  {:>7}  {:>7}  {:>6}  {:>9}  {:>7}  {:>7}  {:>6}\n",
-          "size", "count", "type", "redop", "root", "time", "algbw", "busbw", "#wrong", "time", "algbw",
-          "busbw", "#wrong");
-      out << fmt::format(
-          "#{:>11}  {:>12}  {:>8}  {:>6}  {:>6}  {:>9}  {:>7}  {:>7}  {:>6}  {:>9}  {:>7}  {:>7}  {:>6}\n",
-          "(B)", "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", "");
+      print_section_header(out, title);
     }
-    const Result* oop = inplace ? nullptr : &r;
     const Result* inp = inplace ? &r : nullptr;
-    if (!inplace) {
-      std::string twin = r.name;
-      const auto slash = twin.find("/group");
-      twin.insert(slash == std::string::npos ? twin.size() : slash, kInplaceSuffix);
-      if (auto it = by_name.find(twin); it != by_name.end()) inp = it->second;
+    if (!inplace)
+      if (auto it = by_name.find(inplace_twin(r.name)); it != by_name.end()) inp = it->second;
+    print_size_row(out, r, inplace ? nullptr : &r, inp);
+  }
+  print_footer(out, results);
+}
+
+CollectiveTableStream::CollectiveTableStream(std::ostream& out, bool inplace_twins)
+    : out_(out), inplace_twins_(inplace_twins) {}
+
+void CollectiveTableStream::add(const Result& r) {
+  if (finished_ || !r.params.contains("bytes")) return;
+  if (r.params.value("inplace", false)) {
+    if (waiting_ && inplace_twin(waiting_->name) == r.name) {
+      print_row(&*waiting_, &r);
+      waiting_.reset();
+      return;
     }
-    for (const Result* x : {oop, inp})
-      if (x && x->metric("wrong")) {
-        any_check = true;
-        wrong_total += x->metric("wrong")->value;
-      }
-    out << fmt::format(" {:>11}  {:>12}  {:>8}  {:>6}  {:>6}", r.params.value("bytes", 0ull),
-                       r.params.value("count", 0ull), r.params.value("dtype", "?"),
-                       r.params.value("redop", "none"), r.params.value("root", -1))
-        << placement_columns(oop) << placement_columns(inp) << "\n";
+    if (waiting_) print_row(&*waiting_, nullptr);
+    waiting_.reset();
+    print_row(nullptr, &r);
+    return;
   }
-  if (any_check)
-    out << fmt::format("# Wrong elements : {:.0f} {}\n", wrong_total, wrong_total == 0 ? "OK" : "FAILED");
-  for (const auto& r : results) {
-    if (r.params.contains("bytes") || !r.metric("busbw_gbps")) continue;
-    const std::string group =
-        r.params.contains("group") ? fmt::format(" (group {})", r.params["group"].get<int>()) : "";
-    out << fmt::format("# Avg bus bandwidth{} : {:.3f}", group, r.metric("busbw_gbps")->value);
-    if (r.params.contains("min_busbw_gbps"))
-      out << fmt::format("  (--min-busbw {:.3f}: {})", r.params["min_busbw_gbps"].get<double>(),
-                         r.status == Status::failed ? "FAILED" : "OK");
-    out << "\n";
+  if (waiting_) print_row(&*waiting_, nullptr);
+  waiting_.reset();
+  if (inplace_twins_)
+    waiting_ = r;
+  else
+    print_row(&r, nullptr);
+}
+
+void CollectiveTableStream::finish(std::span<const Result> results) {
+  if (finished_) return;
+  if (waiting_) print_row(&*waiting_, nullptr);
+  waiting_.reset();
+  finished_ = true;
+  print_footer(out_, results);
+  out_.flush();
+}
+
+void CollectiveTableStream::print_row(const Result* oop, const Result* inp) {
+  const Result& r = oop ? *oop : *inp;
+  if (const std::string title = section_title(r); title != section_) {
+    section_ = title;
+    print_section_header(out_, title);
   }
-  out << "#\n";
+  print_size_row(out_, r, oop, inp);
+  out_.flush();  // a log read while the sweep runs (tail -f, a Slurm output file) shows the size now
 }
 
 }  // namespace fb::reports

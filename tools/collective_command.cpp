@@ -4,8 +4,10 @@
 #include <algorithm>
 #include <iostream>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <fmt/format.h>
@@ -135,6 +137,13 @@ workloads::CollectiveOptions resolve(const CollectiveCliOptions& cli, std::uint6
   return o;
 }
 
+// The console table printed as the sizes are measured, and finished by the run's end or by a signal's
+// speaker thread (tools/interrupt_report.hpp), whichever comes first.
+struct LiveTable {
+  std::mutex mutex;
+  std::optional<reports::CollectiveTableStream> table;
+};
+
 int run_collective(const CollectiveCliOptions& cli, Session& session) {
   workloads::CollectiveOptions options = resolve(cli, session.options().seed);
   auto& mpi = session.mpi();
@@ -149,10 +158,28 @@ int run_collective(const CollectiveCliOptions& cli, Session& session) {
   check_injection_for(session, "collective", /*communicator_faults=*/true, /*sdc=*/false, sendrecv,
                       /*collective_check=*/options.check);
   if (session.checking_only()) return 0;  // a suite's preflight: validated, nothing run
+  // Rank 0 prints each size as soon as it is measured, as nccl-tests does: the log shows the sweep live and
+  // keeps its rows however the job ends. --split's groups are measured together and their rows interleave,
+  // so their tables are printed whole at the end.
+  const bool console = mpi.is_root() && !session.options().quiet;
+  auto live = std::make_shared<LiveTable>();  // shared with the signal's speaker thread
+  const auto first_line = [ranks = mpi.size(), &options, average = cli.average](std::string_view engine) {
+    return fmt::format(
+        "# factorybench collective: {} rank(s), {} engine, {} iters after {} warm-up, time = mean, ranks "
+        "combined by -a {}\n",
+        ranks, engine, options.iters, options.warmup, average);
+  };
   // After every check, the free-memory one in the run included (a refused input gets its one line alone),
   // before the first measurement.
-  if (auto thin = workloads::few_samples_warning(cli.iters, cli.warmup); !thin.empty())
-    options.on_checked = [thin = std::move(thin)] { log::warn("{}", thin); };
+  options.on_checked = [thin = workloads::few_samples_warning(cli.iters, cli.warmup),
+                        stream = console && options.split == 0, inplace = options.inplace, live,
+                        first_line](std::string_view engine) {
+    if (!thin.empty()) log::warn("{}", thin);
+    if (!stream) return;
+    std::lock_guard lock(live->mutex);
+    std::cout << first_line(engine);
+    live->table.emplace(std::cout, inplace);
+  };
   auto report = session.begin_report();
   auto& backend = session.backend();  // starts the telemetry sampler with the device
   options.telemetry = session.telemetry();
@@ -160,7 +187,11 @@ int run_collective(const CollectiveCliOptions& cli, Session& session) {
   // ends (exit 1, the report so far plus a failed "hang" result) instead of waiting for the scheduler's
   // limit. The sizes measured before the hung call are kept: each result as rank 0 makes it.
   const auto so_far = ReportSoFar::make(report);
-  options.on_result = [so_far](const reports::Result& r) { so_far->add(r); };
+  options.on_result = [so_far, live](const reports::Result& r) {
+    so_far->add(r);
+    std::lock_guard lock(live->mutex);
+    if (live->table) live->table->add(r);
+  };
   CommandHangWatchdog watchdog(mpi, "collective", report.run.value("id", std::string("run")),
                                session.hang_report(ReportSoFar::reader(so_far)), session.options().output,
                                cli.run_dir, hang_timeout);
@@ -168,7 +199,13 @@ int run_collective(const CollectiveCliOptions& cli, Session& session) {
   std::optional<InterruptReport> interrupted;
   interrupted.emplace(
       session, "collective", ReportSoFar::reader(so_far),
-      [ranks = mpi.size(), iters = options.iters, warmup = options.warmup](const reports::Report& r) {
+      [live, ranks = mpi.size(), iters = options.iters, warmup = options.warmup](const reports::Report& r) {
+        std::lock_guard lock(live->mutex);
+        if (live->table) {  // the sizes are on the console already: what waits, and the footer
+          live->table->finish(r.results);
+          std::cout << "# factorybench collective: stopped by a signal after the sizes above\n";
+          return;
+        }
         std::cout << fmt::format(
             "# factorybench collective: {} rank(s), {} iters after {} warm-up: the sizes measured before the "
             "signal\n",
@@ -180,16 +217,17 @@ int run_collective(const CollectiveCliOptions& cli, Session& session) {
   watchdog.finish();
   for (auto& r : run.results) report.results.push_back(std::move(r));
   report.summary = run.summary;
-  const int rc = session.finish(report);
-  if (mpi.is_root() && !session.options().quiet) {
-    std::cout << fmt::format(
-        "# factorybench collective: {} rank(s), {} engine, {} iters after {} warm-up, time = "
-        "mean, ranks combined by -a {}\n",
-        mpi.size(), run.summary.value("engine", "?"), options.iters, options.warmup, cli.average);
-    reports::print_collective_table(std::cout, report.results);
-    std::cout.flush();
+  if (console) {
+    std::lock_guard lock(live->mutex);
+    if (live->table) {
+      live->table->finish(report.results);
+    } else {
+      std::cout << first_line(run.summary.value("engine", "?"));
+      reports::print_collective_table(std::cout, report.results);
+      std::cout.flush();
+    }
   }
-  return rc;
+  return session.finish(report);
 }
 
 }  // namespace

@@ -541,7 +541,7 @@ CollectiveRun run_collective_benchmark(const CollectiveOptions& o, MpiContext& m
   if (o.split > 0) group_comm = world_comm->split(mpi.rank() / n, mpi.rank());
   Communicator& comm = o.split > 0 ? *group_comm : *world_comm;
   check_supported(o, comm);
-  if (o.on_checked) o.on_checked();
+  if (o.on_checked) o.on_checked(comm.engine());
 
   DeviceBuffer send = backend.allocate(buffer_bytes);
   DeviceBuffer recv = backend.allocate(buffer_bytes);

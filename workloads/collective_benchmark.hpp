@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -42,9 +43,10 @@ struct CollectiveOptions {
   std::uint64_t seed = 42;
   // When set, each result gets the telemetry of its own size's window (extra.telemetry), not the run's.
   TelemetrySampler* telemetry = nullptr;
-  // Called once every input check has passed (the free-memory one included), before the first allocation:
-  // where a warning about the run goes, so that a refused input still gets its one line alone.
-  std::function<void()> on_checked;
+  // Called once every input check has passed (the free-memory one included), before the first allocation,
+  // with the engine that will measure ("nccl", "mpi"): where a warning about the run and the console's first
+  // line go, so that a refused input still gets its one line alone.
+  std::function<void(std::string_view engine)> on_checked;
   // On rank 0, each size's result as soon as it is made (a hang's report keeps those before it).
   std::function<void(const reports::Result&)> on_result;
 };

@@ -34,11 +34,27 @@ grep -q "^error: collective: INTERRUPTED by SIGTERM$" "$T/coll.err" && grep -q "
   && ok "collective: says it was interrupted and where the report is" || fail "collective: $(cat "$T/coll.err")"
 rows=$(grep -cE "^ +[0-9]+ +[0-9]+ +fp32" "$T/coll.out" || true)
 [ "$rows" -ge 12 ] && ok "collective: the $rows rows measured are printed" || fail "collective: $rows rows: $(cat "$T/coll.out")"
+# Printed as measured, then finished by the signal: each size once, the footer and the line that says why.
+[ "$(grep -cE "^ +1024 +256 +fp32" "$T/coll.out")" -eq 1 ] && grep -q "^# Wrong elements : 0 OK$" "$T/coll.out" \
+  && grep -q "^# factorybench collective: stopped by a signal after the sizes above$" "$T/coll.out" \
+  && ok "collective: each size printed once, then the footer and the signal's line" || fail "collective: $(cat "$T/coll.out")"
 validate "$T/coll.json"
 assert_json "$T/coll.json" "[r['name'] for r in d['results'] if r['status'] == 'ok'][:12] == ['allreduce/fp32/%d' % (1024 << i) for i in range(12)]" \
   "collective: the report keeps 1 KiB .. 2 MiB"
 assert_json "$T/coll.json" "d['results'][-1]['name'] == 'interrupted' and d['results'][-1]['status'] == 'failed' and d['results'][-1]['params']['signal'] == 'SIGTERM' and 'finished_at' in d['run']" \
   "collective: ends with a failed 'interrupted' result"
+
+# --- collective alone, SIGKILL (what mpirun sends its ranks at Ctrl-C, and a scheduler after its grace time):
+# no report survives it, but each size was printed as it was measured, so the log keeps 1 KiB .. 2 MiB ---
+"$FACTORYBENCH" --log-level debug collective --backend host -b 1K -e 256M -n 200 -o "$T/kill.json" >"$T/kill.out" 2>"$T/kill.err" &
+pid=$!
+wait_for "$T/kill.err" "^debug: allreduce 4194304 bytes" || { cat "$T/kill.err" >&2; die "kill: never reached 4 MiB"; }
+kill -KILL "$pid"
+set +e; wait "$pid"; rc=$?; set -e
+[ "$rc" -eq 137 ] && [ ! -e "$T/kill.json" ] && ok "SIGKILL: exit 137, no report" || fail "SIGKILL: exit $rc, report: $(ls "$T")"
+sizes=$(grep -E "^ +[0-9]+ +[0-9]+ +fp32" "$T/kill.out" | awk '{print $1}' | head -12 | tr '\n' ' ')
+[ "$sizes" = "1024 2048 4096 8192 16384 32768 65536 131072 262144 524288 1048576 2097152 " ] \
+  && ok "SIGKILL: the log keeps the sizes measured before it" || fail "SIGKILL: printed '$sizes': $(cat "$T/kill.out")"
 
 # --- collective on 2 ranks, SIGTERM to both (srun's way): rank 0 writes, the state files go ---
 mkdir -p "$T/rd"

@@ -1,11 +1,15 @@
-// The console views of locate, burnin and health (reports/*_console.cpp): built from the Results the
-// workloads make, the text the commands print.
+// The console views of locate, burnin, health and collective (reports/*_console.cpp): built from the
+// Results the workloads make, the text the commands print.
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <span>
 #include <sstream>
 
+#include <fmt/format.h>
+
 #include "reports/burnin_console.hpp"
+#include "reports/collective_console.hpp"
 #include "reports/health_console.hpp"
 #include "reports/locate_console.hpp"
 #include "workloads/burnin.hpp"
@@ -151,6 +155,126 @@ TEST(HealthConsole, FiguresOfAPassReasonsOfAFail) {
             "rank 0 (node1, NVIDIA H200): PASS gemm 780.00 TFLOP/s\n"
             "rank 1 (node1, NVIDIA H200): FAIL checkpoint_dir: not writable\n"
             "health: 2 rank(s): 1 pass, 0 warn, 1 fail\n");
+}
+
+// A collective size as workloads/collective_benchmark.cpp makes it: name "<op>/<dtype>/<bytes>[/inplace]".
+reports::Result collective_size(const std::string& op, std::uint64_t bytes, bool inplace, double us,
+                                double wrong = 0) {
+  reports::Result r;
+  r.benchmark = "collective";
+  r.name = fmt::format("{}/fp32/{}{}", op, bytes, inplace ? "/inplace" : "");
+  r.params = {{"op", op},
+              {"dtype", "fp32"},
+              {"bytes", bytes},
+              {"count", bytes / 4},
+              {"ranks", 2},
+              {"inplace", inplace},
+              {"redop", op == "allgather" ? "none" : "sum"},
+              {"root", -1}};
+  const double algbw = static_cast<double>(bytes) / us / 1e3;
+  r.set_metric("time_us", Metric{us, "us", reports::Better::lower, std::nullopt});
+  r.set_metric("algbw_gbps", Metric{algbw, "GB/s", reports::Better::higher, std::nullopt});
+  r.set_metric("busbw_gbps", Metric{algbw, "GB/s", reports::Better::higher, std::nullopt});
+  r.set_metric("wrong", Metric{wrong, "count", reports::Better::lower, std::nullopt});
+  return r;
+}
+
+reports::Result collective_average(double busbw) {
+  reports::Result r;
+  r.benchmark = "collective";
+  r.name = "avg_busbw";
+  r.params = {{"op", "all"}, {"dtype", "fp32"}, {"ranks", 2}, {"rows", 3}};
+  r.set_metric("busbw_gbps", Metric{busbw, "GB/s", reports::Better::higher, std::nullopt});
+  return r;
+}
+
+constexpr std::string_view kCollectiveHeader =
+    "#                                                             out-of-place                              "
+    " "
+    "in-place\n"
+    "#       size         count      type   redop    root       time    algbw    busbw  #wrong       time    "
+    "algbw    busbw  #wrong\n"
+    "#        (B)    (elements)                                 (us)   (GB/s)   (GB/s)               (us)   "
+    "(GB/s)   (GB/s)        \n";
+
+TEST(CollectiveConsole, OneTablePerOpInPlaceNextToOutOfPlaceAndTheFooter) {
+  const std::vector<reports::Result> results = {
+      collective_size("allreduce", 1024, false, 2.0),    collective_size("allreduce", 1024, true, 4.0),
+      collective_size("allreduce", 4096, false, 4.0, 3), collective_size("allreduce", 4096, true, 8.0),
+      collective_size("allgather", 4096, false, 2.0),    collective_average(1.25)};
+  std::ostringstream out;
+  reports::print_collective_table(out, results);
+  const std::string no_inplace = "          -        -        -       -";
+  EXPECT_EQ(
+      out.str(),
+      fmt::format("#\n# allreduce: 2 rank(s), fp32\n{}"
+                  "        1024           256      fp32     sum      -1       2.00     0.51     0.51       0"
+                  "       4.00     0.26     0.26       0\n"
+                  "        4096          1024      fp32     sum      -1       4.00     1.02     1.02       3"
+                  "       8.00     0.51     0.51       0\n"
+                  "#\n# allgather: 2 rank(s), fp32\n{}"
+                  "        4096          1024      fp32    none      -1       2.00     2.05     2.05       0"
+                  "{}\n"
+                  "# Wrong elements : 3 FAILED\n"
+                  "# Avg bus bandwidth : 1.250\n"
+                  "#\n",
+                  kCollectiveHeader, kCollectiveHeader, no_inplace));
+}
+
+TEST(CollectiveConsole, StreamPrintsEachSizeAsItIsMeasuredAndEndsAsTheWholeTable) {
+  std::vector<reports::Result> made = {collective_size("allreduce", 1024, false, 2.0),
+                                       collective_size("allreduce", 4096, false, 4.0),
+                                       collective_size("allgather", 4096, false, 2.0)};
+  std::ostringstream out;
+  reports::CollectiveTableStream stream(out, /*inplace_twins=*/false);
+  stream.add(made[0]);
+  // The first size is on the console before the second is measured.
+  EXPECT_NE(out.str().find("\n        1024           256      fp32     sum"), std::string::npos) << out.str();
+  EXPECT_EQ(out.str().find("4096"), std::string::npos);
+  stream.add(made[1]);
+  stream.add(made[2]);
+  made.push_back(collective_average(1.5));
+  stream.finish(made);
+  std::ostringstream whole;
+  reports::print_collective_table(whole, made);
+  EXPECT_EQ(out.str(), whole.str());
+  // Finished: a result that comes after (the signal's footer printed while a size completes) prints nothing.
+  stream.add(collective_size("allgather", 8192, false, 2.0));
+  EXPECT_EQ(out.str(), whole.str());
+}
+
+TEST(CollectiveConsole, StreamPrintsASizeWhenItsInPlaceTwinIsMeasuredOrAloneWithoutIt) {
+  const std::vector<reports::Result> made = {
+      collective_size("allreduce", 1024, false, 2.0), collective_size("allreduce", 1024, true, 4.0),
+      collective_size("allreduce", 4096, false, 4.0), collective_size("allreduce", 4096, true, 8.0)};
+  std::ostringstream out;
+  reports::CollectiveTableStream stream(out, /*inplace_twins=*/true);
+  stream.add(made[0]);
+  EXPECT_EQ(out.str().find("1024"), std::string::npos) << "the out-of-place row waits for its twin";
+  stream.add(made[1]);
+  EXPECT_NE(out.str().find("       2.00     0.51     0.51       0       4.00     0.26     0.26       0\n"),
+            std::string::npos)
+      << out.str();
+  stream.add(made[2]);
+  stream.add(made[3]);
+  stream.finish(made);
+  std::ostringstream whole;
+  reports::print_collective_table(whole, made);
+  EXPECT_EQ(out.str(), whole.str());
+
+  // Stopped between the two placements of a size: the out-of-place figures are printed alone at finish.
+  std::ostringstream cut;
+  reports::CollectiveTableStream partial(cut, true);
+  partial.add(made[0]);
+  partial.add(made[1]);
+  partial.add(made[2]);
+  partial.finish(std::span(made).first(3));
+  EXPECT_NE(cut.str().find(
+                "        4096          1024      fp32     sum      -1       4.00     1.02     1.02       "
+                "0          -        -        -       -\n"),
+            std::string::npos)
+      << cut.str();
+  EXPECT_TRUE(cut.str().ends_with("# Wrong elements : 0 OK\n#\n")) << cut.str();
 }
 
 }  // namespace
