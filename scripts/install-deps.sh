@@ -18,14 +18,18 @@ for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
 
+# Root, or sudo, only when something is missing: a user on a machine where everything is installed needs
+# neither.
 SUDO=""
-if [ "$(id -u)" -ne 0 ]; then
-  command -v sudo >/dev/null || { echo "install-deps: need root or sudo" >&2; exit 1; }
+need_root() {
+  [ "$(id -u)" -eq 0 ] && return 0
+  command -v sudo >/dev/null || { echo "install-deps: need root or sudo to install $1" >&2; exit 1; }
   SUDO=sudo
-fi
+}
 if [ ${#missing[@]} -eq 0 ]; then
   echo "install-deps: all ${#PACKAGES[@]} packages already installed"
 else
+  need_root "${missing[*]}"
   echo "install-deps: installing ${missing[*]}"
   export DEBIAN_FRONTEND=noninteractive
   $SUDO apt-get update -qq
@@ -45,6 +49,7 @@ if [ -f "$CUDNN_FRONTEND_PREFIX/include/cudnn_frontend.h" ] &&
   echo "install-deps: cudnn-frontend $CUDNN_FRONTEND_VERSION headers already in $CUDNN_FRONTEND_PREFIX"
 else
   python3 -m pip --version >/dev/null 2>&1 || {
+    need_root python3-pip
     $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends python3-pip >/dev/null
   }
   wheels=$(mktemp -d)
@@ -58,6 +63,17 @@ else
       "a cuda build leaves out the cuDNN attention engine (FACTORYBENCH_CUDNN=AUTO)" >&2
     rm -rf "$wheels"
     exit 0
+  fi
+  # A prefix the user can write (CUDNN_FRONTEND_PREFIX=$HOME/...) needs no root; one that needs root, without
+  # root or sudo, is said and left out like a failed download.
+  if ! { mkdir -p "$CUDNN_FRONTEND_PREFIX" 2>/dev/null && [ -w "$CUDNN_FRONTEND_PREFIX" ]; }; then
+    if [ "$(id -u)" -ne 0 ] && ! command -v sudo >/dev/null; then
+      echo "install-deps: warning: cannot write $CUDNN_FRONTEND_PREFIX (not root, no sudo): set" \
+        "CUDNN_FRONTEND_PREFIX to a directory of yours; a cuda build leaves out the cuDNN attention engine" >&2
+      rm -rf "$wheels"
+      exit 0
+    fi
+    need_root "the cudnn-frontend headers in $CUDNN_FRONTEND_PREFIX"
   fi
   $SUDO mkdir -p "$CUDNN_FRONTEND_PREFIX"
   $SUDO python3 - "$wheels" "$CUDNN_FRONTEND_PREFIX" "$CUDNN_FRONTEND_VERSION" <<'PY'
