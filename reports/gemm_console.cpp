@@ -7,36 +7,39 @@
 
 namespace fb::reports {
 
-void print_gemm_table(std::ostream& out, std::span<const Result> results, const nlohmann::json& summary) {
-  std::size_t width = 4;
-  for (const auto& r : results) width = std::max(width, r.name.size());
-  const bool any_algo =
-      std::any_of(results.begin(), results.end(), [](const Result& r) { return r.metric("algo"); });
+namespace {
 
-  // Absent from the summary of a run stopped before its end (the rows so far alone).
+// The engine and peak lines above the rows (absent from the summary of a run stopped before its end).
+void print_head(std::ostream& out, const nlohmann::json& summary) {
   if (summary.contains("engine"))
     out << fmt::format(
         "# engine: {}{}\n", summary.value("engine", "?"),
         summary.value("emulated", false) ? " (emulated: not native throughput of this dtype)" : "");
   if (summary.contains("peak_source")) out << fmt::format("# peak: {}\n", summary.value("peak_source", "?"));
+}
+
+void print_columns(std::ostream& out, std::size_t width, bool algo) {
   out << fmt::format("# {:<{}}  {:>10}  {:>21}  {:>12}  {:>7}{}  {}\n", "name", width - 2, "TFLOP/s",
-                     "(min - max)", "time (us)", "MFU", any_algo ? "   algo" : "", "check");
-  for (const auto& r : results) {
-    if (r.params.contains("best_shape")) continue;  // a sweep's DTYPE/mamf: the sweep line below says it
-    const Metric* tf = r.metric("tflops");
-    const Metric* us = r.metric("time_us");
-    const Metric* mfu = r.metric("mfu");
-    const Metric* algo = r.metric("algo");
-    std::string spread = "-";
-    if (tf && tf->stats) spread = fmt::format("{:.4g} - {:.4g}", tf->stats->min, tf->stats->max);
-    std::string check =
-        r.status == Status::failed ? "FAILED" : (r.params.value("check", false) ? "ok" : "off");
-    out << fmt::format(
-        "{:<{}}  {:>10.4g}  {:>21}  {:>12.2f}  {:>7}{}  {}\n", r.name, width, tf ? tf->value : 0.0, spread,
-        us ? us->value : 0.0, mfu ? fmt::format("{:.1f}%", 100 * mfu->value) : std::string("-"),
-        any_algo ? fmt::format("  {:>5}", algo ? fmt::format("{:.0f}", algo->value) : "-") : "", check);
-    if (r.status == Status::failed && r.error) out << "#   " << *r.error << "\n";
-  }
+                     "(min - max)", "time (us)", "MFU", algo ? "   algo" : "", "check");
+}
+
+void print_row(std::ostream& out, const Result& r, std::size_t width, bool algo_column) {
+  const Metric* tf = r.metric("tflops");
+  const Metric* us = r.metric("time_us");
+  const Metric* mfu = r.metric("mfu");
+  const Metric* algo = r.metric("algo");
+  std::string spread = "-";
+  if (tf && tf->stats) spread = fmt::format("{:.4g} - {:.4g}", tf->stats->min, tf->stats->max);
+  std::string check = r.status == Status::failed ? "FAILED" : (r.params.value("check", false) ? "ok" : "off");
+  out << fmt::format(
+      "{:<{}}  {:>10.4g}  {:>21}  {:>12.2f}  {:>7}{}  {}\n", r.name, width, tf ? tf->value : 0.0, spread,
+      us ? us->value : 0.0, mfu ? fmt::format("{:.1f}%", 100 * mfu->value) : std::string("-"),
+      algo_column ? fmt::format("  {:>5}", algo ? fmt::format("{:.0f}", algo->value) : "-") : "", check);
+  if (r.status == Status::failed && r.error) out << "#   " << *r.error << "\n";
+}
+
+// Below the rows: the sweep's best shape and, with several ranks, the slow ranks.
+void print_footer(std::ostream& out, const nlohmann::json& summary) {
   if (summary.contains("sweep")) {
     const auto& s = summary["sweep"];
     out << fmt::format(
@@ -57,6 +60,52 @@ void print_gemm_table(std::ostream& out, std::span<const Result> results, const 
                          s["result"].get<std::string>(), 100 * s["slower_by"].get<double>(),
                          s["median_tflops"].get<double>());
   }
+}
+
+bool is_sweep_line(const Result& r) {
+  return r.params.contains("best_shape");  // a sweep's DTYPE/mamf: the sweep line below says it
+}
+
+}  // namespace
+
+void print_gemm_table(std::ostream& out, std::span<const Result> results, const nlohmann::json& summary) {
+  std::size_t width = 4;
+  for (const auto& r : results)
+    if (!is_sweep_line(r)) width = std::max(width, r.name.size());
+  const bool any_algo =
+      std::any_of(results.begin(), results.end(), [](const Result& r) { return r.metric("algo"); });
+  print_head(out, summary);
+  print_columns(out, width, any_algo);
+  for (const auto& r : results)
+    if (!is_sweep_line(r)) print_row(out, r, width, any_algo);
+  print_footer(out, summary);
+}
+
+GemmTableStream::GemmTableStream(std::ostream& out, std::span<const std::string> names) : out_(out) {
+  for (const auto& n : names) width_ = std::max(width_, n.size());
+}
+
+void GemmTableStream::begin(const nlohmann::json& head) {
+  print_head(out_, head);
+  out_.flush();
+}
+
+void GemmTableStream::add(const Result& r) {
+  if (finished_ || is_sweep_line(r)) return;
+  if (!started_) {
+    started_ = true;
+    algo_ = r.metric("algo") != nullptr;  // one engine for the run: every shape has an algorithm or none does
+    print_columns(out_, width_, algo_);
+  }
+  print_row(out_, r, width_, algo_);
+  out_.flush();  // a log read while the sweep runs shows the shape now
+}
+
+void GemmTableStream::finish(const nlohmann::json& summary) {
+  if (finished_) return;
+  finished_ = true;
+  print_footer(out_, summary);
+  out_.flush();
 }
 
 }  // namespace fb::reports

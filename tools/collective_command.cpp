@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <iostream>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -23,6 +22,7 @@
 #include "tools/count_option.hpp"
 #include "tools/injection_scope.hpp"
 #include "tools/interrupt_report.hpp"
+#include "tools/live_table.hpp"
 #include "tools/report_so_far.hpp"
 #include "workloads/collective_benchmark.hpp"
 #include "workloads/measurement_loop.hpp"
@@ -137,13 +137,6 @@ workloads::CollectiveOptions resolve(const CollectiveCliOptions& cli, std::uint6
   return o;
 }
 
-// The console table printed as the sizes are measured, and finished by the run's end or by a signal's
-// speaker thread (tools/interrupt_report.hpp), whichever comes first.
-struct LiveTable {
-  std::mutex mutex;
-  std::optional<reports::CollectiveTableStream> table;
-};
-
 int run_collective(const CollectiveCliOptions& cli, Session& session) {
   workloads::CollectiveOptions options = resolve(cli, session.options().seed);
   auto& mpi = session.mpi();
@@ -162,7 +155,7 @@ int run_collective(const CollectiveCliOptions& cli, Session& session) {
   // keeps its rows however the job ends. --split's groups are measured together and their rows interleave,
   // so their tables are printed whole at the end.
   const bool console = mpi.is_root() && !session.options().quiet;
-  auto live = std::make_shared<LiveTable>();  // shared with the signal's speaker thread
+  const auto live = LiveTable<reports::CollectiveTableStream>::make();
   const auto first_line = [ranks = mpi.size(), &options, average = cli.average](std::string_view engine) {
     return fmt::format(
         "# factorybench collective: {} rank(s), {} engine, {} iters after {} warm-up, time = mean, ranks "

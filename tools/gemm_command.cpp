@@ -18,6 +18,7 @@
 #include "tools/count_option.hpp"
 #include "tools/injection_scope.hpp"
 #include "tools/interrupt_report.hpp"
+#include "tools/live_table.hpp"
 #include "tools/report_so_far.hpp"
 #include "workloads/gemm_benchmark.hpp"
 #include "workloads/gemm_flops.hpp"
@@ -180,23 +181,43 @@ int run_gemm(const GemmCliOptions& cli, Session& session) {
   if (const auto thin = workloads::few_samples_warning(cli.iters, cli.warmup); !thin.empty())
     log::warn("{}", thin);
   auto report = session.begin_report();
+  // Rank 0 prints each shape as soon as it is measured: a sweep of thousands of shapes shows its figures
+  // live, and its log keeps them however the job ends.
+  const auto live = LiveTable<reports::GemmTableStream>::make();
+  if (mpi.is_root() && !session.options().quiet) {
+    std::vector<std::string> names;
+    for (const auto& c : cases) names.push_back(c.name);
+    live->table.emplace(std::cout, names);
+  }
+  o.on_started = [live, &mpi, &session, type, &o, shapes = cases.size()](const std::string& engine,
+                                                                         bool emulated) {
+    std::lock_guard lock(live->mutex);
+    if (!live->table) return;
+    std::cout << fmt::format("# factorybench gemm: {} rank(s), {}, {} iters after {} warm-up, {} shape(s)\n",
+                             mpi.size(), to_string(type), o.iters, o.warmup, shapes);
+    live->table->begin({{"engine", engine}, {"emulated", emulated}, {"peak_source", session.peak().source}});
+  };
   // Ctrl-C or a time limit keeps the shapes measured so far (tools/interrupt_report.hpp).
   const auto so_far = ReportSoFar::make(report);
-  o.on_result = [so_far](const reports::Result& r) { so_far->add(r); };
+  o.on_result = [so_far, live](const reports::Result& r) {
+    so_far->add(r);
+    std::lock_guard lock(live->mutex);
+    if (live->table) live->table->add(r);
+  };
   std::optional<InterruptReport> interrupted;
-  interrupted.emplace(session, "gemm", ReportSoFar::reader(so_far),
-                      [head = ShapesSoFar{"gemm", mpi.size(), type, o.iters, o.warmup, cases.size()}](
-                          const reports::Report& r) {
-                        std::cout << head.line(r.results.size());
-                        reports::print_gemm_table(std::cout, r.results, nlohmann::json::object());
-                      });
+  interrupted.emplace(
+      session, "gemm", ReportSoFar::reader(so_far), [live, shapes = cases.size()](const reports::Report& r) {
+        std::lock_guard lock(live->mutex);
+        if (!live->table) return;  // -q, or not rank 0
+        live->table->finish(nlohmann::json::object());
+        std::cout << fmt::format("# factorybench gemm: {} of {} shape(s) measured before the signal\n",
+                                 r.results.size(), shapes);
+      });
   auto run = workloads::run_gemm_benchmark(mpi, backend, session.peak(), type, cases, o, cli.sweep);
   interrupted.reset();
-  if (mpi.is_root() && !session.options().quiet) {
-    std::cout << fmt::format("# factorybench gemm: {} rank(s), {}, {} iters after {} warm-up, {} shape(s)\n",
-                             mpi.size(), to_string(type), o.iters, o.warmup, cases.size());
-    reports::print_gemm_table(std::cout, run.results, run.summary);
-    std::cout.flush();
+  {
+    std::lock_guard lock(live->mutex);
+    if (live->table) live->table->finish(run.summary);
   }
   for (auto& r : run.results) report.results.push_back(std::move(r));
   report.summary = std::move(run.summary);

@@ -6,8 +6,10 @@
 // the suite's report with the step failed and the rest not run), and says so on stderr; the signal then
 // ends the job as before (exit 128 + the signal, core/remove_on_signal.hpp LastWordOnSignal). The other
 // ranks hold no results: with -o they wait a second for rank 0 before the signal ends them.
-// The signal must reach the ranks: srun passes scancel's and a time limit's SIGTERM to every task, and a
-// command run alone takes Ctrl-C; mpirun (Open MPI 4) answers Ctrl-C with SIGKILL, which nothing survives.
+// The signal must reach the ranks: srun passes scancel's and a time limit's SIGTERM to every task, a command
+// run alone takes Ctrl-C, and mpirun (Open MPI 4) passes one Ctrl-C or SIGTERM on as SIGTERM a second later;
+// a second one makes it abort the job at once (GNU timeout sends two: use timeout --foreground), and its
+// SIGKILL a second after its SIGTERM ends a rank still writing. docs/reports.md.
 #include <functional>
 #include <memory>
 #include <string>

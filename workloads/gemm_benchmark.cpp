@@ -485,6 +485,7 @@ GemmRunOutput run_gemm_benchmark(const MpiContext& mpi, Backend& backend, const 
   GemmRunOutput out;
   out.engine = engine->name();
   out.emulated = engine->emulated();
+  if (o.on_started) o.on_started(out.engine, out.emulated);
   ProgressMeter progress(sweep ? "gemm sweep" : "gemm", static_cast<double>(cases.size()));
   for (std::size_t ci = 0; ci < cases.size(); ++ci) {
     const GemmCase& gc = cases[ci];

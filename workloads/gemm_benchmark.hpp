@@ -66,6 +66,9 @@ struct GemmRunOptions {
   std::size_t check_samples = 128;  // output elements compared with the fp64 reference
   // When set, each result gets the telemetry of its own shape's window (extra.telemetry), not the run's.
   TelemetrySampler* telemetry = nullptr;
+  // Every rank, once the engine is chosen and before the first shape: its name, and whether it emulates the
+  // dtype (the console's engine line).
+  std::function<void(const std::string& engine, bool emulated)> on_started;
   // Rank 0: each shape's result as it is made (the report so far, should the run be stopped).
   std::function<void(const reports::Result&)> on_result;
   // Tests only: called on one buffer set's C after its final run and before the check (to corrupt it).

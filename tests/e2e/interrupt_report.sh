@@ -44,7 +44,7 @@ assert_json "$T/coll.json" "[r['name'] for r in d['results'] if r['status'] == '
 assert_json "$T/coll.json" "d['results'][-1]['name'] == 'interrupted' and d['results'][-1]['status'] == 'failed' and d['results'][-1]['params']['signal'] == 'SIGTERM' and 'finished_at' in d['run']" \
   "collective: ends with a failed 'interrupted' result"
 
-# --- collective alone, SIGKILL (what mpirun sends its ranks at Ctrl-C, and a scheduler after its grace time):
+# --- collective alone, SIGKILL (what a second Ctrl-C to mpirun amounts to, and a scheduler after its grace time):
 # no report survives it, but each size was printed as it was measured, so the log keeps 1 KiB .. 2 MiB ---
 "$FACTORYBENCH" --log-level debug collective --backend host -b 1K -e 256M -n 200 -o "$T/kill.json" >"$T/kill.out" 2>"$T/kill.err" &
 pid=$!
@@ -98,6 +98,15 @@ grep -q "3 of 4 shape(s) measured before the signal" "$T/gemm.out" && [ "$(grep 
 validate "$T/gemm.json"
 assert_json "$T/gemm.json" "[(r['name'], r['status']) for r in d['results']] == [('fp32/64x1536x1536', 'ok'), ('fp32/96x1536x1536', 'ok'), ('fp32/128x1536x1536', 'ok'), ('interrupted', 'failed')]" \
   "gemm: the report keeps the three shapes and the interruption"
+# SIGKILL at the same point: no report, but each shape was printed as it was measured.
+"$FACTORYBENCH" --log-level debug gemm --backend host --m 64,96,128,1536 --n 1536 --k 1536 -n 200 -o "$T/gkill.json" \
+  >"$T/gkill.out" 2>"$T/gkill.err" &
+pid=$!
+wait_for "$T/gkill.err" "^debug: gemm fp32/1536x1536x1536" || { cat "$T/gkill.err" >&2; die "gkill: never reached the fourth shape"; }
+kill -KILL "$pid"
+set +e; wait "$pid"; rc=$?; set -e
+[ "$rc" -eq 137 ] && [ ! -e "$T/gkill.json" ] && [ "$(grep -cE "^fp32/(64|96|128)x1536x1536 .* ok$" "$T/gkill.out")" -eq 3 ] \
+  && ok "gemm, SIGKILL: no report, the log keeps the three shapes" || fail "gemm, SIGKILL: exit $rc: $(cat "$T/gkill.out")"
 
 # --- health alone: the verdict CI reads says why ---
 "$FACTORYBENCH" --log-level debug health --backend host --gemm-size 2048 -o "$T/health.json" >"$T/health.out" 2>"$T/health.err" &

@@ -29,10 +29,11 @@ for _ in $(seq 1 120); do  # until the job has trained a step
   sleep 0.5
 done
 grep -q '"type":"step"' "$T/frozen/events.jsonl" 2>/dev/null || { kill -9 "$sup"; die "frozen: the job never trained a step"; }
+stopped=()
 stop_tree() {  # SIGSTOP a process and everything under it
   local p
   for p in $(pgrep -P "$1"); do stop_tree "$p"; done
-  kill -STOP "$1" 2>/dev/null
+  kill -STOP "$1" 2>/dev/null && stopped+=("$1")
 }
 for child in $(pgrep -P "$sup"); do stop_tree "$child"; done
 rc=0
@@ -46,6 +47,15 @@ if kill -0 "$sup" 2>/dev/null; then
   die "frozen: the supervisor did not end the frozen job within 60 s"
 fi
 wait "$sup" || rc=$?
+# The supervisor killed the rank; what ran under it (the singleton's orted) is still stopped and would wait
+# forever for a rank that is gone: let it go on, and see it gone.
+kill -CONT "${stopped[@]}" 2>/dev/null || true
+for _ in $(seq 1 20); do
+  alive=$(for p in "${stopped[@]}"; do if kill -0 "$p" 2>/dev/null; then echo "$p"; fi; done)
+  [ -z "$alive" ] && break
+  sleep 0.25
+done
+[ -z "$alive" ] && ok "frozen job: nothing of it left running" || { fail "frozen: left running: $(ps -o pid,stat,args -p $alive)"; kill -9 $alive; }
 [ "$rc" -eq 1 ] && ok "frozen job: killed, restarts exhausted (exit 1)" || fail "frozen: exit $rc: $(tail -5 "$T/frozen.err")"
 grep '"type":"failure_detected"' "$T/frozen/events.jsonl" | grep '"kind":"hang"' \
   | grep -q "supervisor: event log silent for 3 s; job killed" \

@@ -25,9 +25,11 @@ cat >"$T/killed.json" <<'JSON'
 JSON
 run_capture killed timeout -s KILL 10 mpirun --oversubscribe -np 2 "$FACTORYBENCH" suite "$T/killed.json" --backend host -o "$T/killed-report.json"
 assert_json "$T/killed-report.json" "d['run']['backend'] == 'host' and [(r['name'], r['status']) for r in d['results']] == [('long', 'failed'), ('after', 'skipped')] and 'did not finish' in d['results'][0]['error'] and d['summary']['suite']['verdict'] == 'fail'" "killed in step 1: the report names the backend, the step unfinished, the rest not run"
-# Stopped there by SIGTERM, as a time limit stops it (timeout signals the whole process group, ranks too): the
-# step says it was interrupted, and by what (tools/interrupt_report.hpp).
-run_capture stopped timeout -s TERM 10 mpirun --oversubscribe -np 2 "$FACTORYBENCH" suite "$T/killed.json" --backend host -o "$T/stopped-report.json"
+# Stopped there by SIGTERM, as a time limit stops it: mpirun passes one SIGTERM on to the ranks (after a
+# SIGCONT and a second), and the step says it was interrupted, and by what (tools/interrupt_report.hpp).
+# --foreground: timeout then signals mpirun alone, once; without it a second SIGTERM, sent to timeout's process
+# group, reaches mpirun too, which then aborts the job at once, before the ranks are signalled (docs/reports.md).
+run_capture stopped timeout --foreground -s TERM 10 mpirun --oversubscribe -np 2 "$FACTORYBENCH" suite "$T/killed.json" --backend host -o "$T/stopped-report.json"
 assert_json "$T/stopped-report.json" "[(r['benchmark'], r['name'], r['status']) for r in d['results']] == [('burnin', 'interrupted', 'failed'), ('suite', 'after', 'skipped')] and d['results'][0]['error'].startswith('interrupted by SIGTERM') and d['results'][0]['extra']['suite_step'] == 'long' and d['summary']['suite']['verdict'] == 'fail'" "SIGTERM in step 1: the step interrupted by SIGTERM, the rest not run"
 # Two sweeps that overlap in two of their sizes: the second step's results are all named for it (only the
 # clashing sizes were, splitting its sweep across two names).

@@ -1,8 +1,9 @@
-// The console views of locate, burnin, health and collective (reports/*_console.cpp): built from the
+// The console views of locate, burnin, health, collective and gemm (reports/*_console.cpp): built from the
 // Results the workloads make, the text the commands print.
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <optional>
 #include <span>
 #include <sstream>
 
@@ -10,6 +11,7 @@
 
 #include "reports/burnin_console.hpp"
 #include "reports/collective_console.hpp"
+#include "reports/gemm_console.hpp"
 #include "reports/health_console.hpp"
 #include "reports/locate_console.hpp"
 #include "workloads/burnin.hpp"
@@ -275,6 +277,63 @@ TEST(CollectiveConsole, StreamPrintsASizeWhenItsInPlaceTwinIsMeasuredOrAloneWith
             std::string::npos)
       << cut.str();
   EXPECT_TRUE(cut.str().ends_with("# Wrong elements : 0 OK\n#\n")) << cut.str();
+}
+
+// A GEMM shape as workloads/gemm_benchmark.cpp makes it.
+reports::Result gemm_shape(const std::string& name, double tflops, double us, std::optional<int> algo) {
+  reports::Result r;
+  r.benchmark = "gemm";
+  r.name = name;
+  r.params = {{"check", true}};
+  r.set_metric("tflops", Metric{tflops, "TFLOP/s", reports::Better::higher,
+                                SampleStats{tflops * 0.9, tflops, tflops * 1.1, tflops, tflops * 1.1, 0, 5}});
+  r.set_metric("time_us", Metric{us, "us", reports::Better::lower, std::nullopt});
+  r.set_metric("mfu", Metric{tflops / 1000, "fraction", reports::Better::higher, std::nullopt});
+  if (algo)
+    r.set_metric("algo", Metric{static_cast<double>(*algo), "id", reports::Better::none, std::nullopt});
+  return r;
+}
+
+TEST(GemmConsole, StreamPrintsEachShapeAsItIsMeasuredAndEndsAsTheWholeTable) {
+  std::vector<reports::Result> made = {gemm_shape("bf16/8192x8192x8192", 712.5, 1543.2, 3),
+                                       gemm_shape("bf16/16384x8192x8192", 745.1, 2951.0, 7)};
+  made[1].fail("412 of 128 sampled elements differ from the fp64 reference");
+  const nlohmann::json summary = {{"engine", "cublasLt"},
+                                  {"emulated", false},
+                                  {"peak_source", "table: H100 SXM bf16 dense 989.4 TFLOP/s"},
+                                  {"ranks", 2},
+                                  {"outlier_threshold", 0.05},
+                                  {"slow_ranks", nlohmann::json::array()}};
+  std::vector<std::string> names;
+  for (const auto& r : made) names.push_back(r.name);
+  std::ostringstream out;
+  reports::GemmTableStream stream(out, names);
+  stream.begin(summary);
+  EXPECT_EQ(out.str(), "# engine: cublasLt\n# peak: table: H100 SXM bf16 dense 989.4 TFLOP/s\n");
+  stream.add(made[0]);
+  // The first shape is on the console, with the algo column, before the second is measured.
+  EXPECT_NE(out.str().find("   algo  check\nbf16/8192x8192x8192    "), std::string::npos) << out.str();
+  EXPECT_NE(out.str().find("      3  ok\n"), std::string::npos) << out.str();
+  EXPECT_EQ(out.str().find("16384"), std::string::npos);
+  stream.add(made[1]);
+  stream.finish(summary);
+  std::ostringstream whole;
+  reports::print_gemm_table(whole, made, summary);
+  EXPECT_EQ(out.str(), whole.str());
+  EXPECT_NE(out.str().find("FAILED\n#   412 of 128 sampled"), std::string::npos) << out.str();
+  EXPECT_TRUE(out.str().ends_with("# slow ranks: none (no rank more than 5.0% below the median)\n"));
+  stream.add(made[0]);  // finished: prints nothing
+  EXPECT_EQ(out.str(), whole.str());
+}
+
+TEST(GemmConsole, TheNameColumnFitsEveryShapeOfTheRunAndNoAlgoColumnWithoutAlgorithms) {
+  // The widest name comes last: the first row is already as wide as the table.
+  const std::vector<std::string> names = {"fp32/64x64x64", "fp32/1536x1536x1536"};
+  std::ostringstream out;
+  reports::GemmTableStream stream(out, names);
+  stream.add(gemm_shape(names[0], 0.05, 10.5, std::nullopt));
+  EXPECT_NE(out.str().find(fmt::format("{:<19}  ", "fp32/64x64x64")), std::string::npos) << out.str();
+  EXPECT_EQ(out.str().find("algo"), std::string::npos) << out.str();
 }
 
 }  // namespace
