@@ -14,10 +14,10 @@ namespace fb::reports {
 void print_collective_table(std::ostream& out, std::span<const Result> results);
 
 // The same table a row at a time, each size printed (and flushed) as soon as it is measured, as nccl-tests
-// does: a sweep's log then shows its figures live and keeps them however the job ends (SIGKILL, which no report
-// survives, included). Results are added in the order they are made, one section after
-// another (the sizes of one op, or one MoE phase; --split interleaves its groups and is printed whole at the
-// end instead). With `inplace_twins` an out-of-place row waits for its in-place twin, measured next.
+// does: a sweep's log then shows its figures live and keeps them however the job ends (SIGKILL, which no
+// report survives, included). Results are added in the order they are made, one section after another (the
+// sizes of one op, or one MoE phase; --split interleaves its groups and is printed whole at the end instead).
+// With `inplace_twins` an out-of-place row waits for its in-place twin, measured next.
 class CollectiveTableStream {
  public:
   CollectiveTableStream(std::ostream& out, bool inplace_twins);
