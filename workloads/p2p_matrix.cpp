@@ -248,9 +248,16 @@ std::vector<P2pMatrix> sum_matrices(const MpiContext& mpi, FlatMatrices& f, std:
 void confirm_flagged(PairTransfers& t, P2pMatrix& largest, P2pVerdict& verdict, const P2pOptions& o) {
   const std::size_t n = largest.bw_gbps.size();
   const std::size_t largest_count = largest.bytes / sizeof(float);
+  // A slow link is slow here too: with the tournament's progress at 100%, these passes can take as long
+  // again.
+  const double links = static_cast<double>(verdict.flagged_links().size());
+  ProgressMeter progress("locate p2p confirmation", links * std::max(o.confirm_passes, 1));
+  double done = 0;
   for (int pass = 0; pass < o.confirm_passes && !verdict.pass(); ++pass) {
     std::vector<double> again(n * n, 0.0);
-    for (const auto& [a, b] : verdict.flagged_links()) {
+    const auto flagged = verdict.flagged_links();
+    std::size_t link = 0;
+    for (const auto& [a, b] : flagged) {
       if (t.in_pair(a, b))
         for (const auto& [from, to] : {std::pair{a, b}, std::pair{b, a}}) {
           const double secs = t.time_transfer(from, to, largest_count, 0, o.iterations);
@@ -259,6 +266,11 @@ void confirm_flagged(PairTransfers& t, P2pMatrix& largest, P2pVerdict& verdict, 
                 static_cast<double>(largest_count * sizeof(float)) / secs / 1e9;
         }
       t.mpi.barrier_sleeping(1);  // one link at a time; the ranks outside it sleep rather than spin
+      done += 1;
+      ++link;
+      if (progress.due())
+        progress.update(done, fmt::format("pass {}/{}, flagged link {}/{} measured again alone", pass + 1,
+                                          o.confirm_passes, link, flagged.size()));
     }
     allreduce(t.mpi, std::span<double>(again), RankReduce::max);
     for (std::size_t i = 0; i < n; ++i)

@@ -31,6 +31,9 @@ for seed in ${FB_SEEDS:-1 2 3}; do
   assert_json "$R" "[r['status'] for r in d['results'] if r['name'] == 'p2p/rank/262144'] == ['failed']" "seed $seed: the p2p result fails"
   assert_json "$R" "len([r for r in d['results'] if r['name'] == 'p2p/rank/262144'][0]['extra']['matrix']['bw_gbps']) == 8" "seed $seed: 8x8 matrix in the report"
   grep -q "^slow endpoint: .*-fake1 (rank 3, GPU 1)" "$T/inject$seed.out" && ok "seed $seed: console names rank 3" || fail "seed $seed: console"
+  # The 8 flagged links measured again alone, twice, at 100 ms a call on rank 3: over 10 s, with progress.
+  grep -qE "^locate p2p confirmation: [0-9]+% \(pass [12]/2, flagged link [1-8]/8 measured again alone\)" "$T/inject$seed.err" \
+    && ok "seed $seed: confirmation progress" || fail "seed $seed: no confirmation progress: $(grep '^locate' "$T/inject$seed.err")"
 done
 
 # Node scope: endpoints are ranks 0, 2, 4, 6; a slow link between ranks 2 and 4 is the link between hosts 1 and 2.
