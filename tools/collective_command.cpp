@@ -5,6 +5,7 @@
 #include <iostream>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -156,21 +157,35 @@ int run_collective(const CollectiveCliOptions& cli, Session& session) {
   // so their tables are printed whole at the end.
   const bool console = mpi.is_root() && !session.options().quiet;
   const auto live = LiveTable<reports::CollectiveTableStream>::make();
+  const auto engine_name = std::make_shared<std::string>("?");  // known once every check has passed
   const auto first_line = [ranks = mpi.size(), &options, average = cli.average](std::string_view engine) {
     return fmt::format(
         "# factorybench collective: {} rank(s), {} engine, {} iters after {} warm-up, time = mean, ranks "
         "combined by -a {}\n",
         ranks, engine, options.iters, options.warmup, average);
   };
+  // The end of the table, whatever ends the run (its end, a hang, a signal), under live->mutex: the row
+  // waiting for its in-place twin and the footer, or with --split the whole table.
+  const auto close_table = [console, live, engine_name,
+                            first_line](std::span<const reports::Result> results) {
+    if (live->table) {
+      live->table->finish(results);
+    } else if (console) {
+      std::cout << first_line(*engine_name);
+      reports::print_collective_table(std::cout, results);
+      std::cout.flush();
+    }
+  };
   // After every check, the free-memory one in the run included (a refused input gets its one line alone),
   // before the first measurement.
   options.on_checked = [thin = workloads::few_samples_warning(cli.iters, cli.warmup),
-                        stream = console && options.split == 0, inplace = options.inplace, live,
-                        first_line](std::string_view engine) {
+                        stream = console && options.split == 0, inplace = options.inplace, live, engine_name,
+                        first_line](std::string_view name) {
     if (!thin.empty()) log::warn("{}", thin);
-    if (!stream) return;
     std::lock_guard lock(live->mutex);
-    std::cout << first_line(engine);
+    *engine_name = name;
+    if (!stream) return;
+    std::cout << first_line(name) << std::flush;  // a log read now shows the run has started
     live->table.emplace(std::cout, inplace);
   };
   auto report = session.begin_report();
@@ -187,38 +202,27 @@ int run_collective(const CollectiveCliOptions& cli, Session& session) {
   };
   CommandHangWatchdog watchdog(mpi, "collective", report.run.value("id", std::string("run")),
                                session.hang_report(ReportSoFar::reader(so_far)), session.options().output,
-                               cli.run_dir, hang_timeout);
+                               cli.run_dir, hang_timeout,
+                               [live, close_table, read = ReportSoFar::reader(so_far)] {
+                                 std::lock_guard lock(live->mutex);
+                                 close_table(read().results);
+                               });
   // Ctrl-C or a time limit keeps the sizes measured so far, as a hang does.
   std::optional<InterruptReport> interrupted;
-  interrupted.emplace(
-      session, "collective", ReportSoFar::reader(so_far),
-      [live, ranks = mpi.size(), iters = options.iters, warmup = options.warmup](const reports::Report& r) {
-        std::lock_guard lock(live->mutex);
-        if (live->table) {  // the sizes are on the console already: what waits, and the footer
-          live->table->finish(r.results);
-          std::cout << "# factorybench collective: stopped by a signal after the sizes above\n";
-          return;
-        }
-        std::cout << fmt::format(
-            "# factorybench collective: {} rank(s), {} iters after {} warm-up: the sizes measured before the "
-            "signal\n",
-            ranks, iters, warmup);
-        reports::print_collective_table(std::cout, r.results);
-      });
+  interrupted.emplace(session, "collective", ReportSoFar::reader(so_far),
+                      [live, close_table](const reports::Report& r) {
+                        std::lock_guard lock(live->mutex);
+                        close_table(r.results);
+                        std::cout << "# factorybench collective: stopped by a signal after the sizes above\n";
+                      });
   workloads::CollectiveRun run = workloads::run_collective_benchmark(options, mpi, backend);
   interrupted.reset();  // measured: a signal from here on ends the run as before
   watchdog.finish();
   for (auto& r : run.results) report.results.push_back(std::move(r));
   report.summary = run.summary;
-  if (console) {
+  {
     std::lock_guard lock(live->mutex);
-    if (live->table) {
-      live->table->finish(report.results);
-    } else {
-      std::cout << first_line(run.summary.value("engine", "?"));
-      reports::print_collective_table(std::cout, report.results);
-      std::cout.flush();
-    }
+    close_table(report.results);
   }
   return session.finish(report);
 }

@@ -91,7 +91,7 @@ void add_hang_watchdog_options(CLI::App& sub, std::string& hang_timeout, std::st
 CommandHangWatchdog::CommandHangWatchdog(const MpiContext& mpi, std::string command,
                                          const std::string& run_id, Session::HangReport report_on_hang,
                                          std::string output, const std::filesystem::path& run_dir,
-                                         double timeout_s)
+                                         double timeout_s, std::function<void()> finish_console)
     : mpi_(mpi), dir_(run_dir / ("fb-hang-" + run_id)) {
   if (timeout_s <= 0) return;
   // --run-dir is the user's: one that cannot hold the state files is a usage error, on every rank alike
@@ -140,8 +140,10 @@ CommandHangWatchdog::CommandHangWatchdog(const MpiContext& mpi, std::string comm
       std::cerr << "hang: the report was not written: " << e.what() << "\n";
     }
   };
-  auto on_hang = [result, write](const std::vector<std::string>& found) {
+  if (!mpi.is_root()) finish_console = nullptr;
+  auto on_hang = [result, write, finish_console](const std::vector<std::string>& found) {
     const auto r = result(found);
+    if (finish_console) finish_console();
     reports::print_hang(std::cout, r);
     std::cout.flush();
     write(r);
@@ -151,7 +153,10 @@ CommandHangWatchdog::CommandHangWatchdog(const MpiContext& mpi, std::string comm
   // and the reporter does not wait for it.
   HangWatchdog::OnHang on_peer_hang;
   if (mpi.is_root() && has_output)
-    on_peer_hang = [result, write](const std::vector<std::string>& found) { write(result(found)); };
+    on_peer_hang = [result, write, finish_console](const std::vector<std::string>& found) {
+      if (finish_console) finish_console();
+      write(result(found));
+    };
   watchdog_ = std::make_unique<HangWatchdog>(dir_, me, mpi.size(), timeout_s, std::move(on_hang),
                                              std::move(on_peer_hang));
 }

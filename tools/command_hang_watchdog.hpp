@@ -5,6 +5,7 @@
 // and writes the report so far plus a failed "hang" result; then the job ends with exit 1 instead of waiting
 // for the scheduler's time limit.
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -34,9 +35,12 @@ class CommandHangWatchdog {
   // timeout_s <= 0: off. `report_on_hang` makes what -o holds if the job hangs (Session::hang_report: the
   // command's report so far, or inside a suite the suite's), `output` the report path (may be empty). Every
   // rank constructs it.
+  // `finish_console` (may be empty) runs on rank 0 at a hang, before the diagnosis is printed, when rank 0
+  // prints it or writes the report: a table printed row by row gets its last row and its footer.
   CommandHangWatchdog(const MpiContext& mpi, std::string command, const std::string& run_id,
                       Session::HangReport report_on_hang, std::string output,
-                      const std::filesystem::path& run_dir, double timeout_s);
+                      const std::filesystem::path& run_dir, double timeout_s,
+                      std::function<void()> finish_console = {});
   // No hang: stops the watchdog and removes the state files. Collective.
   void finish();
   // Without finish() (the command stopped on an error: refused input found at run time, a failed check

@@ -72,6 +72,18 @@ assert_json "$T/coll2.json" "[r['name'] for r in d['results'] if r['status'] == 
   "2 ranks: rank 0 kept 1 KiB .. 2 MiB and the interruption"
 [ -z "$(ls -A "$T/rd")" ] && ok "2 ranks: no watchdog state left in --run-dir" || fail "2 ranks: left $(ls -R "$T/rd")"
 
+# --- --split 2 on 4 ranks (tables printed whole, at the end or at the signal), one SIGTERM to mpirun ---
+fb_mpirun 4 --log-level debug collective --backend host --split 2 -b 1K -e 256M -n 200 --hang-timeout 0 \
+  -o "$T/split.json" >"$T/split.out" 2>"$T/split.err" &
+launcher=$!
+wait_for "$T/split.err" "^\[rank 0\] debug: allreduce 4194304 bytes" || { cat "$T/split.err" >&2; die "split: never reached 4 MiB"; }
+kill -TERM $(pgrep -P "$launcher")
+set +e; wait "$launcher"; set -e
+head -1 "$T/split.out" | grep -q "^# factorybench collective: 4 rank(s), mpi engine, 200 iters after 5 warm-up, time = mean" \
+  && [ "$(grep -cE "^# allreduce: 2 rank\(s\), fp32 \(group [01]: ranks" "$T/split.out")" -eq 2 ] \
+  && [ "$(tail -1 "$T/split.out")" = "# factorybench collective: stopped by a signal after the sizes above" ] \
+  && ok "--split: both groups' tables under the run's first line, then the signal's line" || fail "--split: $(cat "$T/split.out")"
+
 # --- locate on 2 ranks, SIGTERM to mpirun in the bisection (the background fb_mpirun is a subshell: its child is
 # mpirun), which passes it on to the ranks as it does Ctrl-C: the p2p matrix is kept and printed, no verdict ---
 fb_mpirun 2 --log-level debug locate --backend host --scope rank --tests p2p,bisection --allreduce-size 64M \

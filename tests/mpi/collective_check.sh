@@ -201,6 +201,21 @@ run_capture inject_hang timeout 120 mpirun --oversubscribe -np 2 -x FACTORYBENCH
 [ -e "$T/inject_hang.json" ] && assert_json "$T/inject_hang.json" \
   "'telemetry' in d['results'][1]['extra'] and len(d['summary']['telemetry']['ranks']) == 1 and 'the job hung' in d['summary']['telemetry']['note'] and len(d['summary']['telemetry']['ranks'][0]['series']['t_s']) > 0" \
   "the hang's report carries the writing rank's telemetry, said to be that rank's alone"
+# The console printed the size as it was measured, and closes its table before the diagnosis.
+grep -qE "^ +1024 +256 +fp32 +sum" "$T/inject_hang.out" \
+  && [ "$(grep -A2 "^# Wrong elements : 0 OK$" "$T/inject_hang.out" | tail -1 | cut -c1-6)" = "hang: " ] \
+  && ok "the hang's console: the size measured, then the footer, then the diagnosis" || fail "inject_hang console: $(cat "$T/inject_hang.out")"
+# With --inplace the hang comes in the 1 KiB size's in-place half: its out-of-place figures, kept in the report,
+# are printed too (they waited for their twin), with dashes for the in-place columns.
+run_capture inject_hang_inplace timeout 120 mpirun --oversubscribe -np 2 -x FACTORYBENCH_INJECT=hang@rank=1,call=12 \
+  "$FACTORYBENCH" "${COMMON[@]}" --op allreduce -b 1K -e 64K --inplace --hang-timeout 2s --run-dir "$T/hang_rd" \
+  -o "$T/inject_hang_inplace.json"
+[ "$RC" -eq 1 ] && grep -qE "^ +1024 +256 +fp32 +sum +-1 +[0-9.]+ +[0-9.]+ +[0-9.]+ +0 +- +- +- +-$" "$T/inject_hang_inplace.out" \
+  && grep -q "^# Wrong elements : 0 OK$" "$T/inject_hang_inplace.out" \
+  && ok "a hang in an in-place half: the out-of-place half printed, and the footer" \
+  || fail "inject_hang_inplace: exit $RC: $(cat "$T/inject_hang_inplace.out")"
+assert_json "$T/inject_hang_inplace.json" "[(r['name'], r['status']) for r in d['results']] == [('allreduce/fp32/1024', 'ok'), ('hang', 'failed')]" \
+  "a hang in an in-place half: the report keeps the out-of-place half"
 expect_error hang_rd_without_watchdog 2 "^factorybench: error: --run-dir holds the hang watchdog's state files: it does nothing with --hang-timeout 0$" \
   fb "${COMMON[@]}" --op allreduce -b 1K -e 1K --hang-timeout 0 --run-dir "$T/hang_rd"
 run_capture gate_ok fb_mpirun 2 "${COMMON[@]}" --op allreduce -b 1K -e 1K --min-busbw 0 -o "$T/gate_ok.json"
