@@ -1,6 +1,7 @@
 #include "workloads/device_peak.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 
 #include <fmt/format.h>
 
@@ -70,14 +71,21 @@ DevicePeak resolve_device_peak(const MpiContext& mpi, const Backend& backend) {
   peak.tflops["fp64"] = per_core[1] * cores / 1e3;
   // bf16 on this host runs as fp32 arithmetic on rounded inputs (no bf16 instructions): same ceiling.
   peak.tflops["bf16"] = peak.tflops["fp32"];
+  // MFU stays against the cores the rank holds (what it could use); a thread limit below them is said, so
+  // that a low MFU reads as the limit's and not the machine's.
+  std::string limit;
+  if (const char* env = std::getenv("OPENBLAS_NUM_THREADS");
+      env && std::atoi(env) > 0 && std::atoi(env) < cores)
+    limit = fmt::format("; OpenBLAS runs {} thread(s) (OPENBLAS_NUM_THREADS)", std::atoi(env));
   peak.source = fmt::format(
-      "measured: FMA peak of one core{} ({:.1f} GFLOP/s fp32, {:.1f} fp64) x {:.2f} cores per rank{}",
+      "measured: FMA peak of one core{} ({:.1f} GFLOP/s fp32, {:.1f} fp64) x {:.2f} cores per rank{}{}",
       mpi.local_rank() == 0 ? fmt::format(" ({})", isa) : std::string(), per_core[0], per_core[1], cores,
       bound
           ? fmt::format(" (bound to {} of the node's {} cores)", host.cores_available, host.cpu_cores_online)
       : host.cpu_cores_online < mpi.local_size()
           ? fmt::format(" ({} ranks share {} cores: one core each)", mpi.local_size(), host.cpu_cores_online)
-          : std::string());
+          : std::string(),
+      limit);
   return peak;
 }
 

@@ -19,6 +19,14 @@ for d in fp32 fp64 bf16; do
 done
 assert_json "$T/bf16.json" "d['results'][0]['params']['emulated'] == ('emulated' in d['results'][0]['params']['engine'])" "bf16: emulated flag matches the engine name"
 grep -q "fp32/256x192x128" "$T/dtypes.out" && ok "table printed" || fail "no table: $(cat "$T/dtypes.out")"
+# One rank alone holds every core; lib.sh's OPENBLAS_NUM_THREADS=1 lets OpenBLAS use one: the peak (MFU's
+# denominator) counts the cores and says the limit, and says nothing of it without the variable.
+if [ "$(nproc)" -ge 2 ]; then
+  assert_json "$T/fp32.json" "d['summary']['peak_source'].endswith('cores per rank; OpenBLAS runs 1 thread(s) (OPENBLAS_NUM_THREADS)')" \
+    "the peak says OPENBLAS_NUM_THREADS limits OpenBLAS below the cores"
+  run_capture threads env -u OPENBLAS_NUM_THREADS "$FACTORYBENCH" gemm --backend host --m 64 --n 64 --k 64 --iters 2 -o "$T/threads.json"
+  assert_json "$T/threads.json" "'OPENBLAS_NUM_THREADS' not in d['summary']['peak_source']" "no limit said without OPENBLAS_NUM_THREADS"
+fi
 
 run_capture batched fb --seed 7 gemm --backend host --m 64 --n 32 --k 48 --batch 4 --ta T --iters 2 -o "$T/batched.json"
 [ "$RC" -eq 0 ] && ok "batched run" || fail "batched exit $RC: $(cat "$T/batched.err")"
