@@ -60,8 +60,13 @@ InterruptReport::InterruptReport(Session& session, std::string command,
                                  std::function<reports::Report()> so_far,
                                  std::function<void(const reports::Report&)> print) {
   // Inside a suite the suite's own InterruptReport speaks for the step (the suite's report is not the
-  // command's to read while it runs).
-  if (session.in_suite()) return;
+  // command's to read while it runs), with what the step measured so far and its console closed.
+  if (session.in_suite()) {
+    std::function<void()> close;
+    if (print && !session.options().quiet) close = [so_far, print] { print(so_far()); };
+    session.set_step_so_far(std::move(so_far), std::move(close));
+    return;
+  }
   auto make = session.hang_report(so_far);
   if (print && !session.options().quiet)
     arm(session, std::move(command), std::move(make), kResultsKept,
@@ -71,8 +76,9 @@ InterruptReport::InterruptReport(Session& session, std::string command,
 }
 
 InterruptReport::InterruptReport(Session& session, std::string command, Session::HangReport make,
-                                 std::string kept, std::string who) {
-  arm(session, std::move(command), std::move(make), std::move(kept), {}, std::move(who));
+                                 std::string kept, std::string who, std::function<void()> print) {
+  arm(session, std::move(command), std::move(make), std::move(kept),
+      session.options().quiet ? std::function<void()>() : std::move(print), std::move(who));
 }
 
 void InterruptReport::stand_down() {

@@ -1,11 +1,11 @@
 #pragma once
 // Ctrl-C, or a scheduler's SIGTERM at a time limit (scancel, Slurm), in the middle of a benchmark used to
 // end it with nothing written: minutes of a collective or GEMM sweep lost. While an InterruptReport lives,
-// rank 0 then prints the rows measured so far (`print`, outside a suite and without -q), writes -o with the
-// report so far plus a failed "interrupted" result, as a hang does (Session::hang_report: inside a suite,
-// the suite's report with the step failed and the rest not run), and says so on stderr; the signal then
-// ends the job as before (exit 128 + the signal, core/remove_on_signal.hpp LastWordOnSignal). The other
-// ranks hold no results: with -o they wait a second for rank 0 before the signal ends them.
+// rank 0 then prints the rows measured so far (`print`, without -q), writes -o with the report so far plus
+// a failed "interrupted" result, as a hang does (Session::hang_report: inside a suite, the suite's report
+// with the step's results so far, the step failed and the rest not run), and says so on stderr; the signal
+// then ends the job as before (exit 128 + the signal, core/remove_on_signal.hpp LastWordOnSignal). The
+// other ranks hold no results: with -o they wait a second for rank 0 before the signal ends them.
 // The signal must reach the ranks: srun passes scancel's and a time limit's SIGTERM to every task, a command
 // run alone takes Ctrl-C, and mpirun (Open MPI 4) passes one Ctrl-C or SIGTERM on as SIGTERM a second later;
 // a second one makes it abort the job at once (GNU timeout sends two: use timeout --foreground), and its
@@ -50,8 +50,9 @@ class InterruptReport {
   // on the speaker's thread: it must read nothing the run changes unlocked (a copy taken before it).
   // `kept` says what the report keeps ("the steps before it are kept"; empty: nothing); `who` names the run
   // in the line said at the signal (default: the command; a suite: "suite step 'long' (collective)").
+  // `print` (rank 0 without -q) runs first: a suite closes what its step printed row by row.
   InterruptReport(Session& session, std::string command, Session::HangReport make, std::string kept,
-                  std::string who = {});
+                  std::string who = {}, std::function<void()> print = {});
   // A hang's report is written (tools/command_hang_watchdog.hpp): the launcher's SIGTERM that ends the job
   // after it must not replace it with an "interrupted" one. From then on a signal writes nothing.
   static void stand_down();

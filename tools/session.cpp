@@ -195,6 +195,44 @@ void Session::collect_into(reports::Report* sink, std::string step) {
   sink_step_ = std::move(step);
 }
 
+void append_step_results(reports::Report& suite, std::vector<reports::Result> results,
+                         const std::string& step) {
+  const bool clash = std::any_of(results.begin(), results.end(), [&](const auto& r) {
+    return std::any_of(suite.results.begin(), suite.results.end(), [&](const auto& existing) {
+      return existing.benchmark == r.benchmark && existing.name == r.name;
+    });
+  });
+  for (auto& r : results) {
+    reports::write_suite_step(r, step);
+    if (clash) r.name = step + "/" + r.name;
+    suite.results.push_back(std::move(r));
+  }
+}
+
+void Session::set_step_so_far(std::function<reports::Report()> so_far, std::function<void()> close_console) {
+  std::lock_guard lock(step_mutex_);
+  step_so_far_ = std::move(so_far);
+  step_console_ = std::move(close_console);
+}
+
+std::vector<reports::Result> Session::step_results_so_far() const {
+  std::function<reports::Report()> read;
+  {
+    std::lock_guard lock(step_mutex_);
+    read = step_so_far_;
+  }
+  return read ? read().results : std::vector<reports::Result>{};
+}
+
+void Session::close_step_console() const {
+  std::function<void()> close;
+  {
+    std::lock_guard lock(step_mutex_);
+    close = step_console_;
+  }
+  if (close) close();
+}
+
 Session::HangReport Session::hang_report(reports::Report partial) const {
   return hang_report([partial = std::move(partial)] { return partial; });
 }
@@ -239,21 +277,8 @@ int Session::finish(reports::Report& report) {
   }
   workloads::finish_report(report);
   if (sink_) {
-    // A result's identity is benchmark + name: kept unique when two steps measure the same thing. When any
-    // of this step's results would repeat an earlier step's, all of them are named "<step>/<name>": one
-    // step's sweep under one naming (renaming only the clashing sizes split it across two chart series, and a
-    // glob rule gated part of it).
-    const bool clash = std::any_of(report.results.begin(), report.results.end(), [&](const auto& r) {
-      return std::any_of(sink_->results.begin(), sink_->results.end(), [&](const auto& existing) {
-        return existing.benchmark == r.benchmark && existing.name == r.name;
-      });
-    });
     // Copies, not moves: the command may still print from its own report after finish().
-    for (auto r : report.results) {
-      reports::write_suite_step(r, sink_step_);
-      if (clash) r.name = sink_step_ + "/" + r.name;
-      sink_->results.push_back(std::move(r));
-    }
+    append_step_results(*sink_, report.results, sink_step_);
     for (const auto& e : report.events) sink_->events.push_back(e);
     if (!report.summary.empty()) sink_->summary["steps"][sink_step_] = report.summary;
     if (sink_->system.empty() || (!sink_->system.contains("ranks") && report.system.contains("ranks")))

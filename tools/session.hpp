@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <utility>
@@ -63,7 +64,8 @@ class Session {
   // what an interrupted command writes (tools/interrupt_report.hpp): the report to write given the failed
   // result that ends the job ("hang", "interrupted"), or nothing to write. Alone: the command's own report so
   // far (`partial`) with the hang. Inside a suite: the suite's report so far with the hang as the step's
-  // result (set_suite_hang_report), so that the steps before it are not lost.
+  // result (set_suite_hang_report), so that the steps before it are not lost, and the step's results so far
+  // (set_step_so_far).
   using HangReport = std::function<std::optional<reports::Report>(const reports::Result& hang)>;
   HangReport hang_report(reports::Report partial) const;
   // The same for a command that adds results as it goes (locate: its p2p matrix before the bisection):
@@ -71,6 +73,15 @@ class Session {
   // the report keeps what was measured before the hung call.
   HangReport hang_report(std::function<reports::Report()> so_far) const;
   void set_suite_hang_report(HangReport make) { suite_hang_report_ = std::move(make); }
+  // Inside a suite, what the running step has measured so far, so that a hang or a signal in the step keeps
+  // it in the suite's report (a command alone keeps it in its own): registered by the step's command
+  // (InterruptReport, hang_report(so_far)), read on the watchdog's or the signal's thread (`so_far` must lock
+  // what it reads), cleared by the suite after the step. `close_console` ends what the step printed row by
+  // row (rank 0 without -q; may be empty).
+  void set_step_so_far(std::function<reports::Report()> so_far, std::function<void()> close_console = {});
+  // The step's results so far, each marked with the step (empty when none was registered).
+  std::vector<reports::Result> step_results_so_far() const;
+  void close_step_console() const;
   // Where a command writes a rendering of its own (report, compare): -o/--output, but inside a suite, whose
   // -o is the suite's JSON report, nothing (the rendering goes to stdout).
   std::string rendering_output() const { return sink_ ? std::string() : options_.output; }
@@ -121,10 +132,20 @@ class Session {
   reports::Report* sink_ = nullptr;
   std::string sink_step_;
   HangReport suite_hang_report_;
+  mutable std::mutex step_mutex_;  // set by the main thread, read by a watchdog's or a signal's
+  std::function<reports::Report()> step_so_far_;
+  std::function<void()> step_console_;
   bool checking_only_ = false;
   std::vector<std::function<void()>> together_;
 };
 
 using CommandAction = std::function<int(Session&)>;
+
+// Appends a suite step's results to the suite's report, each marked with the step; when any would repeat an
+// earlier result's identity (benchmark + name), all of them are named "<step>/<name>": one step's sweep under
+// one naming (renaming only the clashing sizes split it across two chart series, and a glob rule gated part
+// of it).
+void append_step_results(reports::Report& suite, std::vector<reports::Result> results,
+                         const std::string& step);
 
 }  // namespace fb::tools

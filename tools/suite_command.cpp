@@ -88,9 +88,12 @@ reports::Result step_result(const SuiteStep& step) {
 
 // The suite's report as it stands if the job ends inside step `index` (0-based): the steps before it as they
 // ran, this one failed with `ending` (the hang the watchdog found, or "did not finish"), the rest not run.
+// `measured`: what the step measured before it ended (a hang, a signal), kept before its ending result.
 reports::Report report_ending_in(reports::Report so_far, nlohmann::json step_log, const Suite& suite,
-                                 std::size_t index, reports::Result ending) {
+                                 std::size_t index, reports::Result ending,
+                                 std::vector<reports::Result> measured = {}) {
   const auto& step = suite.steps[index];
+  append_step_results(so_far, std::move(measured), step.name);
   reports::write_suite_step(ending, step.name);
   so_far.results.push_back(std::move(ending));
   step_log.push_back({{"name", step.name}, {"args", step.args}, {"exit_code", nullptr}, {"ended_job", true}});
@@ -199,20 +202,23 @@ int run_suite(const SuiteOptions& opt, Session& session) {
     session.set_suite_hang_report(
         [&, root, at = index - 1](const reports::Result& hang) -> std::optional<reports::Report> {
           if (!root) return std::nullopt;
-          return report_ending_in(report, step_log, suite, at, hang);
+          return report_ending_in(report, step_log, suite, at, hang, session.step_results_so_far());
         });
     const std::size_t results_before = report.results.size();
-    // Ctrl-C or a time limit inside this step: the steps before it as they ran, this one interrupted, the
-    // rest not run (tools/interrupt_report.hpp). From copies taken now: the step changes `report` as it ends.
+    // Ctrl-C or a time limit inside this step: the steps before it as they ran, what this one measured so far
+    // and its interruption, the rest not run (tools/interrupt_report.hpp). From copies taken now: the step
+    // changes `report` as it ends.
     std::optional<InterruptReport> interrupted;
     interrupted.emplace(
         session, step.args.front(),
-        [root, at = index - 1, before = report, log = step_log,
-         &suite](const reports::Result& r) -> std::optional<reports::Report> {
+        [root, at = index - 1, before = report, log = step_log, &suite,
+         &session](const reports::Result& r) -> std::optional<reports::Report> {
           if (!root) return std::nullopt;
-          return report_ending_in(before, log, suite, at, r);
+          return report_ending_in(before, log, suite, at, r, session.step_results_so_far());
         },
-        "the steps before it are kept", fmt::format("suite step '{}' ({})", step.name, step.args.front()));
+        "the steps before it, and what this one measured, are kept",
+        fmt::format("suite step '{}' ({})", step.name, step.args.front()),
+        [&session] { session.close_step_console(); });
     try {
       step_rc = parsed[index - 1].action(session);
     } catch (const Error& e) {
@@ -221,6 +227,7 @@ int run_suite(const SuiteOptions& opt, Session& session) {
       error = e.what();
     }
     interrupted.reset();
+    session.set_step_so_far({});
     session.collect_into(nullptr, {});
     session.set_suite_hang_report(nullptr);
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

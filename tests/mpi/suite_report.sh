@@ -31,6 +31,34 @@ assert_json "$T/killed-report.json" "d['run']['backend'] == 'host' and [(r['name
 # group, reaches mpirun too, which then aborts the job at once, before the ranks are signalled (docs/reports.md).
 run_capture stopped timeout --foreground -s TERM 10 mpirun --oversubscribe -np 2 "$FACTORYBENCH" suite "$T/killed.json" --backend host -o "$T/stopped-report.json"
 assert_json "$T/stopped-report.json" "[(r['benchmark'], r['name'], r['status']) for r in d['results']] == [('burnin', 'interrupted', 'failed'), ('suite', 'after', 'skipped')] and d['results'][0]['error'].startswith('interrupted by SIGTERM') and d['results'][0]['extra']['suite_step'] == 'long' and d['summary']['suite']['verdict'] == 'fail'" "SIGTERM in step 1: the step interrupted by SIGTERM, the rest not run"
+# A collective step stopped the same way keeps what it measured: the suite's report holds its sizes so far
+# (marked with the step) before the interruption, and the console's table is closed (its footer, then the
+# signal's line). Stopped at a known point: once rank 0 starts the 4 MiB size.
+cat >"$T/sweep_stop.json" <<'JSON'
+{"steps": [{"name": "first", "command": "gemm", "args": "--m 64 --n 64 --k 64 --iters 2 --warmup 1"},
+           {"name": "long", "command": "collective", "args": "-b 1K -e 256M -n 200"},
+           {"name": "after", "command": "info"}]}
+JSON
+mpirun --oversubscribe -np 2 "$FACTORYBENCH" --log-level debug suite "$T/sweep_stop.json" --backend host \
+  -o "$T/sweep_stop-report.json" >"$T/sweep_stop.out" 2>"$T/sweep_stop.err" &
+launcher=$!
+for _ in $(seq 1200); do grep -q "^\[rank 0\] debug: allreduce 4194304 bytes" "$T/sweep_stop.err" && break; sleep 0.05; done
+kill -TERM "$launcher"
+wait "$launcher" || true
+# (mpirun passes the SIGTERM on a second later: a size or two more may be measured by then.)
+assert_json "$T/sweep_stop-report.json" "[(r['name'], r['extra']['suite_step']) for r in d['results']][0] == ('fp32/64x64x64', 'first') and [r['name'] for r in d['results'] if r['extra']['suite_step'] == 'long'][:12] == ['allreduce/fp32/%d' % (1024 << i) for i in range(12)] and [(r['name'], r['status'], r['extra']['suite_step']) for r in d['results']][-2:] == [('interrupted', 'failed', 'long'), ('after', 'skipped', 'after')] and 'what this one measured, are kept' in d['results'][-2]['error']" \
+  "SIGTERM in a collective step: its sizes so far kept, marked with the step, before the interruption"
+[ "$(tail -1 "$T/sweep_stop.out")" = "# factorybench collective: stopped by a signal after the sizes above" ] \
+  && grep -q "^# Wrong elements : 0 OK$" "$T/sweep_stop.out" \
+  && ok "SIGTERM in a collective step: its table closed on the console" || fail "sweep_stop console: $(tail -5 "$T/sweep_stop.out")"
+# A hang in such a step (the watchdog's report): the sizes before the hung call are kept there too.
+cat >"$T/sweep_hang.json" <<'JSON'
+{"steps": [{"name": "long", "command": "collective", "args": "-b 1K -e 64K -n 3 -w 1 --hang-timeout 2s"}]}
+JSON
+run_capture sweep_hang timeout 120 mpirun --oversubscribe -np 2 -x FACTORYBENCH_INJECT=hang@rank=1,call=12 \
+  "$FACTORYBENCH" suite "$T/sweep_hang.json" --backend host -o "$T/sweep_hang-report.json"
+assert_json "$T/sweep_hang-report.json" "[(r['name'], r['status'], r['extra']['suite_step']) for r in d['results']] == [('allreduce/fp32/1024', 'ok', 'long'), ('hang', 'failed', 'long')]" \
+  "a hang in a collective step: the size before it kept in the suite's report"
 # Two sweeps that overlap in two of their sizes: the second step's results are all named for it (only the
 # clashing sizes were, splitting its sweep across two names).
 cat >"$T/overlap.json" <<'JSON'
