@@ -8,6 +8,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
@@ -158,16 +159,19 @@ int run_collective(const CollectiveCliOptions& cli, Session& session) {
   const bool console = mpi.is_root() && !session.options().quiet;
   const auto live = LiveTable<reports::CollectiveTableStream>::make();
   const auto engine_name = std::make_shared<std::string>("?");  // known once every check has passed
-  const auto first_line = [ranks = mpi.size(), &options, average = cli.average](std::string_view engine) {
+  // By value: a suite's signal may close the table after this function has returned.
+  const auto first_line = [ranks = mpi.size(), iters = options.iters, warmup = options.warmup,
+                           average = cli.average](std::string_view engine) {
     return fmt::format(
         "# factorybench collective: {} rank(s), {} engine, {} iters after {} warm-up, time = mean, ranks "
         "combined by -a {}\n",
-        ranks, engine, options.iters, options.warmup, average);
+        ranks, engine, iters, warmup, average);
   };
   // The end of the table, whatever ends the run (its end, a hang, a signal), under live->mutex: the row
   // waiting for its in-place twin and the footer, or with --split the whole table.
   const auto close_table = [console, live, engine_name,
                             first_line](std::span<const reports::Result> results) {
+    if (std::exchange(live->closed, true)) return false;
     if (live->table) {
       live->table->finish(results);
     } else if (console) {
@@ -175,6 +179,7 @@ int run_collective(const CollectiveCliOptions& cli, Session& session) {
       reports::print_collective_table(std::cout, results);
       std::cout.flush();
     }
+    return true;
   };
   // After every check, the free-memory one in the run included (a refused input gets its one line alone),
   // before the first measurement.
@@ -209,12 +214,12 @@ int run_collective(const CollectiveCliOptions& cli, Session& session) {
                                });
   // Ctrl-C or a time limit keeps the sizes measured so far, as a hang does.
   std::optional<InterruptReport> interrupted;
-  interrupted.emplace(session, "collective", ReportSoFar::reader(so_far),
-                      [live, close_table](const reports::Report& r) {
-                        std::lock_guard lock(live->mutex);
-                        close_table(r.results);
-                        std::cout << "# factorybench collective: stopped by a signal after the sizes above\n";
-                      });
+  interrupted.emplace(
+      session, "collective", ReportSoFar::reader(so_far), [live, close_table](const reports::Report& r) {
+        std::lock_guard lock(live->mutex);
+        if (close_table(r.results))
+          std::cout << "# factorybench collective: stopped by a signal after the sizes above\n";
+      });
   workloads::CollectiveRun run = workloads::run_collective_benchmark(options, mpi, backend);
   interrupted.reset();  // measured: a signal from here on ends the run as before
   watchdog.finish();

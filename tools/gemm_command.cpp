@@ -5,6 +5,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
@@ -208,7 +209,7 @@ int run_gemm(const GemmCliOptions& cli, Session& session) {
   interrupted.emplace(
       session, "gemm", ReportSoFar::reader(so_far), [live, shapes = cases.size()](const reports::Report& r) {
         std::lock_guard lock(live->mutex);
-        if (!live->table) return;  // -q, or not rank 0
+        if (!live->table || std::exchange(live->closed, true)) return;  // -q, not rank 0, or ended
         live->table->finish(nlohmann::json::object());
         std::cout << fmt::format("# factorybench gemm: {} of {} shape(s) measured before the signal\n",
                                  r.results.size(), shapes);
@@ -217,7 +218,7 @@ int run_gemm(const GemmCliOptions& cli, Session& session) {
   interrupted.reset();
   {
     std::lock_guard lock(live->mutex);
-    if (live->table) live->table->finish(run.summary);
+    if (live->table && !std::exchange(live->closed, true)) live->table->finish(run.summary);
   }
   for (auto& r : run.results) report.results.push_back(std::move(r));
   report.summary = std::move(run.summary);

@@ -13,6 +13,7 @@ struct LiveTable {
   static std::shared_ptr<LiveTable> make() { return std::make_shared<LiveTable>(); }
   std::mutex mutex;
   std::optional<Table> table;  // empty: not printing row by row (-q, another rank, not started yet)
+  bool closed = false;         // ended (run, hang or signal): a later closer prints nothing
 };
 
 }  // namespace fb::tools
