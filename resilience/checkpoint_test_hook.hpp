@@ -4,6 +4,7 @@
 //
 //   FACTORYBENCH_TEST_CKPT_PAUSE="PHASE=SECONDS[@STEP][,…]"   e.g. "shard=1.5" or "manifest=2@20,prune=0.2"
 //   FACTORYBENCH_TEST_CKPT_MARK=FILE   each pause appends "PHASE STEP RANK\n" to FILE when it begins
+//   FACTORYBENCH_TEST_CKPT_RELEASE=FILE   a pause ends early once FILE exists
 //
 // Phases, in save order: snapshot (state copied, write not started), shard (temporary shard file written,
 // not yet fsync'ed and renamed), manifest (every shard durable, manifest not written), prune (an old

@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# One job per run dir: while a job trains in it (held here in a 15 s checkpoint save), a second job on the
+# One job per run dir: while a job trains in it (held here in a checkpoint save until the checks below are
+# done: FACTORYBENCH_TEST_CKPT_RELEASE; a fixed 15 s was not always long enough for three mpirun jobs on a
+# loaded CI machine, and the first job's end freed the run dir under them), a second job on the
 # same --run-dir stops with exit 2 naming the holder, before it writes anything there; the first job finishes
 # untouched (also when its .lock file is deleted meanwhile, and when a resilience run, which clears a run dir
 # for its fresh job, is started there), and once it has ended the run dir is free again. The lock is the
@@ -8,12 +10,13 @@
 
 RUN=$T/run
 TRAIN=(train --backend host --model tiny-dense --layers 1 --warmup-steps 0 --checkpoint-every 2 --run-dir "$RUN")
-rm -f "$T/marks"
-FACTORYBENCH_TEST_CKPT_PAUSE="shard=15@2" FACTORYBENCH_TEST_CKPT_MARK=$T/marks \
-  mpirun --oversubscribe -x FACTORYBENCH_TEST_CKPT_PAUSE -x FACTORYBENCH_TEST_CKPT_MARK -np 2 "$FACTORYBENCH" \
-  "${TRAIN[@]}" --steps 4 >"$T/first.out" 2>"$T/first.err" &
+rm -f "$T/marks" "$T/release"
+# 50 s at most: under the 60 s a save is allowed before the watchdog calls it a hang.
+FACTORYBENCH_TEST_CKPT_PAUSE="shard=50@2" FACTORYBENCH_TEST_CKPT_MARK=$T/marks FACTORYBENCH_TEST_CKPT_RELEASE=$T/release \
+  mpirun --oversubscribe -x FACTORYBENCH_TEST_CKPT_PAUSE -x FACTORYBENCH_TEST_CKPT_MARK -x FACTORYBENCH_TEST_CKPT_RELEASE \
+  -np 2 "$FACTORYBENCH" "${TRAIN[@]}" --steps 4 >"$T/first.out" 2>"$T/first.err" &
 job=$!
-for _ in $(seq 1 600); do grep -q '^shard 2 ' "$T/marks" 2>/dev/null && break; sleep 0.05; done
+for _ in $(seq 1 2400); do grep -q '^shard 2 ' "$T/marks" 2>/dev/null && break; sleep 0.05; done
 grep -q '^shard 2 ' "$T/marks" || { kill -9 "$job" 2>/dev/null; die "the first job never reached its save"; }
 lines_before=$(wc -l <"$RUN/events.jsonl")
 
@@ -42,6 +45,10 @@ run_capture supervised fb resilience --launcher none --model tiny-dense --layers
 [ "$(wc -l <"$RUN/events.jsonl")" -eq "$lines_before" ] && ok "the resilience run left the event log alone" \
   || fail "events.jsonl changed: $(wc -l <"$RUN/events.jsonl") lines, was $lines_before"
 
+grep -q '^shard 2 ' "$T/marks" && [ ! -e "$RUN/checkpoints/step-00000002/manifest.json" ] \
+  && ok "the first job was still in its save through every check" \
+  || fail "the first job's save ended before the checks did: $(ls "$RUN/checkpoints" 2>&1)"
+touch "$T/release"
 RC=0
 wait "$job" || RC=$?
 [ "$RC" -eq 0 ] && ok "the first job finished (exit 0)" || fail "first: exit $RC: $(tail -3 "$T/first.err")"
