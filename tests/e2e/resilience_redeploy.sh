@@ -7,6 +7,7 @@ cd "$T"
 export FACTORYBENCH_CONFIG_DIR="$FB_SOURCE_DIR/configs"  # the copy lives outside the build tree
 
 cp "$FACTORYBENCH" "$T/fb"
+cp "$FACTORYBENCH" "$T/fb.new"  # copied now, so that only the rename falls inside the hang's 8 s
 "$T/fb" resilience --ranks 2 --launcher-args "--oversubscribe" --backend host --model tiny-dense --steps 20 \
   --checkpoint-every 5 --faults "hang@step=12,rank=1" --hang-timeout 8s --run-dir "$T/run" -o "$T/r.json" \
   >"$T/r.out" 2>"$T/r.err" &
@@ -16,7 +17,7 @@ for _ in $(seq 1 240); do  # until the hang was injected: the supervisor waits -
   sleep 0.25
 done
 grep -q '"type":"fault_injected"' "$T/run/events.jsonl" 2>/dev/null || { kill -9 "$sup"; die "the hang was never injected"; }
-cp "$FACTORYBENCH" "$T/fb.new" && mv "$T/fb.new" "$T/fb"  # the redeploy: a new inode at the same path
+mv "$T/fb.new" "$T/fb"  # the redeploy: a new inode at the same path
 wait "$sup"
 rc=$?
 [ "$rc" -eq 0 ] && ok "the run finished after the redeploy (exit 0)" || fail "exit $rc: $(tail -3 "$T/r.err" "$T/r.out")"

@@ -12,7 +12,7 @@ JOB=(--launcher none --model tiny-dense --layers 1)
 "$FACTORYBENCH" train --backend host --model tiny-dense --layers 1 --steps 1000000 --run-dir "$T/train_rd" \
   >"$T/train.out" 2>&1 &
 train=$!
-for _ in $(seq 1 200); do grep -q '"type":"step"' "$T/train_rd/events.jsonl" 2>/dev/null && break; sleep 0.05; done
+for _ in $(seq 1 1200); do grep -q '"type":"step"' "$T/train_rd/events.jsonl" 2>/dev/null && break; sleep 0.05; done
 grep -q '"type":"step"' "$T/train_rd/events.jsonl" 2>/dev/null || { kill "$train"; die "the train run never stepped"; }
 lines=$(wc -l <"$T/train_rd/events.jsonl")
 expect_error on_train 2 "^factorybench: error: --run-dir $T/train_rd is in use by pid $train on .* \(its lock $T/train_rd/.lock\): stop that job, or choose another --run-dir$" \

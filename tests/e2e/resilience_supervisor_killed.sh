@@ -22,7 +22,7 @@ for sig in KILL TERM INT; do
   [ "$rc" = "${expect_rc[$sig]}" ] || fail "SIG$sig to the supervisor: exit $rc, expected ${expect_rc[$sig]}"
   [ ! -e "$T/$sig.json" ] || fail "SIG$sig to the supervisor: it wrote a report of an unfinished job"
   gone=0
-  for _ in $(seq 1 40); do  # mpirun ends its ranks on SIGTERM within seconds
+  for _ in $(seq 1 120); do  # mpirun ends its ranks on SIGTERM within seconds
     if ! pgrep -f -- "--run-dir $T/run-$sig" >/dev/null; then gone=1; break; fi
     sleep 0.5
   done

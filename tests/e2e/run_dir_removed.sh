@@ -38,6 +38,6 @@ remove_under res "$T/res" "$FACTORYBENCH" resilience --backend host --ranks 2 --
   && ok "resilience: exit 3 naming the run dir and the attempt" || fail "resilience: exit $RC: $(tail -3 "$T/res.err")"
 ! grep -q "attempt 2" "$T/res.err" && ok "resilience: no relaunch" || fail "resilience relaunched: $(cat "$T/res.err")"
 [ ! -e "$T/res.json" ] && ok "resilience: no report" || fail "resilience: a report was written"
-sleep 1
+for _ in $(seq 100); do pgrep -f "$T/res" >/dev/null || break; sleep 0.2; done  # the ranks end by themselves
 [ -z "$(pgrep -f "$T/res" || true)" ] && ok "resilience: no rank outlives the job" || fail "left running: $(pgrep -af "$T/res")"
 finish

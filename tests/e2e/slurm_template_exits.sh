@@ -129,7 +129,7 @@ time_limit_case() {  # NAME SAVES [FROM TO] (SAVES 1: the step commits checkpoin
   env SLURM_JOB_NODELIST=n1 SLURM_RESTART_COUNT=3 FB_RUN_DIR="$T/$name-run" FAKE_SLEEP_train=30 \
     bash "$FB_SOURCE_DIR/scripts/slurm/train-requeue.sbatch" >"$T/$name.out" 2>&1 &
   local job=$!
-  for _ in $(seq 50); do grep -q "srun train" "$FAKE_LOG" && break; sleep 0.1; done
+  for _ in $(seq 300); do grep -q "srun train" "$FAKE_LOG" && break; sleep 0.1; done
   [ "$saves" != 0 ] && mkdir -p "$T/$name-run/checkpoints/$to" \
     && touch "$T/$name-run/checkpoints/$to/.rank-00000.shard.tmp"
   [ "$saves" = 1 ] && echo '{}' >"$T/$name-run/checkpoints/$to/manifest.json"

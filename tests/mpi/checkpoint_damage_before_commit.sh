@@ -18,7 +18,7 @@ for mode in sync async; do
     mpirun --oversubscribe -x FACTORYBENCH_TEST_CKPT_PAUSE -x FACTORYBENCH_TEST_CKPT_MARK -np 2 \
     "$FACTORYBENCH" "${TRAIN[@]}" --steps 8 >"$T/$mode.out" 2>"$T/$mode.err" &
   job=$!
-  for _ in $(seq 1 600); do grep -q '^manifest 6 ' "$T/marks" 2>/dev/null && break; sleep 0.05; done
+  for _ in $(seq 1 2400); do grep -q '^manifest 6 ' "$T/marks" 2>/dev/null && break; sleep 0.05; done
   grep -q '^manifest 6 ' "$T/marks" || { kill -9 "$job" 2>/dev/null; die "$mode: the commit of step 6 never started"; }
   flip_middle "$RUN/checkpoints/step-00000006/rank-00001.shard"
   RC=0

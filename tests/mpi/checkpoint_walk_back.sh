@@ -11,12 +11,15 @@ run_capture first fb_mpirun 2 "${TRAIN[@]}" --steps 6
 [ "$RC" -eq 0 ] || { cat "$T/first.err" >&2; die "first run failed with exit $RC"; }
 [ -e "$RUN/checkpoints/step-00000006/manifest.json" ] && ok "checkpoints 2, 4, 6 written" || die "no step-6 checkpoint"
 
-export FACTORYBENCH_TEST_CKPT_PAUSE="restore=3@6" FACTORYBENCH_TEST_CKPT_MARK=$T/marks
+# Held until the shard is damaged (FACTORYBENCH_TEST_CKPT_RELEASE), not for a fixed time the damage had to
+# beat; 50 s at most, under the restore's 60 s allowance.
+export FACTORYBENCH_TEST_CKPT_PAUSE="restore=50@6" FACTORYBENCH_TEST_CKPT_MARK=$T/marks FACTORYBENCH_TEST_CKPT_RELEASE=$T/release
 fb_mpirun 2 "${TRAIN[@]}" --steps 8 --resume > "$T/resume.out" 2> "$T/resume.err" &
 job=$!
-for _ in $(seq 1 600); do grep -q '^restore 6 ' "$T/marks" 2>/dev/null && break; sleep 0.05; done
+for _ in $(seq 1 2400); do grep -q '^restore 6 ' "$T/marks" 2>/dev/null && break; sleep 0.05; done
 grep -q '^restore 6 ' "$T/marks" || { kill -9 "$job" $(pgrep -P "$job" || true) 2>/dev/null; die "the restore never reached step 6"; }
 flip_middle "$RUN/checkpoints/step-00000006/rank-00001.shard"
+touch "$T/release"
 set +e; wait "$job"; RC=$?; set -e
 [ "$RC" -eq 0 ] || { cat "$T/resume.err" >&2; fail "resume failed with exit $RC"; }
 E=$RUN/events.jsonl
@@ -33,7 +36,7 @@ grep -q "checkpoint step-00000006 skipped: failed to verify during the restore" 
 # Something that is not a regular file where the newest checkpoint's shard (or manifest) should be: a FIFO
 # used to block the rank in open() until a watchdog called it a hang. It is skipped with its reason, and the
 # restore walks back. (Newest checkpoint now: step 8; its shard of rank 0 becomes a FIFO.)
-unset FACTORYBENCH_TEST_CKPT_PAUSE FACTORYBENCH_TEST_CKPT_MARK
+unset FACTORYBENCH_TEST_CKPT_PAUSE FACTORYBENCH_TEST_CKPT_MARK FACTORYBENCH_TEST_CKPT_RELEASE
 rm -f "$RUN/checkpoints/step-00000008/rank-00000.shard"
 mkfifo "$RUN/checkpoints/step-00000008/rank-00000.shard"
 set +e

@@ -187,7 +187,7 @@ sigterm_mid_write() {
   "$@" "$FACTORYBENCH" health --backend host --checkpoint-dir "$T/$name" --checkpoint-size 2G \
     --output "$T/$name.json" --run-dir "$T/$name-run" >"$T/$name.out" 2>&1 &
   local job=$!
-  for _ in $(seq 1 1000); do [ "$(ls -A "$T/$name" | grep -c '\.tmp$')" -eq "$ranks" ] && break; sleep 0.01; done
+  for _ in $(seq 1 6000); do [ "$(ls -A "$T/$name" | grep -c '\.tmp$')" -eq "$ranks" ] && break; sleep 0.01; done
   ls -d "$T/$name-run"/fb-hang-* >/dev/null 2>&1 || fail "$name: the watchdog's state files were not there to remove"
   if [ "$target" = ranks ]; then pkill -TERM -P "$job"; else kill -TERM "$job"; fi
   RC=0
