@@ -286,6 +286,20 @@ std::optional<double> mlperf_olympic_score(std::vector<double> successful, std::
   return std::accumulate(first, last, 0.0) / static_cast<double>(last - first);
 }
 
+MlperfScaling parse_mlperf_scaling(const std::string& source, const std::string& text) {
+  const json doc = parse_json_text(text, source);
+  if (!doc.is_object() || !doc.contains("scaling_factor"))
+    throw input_error(
+        fmt::format("{}: expected an object with \"scaling_factor\" (a scaling.json of an MLPerf "
+                    "results folder)",
+                    source));
+  const json& f = doc["scaling_factor"];
+  // A factor of 0 or less, or a runaway one, is a broken file rather than a committee's decision.
+  if (!f.is_number() || !(f.get<double>() > 0 && f.get<double>() < 1e6))
+    throw input_error(fmt::format("{}: scaling_factor {} is not a positive number", source, f.dump()));
+  return {source, f.get<double>()};
+}
+
 std::size_t mlperf_max_dropped_runs(const std::string& benchmark) {
   return benchmark == "unet3d" ? 4 : 1;
 }
@@ -330,6 +344,23 @@ Report import_mlperf(const std::vector<MlperfLog>& logs) {
   std::map<std::string, std::vector<double>> ttt_by_benchmark;  // successful runs
   std::map<std::string, std::size_t> index_by_benchmark, failed_by_benchmark;
   std::vector<std::string> order;
+  // Each benchmark's scaling: the first log's, which every other log of it must share.
+  std::map<std::string, std::pair<const MlperfLog*, std::optional<MlperfScaling>>> scaling_by_benchmark;
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    const auto& log = logs[i];
+    const auto [it, first] = scaling_by_benchmark.try_emplace(runs[i].benchmark, &log, log.scaling);
+    const auto& [first_log, scaling] = it->second;
+    const auto said = [](const MlperfLog& l) {
+      return l.scaling ? fmt::format("{} says {}", l.scaling->source, l.scaling->factor)
+                       : std::string("no scaling.json");
+    };
+    if (!first && (scaling.has_value() != log.scaling.has_value() ||
+                   (scaling && scaling->factor != log.scaling->factor)))
+      throw input_error(fmt::format(
+          "{} and {} are runs of {} from folders scaled differently ({}; {}): the summarizer scores a "
+          "results folder at a time, so import each folder on its own",
+          first_log->source, log.source, runs[i].benchmark, said(*first_log), said(log)));
+  }
 
   for (const auto& run : runs) {
     Result r;
@@ -388,10 +419,20 @@ Report import_mlperf(const std::vector<MlperfLog>& logs) {
         {"method",
          "MLCommons result summarizer: the fastest run and the slowest are dropped, a run that did not "
          "succeed counting as the slowest; mean of the rest"}};
+    const auto& scaling = scaling_by_benchmark.at(bench).second;
+    const double factor = scaling ? scaling->factor : 1.0;
+    if (scaling) {
+      r.params["scaling_factor"] = factor;
+      r.params["scaling_file"] = scaling->source;
+      r.params["method"] = r.params["method"].get<std::string>() + ", times the folder's scaling.json factor";
+    }
     const auto score = mlperf_olympic_score(v, failed, max_dropped);
     if (score) {
-      Metric m{*score, "min", Better::lower, std::nullopt};
-      if (v.size() > 1) m.stats = summarize(v);
+      Metric m{*score * factor, "min", Better::lower, std::nullopt};
+      // The spread in the score's units: the runs' times scaled as the score is.
+      std::vector<double> scaled(v);
+      for (auto& t : scaled) t *= factor;
+      if (v.size() > 1) m.stats = summarize(scaled);
       r.set_metric("time_to_train_min", m);
     } else if (failed > max_dropped) {
       r.fail(fmt::format("{} of {} runs did not succeed; MLPerf scores at most {} such run", failed, total,

@@ -8,11 +8,12 @@
 // run_stop that does not follow run_start, or a time that is not a finite number, is an input error. When
 // several ranks log the start and stop, the time runs from the last run_start before the first run_stop to
 // it, as MLCommons' summarizer reads a log. "Success" is the logged status: MLCommons' compliance checker
-// (required keys, convergence to the benchmark's target) is not run, and a submission's scaling.json
-// factor is not applied.
+// (required keys, convergence to the benchmark's target) is not run.
 // With several runs of one benchmark, result BENCHMARK/score holds the MLPerf score as MLCommons' result
-// summarizer computes it (mlperf_olympic_score). The system comes from the `:::SYSJSON` line when the log
-// has one (system_name, accelerators), else from submission_platform; what a log does not say is unknown.
+// summarizer computes it (mlperf_olympic_score), times the scaling factor of the logs' folder when it has a
+// scaling.json (the review committee's factor; the summarizer's _get_scaling_factor). The system comes from
+// the `:::SYSJSON` line when the log has one (system_name, accelerators), else from submission_platform; what
+// a log does not say is unknown.
 #include <optional>
 #include <string>
 #include <utility>
@@ -22,14 +23,27 @@
 
 namespace fb::reports {
 
+// A benchmark folder's scaling.json ({"scaling_factor": X}), which the review committee adds when a score
+// is to be scaled: the summarizer multiplies the olympic mean (not each run) by X.
+struct MlperfScaling {
+  std::string source;  // the scaling.json file, for errors and params
+  double factor = 1;
+};
+
+// Parses a scaling.json; input Error naming the file when it is not an object with a positive finite
+// "scaling_factor". Pure.
+MlperfScaling parse_mlperf_scaling(const std::string& source, const std::string& text);
+
 struct MlperfLog {
   std::string source;  // file name, for errors and params
   std::string text;
+  std::optional<MlperfScaling> scaling = std::nullopt;  // the scaling.json beside the log, if any
 };
 
 // Lines without ":::MLLOG" are ignored (logs interleave with other output); a ":::MLLOG" line whose JSON
-// does not parse is an input Error naming FILE:LINE. The run fields other than world_size/hosts/backend are
-// left for the caller.
+// does not parse is an input Error naming FILE:LINE, and so are runs of one benchmark whose folders scale
+// differently (one scaling.json and another, or one and none: the summarizer scores a folder at a time). The
+// run fields other than world_size/hosts/backend are left for the caller.
 Report import_mlperf(const std::vector<MlperfLog>& logs);
 
 // Mean after dropping one fastest and one slowest value when there are at least 3 (MLPerf Training's

@@ -5,6 +5,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
@@ -17,6 +18,7 @@
 #include "tools/enum_option.hpp"
 #include "tools/injection_scope.hpp"
 #include "tools/interrupt_report.hpp"
+#include "tools/live_table.hpp"
 #include "tools/report_so_far.hpp"
 #include "workloads/attention_benchmark.hpp"
 #include "workloads/gemm_benchmark.hpp"
@@ -174,24 +176,46 @@ int run_attention(const AttentionCliOptions& cli, Session& session) {
   if (const auto thin = workloads::few_samples_warning(cli.iters, cli.warmup); !thin.empty())
     log::warn("{}", thin);
   auto report = session.begin_report();
+  // Rank 0 prints each shape as soon as it is measured (as gemm does): a run over many sequence lengths
+  // shows its figures live, and its log keeps them however the job ends.
+  const auto live = LiveTable<reports::AttentionTableStream>::make();
+  if (mpi.is_root() && !session.options().quiet) {
+    std::vector<std::string> names;
+    for (const auto& c : cases) names.push_back(c.name);
+    live->table.emplace(std::cout, names, base.causal, !base.causal);
+  }
+  o.on_started = [live, &mpi, type, &o, shapes = cases.size()](const std::string& engine) {
+    std::lock_guard lock(live->mutex);
+    if (!live->table) return;
+    std::cout << fmt::format(
+        "# factorybench attention: {} rank(s), {}, {} iters after {} warm-up, {} shape(s)\n", mpi.size(),
+        to_string(type), o.iters, o.warmup, shapes);
+    live->table->begin(engine);
+  };
   // Ctrl-C or a time limit keeps the shapes measured so far (tools/interrupt_report.hpp).
   const auto so_far = ReportSoFar::make(report);
-  o.on_result = [so_far](const reports::Result& r) { so_far->add(r); };
+  o.on_result = [so_far, live](const reports::Result& r) {
+    so_far->add(r);
+    std::lock_guard lock(live->mutex);
+    if (live->table) live->table->add(r);
+  };
   std::optional<InterruptReport> interrupted;
   interrupted.emplace(session, "attention", ReportSoFar::reader(so_far),
-                      [head = ShapesSoFar{"attention", mpi.size(), type, o.iters, o.warmup, cases.size()}](
-                          const reports::Report& r) {
-                        std::cout << head.line(r.results.size());
-                        reports::print_attention_table(std::cout, r.results, nlohmann::json::object());
+                      [live, shapes = cases.size()](const reports::Report& r) {
+                        std::lock_guard lock(live->mutex);
+                        if (!live->table || std::exchange(live->closed, true))
+                          return;  // -q, not rank 0, or ended
+                        live->table->finish();
+                        std::cout << fmt::format(
+                            "# factorybench attention: {} of {} shape(s) measured before the signal\n",
+                            r.results.size(), shapes);
+                        std::cout.flush();
                       });
   auto run = workloads::run_attention_benchmark(mpi, backend, session.peak(), cases, o);
   interrupted.reset();
-  if (mpi.is_root() && !session.options().quiet) {
-    std::cout << fmt::format(
-        "# factorybench attention: {} rank(s), {}, {} iters after {} warm-up, {} shape(s)\n", mpi.size(),
-        to_string(type), o.iters, o.warmup, cases.size());
-    reports::print_attention_table(std::cout, run.results, run.summary);
-    std::cout.flush();
+  {
+    std::lock_guard lock(live->mutex);
+    if (live->table && !std::exchange(live->closed, true)) live->table->finish();
   }
   for (auto& r : run.results) report.results.push_back(std::move(r));
   report.summary = std::move(run.summary);

@@ -20,6 +20,7 @@ struct ImportOptions {
   std::vector<std::string> nccl_files;
   std::string op;
   std::vector<std::string> mlperf_logs;
+  bool no_scaling = false;
   CLI::App* nccl = nullptr;
   CLI::App* mlperf = nullptr;
 };
@@ -97,8 +98,25 @@ int run_import(const ImportOptions& opt, Session& session) {
     return finish_import(session, std::move(imported));
   }
   std::vector<reports::MlperfLog> logs;
-  for (const auto& path : opt.mlperf_logs) logs.push_back({path, read_text_file(path)});
+  for (const auto& path : opt.mlperf_logs) {
+    reports::MlperfLog log{path, read_text_file(path), std::nullopt};
+    // The results folder's scaling.json (a submission's benchmark folder holds its result_*.txt logs and,
+    // when the review committee scaled the score, this file), as the summarizer looks for it.
+    const auto parent = std::filesystem::path(path).parent_path();
+    const auto scaling = (parent.empty() ? std::filesystem::path(".") : parent) / "scaling.json";
+    std::error_code ec;
+    if (!opt.no_scaling && std::filesystem::is_regular_file(scaling, ec))
+      log.scaling = reports::parse_mlperf_scaling(scaling.string(), read_text_file(scaling.string()));
+    logs.push_back(std::move(log));
+  }
   auto imported = reports::import_mlperf(logs);
+  if (session.is_root())
+    for (const auto& r : imported.results)
+      if (r.params.contains("scaling_factor"))
+        log::info(
+            "{}: times the scaling factor {} of {} (as MLCommons' result summarizer scales it; "
+            "--no-scaling leaves it out)",
+            r.name, r.params["scaling_factor"].get<double>(), r.params["scaling_file"].get<std::string>());
   // The score of fewer runs than a submission holds is the summarizer's arithmetic, not an MLPerf result.
   if (session.is_root())
     for (const auto& r : imported.results)
@@ -128,6 +146,8 @@ Command add_import_command(CLI::App& app) {
       "output (\"Collective test starting\", a program name, or the table's shape)");
   opt->mlperf = sub->add_subcommand("mlperf", "MLPerf Training logs (:::MLLOG lines), one log per run");
   opt->mlperf->add_option("logs", opt->mlperf_logs, "MLPerf log files, one per run")->required();
+  opt->mlperf->add_flag("--no-scaling", opt->no_scaling,
+                        "Leave out the scaling.json factor of the logs' folder (the score as measured)");
   const std::string output =
       "Output: the JSON report on stdout, or with -o/--output FILE written to FILE (atomically).\n";
   const std::string nccl =
@@ -135,7 +155,9 @@ Command add_import_command(CLI::App& app) {
       "the same test) is one result with the median and spread of its repeats.\n";
   const std::string mlperf =
       "Each log is one run: its time to train (run_start to run_stop) and, from enough successful runs,\n"
-      "the benchmark's score (the olympic mean, as MLPerf's result summarizer computes it).\n";
+      "the benchmark's score (the olympic mean, as MLPerf's result summarizer computes it). A scaling.json\n"
+      "beside the logs (a submission's benchmark folder, {\"scaling_factor\": X}) scales the score by X, as\n"
+      "the summarizer does; --no-scaling leaves it out.\n";
   const auto exits = [](const char* failed, const char* input) {
     return fmt::format(
         "Exit status:\n"
@@ -158,7 +180,8 @@ Command add_import_command(CLI::App& app) {
   const char* mlperf_failed = "a run did not succeed, or too many runs failed for a score";
   const char* mlperf_input =
       "no :::MLLOG line, a\n"
-      "     malformed one, a time that is not a finite number, run_stop not after run_start";
+      "     malformed one, a time that is not a finite number, run_stop not after run_start, a\n"
+      "     malformed scaling.json, runs of one benchmark from folders scaled differently";
   opt->nccl->footer(output + nccl + exits(nccl_failed, nccl_input));
   opt->mlperf->footer(output + mlperf + exits(mlperf_failed, mlperf_input));
   sub->footer(output +

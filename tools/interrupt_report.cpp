@@ -39,13 +39,6 @@ std::string signal_name(int sig) {
   }
 }
 
-std::string ShapesSoFar::line(std::size_t measured) const {
-  return fmt::format(
-      "# factorybench {}: {} rank(s), {}, {} iters after {} warm-up: {} of {} shape(s) measured before the "
-      "signal\n",
-      command, ranks, to_string(dtype), iters, warmup, measured, shapes);
-}
-
 reports::Result interrupted_result(const std::string& command, int sig, const std::string& kept) {
   reports::Result r;
   r.benchmark = command;

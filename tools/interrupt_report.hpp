@@ -14,7 +14,6 @@
 #include <memory>
 #include <string>
 
-#include "core/dtype.hpp"
 #include "core/remove_on_signal.hpp"
 #include "reports/report.hpp"
 #include "tools/session.hpp"
@@ -27,17 +26,6 @@ std::string signal_name(int sig);
 // params {test: "interrupted", signal: "SIGTERM"}, error "interrupted by SIGTERM before the run ended:
 // <kept>".
 reports::Result interrupted_result(const std::string& command, int sig, const std::string& kept);
-
-// The line above the rows a shape sweep (gemm, attention) measured before the signal: "# factorybench gemm:
-// 2 rank(s), fp32, 20 iters after 5 warm-up: 3 of 4 shape(s) measured before the signal".
-struct ShapesSoFar {
-  std::string command;
-  int ranks = 1;
-  DType dtype = DType::fp32;
-  int iters = 0, warmup = 0;
-  std::size_t shapes = 0;
-  std::string line(std::size_t measured) const;
-};
 
 class InterruptReport {
  public:

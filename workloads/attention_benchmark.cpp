@@ -289,6 +289,7 @@ AttentionRunOutput run_attention_benchmark(const MpiContext& mpi, Backend& backe
   auto engine = make_benchmark_attention(mpi, backend, o.engine, cases);
   AttentionRunOutput out;
   out.engine = std::string(engine->name());
+  if (o.on_started) o.on_started(out.engine);
   ProgressMeter progress("attention", static_cast<double>(cases.size()));
   std::size_t failed = 0;
   for (std::size_t ci = 0; ci < cases.size(); ++ci) {

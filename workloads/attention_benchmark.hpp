@@ -43,6 +43,8 @@ struct AttentionRunOptions {
   std::size_t check_rows = 16;  // (batch, token) rows recomputed in fp64, every head
   std::uint64_t seed = 42;
   TelemetrySampler* telemetry = nullptr;  // set: each result gets its own window's telemetry
+  // Every rank, once the engine is chosen and before the first shape: its name (the console's engine line).
+  std::function<void(const std::string& engine)> on_started;
   // Rank 0: each shape's result as it is made (the report so far, should the run be stopped).
   std::function<void(const reports::Result&)> on_result;
   // Tests only: called on buffer set 0 after its checked forward and backward (to corrupt the output).

@@ -55,6 +55,30 @@ validate "$T/ml_base.json"
 assert_json "$T/ml_base.json" \
   'abs(next(r for r in d["results"] if r["name"] == "llama2_70b_lora/score")["metrics"]["time_to_train_min"]["value"] - 25.1333) < 0.01' \
   "score: olympic mean of 25.1, 24.6, 25.4, 24.9, 26.0 = 25.13"
+# The same runs in a submission's benchmark folder whose scaling.json the review committee added: the score
+# (not each run) times its factor, as MLCommons' result summarizer scales it; --no-scaling leaves it out.
+mkdir -p "$T/scaled/llama2_70b_lora"
+cp "$DATA"/mlperf_llama2_70b_lora_base_*.log "$T/scaled/llama2_70b_lora/"
+echo '{"scaling_factor": 1.05}' >"$T/scaled/llama2_70b_lora/scaling.json"
+run_capture ml_scaled fb import mlperf "$T/scaled/llama2_70b_lora"/*.log -o "$T/ml_scaled.json"
+[ "$RC" -eq 0 ] && grep -q "llama2_70b_lora/score: times the scaling factor 1.05 of $T/scaled/llama2_70b_lora/scaling.json" "$T/ml_scaled.err" \
+  && ok "scaling.json: exit 0, said on stderr" || fail "ml_scaled: rc=$RC $(cat "$T/ml_scaled.err")"
+validate "$T/ml_scaled.json"
+assert_json "$T/ml_scaled.json" \
+  'abs(next(r for r in d["results"] if r["name"] == "llama2_70b_lora/score")["metrics"]["time_to_train_min"]["value"] - 25.1333 * 1.05) < 0.01 and next(r for r in d["results"] if r["name"] == "llama2_70b_lora/run1")["metrics"]["time_to_train_min"]["value"] == 25.1' \
+  "scaling.json 1.05: score 25.13 x 1.05 = 26.39; the runs as logged"
+run_capture ml_unscaled fb import mlperf --no-scaling "$T/scaled/llama2_70b_lora"/*.log -o "$T/ml_unscaled.json"
+assert_json "$T/ml_unscaled.json" \
+  'abs(next(r for r in d["results"] if r["name"] == "llama2_70b_lora/score")["metrics"]["time_to_train_min"]["value"] - 25.1333) < 0.01' \
+  "--no-scaling: the olympic mean as measured"
+echo '{"scaling_factor": "1.05"}' >"$T/scaled/llama2_70b_lora/scaling.json"
+expect_error bad_scaling 2 "^factorybench: error: $T/scaled/llama2_70b_lora/scaling.json: scaling_factor \"1.05\" is not a positive number$" \
+  fb import mlperf "$T/scaled/llama2_70b_lora"/*.log -o "$T/ml_bad_scaling.json"
+[ ! -e "$T/ml_bad_scaling.json" ] && ok "a bad scaling.json writes no report" || fail "a bad scaling.json wrote a report"
+echo '{"scaling_factor": 1.05}' >"$T/scaled/llama2_70b_lora/scaling.json"
+expect_error mixed_scaling 2 "^factorybench: error: .*base_1.log and .*base_2.log are runs of llama2_70b_lora from folders scaled differently \(no scaling.json; .*scaling.json says 1.05\)" \
+  fb import mlperf "$DATA"/mlperf_llama2_70b_lora_base_1.log "$T/scaled/llama2_70b_lora/mlperf_llama2_70b_lora_base_2.log" \
+  -o "$T/ml_mixed.json"
 run_capture ml_cand fb import mlperf "$DATA"/mlperf_llama2_70b_lora_cand_*.log -o "$T/ml_cand.json"
 [ "$RC" -eq 1 ] && ok "an aborted run fails its result: exit 1" || fail "ml_cand: rc=$RC"
 validate "$T/ml_cand.json"

@@ -137,11 +137,23 @@ pid=$!
 stop_at attn "^debug: attention .*512" "$pid"
 set +e; wait "$pid"; rc=$?; set -e
 [ "$rc" -eq 143 ] && ok "attention: exit 143" || fail "attention: exit $rc"
-grep -q "2 of 3 shape(s) measured before the signal" "$T/attn.out" && ok "attention: the two shapes measured are printed" \
-  || fail "attention: $(cat "$T/attn.out")"
+grep -q "^# factorybench attention: 2 of 3 shape(s) measured before the signal$" "$T/attn.out" \
+  && [ "$(grep -cE "^fp32/b1/s(64|96)/h4-kv2/d32 .* ok$" "$T/attn.out")" -eq 2 ] \
+  && ok "attention: the two shapes measured are printed, once each" || fail "attention: $(cat "$T/attn.out")"
 validate "$T/attn.json"
 assert_json "$T/attn.json" "[r['status'] for r in d['results']] == ['ok', 'ok', 'failed'] and d['results'][-1]['name'] == 'interrupted'" \
   "attention: the report keeps the two shapes and the interruption"
+# SIGKILL at the same point: no report, but each shape was printed as it was measured.
+"$FACTORYBENCH" --log-level debug attention --backend host --seq 64,96,512 -n 100 -o "$T/akill.json" \
+  >"$T/akill.out" 2>"$T/akill.err" &
+pid=$!
+wait_for "$T/akill.err" "^debug: attention .*512" || { cat "$T/akill.err" >&2; die "akill: never reached the third shape"; }
+kill -KILL "$pid"
+set +e; wait "$pid"; rc=$?; set -e
+[ "$rc" -eq 137 ] && [ ! -e "$T/akill.json" ] && [ "$(grep -cE "^fp32/b1/s(64|96)/h4-kv2/d32 .* ok$" "$T/akill.out")" -eq 2 ] \
+  && grep -q "^# engine: reference; FLOPs counted as Megatron counts them (causal halved)$" "$T/akill.out" \
+  && ok "attention, SIGKILL: no report, the log keeps the engine line and the two shapes" \
+  || fail "attention, SIGKILL: exit $rc: $(cat "$T/akill.out")"
 
 # --- burnin alone: the verdict says why; SIGHUP this time (a closed terminal; a script's background job ignores
 # SIGINT, and so does factorybench then) ---

@@ -1,5 +1,5 @@
 // MLPerf Training result logs (factorybench import mlperf FILE...): the input split at form feeds into
-// several logs, so the score over several runs is reached too.
+// several logs, so the score over several runs is reached too; and the whole input as a scaling.json.
 #include <vector>
 
 #include "reports/import_mlperf.hpp"
@@ -17,5 +17,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     begin = end + 1;
   }
   fb::fuzz::expect_clean([&] { fb::reports::to_json(fb::reports::import_mlperf(logs)); });
+  // The same bytes as a results folder's scaling.json.
+  fb::fuzz::expect_clean([&] { fb::reports::parse_mlperf_scaling("scaling.json", s); });
   return 0;
 }

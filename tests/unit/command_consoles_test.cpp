@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "reports/attention_console.hpp"
 #include "reports/burnin_console.hpp"
 #include "reports/collective_console.hpp"
 #include "reports/gemm_console.hpp"
@@ -334,6 +335,53 @@ TEST(GemmConsole, TheNameColumnFitsEveryShapeOfTheRunAndNoAlgoColumnWithoutAlgor
   stream.add(gemm_shape(names[0], 0.05, 10.5, std::nullopt));
   EXPECT_NE(out.str().find(fmt::format("{:<19}  ", "fp32/64x64x64")), std::string::npos) << out.str();
   EXPECT_EQ(out.str().find("algo"), std::string::npos) << out.str();
+}
+
+// An attention shape as workloads/attention_benchmark.cpp makes it.
+reports::Result attention_shape(const std::string& name, double tflops, bool causal) {
+  reports::Result r;
+  r.benchmark = "attention";
+  r.name = name;
+  r.params = {{"check", true}, {"causal", causal}};
+  r.set_metric("tflops", Metric{tflops, "TFLOP/s", reports::Better::higher,
+                                SampleStats{tflops * 0.9, tflops, tflops * 1.1, tflops, tflops * 1.1, 0, 5}});
+  r.set_metric("forward_tflops", Metric{tflops * 1.2, "TFLOP/s", reports::Better::higher, std::nullopt});
+  r.set_metric("backward_tflops", Metric{tflops * 0.9, "TFLOP/s", reports::Better::higher, std::nullopt});
+  r.set_metric("forward_time_us", Metric{250.5, "us", reports::Better::lower, std::nullopt});
+  r.set_metric("backward_time_us", Metric{701.25, "us", reports::Better::lower, std::nullopt});
+  r.set_metric("mfu", Metric{tflops / 1000, "fraction", reports::Better::higher, std::nullopt});
+  return r;
+}
+
+TEST(AttentionConsole, StreamPrintsEachShapeAsItIsMeasuredAndEndsAsTheWholeTable) {
+  std::vector<reports::Result> made = {attention_shape("bf16/b1/s2048/h32-kv8/d128", 410.5, true),
+                                       attention_shape("bf16/b1/s8192/h32-kv8/d128/full", 512.25, false)};
+  made[1].fail("3 of 16 sampled rows differ from the fp64 reference");
+  std::vector<std::string> names;
+  for (const auto& r : made) names.push_back(r.name);
+  std::ostringstream out;
+  reports::AttentionTableStream stream(out, names, /*any_causal=*/true, /*any_full=*/true);
+  stream.begin("cudnn");
+  EXPECT_EQ(out.str(),
+            "# engine: cudnn; FLOPs counted as Megatron counts them (causal halved, full whole)\n");
+  stream.add(made[0]);
+  // The first shape is on the console, as wide as the widest name of the run, before the second is measured.
+  EXPECT_NE(out.str().find(fmt::format("{:<31}  ", "bf16/b1/s2048/h32-kv8/d128")), std::string::npos)
+      << out.str();
+  EXPECT_EQ(out.str().find("s8192"), std::string::npos);
+  stream.add(made[1]);
+  stream.finish();
+  std::ostringstream whole;
+  reports::print_attention_table(whole, made, {{"engine", "cudnn"}});
+  EXPECT_EQ(out.str(), whole.str());
+  EXPECT_NE(out.str().find("FAILED\n#   3 of 16 sampled rows"), std::string::npos) << out.str();
+  stream.add(made[0]);  // finished: prints nothing
+  EXPECT_EQ(out.str(), whole.str());
+  // Causal shapes alone say so.
+  std::ostringstream causal;
+  reports::AttentionTableStream only_causal(causal, names, true, false);
+  only_causal.begin("reference");
+  EXPECT_EQ(causal.str(), "# engine: reference; FLOPs counted as Megatron counts them (causal halved)\n");
 }
 
 }  // namespace

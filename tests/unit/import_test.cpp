@@ -622,6 +622,73 @@ TEST(ImportMlperf, TimeToTrainThroughputAndScore) {
   EXPECT_TRUE(rep.run["world_size"].is_null());           // no number_of_nodes: unknown, not 1
 }
 
+// A results folder's scaling.json scales the score, not the runs (MLCommons' result summarizer,
+// _get_scaling_factor: olympic mean × scaling_factor): runs 10, 20, 30, 40 and 50 min → mean of 20, 30 and
+// 40 = 30, × 1.1 = 33.
+TEST(ImportMlperf, ScalingJsonScalesTheScoreOnly) {
+  const MlperfScaling scaling = parse_mlperf_scaling("bert/scaling.json", R"({"scaling_factor": 1.1})");
+  EXPECT_EQ(scaling.source, "bert/scaling.json");
+  EXPECT_DOUBLE_EQ(scaling.factor, 1.1);
+  std::vector<MlperfLog> logs;
+  for (int i = 1; i <= 5; ++i)
+    logs.push_back({fmt::format("bert/result_{}.txt", i), run_log(10.0 * i), scaling});
+  const Report rep = import_mlperf(logs);
+  ASSERT_EQ(rep.results.size(), 6u);
+  EXPECT_DOUBLE_EQ(rep.results[0].metric("time_to_train_min")->value, 10.0);  // a run as logged
+  const Result& score = rep.results.back();
+  EXPECT_EQ(score.name, "bert/score");
+  EXPECT_DOUBLE_EQ(score.metric("time_to_train_min")->value, 33.0);
+  EXPECT_DOUBLE_EQ(score.metric("time_to_train_min")->stats->max, 55.0);  // the spread, scaled alike
+  EXPECT_DOUBLE_EQ(score.params["scaling_factor"].get<double>(), 1.1);
+  EXPECT_EQ(score.params["scaling_file"], "bert/scaling.json");
+  // Without the file: the olympic mean alone, and no scaling in its params.
+  for (auto& log : logs) log.scaling.reset();
+  const Report raw = import_mlperf(logs);
+  EXPECT_DOUBLE_EQ(raw.results.back().metric("time_to_train_min")->value, 30.0);
+  EXPECT_FALSE(raw.results.back().params.contains("scaling_factor"));
+}
+
+TEST(ImportMlperf, ABadScalingJsonOrFoldersScaledDifferentlyAreRefused) {
+  const auto error_of = [](const std::string& text) {
+    try {
+      parse_mlperf_scaling("s/scaling.json", text);
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::input);
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  EXPECT_EQ(error_of(R"({"scaling_factor": 0})"),
+            "s/scaling.json: scaling_factor 0 is not a positive number");
+  EXPECT_EQ(error_of(R"({"scaling_factor": -1.5})"),
+            "s/scaling.json: scaling_factor -1.5 is not a positive number");
+  EXPECT_EQ(error_of(R"({"scaling_factor": "1.1"})"),
+            "s/scaling.json: scaling_factor \"1.1\" is not a positive number");
+  EXPECT_EQ(error_of(R"({"factor": 1.1})"),
+            "s/scaling.json: expected an object with \"scaling_factor\" (a scaling.json of an MLPerf results "
+            "folder)");
+  EXPECT_EQ(error_of("[1.1]").substr(0, 30), "s/scaling.json: expected an ob");
+  EXPECT_EQ(error_of("{\"scaling_factor\": "),
+            "s/scaling.json: malformed JSON: it ends inside a value, after 19 bytes (truncated?)");
+  // One folder scaled, the other not (or scaled by another factor): refused, naming both logs.
+  const MlperfScaling a{"a/scaling.json", 1.1}, b{"b/scaling.json", 1.2};
+  const auto mixed = [&](std::optional<MlperfScaling> first, std::optional<MlperfScaling> second) {
+    try {
+      import_mlperf({{"a/result_0.txt", run_log(10), first}, {"b/result_0.txt", run_log(11), second}});
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::input);
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  EXPECT_EQ(mixed(a, std::nullopt),
+            "a/result_0.txt and b/result_0.txt are runs of bert from folders scaled differently "
+            "(a/scaling.json says 1.1; no scaling.json): the summarizer scores a results folder at a time, "
+            "so import each folder on its own");
+  EXPECT_NE(mixed(a, b).find("(a/scaling.json says 1.1; b/scaling.json says 1.2)"), std::string::npos);
+  EXPECT_EQ(mixed(a, a), "accepted");
+}
+
 // Two runs in one log (a second run_start after the run_stop) were one run, timed from the first start
 // to the last stop; a start logged twice before the stop (several ranks) is still one run.
 TEST(ImportMlperf, ASecondRunInOneLogIsRefused) {
