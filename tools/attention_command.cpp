@@ -5,6 +5,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -58,6 +59,7 @@ void require_positive(const std::optional<std::int64_t>& v, const char* option) 
 
 int run_attention(const AttentionCliOptions& cli, Session& session) {
   workloads::validate_iterations(cli.iters, cli.warmup);
+  workloads::check_benchmark_attention_choice(cli.engine);
   if (cli.batch < 1) throw usage_error(fmt::format("invalid --batch {}: must be positive", cli.batch));
   require_positive(cli.heads, "--heads");
   require_positive(cli.kv_heads, "--kv-heads");
@@ -77,58 +79,69 @@ int run_attention(const AttentionCliOptions& cli, Session& session) {
 
   // The device's defaults. A suite's preflight touches no device (an error in starting it is the suite's,
   // not this step's): it takes the backend asked for, and for auto the host's defaults without the host's
-  // cost limit, which the step checks again when it runs on the backend it got.
+  // cost limit, which the step checks again when it runs on the backend it got; a shape that only the GPU's
+  // defaults make valid (--kv-heads 8 beside cuda's 32 heads, not the host's 4) passes there.
   const auto choice = parse_backend_choice(session.options().backend);
   const bool backend_known = !session.checking_only() || choice != BackendChoice::automatic;
   const BackendKind kind = !session.checking_only()        ? session.backend().kind()
                            : choice == BackendChoice::cuda ? BackendKind::cuda
                                                            : BackendKind::host;
-  kernels::AttentionShape base = default_shape(kind);
-  nlohmann::json params = nlohmann::json::object();
-  if (!cli.model.empty()) {
-    if (cli.heads || cli.kv_heads || cli.head_dim || cli.value_dim)
-      throw usage_error(
-          "--model takes the heads and head dims from the model: drop "
-          "--heads/--kv-heads/--head-dim/--value-dim");
-    // The step's per-rank attention: heads split over TP as the training step splits them.
-    // Each rank reads the model file on its own host: one that cannot stops every rank.
-    const auto model = session.on_every_rank([&] { return workloads::load_model(cli.model); });
-    workloads::StepShape step;
-    step.seq = seqs.empty() ? 0 : seqs.front();
-    const auto plan = workloads::make_plan(model, workloads::ParallelConfig{cli.tp, 1, 1, 1}, step);
-    base.heads = plan.local.heads;
-    base.kv_heads = plan.local.kv_heads;
-    base.head_dim = plan.local.head_dim;
-    base.value_dim = plan.local.v_head_dim;
-    if (seqs.empty()) seqs = {plan.local.seq};
-    params = {{"model", model.name}, {"tp", cli.tp}};
-  } else if (cli.tp != 1) {
-    throw usage_error("--tp splits a model's heads and needs --model");
-  } else {
-    if (cli.heads) base.heads = *cli.heads;
-    if (cli.kv_heads)
-      base.kv_heads = *cli.kv_heads;
-    else if (cli.heads)
-      base.kv_heads = *cli.heads;  // --heads alone: multi-head attention
-    if (cli.head_dim) base.head_dim = base.value_dim = *cli.head_dim;
-    if (cli.value_dim) base.value_dim = *cli.value_dim;
-  }
-  if (seqs.empty()) seqs = {base.seq};
-  base.batch = cli.batch;
-  base.causal = !cli.no_causal;
-  base.scale = 1.0f / std::sqrt(static_cast<float>(base.head_dim));
-  const DType type = dtype.value_or(kind == BackendKind::cuda ? DType::bf16 : DType::fp32);
-
+  const auto make_cases = [&](BackendKind device, std::vector<std::int64_t> lengths) {
+    kernels::AttentionShape base = default_shape(device);
+    nlohmann::json params = nlohmann::json::object();
+    if (!cli.model.empty()) {
+      if (cli.heads || cli.kv_heads || cli.head_dim || cli.value_dim)
+        throw usage_error(
+            "--model takes the heads and head dims from the model: drop "
+            "--heads/--kv-heads/--head-dim/--value-dim");
+      // The step's per-rank attention: heads split over TP as the training step splits them.
+      // Each rank reads the model file on its own host: one that cannot stops every rank.
+      const auto model = session.on_every_rank([&] { return workloads::load_model(cli.model); });
+      workloads::StepShape step;
+      step.seq = lengths.empty() ? 0 : lengths.front();
+      const auto plan = workloads::make_plan(model, workloads::ParallelConfig{cli.tp, 1, 1, 1}, step);
+      base.heads = plan.local.heads;
+      base.kv_heads = plan.local.kv_heads;
+      base.head_dim = plan.local.head_dim;
+      base.value_dim = plan.local.v_head_dim;
+      if (lengths.empty()) lengths = {plan.local.seq};
+      params = {{"model", model.name}, {"tp", cli.tp}};
+    } else if (cli.tp != 1) {
+      throw usage_error("--tp splits a model's heads and needs --model");
+    } else {
+      if (cli.heads) base.heads = *cli.heads;
+      if (cli.kv_heads)
+        base.kv_heads = *cli.kv_heads;
+      else if (cli.heads)
+        base.kv_heads = *cli.heads;  // --heads alone: multi-head attention
+      if (cli.head_dim) base.head_dim = base.value_dim = *cli.head_dim;
+      if (cli.value_dim) base.value_dim = *cli.value_dim;
+    }
+    if (lengths.empty()) lengths = {base.seq};
+    base.batch = cli.batch;
+    base.causal = !cli.no_causal;
+    base.scale = 1.0f / std::sqrt(static_cast<float>(base.head_dim));
+    const DType type = dtype.value_or(device == BackendKind::cuda ? DType::bf16 : DType::fp32);
+    std::vector<workloads::AttentionCase> cases;
+    for (const auto seq : lengths) {
+      workloads::AttentionCase c;
+      c.shape = base;
+      c.shape.seq = seq;
+      kernels::check_attention_shape(c.shape);
+      c.dtype = type;
+      c.name = workloads::attention_case_name(c.shape, type);
+      c.params = params;
+      cases.push_back(std::move(c));
+    }
+    return std::pair{std::move(cases), type};
+  };
   std::vector<workloads::AttentionCase> cases;
-  for (const auto seq : seqs) {
-    workloads::AttentionCase c;
-    c.shape = base;
-    c.shape.seq = seq;
-    kernels::check_attention_shape(c.shape);
-    c.dtype = type;
-    c.name = workloads::attention_case_name(c.shape, type);
-    c.params = params;
-    cases.push_back(std::move(c));
+  DType type = DType::fp32;
+  try {
+    std::tie(cases, type) = make_cases(kind, seqs);
+  } catch (const Error& e) {
+    if (backend_known || e.kind() != ErrorKind::usage) throw;
+    std::tie(cases, type) = make_cases(BackendKind::cuda, seqs);  // refused only when the GPU's fail too
   }
   // The host runs the reference engine, O(s²·(d + dv)) per head: 3e8 to 6e8 score-element x head-dim
   // products (forward + backward) a second on one core of the CI machine (6e8 at d 32, 3e8 at d 1024). A
@@ -182,7 +195,7 @@ int run_attention(const AttentionCliOptions& cli, Session& session) {
   if (mpi.is_root() && !session.options().quiet) {
     std::vector<std::string> names;
     for (const auto& c : cases) names.push_back(c.name);
-    live->table.emplace(std::cout, names, base.causal, !base.causal);
+    live->table.emplace(std::cout, names, !cli.no_causal, cli.no_causal);
   }
   o.on_started = [live, &mpi, type, &o, shapes = cases.size()](const std::string& engine) {
     std::lock_guard lock(live->mutex);

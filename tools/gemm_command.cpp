@@ -116,6 +116,17 @@ int run_gemm(const GemmCliOptions& cli, Session& session) {
   check_injection_for(session, "gemm", /*communicator_faults=*/false, /*sdc=*/false,
                       /*point_to_point=*/false);
   if (session.checking_only()) {  // a suite's preflight: what does not depend on the device, then nothing run
+    // A dtype no engine of the named backend runs (with auto, of either backend: int8) stops the suite now.
+    if (dtype) {
+      const auto choice = parse_backend_choice(session.options().backend);
+      const auto host = kernels::gemm_unsupported_reason(BackendKind::host, *dtype);
+      const auto cuda = kernels::gemm_unsupported_reason(BackendKind::cuda, *dtype);
+      const std::string& why = choice == BackendChoice::host   ? host
+                               : choice == BackendChoice::cuda ? cuda
+                               : host.empty()                  ? host
+                                                               : cuda;
+      if (!why.empty()) throw unsupported_error(why);
+    }
     parse_transpose(cli.ta, "--ta", false);
     parse_transpose(cli.tb, "--tb", false);
     if (model) (void)workloads::gemm_cases_for_model(*model, {cli.tp, cli.seq, cli.micro_batch}, DType::fp32);

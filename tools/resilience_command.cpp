@@ -464,12 +464,15 @@ int run_resilience(const ResilienceCommandOptions& o, Session& session) {
   // The training options as the job will see them (model, layout): a bad one is named before any launch.
   const auto train = make_train_options(o.train, BackendKind::host, o.ranks, session.options().seed);
   (void)workloads::prepare_training(train, o.ranks);
-  // The ranks' backend is known here only when it is named: what --backend host cannot train is refused now,
-  // as train refuses it, rather than by a launched job (exit 1, and a report of a job that never trained).
-  if (session.options().backend == "host") {
-    if (const auto why = workloads::train_dtype_unsupported(BackendKind::host, train.shape.dtype);
-        !why.empty())
-      throw unsupported_error(why);
+  // What the ranks' backend cannot train is refused now, as train refuses it, rather than by a launched job
+  // (exit 1, and a report of a job that never trained): fp16 and fp8 on any backend (the one named, else
+  // cuda's words), cuDNN attention when --backend host is named.
+  const bool host = session.options().backend == "host";
+  if (const auto why =
+          workloads::train_dtype_unsupported(host ? BackendKind::host : BackendKind::cuda, train.shape.dtype);
+      !why.empty())
+    throw unsupported_error(why);
+  if (host) {
     if (train.attention_engine == kernels::AttentionEngineChoice::cudnn)
       throw unsupported_error("--attention-engine cudnn: cuDNN attention needs the cuda backend");
   }

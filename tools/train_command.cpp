@@ -195,6 +195,12 @@ int run_train(const TrainCommandOptions& opt, Session& session) {
   // host has, stops every rank with the reason instead of leaving the others in the first collective.
   auto options = make_train_options(opt.train, BackendKind::host, mpi.size(), session.options().seed);
   auto [plan, checked] = session.on_every_rank([&] {
+    // fp16 and fp8 are planned (--dry-run), not trained, on any backend: refused before one starts.
+    const bool host = parse_backend_choice(session.options().backend) == BackendChoice::host;
+    if (const auto why = workloads::train_dtype_unsupported(host ? BackendKind::host : BackendKind::cuda,
+                                                            options.shape.dtype);
+        !why.empty())
+      throw unsupported_error(why);
     check_no_injection(session, "train");
     check_output_outside_run_dir(session.options().output, opt.resilience.run_dir);
     return std::pair{workloads::prepare_training(options, mpi.size()),

@@ -230,14 +230,18 @@ std::uint64_t attention_set_bytes(const kernels::AttentionShape& s, DType dtype)
   return b >= 1.8e19 ? std::numeric_limits<std::uint64_t>::max() : static_cast<std::uint64_t>(b);
 }
 
+void check_benchmark_attention_choice(kernels::AttentionEngineChoice choice) {
+  if (choice == kernels::AttentionEngineChoice::gemm)
+    throw usage_error(
+        "--engine gemm: the blocked-GEMM attention runs inside the training step; time it with 'train "
+        "--attention-engine gemm' (its breakdown's attention row)");
+}
+
 std::unique_ptr<kernels::FusedAttention> make_benchmark_attention(const MpiContext& mpi, Backend& backend,
                                                                   kernels::AttentionEngineChoice choice,
                                                                   std::span<const AttentionCase> cases) {
   using kernels::AttentionEngineChoice;
-  if (choice == AttentionEngineChoice::gemm)
-    throw usage_error(
-        "--engine gemm: the blocked-GEMM attention runs inside the training step; time it with 'train "
-        "--attention-engine gemm' (its breakdown's attention row)");
+  check_benchmark_attention_choice(choice);
   if (choice == AttentionEngineChoice::automatic)
     choice =
         backend.kind() == BackendKind::cuda ? AttentionEngineChoice::cudnn : AttentionEngineChoice::reference;

@@ -57,6 +57,10 @@ struct AttentionRunOutput {
   std::string engine;                                 // "cudnn" or "reference"
 };
 
+// A usage Error for an engine the benchmark cannot time alone (gemm: it needs the training step around it).
+// Pure: a suite's preflight calls it too.
+void check_benchmark_attention_choice(kernels::AttentionEngineChoice choice);
+
 // The engine `choice` names on this backend (auto: cudnn on cuda, reference on host), agreed by every rank
 // before anything is allocated; a usage Error for gemm, an unsupported Error (every rank) when a rank
 // cannot run a case.

@@ -267,6 +267,11 @@ void validate_collective_options(const CollectiveOptions& o, int world) {
     validate_moe_routing(*o.moe, n);
   } else {
     (void)sweep_sizes(o.min_bytes, o.max_bytes, o.factor, o.step);
+    // Pure, so refused before any backend starts (and in a suite's preflight): -b 2 -e 2 of fp32.
+    if (build_cases(o, n).empty())
+      throw usage_error(
+          fmt::format("invalid size range: every size from -b {} to -e {} rounds to 0 bytes on {} ranks",
+                      o.min_bytes, o.max_bytes, n));
   }
 }
 
@@ -277,7 +282,7 @@ namespace {
 // checked against the smallest free memory of all ranks so every rank stops alike, before anything is
 // allocated. Returns one buffer's bytes.
 std::uint64_t checked_buffer_bytes(const CollectiveOptions& o, const MpiContext& mpi, const Backend& backend,
-                                   const std::vector<Case>& cases, int n) {
+                                   const std::vector<Case>& cases) {
   const std::size_t elem = elem_bytes(o);
   std::uint64_t buffer_bytes = 0;
   for (const auto& c : cases) buffer_bytes = std::max(buffer_bytes, case_buffer_bytes(c, elem));
@@ -303,10 +308,6 @@ std::uint64_t checked_buffer_bytes(const CollectiveOptions& o, const MpiContext&
           "only {} of host memory is free per rank (-e/--maxbytes smaller, or --no-check)",
           format_bytes(staging * buffer_bytes), format_bytes(host_free)));
   }
-  if (cases.empty())
-    throw usage_error(
-        fmt::format("invalid size range: every size from -b {} to -e {} rounds to 0 bytes on {} ranks",
-                    o.min_bytes, o.max_bytes, n));
   return buffer_bytes;
 }
 
@@ -519,22 +520,26 @@ void add_averages(CollectiveRun& run, const CollectiveOptions& o, int n, int gro
 
 }  // namespace
 
+void check_wrong_injection_fits(const CollectiveOptions& o, int world_size) {
+  // Every rank builds the same cases, so every rank refuses alike.
+  const auto& faults = injected_faults();
+  if (!o.check || faults.wrong_rank < 0) return;
+  const auto cases = build_cases(o, group_size(o, world_size));
+  const auto checks = static_cast<std::uint64_t>(
+      std::count_if(cases.begin(), cases.end(), [](const Case& c) { return c.skip_reason.empty(); }));
+  if (faults.wrong_check > checks)
+    throw usage_error(
+        fmt::format("FACTORYBENCH_INJECT '{}': wrong at check {}, but this run makes {} check(s)",
+                    faults.text, faults.wrong_check, checks));
+}
+
 CollectiveRun run_collective_benchmark(const CollectiveOptions& o, MpiContext& mpi, Backend& backend) {
   validate_collective_options(o, mpi.size());
+  check_wrong_injection_fits(o, mpi.size());
   const int n = group_size(o, mpi.size());
   const int groups = mpi.size() / n;
   const std::vector<Case> cases = build_cases(o, n);
-  // An injected wrong element at a check the run never makes would test nothing (every rank builds the
-  // same cases, so every rank refuses alike).
-  if (const auto& faults = injected_faults(); o.check && faults.wrong_rank >= 0) {
-    const auto checks = static_cast<std::uint64_t>(
-        std::count_if(cases.begin(), cases.end(), [](const Case& c) { return c.skip_reason.empty(); }));
-    if (faults.wrong_check > checks)
-      throw usage_error(
-          fmt::format("FACTORYBENCH_INJECT '{}': wrong at check {}, but this run makes {} check(s)",
-                      faults.text, faults.wrong_check, checks));
-  }
-  const std::uint64_t buffer_bytes = checked_buffer_bytes(o, mpi, backend, cases, n);
+  const std::uint64_t buffer_bytes = checked_buffer_bytes(o, mpi, backend, cases);
 
   auto world_comm = make_communicator(mpi, backend);
   std::unique_ptr<Communicator> group_comm;

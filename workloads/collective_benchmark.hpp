@@ -55,6 +55,11 @@ struct CollectiveOptions {
 // option. Identical on every rank, so every rank stops alike.
 void validate_collective_options(const CollectiveOptions& options, int world_size);
 
+// FACTORYBENCH_INJECT's wrong@rank=R,check=N against the checks these options make (one per case run with
+// --check): a usage Error when N is past them, which would test nothing. Needs no communication, so a
+// suite's preflight finds it before its first step runs.
+void check_wrong_injection_fits(const CollectiveOptions& options, int world_size);
+
 struct CollectiveRun {
   // On world rank 0: one result per (op, size, placement, group), then one `avg_busbw` result per group
   // (failed under --min-busbw). Empty on the other ranks.

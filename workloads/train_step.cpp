@@ -92,9 +92,11 @@ TrainPlan prepare_training(const TrainOptions& o, std::int64_t world) {
 }
 
 std::string train_dtype_unsupported(BackendKind kind, DType dtype) {
-  if (kind == BackendKind::host && dtype != DType::fp32 && dtype != DType::bf16)
+  if (dtype == DType::fp32 || dtype == DType::bf16) return {};
+  if (kind == BackendKind::host)
     return fmt::format("--dtype {} on the host backend: use fp32 or bf16", to_string(dtype));
-  return {};
+  return fmt::format("--dtype {}: the train step runs fp32 or bf16 (--dry-run plans {})", to_string(dtype),
+                     to_string(dtype));
 }
 
 namespace {
@@ -139,9 +141,6 @@ kernels::AttentionEngineSelection choose_attention(const TrainOptions& o, TrainP
 void check_supported(const TrainPlan& plan, Backend& backend) {
   if (const auto why = train_dtype_unsupported(backend.kind(), plan.shape.dtype); !why.empty())
     throw unsupported_error(why);
-  if (plan.shape.dtype != DType::fp32 && plan.shape.dtype != DType::bf16)
-    throw unsupported_error(
-        fmt::format("--dtype {}: the train step runs fp32 or bf16", to_string(plan.shape.dtype)));
   const auto reason = kernels::gemm_unsupported_reason(backend.kind(), plan.shape.dtype);
   if (!reason.empty()) throw unsupported_error(reason);
 }

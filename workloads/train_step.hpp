@@ -40,8 +40,9 @@ struct TrainOptions {
 // (unknown model, impossible layout, tokens not divisible by --tp) before anything is allocated; identical on
 // every rank.
 TrainPlan prepare_training(const TrainOptions& options, std::int64_t world_size);
-// Why `kind` cannot train in `dtype` ("--dtype fp16 on the host backend: use fp32 or bf16"), or empty. Pure:
-// the run checks it with its backend, the resilience supervisor with the --backend it was given.
+// Why `kind` cannot train in `dtype` ("--dtype fp16 on the host backend: use fp32 or bf16"; no backend trains
+// fp16 or fp8, which --dry-run plans), or empty. Pure: the run checks it with its backend, train before its
+// backend starts and resilience before its launch with the --backend given (cuda where it is not host).
 std::string train_dtype_unsupported(BackendKind kind, DType dtype);
 
 struct TrainRun {

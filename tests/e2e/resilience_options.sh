@@ -150,6 +150,12 @@ expect_error host_fp16 2 "^factorybench: error: --dtype fp16 on the host backend
   fb "${R1[@]}" --dtype fp16 --run-dir "$T/run-early" -o "$T/early.json"
 expect_error host_cudnn 2 "^factorybench: error: --attention-engine cudnn: cuDNN attention needs the cuda backend$" \
   fb "${R1[@]}" --attention-engine cudnn --run-dir "$T/run-early" -o "$T/early.json"
+# fp8 and fp16 are planned (train --dry-run), trained by no backend: refused with --backend auto too (each
+# launched attempt used to exit 2 and the supervisor stop at "the training job rejected its options").
+expect_error auto_fp8 2 "^factorybench: error: --dtype fp8_e4m3: the train step runs fp32 or bf16 \(--dry-run plans fp8_e4m3\)$" \
+  fb resilience --launcher none --faults none --steps 2 --layers 1 --model tiny-dense --dtype fp8_e4m3 \
+  --run-dir "$T/run-auto-fp8" -o "$T/early.json"
+[ ! -e "$T/run-auto-fp8" ] && ok "auto_fp8: no run dir made, nothing launched" || fail "auto_fp8 made $T/run-auto-fp8"
 expect_error none_launcher_args 2 "^factorybench: error: --launcher-args needs a launcher \(--launcher mpirun or srun\)" \
   fb "${R1[@]}" --launcher-args "--bogus" --run-dir "$T/run-early" -o "$T/early.json"
 touch "$T/a-file"

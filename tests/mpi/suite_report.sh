@@ -18,6 +18,18 @@ cat >"$T/gemm_only.json" <<'JSON'
 JSON
 expect_error suite_inject_rank 2 "^factorybench: error: FACTORYBENCH_INJECT 'hang@rank=7,call=1': hang names rank 7, but the job has ranks 0..0$" \
   env FACTORYBENCH_INJECT=hang@rank=7,call=1 "$FACTORYBENCH" suite "$T/gemm_only.json" --backend host -o "$T/bad.json"
+# A suite's preflight with --backend auto does not know the device: a shape valid with the GPU's default heads
+# (32) but not the host's (4) is not refused up front; on this host the step then fails alone, at its turn.
+# With --backend host named, the preflight refuses it before any step runs.
+cat >"$T/gqa.json" <<'JSON'
+{"steps": [{"name": "first", "command": "gemm", "args": "--m 64 --n 64 --k 64 --iters 3 --warmup 1"},
+           {"name": "gqa", "command": "attention", "args": "--kv-heads 8 -n 3"}]}
+JSON
+run_capture gqa_auto fb suite "$T/gqa.json" -o "$T/gqa-report.json"
+[ "$RC" -eq 1 ] && assert_json "$T/gqa-report.json" "[(r['name'], r['status']) for r in d['results']][0] == ('fp32/64x64x64', 'ok') and d['results'][-1]['status'] == 'failed' and 'heads (4) must be a multiple of kv_heads (8)' in d['results'][-1]['error']" \
+  "--backend auto: the step valid on a GPU passes the preflight and fails at its turn on the host" || fail "gqa_auto: exit $RC: $(tail -3 "$T/gqa_auto.err")"
+expect_error gqa_host 2 "^factorybench: error: suite step 'gqa': attention: heads \(4\) must be a multiple of kv_heads \(8\)$" \
+  fb --backend host suite "$T/gqa.json" -o "$T/gqa-host.json"
 # A job killed inside its first step (SIGKILL: nothing runs after it): the report written before the step says
 # so, and names the --backend given (it said "none": no step had finished to name it).
 cat >"$T/killed.json" <<'JSON'
