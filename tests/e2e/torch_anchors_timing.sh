@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # scripts/torch_anchors.py times PyTorch the way our figures are timed: warm-up calls, one CUDA event pair per
 # call, the median call (a mean of back-to-back calls let one slow call move the anchor every ratio is read
-# against). Checked here with a stand-in for torch.cuda.Event on the host clock: one call in five is 50x
+# against). Checked here with a stand-in for torch.cuda.Event on the host clock: one call in five is 150x
 # slower, and the median must not see it; the warm-up calls are not timed.
 . "$(dirname "$0")/../lib.sh"
 
@@ -25,10 +25,12 @@ calls = []
 def fn():
     calls.append(1)
     n = len(calls)
-    time.sleep(0.5 if n <= 2 else (0.1 if n % 5 == 0 else 0.002))  # 2 slow warm-up calls, then 1 in 5 slow
+    time.sleep(0.5 if n <= 2 else (0.3 if n % 5 == 0 else 0.002))  # 2 slow warm-up calls, then 1 in 5 slow
 s = torch_anchors.timed(torch, fn, 2, 10)
 assert len(calls) == 12, len(calls)
-assert 0.0015 < s < 0.012, s  # the median of 2 ms calls; a mean would be about 22 ms, with warm-up far more
+# The median of 2 ms calls; a mean would be about 62 ms, with warm-up far more. 30 ms: room for a loaded CI
+# machine to wake a sleeper late.
+assert 0.0015 < s < 0.03, s
 print("median call %.4f s" % s)
 PY
 run_capture timing "$PY" "$T/check.py" "$FB_SOURCE_DIR/scripts"
