@@ -183,7 +183,8 @@ if "$FACTORYBENCH" resilience --help 2>/dev/null | grep -q -- "--launcher"; then
   fi
   # A hang the training watchdog would not catch in time (--hang-timeout 5m): the supervisor's heartbeat
   # timeout fires, it stops the srun step (SIGTERM to srun, scancel if the step outlives it) and relaunches.
-  run_capture hang timeout 150 salloc -n 4 "$FACTORYBENCH" "${RES[@]}" --hang-timeout 5m --heartbeat-timeout 6s \
+  # 12 s: above a 4-rank srun launch before its first event on a loaded CI machine (6 s was close).
+  run_capture hang timeout 150 salloc -n 4 "$FACTORYBENCH" "${RES[@]}" --hang-timeout 5m --heartbeat-timeout 12s \
     --faults "hang@step=6,rank=2" --run-dir "$T/run-hang" --output "$T/hang.json"
   if [ "$RC" -eq 0 ] && [ -f "$T/hang.json" ]; then
     ok "resilience --launcher srun with a hang"
@@ -193,8 +194,11 @@ if "$FACTORYBENCH" resilience --help 2>/dev/null | grep -q -- "--launcher"; then
   else
     fail "resilience --launcher srun (hang): exit $RC: $(tail -8 "$T/hang.err")"
   fi
-  # Nothing left behind: no job step and no rank of this test's runs.
-  sleep 1
+  # Nothing left behind: no job step and no rank of this test's runs (Slurm's teardown takes a moment).
+  for _ in $(seq 60); do
+    [ -z "$(squeue -h -s 2>/dev/null)" ] && ! pgrep -f "$T/run-" >/dev/null && break
+    sleep 0.5
+  done
   [ -z "$(squeue -h -s 2>/dev/null)" ] && ok "no job steps left" || fail "steps left: $(squeue -s)"
   pgrep -f "$T/run-" >/dev/null && fail "processes left: $(pgrep -af "$T/run-")" || ok "no processes left"
 else
