@@ -38,6 +38,7 @@
 #include "tools/injection_scope.hpp"
 #include "tools/resilience_options.hpp"
 #include "tools/shell_words.hpp"
+#include "tools/suite_file.hpp"
 #include "tools/train_options.hpp"
 #include "workloads/parallel_layout.hpp"
 #include "workloads/train_step.hpp"
@@ -501,6 +502,13 @@ int run_resilience(const ResilienceCommandOptions& o, Session& session) {
     s.preflight_args.push_back(std::move(a));
   s.preflight_timeout_s = parse_duration(o.preflight_timeout, "--preflight-timeout");
   if (!o.preflight_args.empty() && !o.preflight) throw usage_error("--preflight-args needs --preflight");
+  // health's words as the pre-flight launch will give them: a typo is this line, not a job that fails at its
+  // first pre-flight (exit 1, a report of a job that never trained). Values a run judges stay the run's.
+  if (o.preflight) {
+    std::vector<std::string> words{"health"};
+    words.insert(words.end(), s.preflight_args.begin(), s.preflight_args.end());
+    check_command_words(words, "--preflight-args");
+  }
   s.max_restarts = o.max_restarts;
   s.spares = o.spares;
   s.drain_after = o.drain_after;

@@ -90,6 +90,44 @@ Suite load_suite(const std::string& name_or_path) {
   return parse_suite(read_json_file(path), path.string(), path.stem().string());
 }
 
+namespace {
+
+// CLI11's parse of `args` (a command and its options) into `app`, which holds the global options and every
+// command; its errors as usage Errors "WHO: ..." (`what`: what the words are, for a help flag among them).
+void parse_command_words(CLI::App& app, const std::vector<std::string>& args, const std::string& who,
+                         const std::string& what) {
+  std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 parses a reversed vector
+  try {
+    app.parse(reversed);
+  } catch (const CLI::CallForHelp&) {
+    throw usage_error(
+        fmt::format("{}: --help is not {} (run factorybench {} --help)", who, what, args.front()));
+  } catch (const CLI::CallForAllHelp&) {
+    throw usage_error(fmt::format("{}: --help-all is not {}", who, what));
+  } catch (const CLI::CallForVersion&) {
+    throw usage_error(fmt::format("{}: --version is not {}", who, what));
+  } catch (const CLI::ParseError& e) {
+    throw usage_error(fmt::format("{}: {}", who, parse_error_message(e, app)));
+  }
+  try {
+    refuse_empty_values(app);
+  } catch (const Error& e) {
+    throw usage_error(fmt::format("{}: {}", who, e.what()));
+  }
+}
+
+}  // namespace
+
+void check_command_words(const std::vector<std::string>& args, const std::string& who) {
+  CLI::App app("command words", "factorybench");
+  app.require_subcommand(1);
+  app.fallthrough();
+  GlobalOptions global;
+  add_global_options(app, global);
+  const auto commands = add_all_commands(app);
+  parse_command_words(app, args, who, "an option here");
+}
+
 ParsedStep parse_suite_step(const SuiteStep& step) {
   auto app = std::make_unique<CLI::App>("suite step", "factorybench");
   app->require_subcommand(1);
@@ -104,24 +142,7 @@ ParsedStep parse_suite_step(const SuiteStep& step) {
     throw usage_error(fmt::format("suite step '{}': unknown command '{}' (expected one of {})", step.name,
                                   step.args.front(), names));
   }
-  std::vector<std::string> reversed(step.args.rbegin(), step.args.rend());  // CLI11 parses a reversed vector
-  try {
-    app->parse(reversed);
-  } catch (const CLI::CallForHelp&) {
-    throw usage_error(fmt::format("suite step '{}': --help is not a step (run factorybench {} --help)",
-                                  step.name, step.args.front()));
-  } catch (const CLI::CallForAllHelp&) {
-    throw usage_error(fmt::format("suite step '{}': --help-all is not a step", step.name));
-  } catch (const CLI::CallForVersion&) {
-    throw usage_error(fmt::format("suite step '{}': --version is not a step", step.name));
-  } catch (const CLI::ParseError& e) {
-    throw usage_error(fmt::format("suite step '{}': {}", step.name, parse_error_message(e, *app)));
-  }
-  try {
-    refuse_empty_values(*app);
-  } catch (const Error& e) {
-    throw usage_error(fmt::format("suite step '{}': {}", step.name, e.what()));
-  }
+  parse_command_words(*app, step.args, fmt::format("suite step '{}'", step.name), "a step");
   // Global options are the suite's: one backend, one report, one seed, one telemetry sampler and one log
   // for every step. Given in a step they would be ignored (a step's --telemetry full, or even a bad
   // --telemetry-interval, passed silently), so any of them is refused, named.

@@ -36,5 +36,10 @@ struct ParsedStep {
 // Parses one step (global options belong on the suite's command line); usage Error naming the step
 // otherwise.
 ParsedStep parse_suite_step(const SuiteStep& step);
+// Parses `args` (a command and its options, global ones among them) as the command line would, in a scratch
+// command table, and runs nothing: a usage Error "WHO: ..." for an unknown option or a value of the wrong
+// form. For option words another process gets later (resilience --preflight-args: health's, checked before
+// any launch instead of failing the job at its first pre-flight).
+void check_command_words(const std::vector<std::string>& args, const std::string& who);
 
 }  // namespace fb::tools
