@@ -31,6 +31,17 @@ struct BurninCliOptions {
   std::int64_t size = 0;
 };
 
+// summary.burnin: the verdict, the checks after the reference (check 0) taken and planned, and the times.
+nlohmann::json burnin_summary(const workloads::BurninRun& run) {
+  return {{"verdict", run.pass() ? "pass" : "fail"},
+          // Numbered as FACTORYBENCH_INJECT's check=N: 1..N after the reference.
+          {"checks", std::max(0, run.checks_done())},
+          {"checks_planned", run.checks_planned},
+          {"size", run.size},
+          {"duration_s", run.duration_s},
+          {"elapsed_s", run.elapsed_s}};
+}
+
 int run_burnin_command(const BurninCliOptions& cli, Session& session) {
   workloads::BurninOptions o;
   o.duration_s = parse_duration(cli.duration, "--duration");
@@ -92,30 +103,42 @@ int run_burnin_command(const BurninCliOptions& cli, Session& session) {
     }
   }
   auto report = session.begin_report();
-  // A burn-in of hours stopped by a time limit: the report says so (verdict fail, the signal the reason);
-  // the checksums are gathered at the end only, so none is kept (tools/interrupt_report.hpp).
+  // A burn-in of hours stopped by a time limit keeps what it checked: every check is gathered from every
+  // rank as it is taken (workloads/burnin.hpp), so rank 0 writes each node's verdict over the checks done,
+  // a node that already mismatched failed, with the verdict fail and the signal the reason; inside a suite,
+  // the step's results so far (tools/interrupt_report.hpp).
+  o.so_far = std::make_shared<workloads::BurninSoFar>();
+  const auto so_far = [checked = o.so_far, start = report, duration = o.duration_s] {
+    auto out = start;
+    const auto run = checked->snapshot();
+    if (run.checks_done() >= 0) out.results = workloads::burnin_results(run);
+    out.summary["burnin"] = burnin_summary(run);
+    out.summary["burnin"]["verdict"] = "fail";
+    out.summary["burnin"]["duration_s"] = duration;
+    out.summary["burnin"]["reason"] = "interrupted before the run ended";
+    if (run.checks_done() < 0) out.summary["burnin"].erase("size");  // not started: nothing measured
+    return out;
+  };
+  const auto print = [](const reports::Report& r) {
+    reports::print_burnin_report(std::cout, r);
+    std::cout.flush();
+  };
   std::optional<InterruptReport> interrupted;
-  if (!session.in_suite())
+  if (session.in_suite())
+    interrupted.emplace(session, "burnin", so_far, print);
+  else
     interrupted.emplace(
         session, "burnin",
-        [make = session.hang_report(report), duration = o.duration_s](const reports::Result& ending) {
+        [make = session.hang_report(so_far)](const reports::Result& ending) {
           auto out = make(ending);
-          if (out)
-            out->summary["burnin"] = {
-                {"verdict", "fail"}, {"duration_s", duration}, {"reason", ending.error.value_or("")}};
+          if (out) out->summary["burnin"]["reason"] = ending.error.value_or("");
           return out;
         },
-        "");
+        "the checks before it are kept", std::string(), [so_far, print] { print(so_far()); });
   const auto run = workloads::run_burnin(mpi, backend, o);
   interrupted.reset();
   report.results = workloads::burnin_results(run);
-  report.summary["burnin"] = {
-      {"verdict", run.pass() ? "pass" : "fail"},
-      // Numbered as FACTORYBENCH_INJECT's check=N: 1..N after the reference (check 0).
-      {"checks", run.ranks.front().checksums.size() - 1},
-      {"size", run.size},
-      {"duration_s", run.duration_s},
-      {"elapsed_s", run.elapsed_s}};
+  report.summary["burnin"] = burnin_summary(run);
   session.finish(report);
   if (mpi.is_root() && !session.options().quiet) {
     reports::print_burnin_report(std::cout, report);

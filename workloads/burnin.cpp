@@ -1,10 +1,14 @@
 #include "workloads/burnin.hpp"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <map>
+#include <set>
+#include <span>
 
 #include <fmt/format.h>
 
@@ -37,34 +41,37 @@ std::uint64_t checksum_bytes(const void* data, std::size_t bytes) {
   return h;
 }
 
+void judge_burnin_check(const std::vector<RankChecks>& ranks, std::size_t c, std::set<int>& reported,
+                        std::vector<BurninProblem>& out) {
+  // The majority checksum of each device model at this check.
+  std::map<std::string, std::map<std::uint64_t, int>> votes;
+  for (const auto& r : ranks)
+    if (c < r.checksums.size()) ++votes[r.device][r.checksums[c]];
+  for (const auto& r : ranks) {
+    if (c >= r.checksums.size() || reported.contains(r.rank)) continue;
+    const auto& v = votes[r.device];
+    const auto majority = std::max_element(v.begin(), v.end(),
+                                           [](const auto& a, const auto& b) { return a.second < b.second; });
+    std::string reason;
+    if (c > 0 && r.checksums[c] != r.checksums[0])
+      reason = fmt::format("checksum {:016x} at check {} differs from its own first result {:016x}",
+                           r.checksums[c], c, r.checksums[0]);
+    else if (v.size() > 1 && majority->second * 2 > static_cast<int>(ranks.size()) &&
+             r.checksums[c] != majority->first)
+      reason = fmt::format("checksum {:016x} at check {} differs from {:016x} of {} other {} rank(s)",
+                           r.checksums[c], c, majority->first, majority->second, r.device);
+    if (reason.empty()) continue;
+    reported.insert(r.rank);  // one problem per rank: the first one seen
+    out.push_back({r.rank, static_cast<int>(c), c < r.at_s.size() ? r.at_s[c] : 0, reason});
+  }
+}
+
 std::vector<BurninProblem> judge_burnin(const std::vector<RankChecks>& ranks) {
   std::vector<BurninProblem> out;
   std::size_t checks = 0;
   for (const auto& r : ranks) checks = std::max(checks, r.checksums.size());
-  std::map<int, bool> reported;  // one problem per rank: the first one seen
-  for (std::size_t c = 0; c < checks; ++c) {
-    // The majority checksum of each device model at this check.
-    std::map<std::string, std::map<std::uint64_t, int>> votes;
-    for (const auto& r : ranks)
-      if (c < r.checksums.size()) ++votes[r.device][r.checksums[c]];
-    for (const auto& r : ranks) {
-      if (c >= r.checksums.size() || reported[r.rank]) continue;
-      const auto& v = votes[r.device];
-      const auto majority = std::max_element(
-          v.begin(), v.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
-      std::string reason;
-      if (c > 0 && r.checksums[c] != r.checksums[0])
-        reason = fmt::format("checksum {:016x} at check {} differs from its own first result {:016x}",
-                             r.checksums[c], c, r.checksums[0]);
-      else if (v.size() > 1 && majority->second * 2 > static_cast<int>(ranks.size()) &&
-               r.checksums[c] != majority->first)
-        reason = fmt::format("checksum {:016x} at check {} differs from {:016x} of {} other {} rank(s)",
-                             r.checksums[c], c, majority->first, majority->second, r.device);
-      if (reason.empty()) continue;
-      reported[r.rank] = true;
-      out.push_back({r.rank, static_cast<int>(c), c < r.at_s.size() ? r.at_s[c] : 0, reason});
-    }
-  }
+  std::set<int> reported;
+  for (std::size_t c = 0; c < checks; ++c) judge_burnin_check(ranks, c, reported, out);
   return out;
 }
 
@@ -128,20 +135,21 @@ struct BurninGemm {
   std::vector<float> host;
 };
 
+// Called after each of this rank's checks, k = 0..checks: its checksum, when it ran (seconds since the
+// start) and the GEMMs run so far.
+using CheckDone = std::function<void(int k, std::uint64_t checksum, double at_s, std::int64_t gemms)>;
+
 // This rank's checks: check 0, then sustained GEMMs with check k due at k·interval, k = 1..checks.
-RankChecks run_checks(const MpiContext& mpi, Backend& backend, BurninGemm& g, double interval, int checks) {
+void run_checks(const MpiContext& mpi, Backend& backend, BurninGemm& g, double interval, int checks,
+                const CheckDone& done) {
   const auto& faults = injected_faults();
-  RankChecks mine;
-  mine.rank = mpi.rank();
-  mine.host = mpi.hostname();
-  mine.local_rank = mpi.local_rank();
-  mine.device = backend.device().name;
+  std::int64_t gemms = 0;
   const double t0 = now_s();
   const auto check = [&](int k) {
-    ++mine.gemms;
+    ++gemms;
     const bool sdc = faults.sdc_rank == mpi.rank() && faults.sdc_check == static_cast<std::uint64_t>(k);
-    mine.checksums.push_back(g.checked_run(sdc));
-    mine.at_s.push_back(now_s() - t0);
+    const auto sum = g.checked_run(sdc);
+    done(k, sum, now_s() - t0, gemms);
   };
   check(0);
   // A 20-minute burn-in says it is alive (rank 0, stderr; --quiet silences it).
@@ -150,49 +158,32 @@ RankChecks run_checks(const MpiContext& mpi, Backend& backend, BurninGemm& g, do
     // Sustained load until this check is due, then the check (every rank does the same checks).
     while (now_s() - t0 < k * interval) {
       g.run();
-      ++mine.gemms;
-      if (mine.gemms % 16 == 0) {
+      ++gemms;
+      if (gemms % 16 == 0) {
         backend.synchronize();
-        progress.update(now_s() - t0, fmt::format("{}/{} checks, {} GEMMs", k - 1, checks, mine.gemms));
+        progress.update(now_s() - t0, fmt::format("{}/{} checks, {} GEMMs", k - 1, checks, gemms));
       }
     }
     backend.synchronize();
     check(k);
     log::debug("burnin: check {}/{} at {:.1f} s", k, checks, now_s() - t0);
   }
-  const double elapsed = now_s() - t0;
-  const std::int64_t size = g.p.m;
-  mine.tflops = 2.0 * static_cast<double>(size) * size * size * mine.gemms / elapsed / 1e12;
-  return mine;
 }
 
-// Everyone's checks to everyone: fixed-size numbers, then the strings. `checks` + 1 checks per rank.
-std::vector<RankChecks> gather_checks(const MpiContext& mpi, const RankChecks& mine, int checks) {
-  const int n = mpi.size();
-  const auto per = static_cast<std::size_t>(checks + 1);
-  std::vector<double> my_nums(mine.at_s);
-  my_nums.push_back(static_cast<double>(mine.gemms));
-  my_nums.push_back(mine.tflops);
-  my_nums.push_back(mine.local_rank);
-  const auto sums = allgather(mpi, std::span<const std::uint64_t>(mine.checksums.data(), per));
-  const auto nums = allgather(mpi, std::span<const double>(my_nums));
+// Who every rank is (host, GPU, device model), from everyone to everyone, before the first check.
+std::vector<RankChecks> rank_identities(const MpiContext& mpi, const Backend& backend) {
   char name[128] = {};
-  mine.device.copy(name, sizeof(name) - 1);
+  backend.device().name.copy(name, sizeof(name) - 1);
   const auto names = allgather(mpi, std::span<const char>(name, sizeof(name)));
+  const auto local_ranks = allgather(mpi, mpi.local_rank());
   std::vector<RankChecks> out;
-  for (int r = 0; r < n; ++r) {
+  for (int r = 0; r < mpi.size(); ++r) {
     const auto ur = static_cast<std::size_t>(r);
     RankChecks x;
     x.rank = r;
     x.host = mpi.hostnames()[ur];
+    x.local_rank = local_ranks[ur];
     x.device = std::string(names.data() + ur * sizeof(name));
-    x.checksums.assign(sums.begin() + static_cast<std::ptrdiff_t>(ur * per),
-                       sums.begin() + static_cast<std::ptrdiff_t>((ur + 1) * per));
-    const double* q = nums.data() + ur * (per + 3);
-    x.at_s.assign(q, q + per);
-    x.gemms = static_cast<std::int64_t>(q[per]);
-    x.tflops = q[per + 1];
-    x.local_rank = static_cast<int>(q[per + 2]);
     out.push_back(std::move(x));
   }
   return out;
@@ -209,18 +200,52 @@ double burnin_check_count(const BurninOptions& o) {
 }
 
 BurninRun run_burnin(const MpiContext& mpi, Backend& backend, const BurninOptions& o) {
-  BurninRun run;
-  run.duration_s = o.duration_s;
-  run.size = o.size > 0 ? o.size : (backend.kind() == BackendKind::cuda ? 8192 : 256);
+  const auto so_far = o.so_far ? o.so_far : std::make_shared<BurninSoFar>();
+  const std::int64_t size = o.size > 0 ? o.size : (backend.kind() == BackendKind::cuda ? 8192 : 256);
   const double interval = burnin_check_interval_s(o);
   const int checks = static_cast<int>(burnin_check_count(o));  // bounded by the command (10 million)
-  BurninGemm gemm(mpi, backend, run.size, o.seed);
-  const RankChecks mine = run_checks(mpi, backend, gemm, interval, checks);
-  run.ranks = gather_checks(mpi, mine, checks);
-  for (const auto& r : run.ranks)
-    if (!r.at_s.empty()) run.elapsed_s = std::max(run.elapsed_s, r.at_s.back());
-  run.problems = judge_burnin(run.ranks);
-  return run;
+  BurninGemm gemm(mpi, backend, size, o.seed);
+  auto ranks = rank_identities(mpi, backend);
+  so_far->update([&](BurninRun& run) {
+    run = {};
+    run.duration_s = o.duration_s;
+    run.size = size;
+    run.checks_planned = checks;
+    run.ranks = std::move(ranks);
+  });
+  const double flops =
+      2.0 * static_cast<double>(size) * static_cast<double>(size) * static_cast<double>(size);
+  std::set<int> reported;
+  // Each check is gathered as it is taken: a few bytes per rank, and the checks are seconds to minutes apart.
+  // Every rank takes the same checks, so the gathers pair up.
+  run_checks(
+      mpi, backend, gemm, interval, checks,
+      [&](int k, std::uint64_t checksum, double at_s, std::int64_t gemms) {
+        const auto sums = allgather(mpi, checksum);
+        const std::array<double, 2> mine{at_s, static_cast<double>(gemms)};
+        const auto nums = allgather(mpi, std::span<const double>(mine));
+        std::vector<BurninProblem> found;
+        so_far->update([&](BurninRun& run) {
+          for (auto& r : run.ranks) {
+            const auto ur = static_cast<std::size_t>(r.rank);
+            r.checksums.push_back(sums[ur]);
+            r.at_s.push_back(nums[2 * ur]);
+            r.gemms = static_cast<std::int64_t>(nums[2 * ur + 1]);
+            // The GEMMs done over the time to this check, checks included: a load figure.
+            r.tflops = r.at_s.back() > 0 ? flops * static_cast<double>(r.gemms) / r.at_s.back() / 1e12 : 0;
+            run.elapsed_s = std::max(run.elapsed_s, r.at_s.back());
+          }
+          const auto before = run.problems.size();
+          judge_burnin_check(run.ranks, static_cast<std::size_t>(k), reported, run.problems);
+          found.assign(run.problems.begin() + static_cast<std::ptrdiff_t>(before), run.problems.end());
+          for (auto& p : found)
+            p.reason = fmt::format("{}: {}", who(run.ranks[static_cast<std::size_t>(p.rank)]), p.reason);
+        });
+        // Said when found: an operator watching a burn-in of hours sees the node at once.
+        for (const auto& p : found)
+          log::warn("burnin: silent data corruption: {} (at {:.1f} s)", p.reason, p.first_seen_s);
+      });
+  return so_far->snapshot();
 }
 
 std::vector<reports::Result> burnin_results(const BurninRun& run) {

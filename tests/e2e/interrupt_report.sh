@@ -165,8 +165,15 @@ kill -HUP "$pid"
 set +e; wait "$pid"; rc=$?; set -e
 [ "$rc" -eq 129 ] && ok "burnin: exit 129 (SIGHUP)" || fail "burnin: exit $rc: $(cat "$T/burnin.err")"
 validate "$T/burnin.json"
-assert_json "$T/burnin.json" "d['summary']['burnin']['verdict'] == 'fail' and d['summary']['burnin']['reason'] == 'interrupted by SIGHUP before the run ended' and d['results'][-1]['params']['signal'] == 'SIGHUP'" \
+assert_json "$T/burnin.json" "d['summary']['burnin']['verdict'] == 'fail' and d['summary']['burnin']['reason'] == 'interrupted by SIGHUP before the run ended: the checks before it are kept' and d['results'][-1]['params']['signal'] == 'SIGHUP'" \
   "burnin: verdict fail, interrupted by SIGHUP"
+# What it checked is kept: its node's result over the checks gathered (the reference and check 1 at least),
+# the checks done and planned (60 at 1 s), and the console says the node is not finished, not that it passed.
+assert_json "$T/burnin.json" "[(r['name'][:12], r['status']) for r in d['results']] == [('burnin/node/', 'ok'), ('interrupted', 'failed')] and len(d['results'][0]['extra']['ranks'][0]['checksums']) == d['summary']['burnin']['checks'] + 1 and 1 <= d['summary']['burnin']['checks'] < 60 and d['summary']['burnin']['checks_planned'] == 60" \
+  "burnin: the node's checks so far are kept"
+grep -qE "^node .*: NOT FINISHED \(no mismatch in [0-9]+ of 60 checks after the reference, 1 rank\(s\), .* TFLOP/s\)$" "$T/burnin.out" \
+  && grep -qE "^burnin: FAIL \(stopped after [0-9]+ of 60 checks\)$" "$T/burnin.out" \
+  && ok "burnin: the console says not finished" || fail "burnin console: $(cat "$T/burnin.out")"
 
 # --- a suite: the steps before as they ran, this one interrupted, the rest not run ---
 cat >"$T/suite.json" <<'JSON'

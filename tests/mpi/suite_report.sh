@@ -56,7 +56,12 @@ assert_json "$T/killed-report.json" "d['run']['backend'] == 'host' and [(r['name
 # process group, reaches mpirun too, which then aborts the job at once, before the ranks are signalled;
 # docs/reports.md.)
 signal_when_running stopped TERM
-assert_json "$T/stopped-report.json" "[(r['benchmark'], r['name'], r['status']) for r in d['results']] == [('burnin', 'interrupted', 'failed'), ('suite', 'after', 'skipped')] and d['results'][0]['error'].startswith('interrupted by SIGTERM') and d['results'][0]['extra']['suite_step'] == 'long' and d['summary']['suite']['verdict'] == 'fail'" "SIGTERM in step 1: the step interrupted by SIGTERM, the rest not run"
+# The burn-in keeps its node's verdict over the checks gathered so far (the reference check at least: it is
+# taken before the first progress line), marked with the step.
+assert_json "$T/stopped-report.json" "[(r['benchmark'], r['name'][:12], r['status']) for r in d['results']] == [('burnin', 'burnin/node/', 'ok'), ('burnin', 'interrupted', 'failed'), ('suite', 'after', 'skipped')] and d['results'][1]['error'].startswith('interrupted by SIGTERM') and d['results'][1]['extra']['suite_step'] == 'long' and d['summary']['suite']['verdict'] == 'fail'" "SIGTERM in step 1: the step interrupted by SIGTERM, the rest not run"
+assert_json "$T/stopped-report.json" "d['results'][0]['extra']['suite_step'] == 'long' and [len(x['checksums']) >= 1 for x in d['results'][0]['extra']['ranks']] == [True, True]" "SIGTERM in step 1: the burn-in's checks so far are kept"
+grep -qE "^node .*: NOT FINISHED \(no mismatch in [0-9]+ of 10 checks after the reference, 2 rank\(s\)" "$T/stopped.out" \
+  && ok "SIGTERM in step 1: the console says the node is not finished" || fail "console: $(cat "$T/stopped.out")"
 # A collective step stopped the same way keeps what it measured: the suite's report holds its sizes so far
 # (marked with the step) before the interruption, and the console's table is closed (its footer, then the
 # signal's line). Stopped at a known point: once rank 0 starts the 4 MiB size.

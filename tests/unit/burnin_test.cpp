@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <set>
 
 namespace fb::workloads {
 namespace {
@@ -49,6 +50,40 @@ TEST(BurninTest, ARankWrongFromTheStartDisagreesWithTheMajorityOfItsModel) {
   EXPECT_EQ(
       p[0].reason,
       "checksum 0000000000000005 at check 0 differs from 0000000000000007 of 2 other NVIDIA H200 rank(s)");
+}
+
+// A run judges each check once, as it is gathered (workloads/burnin.cpp): that must find what judging the
+// whole table at the end finds, in the same order. Rank 1 repeats wrongly from check 2 on (one problem), rank
+// 3 is wrong from the start and again later (one problem, at check 0).
+TEST(BurninTest, JudgingEachCheckAsItIsGatheredFindsWhatTheWholeTableDoes) {
+  const std::vector<RankChecks> whole = {ranked(0, {7, 7, 7, 7, 7}), ranked(1, {7, 7, 8, 8, 7}),
+                                         ranked(2, {7, 7, 7, 7, 7}), ranked(3, {5, 5, 6, 5, 5}),
+                                         ranked(4, {7, 7, 7, 7, 7}), ranked(5, {7, 7, 7, 7, 7})};
+  auto growing = whole;
+  for (auto& r : growing) r.checksums.clear(), r.at_s.clear();
+  std::set<int> reported;
+  std::vector<BurninProblem> found;
+  for (std::size_t c = 0; c < 5; ++c) {
+    for (std::size_t i = 0; i < whole.size(); ++i) {
+      growing[i].checksums.push_back(whole[i].checksums[c]);
+      growing[i].at_s.push_back(whole[i].at_s[c]);
+    }
+    judge_burnin_check(growing, c, reported, found);
+  }
+  const auto expected = judge_burnin(whole);
+  ASSERT_EQ(expected.size(), 2u);
+  EXPECT_EQ(expected[0].rank, 3);
+  EXPECT_EQ(expected[0].check, 0);
+  EXPECT_EQ(expected[1].rank, 1);
+  EXPECT_EQ(expected[1].check, 2);
+  ASSERT_EQ(found.size(), expected.size());
+  for (std::size_t i = 0; i < found.size(); ++i) {
+    EXPECT_EQ(found[i].rank, expected[i].rank);
+    EXPECT_EQ(found[i].check, expected[i].check);
+    EXPECT_DOUBLE_EQ(found[i].first_seen_s, expected[i].first_seen_s);
+    EXPECT_EQ(found[i].reason, expected[i].reason);
+  }
+  EXPECT_EQ(reported, (std::set<int>{1, 3}));
 }
 
 TEST(BurninTest, DifferentDeviceModelsAreNotCompared) {

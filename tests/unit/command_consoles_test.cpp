@@ -112,7 +112,8 @@ TEST(LocateConsole, HangNamesTheRanksAndTheStateDirectory) {
   EXPECT_NE(out.str().find("\nhealth: FAIL (hang; rank states in /shared/fb-hang-x)\n"), std::string::npos);
 }
 
-TEST(BurninConsole, OneLinePerNode) {
+// Two nodes of two ranks; rank 3 (h1, GPU 1) mismatched at check 2.
+reports::Report burnin_report_with_one_mismatch(nlohmann::json summary) {
   workloads::BurninRun run;
   run.size = 128;
   run.duration_s = 3;
@@ -121,7 +122,12 @@ TEST(BurninConsole, OneLinePerNode) {
   run.problems = {{3, 2, 2.0, "checksum 9 at check 2 differs from its own first result 7"}};
   reports::Report report;
   report.results = workloads::burnin_results(run);
-  report.summary["burnin"] = {{"verdict", "fail"}, {"checks", 3}};
+  report.summary["burnin"] = std::move(summary);
+  return report;
+}
+
+TEST(BurninConsole, OneLinePerNode) {
+  const auto report = burnin_report_with_one_mismatch({{"verdict", "fail"}, {"checks", 3}});
   std::ostringstream out;
   reports::print_burnin_report(out, report);
   EXPECT_EQ(out.str(),
@@ -129,6 +135,20 @@ TEST(BurninConsole, OneLinePerNode) {
             "node h1: FAIL rank 3 (h1, GPU 1): checksum 9 at check 2 differs from its own first result 7 "
             "(first seen at 2.0 s)\n"
             "burnin: FAIL\n");
+}
+
+// Stopped by a signal after 2 of 10 checks: a node that mismatched has failed, the others have not passed.
+TEST(BurninConsole, AStoppedRunFailsWhatMismatchedAndLeavesTheRestNotFinished) {
+  const auto report =
+      burnin_report_with_one_mismatch({{"verdict", "fail"}, {"checks", 2}, {"checks_planned", 10}});
+  std::ostringstream out;
+  reports::print_burnin_report(out, report);
+  EXPECT_EQ(
+      out.str(),
+      "node h0: NOT FINISHED (no mismatch in 2 of 10 checks after the reference, 2 rank(s), 0.5 TFLOP/s)\n"
+      "node h1: FAIL rank 3 (h1, GPU 1): checksum 9 at check 2 differs from its own first result 7 "
+      "(first seen at 2.0 s)\n"
+      "burnin: FAIL (stopped after 2 of 10 checks)\n");
 }
 
 TEST(HealthConsole, FiguresOfAPassReasonsOfAFail) {
