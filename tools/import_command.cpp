@@ -2,6 +2,8 @@
 // they compare (factorybench compare) and render (factorybench report) like ours. Needs no device.
 #include <filesystem>
 #include <iostream>
+#include <map>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -98,15 +100,22 @@ int run_import(const ImportOptions& opt, Session& session) {
     return finish_import(session, std::move(imported));
   }
   std::vector<reports::MlperfLog> logs;
+  // Each folder's scaling.json, read once for all the logs in it.
+  std::map<std::filesystem::path, std::optional<reports::MlperfScaling>> scaling_of_folder;
   for (const auto& path : opt.mlperf_logs) {
     reports::MlperfLog log{path, read_text_file(path), std::nullopt};
     // The results folder's scaling.json (a submission's benchmark folder holds its result_*.txt logs and,
     // when the review committee scaled the score, this file), as the summarizer looks for it.
     const auto parent = std::filesystem::path(path).parent_path();
-    const auto scaling = (parent.empty() ? std::filesystem::path(".") : parent) / "scaling.json";
-    std::error_code ec;
-    if (!opt.no_scaling && std::filesystem::is_regular_file(scaling, ec))
-      log.scaling = reports::parse_mlperf_scaling(scaling.string(), read_text_file(scaling.string()));
+    const auto folder = parent.empty() ? std::filesystem::path(".") : parent;
+    if (!opt.no_scaling) {
+      auto [it, first] = scaling_of_folder.try_emplace(folder);
+      const auto scaling = folder / "scaling.json";
+      std::error_code ec;
+      if (first && std::filesystem::is_regular_file(scaling, ec))
+        it->second = reports::parse_mlperf_scaling(scaling.string(), read_text_file(scaling.string()));
+      log.scaling = it->second;
+    }
     logs.push_back(std::move(log));
   }
   auto imported = reports::import_mlperf(logs);
