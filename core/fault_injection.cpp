@@ -146,25 +146,30 @@ void check_hang_has_peers(const InjectedFaults& f, int world_size) {
                     kVar, f.text));
 }
 
-void check_injection_applies(std::string_view command, int world_size, bool communicator_faults, bool sdc,
-                             bool point_to_point, bool collective_check) {
+void check_injection_applies(std::string_view command, int world_size, const InjectionTargets& can) {
   const auto& f = injected_faults();
   check_injected_ranks(f, world_size);
   // A slow link delays messages between its two ranks; collectives are delayed by a slow rank only.
-  if (communicator_faults && !point_to_point && !f.slow_links.empty())
+  if (can.communicator && !can.point_to_point && !f.slow_links.empty())
     throw usage_error(
         fmt::format("{} '{}': {} sends no point-to-point message, so slow-link cannot act on it "
                     "(slow-rank delays its collectives)",
                     kVar, f.text, command));
-  if (!communicator_faults && (!f.slow_links.empty() || f.slow_rank >= 0 || f.hang_rank >= 0))
+  if (!can.communicator && can.numbered_calls && (!f.slow_links.empty() || f.slow_rank >= 0))
+    throw usage_error(
+        fmt::format("{} '{}': {} sends nothing through the communicator: slow-link and "
+                    "slow-rank cannot act on it (hang can)",
+                    kVar, f.text, command));
+  if (!can.communicator && !can.numbered_calls &&
+      (!f.slow_links.empty() || f.slow_rank >= 0 || f.hang_rank >= 0))
     throw usage_error(
         fmt::format("{} '{}': {} sends nothing through the communicator: slow-link, slow-rank and "
                     "hang cannot act on it",
                     kVar, f.text, command));
-  if (!sdc && f.sdc_rank >= 0)
+  if (!can.sdc && f.sdc_rank >= 0)
     throw usage_error(fmt::format("{} '{}': {} has no burn-in check for sdc to act on (burnin has)", kVar,
                                   f.text, command));
-  if (!collective_check && f.wrong_rank >= 0)
+  if (!can.collective_check && f.wrong_rank >= 0)
     throw usage_error(fmt::format(
         "{} '{}': {} runs no collective --check for wrong to act on (collective does, without --no-check)",
         kVar, f.text, command));

@@ -50,13 +50,18 @@ InjectedFaults parse_injected_faults(std::string_view spec);
 void check_injected_ranks(const InjectedFaults& faults, int world_size);
 // A hang is found through the ranks waiting for the stuck one: refused (usage Error) in a one-rank job.
 void check_hang_has_peers(const InjectedFaults& f, int world_size);
-// Parses FACTORYBENCH_INJECT and checks it against the job and what `command` can apply: communicator
-// faults (slow-link, slow-rank, hang) need a command that communicates through the communicator, sdc one
-// with a burn-in check, wrong one with a collective --check. Throws a usage Error otherwise (an injection
-// that cannot act tests nothing). `point_to_point`: the command sends messages between ranks (a slow link
-// acts only on those).
-void check_injection_applies(std::string_view command, int world_size, bool communicator_faults, bool sdc,
-                             bool point_to_point = true, bool collective_check = false);
+// What a command's run gives the injected faults to act on.
+struct InjectionTargets {
+  bool communicator = false;   // slow-link, slow-rank and hang: traffic through the communicator
+  bool point_to_point = true;  // with `communicator`: messages between ranks (a slow link acts only on those)
+  bool numbered_calls =
+      false;         // hang alone: numbered calls outside the communicator (burnin's check gathers)
+  bool sdc = false;  // a burn-in check
+  bool collective_check = false;  // wrong: a collective --check
+};
+// Parses FACTORYBENCH_INJECT and checks it against the job and what `command` can apply (`can`). Throws a
+// usage Error otherwise: an injection that cannot act tests nothing.
+void check_injection_applies(std::string_view command, int world_size, const InjectionTargets& can);
 // FACTORYBENCH_INJECT, parsed on first use (empty when unset).
 const InjectedFaults& injected_faults();
 

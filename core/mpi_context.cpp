@@ -60,6 +60,9 @@ MpiContext::MpiContext(int* argc, char*** argv) : handles_(std::make_unique<Hand
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
   FB_CHECK_MPI(MPI_Comm_rank(MPI_COMM_WORLD, &rank_));
   FB_CHECK_MPI(MPI_Comm_size(MPI_COMM_WORLD, &size_));
+  // The process's numbered calls (an injected hang, the watchdog's states) are those of this world rank,
+  // whatever communicator makes them: NCCL's, or none (burnin's check gathers).
+  CallLog::instance().set_world_rank(rank_);
   FB_CHECK_MPI(
       MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &handles_->node));
   FB_CHECK_MPI(MPI_Comm_rank(handles_->node, &local_rank_));

@@ -171,8 +171,7 @@ int run_attention(const AttentionCliOptions& cli, Session& session) {
   // FACTORYBENCH_INJECT: attention sends nothing through the communicator and runs no burn-in or collective
   // check, so run alone it refuses every entry (one that cannot act tests nothing); a suite step checks
   // ranks.
-  check_injection_for(session, "attention", /*communicator_faults=*/false, /*sdc=*/false,
-                      /*point_to_point=*/false);
+  check_injection_for(session, "attention", {});
   if (session.checking_only()) return 0;  // a suite's preflight: validated, nothing run
   auto& mpi = session.mpi();
   auto& backend = session.backend();

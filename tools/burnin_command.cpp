@@ -1,6 +1,7 @@
 // factorybench burnin: sustained GEMMs on every rank with periodic silent-data-corruption checks and a
 // per-node verdict (workloads/burnin.hpp, docs/locate.md). Exit 0 every node passes, 1 otherwise.
 #include <algorithm>
+#include <functional>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -15,6 +16,7 @@
 #include "core/rank_collectives.hpp"
 #include "core/units.hpp"
 #include "reports/burnin_console.hpp"
+#include "tools/command_hang_watchdog.hpp"
 #include "tools/commands.hpp"
 #include "tools/count_option.hpp"
 #include "tools/injection_scope.hpp"
@@ -29,6 +31,9 @@ struct BurninCliOptions {
   std::string duration = "20m";
   std::string check_interval;
   std::int64_t size = 0;
+  std::string hang_timeout = "5m";
+  std::string run_dir = ".";
+  bool run_dir_given = false;
 };
 
 // summary.burnin: the verdict, the checks after the reference (check 0) taken and planned, and the times.
@@ -62,15 +67,22 @@ int run_burnin_command(const BurninCliOptions& cli, Session& session) {
   o.size = cli.size;
   o.seed = session.options().seed;
   auto& mpi = session.mpi();
-  // A bad FACTORYBENCH_INJECT stops here; burn-in exchanges its checksums outside the communicator, so only
-  // sdc can act on it.
-  check_injection_for(session, "burnin", /*communicator_faults=*/false, /*sdc=*/true);
-  if (const auto& f = injected_faults(); f.sdc_rank >= 0) {
+  const double hang_timeout = parse_command_hang_timeout(cli.hang_timeout, cli.run_dir_given);
+  // A bad FACTORYBENCH_INJECT stops here. Burn-in exchanges its checksums outside the communicator, one
+  // numbered call per check (the reference's first): sdc acts on a check, hang on a call.
+  check_injection_for(session, "burnin", {.numbered_calls = true, .sdc = true});
+  if (const auto& f = injected_faults(); f.sdc_rank >= 0 || f.hang_rank >= 0) {
     const auto runs = static_cast<std::uint64_t>(checks);
-    if (f.sdc_check > runs)
+    if (f.sdc_rank >= 0 && f.sdc_check > runs)
       throw usage_error(
           fmt::format("FACTORYBENCH_INJECT '{}': sdc at check {}, but this burn-in runs {} check(s)", f.text,
                       f.sdc_check, runs));
+    // In a suite the calls are numbered across its steps, and an entry a step cannot reach is the job's.
+    if (f.hang_rank >= 0 && !session.in_suite() && f.hang_call > runs + 1)
+      throw usage_error(
+          fmt::format("FACTORYBENCH_INJECT '{}': hang at call {}, but this burn-in makes {} call(s) (one "
+                      "gather per check, the reference's first)",
+                      f.text, f.hang_call, runs + 1));
   }
   if (session.checking_only()) return 0;  // a suite's preflight: validated, nothing run
   auto& backend = session.backend();
@@ -123,20 +135,31 @@ int run_burnin_command(const BurninCliOptions& cli, Session& session) {
     reports::print_burnin_report(std::cout, r);
     std::cout.flush();
   };
+  // A rank that hangs under the load (a wedged GPU) is named by the watchdog, "rank 2 (host, GPU 0) never
+  // entered burnin_check #4", and the job ends with the checks so far, instead of waiting for the
+  // scheduler's time limit; in a suite the suite's report says it (Session::hang_report).
+  auto on_end = session.hang_report(so_far);
+  if (!session.in_suite())
+    on_end = [make = std::move(on_end)](const reports::Result& ending) {
+      auto out = make(ending);
+      if (out)
+        out->summary["burnin"]["reason"] =
+            (ending.name == "hang" ? "hang: " : "") + ending.error.value_or("");
+      return out;
+    };
   std::optional<InterruptReport> interrupted;
   if (session.in_suite())
     interrupted.emplace(session, "burnin", so_far, print);
   else
-    interrupted.emplace(
-        session, "burnin",
-        [make = session.hang_report(so_far)](const reports::Result& ending) {
-          auto out = make(ending);
-          if (out) out->summary["burnin"]["reason"] = ending.error.value_or("");
-          return out;
-        },
-        "the checks before it are kept", std::string(), [so_far, print] { print(so_far()); });
+    interrupted.emplace(session, "burnin", on_end, "the checks before it are kept", std::string(),
+                        [so_far, print] { print(so_far()); });
+  std::function<void()> print_so_far;
+  if (mpi.is_root() && !session.options().quiet) print_so_far = [so_far, print] { print(so_far()); };
+  CommandHangWatchdog watchdog(mpi, "burnin", report.run.value("id", std::string("run")), std::move(on_end),
+                               session.options().output, cli.run_dir, hang_timeout, std::move(print_so_far));
   const auto run = workloads::run_burnin(mpi, backend, o);
   interrupted.reset();
+  watchdog.finish();
   report.results = workloads::burnin_results(run);
   report.summary["burnin"] = burnin_summary(run);
   session.finish(report);
@@ -160,7 +183,13 @@ Command add_burnin_command(CLI::App& app) {
   sub->add_option("--check-interval", opt->check_interval,
                   "Time between SDC checks (default: a tenth of --duration)");
   add_count_option(*sub, "--size", opt->size, "GEMM m = n = k (default 8192 on cuda, 256 on host)");
-  return {sub, [opt](Session& s) { return run_burnin_command(*opt, s); }, true};
+  add_hang_watchdog_options(*sub, opt->hang_timeout, opt->run_dir, "the burn-in");
+  return {sub,
+          [opt, sub](Session& s) {
+            opt->run_dir_given = sub->count("--run-dir") > 0;
+            return run_burnin_command(*opt, s);
+          },
+          true};
 }
 
 }  // namespace fb::tools

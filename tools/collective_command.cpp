@@ -150,8 +150,8 @@ int run_collective(const CollectiveCliOptions& cli, Session& session) {
   // step acts on the entries it can (tools/injection_scope.hpp).
   const bool sendrecv = std::find(options.ops.begin(), options.ops.end(),
                                   workloads::CollectiveOp::sendrecv) != options.ops.end();
-  check_injection_for(session, "collective", /*communicator_faults=*/true, /*sdc=*/false, sendrecv,
-                      /*collective_check=*/options.check);
+  check_injection_for(session, "collective",
+                      {.communicator = true, .point_to_point = sendrecv, .collective_check = options.check});
   workloads::check_wrong_injection_fits(options, mpi.size());
   if (session.checking_only()) return 0;  // a suite's preflight: validated, nothing run
   // Rank 0 prints each size as soon as it is measured, as nccl-tests does: the log shows the sweep live and

@@ -113,8 +113,7 @@ int run_gemm(const GemmCliOptions& cli, Session& session) {
                                   count(ns), count(ks), kMaxShapes));
   // FACTORYBENCH_INJECT: gemm sends nothing through the communicator and runs no burn-in or collective check,
   // so run alone it refuses every entry (one that cannot act tests nothing); a suite step checks the ranks.
-  check_injection_for(session, "gemm", /*communicator_faults=*/false, /*sdc=*/false,
-                      /*point_to_point=*/false);
+  check_injection_for(session, "gemm", {});
   if (session.checking_only()) {  // a suite's preflight: what does not depend on the device, then nothing run
     // A dtype no engine of the named backend runs (with auto, of either backend: int8) stops the suite now.
     if (dtype) {

@@ -71,8 +71,7 @@ int run_health(const HealthCliOptions& cli, Session& session) {
 
   const double hang_timeout = parse_command_hang_timeout(cli.hang_timeout, cli.run_dir_given);
   auto& mpi = session.mpi();
-  check_injection_for(session, "health", /*communicator_faults=*/true, /*sdc=*/false,
-                      /*point_to_point=*/false);
+  check_injection_for(session, "health", {.communicator = true, .point_to_point = false});
   for (const auto& [name, rank] :
        {std::pair{"FACTORYBENCH_TEST_READONLY_CKPT_RANK", o.readonly_checkpoint_rank},
         std::pair{"FACTORYBENCH_TEST_SLOW_GEMM_RANK", o.slow_gemm_rank}})

@@ -5,13 +5,13 @@
 // entries parse and name ranks of the job, and each step acts on those it can.
 #include <string_view>
 
+#include "core/fault_injection.hpp"
 #include "tools/session.hpp"
 
 namespace fb::tools {
 
-// The arguments are check_injection_applies's. Throws a usage Error naming the variable.
-void check_injection_for(Session& session, std::string_view command, bool communicator_faults, bool sdc,
-                         bool point_to_point = true, bool collective_check = false);
+// `can` is check_injection_applies's. Throws a usage Error naming the variable.
+void check_injection_for(Session& session, std::string_view command, const InjectionTargets& can);
 
 // train and resilience take their faults from --faults: run alone, they refuse the variable (a hang would
 // wait for ever, train having no collective watchdog; a slow rank would pass for a slow job). Inside a suite

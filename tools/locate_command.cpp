@@ -350,8 +350,8 @@ int run_locate(const LocateCliOptions& cli, Session& session) {
   auto& mpi = session.mpi();
   // A bad FACTORYBENCH_INJECT stops here, before any measurement.
   // A slow link acts on the matrix's messages only; without the p2p test nothing could show it.
-  check_injection_for(session, "locate", /*communicator_faults=*/want_p2p || want_bisection, /*sdc=*/false,
-                      /*point_to_point=*/want_p2p);
+  check_injection_for(session, "locate",
+                      {.communicator = want_p2p || want_bisection, .point_to_point = want_p2p});
   // At --scope node only each host's first rank sends: a slow link naming another rank would delay nothing
   // (alone; in a suite the variable is the job's, and each step acts on what it can).
   if (want_p2p && cli.scope == "node" && !session.in_suite()) {

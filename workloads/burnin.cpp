@@ -12,6 +12,7 @@
 
 #include <fmt/format.h>
 
+#include "core/call_log.hpp"
 #include "core/error.hpp"
 #include "core/fault_injection.hpp"
 #include "core/logging.hpp"
@@ -221,6 +222,8 @@ BurninRun run_burnin(const MpiContext& mpi, Backend& backend, const BurninOption
   run_checks(
       mpi, backend, gemm, interval, checks,
       [&](int k, std::uint64_t checksum, double at_s, std::int64_t gemms) {
+        // One numbered call per check (the hang watchdog's unit: a rank that never enters it is named).
+        const CallScope call("burnin_check", sizeof checksum + 2 * sizeof(double));
         const auto sums = allgather(mpi, checksum);
         const std::array<double, 2> mine{at_s, static_cast<double>(gemms)};
         const auto nums = allgather(mpi, std::span<const double>(mine));

@@ -67,6 +67,13 @@ template nv_burnin_dead node-validation.sbatch FB_BURNIN=1s FAKE_RC_burnin=137
   && ok "node-validation: a burn-in that ends without naming a node (exit 137) still fails the job" \
   || fail "nv_burnin_dead: exit $RC: $(cat "$T/nv_burnin_dead.out")"
 
+template nv_burnin_hang node-validation.sbatch FB_BURNIN=1s FB_DRAIN_FAILED=1 FAKE_RC_burnin=1 \
+  FAKE_OUT_burnin="hang: rank 2 (host n2, GPU 0) never entered burnin_check #4 (24 B)"
+[ "$RC" -eq 1 ] && has nv_burnin_hang "no node named" && has nv_burnin_hang "^hang: rank 2 \(host n2, GPU 0\) never entered" \
+  && ! called nv_burnin_hang "scontrol update" && called nv_burnin_hang "srun burnin" \
+  && ok "node-validation: a burn-in hang is shown, fails the job, drains nothing" \
+  || fail "nv_burnin_hang: exit $RC: $(cat "$T/nv_burnin_hang.out" "$T/nv_burnin_hang.calls")"
+
 template nv_burnin_node node-validation.sbatch FB_BURNIN=1s FB_DRAIN_FAILED=1 FAKE_RC_burnin=1 \
   FAKE_OUT_burnin="node n2: FAIL (sdc: rank 3 differs at check 2)"
 [ "$RC" -eq 1 ] && has nv_burnin_node "^1 node\(s\) failed: n2$" && called nv_burnin_node "scontrol update NodeName=n2 State=DRAIN" \
