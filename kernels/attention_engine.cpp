@@ -46,10 +46,17 @@ void check_attention_shape(const AttentionShape& s) {
 
 namespace {
 
+// Why the cuDNN engine cannot run on a `kind` backend of this build. The backend first: on the host it is
+// the reason whatever the build (the message does not change with FACTORYBENCH_CUDNN).
+std::string cudnn_unbuildable(BackendKind kind) {
+  if (kind != BackendKind::cuda) return "cuDNN attention needs the cuda backend";
+  if (!cudnn_attention_compiled_in()) return "this build has no cuDNN attention engine (FACTORYBENCH_CUDNN)";
+  return {};
+}
+
 // Why the cuDNN engine cannot be used on this backend, or empty when it can be tried.
 std::string cudnn_unusable(const Backend& backend) {
-  if (!cudnn_attention_compiled_in()) return "this build has no cuDNN attention engine (FACTORYBENCH_CUDNN)";
-  if (backend.kind() != BackendKind::cuda) return "cuDNN attention needs the cuda backend";
+  if (auto why = cudnn_unbuildable(backend.kind()); !why.empty()) return why;
   const auto& lib = cudnn_library();
   if (!lib.handle) return "cuDNN did not load: " + lib.error;
   return {};
@@ -57,14 +64,22 @@ std::string cudnn_unusable(const Backend& backend) {
 
 }  // namespace
 
+std::string attention_engine_unsupported(BackendKind kind, AttentionEngineChoice choice) {
+  if (choice == AttentionEngineChoice::reference && kind != BackendKind::host)
+    return "--attention-engine reference runs on the host backend only";
+  if (choice == AttentionEngineChoice::cudnn)
+    if (const auto why = cudnn_unbuildable(kind); !why.empty()) return "--attention-engine cudnn: " + why;
+  return {};
+}
+
 AttentionEngineSelection make_attention_engine(Backend& backend, AttentionEngineChoice choice,
                                                const AttentionShape* shape, DType type) {
   AttentionEngineSelection out;
   out.engine = "gemm";
   if (choice == AttentionEngineChoice::gemm) return out;
   if (choice == AttentionEngineChoice::reference) {
-    if (backend.kind() != BackendKind::host)
-      throw unsupported_error("--attention-engine reference runs on the host backend only");
+    if (const auto why = attention_engine_unsupported(backend.kind(), choice); !why.empty())
+      throw unsupported_error(why);
     out.engine = "reference";
     out.fused = make_reference_attention();
     return out;

@@ -95,6 +95,12 @@ struct AttentionEngineSelection {
   std::string notice;                     // one line when `auto` fell back to gemm, saying why; else empty
 };
 
+// Why `choice` cannot run on a `kind` backend of this build, known without a device or a library: reference
+// off the host backend, cudnn off the cuda backend or not built in. Empty when it may run (cuDNN may still
+// fail to load, or refuse the shape). Worded as make_attention_engine's errors, which use it, so that a
+// check before the run (a suite's preflight) says what the run would.
+std::string attention_engine_unsupported(BackendKind kind, AttentionEngineChoice choice);
+
 // Resolves `choice` on `backend`. With `shape`, `auto` also falls back when cuDNN rejects that shape and
 // type. `cudnn` that cannot be honoured is an unsupported Error carrying the reason, as is `reference` on a
 // backend other than host.

@@ -86,6 +86,11 @@ int run_attention(const AttentionCliOptions& cli, Session& session) {
   const BackendKind kind = !session.checking_only()        ? session.backend().kind()
                            : choice == BackendChoice::cuda ? BackendKind::cuda
                                                            : BackendKind::host;
+  // An engine the backend cannot run (reference off the host, cudnn off cuda or not built) is named before a
+  // shape is built or a device buffer allocated: the same words as the run's.
+  if (backend_known)
+    if (const auto why = workloads::benchmark_attention_unsupported(kind, cli.engine); !why.empty())
+      throw unsupported_error(why);
   const auto make_cases = [&](BackendKind device, std::vector<std::int64_t> lengths) {
     kernels::AttentionShape base = default_shape(device);
     nlohmann::json params = nlohmann::json::object();

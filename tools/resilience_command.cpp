@@ -467,16 +467,19 @@ int run_resilience(const ResilienceCommandOptions& o, Session& session) {
   (void)workloads::prepare_training(train, o.ranks);
   // What the ranks' backend cannot train is refused now, as train refuses it, rather than by a launched job
   // (exit 1, and a report of a job that never trained): fp16 and fp8 on any backend (the one named, else
-  // cuda's words), cuDNN attention when --backend host is named.
-  const bool host = session.options().backend == "host";
+  // cuda's words), an attention engine the backend named cannot run (reference off the host, cudnn off
+  // cuda; a cuda named in a build without it is the job's own error, its backend's).
+  const auto backend_choice = parse_backend_choice(session.options().backend);
+  const bool host = backend_choice == BackendChoice::host;
   if (const auto why =
           workloads::train_dtype_unsupported(host ? BackendKind::host : BackendKind::cuda, train.shape.dtype);
       !why.empty())
     throw unsupported_error(why);
-  if (host) {
-    if (train.attention_engine == kernels::AttentionEngineChoice::cudnn)
-      throw unsupported_error("--attention-engine cudnn: cuDNN attention needs the cuda backend");
-  }
+  if (host || (backend_choice == BackendChoice::cuda && cuda_compiled_in()))
+    if (const auto why = kernels::attention_engine_unsupported(host ? BackendKind::host : BackendKind::cuda,
+                                                               train.attention_engine);
+        !why.empty())
+      throw unsupported_error(why);
   check_sdc_detectable(plan, train);
   check_checkpoint_faults_act(plan, o.res);
   resilience::SupervisorOptions s;

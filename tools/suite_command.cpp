@@ -165,11 +165,13 @@ int run_suite(const SuiteOptions& opt, Session& session) {
   agree_on_errors(mpi, [&] {
     if (session.is_root()) session.check_output_writable(step_arguments(suite));
   });
-  preflight(suite, parsed, session);
-  // --backend cuda on a node without a usable GPU stops here, as a single command would, rather than
-  // failing every step (the steps share this backend; creating it now costs nothing later).
+  // --backend cuda on a node without a usable GPU (or in a build without it) stops here, as a single command
+  // would, rather than failing every step (the steps share this backend; creating it now costs nothing
+  // later). Before the preflight: a step's check against the backend named (an engine it cannot run) is
+  // then reached only where that backend runs, as in the command alone, which starts it first.
   if (parse_backend_choice(session.options().backend) == BackendChoice::cuda)
     agree_on_errors(mpi, [&] { session.backend(); });
+  preflight(suite, parsed, session);
   auto report = session.begin_report(false);
   // The backend the steps run on, named before the first ends (a job killed in step 1 reported "none"):
   // the one chosen with --backend host or cuda; `auto` is resolved by the first step that needs a device.
@@ -300,8 +302,8 @@ Command add_suite_command(CLI::App& app) {
       "FILE is a JSON suite ({\"steps\": [{\"name\", \"command\", \"args\"}]}) or the name of one in\n"
       "configs/suites (quickstart, node-validation-hopper, node-validation-blackwell).\n"
       "Every step is parsed and its input validated (models, layouts, presets, fault plans, the same\n"
-      "train model file on every rank, whether it fits in memory) before the first runs; a failing step\n"
-      "is recorded and the rest go on.");
+      "train model file on every rank, whether it fits in memory, engines the named backend cannot run)\n"
+      "before the first runs; a failing step is recorded and the rest go on.");
   sub->add_option("file", opt->file, "Suite file or preset name")->required();
   sub->add_flag("--fail-fast", opt->fail_fast,
                 "Stop at the first failing step (default: record it and go on)");

@@ -138,6 +138,13 @@ void check_fits_before_the_suite(workloads::TrainOptions options, const workload
                         best.shape);
 }
 
+// An attention engine that cannot run on a `kind` backend (reference off the host, cudnn off cuda or not
+// built): the unsupported Error the run's engine factory throws.
+void check_attention_engine(BackendKind kind, kernels::AttentionEngineChoice choice) {
+  if (const auto why = kernels::attention_engine_unsupported(kind, choice); !why.empty())
+    throw unsupported_error(why);
+}
+
 int run_train(const TrainCommandOptions& opt, Session& session) {
   auto& mpi = session.mpi();
   if (opt.dry_run) {
@@ -194,13 +201,18 @@ int run_train(const TrainCommandOptions& opt, Session& session) {
   // Each rank reads the model (and a --faults file) on its own host: one that cannot, a path only the first
   // host has, stops every rank with the reason instead of leaving the others in the first collective.
   auto options = make_train_options(opt.train, BackendKind::host, mpi.size(), session.options().seed);
+  const auto backend_choice = parse_backend_choice(session.options().backend);
   auto [plan, checked] = session.on_every_rank([&] {
     // fp16 and fp8 are planned (--dry-run), not trained, on any backend: refused before one starts.
-    const bool host = parse_backend_choice(session.options().backend) == BackendChoice::host;
+    const bool host = backend_choice == BackendChoice::host;
     if (const auto why = workloads::train_dtype_unsupported(host ? BackendKind::host : BackendKind::cuda,
                                                             options.shape.dtype);
         !why.empty())
       throw unsupported_error(why);
+    // A suite's preflight: an attention engine the backend named cannot run (the suite has started a named
+    // cuda backend already). The command alone checks the backend it starts, below.
+    if (session.checking_only() && backend_choice != BackendChoice::automatic)
+      check_attention_engine(host ? BackendKind::host : BackendKind::cuda, options.attention_engine);
     check_no_injection(session, "train");
     check_output_outside_run_dir(session.options().output, opt.resilience.run_dir);
     return std::pair{workloads::prepare_training(options, mpi.size()),
@@ -223,6 +235,8 @@ int run_train(const TrainCommandOptions& opt, Session& session) {
   }
   same_model();
   auto& backend = session.backend();
+  // Before the plan is printed and the run begun (the step found it only as it built its engine).
+  check_attention_engine(backend.kind(), options.attention_engine);
   if (opt.train.dtype.empty() && default_dtype(backend.kind()) != options.shape.dtype) {
     options.shape.dtype = default_dtype(backend.kind());
     plan = workloads::make_plan(plan.model, options.parallel, options.shape);

@@ -237,14 +237,34 @@ void check_benchmark_attention_choice(kernels::AttentionEngineChoice choice) {
         "--attention-engine gemm' (its breakdown's attention row)");
 }
 
+namespace {
+
+// The engine factory speaks train's flag; this command's is --engine.
+std::string in_benchmark_engine_words(std::string error) {
+  constexpr std::string_view train_flag = "--attention-engine ";
+  if (error.starts_with(train_flag)) error = "--engine " + error.substr(train_flag.size());
+  return error;
+}
+
+kernels::AttentionEngineChoice benchmark_engine_choice(BackendKind kind,
+                                                       kernels::AttentionEngineChoice choice) {
+  using kernels::AttentionEngineChoice;
+  if (choice != AttentionEngineChoice::automatic) return choice;
+  return kind == BackendKind::cuda ? AttentionEngineChoice::cudnn : AttentionEngineChoice::reference;
+}
+
+}  // namespace
+
+std::string benchmark_attention_unsupported(BackendKind kind, kernels::AttentionEngineChoice choice) {
+  return in_benchmark_engine_words(
+      kernels::attention_engine_unsupported(kind, benchmark_engine_choice(kind, choice)));
+}
+
 std::unique_ptr<kernels::FusedAttention> make_benchmark_attention(const MpiContext& mpi, Backend& backend,
                                                                   kernels::AttentionEngineChoice choice,
                                                                   std::span<const AttentionCase> cases) {
-  using kernels::AttentionEngineChoice;
   check_benchmark_attention_choice(choice);
-  if (choice == AttentionEngineChoice::automatic)
-    choice =
-        backend.kind() == BackendKind::cuda ? AttentionEngineChoice::cudnn : AttentionEngineChoice::reference;
+  choice = benchmark_engine_choice(backend.kind(), choice);
   std::unique_ptr<kernels::FusedAttention> engine;
   std::string error;
   try {
@@ -258,10 +278,7 @@ std::unique_ptr<kernels::FusedAttention> make_benchmark_attention(const MpiConte
     }
   } catch (const Error& e) {
     if (e.kind() == ErrorKind::usage) throw;
-    error = e.what();
-    // The engine factory speaks train's flag; this command's is --engine.
-    constexpr std::string_view train_flag = "--attention-engine ";
-    if (error.starts_with(train_flag)) error = "--engine " + error.substr(train_flag.size());
+    error = in_benchmark_engine_words(e.what());
   }
   if (!mpi.all_true(error.empty()))
     throw unsupported_error(error.empty() ? "attention: another rank cannot run this engine or shape"

@@ -61,6 +61,11 @@ struct AttentionRunOutput {
 // Pure: a suite's preflight calls it too.
 void check_benchmark_attention_choice(kernels::AttentionEngineChoice choice);
 
+// Why the engine `choice` names (auto: cudnn on cuda, reference on host) cannot run on a `kind` backend of
+// this build, in this command's words (--engine); empty when it may (kernels::attention_engine_unsupported).
+// Pure: a suite's preflight calls it with the backend named, a command alone with the one it started.
+std::string benchmark_attention_unsupported(BackendKind kind, kernels::AttentionEngineChoice choice);
+
 // The engine `choice` names on this backend (auto: cudnn on cuda, reference on host), agreed by every rank
 // before anything is allocated; a usage Error for gemm, an unsupported Error (every rank) when a rank
 // cannot run a case.

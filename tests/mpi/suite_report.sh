@@ -215,6 +215,11 @@ late_step late_collective "suite step 'late': invalid size range: -b/--minbytes 
 # A model that cannot fit in the rank's free memory even on its most favourable path: named before step 1 runs
 # (it used to fail in its turn, after the steps before it). llama3-8b with 8 layers needs about 120 GiB in fp32.
 late_step late_fit "suite step 'late': llama3-8b does not fit: each rank needs about .* but has .*; try --layers N" train "--model llama3-8b --layers 8 --steps 2"
+# Found only at the step's turn before, now before step 1: an attention engine the backend named cannot run.
+late_step late_train_engine "^factorybench: error: suite step 'late': --attention-engine cudnn: cuDNN attention needs the cuda backend$" \
+  train "--model tiny-dense --steps 2 --attention-engine cudnn"
+late_step late_attention_engine "^factorybench: error: suite step 'late': --engine cudnn: cuDNN attention needs the cuda backend$" \
+  attention "--engine cudnn --seq 64"
 
 # The ranks agree on the checks before anything runs: a file that only rank 0's working directory holds
 # stops both ranks (rank 0 names rank 1's error) instead of leaving rank 0 in step 1's collectives.

@@ -206,3 +206,17 @@ TEST(AttentionBenchmark, HostRunChecksAndFailsWhenTheOutputIsCorrupted) {
   o.engine = kernels::AttentionEngineChoice::gemm;
   EXPECT_THROW(run_attention_benchmark(mpi, backend, peak, cases, o), Error);
 }
+
+// The benchmark's engine against a backend kind, in its own option's words: auto is cudnn on cuda and the
+// reference on the host; a suite's preflight and the command alone say this before a shape is built.
+TEST(AttentionBenchmark, EngineUnsupportedOnABackendKind) {
+  using enum kernels::AttentionEngineChoice;
+  EXPECT_EQ(benchmark_attention_unsupported(BackendKind::host, cudnn),
+            "--engine cudnn: cuDNN attention needs the cuda backend");
+  EXPECT_EQ(benchmark_attention_unsupported(BackendKind::cuda, reference),
+            "--engine reference runs on the host backend only");
+  EXPECT_EQ(benchmark_attention_unsupported(BackendKind::host, automatic), "");
+  EXPECT_EQ(benchmark_attention_unsupported(BackendKind::host, reference), "");
+  EXPECT_EQ(benchmark_attention_unsupported(BackendKind::cuda, automatic),
+            benchmark_attention_unsupported(BackendKind::cuda, cudnn));
+}

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/backend.hpp"
+#include "core/cudnn_library.hpp"
 #include "core/error.hpp"
 #include "core/random_fill.hpp"
 #include "kernels/attention_engine.hpp"
@@ -138,6 +139,31 @@ TEST(AttentionEngine, ChoiceOnAHostBackend) {
     ADD_FAILURE() << "cudnn on a host backend must throw";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("--attention-engine cudnn: "), std::string::npos) << e.what();
+  }
+}
+
+// What a check before the run says (a suite's preflight, train before its plan): the words the engine
+// factory throws, and nothing where the engine may run.
+TEST(AttentionEngine, UnsupportedOnABackendKind) {
+  using enum AttentionEngineChoice;
+  const std::string cudnn_on_host = "--attention-engine cudnn: cuDNN attention needs the cuda backend";
+  EXPECT_EQ(attention_engine_unsupported(BackendKind::host, cudnn), cudnn_on_host);
+  EXPECT_EQ(attention_engine_unsupported(BackendKind::cuda, reference),
+            "--attention-engine reference runs on the host backend only");
+  EXPECT_EQ(attention_engine_unsupported(BackendKind::cuda, cudnn),
+            cudnn_attention_compiled_in()
+                ? ""
+                : "--attention-engine cudnn: this build has no cuDNN attention engine (FACTORYBENCH_CUDNN)");
+  for (const auto kind : {BackendKind::host, BackendKind::cuda})
+    for (const auto choice : {automatic, gemm})
+      EXPECT_EQ(attention_engine_unsupported(kind, choice), "") << to_string(choice);
+  EXPECT_EQ(attention_engine_unsupported(BackendKind::host, reference), "");
+  auto backend = make_backend(BackendChoice::host, 0, 1);
+  try {
+    make_attention_engine(*backend, cudnn);
+    ADD_FAILURE() << "cudnn on a host backend must throw";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.what(), cudnn_on_host);
   }
 }
 
