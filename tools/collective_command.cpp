@@ -153,6 +153,7 @@ int run_collective(const CollectiveCliOptions& cli, Session& session) {
   check_injection_for(session, "collective",
                       {.communicator = true, .point_to_point = sendrecv, .collective_check = options.check});
   workloads::check_wrong_injection_fits(options, mpi.size());
+  check_hang_run_dir(session, cli.run_dir, hang_timeout);
   if (session.checking_only()) return 0;  // a suite's preflight: validated, nothing run
   // Rank 0 prints each size as soon as it is measured, as nccl-tests does: the log shows the sweep live and
   // keeps its rows however the job ends. --split's groups are measured together and their rows interleave,

@@ -1,6 +1,11 @@
 #include "tools/command_hang_watchdog.hpp"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <iostream>
 
 #include <fmt/format.h>
@@ -72,6 +77,42 @@ double parse_command_hang_timeout(const std::string& text, bool run_dir_given) {
     throw usage_error(
         "--run-dir holds the hang watchdog's state files: it does nothing with --hang-timeout 0");
   return s;
+}
+
+namespace {
+
+// check_hang_run_dir's check on this rank.
+void hang_run_dir_check(const std::string& run_dir) {
+  const auto refuse = [&](const std::string& why) {
+    return usage_error(fmt::format("invalid --run-dir {}: {} (the hang watchdog keeps its state files there)",
+                                   run_dir, why));
+  };
+  // The watchdog creates what is missing of the path: the nearest part that exists must be a directory it
+  // can write in.
+  std::filesystem::path probe = std::filesystem::path(run_dir).lexically_normal();
+  if (probe.empty()) probe = ".";
+  struct stat st {};
+  while (::stat(probe.c_str(), &st) != 0) {
+    if (errno != ENOENT && errno != ENOTDIR)
+      throw refuse(fmt::format("{}: {}", probe.string(), std::strerror(errno)));
+    auto up = probe.parent_path();
+    if (up.empty()) up = ".";
+    if (up == probe) throw refuse(fmt::format("{}: {}", probe.string(), std::strerror(ENOENT)));
+    probe = up;
+  }
+  if (!S_ISDIR(st.st_mode)) throw refuse(fmt::format("{} is not a directory", probe.string()));
+  if (::access(probe.c_str(), W_OK | X_OK) != 0)
+    throw refuse(fmt::format("cannot write in {}: {}", probe.string(), std::strerror(errno)));
+}
+
+}  // namespace
+
+void check_hang_run_dir(Session& session, const std::string& run_dir, double timeout_s) {
+  if (timeout_s <= 0) return;
+  session.on_every_rank([&] {
+    hang_run_dir_check(run_dir);
+    return true;
+  });
 }
 
 void add_hang_watchdog_options(CLI::App& sub, std::string& hang_timeout, std::string& run_dir,

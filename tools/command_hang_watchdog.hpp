@@ -25,6 +25,12 @@ double parse_command_hang_timeout(const std::string& text);
 // The same, for a command that also takes --run-dir for the watchdog's state files alone (health,
 // collective): a --run-dir given with --hang-timeout 0 does nothing, and is refused.
 double parse_command_hang_timeout(const std::string& text, bool run_dir_given);
+// With the watchdog on (`timeout_s` > 0): a usage Error when --run-dir cannot hold its state files (a part of
+// the path is a file, or the directory, or the nearest one above it that exists, cannot be written). Makes
+// nothing: called before the command measures or launches anything (and by a suite's preflight), so that
+// such a run dir is not found only as the watchdog starts. Every rank checks its own host's view, agreed
+// (Session::on_every_rank).
+void check_hang_run_dir(Session& session, const std::string& run_dir, double timeout_s);
 // Adds --hang-timeout and --run-dir (the watchdog's state files, removed after a run without hang) to `sub`;
 // `ends` is what a hang ends ("the check", "the run").
 void add_hang_watchdog_options(CLI::App& sub, std::string& hang_timeout, std::string& run_dir,

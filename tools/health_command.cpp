@@ -77,6 +77,7 @@ int run_health(const HealthCliOptions& cli, Session& session) {
         std::pair{"FACTORYBENCH_TEST_SLOW_GEMM_RANK", o.slow_gemm_rank}})
     if (rank && *rank >= mpi.size())
       throw usage_error(fmt::format("{} {}: the job has ranks 0..{}", name, *rank, mpi.size() - 1));
+  check_hang_run_dir(session, cli.run_dir, hang_timeout);
   if (session.checking_only()) return 0;  // a suite's preflight: validated, nothing run
   auto& backend = session.backend();
   // A check in seconds: on the host, a --gemm-size whose one call takes over 30 s at this host's measured

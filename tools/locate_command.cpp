@@ -367,6 +367,7 @@ int run_locate(const LocateCliOptions& cli, Session& session) {
             "first rank sends, so it would delay nothing; name those ranks, or use --scope rank",
             injected_faults().text, link.a, link.b));
   }
+  check_hang_run_dir(session, cli.run_dir, hang_timeout);
   if (session.checking_only()) return 0;  // a suite's preflight: validated, nothing run
   auto& backend = session.backend();
   const bool on_gpu = backend.kind() == BackendKind::cuda;

@@ -49,6 +49,17 @@ expect_error neg_tokens 2 "^factorybench: error: invalid --moe-tokens -1: must n
 expect_error inf_gate 2 "^factorybench: error: invalid --min-busbw inf: must be a bus bandwidth in \[0, 100000\] GB/s$" \
   fb "${C[@]}" --min-busbw inf -o "$T/neg.json"
 [ ! -e "$T/neg.json" ] && ok "no report for a negative count or an unreachable gate" || fail "a report for a negative count or an unreachable gate"
+# A hang watchdog's --run-dir that cannot hold its state files (a file in the path: as root, a read-only
+# directory is still writable) is refused before anything is measured (it was found as the watchdog started,
+# after the device and its peak), by collective, health and locate alike; nothing made, no report.
+touch "$T/plain_file"
+for cmd in "collective -b 1K -e 1K" "health" "locate"; do
+  name=hang_dir_${cmd%% *}
+  # shellcheck disable=SC2086
+  expect_error "$name" 2 "^factorybench: error: invalid --run-dir $T/plain_file/hang: $T/plain_file is not a directory \(the hang watchdog keeps its state files there\)$" \
+    fb $cmd --backend host --hang-timeout 30s --run-dir "$T/plain_file/hang" -o "$T/$name.json"
+  [ ! -e "$T/$name.json" ] && ! grep -q . "$T/$name.out" && ok "$name: nothing measured, no report" || fail "$name: $(cat "$T/$name.out")"
+done
 # A good run in one process (world size 1) works and validates.
 run_capture good fb "${C[@]}" --op all --check -b 64 -e 1K -f 4 -n 2 -w 1 -o "$T/good.json"
 [ "$RC" -eq 0 ] && validate "$T/good.json" || fail "world-size-1 run exited $RC: $(cat "$T/good.err")"

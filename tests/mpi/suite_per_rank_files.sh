@@ -28,6 +28,17 @@ cp "$FB_SOURCE_DIR/configs/models/tiny-dense.json" "$T/wd0/m.json"
 suite_file model "[$GEMM, {\"name\": \"t\", \"command\": \"train\", \"args\": \"$TRAIN\"}]"
 split model_missing suite model.json -o "$T/model_missing.json"
 stopped_up_front model_missing "suite step 't': model file not found: \./m\.json \(on rank 1; each rank reads its own files\)"
+# A hang watchdog's run dir that rank 1 cannot make (a file there in its path; rank 0 has none): every rank stops
+# before step 1, rank 0 naming rank 1's reason (the watchdog found it only at the step's turn); the command
+# alone stops both ranks the same way before it measures.
+touch "$T/wd1/hd"
+suite_file hang_dir "[$GEMM, {\"name\": \"c\", \"command\": \"collective\", \"args\": \"-b 1K -e 1K --hang-timeout 30s --run-dir hd/x\"}]"
+split hang_dir suite hang_dir.json -o "$T/hang_dir.json"
+stopped_up_front hang_dir "suite step 'c': invalid --run-dir hd/x: hd is not a directory \(the hang watchdog keeps its state files there\) \(on rank 1; each rank reads its own files\)"
+split hang_dir_alone collective -b 1K -e 1K --hang-timeout 30s --run-dir hd/x -o "$T/hang_dir_alone.json"
+[ "$RC" -eq 2 ] && grep -q "^factorybench: error: invalid --run-dir hd/x: hd is not a directory .* (on rank 1; each rank reads its own files)$" "$T/hang_dir_alone.err" \
+  && [ ! -e "$T/hang_dir_alone.json" ] && [ ! -e "$T/wd0/hd" ] && ok "hang_dir_alone: both ranks stop, nothing made" \
+  || fail "hang_dir_alone: exit $RC (124: hung): $(head -3 "$T/hang_dir_alone.err")"
 
 # The same with a --faults plan file that rank 1 lacks.
 cp "$T/wd0/m.json" "$T/wd1/m.json"

@@ -220,6 +220,10 @@ late_step late_train_engine "^factorybench: error: suite step 'late': --attentio
   train "--model tiny-dense --steps 2 --attention-engine cudnn"
 late_step late_attention_engine "^factorybench: error: suite step 'late': --engine cudnn: cuDNN attention needs the cuda backend$" \
   attention "--engine cudnn --seq 64"
+# A hang watchdog's run dir under a file (as root, a read-only directory is still writable).
+touch "$T/plain_file"
+late_step late_hang_run_dir "^factorybench: error: suite step 'late': invalid --run-dir $T/plain_file/hang: $T/plain_file is not a directory \(the hang watchdog keeps its state files there\)$" \
+  health "--hang-timeout 30s --run-dir $T/plain_file/hang"
 
 # The ranks agree on the checks before anything runs: a file that only rank 0's working directory holds
 # stops both ranks (rank 0 names rank 1's error) instead of leaving rank 0 in step 1's collectives.
