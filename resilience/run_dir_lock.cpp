@@ -20,22 +20,6 @@
 namespace fb::resilience {
 namespace {
 
-// FACTORYBENCH_RUN_DIR_LOCK_WAIT in seconds; a value that is not one is named, not silently replaced by the
-// default (a typo would otherwise make a relaunch give up at once, or wait 10 s it was told not to).
-double wait_from_environment(double fallback) {
-  const char* v = std::getenv("FACTORYBENCH_RUN_DIR_LOCK_WAIT");
-  if (!v || !*v) return fallback;
-  char* end = nullptr;
-  errno = 0;
-  const double s = std::strtod(v, &end);
-  if (end == v || *end != '\0' || errno == ERANGE || !(s >= 0 && s <= 86400))
-    throw usage_error(
-        fmt::format("invalid FACTORYBENCH_RUN_DIR_LOCK_WAIT '{}': expected seconds to wait for the run dir's "
-                    "lock, 0 to 86400",
-                    v));
-  return s;
-}
-
 // The holder's "pid P on HOST" as it wrote it (best effort: the lock, not this text, is what excludes).
 std::string holder_of(int fd) {
   char text[256] = {};
@@ -57,6 +41,22 @@ std::optional<std::string> supervisor_holder(const std::filesystem::path& dir) {
 }
 
 }  // namespace
+
+// FACTORYBENCH_RUN_DIR_LOCK_WAIT in seconds; a value that is not one is named, not silently replaced by the
+// default (a typo would otherwise make a relaunch give up at once, or wait 10 s it was told not to).
+double run_dir_lock_wait(double fallback) {
+  const char* v = std::getenv("FACTORYBENCH_RUN_DIR_LOCK_WAIT");
+  if (!v || !*v) return fallback;
+  char* end = nullptr;
+  errno = 0;
+  const double s = std::strtod(v, &end);
+  if (end == v || *end != '\0' || errno == ERANGE || !(s >= 0 && s <= 86400))
+    throw usage_error(
+        fmt::format("invalid FACTORYBENCH_RUN_DIR_LOCK_WAIT '{}': expected seconds to wait for the run dir's "
+                    "lock, 0 to 86400",
+                    v));
+  return s;
+}
 
 std::optional<std::string> run_dir_holder(const std::filesystem::path& dir) {
   std::optional<std::string> holder;
@@ -127,7 +127,7 @@ RunDirLock::RunDirLock(const std::filesystem::path& dir, MpiContext& mpi, double
   if (mpi.is_root()) {
     double wait = wait_s;
     try {
-      wait = wait_from_environment(wait_s);  // before anything is made in the run dir
+      wait = run_dir_lock_wait(wait_s);  // before anything is made in the run dir
     } catch (const std::exception& e) {
       error = e.what();
     }

@@ -38,6 +38,11 @@ class SupervisorRunDirLock {
   int fd_ = -1;
 };
 
+// FACTORYBENCH_RUN_DIR_LOCK_WAIT in seconds (0 to 86400), or `fallback` when unset; a usage Error naming a
+// value that is not one. Read by the lock as it is taken; a command that will take it (train with --run-dir,
+// resilience, a suite's preflight of either) calls it first, so a typo is refused before anything runs.
+double run_dir_lock_wait(double fallback = 10);
+
 class RunDirLock {
  public:
   // Creates `dir` and takes the lock on rank 0, waiting up to `wait_s` for a job that is ending (a relaunch

@@ -243,6 +243,8 @@ TrainResilience check_train_resilience(resilience::ResilienceOptions o, const st
   o.seed = seed;
   resilience::validate_resilience_options(o);
   if (o.run_dir.empty()) return {std::move(o), {}};
+  // The lock's wait, read as the run takes the lock (after the backend started), is checked with the rest.
+  (void)resilience::run_dir_lock_wait();
   if (!o.resume) {
     // A fresh start where a job runs now is told so first: the checkpoints are that job's, and --resume
     // (which the message below suggests) would be refused as well. (A --resume waits for the lock instead: a
@@ -458,6 +460,9 @@ int run_resilience(const ResilienceCommandOptions& o, Session& session) {
   if (!o.state_bytes.empty())
     check.state_bytes = std::max<std::uint64_t>(1, parse_size(o.state_bytes, "--state-bytes"));
   resilience::validate_resilience_options(check);
+  // Every attempt's training job takes the run dir's lock, reading this variable: a bad one is this line,
+  // not attempts that each exit 2.
+  (void)resilience::run_dir_lock_wait();
   // Given no hosts mpirun puts all --ranks here; otherwise (a hostfile, srun) at least one rank is.
   if (!o.state_bytes.empty())
     check_state_bytes_fit(o.res, o.state_bytes, parse_size(o.state_bytes, "--state-bytes"),

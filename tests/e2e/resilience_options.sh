@@ -156,6 +156,12 @@ expect_error auto_fp8 2 "^factorybench: error: --dtype fp8_e4m3: the train step 
   fb resilience --launcher none --faults none --steps 2 --layers 1 --model tiny-dense --dtype fp8_e4m3 \
   --run-dir "$T/run-auto-fp8" -o "$T/early.json"
 [ ! -e "$T/run-auto-fp8" ] && ok "auto_fp8: no run dir made, nothing launched" || fail "auto_fp8 made $T/run-auto-fp8"
+# The run dir lock's wait, read by each attempt's training job as it takes the lock: a bad value is this
+# line, not attempts that each exit 2.
+FACTORYBENCH_RUN_DIR_LOCK_WAIT=10s expect_error lock_wait 2 "^factorybench: error: invalid FACTORYBENCH_RUN_DIR_LOCK_WAIT '10s': expected seconds to wait for the run dir's lock, 0 to 86400$" \
+  fb "${R1[@]}" --run-dir "$T/run-lock-wait" -o "$T/lock_wait.json"
+[ ! -e "$T/run-lock-wait" ] && [ ! -e "$T/lock_wait.json" ] && ok "lock_wait: no run dir made, no report, nothing launched" \
+  || fail "lock_wait made $T/run-lock-wait or a report"
 expect_error none_launcher_args 2 "^factorybench: error: --launcher-args needs a launcher \(--launcher mpirun or srun\)" \
   fb "${R1[@]}" --launcher-args "--bogus" --run-dir "$T/run-early" -o "$T/early.json"
 touch "$T/a-file"

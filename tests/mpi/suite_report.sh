@@ -224,6 +224,10 @@ late_step late_attention_engine "^factorybench: error: suite step 'late': --engi
 touch "$T/plain_file"
 late_step late_hang_run_dir "^factorybench: error: suite step 'late': invalid --run-dir $T/plain_file/hang: $T/plain_file is not a directory \(the hang watchdog keeps its state files there\)$" \
   health "--hang-timeout 30s --run-dir $T/plain_file/hang"
+# A run dir lock wait that is not seconds, for a later step's run dir: nothing made.
+FACTORYBENCH_RUN_DIR_LOCK_WAIT=10s late_step late_lock_wait "^factorybench: error: suite step 'late': invalid FACTORYBENCH_RUN_DIR_LOCK_WAIT '10s': expected seconds" \
+  train "--model tiny-dense --steps 2 --run-dir $T/late_lock_rd"
+[ ! -e "$T/late_lock_rd" ] && ok "late_lock_wait: no run directory made" || fail "late_lock_wait: $T/late_lock_rd created"
 
 # The ranks agree on the checks before anything runs: a file that only rank 0's working directory holds
 # stops both ranks (rank 0 names rank 1's error) instead of leaving rank 0 in step 1's collectives.
