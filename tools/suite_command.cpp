@@ -28,6 +28,7 @@
 #include "tools/interrupt_report.hpp"
 #include "tools/shell_words.hpp"
 #include "tools/suite_file.hpp"
+#include "tools/suite_run_dirs.hpp"
 #include "workloads/run_environment.hpp"
 
 namespace fb::tools {
@@ -71,6 +72,8 @@ void preflight(const Suite& suite, const std::vector<ParsedStep>& parsed, Sessio
       in_step(i, [&] { parsed[i].action(session); });
       for (auto& check : session.take_checks_together()) together.emplace_back(i, std::move(check));
     }
+    // Between steps: one that leaves checkpoints in a run dir where a later one starts fresh.
+    check_shared_run_dirs(suite, parsed);
   });
   for (const auto& step_check : together)
     agree_on_errors(mpi, [&] { in_step(step_check.first, step_check.second); });
@@ -302,8 +305,8 @@ Command add_suite_command(CLI::App& app) {
       "FILE is a JSON suite ({\"steps\": [{\"name\", \"command\", \"args\"}]}) or the name of one in\n"
       "configs/suites (quickstart, node-validation-hopper, node-validation-blackwell).\n"
       "Every step is parsed and its input validated (models, layouts, presets, fault plans, the same\n"
-      "train model file on every rank, whether it fits in memory, engines the named backend cannot run)\n"
-      "before the first runs; a failing step is recorded and the rest go on.");
+      "train model file on every rank, whether it fits in memory, engines the named backend cannot run,\n"
+      "run dirs two steps share) before the first runs; a failing step is recorded and the rest go on.");
   sub->add_option("file", opt->file, "Suite file or preset name")->required();
   sub->add_flag("--fail-fast", opt->fail_fast,
                 "Stop at the first failing step (default: record it and go on)");

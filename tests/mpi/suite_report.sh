@@ -228,6 +228,27 @@ late_step late_hang_run_dir "^factorybench: error: suite step 'late': invalid --
 FACTORYBENCH_RUN_DIR_LOCK_WAIT=10s late_step late_lock_wait "^factorybench: error: suite step 'late': invalid FACTORYBENCH_RUN_DIR_LOCK_WAIT '10s': expected seconds" \
   train "--model tiny-dense --steps 2 --run-dir $T/late_lock_rd"
 [ ! -e "$T/late_lock_rd" ] && ok "late_lock_wait: no run directory made" || fail "late_lock_wait: $T/late_lock_rd created"
+# Two steps sharing a --run-dir: the first saves checkpoints there, and the second, a fresh start (train without
+# --resume; resilience always), would refuse them at its turn, after the first had trained. Named before step 1
+# runs, with both steps; with --resume, or when the first saves none (--checkpoint-every beyond its steps), it runs.
+shared() {  # NAME SECOND_COMMAND SECOND_ARGS
+  printf '{"steps": [{"name": "saves", "command": "train", "args": "--model tiny-dense --steps 2 --run-dir %s --checkpoint-every %s"}, {"name": "again", "command": "%s", "args": "--model tiny-dense --steps 2 --run-dir %s/ %s"}]}' \
+    "$T/$1_rd" "${4:-1}" "$2" "$T/$1_rd" "$3" >"$T/$1.json"
+}
+shared shared_train train ""
+expect_error shared_train 2 "^factorybench: error: suite step 'again': --run-dir $T/shared_train_rd/ will hold checkpoints when it runs: step 'saves' saves them in $T/shared_train_rd/checkpoints \(--checkpoint-every 1\), and a run without --resume refuses a run dir with checkpoints: add --resume to continue from them, or give it another --run-dir$" \
+  fb suite "$T/shared_train.json" --backend host -o "$T/shared_train_out.json"
+[ ! -e "$T/shared_train_rd" ] && [ ! -e "$T/shared_train_out.json" ] && ok "shared_train: nothing run, no report" \
+  || fail "shared_train: a run dir or a report was made"
+shared shared_resilience resilience "--launcher none --faults none"
+expect_error shared_resilience 2 "^factorybench: error: suite step 'again': --run-dir $T/shared_resilience_rd/ will hold checkpoints when it runs: step 'saves' saves them in .*, and resilience starts a fresh job there: give it another --run-dir$" \
+  fb suite "$T/shared_resilience.json" --backend host -o "$T/shared_resilience_out.json"
+shared shared_resume train "--resume"
+run_capture shared_resume fb suite "$T/shared_resume.json" --backend host -o "$T/shared_resume_out.json"
+[ "$RC" -eq 0 ] && ok "shared run dir, the second step resumes: the suite runs" || fail "shared_resume: exit $RC: $(tail -3 "$T/shared_resume.err")"
+shared shared_none train "" 5
+run_capture shared_none fb suite "$T/shared_none.json" --backend host -o "$T/shared_none_out.json"
+[ "$RC" -eq 0 ] && ok "shared run dir, the first step saves none: the suite runs" || fail "shared_none: exit $RC: $(tail -3 "$T/shared_none.err")"
 
 # The ranks agree on the checks before anything runs: a file that only rank 0's working directory holds
 # stops both ranks (rank 0 names rank 1's error) instead of leaving rank 0 in step 1's collectives.
