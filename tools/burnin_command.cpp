@@ -84,6 +84,7 @@ int run_burnin_command(const BurninCliOptions& cli, Session& session) {
                       "gather per check, the reference's first)",
                       f.text, f.hang_call, runs + 1));
   }
+  check_hang_run_dir(session, cli.run_dir, hang_timeout);
   if (session.checking_only()) return 0;  // a suite's preflight: validated, nothing run
   auto& backend = session.backend();
   // Three size x size fp32 operands on the device and one copy on the host, against the smallest free memory

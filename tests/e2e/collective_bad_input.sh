@@ -51,9 +51,9 @@ expect_error inf_gate 2 "^factorybench: error: invalid --min-busbw inf: must be 
 [ ! -e "$T/neg.json" ] && ok "no report for a negative count or an unreachable gate" || fail "a report for a negative count or an unreachable gate"
 # A hang watchdog's --run-dir that cannot hold its state files (a file in the path: as root, a read-only
 # directory is still writable) is refused before anything is measured (it was found as the watchdog started,
-# after the device and its peak), by collective, health and locate alike; nothing made, no report.
+# after the device and its peak), by collective, health, locate and burnin alike; nothing made, no report.
 touch "$T/plain_file"
-for cmd in "collective -b 1K -e 1K" "health" "locate"; do
+for cmd in "collective -b 1K -e 1K" "health" "locate" "burnin --duration 2s"; do
   name=hang_dir_${cmd%% *}
   # shellcheck disable=SC2086
   expect_error "$name" 2 "^factorybench: error: invalid --run-dir $T/plain_file/hang: $T/plain_file is not a directory \(the hang watchdog keeps its state files there\)$" \
