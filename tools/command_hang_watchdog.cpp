@@ -139,9 +139,12 @@ CommandHangWatchdog::CommandHangWatchdog(const MpiContext& mpi, std::string comm
   // (the watchdog's own "cannot create" was a runtime failure, exit 3).
   {
     std::error_code ec;
-    run_dir_made_ = !std::filesystem::exists(run_dir, ec);
-    run_dir_ = run_dir;
-    if (mpi.is_root() && !run_dir_made_) sweep_stale_hang_dirs(run_dir, dir_);
+    auto top = run_dir.lexically_normal();
+    if (top.has_parent_path() && !top.has_filename()) top = top.parent_path();  // "a/b/": "a/b"
+    for (auto p = top; !p.empty() && p != p.root_path() && !std::filesystem::exists(p, ec);
+         p = p.parent_path())
+      made_.push_back(p);
+    if (mpi.is_root() && made_.empty()) sweep_stale_hang_dirs(run_dir, dir_);
     std::filesystem::create_directories(dir_, ec);
     if (!mpi.all_true(!ec))
       throw usage_error(fmt::format(
@@ -208,7 +211,14 @@ CommandHangWatchdog::~CommandHangWatchdog() {
   std::error_code ec;
   std::filesystem::remove(call_state_file(dir_, mpi_.rank()), ec);
   std::filesystem::remove(dir_, ec);  // only when empty: another rank's file, or a hang's, keeps it
-  if (run_dir_made_) std::filesystem::remove(run_dir_, ec);
+  remove_made();
+}
+
+void CommandHangWatchdog::remove_made() const {
+  // remove() takes an empty directory only: one another rank (or anything else) still uses stops it.
+  std::error_code ec;
+  for (const auto& p : made_)
+    if (!std::filesystem::remove(p, ec)) break;
 }
 
 void CommandHangWatchdog::finish() {
@@ -217,9 +227,9 @@ void CommandHangWatchdog::finish() {
   mpi_.barrier();
   std::error_code ec;
   if (mpi_.is_root()) std::filesystem::remove_all(dir_, ec);
-  // A --run-dir this run made is not left behind, empty (remove() takes an empty directory only).
+  // A --run-dir this run made (and the parents it made for it) is not left behind, empty.
   mpi_.barrier();
-  if (run_dir_made_) std::filesystem::remove(run_dir_, ec);
+  remove_made();
 }
 
 }  // namespace fb::tools

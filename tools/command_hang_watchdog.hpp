@@ -9,6 +9,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
@@ -59,8 +60,10 @@ class CommandHangWatchdog {
 
  private:
   const MpiContext& mpi_;
-  std::filesystem::path dir_, run_dir_;
-  bool run_dir_made_ = false;  // --run-dir did not exist: removed again once empty
+  std::filesystem::path dir_;
+  // The parts of --run-dir that did not exist, deepest first (a/b: a/b, then a): removed again once empty.
+  std::vector<std::filesystem::path> made_;
+  void remove_made() const;
   std::unique_ptr<HangWatchdog> watchdog_;
 };
 

@@ -51,7 +51,7 @@ expect_error locate_nan_floor 2 "invalid --min-p2p-bw nan: must be a finite numb
 
 # A --run-dir that cannot hold the hang watchdog's files, and burn-in operands no rank can hold, are usage
 # errors (exit 2), not runtime failures (exit 3 from the watchdog or the allocation).
-expect_error locate_run_dir 2 "invalid --run-dir /proc/1: cannot create fb-hang-.* for the hang watchdog's state files" \
+expect_error locate_run_dir 2 "^factorybench: error: invalid --run-dir /proc/1: cannot write in /proc/1: .* \(the hang watchdog keeps its state files there\)$" \
   fb locate --backend host --run-dir /proc/1 -o "$T/rd1.json"
 expect_error burnin_size 2 "invalid --size 1000000: its operands need .* per rank, but only .* is free" \
   fb burnin --backend host --size 1000000 --duration 1s -o "$T/rd2.json"

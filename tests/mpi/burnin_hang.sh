@@ -27,6 +27,13 @@ assert_json "$T/hang.json" "all(len(x['checksums']) == 3 for r in d['results'][:
 grep -qE "^node .*-fake1: NOT FINISHED \(no mismatch in 2 of 120 checks after the reference, 2 rank\(s\)" "$T/hang.out" \
   && ok "hang: the console leaves the nodes not finished" || fail "hang: console"
 
+# Without a hang nothing is left behind: the state files go, and so does the --run-dir the run made, with the
+# parents it made for it (written with a trailing slash).
+run_capture nohang timeout 120 mpirun --oversubscribe -np 2 "$FACTORYBENCH" burnin --backend host --duration 2s \
+  --size 64 --hang-timeout 30s --run-dir "$T/made/a/b/" --output "$T/nohang.json"
+[ "$RC" -eq 0 ] && [ ! -e "$T/made" ] && ok "no hang: exit 0, the run dir and its parents made for it removed" \
+  || fail "nohang: exit $RC, left $(find "$T/made" 2>/dev/null | head -5)"
+
 # What a burn-in cannot act on, or an injection it would never reach: one line, exit 2, no report.
 run4() { timeout 120 mpirun --oversubscribe -np 4 "$@"; }
 refused() {  # NAME PATTERN INJECT ARGS...: refused before anything runs
