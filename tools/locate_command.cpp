@@ -398,7 +398,15 @@ int run_locate(const LocateCliOptions& cli, Session& session) {
   const auto nccl_dir = std::filesystem::path(cli.run_dir) / ("fb-nccl-" + run_id);
   const bool own_nccl_log = on_gpu && cli.nccl_logs.empty() && !std::getenv("NCCL_DEBUG");
   if (own_nccl_log) {
-    std::filesystem::create_directories(nccl_dir);
+    // --run-dir is the user's (checked up front only with the watchdog on): one that cannot hold the log is
+    // a usage error on every rank alike, not an exception on one rank while the others go on into NCCL's
+    // init and wait there.
+    std::error_code ec;
+    std::filesystem::create_directories(nccl_dir, ec);
+    if (!mpi.all_true(!ec))
+      throw usage_error(fmt::format("invalid --run-dir {}: cannot create {} for NCCL's init log{}",
+                                    cli.run_dir, nccl_dir.filename().string(),
+                                    ec ? ": " + ec.message() : std::string(" on another rank")));
     ::setenv("NCCL_DEBUG", "INFO", 1);
     ::setenv("NCCL_DEBUG_SUBSYS", "INIT,NET", 1);
     ::setenv("NCCL_DEBUG_FILE", (nccl_dir / "%h.%p.log").c_str(), 1);

@@ -27,6 +27,20 @@ assert_json "$T/hang.json" "all(len(x['checksums']) == 3 for r in d['results'][:
 grep -qE "^node .*-fake1: NOT FINISHED \(no mismatch in 2 of 120 checks after the reference, 2 rank\(s\)" "$T/hang.out" \
   && ok "hang: the console leaves the nodes not finished" || fail "hang: console"
 
+# In a suite the hang ends the job the same way, and the suite's report keeps the step's checks so far (marked
+# with the step) before the hang, the rest not run.
+cat >"$T/suite.json" <<'JSON'
+{"steps": [{"name": "load", "command": "burnin", "args": "--duration 120s --check-interval 1s --size 64 --hang-timeout 10s"},
+           {"name": "after", "command": "info"}]}
+JSON
+run_capture suite timeout 300 mpirun --oversubscribe -np 2 -x FACTORYBENCH_INJECT=hang@rank=1,call=3 "$FACTORYBENCH" \
+  --backend host suite "$T/suite.json" --output "$T/suite-report.json"
+[ "$RC" -ne 0 ] && [ "$RC" -ne 124 ] || fail "suite: exit $RC"
+grep -qE "^hang: rank 1 \(host .*, GPU 1\) never entered burnin_check #3 \(24 B\)$" "$T/suite.out" \
+  && ok "suite: rank 1 named" || fail "suite: $(cat "$T/suite.out")"
+assert_json "$T/suite-report.json" "[(r['benchmark'], r['name'][:12], r['status'], r['extra']['suite_step']) for r in d['results']] == [('burnin', 'burnin/node/', 'ok', 'load'), ('burnin', 'hang', 'failed', 'load'), ('suite', 'after', 'skipped', 'after')] and all(len(x['checksums']) == 2 for x in d['results'][0]['extra']['ranks']) and d['summary']['suite']['verdict'] == 'fail'" \
+  "suite: the step's checks 0 and 1 kept, the hang, the rest not run"
+
 # Without a hang nothing is left behind: the state files go, and so does the --run-dir the run made, with the
 # parents it made for it (written with a trailing slash).
 run_capture nohang timeout 120 mpirun --oversubscribe -np 2 "$FACTORYBENCH" burnin --backend host --duration 2s \
