@@ -72,6 +72,25 @@ assert_json "$T/coll2.json" "[r['name'] for r in d['results'] if r['status'] == 
   "2 ranks: rank 0 kept 1 KiB .. 2 MiB and the interruption"
 [ -z "$(ls -A "$T/rd")" ] && ok "2 ranks: no watchdog state left in --run-dir" || fail "2 ranks: left $(ls -R "$T/rd")"
 
+# --- collective on 2 ranks, SIGTERM to rank 1 alone (a signal that misses rank 0): mpirun sees the rank end and
+# tears the job down with SIGTERM to rank 0, which then writes what it measured ---
+mkdir -p "$T/rd1"
+fb_mpirun 2 --log-level debug collective --backend host -b 1K -e 256M -n 200 --run-dir "$T/rd1" -o "$T/coll1.json" \
+  >"$T/coll1.out" 2>"$T/coll1.err" &
+launcher=$!
+wait_for "$T/coll1.err" "^\[rank 0\] debug: allreduce 4194304 bytes" || { cat "$T/coll1.err" >&2; die "coll1: never reached 4 MiB"; }
+rank1=
+for p in $(pgrep -f "^$FACTORYBENCH --log-level debug collective .*--run-dir $T/rd1"); do
+  tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=1" && rank1=$p
+done
+[ -n "$rank1" ] || die "coll1: rank 1 not found"
+kill -TERM "$rank1"
+set +e; wait "$launcher"; rc=$?; set -e
+[ "$rc" -ne 0 ] && ok "rank 1 signalled: the job failed ($rc)" || fail "rank 1 signalled: exit 0"
+validate "$T/coll1.json"
+assert_json "$T/coll1.json" "[r['name'] for r in d['results'] if r['status'] == 'ok'][:12] == ['allreduce/fp32/%d' % (1024 << i) for i in range(12)] and d['results'][-1]['name'] == 'interrupted' and d['results'][-1]['params']['signal'] == 'SIGTERM'" \
+  "rank 1 signalled: rank 0 kept 1 KiB .. 2 MiB and the interruption"
+
 # --- --split 2 on 4 ranks (tables printed whole, at the end or at the signal), one SIGTERM to mpirun ---
 fb_mpirun 4 --log-level debug collective --backend host --split 2 -b 1K -e 256M -n 200 --hang-timeout 0 \
   -o "$T/split.json" >"$T/split.out" 2>"$T/split.err" &
