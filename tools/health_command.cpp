@@ -17,6 +17,7 @@
 #include "tools/count_option.hpp"
 #include "tools/injection_scope.hpp"
 #include "tools/interrupt_report.hpp"
+#include "tools/report_so_far.hpp"
 #include "workloads/gemm_flops.hpp"
 #include "workloads/health_check.hpp"
 
@@ -125,7 +126,18 @@ int run_health(const HealthCliOptions& cli, Session& session) {
   // no rank is failed for it (the stuck rank and its waiting peers look alike to a drain). In a suite the
   // suite's summary says it.
   // Ctrl-C or a time limit (tools/interrupt_report.hpp) likewise: verdict fail, the signal the reason.
-  auto on_hang = session.hang_report(report);
+  // Either report keeps rank 0's own checks before it (the ranks' checks are gathered at the end), alone and
+  // in a suite.
+  const auto so_far = ReportSoFar::make(report);
+  if (mpi.is_root())
+    o.on_check = [so_far, start = report](const workloads::RankHealth& mine) {
+      workloads::HealthRun partial;
+      partial.ranks = {mine};
+      auto out = start;
+      out.results = workloads::health_results(partial);
+      so_far->set(out);
+    };
+  auto on_hang = session.hang_report(ReportSoFar::reader(so_far));
   if (!session.in_suite())
     on_hang = [make = std::move(on_hang), world = mpi.size()](const reports::Result& ending) {
       auto out = make(ending);
@@ -138,7 +150,10 @@ int run_health(const HealthCliOptions& cli, Session& session) {
       return out;
     };
   std::optional<InterruptReport> interrupted;
-  if (!session.in_suite()) interrupted.emplace(session, "health", on_hang, "");
+  if (!session.in_suite())
+    interrupted.emplace(session, "health", on_hang, "rank 0's checks before it are kept");
+  else
+    session.set_step_so_far(ReportSoFar::reader(so_far));
   CommandHangWatchdog watchdog(mpi, "health", report.run.value("id", std::string("run")), std::move(on_hang),
                                session.options().output, cli.run_dir, hang_timeout);
   const auto run = workloads::run_health_checks(mpi, backend, session.peak(), o, session.telemetry());

@@ -148,6 +148,7 @@ HealthRun run_health_checks(MpiContext& mpi, Backend& backend, const DevicePeak&
     log::debug("health: {}", name);
     mine.checks.push_back(guarded(name, c, fn));
     verdicts.push_back(mine.checks.back().verdict);
+    if (options.on_check) options.on_check(mine);
   }
   mine.verdict = combine_verdicts(verdicts);
 

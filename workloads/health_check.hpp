@@ -14,6 +14,7 @@
 // supervisor ran the check as a separate job.
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <span>
 #include <string>
@@ -80,6 +81,9 @@ struct HealthOptions {
   // genuinely slow rank.
   std::optional<int> slow_gemm_rank;
   std::uint64_t seed = 42;
+  // Called on every rank after each of its checks with its checks so far (may be empty): the checks are
+  // gathered at the end, so rank 0's own are what a report written before then (a signal, a hang) can keep.
+  std::function<void(const RankHealth&)> on_check;
 };
 
 inline constexpr double kDefaultGemmFloor = 0.8;
