@@ -215,10 +215,13 @@ CommandHangWatchdog::~CommandHangWatchdog() {
 }
 
 void CommandHangWatchdog::remove_made() const {
-  // remove() takes an empty directory only: one another rank (or anything else) still uses stops it.
-  std::error_code ec;
-  for (const auto& p : made_)
-    if (!std::filesystem::remove(p, ec)) break;
+  // remove() takes an empty directory only: one another rank (or anything else) still uses stops it. One
+  // already gone (another rank on this host removed it first) is no reason to stop.
+  for (const auto& p : made_) {
+    std::error_code ec;
+    std::filesystem::remove(p, ec);
+    if (ec) break;
+  }
 }
 
 void CommandHangWatchdog::finish() {
