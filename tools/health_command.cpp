@@ -126,32 +126,38 @@ int run_health(const HealthCliOptions& cli, Session& session) {
   // no rank is failed for it (the stuck rank and its waiting peers look alike to a drain). In a suite the
   // suite's summary says it.
   // Ctrl-C or a time limit (tools/interrupt_report.hpp) likewise: verdict fail, the signal the reason.
-  // Either report keeps rank 0's own checks before it (the ranks' checks are gathered at the end), alone and
-  // in a suite.
+  // Either report keeps every rank's checks before it (each check is gathered as it is taken), alone and in
+  // a suite, and a rank that failed one of them is failed (a node that failed its GEMM before the hang is
+  // drained as it would have been without it).
   const auto so_far = ReportSoFar::make(report);
   if (mpi.is_root())
-    o.on_check = [so_far, start = report](const workloads::RankHealth& mine) {
+    o.on_checks = [so_far, start = report, o,
+                   world = mpi.size()](const std::vector<workloads::RankHealth>& ranks) {
       workloads::HealthRun partial;
-      partial.ranks = {mine};
+      partial.ranks = ranks;
+      for (const auto& r : ranks) partial.verdicts.push_back(r.verdict);
       auto out = start;
       out.results = workloads::health_results(partial);
+      out.summary["health"] = workloads::health_summary(partial, o);
+      out.summary["health"]["ranks_total"] = world;
+      out.summary["health"]["checks_done"] = ranks.empty() ? 0 : ranks.front().checks.size();
       so_far->set(out);
     };
   auto on_hang = session.hang_report(ReportSoFar::reader(so_far));
   if (!session.in_suite())
     on_hang = [make = std::move(on_hang), world = mpi.size()](const reports::Result& ending) {
       auto out = make(ending);
-      if (out)
-        out->summary["health"] = {
-            {"verdict", "fail"},
-            {"ranks_total", world},
-            {"ranks_failed", nlohmann::json::array()},
-            {"reason", (ending.name == "hang" ? "hang: " : "") + ending.error.value_or("")}};
+      if (!out) return out;
+      auto& health = out->summary["health"];
+      if (!health.is_object())  // stopped before the first check was gathered
+        health = {{"ranks_total", world}, {"ranks_failed", nlohmann::json::array()}, {"checks_done", 0}};
+      health["verdict"] = "fail";
+      health["reason"] = (ending.name == "hang" ? "hang: " : "") + ending.error.value_or("");
       return out;
     };
   std::optional<InterruptReport> interrupted;
   if (!session.in_suite())
-    interrupted.emplace(session, "health", on_hang, "rank 0's checks before it are kept");
+    interrupted.emplace(session, "health", on_hang, "the checks before it are kept");
   else
     session.set_step_so_far(ReportSoFar::reader(so_far));
   CommandHangWatchdog watchdog(mpi, "health", report.run.value("id", std::string("run")), std::move(on_hang),

@@ -143,16 +143,27 @@ HealthRun run_health_checks(MpiContext& mpi, Backend& backend, const DevicePeak&
   mine.rank = mpi.rank();
   mine.host = mpi.hostname();
   mine.device = device.name;
+  // Each check is gathered to rank 0 as it is taken (a few hundred bytes per rank, seconds apart), so that a
+  // report written before the end (a signal, a hang in a later check) keeps every rank's checks before it.
+  // Every rank takes the same checks, so the gathers pair up.
+  HealthRun run;
+  for (const auto& text : gather_to_root(mpi, health_rank_to_json(mine).dump()))
+    run.ranks.push_back(health_rank_from_json(json::parse(text)));
   std::vector<Verdict> verdicts;
   for (const auto& [name, fn] : kChecks) {
     log::debug("health: {}", name);
     mine.checks.push_back(guarded(name, c, fn));
     verdicts.push_back(mine.checks.back().verdict);
-    if (options.on_check) options.on_check(mine);
+    const auto texts = gather_to_root(mpi, check_outcome_to_json(mine.checks.back()).dump());
+    for (std::size_t r = 0; r < texts.size(); ++r) {
+      auto& rank = run.ranks[r];
+      rank.checks.push_back(check_outcome_from_json(json::parse(texts[r])));
+      rank.verdict = combine_verdicts(std::vector<Verdict>{rank.verdict, rank.checks.back().verdict});
+    }
+    if (options.on_checks && mpi.is_root()) options.on_checks(run.ranks);
   }
   mine.verdict = combine_verdicts(verdicts);
 
-  HealthRun run;
   for (const double v : allgather(mpi, static_cast<double>(static_cast<int>(mine.verdict))))
     run.verdicts.push_back(static_cast<Verdict>(static_cast<int>(v)));
   if (options.allreduce_floor_gbps) {
@@ -162,11 +173,7 @@ HealthRun run_health_checks(MpiContext& mpi, Backend& backend, const DevicePeak&
         if (name == "busbw_gbps") busbw = m.value;
     run.job = allreduce_floor_outcome(allgather(mpi, busbw), *options.allreduce_floor_gbps);
   }
-  const auto all = gather_to_root(mpi, health_rank_to_json(mine).dump());
-  if (mpi.is_root())
-    for (const auto& text : all) run.ranks.push_back(health_rank_from_json(json::parse(text)));
-  else
-    run.ranks.push_back(std::move(mine));
+  if (!mpi.is_root()) run.ranks = {std::move(mine)};
   return run;
 }
 

@@ -81,9 +81,10 @@ struct HealthOptions {
   // genuinely slow rank.
   std::optional<int> slow_gemm_rank;
   std::uint64_t seed = 42;
-  // Called on every rank after each of its checks with its checks so far (may be empty): the checks are
-  // gathered at the end, so rank 0's own are what a report written before then (a signal, a hang) can keep.
-  std::function<void(const RankHealth&)> on_check;
+  // Called on rank 0 after each check has been gathered from every rank, with every rank's checks so far
+  // (in rank order, each rank's verdict over them): what a report written before the end (a signal, a
+  // hang) keeps.
+  std::function<void(const std::vector<RankHealth>&)> on_checks;
 };
 
 inline constexpr double kDefaultGemmFloor = 0.8;
@@ -153,9 +154,11 @@ HealthRun run_health_checks(MpiContext& mpi, Backend& backend, const DevicePeak&
 
 // A check's outcome (workloads/health_report.cpp holds the report side).
 CheckOutcome make_outcome(std::string_view check, Verdict verdict, std::string reason);
-// One rank's health as JSON and back: what the ranks gather to rank 0.
+// One rank's health (one check's outcome) as JSON and back: what the ranks gather to rank 0.
 nlohmann::json health_rank_to_json(const RankHealth& rank);
 RankHealth health_rank_from_json(const nlohmann::json& j);
+nlohmann::json check_outcome_to_json(const CheckOutcome& check);
+CheckOutcome check_outcome_from_json(const nlohmann::json& j);
 
 // Rank 0: the report's results (one per rank per check) and summary["health"].
 std::vector<reports::Result> health_results(const HealthRun& run);

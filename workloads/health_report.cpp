@@ -83,16 +83,29 @@ std::vector<int> HealthRun::failed_ranks() const {
   return out;
 }
 
+json check_outcome_to_json(const CheckOutcome& ch) {
+  json metrics = json::array();
+  for (const auto& [name, m] : ch.metrics) metrics.push_back(metric_json(name, m));
+  return {{"check", ch.check},
+          {"verdict", std::string(to_string(ch.verdict))},
+          {"reason", ch.reason},
+          {"metrics", metrics}};
+}
+
+CheckOutcome check_outcome_from_json(const json& ch) {
+  CheckOutcome o =
+      make_outcome(ch.at("check").get<std::string>(), parse_verdict(ch.at("verdict").get<std::string>()),
+                   ch.at("reason").get<std::string>());
+  for (const auto& m : ch.at("metrics"))
+    o.metrics.emplace_back(m.at("name").get<std::string>(),
+                           metric(m.at("value").get<double>(), m.at("unit").get<std::string>(),
+                                  reports::parse_better(m.at("better").get<std::string>())));
+  return o;
+}
+
 json health_rank_to_json(const RankHealth& r) {
   json checks = json::array();
-  for (const auto& ch : r.checks) {
-    json metrics = json::array();
-    for (const auto& [name, m] : ch.metrics) metrics.push_back(metric_json(name, m));
-    checks.push_back({{"check", ch.check},
-                      {"verdict", std::string(to_string(ch.verdict))},
-                      {"reason", ch.reason},
-                      {"metrics", metrics}});
-  }
+  for (const auto& ch : r.checks) checks.push_back(check_outcome_to_json(ch));
   return {{"rank", r.rank},
           {"host", r.host},
           {"device", r.device},
@@ -106,16 +119,7 @@ RankHealth health_rank_from_json(const json& j) {
   r.host = j.at("host").get<std::string>();
   r.device = j.at("device").get<std::string>();
   r.verdict = parse_verdict(j.at("verdict").get<std::string>());
-  for (const auto& ch : j.at("checks")) {
-    CheckOutcome o =
-        make_outcome(ch.at("check").get<std::string>(), parse_verdict(ch.at("verdict").get<std::string>()),
-                     ch.at("reason").get<std::string>());
-    for (const auto& m : ch.at("metrics"))
-      o.metrics.emplace_back(m.at("name").get<std::string>(),
-                             metric(m.at("value").get<double>(), m.at("unit").get<std::string>(),
-                                    reports::parse_better(m.at("better").get<std::string>())));
-    r.checks.push_back(std::move(o));
-  }
+  for (const auto& ch : j.at("checks")) r.checks.push_back(check_outcome_from_json(ch));
   return r;
 }
 

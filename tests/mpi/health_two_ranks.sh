@@ -125,8 +125,11 @@ run_capture huge_ckpt fb health --backend host --checkpoint-size 1T --checkpoint
   || fail "huge_ckpt: exit $RC: $(grep checkpoint "$T/huge_ckpt.out")"
 # A rank that never enters the all-reduce: the watchdog names it and the rank waiting for it, writes the
 # report with a failed hang result, and the job ends (exit 1) instead of hanging until the scheduler's limit.
+# Rank 1 is also slow (its GEMM fails before the hang): the report keeps both ranks' checks before the hang,
+# and rank 1 is failed for its GEMM (not for the hang).
 mkdir -p "$T/hangdir"
-run_capture hang timeout 120 mpirun --oversubscribe -np 2 -x FACTORYBENCH_INJECT=hang@rank=1,call=1 "$FACTORYBENCH" \
+run_capture hang timeout 120 mpirun --oversubscribe -np 2 -x FACTORYBENCH_INJECT=hang@rank=1,call=1 \
+  -x FACTORYBENCH_TEST_SLOW_GEMM_RANK=1 "$FACTORYBENCH" \
   health --backend host --checkpoint-dir "$T/ckpt" --checkpoint-size 1M --hang-timeout 2s --run-dir "$T/hangdir" \
   --output "$T/hang.json"
 [ "$RC" -ne 0 ] && [ "$RC" -ne 124 ] && ok "hang: the job ends (exit $RC)" || fail "hang: exit $RC"
@@ -136,7 +139,11 @@ grep -qE "^hang: rank 1 \(host .*, GPU 1\) never entered allreduce #1 \(4 MiB\)$
 [ "$(grep -c "never entered" "$T/hang.out")" -eq 1 ] && ok "hang: one diagnosis" || fail "hang: printed $(grep -c "never entered" "$T/hang.out") times"
 # Rank 0's own checks before the all-reduce are kept (the ranks' checks are gathered at the end).
 R0="['device/rank0', 'memory/rank0', 'ecc/rank0', 'row_remap/rank0', 'gemm/rank0', 'clocks/rank0', 'slowdown/rank0']"
-assert_json "$T/hang.json" "[r['name'] for r in d['results']] == $R0 + ['hang'] and d['results'][-1]['status'] == 'failed' and 'rank 1' in d['results'][-1]['error'] and d['summary']['health'] == {'verdict': 'fail', 'ranks_total': 2, 'ranks_failed': [], 'reason': 'hang: ' + d['results'][-1]['error']}" "hang: the report's hang result names rank 1, summary.health.verdict fail"
+R01="$R0 + [n.replace('rank0', 'rank1') for n in $R0]"
+assert_json "$T/hang.json" "[r['name'] for r in d['results']] == $R01 + ['hang'] and d['results'][-1]['status'] == 'failed' and 'rank 1' in d['results'][-1]['error']" "hang: both ranks' checks before the hang, then the hang naming rank 1"
+assert_json "$T/hang.json" "[r['name'] for r in d['results'] if r['status'] == 'failed'] == ['gemm/rank1', 'hang']" "hang: rank 1's slow GEMM failed before it"
+H="d['summary']['health']"
+assert_json "$T/hang.json" "$H['verdict'] == 'fail' and $H['ranks_total'] == 2 and $H['ranks_failed'] == [1] and $H['checks_done'] == 7 and $H['reason'] == 'hang: ' + d['results'][-1]['error'] and [(r['rank'], r['failed']) for r in $H['ranks']] == [(0, []), (1, ['gemm'])] and $H['ranks'][1]['verdict'] == 'fail'" "hang: summary.health verdict fail, rank 1 failed for its GEMM alone, 7 checks done"
 # Inside a suite the hang loses none of the steps before it: rank 0 writes the suite's report so far, the hung
 # step failed with the diagnosis, the rest not run. When rank 0 is the one that hangs, rank 1 diagnoses it and
 # hands the diagnosis to rank 0's watchdog (rank 0 alone holds the earlier steps), which writes the same report.
@@ -151,8 +158,8 @@ for who in 1 0; do
     --backend host suite "$T/hang_suite.json" --output "$T/hang_suite$who.json"
   [ "$RC" -ne 0 ] && [ "$RC" -ne 124 ] || fail "hang_suite$who: exit $RC"
 done
-assert_json "$T/hang_suite1.json" "[(r['benchmark'], r['name'], r['status']) for r in d['results'] if r['name'] not in $R0] == [('gemm', 'fp32/64x64x64', 'ok'), ('health', 'hang', 'failed'), ('suite', 'g2', 'skipped')] and [r['name'] for r in d['results'][1:8]] == $R0 and 'rank 1' in d['results'][8]['error'] and d['summary']['suite']['verdict'] == 'fail'" "suite hang: step 1 kept, rank 0's health checks before it, the hang named, step 3 not run"
-assert_json "$T/hang_suite0.json" "[(r['benchmark'], r['name'], r['status']) for r in d['results'] if r['name'] not in $R0] == [('gemm', 'fp32/64x64x64', 'ok'), ('health', 'hang', 'failed'), ('suite', 'g2', 'skipped')] and [r['name'] for r in d['results'][1:8]] == $R0 and 'rank 0' in d['results'][8]['error'] and 'never entered' in d['results'][8]['error'] and d['summary']['suite']['verdict'] == 'fail'" "suite hang on rank 0: step 1 kept, the hang named by rank 1 and written by rank 0, step 3 not run"
+assert_json "$T/hang_suite1.json" "[(r['benchmark'], r['name'], r['status']) for r in d['results'] if r['name'] not in $R01] == [('gemm', 'fp32/64x64x64', 'ok'), ('health', 'hang', 'failed'), ('suite', 'g2', 'skipped')] and [r['name'] for r in d['results'][1:15]] == $R01 and 'rank 1' in d['results'][15]['error'] and d['summary']['suite']['verdict'] == 'fail'" "suite hang: step 1 kept, both ranks' health checks before it, the hang named, step 3 not run"
+assert_json "$T/hang_suite0.json" "[(r['benchmark'], r['name'], r['status']) for r in d['results'] if r['name'] not in $R01] == [('gemm', 'fp32/64x64x64', 'ok'), ('health', 'hang', 'failed'), ('suite', 'g2', 'skipped')] and [r['name'] for r in d['results'][1:15]] == $R01 and 'rank 0' in d['results'][15]['error'] and 'never entered' in d['results'][15]['error'] and d['summary']['suite']['verdict'] == 'fail'" "suite hang on rank 0: step 1 kept, the hang named by rank 1 and written by rank 0, step 3 not run"
 [ "$(grep -c "never entered" "$T/hang_suite0.out")" -eq 1 ] && ok "suite hang on rank 0: one diagnosis printed" || fail "hang_suite0 printed: $(cat "$T/hang_suite0.out")"
 run_capture nohang fb_mpirun 2 health --backend host --checkpoint-dir "$T/ckpt" --checkpoint-size 1M --run-dir "$T/nohang"
 [ "$RC" -eq 0 ] && [ -z "$(ls -A "$T/nohang" 2>/dev/null)" ] && ok "no hang: exit 0, no state files left" \
