@@ -27,12 +27,25 @@ std::optional<double> metric_of(const Report& report, const nlohmann::json& rank
 }  // namespace
 
 void print_health_report(std::ostream& out, const Report& report) {
-  const auto ranks = report.summary.contains("health")
-                         ? report.summary.at("health").value("ranks", nlohmann::json::array())
-                         : nlohmann::json::array();
-  int pass = 0, warn = 0, fail = 0;
+  const auto health = report.summary.value("health", nlohmann::json::object());
+  const auto ranks = health.value("ranks", nlohmann::json::array());
+  // A run that ended before its last check (a hang, a signal): summary.health.checks_done of the checks.
+  const std::size_t planned = health.value("checks", nlohmann::json::array()).size();
+  const std::size_t done = health.value("checks_done", planned);
+  const bool partial = done < planned;
+  int pass = 0, warn = 0, fail = 0, unfinished = 0;
   for (const auto& r : ranks) {
     const auto verdict = r.at("verdict").get<std::string>();
+    if (partial && verdict != "fail") {  // no verdict yet: what the checks done found
+      ++unfinished;
+      std::string detail = fmt::format("{} of {} checks, none failed", done, planned);
+      if (verdict == "warn") detail += "; warned: " + r.value("reason", std::string());
+      if (const auto v = metric_of(report, r, "gemm", "tflops"))
+        detail += fmt::format("; gemm {:.2f} TFLOP/s", *v);
+      out << fmt::format("rank {} ({}, {}): NOT FINISHED ({})\n", r.at("rank").get<int>(),
+                         r.at("host").get<std::string>(), r.at("device").get<std::string>(), detail);
+      continue;
+    }
     pass += verdict == "pass";
     warn += verdict == "warn";
     fail += verdict == "fail";
@@ -57,16 +70,17 @@ void print_health_report(std::ostream& out, const Report& report) {
                        r.at("device").get<std::string>(), upper, detail);
   }
   std::string job;
-  if (report.summary.contains("health") && report.summary.at("health").contains("job")) {
-    const auto& j = report.summary.at("health").at("job");
+  if (health.contains("job")) {
+    const auto& j = health.at("job");
     std::string upper = j.value("verdict", std::string());
     for (auto& ch : upper) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
     out << fmt::format("job: {} {}: {}\n", upper, j.value("check", std::string()),
                        j.value("reason", std::string()));
     job = "; job " + upper;
   }
-  out << fmt::format("health: {} rank(s): {} pass, {} warn, {} fail{}\n", ranks.size(), pass, warn, fail,
-                     job);
+  std::string tally = fmt::format("{} pass, {} warn, {} fail", pass, warn, fail);
+  if (partial) tally += fmt::format(", {} not finished ({} of {} checks done)", unfinished, done, planned);
+  out << fmt::format("health: {} rank(s): {}{}\n", ranks.size(), tally, job);
 }
 
 }  // namespace fb::reports

@@ -155,13 +155,24 @@ int run_health(const HealthCliOptions& cli, Session& session) {
       health["reason"] = (ending.name == "hang" ? "hang: " : "") + ending.error.value_or("");
       return out;
     };
+  // The console says it too, before the hang's diagnosis or the signal's line: a rank that failed a check
+  // before it, and the ranks not finished.
+  std::function<void()> print_so_far;
+  if (mpi.is_root() && !session.options().quiet)
+    print_so_far = [read = ReportSoFar::reader(so_far)] {
+      const auto r = read();
+      if (!r.summary.contains("health")) return;  // no check gathered yet
+      reports::print_health_report(std::cout, r);
+      std::cout.flush();
+    };
   std::optional<InterruptReport> interrupted;
   if (!session.in_suite())
-    interrupted.emplace(session, "health", on_hang, "the checks before it are kept");
+    interrupted.emplace(session, "health", on_hang, "the checks before it are kept", std::string(),
+                        print_so_far);
   else
     session.set_step_so_far(ReportSoFar::reader(so_far));
   CommandHangWatchdog watchdog(mpi, "health", report.run.value("id", std::string("run")), std::move(on_hang),
-                               session.options().output, cli.run_dir, hang_timeout);
+                               session.options().output, cli.run_dir, hang_timeout, print_so_far);
   const auto run = workloads::run_health_checks(mpi, backend, session.peak(), o, session.telemetry());
   interrupted.reset();
   watchdog.finish();

@@ -151,6 +151,9 @@ assert_json "$T/health.json" "d['summary']['health']['verdict'] == 'fail' and d[
 # The checks before the GEMM are kept (the GEMM too if it ended before the signal landed), then the interruption.
 assert_json "$T/health.json" "[r['name'] for r in d['results']][:4] == ['device/rank0', 'memory/rank0', 'ecc/rank0', 'row_remap/rank0'] and len(d['results']) in (5, 6) and d['results'][-1]['name'] == 'interrupted' and d['results'][-1]['error'].endswith('the checks before it are kept') and d['summary']['health']['checks_done'] in (4, 5)" \
   "health: the checks before the signal kept"
+grep -qE "^rank 0 \(.*\): NOT FINISHED \([45] of 9 checks, none failed" "$T/health.out" \
+  && grep -qE "^health: 1 rank\(s\): 0 pass, 0 warn, 0 fail, 1 not finished \([45] of 9 checks done\)$" "$T/health.out" \
+  && ok "health: the console says the rank did not finish" || fail "health console: $(cat "$T/health.out")"
 
 # --- attention alone: the shapes before the third ---
 "$FACTORYBENCH" --log-level debug attention --backend host --seq 64,96,512 -n 100 -o "$T/attn.json" \

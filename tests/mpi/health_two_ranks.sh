@@ -136,6 +136,9 @@ run_capture hang timeout 120 mpirun --oversubscribe -np 2 -x FACTORYBENCH_INJECT
 grep -qE "^hang: rank 1 \(host .*, GPU 1\) never entered allreduce #1 \(4 MiB\)$" "$T/hang.out" \
   && grep -qE "^health: FAIL \(hang; rank states in $T/hangdir/fb-hang-" "$T/hang.out" \
   && ok "hang: rank 1 named as never entering the all-reduce" || fail "hang: $(cat "$T/hang.out")"
+grep -qE "^rank 0 \(.*\): NOT FINISHED \(7 of 9 checks, none failed" "$T/hang.out" && grep -qE "^rank 1 \(.*\): FAIL gemm: " "$T/hang.out" \
+  && grep -qE "^health: 2 rank\(s\): 0 pass, 0 warn, 1 fail, 1 not finished \(7 of 9 checks done\)$" "$T/hang.out" \
+  && ok "hang: the console says rank 1 failed its GEMM and rank 0 did not finish" || fail "hang console: $(cat "$T/hang.out")"
 [ "$(grep -c "never entered" "$T/hang.out")" -eq 1 ] && ok "hang: one diagnosis" || fail "hang: printed $(grep -c "never entered" "$T/hang.out") times"
 # Rank 0's own checks before the all-reduce are kept (the ranks' checks are gathered at the end).
 R0="['device/rank0', 'memory/rank0', 'ecc/rank0', 'row_remap/rank0', 'gemm/rank0', 'clocks/rank0', 'slowdown/rank0']"

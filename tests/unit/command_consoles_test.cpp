@@ -2,6 +2,7 @@
 // Results the workloads make, the text the commands print.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
 #include <optional>
 #include <span>
@@ -178,6 +179,43 @@ TEST(HealthConsole, FiguresOfAPassReasonsOfAFail) {
             "rank 0 (node1, NVIDIA H200): PASS gemm 780.00 TFLOP/s\n"
             "rank 1 (node1, NVIDIA H200): FAIL checkpoint_dir: not writable\n"
             "health: 2 rank(s): 1 pass, 0 warn, 1 fail\n");
+}
+
+// A run that ended after 2 of its 9 checks (a hang, a signal): a rank with a failed check fails, the others
+// are not finished, with what their checks found so far.
+TEST(HealthConsole, AStoppedRunSaysWhichRanksAreNotFinished) {
+  workloads::HealthRun run;
+  for (int r = 0; r < 3; ++r) {
+    workloads::RankHealth h;
+    h.rank = r;
+    h.host = "node" + std::to_string(r);
+    h.device = "NVIDIA H200";
+    const auto verdict =
+        std::array{workloads::Verdict::pass, workloads::Verdict::warn, workloads::Verdict::fail}[r];
+    workloads::CheckOutcome device{"device", workloads::Verdict::pass, "NVIDIA H200", {}};
+    workloads::CheckOutcome memory{"memory", verdict, r == 0 ? "" : r == 1 ? "80% free" : "10% free", {}};
+    h.checks = {device, memory};
+    h.verdict = verdict;
+    run.ranks.push_back(h);
+    run.verdicts.push_back(h.verdict);
+  }
+  reports::Report report;
+  report.results = workloads::health_results(run);
+  report.summary["health"] = workloads::health_summary(run, {});
+  report.summary["health"]["checks_done"] = 2;
+  std::ostringstream out;
+  reports::print_health_report(out, report);
+  EXPECT_EQ(
+      out.str(),
+      "rank 0 (node0, NVIDIA H200): NOT FINISHED (2 of 9 checks, none failed)\n"
+      "rank 1 (node1, NVIDIA H200): NOT FINISHED (2 of 9 checks, none failed; warned: memory: 80% free)\n"
+      "rank 2 (node2, NVIDIA H200): FAIL memory: 10% free\n"
+      "health: 3 rank(s): 0 pass, 0 warn, 1 fail, 2 not finished (2 of 9 checks done)\n");
+  // All 9 done is a finished run, as one without checks_done.
+  report.summary["health"]["checks_done"] = 9;
+  std::ostringstream finished;
+  reports::print_health_report(finished, report);
+  EXPECT_EQ(finished.str().substr(0, 30), "rank 0 (node0, NVIDIA H200): P");
 }
 
 // A collective size as workloads/collective_benchmark.cpp makes it: name "<op>/<dtype>/<bytes>[/inplace]".
