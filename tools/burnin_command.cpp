@@ -121,6 +121,7 @@ int run_burnin_command(const BurninCliOptions& cli, Session& session) {
   // a node that already mismatched failed, with the verdict fail and the signal the reason; inside a suite,
   // the step's results so far (tools/interrupt_report.hpp).
   o.so_far = std::make_shared<workloads::BurninSoFar>();
+  o.on_check = [&session] { session.save_so_far(); };  // -o keeps it even if the job is killed
   const auto so_far = [checked = o.so_far, start = report, duration = o.duration_s] {
     auto out = start;
     const auto run = checked->snapshot();

@@ -202,10 +202,13 @@ int run_collective(const CollectiveCliOptions& cli, Session& session) {
   // ends (exit 1, the report so far plus a failed "hang" result) instead of waiting for the scheduler's
   // limit. The sizes measured before the hung call are kept: each result as rank 0 makes it.
   const auto so_far = ReportSoFar::make(report);
-  options.on_result = [so_far, live](const reports::Result& r) {
+  options.on_result = [so_far, live, &session](const reports::Result& r) {
     so_far->add(r);
-    std::lock_guard lock(live->mutex);
-    if (live->table) live->table->add(r);
+    {
+      std::lock_guard lock(live->mutex);
+      if (live->table) live->table->add(r);
+    }
+    session.save_so_far();  // -o keeps it even if the job is killed (tools/interrupt_report.hpp)
   };
   CommandHangWatchdog watchdog(mpi, "collective", report.run.value("id", std::string("run")),
                                session.hang_report(ReportSoFar::reader(so_far)), session.options().output,

@@ -210,10 +210,13 @@ int run_gemm(const GemmCliOptions& cli, Session& session) {
   };
   // Ctrl-C or a time limit keeps the shapes measured so far (tools/interrupt_report.hpp).
   const auto so_far = ReportSoFar::make(report);
-  o.on_result = [so_far, live](const reports::Result& r) {
+  o.on_result = [so_far, live, &session](const reports::Result& r) {
     so_far->add(r);
-    std::lock_guard lock(live->mutex);
-    if (live->table) live->table->add(r);
+    {
+      std::lock_guard lock(live->mutex);
+      if (live->table) live->table->add(r);
+    }
+    session.save_so_far();  // -o keeps it even if the job is killed (tools/interrupt_report.hpp)
   };
   std::optional<InterruptReport> interrupted;
   interrupted.emplace(

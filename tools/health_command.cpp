@@ -131,8 +131,8 @@ int run_health(const HealthCliOptions& cli, Session& session) {
   // drained as it would have been without it).
   const auto so_far = ReportSoFar::make(report);
   if (mpi.is_root())
-    o.on_checks = [so_far, start = report, o,
-                   world = mpi.size()](const std::vector<workloads::RankHealth>& ranks) {
+    o.on_checks = [so_far, start = report, o, world = mpi.size(),
+                   &session](const std::vector<workloads::RankHealth>& ranks) {
       workloads::HealthRun partial;
       partial.ranks = ranks;
       for (const auto& r : ranks) partial.verdicts.push_back(r.verdict);
@@ -142,6 +142,7 @@ int run_health(const HealthCliOptions& cli, Session& session) {
       out.summary["health"]["ranks_total"] = world;
       out.summary["health"]["checks_done"] = ranks.empty() ? 0 : ranks.front().checks.size();
       so_far->set(out);
+      session.save_so_far();  // -o keeps it even if the job is killed (tools/interrupt_report.hpp)
     };
   auto on_hang = session.hang_report(ReportSoFar::reader(so_far));
   if (!session.in_suite())

@@ -2,14 +2,20 @@
 
 #include <signal.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <exception>
+#include <filesystem>
 #include <iostream>
+#include <mutex>
 #include <thread>
 #include <utility>
 
 #include <fmt/format.h>
 
+#include "core/atomic_file.hpp"
+#include "core/call_log.hpp"
 #include "core/logging.hpp"
 #include "reports/report_json.hpp"
 #include "workloads/run_environment.hpp"
@@ -23,6 +29,10 @@ constexpr std::chrono::seconds kGraceForRankZero{1};
 
 std::atomic<bool> g_stood_down{false};
 constexpr const char* kResultsKept = "the results before it are kept";
+// The reports so far, the signal's and the hang's are written one at a time, and none so far after the
+// signal's or the hang's (which would replace it).
+std::mutex g_write_mutex;
+bool g_ended = false;  // the signal's report is written (or being written)
 
 }  // namespace
 
@@ -48,6 +58,26 @@ reports::Result interrupted_result(const std::string& command, int sig, const st
                      kept.empty() ? "" : ": " + kept));
   return r;
 }
+
+reports::Result unfinished_result(const std::string& command, const std::string& kept) {
+  reports::Result r;
+  r.benchmark = command;
+  r.name = "unfinished";
+  r.params = {{"test", "unfinished"}};
+  r.fail(fmt::format("did not finish: the job ended before the run did (killed or crashed){}",
+                     kept.empty() ? "" : ": " + kept));
+  return r;
+}
+
+bool report_so_far_due(double since_last_s, double last_cost_s) {
+  return since_last_s >= std::min(1.0, 20 * last_cost_s);
+}
+
+struct InterruptReport::Saved {
+  std::filesystem::path path;  // -o once a report so far was written there
+  double last_end_s = -1e9;    // when the last write ended (steady seconds)
+  double last_cost_s = 0;      // and how long it took
+};
 
 InterruptReport::InterruptReport(Session& session, std::string command,
                                  std::function<reports::Report()> so_far,
@@ -75,11 +105,27 @@ InterruptReport::InterruptReport(Session& session, std::string command, Session:
 }
 
 void InterruptReport::stand_down() {
+  std::lock_guard lock(g_write_mutex);  // a report so far being written lands before the hang's
   g_stood_down.store(true);
+}
+
+InterruptReport::~InterruptReport() {
+  if (!saving_) return;
+  saving_->set_save_so_far({});
+  // Unwound by an Error: a command alone writes no report for one (the error line says why), so the report
+  // so far goes too. A suite keeps its own: the steps before this one are in it.
+  if (remove_on_error_ && std::uncaught_exceptions() > exceptions_) {
+    std::lock_guard lock(g_write_mutex);
+    if (!saved_->path.empty() && !g_ended && !g_stood_down.load()) {
+      std::error_code ec;
+      std::filesystem::remove(saved_->path, ec);
+    }
+  }
 }
 
 void InterruptReport::arm(Session& session, std::string command, Session::HangReport make, std::string kept,
                           std::function<void()> print, std::string who) {
+  const bool alone = who.empty();  // a command alone (a suite names its step)
   if (who.empty()) who = command;
   const auto& output = session.options().output;
   if (!session.is_root()) {
@@ -93,10 +139,39 @@ void InterruptReport::arm(Session& session, std::string command, Session::HangRe
       });
     return;
   }
+  // The report so far, kept in -o as the run goes (a regular file only: `-o /dev/stdout` would print a
+  // report per save).
+  if (!output.empty() && !write_target(output).in_place) {
+    saving_ = &session;
+    saved_ = std::make_shared<Saved>();
+    remove_on_error_ = alone;
+    exceptions_ = std::uncaught_exceptions();
+    session.set_save_so_far([saved = saved_, make, command, kept, output] {
+      const double start = steady_seconds();
+      if (!report_so_far_due(start - saved->last_end_s, saved->last_cost_s)) return;
+      std::lock_guard lock(g_write_mutex);
+      if (g_ended || g_stood_down.load()) return;
+      try {
+        if (auto report = make(unfinished_result(command, kept))) {
+          report->run["finished_at"] = workloads::utc_timestamp();
+          reports::write_report(output, *report);
+          saved->path = output;
+        }
+      } catch (const std::exception& e) {  // the run goes on; its final report is what matters
+        log::warn("{}: the report so far was not written: {}", command, e.what());
+      }
+      saved->last_end_s = steady_seconds();
+      saved->last_cost_s = saved->last_end_s - start;
+    });
+  }
   word_ = std::make_unique<LastWordOnSignal>([command = std::move(command), print = std::move(print),
                                               make = std::move(make), kept = std::move(kept),
                                               who = std::move(who), output](int sig) {
-    if (g_stood_down.load()) return;
+    {
+      std::lock_guard lock(g_write_mutex);  // a report so far being written lands first, and none after
+      if (g_stood_down.load()) return;
+      g_ended = true;
+    }
     if (print) {
       print();
       std::cout.flush();

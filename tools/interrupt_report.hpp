@@ -10,6 +10,12 @@
 // run alone takes Ctrl-C, and mpirun (Open MPI 4) passes one Ctrl-C or SIGTERM on as SIGTERM a second later;
 // a second one makes it abort the job at once (GNU timeout sends two: use timeout --foreground), and its
 // SIGKILL a second after its SIGTERM ends a rank still writing. docs/reports.md.
+// A job can also end with no chance to write: SIGKILL (the OOM killer; Slurm's teardown of a step in which a
+// rank died, without --kill-on-bad-exit), a crash of rank 0. So while it lives, rank 0 also keeps -o (a
+// regular file) holding the report so far with a failed "unfinished" result, rewritten when the command says
+// it has a new result (Session::save_so_far) unless that would spend over a twentieth of the run writing
+// (report_so_far_due); the final report, or the signal's or the hang's, replaces it. An Error that ends a
+// command alone removes it again: an error writes no report.
 #include <functional>
 #include <memory>
 #include <string>
@@ -26,6 +32,15 @@ std::string signal_name(int sig);
 // params {test: "interrupted", signal: "SIGTERM"}, error "interrupted by SIGTERM before the run ended:
 // <kept>".
 reports::Result interrupted_result(const std::string& command, int sig, const std::string& kept);
+// The failed result the report so far ends with until the run ends: benchmark `command`, name "unfinished",
+// params {test: "unfinished"}, error "did not finish: the job ended before the run did (killed or crashed)
+// : <kept>".
+reports::Result unfinished_result(const std::string& command, const std::string& kept);
+// Whether the report so far is rewritten now, `since_last_s` after the last write ended, which took
+// `last_cost_s`: when at least 20 times that has passed (writing then takes at most a twentieth of the run,
+// however fast the results come: a sweep of thousands of small shapes), and at least once a second (a slow
+// file system). Pure.
+bool report_so_far_due(double since_last_s, double last_cost_s);
 
 class InterruptReport {
  public:
@@ -44,6 +59,7 @@ class InterruptReport {
   // A hang's report is written (tools/command_hang_watchdog.hpp): the launcher's SIGTERM that ends the job
   // after it must not replace it with an "interrupted" one. From then on a signal writes nothing.
   static void stand_down();
+  ~InterruptReport();
   InterruptReport(const InterruptReport&) = delete;
   InterruptReport& operator=(const InterruptReport&) = delete;
 
@@ -51,6 +67,11 @@ class InterruptReport {
   void arm(Session& session, std::string command, Session::HangReport make, std::string kept,
            std::function<void()> print, std::string who = {});
   std::unique_ptr<LastWordOnSignal> word_;
+  Session* saving_ = nullptr;  // the session whose save_so_far this set
+  struct Saved;                // what save_so_far wrote (shared with it)
+  std::shared_ptr<Saved> saved_;
+  bool remove_on_error_ = false;  // a command alone: an Error leaves no report
+  int exceptions_ = 0;            // std::uncaught_exceptions() when armed
 };
 
 }  // namespace fb::tools

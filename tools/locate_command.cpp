@@ -418,7 +418,10 @@ int run_locate(const LocateCliOptions& cli, Session& session) {
   // A hang in a later test keeps what the earlier ones measured (the p2p matrix before a hung bisection):
   // a copy taken after each test, read by the watchdog's thread under the lock.
   const auto so_far = ReportSoFar::make(report);
-  const auto keep_so_far = [&] { so_far->set(report); };
+  const auto keep_so_far = [&] {
+    so_far->set(report);
+    session.save_so_far();  // -o keeps it even if the job is killed (tools/interrupt_report.hpp)
+  };
   CommandHangWatchdog watchdog(mpi, "locate", report.run.value("id", std::string("run")),
                                session.hang_report(ReportSoFar::reader(so_far)), session.options().output,
                                cli.run_dir, hang_timeout);

@@ -82,6 +82,13 @@ class Session {
   // The step's results so far, each marked with the step (empty when none was registered).
   std::vector<reports::Result> step_results_so_far() const;
   void close_step_console() const;
+  // Rank 0 with -o, while a run's InterruptReport lives (a command alone, or the suite's for its step): -o
+  // rewritten with the report so far and a failed "unfinished" result (tools/interrupt_report.hpp), at most
+  // once a second. Commands call it after each result they add; a no-op elsewhere.
+  void save_so_far() const {
+    if (save_so_far_) save_so_far_();
+  }
+  void set_save_so_far(std::function<void()> save) { save_so_far_ = std::move(save); }
   // Where a command writes a rendering of its own (report, compare): -o/--output, but inside a suite, whose
   // -o is the suite's JSON report, nothing (the rendering goes to stdout).
   std::string rendering_output() const { return sink_ ? std::string() : options_.output; }
@@ -137,6 +144,7 @@ class Session {
   std::function<void()> step_console_;
   bool checking_only_ = false;
   std::vector<std::function<void()>> together_;
+  std::function<void()> save_so_far_;
 };
 
 using CommandAction = std::function<int(Session&)>;

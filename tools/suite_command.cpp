@@ -197,10 +197,10 @@ int run_suite(const SuiteOptions& opt, Session& session) {
     // ranks hold no results to write.
     const bool root = session.is_root();
     const auto& output = session.options().output;
+    auto unfinished = step_result(step);
+    unfinished.fail("did not finish: the job ended during this step (killed, crashed or hung)");
     if (root && !output.empty()) {
-      auto unfinished = step_result(step);
-      unfinished.fail("did not finish: the job ended during this step (killed, crashed or hung)");
-      auto pending = report_ending_in(report, step_log, suite, index - 1, std::move(unfinished));
+      auto pending = report_ending_in(report, step_log, suite, index - 1, unfinished);
       pending.run["finished_at"] = workloads::utc_timestamp();
       reports::write_report(output, pending);
     }
@@ -216,10 +216,14 @@ int run_suite(const SuiteOptions& opt, Session& session) {
     std::optional<InterruptReport> interrupted;
     interrupted.emplace(
         session, step.args.front(),
-        [root, at = index - 1, before = report, log = step_log, &suite,
-         &session](const reports::Result& r) -> std::optional<reports::Report> {
+        [root, at = index - 1, before = report, log = step_log, &suite, &session,
+         unfinished](const reports::Result& r) -> std::optional<reports::Report> {
           if (!root) return std::nullopt;
-          return report_ending_in(before, log, suite, at, r, session.step_results_so_far());
+          // The report so far that -o keeps as the step measures (tools/interrupt_report.hpp) ends the step
+          // as the one written before it began: "did not finish", now after what it measured.
+          const bool so_far = r.params.value("test", std::string()) == "unfinished";
+          return report_ending_in(before, log, suite, at, so_far ? unfinished : r,
+                                  session.step_results_so_far());
         },
         "the steps before it, and what this one measured, are kept",
         fmt::format("suite step '{}' ({})", step.name, step.args.front()),

@@ -247,6 +247,7 @@ BurninRun run_burnin(const MpiContext& mpi, Backend& backend, const BurninOption
         // Said when found: an operator watching a burn-in of hours sees the node at once.
         for (const auto& p : found)
           log::warn("burnin: silent data corruption: {} (at {:.1f} s)", p.reason, p.first_seen_s);
+        if (o.on_check) o.on_check();
       });
   return so_far->snapshot();
 }

@@ -5,6 +5,7 @@
 // checksum of the other ranks with the same device model (the majority). A rank that disagrees is named,
 // with the time the problem was first seen; ranks are grouped into a verdict per node.
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -30,6 +31,8 @@ struct BurninOptions {
   // Where the run as checked so far is kept after every check (every rank), for a reader on another thread:
   // a burn-in of hours cut by a time limit keeps its verdicts so far. Optional.
   std::shared_ptr<BurninSoFar> so_far;
+  // Called on every rank after each check is in `so_far` (the command keeps its report so far). Optional.
+  std::function<void()> on_check;
 };
 
 // The interval between checks (the option, or a tenth of the duration) and the number of checks after the

@@ -44,14 +44,19 @@ assert_json "$T/coll.json" "[r['name'] for r in d['results'] if r['status'] == '
 assert_json "$T/coll.json" "d['results'][-1]['name'] == 'interrupted' and d['results'][-1]['status'] == 'failed' and d['results'][-1]['params']['signal'] == 'SIGTERM' and 'finished_at' in d['run']" \
   "collective: ends with a failed 'interrupted' result"
 
-# --- collective alone, SIGKILL (what a second Ctrl-C to mpirun amounts to, and a scheduler after its grace time):
-# no report survives it, but each size was printed as it was measured, so the log keeps 1 KiB .. 2 MiB ---
+# --- collective alone, SIGKILL (what a second Ctrl-C to mpirun amounts to, a scheduler after its grace time, the
+# OOM killer): -o keeps the report so far, rewritten as sizes are measured (at most a twentieth of the time spent
+# writing), with a failed "unfinished" result; each size was also printed as it was measured ---
 "$FACTORYBENCH" --log-level debug collective --backend host -b 1K -e 256M -n 200 -o "$T/kill.json" >"$T/kill.out" 2>"$T/kill.err" &
 pid=$!
 wait_for "$T/kill.err" "^debug: allreduce 4194304 bytes" || { cat "$T/kill.err" >&2; die "kill: never reached 4 MiB"; }
 kill -KILL "$pid"
 set +e; wait "$pid"; rc=$?; set -e
-[ "$rc" -eq 137 ] && [ ! -e "$T/kill.json" ] && ok "SIGKILL: exit 137, no report" || fail "SIGKILL: exit $rc, report: $(ls "$T")"
+[ "$rc" -eq 137 ] && ok "SIGKILL: exit 137" || fail "SIGKILL: exit $rc"
+validate "$T/kill.json"
+assert_json "$T/kill.json" "(n := len(d['results']) - 1) >= 1 and [(r['name'], r['status']) for r in d['results'][:n]] == [('allreduce/fp32/%d' % (1024 << i), 'ok') for i in range(n)] and (d['results'][n]['name'], d['results'][n]['status'], d['results'][n]['params']['test']) == ('unfinished', 'failed', 'unfinished') and d['results'][n]['error'] == 'did not finish: the job ended before the run did (killed or crashed): the results before it are kept'" \
+  "SIGKILL: the report keeps the sizes saved before it, then a failed 'unfinished' result"
+[ -z "$(ls "$T" | grep '\.tmp')" ] || fail "SIGKILL: a temporary file beside the report: $(ls "$T")"
 sizes=$(grep -E "^ +[0-9]+ +[0-9]+ +fp32" "$T/kill.out" | awk '{print $1}' | head -12 | tr '\n' ' ')
 [ "$sizes" = "1024 2048 4096 8192 16384 32768 65536 131072 262144 524288 1048576 2097152 " ] \
   && ok "SIGKILL: the log keeps the sizes measured before it" || fail "SIGKILL: printed '$sizes': $(cat "$T/kill.out")"
@@ -129,15 +134,18 @@ grep -q "3 of 4 shape(s) measured before the signal" "$T/gemm.out" && [ "$(grep 
 validate "$T/gemm.json"
 assert_json "$T/gemm.json" "[(r['name'], r['status']) for r in d['results']] == [('fp32/64x1536x1536', 'ok'), ('fp32/96x1536x1536', 'ok'), ('fp32/128x1536x1536', 'ok'), ('interrupted', 'failed')]" \
   "gemm: the report keeps the three shapes and the interruption"
-# SIGKILL at the same point: no report, but each shape was printed as it was measured.
+# SIGKILL at the same point: the report keeps the three shapes (each took far longer than its save), and each
+# shape was printed as it was measured.
 "$FACTORYBENCH" --log-level debug gemm --backend host --m 64,96,128,1536 --n 1536 --k 1536 -n 200 -o "$T/gkill.json" \
   >"$T/gkill.out" 2>"$T/gkill.err" &
 pid=$!
 wait_for "$T/gkill.err" "^debug: gemm fp32/1536x1536x1536" || { cat "$T/gkill.err" >&2; die "gkill: never reached the fourth shape"; }
 kill -KILL "$pid"
 set +e; wait "$pid"; rc=$?; set -e
-[ "$rc" -eq 137 ] && [ ! -e "$T/gkill.json" ] && [ "$(grep -cE "^fp32/(64|96|128)x1536x1536 .* ok$" "$T/gkill.out")" -eq 3 ] \
-  && ok "gemm, SIGKILL: no report, the log keeps the three shapes" || fail "gemm, SIGKILL: exit $rc: $(cat "$T/gkill.out")"
+[ "$rc" -eq 137 ] && [ "$(grep -cE "^fp32/(64|96|128)x1536x1536 .* ok$" "$T/gkill.out")" -eq 3 ] \
+  && ok "gemm, SIGKILL: the log keeps the three shapes" || fail "gemm, SIGKILL: exit $rc: $(cat "$T/gkill.out")"
+assert_json "$T/gkill.json" "[(r['name'], r['status']) for r in d['results']] == [('fp32/64x1536x1536', 'ok'), ('fp32/96x1536x1536', 'ok'), ('fp32/128x1536x1536', 'ok'), ('unfinished', 'failed')]" \
+  "gemm, SIGKILL: the report keeps the three shapes, then 'unfinished'"
 
 # --- health alone: the verdict CI reads says why ---
 "$FACTORYBENCH" --log-level debug health --backend host --gemm-size 2048 -o "$T/health.json" >"$T/health.out" 2>"$T/health.err" &
@@ -168,17 +176,19 @@ grep -q "^# factorybench attention: 2 of 3 shape(s) measured before the signal$"
 validate "$T/attn.json"
 assert_json "$T/attn.json" "[r['status'] for r in d['results']] == ['ok', 'ok', 'failed'] and d['results'][-1]['name'] == 'interrupted'" \
   "attention: the report keeps the two shapes and the interruption"
-# SIGKILL at the same point: no report, but each shape was printed as it was measured.
+# SIGKILL at the same point: the report keeps the two shapes, and each shape was printed as it was measured.
 "$FACTORYBENCH" --log-level debug attention --backend host --seq 64,96,512 -n 100 -o "$T/akill.json" \
   >"$T/akill.out" 2>"$T/akill.err" &
 pid=$!
 wait_for "$T/akill.err" "^debug: attention .*512" || { cat "$T/akill.err" >&2; die "akill: never reached the third shape"; }
 kill -KILL "$pid"
 set +e; wait "$pid"; rc=$?; set -e
-[ "$rc" -eq 137 ] && [ ! -e "$T/akill.json" ] && [ "$(grep -cE "^fp32/b1/s(64|96)/h4-kv2/d32 .* ok$" "$T/akill.out")" -eq 2 ] \
+[ "$rc" -eq 137 ] && [ "$(grep -cE "^fp32/b1/s(64|96)/h4-kv2/d32 .* ok$" "$T/akill.out")" -eq 2 ] \
   && grep -q "^# engine: reference; FLOPs counted as Megatron counts them (causal halved)$" "$T/akill.out" \
-  && ok "attention, SIGKILL: no report, the log keeps the engine line and the two shapes" \
+  && ok "attention, SIGKILL: the log keeps the engine line and the two shapes" \
   || fail "attention, SIGKILL: exit $rc: $(cat "$T/akill.out")"
+assert_json "$T/akill.json" "[r['status'] for r in d['results']] == ['ok', 'ok', 'failed'] and d['results'][-1]['name'] == 'unfinished'" \
+  "attention, SIGKILL: the report keeps the two shapes, then 'unfinished'"
 
 # --- burnin alone: the verdict says why; SIGHUP this time (a closed terminal; a script's background job ignores
 # SIGINT, and so does factorybench then) ---

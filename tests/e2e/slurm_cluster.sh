@@ -54,6 +54,46 @@ else
     || fail "output printed more than once: $(head -5 "$T/srun4.out")"
 fi
 
+# A task that dies (the OOM killer's SIGKILL here) under srun without --kill-on-bad-exit: Slurm's PMIx plugin
+# cancels the step with SIGKILL to the other tasks, so rank 0 has no chance to write; -o already holds the report
+# so far (tools/interrupt_report.hpp). With --kill-on-bad-exit=1 (scripts/slurm) the others get SIGTERM, and
+# rank 0 writes the interrupted report, as under mpirun; scancel's SIGTERM likewise.
+rank_pid() {  # NAME RANK: the PID of that task of run NAME (its report path is in no other test's command line)
+  local p
+  for p in $(pgrep -f -- "--output $T/$1.json"); do
+    tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "PMIX_RANK=$2" && { echo "$p"; return; }
+  done
+}
+signal_run() {  # NAME SIGNAL-TO-RANK-1|scancel [SRUN OPTIONS...]: a long sweep, signalled once its first size is saved
+  local name=$1 how=$2
+  shift 2
+  timeout 120 srun --mpi=pmix -n 2 "$@" "$FACTORYBENCH" collective --backend host -b 64K -e 256M -n 100 \
+    --output "$T/$name.json" >"$T/$name.out" 2>"$T/$name.err" &
+  local launcher=$!
+  for _ in $(seq 600); do
+    grep -qE "^ +65536 " "$T/$name.out" 2>/dev/null && [ -s "$T/$name.json" ] && break
+    sleep 0.1
+  done
+  if [ "$how" = scancel ]; then
+    scancel -s TERM "$(squeue -h -o %i | head -1)"
+  else
+    kill "-$how" "$(rank_pid "$name" 1)"
+  fi
+  wait "$launcher" || true
+}
+signal_run sigkill KILL
+validate "$T/sigkill.json"
+assert_json "$T/sigkill.json" "d['results'][0]['name'] == 'allreduce/fp32/65536' and d['results'][0]['status'] == 'ok' and d['results'][-1]['name'] == 'unfinished' and d['results'][-1]['status'] == 'failed'" \
+  "srun, rank 1 SIGKILLed: the others are SIGKILLed, and -o keeps the sizes so far and 'unfinished'"
+grep -q "task 0: Killed" "$T/sigkill.err" && ok "srun: rank 0 was SIGKILLed" || fail "srun sigkill: $(tail -5 "$T/sigkill.err")"
+signal_run killonbad KILL --kill-on-bad-exit=1
+assert_json "$T/killonbad.json" "d['results'][-1]['name'] == 'interrupted' and d['results'][-1]['params']['signal'] == 'SIGTERM' and d['results'][0]['status'] == 'ok'" \
+  "srun --kill-on-bad-exit=1, rank 1 SIGKILLed: rank 0 gets SIGTERM and writes the interrupted report"
+signal_run scancel scancel
+assert_json "$T/scancel.json" "d['results'][-1]['name'] == 'interrupted' and d['results'][-1]['params']['signal'] == 'SIGTERM' and d['results'][0]['status'] == 'ok'" \
+  "scancel -s TERM: rank 0 writes the interrupted report"
+for _ in $(seq 100); do [ -z "$(squeue -h 2>/dev/null)" ] && break; sleep 0.1; done
+
 # PMI2 cannot start Debian's Open MPI: a clear failure, not a hang (documents why the templates say --mpi=pmix).
 run_capture pmi2 timeout 60 srun --mpi=pmi2 -n 2 "$FACTORYBENCH" info --backend host
 [ "$RC" -ne 0 ] && [ "$RC" -ne 124 ] && ok "srun --mpi=pmi2 fails cleanly (exit $RC)" || fail "srun --mpi=pmi2: exit $RC"
