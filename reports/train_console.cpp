@@ -37,12 +37,17 @@ void print_train_result(std::ostream& out, const Result& r) {
   if (r.metric("mfu"))
     out << fmt::format("MFU {:.1f}%, HFU {:.1f}% (peak {:.3f} TFLOP/s, {})\n", 100 * value("mfu"),
                        100 * value("hfu"), run.peak.tflops, run.peak.source);
-  out << fmt::format("{}memory allocated {} per rank (estimate {})\n",
-                     r.metric("loss")
-                         ? fmt::format("loss {:.6g}, grad norm {:.6g}; ", value("loss"), value("grad_norm"))
-                         : std::string(),
-                     format_bytes(static_cast<std::uint64_t>(value("memory_allocated_bytes_per_rank"))),
-                     format_bytes(static_cast<std::uint64_t>(value("memory_bytes_per_rank"))));
+  // A run stopped before its end has no allocation figure yet (the ranks agree it at the end): the estimate.
+  out << fmt::format(
+      "{}memory {} per rank\n",
+      r.metric("loss") ? fmt::format("loss {:.6g}, grad norm {:.6g}; ", value("loss"), value("grad_norm"))
+                       : std::string(),
+      r.metric("memory_allocated_bytes_per_rank")
+          ? fmt::format("allocated {} (estimate {})",
+                        format_bytes(static_cast<std::uint64_t>(value("memory_allocated_bytes_per_rank"))),
+                        format_bytes(static_cast<std::uint64_t>(value("memory_bytes_per_rank"))))
+          : fmt::format("estimate {}",
+                        format_bytes(static_cast<std::uint64_t>(value("memory_bytes_per_rank")))));
   if (r.metric("moe_load_imbalance"))
     out << fmt::format(
         "MoE load imbalance (max/mean tokens per expert): {:.3f}; dispatch rows sent {}, "

@@ -114,9 +114,12 @@ PreflightOutcome run_preflight(const SupervisorOptions& o, int attempt, int roun
       for (const auto& r : report.results) {
         if (r.name == "hang" && r.status == reports::Status::failed)
           error = "the health check hung: " + r.error.value_or("(no diagnosis)");
-        // Stopped by a signal from elsewhere (tools/interrupt_report.hpp): no per-rank checks either.
+        // Stopped by a signal from elsewhere (tools/interrupt_report.hpp), or killed with the report so far
+        // in place ("unfinished"): its checks are not all there.
         if (r.name == "interrupted" && r.status == reports::Status::failed)
           error = "the health check was " + r.error.value_or("interrupted");
+        if (r.name == "unfinished" && r.status == reports::Status::failed)
+          error = "the health check " + r.error.value_or("did not finish");
       }
       if (error.empty()) {
         const auto ranks = workloads::health_from_report(report);

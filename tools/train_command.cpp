@@ -3,8 +3,10 @@
 // FLOPs and MFU. --dry-run prints the plan (parameters, FLOPs, memory, every
 // GEMM and collective) without running.
 #include <cmath>
+#include <functional>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <type_traits>
@@ -22,6 +24,8 @@
 #include "tools/count_option.hpp"
 #include "tools/enum_option.hpp"
 #include "tools/injection_scope.hpp"
+#include "tools/interrupt_report.hpp"
+#include "tools/report_so_far.hpp"
 #include "tools/resilience_options.hpp"
 #include "tools/train_options.hpp"
 #include "workloads/run_environment.hpp"
@@ -255,7 +259,33 @@ int run_train(const TrainCommandOptions& opt, Session& session) {
     std::cout.flush();
   }
   auto report = session.begin_report();  // run.started_at: before the first step
-  const auto run = workloads::run_training(options, std::move(plan), mpi, backend, hooks.get());
+  // Ctrl-C or a time limit keeps the steps measured so far (the result over them, and a failed
+  // "interrupted"), and -o holds them as the run goes, for a SIGKILL or a crash (tools/interrupt_report.hpp).
+  // The figures the ranks agree only at the end (memory allocated, MoE balance, each rank's steps) are left
+  // out of it.
+  const auto so_far = ReportSoFar::make(report);
+  std::function<void(const workloads::TrainRun&)> on_step;
+  if (mpi.is_root())
+    on_step = [&, so_far, start = report, &peak = session.peak()](const workloads::TrainRun& partial) {
+      auto out = start;
+      auto r = workloads::train_result(options, partial.plan, &partial, peak, mpi.size());
+      r.params.update(checkpoint_params);
+      std::erase_if(r.metrics, [](const auto& m) {
+        return m.first == "memory_allocated_bytes_per_rank" || m.first == "moe_load_imbalance";
+      });
+      r.per_rank.clear();
+      out.results = {std::move(r)};
+      so_far->set(out);
+      session.save_so_far();
+    };
+  std::optional<InterruptReport> interrupted;
+  interrupted.emplace(session, "train", ReportSoFar::reader(so_far), [](const reports::Report& r) {
+    if (r.results.empty()) return;
+    std::cout << "\ntrain: stopped by a signal; the steps measured before it:\n";
+    reports::print_train_result(std::cout, r.results.back());
+  });
+  const auto run = workloads::run_training(options, std::move(plan), mpi, backend, hooks.get(), on_step);
+  interrupted.reset();
   report.results.push_back(workloads::train_result(options, run.plan, &run, session.peak(), mpi.size()));
   report.results.back().params.update(checkpoint_params);  // with --run-dir: every option it was given
   // A run its checks stopped (silent data corruption, a loss that is not finite) failed, whatever it

@@ -243,7 +243,7 @@ TrainRun run_training(const TrainOptions& o, MpiContext& mpi, Backend& backend, 
 }
 
 TrainRun run_training(const TrainOptions& o, TrainPlan prepared, MpiContext& mpi, Backend& backend,
-                      TrainHooks* hooks) {
+                      TrainHooks* hooks, const std::function<void(const TrainRun&)>& on_step) {
   TrainRun run;
   run.plan = std::move(prepared);
   const auto& plan = run.plan;
@@ -292,6 +292,10 @@ TrainRun run_training(const TrainOptions& o, TrainPlan prepared, MpiContext& mpi
     run.grad_norm = s.grad_norm;
     run.last_step = step;
     ++run.steps_run;
+    if (on_step && measured) {
+      run.breakdown_seconds = median_breakdown(cats);
+      on_step(run);
+    }
     if (hooks && !hooks->after_step(step, outcome_of(s, slowest))) break;
   }
   // The step reached, not the last one run here: a relaunch that resumes from the final checkpoint runs no

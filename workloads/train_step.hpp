@@ -4,6 +4,7 @@
 // sequence parallel), pipelined over stages with a 1F1B schedule; Megatron-accurate MFU.
 // Measures and returns data; never prints (tools/train_command.cpp prints). Algorithm: docs/train.md.
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -70,8 +71,11 @@ struct TrainRun {
 // workloads/train_hooks.hpp defines, and returns the measurements (identical on every rank where agreed).
 TrainRun run_training(const TrainOptions& options, MpiContext& mpi, Backend& backend, TrainHooks* hooks);
 // The same with the plan prepare_training(options, mpi.size()) returned: the model loaded and validated once.
+// `on_step` (may be empty) is called on every rank after each measured step with the run so far: its steps,
+// loss and breakdown (this rank's; the counters the ranks agree at the end are not in it yet), so that a run
+// stopped before its end keeps what it measured.
 TrainRun run_training(const TrainOptions& options, TrainPlan plan, MpiContext& mpi, Backend& backend,
-                      TrainHooks* hooks);
+                      TrainHooks* hooks, const std::function<void(const TrainRun&)>& on_step = {});
 
 // The report result for a run (or, with run == nullptr, for a --dry-run plan). `peak` gives MFU.
 reports::Result train_result(const TrainOptions& options, const TrainPlan& plan, const TrainRun* run,

@@ -210,6 +210,28 @@ grep -qE "^node .*: NOT FINISHED \(no mismatch in [0-9]+ of 60 checks after the 
   && grep -qE "^burnin: FAIL \(stopped after [0-9]+ of 60 checks\)$" "$T/burnin.out" \
   && ok "burnin: the console says not finished" || fail "burnin console: $(cat "$T/burnin.out")"
 
+# --- train alone: the result over the steps measured before the signal (MFU, step time), then "interrupted";
+# SIGKILL: the same from the report so far, then "unfinished". Stopped once progress shows a step past warm-up ---
+for sig in TERM KILL; do
+  "$FACTORYBENCH" train --backend host --model tiny-dense --steps 100000 -o "$T/train$sig.json" >"$T/train$sig.out" 2>"$T/train$sig.err" &
+  pid=$!
+  wait_for "$T/train$sig.err" "^train: [0-9]+% \(step [0-9]*[3-9][0-9]*/" || { cat "$T/train$sig.err" >&2; die "train: no progress"; }
+  sleep 0.5  # past the first write of the report so far
+  kill "-$sig" "$pid"
+  set +e; wait "$pid"; rc=$?; set -e
+  want=$([ "$sig" = TERM ] && echo 143 || echo 137)
+  [ "$rc" -eq "$want" ] && ok "train SIG$sig: exit $rc" || fail "train SIG$sig: exit $rc"
+  validate "$T/train$sig.json"
+  ending=$([ "$sig" = TERM ] && echo interrupted || echo unfinished)
+  assert_json "$T/train$sig.json" "[(r['benchmark'], r['status']) for r in d['results']] == [('train', 'ok'), ('train', 'failed')] and d['results'][1]['name'] == '$ending'" \
+    "train SIG$sig: the train result, then '$ending'"
+  assert_json "$T/train$sig.json" "(m := d['results'][0]['metrics'])['steps_completed']['value'] >= 3 and m['step_time_s']['stats']['n'] == m['steps_completed']['value'] - 2 and 0 < m['mfu']['value'] < 1 and 'memory_allocated_bytes_per_rank' not in m and d['results'][0]['per_rank'] == {}" \
+    "train SIG$sig: steps and MFU over the measured steps, nothing the ranks agree only at the end"
+done
+grep -q "^train: stopped by a signal; the steps measured before it:$" "$T/trainTERM.out" && grep -q "^MFU " "$T/trainTERM.out" \
+  && grep -qE "^loss .*; memory estimate .* per rank$" "$T/trainTERM.out" \
+  && ok "train SIGTERM: the result so far printed" || fail "train SIGTERM console: $(tail -12 "$T/trainTERM.out")"
+
 # --- a suite: the steps before as they ran, this one interrupted, the rest not run ---
 cat >"$T/suite.json" <<'JSON'
 {"steps": [{"name": "quick", "command": "info"},
