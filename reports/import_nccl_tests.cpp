@@ -48,6 +48,9 @@ struct Row {
   std::string type, redop = "none";
   long root = -1;
   std::optional<Side> out_of_place, in_place;
+  // factorybench's console: a placement it printed as "skipped" (MoE in place), [0] out of place, [1] in
+  // place.
+  std::array<bool, 2> skipped{};
   std::size_t line = 0;   // 0 for JSON
   std::size_t index = 0;  // JSON: results[index]
 };
@@ -103,6 +106,36 @@ struct Test {
   std::optional<std::string> aborted;
   std::string shape_op;     // --op named a collective its shape contradicts: the shape's (kept, and warned)
   bool unfinished = false;  // no closing "Avg bus bandwidth" line: the run did not finish, or the file is cut
+  // factorybench's console: its section line above the table ("# allreduce: 4 rank(s), fp32 (group 0:
+  // ranks 0-3)", "# MoE dispatch (alltoallv): ..."), which names the op (listed_ranks: its N).
+  std::string name_op;                               // the results' names: op, or moe_dispatch
+  std::string section_type;                          // the section's dtype, as an nccl-tests type
+  std::optional<int> group;                          // --split
+  nlohmann::json params = nlohmann::json::object();  // more params, as collective reports them
+  std::optional<double> busiest_share;               // MoE: "busiest rank R moves X% of the traffic"
+  std::size_t run = 0;                               // Parsed::runs
+};
+
+// factorybench's console: its first line ("# factorybench collective: 4 rank(s), mpi engine, ...") and
+// its one footer for all the tables below it (`--op all` prints one table per op).
+struct FbAverage {
+  std::optional<int> group;  // "# Avg bus bandwidth (group 1) : ..." under --split
+  PrintedFigure value;
+  std::size_t line = 0;
+  std::optional<PrintedFigure> min_busbw;  // "(--min-busbw 0.500: FAILED)"
+  bool failed = false;
+};
+struct FbRun {
+  std::size_t line = 0;
+  int world = 0, iters = 0, warmup = 0;
+  std::optional<int> average;         // -a
+  std::string engine;                 // mpi, nccl
+  std::optional<double> wrong_total;  // "# Wrong elements : N OK|FAILED"
+  bool wrong_failed = false;
+  std::size_t wrong_line = 0;
+  std::vector<FbAverage> averages;
+  std::optional<std::string> interrupted;  // "FILE:LINE" of "stopped by a signal after the sizes above"
+  std::vector<std::string> hang;           // the watchdog's "hang: ..." lines
 };
 
 // The newest -J format version this reader was written against (nccl-tests 2.19 writes 3).
@@ -116,9 +149,18 @@ struct Parsed {
   RankList ranks;                 // every rank listed
   std::optional<int> nranks;      // from NCCL INFO "comm ... nranks N": a communicator's size
   int threads = 1;                // "# nThread N": threads per process
+  std::vector<FbRun> runs;        // factorybench's console (one per first line), else empty
+  bool factorybench() const { return !runs.empty(); }
   // All ranks of the run, and those of the communicator the figures come from (they differ under
   // NCCL_TESTS_SPLIT). Without a whole device list: NCCL INFO's count, else unknown.
-  std::optional<int> world() const { return ranks.world() ? ranks.world() : nranks; }
+  std::optional<int> world() const {
+    if (factorybench()) {
+      for (const auto& r : runs)
+        if (r.world != runs[0].world) return std::nullopt;
+      return runs[0].world;
+    }
+    return ranks.world() ? ranks.world() : nranks;
+  }
   std::optional<int> communicator() const { return ranks.communicator() ? ranks.communicator() : nranks; }
 };
 
@@ -196,6 +238,21 @@ std::optional<double> max_error_tolerance(const std::string& type) {
   if (type == "double") return 1e-12;
   if (element_bytes(type) != 0 && type != "f8e4m3" && type != "f8e5m2") return 1e-200;
   return std::nullopt;
+}
+
+// factorybench's dtype names (`collective -d`) as the nccl-tests types they are, the inverse of
+// nccl_tests_dtype_name; empty for any other name.
+std::string type_of_factorybench_dtype(const std::string& dtype) {
+  for (const char* type : {"float", "half", "bfloat16", "double", "f8e4m3", "f8e5m2", "int32", "int8"})
+    if (nccl_tests_dtype_name(type) == dtype) return type;
+  return "";
+}
+constexpr const char* kFbDtypeNames = "fp32, fp16, bf16, fp8_e4m3, fp8_e5m2, fp64, int32, int8";
+
+// A count the console printed with %d: at most 9 digits, so that it fits an int.
+std::optional<int> small_int(const std::string& digits) {
+  if (digits.empty() || digits.size() > 9 || !is_integer(digits)) return std::nullopt;
+  return std::stoi(digits);
 }
 
 // NCCL_VERSION_CODE: major·10000 + minor·100 + patch from 2.9, major·1000 + minor·100 + patch before.
@@ -354,6 +411,119 @@ Parsed parse_text(const std::string& text, const std::string& source) {
     return l.find("Test NCCL failure") != std::string::npos ||
            l.find("Test CUDA failure") != std::string::npos || l.find(": Test failure") != std::string::npos;
   };
+  // factorybench's console (reports/collective_console.cpp): its first line, a section line above each
+  // table (the op, N and dtype of the table; nccl-tests has no such line), and one footer for all tables.
+  static const std::regex kFbFirst(
+      R"(^#\s*factorybench collective:\s*(\d+) rank\(s\), (\w+) engine, (\d+) iters after (\d+) warm-up\b(?:.*ranks combined by -a (\d+))?)");
+  static const std::regex kFbSection(R"(^#\s*(\w+): (\d+) rank\(s\), (\w+)(.*)$)");
+  static const std::regex kFbMoe(
+      R"(^#\s*MoE (dispatch|combine) \(alltoallv\): (\d+) rank\(s\), (\w+), (\d+) tokens/rank, hidden (\d+), (\d+) experts, top-(\d+), skew (\S+); busiest rank (\d+) moves (\S+)% of the traffic(.*)$)");
+  static const std::regex kFbGroup(R"(^ \(group (\d+): ranks (\d+)-(\d+)\)$)");
+  static const std::regex kFbWrong(R"(^#\s*Wrong elements\s*:\s*(\S+)\s+(OK|FAILED)\s*$)");
+  static const std::regex kFbAvg(
+      R"(^#\s*Avg bus bandwidth(?: \(group (\d+)\))?\s*:\s*(\S+)(?:\s+\(--min-busbw (\S+): (OK|FAILED)\))?\s*$)");
+  static const std::regex kFbStopped(R"(^#\s*factorybench collective: stopped by a signal)");
+  std::optional<Test> section;  // the section line read, for the table header below it
+  const auto garbled = [&](const std::string& what) {
+    return input_error(fmt::format("{}:{}: {}", source, lineno, what));
+  };
+  const auto bandwidth = [&](const std::string& cell, const char* what) {
+    const auto v = to_double(cell);
+    if (!v || !std::isfinite(*v) || *v < 0)
+      throw garbled(fmt::format("{} '{}' is not a bandwidth", what, ascii(cell)));
+    return PrintedFigure{*v, printed_half_unit(cell)};
+  };
+  // One of the console's own lines (after its first line): true when read.
+  const auto factorybench_line = [&]() -> bool {
+    FbRun& run = p.runs.back();
+    const auto count = [&](std::size_t i, const char* what) {
+      const auto v = small_int(m[i].str());
+      if (!v) throw garbled(fmt::format("{} '{}' is not a plausible {}", what, ascii(m[i].str()), what));
+      return *v;
+    };
+    // What every kind of section sets: the op, N, the dtype and the --split group.
+    const auto begin_section = [&](Test t, int ranks, const std::string& dtype, const std::string& rest) {
+      refuse_short_row();
+      t.section_type = type_of_factorybench_dtype(dtype);
+      if (t.section_type.empty())
+        throw garbled(
+            fmt::format("section line: '{}' is not a factorybench dtype ({})", ascii(dtype), kFbDtypeNames));
+      t.listed_ranks = ranks;
+      t.op_stated = true;
+      t.op_from = "factorybench's section line";
+      t.run = p.runs.size() - 1;
+      t.iters = run.iters;
+      t.warmup = run.warmup;
+      if (run.average) t.params["average"] = *run.average;
+      std::smatch g;
+      if (!rest.empty()) {
+        if (!std::regex_match(rest, g, kFbGroup))
+          throw garbled(
+              fmt::format("'{}' after the section line's dtype is not a --split group", ascii(rest)));
+        const auto group = small_int(g[1]), first = small_int(g[2]), last = small_int(g[3]);
+        if (!group || !first || !last || *last < *first || *last - *first + 1 != ranks)
+          throw garbled(fmt::format("group '{}' does not hold {} rank(s)", ascii(rest.substr(1)), ranks));
+        t.group = *group;
+        t.params["group"] = *group;
+        t.params["first_rank"] = *first;
+        t.params["split"] = ranks;
+      }
+      section = std::move(t);
+      open = false;
+    };
+    if (std::regex_search(line, m, kFbMoe)) {
+      Test t;
+      t.op = "alltoallv";
+      t.name_op = "moe_" + m[1].str();
+      const auto skew = to_double(m[8].str());
+      const auto share = to_double(m[10].str());
+      if (!skew || !std::isfinite(*skew) || !share || !(*share >= 0 && *share <= 100))
+        throw garbled("a MoE section line whose skew or busiest share is not a number");
+      t.params.update({{"phase", m[1].str()},
+                       {"tokens", count(4, "token count")},
+                       {"hidden", count(5, "hidden size")},
+                       {"experts", count(6, "expert count")},
+                       {"top_k", count(7, "top-k")},
+                       {"skew", *skew},
+                       {"busiest_rank", count(9, "rank")},
+                       {"busiest_share", *share / 100}});
+      t.busiest_share = *share / 100;
+      begin_section(std::move(t), count(2, "rank count"), m[3].str(), m[11].str());
+    } else if (std::regex_search(line, m, kFbSection)) {
+      Test t;
+      t.op = t.name_op = ascii(m[1].str());
+      begin_section(std::move(t), count(2, "rank count"), m[3].str(), m[4].str());
+    } else if (std::regex_search(line, m, kFbWrong)) {
+      refuse_short_row();
+      const auto v = to_double(m[1].str());
+      if (!v || !std::isfinite(*v) || *v < 0 || *v != std::floor(*v))
+        throw garbled(fmt::format("\"Wrong elements\" '{}' is not a count", ascii(m[1].str())));
+      run.wrong_total = *v;
+      run.wrong_failed = m[2] == "FAILED";
+      run.wrong_line = lineno;
+      open = false;
+    } else if (std::regex_search(line, m, kFbAvg)) {
+      refuse_short_row();
+      FbAverage avg;
+      if (m[1].matched) avg.group = count(1, "group");
+      avg.value = bandwidth(m[2].str(), "\"Avg bus bandwidth\"");
+      avg.line = lineno;
+      if (m[3].matched) avg.min_busbw = bandwidth(m[3].str(), "--min-busbw");
+      avg.failed = m[4] == "FAILED";
+      for (const auto& other : run.averages)
+        if (other.group == avg.group)
+          throw garbled(fmt::format("a second \"Avg bus bandwidth\"{} for the run (the first at line {})",
+                                    avg.group ? fmt::format(" of group {}", *avg.group) : "", other.line));
+      run.averages.push_back(avg);
+      open = false;
+    } else if (std::regex_search(line, m, kFbStopped)) {
+      run.interrupted = fmt::format("{}:{}", source, lineno);
+      open = false;
+    } else {
+      return false;
+    }
+    return true;
+  };
   while (std::getline(in, line)) {
     ++lineno;
     if (!line.empty() && line.back() == '\r') line.pop_back();
@@ -402,6 +572,17 @@ Parsed parse_text(const std::string& text, const std::string& source) {
       row.bytes = static_cast<std::uint64_t>(whole(0, "size", 0, kMaxCount));
       row.count = static_cast<std::uint64_t>(whole(layout->count, "count", 0, kMaxCount));
       row.type = ascii(t[layout->type]);
+      if (p.factorybench()) {
+        const std::string type = type_of_factorybench_dtype(row.type);
+        if (type.empty())
+          throw input_error(fmt::format("{}:{}: column type: '{}' is not a factorybench dtype ({})", source,
+                                        lineno, row.type, kFbDtypeNames));
+        if (type != current()->section_type)
+          throw input_error(fmt::format("{}:{}: column type: '{}' where the table's section line says {}",
+                                        source, lineno, row.type,
+                                        nccl_tests_dtype_name(current()->section_type)));
+        row.type = type;
+      }
       if (element_bytes(row.type) == 0)
         throw input_error(fmt::format("{}:{}: column type: '{}' is not an nccl-tests data type ({})", source,
                                       lineno, row.type, kTypeNames));
@@ -412,6 +593,13 @@ Parsed parse_text(const std::string& text, const std::string& source) {
       if (layout->root) row.root = static_cast<long>(whole(*layout->root, "root", -1, kMaxRank));
       for (std::size_t s = 0; s < layout->sides.size(); ++s) {
         const auto& c = layout->sides[s];
+        // factorybench prints dashes for a placement it did not measure (no --inplace, or the half of a size
+        // a hang or a signal cut) and "skipped" for one the run skipped (MoE in place).
+        if (p.factorybench() && t[c.algbw] == "-" && t[c.busbw] == "-" && t[*c.check] == "-" &&
+            (t[c.time] == "-" || t[c.time] == "skipped")) {
+          row.skipped[s] = t[c.time] == "skipped";
+          continue;
+        }
         Side side;
         // A time is positive and a bandwidth not negative: anything else is a garbled row, not a figure.
         const auto at_least = [&](std::size_t col, const char* what, double v, bool strict) {
@@ -449,21 +637,62 @@ Parsed parse_text(const std::string& text, const std::string& source) {
         }
         (s == 0 ? row.out_of_place : row.in_place) = side;
       }
+      if (!row.out_of_place && !row.in_place && !row.skipped[0] && !row.skipped[1])
+        throw input_error(fmt::format("{}:{}: no figures in either placement", source, lineno));
       current()->rows.push_back(std::move(row));
       continue;
     }
     // Everything else: the header, metadata, NCCL INFO and launcher lines.
+    if (comment && std::regex_search(line, m, kFbFirst)) {
+      if (!p.tests.empty() && !p.factorybench())
+        throw garbled("factorybench's console after nccl-tests tables: import them as separate files");
+      refuse_short_row();
+      FbRun run;
+      run.line = lineno;
+      const auto world = small_int(m[1]), it = small_int(m[3]), wu = small_int(m[4]);
+      if (!world || *world < 1 || !it || !wu) throw garbled("a first line whose counts are not plausible");
+      run.world = *world;
+      run.engine = m[2];
+      if (run.engine != "mpi" && run.engine != "nccl")
+        throw garbled(fmt::format("engine '{}' is not one of factorybench's (mpi, nccl)", ascii(run.engine)));
+      run.iters = *it;
+      run.warmup = *wu;
+      if (m[5].matched) run.average = small_int(m[5]);
+      p.runs.push_back(run);
+      p.format = "factorybench collective console";
+      section.reset();
+      open = false;
+      continue;
+    }
+    if (p.factorybench() && comment && factorybench_line()) continue;
+    // The watchdog's diagnosis, printed after the table (docs/collective.md, --hang-timeout).
+    if (p.factorybench() && line.starts_with("hang: ")) {
+      auto& hang = p.runs.back().hang;
+      const std::string what = ascii(line.substr(6));
+      if (std::find(hang.begin(), hang.end(), what) == hang.end()) hang.push_back(what);
+      open = false;
+      continue;
+    }
     const auto header = parse_header(comment ? split_ws(line.substr(line.find('#') + 1)) : t);
     if (short_row && (header || std::regex_search(line, m, kAvg)))
       refuse_short_row();  // the table went on past it
     if (const auto& l = header) {
+      if (p.factorybench() && !section)
+        throw garbled("a table without factorybench's section line above it (\"# OP: N rank(s), DTYPE\")");
+      if (p.factorybench() && (l->sides.size() != 2 || !l->sides[0].check || !l->sides[1].check))
+        throw garbled("not the columns of factorybench's console (both placements, each with #wrong)");
       layout = l;
       open = true;
       Test test;
+      if (section) {
+        test = std::move(*section);
+        section.reset();
+      } else {
+        test.iters = iters;
+        test.warmup = warmup;
+      }
       test.line = lineno;
       test.rooted = l->root.has_value();
-      test.iters = iters;
-      test.warmup = warmup;
       // Each run of an nccl-tests program lists its ranks above its table. Tables of one file that ran on
       // different rank counts are different measurements, not repeats to take the median of.
       if (!listed.group.empty() || listed.cut) {
@@ -476,7 +705,7 @@ Parsed parse_text(const std::string& text, const std::string& source) {
                   source, lineno, *test.listed_ranks, source, earlier.line, *earlier.listed_ranks));
         listed = RankList{};
       }
-      if (program) {
+      if (program && !p.factorybench()) {
         test.op = nccl_tests_op_name(*program);
         test.op_from = program_from + " " + *program;
         test.op_stated = program_stated;
@@ -555,7 +784,13 @@ Parsed parse_text(const std::string& text, const std::string& source) {
     }
   }
   if (current() && open) current()->unfinished = true;  // a short last row: the file was cut in it
+  // factorybench's footer closes all the tables of its run: without it, the run did not finish.
+  for (auto& test : p.tests)
+    if (p.factorybench() && p.runs[test.run].averages.empty()) test.unfinished = true;
   std::erase_if(p.tests, [](const Test& t) { return t.rows.empty(); });
+  if (p.tests.empty() && p.factorybench())
+    throw input_error(
+        fmt::format("{}:{}: factorybench's console, but no result rows below it", source, p.runs[0].line));
   if (p.tests.empty())
     throw input_error(source +
                       ": no nccl-tests result rows found (expected the table printed by all_reduce_perf & "
@@ -815,6 +1050,7 @@ void check_figures(const Parsed& p) {
                              {side->algbw, side->algbw_half},
                              {side->busbw, side->busbw_half}};
         if (!side->cpu_time) figures.time_us = PrintedFigure{side->time_us, side->time_half};
+        figures.factorybench = p.factorybench();
         if (const auto why = nccl_tests_row_mismatch(figures)) {
           const char* which = inplace ? "in-place" : "out-of-place";
           // A collective guessed from the shape may be the wrong one (on 1 rank every shape is a
@@ -844,18 +1080,73 @@ void check_figures(const Parsed& p) {
             test.avg_line ? fmt::format("{}:{}", p.source, test.avg_line) : p.source + ": $." + test.avg_key,
             *why));
   }
+  // factorybench's footer is over every table of its run (reports/collective_console.cpp print_footer):
+  // "Wrong elements" sums the #wrong of every row, and "Avg bus bandwidth" is the mean busbw of every row
+  // measured, out of place and in place, of all the ops (per --split group;
+  // workloads/collective_benchmark.cpp add_averages).
+  for (std::size_t r = 0; r < p.runs.size(); ++r) {
+    const FbRun& run = p.runs[r];
+    double wrong = 0;
+    for (const auto& test : p.tests)
+      for (const auto& row : test.rows)
+        for (const auto& side : {row.out_of_place, row.in_place})
+          if (test.run == r && side && side->wrong) wrong += *side->wrong;
+    if (run.wrong_total && (*run.wrong_total != wrong || run.wrong_failed != (wrong > 0)))
+      throw input_error(fmt::format(
+          "{}:{}: \"Wrong elements\" {:g} {} is not the tables' #wrong ({:g} in all): rows were dropped or "
+          "edited",
+          p.source, run.wrong_line, *run.wrong_total, run.wrong_failed ? "FAILED" : "OK", wrong));
+    for (const auto& avg : run.averages) {
+      std::vector<PrintedFigure> busbw;
+      for (const auto& test : p.tests)
+        for (const auto& row : test.rows)
+          for (const auto& side : {row.out_of_place, row.in_place})
+            if (test.run == r && test.group == avg.group && side)
+              busbw.push_back({side->busbw, side->busbw_half});
+      if (const auto why = nccl_tests_average_mismatch(avg.value, busbw))
+        throw input_error(fmt::format(
+            "{}:{}: {} (factorybench averages every row above it, out of place and in place, of every op): "
+            "rows were dropped or edited",
+            p.source, avg.line, *why));
+      // Its verdict, against the threshold as printed (both with 3 decimals).
+      if (const auto& min = avg.min_busbw) {
+        const bool surely_below = avg.value.value + avg.value.half_unit < min->value - min->half_unit;
+        const bool surely_not = avg.value.value - avg.value.half_unit >= min->value + min->half_unit;
+        if ((avg.failed && surely_not) || (!avg.failed && surely_below))
+          throw input_error(
+              fmt::format("{}:{}: \"Avg bus bandwidth\" {:g} GB/s printed {} against --min-busbw {:g}: a "
+                          "garbled or edited line",
+                          p.source, avg.line, avg.value.value, avg.failed ? "FAILED" : "OK", min->value));
+      }
+    }
+  }
 }
 
 // One result: a size of one test, with every repeat of it (in this file or others).
 struct Group {
   std::string op, dtype, type, redop;
+  std::string name_op;  // the name's first part (factorybench's MoE: moe_dispatch, moe_combine)
+  std::string tool;     // "nccl-tests" or "factorybench": who printed it
   long root = -1;
   std::uint64_t bytes = 0, count = 0;
   bool inplace = false;
-  std::optional<int> ranks;
+  std::optional<int> ranks, group;
   std::optional<int> iters, warmup;
+  nlohmann::json params;  // factorybench's section: MoE, --split, -a
   std::vector<Side> repeats;
   std::vector<std::string> where;  // FILE:LINE of each repeat
+  std::vector<double> busiest_share;
+  std::string skipped_at;  // FILE:LINE where the console printed "skipped" (no repeat measured)
+};
+
+// An "Avg bus bandwidth": nccl-tests' of one table, factorybench's of all the tables of a run (or group).
+struct Average {
+  std::vector<double> values;
+  std::optional<int> ranks;
+  std::string tool;
+  std::optional<PrintedFigure> min_busbw;
+  std::vector<std::string> below_min;  // FILE:LINE of each average factorybench printed FAILED
+  std::set<std::size_t> rows;          // factorybench: the figures each average is over
 };
 
 Metric metric_of(const std::vector<double>& v, const char* unit, Better better) {
@@ -934,22 +1225,53 @@ Report import_nccl_tests(const std::vector<NcclTestsFile>& files, const NcclTest
       ranks.push_back({{"rank", rank}, {"host", d.host}, {"device", dev}});
     }
   }
-  rep.run = {{"world_size", world_size}, {"hosts", hosts}, {"backend", "cuda"}};
-  rep.system = {{"nccl", nccl.empty() ? "unknown" : nccl}};
+  // nccl-tests drives NCCL on GPUs; factorybench's console names its engine (mpi: the host backend).
+  std::set<std::string> backends;
+  bool nccl_ran = false;
+  for (const auto& p : parsed) {
+    if (!p.factorybench()) backends.insert("cuda");
+    for (const auto& run : p.runs) backends.insert(run.engine == "mpi" ? "host" : "cuda");
+    nccl_ran = nccl_ran || !p.factorybench();
+    for (const auto& run : p.runs) nccl_ran = nccl_ran || run.engine == "nccl";
+  }
+  rep.run = {{"world_size", world_size},
+             {"hosts", hosts},
+             {"backend", backends.size() == 1 ? *backends.begin() : "mixed"}};
+  rep.system = json::object();
+  if (nccl_ran) rep.system["nccl"] = nccl.empty() ? "unknown" : nccl;
   if (!ranks.empty()) rep.system["ranks"] = ranks;
 
   // Group the rows of every table by what they measured; the first appearance sets the order.
   std::vector<Group> groups;
   std::map<std::string, std::size_t> index;  // key → groups
-  std::map<std::string, std::vector<double>> avg_by_op;
+  // By op (factorybench: the op averaged, "all" for several) and --split group.
+  std::map<std::pair<std::string, std::optional<int>>, Average> averages;
+  std::map<std::pair<std::string, std::optional<int>>, std::string> average_dtype;
   std::map<std::string, long> out_of_bounds_by_op;
   std::map<std::string, std::vector<std::string>> aborted_by_op;
+  std::vector<std::string> interrupted, hangs;  // factorybench's console: a signal, the watchdog
+  const auto output_of = [](const std::string& tool) {
+    return tool == "nccl-tests" ? std::string("nccl-tests' output") : tool + "'s console";
+  };
+  // Two tools' averages are two measurements, not repeats of one (as their rows, below).
+  const auto average_of = [&](const std::pair<std::string, std::optional<int>>& key, const std::string& tool,
+                              const std::string& where) -> Average& {
+    Average& avg = averages[key];
+    if (!avg.tool.empty() && avg.tool != tool)
+      throw input_error(
+          fmt::format("{}: the {} average is in {} here and in {} in another file; import them separately",
+                      where, key.first, output_of(tool), output_of(avg.tool)));
+    avg.tool = tool;
+    return avg;
+  };
   json summary = json::array();
   for (const auto& p : parsed) {
     json ops = json::array();
     std::size_t rows = 0;
     for (const auto& test : p.tests) {
       json entry = {{"op", test.op}, {"from", test.op_from}};
+      if (test.name_op != test.op && !test.name_op.empty()) entry["name"] = test.name_op;
+      if (test.group) entry["group"] = *test.group;
       if (!test.shape_op.empty()) {
         entry["shape_says"] = test.shape_op;
         entry["at"] = test.line ? fmt::format("{}:{}", p.source, test.line) : p.source;
@@ -962,18 +1284,32 @@ Report import_nccl_tests(const std::vector<NcclTestsFile>& files, const NcclTest
       }
       ops.push_back(entry);
       rows += test.rows.size();
-      if (test.avg_busbw) avg_by_op[test.op].push_back(*test.avg_busbw);
+      if (test.avg_busbw) {
+        Average& avg = average_of({test.op, std::nullopt}, "nccl-tests",
+                                  test.avg_line ? fmt::format("{}:{}", p.source, test.avg_line) : p.source);
+        avg.values.push_back(*test.avg_busbw);
+        avg.ranks = communicator_ranks.is_null() ? std::nullopt : std::optional<int>(communicator_ranks);
+      }
       if (test.out_of_bounds) out_of_bounds_by_op[test.op] += *test.out_of_bounds;
+      const std::string tool = p.factorybench() ? "factorybench" : "nccl-tests";
+      // factorybench's tables give their own N (a --split group's); nccl-tests' the communicator's.
+      const std::optional<int> table_ranks = p.factorybench() ? test.listed_ranks : p.communicator();
+      const std::string name_op = test.name_op.empty() ? test.op : test.name_op;
       for (const auto& row : test.rows) {
         for (const bool inplace : {false, true}) {
           const auto& side = inplace ? row.in_place : row.out_of_place;
-          if (!side) continue;
-          const std::string key =
-              fmt::format("{}|{}|{}|{}|{}|{}", test.op, row.type, row.bytes, inplace, row.redop, row.root);
+          const bool skipped = row.skipped[inplace ? 1 : 0];
+          if (!side && !skipped) continue;
+          const std::string key = fmt::format("{}|{}|{}|{}|{}|{}|{}", name_op, row.type, row.bytes, inplace,
+                                              row.redop, row.root, test.group.value_or(-1));
           auto [it, fresh] = index.emplace(key, groups.size());
           if (fresh) {
             Group g;
             g.op = test.op;
+            g.name_op = name_op;
+            g.tool = tool;
+            g.group = test.group;
+            g.params = test.params;
             g.type = row.type;
             g.dtype = nccl_tests_dtype_name(row.type);
             g.redop = row.redop;
@@ -981,22 +1317,56 @@ Report import_nccl_tests(const std::vector<NcclTestsFile>& files, const NcclTest
             g.bytes = row.bytes;
             g.count = row.count;
             g.inplace = inplace;
-            g.ranks = p.communicator();
+            g.ranks = table_ranks;
             g.iters = test.iters;
             g.warmup = test.warmup;
             groups.push_back(std::move(g));
           }
           Group& g = groups[it->second];
           const std::string where = row.line ? fmt::format("{}:{}", p.source, row.line) : p.source;
-          if (g.ranks != p.communicator())
+          const std::string before = g.where.empty() ? g.skipped_at : g.where.front();
+          if (g.ranks != table_ranks)
+            throw input_error(fmt::format(
+                "{}: {}/{}/{} ran on {} ranks here and on {} ranks in {}; import them separately", where,
+                g.name_op, g.dtype, g.bytes, json_or_unknown(table_ranks), json_or_unknown(g.ranks), before));
+          // Two tools' figures of one size are two measurements, not repeats of one.
+          if (g.tool != tool)
             throw input_error(
-                fmt::format("{}: {}/{}/{} ran on {} ranks here and on {} ranks in {}; import them separately",
-                            where, g.op, g.dtype, g.bytes, json_or_unknown(p.communicator()),
-                            json_or_unknown(g.ranks), g.where.front()));
+                fmt::format("{}: {}/{}/{} is in {} here and in {} in {}; import them separately", where,
+                            g.name_op, g.dtype, g.bytes, output_of(tool), output_of(g.tool), before));
+          if (skipped) {
+            if (g.skipped_at.empty()) g.skipped_at = where;
+            continue;
+          }
           g.repeats.push_back(*side);
           g.where.push_back(where);
+          if (test.busiest_share) g.busiest_share.push_back(*test.busiest_share);
         }
       }
+    }
+    // factorybench's footer: one average per run (and --split group) over all its tables.
+    for (std::size_t r = 0; r < p.runs.size(); ++r) {
+      std::set<std::string> run_ops;
+      for (const auto& test : p.tests)
+        if (test.run == r) run_ops.insert(test.op);
+      const std::string op = run_ops.size() == 1 ? *run_ops.begin() : "all";
+      for (const auto& line : p.runs[r].averages) {
+        Average& avg =
+            average_of({op, line.group}, "factorybench", fmt::format("{}:{}", p.source, line.line));
+        avg.values.push_back(line.value.value);
+        std::size_t figures = 0;
+        for (const auto& test : p.tests)
+          if (test.run == r && test.group == line.group) {
+            avg.ranks = test.listed_ranks;
+            average_dtype[{op, line.group}] = nccl_tests_dtype_name(test.section_type);
+            for (const auto& row : test.rows) figures += (row.out_of_place ? 1 : 0) + (row.in_place ? 1 : 0);
+          }
+        avg.rows.insert(figures);
+        if (line.min_busbw) avg.min_busbw = line.min_busbw;
+        if (line.failed) avg.below_min.push_back(fmt::format("{}:{}", p.source, line.line));
+      }
+      if (p.runs[r].interrupted) interrupted.push_back(*p.runs[r].interrupted);
+      hangs.insert(hangs.end(), p.runs[r].hang.begin(), p.runs[r].hang.end());
     }
     json item = {{"source", p.source}, {"format", p.format}, {"ops", ops}, {"rows", rows}};
     if (p.newer_format)
@@ -1005,7 +1375,12 @@ Report import_nccl_tests(const std::vector<NcclTestsFile>& files, const NcclTest
           "version {}",
           kKnownJsonVersion, kKnownJsonVersion);
     if (!p.tests_version.empty()) item["nccl_tests_version"] = p.tests_version;
-    item["nccl"] = p.nccl_version.empty() ? "unknown" : p.nccl_version;
+    if (p.factorybench()) {
+      item["engine"] = p.runs[0].engine;
+      item["runs"] = p.runs.size();
+    } else {
+      item["nccl"] = p.nccl_version.empty() ? "unknown" : p.nccl_version;
+    }
     item["world_size"] = p.world() ? json(*p.world()) : json();
     summary.push_back(item);
   }
@@ -1013,22 +1388,39 @@ Report import_nccl_tests(const std::vector<NcclTestsFile>& files, const NcclTest
 
   // Names as `factorybench collective` gives them; a reduction operator or root is added only where one
   // op/dtype ran with several (nccl-tests -o all, -r all), so the names stay unique.
+  // factorybench's --split results end in "/groupG".
   std::map<std::string, std::set<std::string>> variants;
-  for (const auto& g : groups) variants[g.op + "/" + g.dtype].insert(fmt::format("{}|{}", g.redop, g.root));
+  for (const auto& g : groups)
+    variants[g.name_op + "/" + g.dtype].insert(fmt::format("{}|{}", g.redop, g.root));
   bool any_failed = false;
   for (const auto& g : groups) {
     Result r;
     r.benchmark = "collective";
-    r.name = fmt::format("{}/{}/{}{}", g.op, g.dtype, g.bytes, g.inplace ? "/inplace" : "");
-    if (variants[g.op + "/" + g.dtype].size() > 1)
+    r.name = fmt::format("{}/{}/{}{}", g.name_op, g.dtype, g.bytes, g.inplace ? "/inplace" : "");
+    if (variants[g.name_op + "/" + g.dtype].size() > 1)
       r.name += fmt::format("/{}{}", g.redop, g.root >= 0 ? fmt::format("/root{}", g.root) : "");
-    r.params = {
-        {"op", g.op},           {"dtype", g.dtype},           {"bytes", g.bytes}, {"count", g.count},
-        {"inplace", g.inplace}, {"redop", g.redop},           {"root", g.root},   {"source", "nccl-tests"},
-        {"nccl_type", g.type},  {"repeats", g.repeats.size()}};
+    if (g.group) r.name += fmt::format("/group{}", *g.group);
+    r.params = {{"op", g.op},
+                {"dtype", g.dtype},
+                {"bytes", g.bytes},
+                {"count", g.count},
+                {"inplace", g.inplace},
+                {"redop", g.redop},
+                {"root", g.root},
+                {"source", g.tool == "factorybench" ? "factorybench collective console" : "nccl-tests"},
+                {"repeats", g.repeats.size()}};
+    if (g.tool == "nccl-tests") r.params["nccl_type"] = g.type;
+    r.params.update(g.params);
     r.params["ranks"] = g.ranks ? json(*g.ranks) : json();
     if (g.iters) r.params["iters"] = *g.iters;
     if (g.warmup) r.params["warmup"] = *g.warmup;
+    // A placement the console printed as "skipped" and no file measured: skipped, as the run reported it.
+    if (g.repeats.empty()) {
+      r.status = Status::skipped;
+      r.error = fmt::format("skipped in the run ({})", g.skipped_at);
+      rep.results.push_back(std::move(r));
+      continue;
+    }
     std::vector<double> time, algbw, busbw, wrong, max_error, iter_min, iter_max, iter_p99, iter_cv;
     std::vector<std::string> failures;
     const auto tolerance = max_error_tolerance(g.type);
@@ -1072,28 +1464,51 @@ Report import_nccl_tests(const std::vector<NcclTestsFile>& files, const NcclTest
     if (!max_error.empty())
       r.set_metric("max_error", {*std::max_element(max_error.begin(), max_error.end()), "abs", Better::none,
                                  std::nullopt});
+    if (!g.busiest_share.empty() && g.busiest_share.size() == g.repeats.size())
+      r.set_metric("busiest_share", metric_of(g.busiest_share, "fraction", Better::lower));
     if (!failures.empty()) {
-      std::string msg = "nccl-tests reported " + failures[0];
+      std::string msg = g.tool + " reported " + failures[0];
       if (failures.size() > 1) msg += fmt::format(" and {} more", failures.size() - 1);
       r.fail(msg);
       any_failed = true;
     }
     rep.results.push_back(std::move(r));
   }
-  for (const auto& [op, values] : avg_by_op) {
+  std::set<std::string> averaged_ops;
+  for (const auto& [key, avg] : averages) averaged_ops.insert(key.first);
+  for (const auto& [key, avg] : averages) {
+    const auto& [op, group] = key;
     Result r;
     r.benchmark = "collective";
-    r.name = avg_by_op.size() == 1 ? "avg_busbw" : op + "/avg_busbw";
-    r.params = {{"op", op},
-                {"source", "nccl-tests"},
-                {"repeats", values.size()},
-                {"definition", "nccl-tests' \"Avg bus bandwidth\": mean busbw over the sizes run"}};
-    r.params["ranks"] = communicator_ranks;
-    r.set_metric("busbw_gbps", metric_of(values, "GB/s", Better::higher));
+    r.name = averaged_ops.size() == 1 ? "avg_busbw" : op + "/avg_busbw";
+    if (group) r.name += fmt::format("/group{}", *group);
+    const bool fb = avg.tool == "factorybench";
+    r.params = {
+        {"op", op},
+        {"source", fb ? "factorybench collective console" : "nccl-tests"},
+        {"repeats", avg.values.size()},
+        {"definition", fb ? "factorybench's \"Avg bus bandwidth\": mean busbw over every row measured, out "
+                            "of place and in place, of every op"
+                          : "nccl-tests' \"Avg bus bandwidth\": mean busbw over the sizes run"}};
+    r.params["ranks"] = avg.ranks ? json(*avg.ranks) : json();
+    if (const auto dtype = average_dtype.find(key); dtype != average_dtype.end())
+      r.params["dtype"] = dtype->second;
+    if (group) {
+      r.params["group"] = *group;
+      if (avg.ranks) r.params["split"] = *avg.ranks;
+    }
+    if (avg.rows.size() == 1) r.params["rows"] = *avg.rows.begin();
+    if (avg.min_busbw) r.params["min_busbw_gbps"] = avg.min_busbw->value;
+    r.set_metric("busbw_gbps", metric_of(avg.values, "GB/s", Better::higher));
     // nccl-tests' own verdict, where no row said which size was wrong.
     if (const auto oob = out_of_bounds_by_op.find(op);
-        oob != out_of_bounds_by_op.end() && oob->second > 0 && !any_failed)
+        !fb && oob != out_of_bounds_by_op.end() && oob->second > 0 && !any_failed)
       r.fail(fmt::format("nccl-tests reported {} out-of-bounds values", oob->second));
+    // factorybench's --min-busbw gate, as the run judged it.
+    if (!avg.below_min.empty())
+      r.fail(fmt::format("average busbw {:.3f} GB/s is below --min-busbw {:.3f} ({})",
+                         r.metric("busbw_gbps")->value, avg.min_busbw ? avg.min_busbw->value : 0.0,
+                         avg.below_min.front()));
     rep.results.push_back(std::move(r));
   }
   // A sweep nccl-tests itself reported as stopped fails, whatever its rows say: the sizes after the last
@@ -1105,6 +1520,25 @@ Report import_nccl_tests(const std::vector<NcclTestsFile>& files, const NcclTest
     r.params = {{"op", op}, {"source", "nccl-tests"}, {"aborted_tables", where.size()}};
     std::string msg = "nccl-tests stopped: " + where.front();
     if (where.size() > 1) msg += fmt::format(" (and {} more table(s))", where.size() - 1);
+    r.fail(msg);
+    rep.results.push_back(std::move(r));
+  }
+  // factorybench's run ended by a signal or by its hang watchdog, as its report names them.
+  if (!interrupted.empty()) {
+    Result r;
+    r.benchmark = "collective";
+    r.name = "interrupted";
+    r.params = {{"test", "interrupted"}, {"source", "factorybench collective console"}};
+    r.fail(fmt::format("stopped by a signal after the sizes above ({})", interrupted.front()));
+    rep.results.push_back(std::move(r));
+  }
+  if (!hangs.empty()) {
+    Result r;
+    r.benchmark = "collective";
+    r.name = "hang";
+    r.params = {{"test", "hang"}, {"source", "factorybench collective console"}};
+    std::string msg;
+    for (const auto& l : hangs) msg += (msg.empty() ? "" : "; ") + l;
     r.fail(msg);
     rep.results.push_back(std::move(r));
   }

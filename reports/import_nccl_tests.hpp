@@ -17,6 +17,19 @@
 // error above nccl-tests' tolerance for the type, is a failed result. "Avg bus bandwidth" becomes
 // result "avg_busbw". A row whose figures do not follow from one another as nccl-tests computes them, or
 // an average that is not its table's mean busbw, is an input error (reports/nccl_tests_consistency.hpp).
+//
+// factorybench's own console (the table `factorybench collective` prints, reports/collective_console.cpp) is
+// read too, recognised by its first line ("# factorybench collective: N rank(s), ENGINE engine, ..."; the
+// world size, engine → run.backend, iters and warmup). It has nccl-tests' columns, but: the type column holds
+// factorybench's dtype names (fp32, bf16, ...); a placement not measured is "-" (no --inplace) or "skipped"
+// (MoE in place: a skipped result); each table sits under a "# OP: N rank(s), DTYPE" line (or "# MoE
+// dispatch (alltoallv): ...", results moe_dispatch/..., with the busiest rank's share; a --split group adds
+// "(group G: ranks A-B)" and the names "/groupG"), which names its op and N; and `--op all` prints one footer
+// for all the tables: "# Wrong elements" (the sum of every #wrong) and "# Avg bus bandwidth" (the mean busbw
+// of every row, out of place and in place, of every op; one per --split group, with its --min-busbw verdict),
+// both checked against the rows. Its alltoallv has size = count·elem and algbw = size / time. The
+// watchdog's "hang: ..." lines and "stopped by a signal" become the failed "hang" and "interrupted" results,
+// so the import has the results, names and verdicts of the report the run wrote (-o).
 #include <optional>
 #include <string>
 #include <vector>
@@ -38,8 +51,9 @@ struct NcclTestsImportOptions {
 };
 
 // The report's tool and run id/command/times are left for the caller; run.world_size (null when the
-// output does not say), run.hosts, run.backend ("cuda"), system.ranks, system.nccl and summary.import are
-// filled from the files.
+// output does not say), run.hosts, run.backend ("cuda" for nccl-tests; factorybench's engine: mpi → "host",
+// nccl → "cuda"; "mixed"), system.ranks, system.nccl (where NCCL ran) and summary.import are filled from the
+// files.
 Report import_nccl_tests(const std::vector<NcclTestsFile>& files, const NcclTestsImportOptions& options);
 // One file, op from the file.
 Report import_nccl_tests(const std::string& text, const std::string& source);

@@ -39,6 +39,9 @@ constexpr Rule kRules[] = {
     {"alltoallv", Shape::free, Factor::none, Factor::ring},
 };
 
+// factorybench's alltoallv: size = count·elem (the busiest rank's), algbw = size / time.
+constexpr Rule kFactorybenchAlltoallv{"alltoallv", Shape::one, Factor::one, Factor::ring};
+
 // nccl-tests before 2.10 (commit ec1b5e2, June 2020): algbw = size·(n−1)/n / time and busbw = algbw.
 constexpr Rule kLegacyRules[] = {
     {"allgather", Shape::ranks, Factor::ring, Factor::one},
@@ -146,6 +149,12 @@ double printed_half_unit(std::string_view text) {
 }
 
 std::optional<std::string> nccl_tests_row_mismatch(const NcclTestsRow& row) {
+  if (row.factorybench) {
+    if (row.op == kFactorybenchAlltoallv.op) return check(kFactorybenchAlltoallv, row);
+    for (const auto& rule : kRules)
+      if (row.op == rule.op) return check(rule, row);
+    return std::nullopt;
+  }
   std::optional<std::string> first;
   for (const auto& rule : kRules)
     if (row.op == rule.op) first = check(rule, row);

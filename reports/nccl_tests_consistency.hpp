@@ -14,6 +14,10 @@
 //   alltoallv                   —                     —                     (n−1)/n  (algbw from its largest
 //   peer)
 //
+// factorybench's own console (`factorybench collective`) follows the same table, except for alltoallv, whose
+// size is the busiest rank's bytes, count·elem, and whose algbw is size / time (docs/metrics.md); and it has
+// no pre-2.10 outputs to allow for.
+//
 // with size in bytes, time in µs and bandwidths in GB/s (1e9 bytes). Printed figures are rounded, so each
 // comparison allows the rounding of the digits printed; nothing else is allowed.
 #include <cstdint>
@@ -51,6 +55,7 @@ struct NcclTestsRow {
   std::optional<PrintedFigure> time_us;  // nullopt for "cputime" (-C 1): nccl-tests prints the CPU time
                                          // but computes the bandwidths from the GPU-side time
   PrintedFigure algbw, busbw;
+  bool factorybench = false;  // a row of factorybench's console, not nccl-tests'
 };
 
 // Empty when the row's figures agree; else what disagrees, as a phrase ("busbw 20.00 GB/s is not ...").

@@ -26,7 +26,7 @@ seeds() {
     model_config) echo configs/models ;;
     failure_model) echo configs/failure-models ;;
     hardware_table) echo configs/hardware ;;
-    nccl_tests_import) echo tests/data/nccl_tests_allreduce_h100.txt tests/data/real ;;
+    nccl_tests_import) echo tests/data/nccl_tests_allreduce_h100.txt tests/data/real tests/data/factorybench_console ;;
     mlperf_import) echo tests/data/mlperf_llama2_70b_lora_base_1.log tests/data/mlperf_llama2_70b_lora_cand_1.log ;;
   esac
   echo "tests/fuzz/seeds/$1"

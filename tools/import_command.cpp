@@ -92,9 +92,11 @@ int run_import(const ImportOptions& opt, Session& session) {
           if (op.contains("unfinished"))
             log::warn(
                 "{}: the {} table has no closing average (its \"Avg bus bandwidth\" line, or the -J file's "
-                "average_bus_bandwidth): nccl-tests did not finish it, or the file is cut; its rows are "
+                "average_bus_bandwidth): {} did not finish it, or the file is cut; its rows are "
                 "imported, the sizes after them are missing",
-                op["unfinished"].get<std::string>(), op["op"].get<std::string>());
+                op["unfinished"].get<std::string>(), op.value("name", op["op"].get<std::string>()),
+                file["format"] == "factorybench collective console" ? "factorybench collective"
+                                                                    : "nccl-tests");
         }
       }
     return finish_import(session, std::move(imported));
@@ -144,7 +146,9 @@ Command add_import_command(CLI::App& app) {
   auto* sub =
       app.add_subcommand("import", "Turn nccl-tests or MLPerf Training output into a factorybench report");
   sub->require_subcommand(1);
-  opt->nccl = sub->add_subcommand("nccl-tests", "nccl-tests output: its text table or its -J JSON file");
+  opt->nccl = sub->add_subcommand("nccl-tests",
+                                  "nccl-tests output: its text table or its -J JSON file (or the table "
+                                  "`factorybench collective` prints)");
   // Missing files and directories are named by the reader, in the words every other input uses.
   opt->nccl->add_option("files", opt->nccl_files, "nccl-tests output files (several: one report)")
       ->required();
@@ -161,7 +165,8 @@ Command add_import_command(CLI::App& app) {
       "Output: the JSON report on stdout, or with -o/--output FILE written to FILE (atomically).\n";
   const std::string nccl =
       "Several nccl-tests files make one report: a size measured more than once (repetitions, or files of\n"
-      "the same test) is one result with the median and spread of its repeats.\n";
+      "the same test) is one result with the median and spread of its repeats. factorybench collective's\n"
+      "console (its stdout) is read too: results named and judged as the report its run wrote (-o).\n";
   const std::string mlperf =
       "Each log is one run: its time to train (run_start to run_stop) and, from enough successful runs,\n"
       "the benchmark's score (the olympic mean, as MLPerf's result summarizer computes it). A scaling.json\n"
@@ -179,13 +184,15 @@ Command add_import_command(CLI::App& app) {
   };
   const char* nccl_failed =
       "nccl-tests counted wrong elements (or, in older versions, a max error\n"
-      "     above its bound for the type), or stopped with an error";
+      "     above its bound for the type), or stopped with an error; factorybench's console counted\n"
+      "     wrong elements, failed --min-busbw, or ended in a hang or a signal";
   const char* nccl_input =
       "no result table, a\n"
       "     malformed row, a time that is not a finite number, a row whose figures do not follow from\n"
       "     one another as nccl-tests computes them (an edited busbw, a size that is not its count), an\n"
       "     average that is not its table's mean busbw (rows dropped), a collective that cannot be told\n"
-      "     from the output (give --op), the same size on different rank counts";
+      "     from the output (give --op), the same size on different rank counts; in factorybench's\n"
+      "     console, a table without its section line or a footer that is not its tables' sum and mean";
   const char* mlperf_failed = "a run did not succeed, or too many runs failed for a score";
   const char* mlperf_input =
       "no :::MLLOG line, a\n"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # factorybench collective on the host (MPI engine) with 2, 3 and 4 ranks: every op with --check, in place and
 # out of place, fp32 and int32; recorded busbw/algbw equals the nccl-tests factor; reduce ops; bf16/fp16 through
-# the user-defined MPI ops; MoE alltoallv routing identical on all ranks; --split groups; the --min-busbw gate.
+# the user-defined MPI ops; MoE alltoallv routing identical on all ranks; --split groups; the --min-busbw gate;
+# the console imported (import nccl-tests) as the report its run wrote.
 . "$(dirname "$0")/../lib.sh"
 cd "$T"
 
@@ -220,4 +221,40 @@ expect_error hang_rd_without_watchdog 2 "^factorybench: error: --run-dir holds t
   fb "${COMMON[@]}" --op allreduce -b 1K -e 1K --hang-timeout 0 --run-dir "$T/hang_rd"
 run_capture gate_ok fb_mpirun 2 "${COMMON[@]}" --op allreduce -b 1K -e 1K --min-busbw 0 -o "$T/gate_ok.json"
 [ "$RC" -eq 0 ] && ok "--min-busbw 0 passes" || fail "--min-busbw 0: exit $RC"
+
+# The console imports as the report its run wrote (import nccl-tests reads factorybench's own table): every
+# op in and out of place on 3 ranks under `mpirun --tag-output`, the same results and statuses, each figure
+# within half its last printed digit (same_as_report), and compare pairs every result and metric with no
+# verdict worse. Its tolerance is opened to 100%: on a loaded machine a busbw of 0.053 GB/s prints as 0.05,
+# 6% off, a rounding that same_as_report bounds exactly.
+# same_as_report REPORT IMPORTED: the imported results are the report's, figures within the console's digits.
+same_as_report() {
+  "$PY" - "$1" "$2" <<'PYEOF'
+import json, sys
+want, got = (json.load(open(p))["results"] for p in sys.argv[1:])
+got = {r["name"]: r for r in got}
+assert sorted(got) == sorted(r["name"] for r in want), (sorted(got), [r["name"] for r in want])
+for r in want:
+    g = got[r["name"]]
+    assert g["status"] == r["status"], (r["name"], g["status"], r["status"])
+    for k, m in r["metrics"].items():
+        half = 0 if k == "wrong" else 0.0005 if r["name"].startswith("avg_busbw") or k == "busiest_share" else 0.005
+        assert abs(g["metrics"][k]["value"] - m["value"]) <= half + 1e-12, (r["name"], k, g["metrics"][k], m)
+PYEOF
+}
+run_capture console mpirun --oversubscribe --tag-output -np 3 "$FACTORYBENCH" "${COMMON[@]}" --op all --inplace -b 1M -e 4M \
+  -f 2 -o "$T/console.json"
+[ "$RC" -eq 0 ] || fail "console run: exit $RC $(tail -3 "$T/console.err")"
+run_capture console_import fb import nccl-tests "$T/console.out" -o "$T/console_import.json"
+[ "$RC" -eq 0 ] && validate "$T/console_import.json" && same_as_report "$T/console.json" "$T/console_import.json" \
+  && ok "its console imports as its report: 8 ops x 3 sizes x 2 placements and the average" \
+  || fail "console import: exit $RC $(cat "$T/console_import.err")"
+run_capture console_compare fb compare "$T/console.json" "$T/console_import.json" --fail-on-missing --tolerance 100%
+[ "$RC" -eq 0 ] && ok "compare: report vs its imported console, exit 0" \
+  || fail "console compare: exit $RC $(grep -v SAME "$T/console_compare.out")"
+# The run with a wrong element (above): the same failed result, exit 1.
+run_capture wrong_import fb import nccl-tests "$T/inject_wrong.out" -o "$T/wrong_import.json"
+[ "$RC" -eq 1 ] && same_as_report "$T/inject_wrong.json" "$T/wrong_import.json" \
+  && ok "a console with a wrong element imports as its report: allreduce/fp32/2048 failed, exit 1" \
+  || fail "wrong console import: exit $RC $(cat "$T/wrong_import.err")"
 finish

@@ -113,6 +113,27 @@ TEST(NcclTestsRow, HypercubeAndAlltoallv) {
   EXPECT_TRUE(nccl_tests_row_mismatch(row("alltoallv", 8, 1048576, 7, "100.0", "3.00", "3.00")));
 }
 
+// factorybench's console (all_ops_4ranks_inplace_wrong.txt in tests/data/factorybench_console): its
+// alltoallv's size is count x elem and its algbw size / time, checked as such; other ops as nccl-tests',
+// without the pre-2.10 all-gather rule.
+TEST(NcclTestsRow, FactorybenchAlltoallvAndNoLegacyRules) {
+  const auto fb = [](NcclTestsRow r) {
+    r.factorybench = true;
+    return r;
+  };
+  EXPECT_FALSE(nccl_tests_row_mismatch(fb(row("alltoallv", 4, 262080, 65520, "66.55", "3.94", "2.95"))));
+  const auto algbw = nccl_tests_row_mismatch(fb(row("alltoallv", 4, 262080, 65520, "66.55", "4.94", "3.70")));
+  ASSERT_TRUE(algbw);
+  EXPECT_EQ(*algbw, "algbw 4.94 GB/s does not follow from size 262080 B in 66.55 us (3.94 GB/s)");
+  EXPECT_TRUE(nccl_tests_row_mismatch(fb(row("alltoallv", 4, 262080, 1000, "66.55", "3.94", "2.95"))));
+  // nccl-tests' alltoallv: the algbw is not checked.
+  EXPECT_FALSE(nccl_tests_row_mismatch(row("alltoallv", 4, 262080, 65520, "66.55", "4.94", "3.70")));
+  // An all-gather with busbw = algbw and algbw x (n-1)/n, nccl-tests before 2.10, is not factorybench's.
+  EXPECT_FALSE(nccl_tests_row_mismatch(row("allgather", 4, 262144, 16384, "78.91", "2.49", "2.49")));
+  EXPECT_TRUE(nccl_tests_row_mismatch(fb(row("allgather", 4, 262144, 16384, "78.91", "2.49", "2.49"))));
+  EXPECT_FALSE(nccl_tests_row_mismatch(fb(row("allgather", 4, 262144, 16384, "78.91", "3.32", "2.49"))));
+}
+
 // -C 1 prints the CPU time; nccl-tests computes the bandwidths from the GPU-side time, so only busbw's
 // relation to algbw is checked.
 TEST(NcclTestsRow, CpuTimeIsNotTheBandwidthsTime) {
