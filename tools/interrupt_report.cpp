@@ -77,6 +77,7 @@ struct InterruptReport::Saved {
   std::filesystem::path path;  // -o once a report so far was written there
   double last_end_s = -1e9;    // when the last write ended (steady seconds)
   double last_cost_s = 0;      // and how long it took
+  bool warned = false;         // a write failed, and was said (once: it would fail after every result)
 };
 
 InterruptReport::InterruptReport(Session& session, std::string command,
@@ -158,11 +159,15 @@ void InterruptReport::arm(Session& session, std::string command, Session::HangRe
           saved->path = output;
         }
       } catch (const std::exception& e) {  // the run goes on; its final report is what matters
-        log::warn("{}: the report so far was not written: {}", command, e.what());
+        if (!std::exchange(saved->warned, true))
+          log::warn("{}: the report so far was not written (the run goes on): {}", command, e.what());
       }
       saved->last_end_s = steady_seconds();
       saved->last_cost_s = saved->last_end_s - start;
     });
+    // At once too: a job killed before its first result (a long first size, a training warm-up) leaves the
+    // run's facts (hosts, devices, command) and why it has no figure, not nothing.
+    session.save_so_far();
   }
   word_ = std::make_unique<LastWordOnSignal>([command = std::move(command), print = std::move(print),
                                               make = std::move(make), kept = std::move(kept),

@@ -12,10 +12,10 @@
 // SIGKILL a second after its SIGTERM ends a rank still writing. docs/reports.md.
 // A job can also end with no chance to write: SIGKILL (the OOM killer; Slurm's teardown of a step in which a
 // rank died, without --kill-on-bad-exit), a crash of rank 0. So while it lives, rank 0 also keeps -o (a
-// regular file) holding the report so far with a failed "unfinished" result, rewritten when the command says
-// it has a new result (Session::save_so_far) unless that would spend over a twentieth of the run writing
-// (report_so_far_due); the final report, or the signal's or the hang's, replaces it. An Error that ends a
-// command alone removes it again: an error writes no report.
+// regular file) holding the report so far with a failed "unfinished" result, written when it is armed and
+// rewritten when the command says it has a new result (Session::save_so_far) unless that would spend over a
+// twentieth of the run writing (report_so_far_due); the final report, or the signal's or the hang's, replaces
+// it. An Error that ends a command alone removes it again: an error writes no report.
 #include <functional>
 #include <memory>
 #include <string>

@@ -146,6 +146,18 @@ set +e; wait "$pid"; rc=$?; set -e
   && ok "gemm, SIGKILL: the log keeps the three shapes" || fail "gemm, SIGKILL: exit $rc: $(cat "$T/gkill.out")"
 assert_json "$T/gkill.json" "[(r['name'], r['status']) for r in d['results']] == [('fp32/64x1536x1536', 'ok'), ('fp32/96x1536x1536', 'ok'), ('fp32/128x1536x1536', 'ok'), ('unfinished', 'failed')]" \
   "gemm, SIGKILL: the report keeps the three shapes, then 'unfinished'"
+# SIGKILL inside the first shape: no figure yet, but the report says so, with the run's facts (written as the
+# run began, once the backend and the peak were up).
+"$FACTORYBENCH" --log-level debug gemm --backend host --m 1536 --n 1536 --k 1536 -n 200 -o "$T/gfirst.json" \
+  >"$T/gfirst.out" 2>"$T/gfirst.err" &
+pid=$!
+wait_for "$T/gfirst.err" "^debug: gemm fp32/1536x1536x1536" || { cat "$T/gfirst.err" >&2; die "gfirst: never began"; }
+kill -KILL "$pid"
+set +e; wait "$pid"; rc=$?; set -e
+[ "$rc" -eq 137 ] && ok "gemm, SIGKILL in the first shape: exit 137" || fail "gemm, SIGKILL in the first shape: exit $rc"
+validate "$T/gfirst.json"
+assert_json "$T/gfirst.json" "[(r['name'], r['status']) for r in d['results']] == [('unfinished', 'failed')] and d['run']['world_size'] == 1 and d['run']['hosts'] and d['system']['peak_tflops']" \
+  "gemm, SIGKILL in the first shape: 'unfinished' and the run's facts"
 
 # --- health alone: the verdict CI reads says why ---
 "$FACTORYBENCH" --log-level debug health --backend host --gemm-size 2048 -o "$T/health.json" >"$T/health.out" 2>"$T/health.err" &

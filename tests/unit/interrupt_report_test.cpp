@@ -70,12 +70,16 @@ TEST_F(InterruptReportTest, KeepsTheResultsSoFarWithAFailedUnfinishedResult) {
   start.run = {{"id", "run-1"}};
   const auto so_far = ReportSoFar::make(start);
   InterruptReport interrupted(session, "gemm", ReportSoFar::reader(so_far));
-  EXPECT_FALSE(fs::exists(out)) << "nothing is written before the first result";
-
-  so_far->add(shape("fp32/64x64x64"));
-  session.save_so_far();
+  // At once: the run's facts and why it has no figure yet.
   ASSERT_TRUE(fs::exists(out));
   auto written = reports::read_report(out);
+  EXPECT_EQ(names(written), (std::vector<std::string>{"unfinished"}));
+  EXPECT_EQ(written.run.value("id", ""), "run-1");
+
+  std::this_thread::sleep_for(std::chrono::milliseconds(1050));  // due whatever the first write took
+  so_far->add(shape("fp32/64x64x64"));
+  session.save_so_far();
+  written = reports::read_report(out);
   EXPECT_EQ(names(written), (std::vector<std::string>{"fp32/64x64x64", "unfinished"}));
   const auto& last = written.results.back();
   EXPECT_EQ(last.benchmark, "gemm");
@@ -124,6 +128,26 @@ TEST_F(InterruptReportTest, ARunThatEndsNormallyLeavesItForTheFinalReportToRepla
   EXPECT_TRUE(fs::exists(out));
 }
 
+TEST_F(InterruptReportTest, AReportSoFarThatCannotBeWrittenIsSaidOnceAndTheRunGoesOn) {
+  const auto gone = dir / "gone";
+  fs::create_directories(gone);
+  auto session = session_writing((gone / "r.json").string());
+  const auto so_far = ReportSoFar::make({});
+  InterruptReport interrupted(session, "gemm", ReportSoFar::reader(so_far));
+  fs::remove_all(gone);  // the directory goes while the run goes on (a cleaned scratch space)
+  testing::internal::CaptureStderr();
+  for (int i = 0; i < 3; ++i) {
+    so_far->add(shape("fp32/64x64x64"));
+    EXPECT_NO_THROW(session.save_so_far());
+    std::this_thread::sleep_for(std::chrono::milliseconds(i < 2 ? 1050 : 0));  // each one due
+  }
+  const auto err = testing::internal::GetCapturedStderr();
+  const std::string said = "the report so far was not written (the run goes on)";
+  const auto first = err.find(said);
+  EXPECT_NE(first, std::string::npos) << err;
+  EXPECT_EQ(err.find(said, first + 1), std::string::npos) << "said more than once: " << err;
+}
+
 TEST_F(InterruptReportTest, WithoutOutputOrToADeviceNothingIsSaved) {
   for (const std::string& output : {std::string(), std::string("/dev/null")}) {
     auto session = session_writing(output);
@@ -134,6 +158,27 @@ TEST_F(InterruptReportTest, WithoutOutputOrToADeviceNothingIsSaved) {
     EXPECT_TRUE(fs::is_empty(dir)) << output;
   }
   EXPECT_TRUE(fs::is_character_file("/dev/null"));
+}
+
+TEST_F(InterruptReportTest, InASuiteTheSuitesReportIsKeptOnAnError) {
+  // The suite arms it with the step named (`who`): an Error in the step leaves the suite's report, which
+  // holds the steps before it.
+  auto session = session_writing(out.string());
+  try {
+    InterruptReport interrupted(
+        session, "gemm",
+        [](const reports::Result& r) -> std::optional<reports::Report> {
+          reports::Report suite;
+          suite.results = {shape("step1"), r};
+          return suite;
+        },
+        "the steps before it are kept", "suite step 's2' (gemm)");
+    ASSERT_TRUE(fs::exists(out));
+    throw runtime_error("the step failed");
+  } catch (const Error&) {
+  }
+  ASSERT_TRUE(fs::exists(out));
+  EXPECT_EQ(names(reports::read_report(out)), (std::vector<std::string>{"step1", "unfinished"}));
 }
 
 }  // namespace
