@@ -50,7 +50,20 @@ void print_footer(std::ostream& out, const nlohmann::json& summary) {
   }
   const auto slow = summary.value("slow_ranks", nlohmann::json::array());
   const double threshold = summary.value("outlier_threshold", 0.05);
-  if (summary.value("ranks", 1) > 1) {
+  if (summary.contains("slow_ranks_not_judged")) {
+    // Ranks that take turns on shared cores run at the scheduler's pace: a rank below the median there says
+    // nothing about the rank, so it is listed, not flagged.
+    const auto& nj = summary["slow_ranks_not_judged"];
+    std::string shared, below;
+    for (const auto& s : nj["cores_shared"]) shared += (shared.empty() ? "" : ", ") + s.get<std::string>();
+    for (const auto& s : nj["below_median"])
+      below += fmt::format("{}rank {} in {} ({:.1f}%)", below.empty() ? "" : ", ", s["rank"].get<int>(),
+                           s["result"].get<std::string>(), 100 * s["slower_by"].get<double>());
+    out << fmt::format(
+        "# slow ranks: not judged, since ranks share their compute ({}) and take turns on it\n", shared);
+    if (!below.empty())
+      out << fmt::format("#   more than {:.1f}% below the median: {}\n", 100 * threshold, below);
+  } else if (summary.value("ranks", 1) > 1) {
     if (slow.empty())
       out << fmt::format("# slow ranks: none (no rank more than {:.1f}% below the median)\n",
                          100 * threshold);

@@ -19,6 +19,7 @@
 #include "workloads/gemm_flops.hpp"
 #include "workloads/layer_gemm_shapes.hpp"
 #include "workloads/measurement_loop.hpp"
+#include "workloads/shared_compute.hpp"
 #include "workloads/telemetry_report.hpp"
 
 namespace fb::workloads {
@@ -419,15 +420,21 @@ nlohmann::json gemm_summary(const GemmRunOutput& out, DType dtype, const DeviceP
   s["results"] = out.results.size();
   s["failed"] = std::count_if(out.results.begin(), out.results.end(),
                               [](const reports::Result& r) { return r.status == reports::Status::failed; });
-  nlohmann::json slow = nlohmann::json::array();
-  for (const auto& sr : out.slow_ranks)
-    slow.push_back({{"rank", sr.rank},
-                    {"host", sr.host},
-                    {"result", sr.result},
-                    {"tflops", sr.tflops},
-                    {"median_tflops", sr.median_tflops},
-                    {"slower_by", sr.slower_by}});
-  s["slow_ranks"] = slow;
+  const auto rows = [](const std::vector<SlowRank>& flagged) {
+    nlohmann::json list = nlohmann::json::array();
+    for (const auto& sr : flagged)
+      list.push_back({{"rank", sr.rank},
+                      {"host", sr.host},
+                      {"result", sr.result},
+                      {"tflops", sr.tflops},
+                      {"median_tflops", sr.median_tflops},
+                      {"slower_by", sr.slower_by}});
+    return list;
+  };
+  s["slow_ranks"] = rows(out.slow_ranks);
+  if (!out.cores_shared.empty())
+    s["slow_ranks_not_judged"] = {{"cores_shared", out.cores_shared},
+                                  {"below_median", rows(out.below_median)}};
   return s;
 }
 
@@ -485,6 +492,7 @@ GemmRunOutput run_gemm_benchmark(const MpiContext& mpi, Backend& backend, const 
   GemmRunOutput out;
   out.engine = engine->name();
   out.emulated = engine->emulated();
+  out.cores_shared = nodes_sharing_compute(mpi, backend);
   if (o.on_started) o.on_started(out.engine, out.emulated);
   ProgressMeter progress(sweep ? "gemm sweep" : "gemm", static_cast<double>(cases.size()));
   for (std::size_t ci = 0; ci < cases.size(); ++ci) {
@@ -528,8 +536,9 @@ GemmRunOutput run_gemm_benchmark(const MpiContext& mpi, Backend& backend, const 
       const double med = median_of(rank_tflops);
       for (const int slow : slow_ranks(rank_tflops, o.outlier_threshold)) {
         const double v = rank_tflops[static_cast<std::size_t>(slow)];
-        out.slow_ranks.push_back(
-            {slow, mpi.hostnames()[static_cast<std::size_t>(slow)], gc.name, v, med, 1.0 - v / med});
+        (out.cores_shared.empty() ? out.slow_ranks : out.below_median)
+            .push_back(
+                {slow, mpi.hostnames()[static_cast<std::size_t>(slow)], gc.name, v, med, 1.0 - v / med});
       }
     }
     attach_telemetry(r, window);

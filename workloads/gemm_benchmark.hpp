@@ -86,6 +86,10 @@ struct SlowRank {
 struct GemmRunOutput {
   std::vector<reports::Result> results;  // complete on rank 0; other ranks hold their own figures
   std::vector<SlowRank> slow_ranks;      // rank 0
+  // Rank 0: the nodes whose ranks share cores or GPUs ("vm: 4 ranks share 2 cores", shared_compute.hpp).
+  // Where any do, the ranks below the median go to `below_median`, not `slow_ranks`: they take turns there.
+  std::vector<std::string> cores_shared;
+  std::vector<SlowRank> below_median;
   nlohmann::json summary = nlohmann::json::object();  // rank 0: the report's summary["gemm"]
   std::string engine;  // engine name ("cublaslt", "openblas cblas_sgemm (bf16 emulated)")
   bool emulated = false;

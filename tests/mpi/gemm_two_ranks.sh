@@ -30,4 +30,16 @@ run_capture windows fb_mpirun 2 gemm --backend host --m 64,128,256 --n 128 --k 1
 [ "$RC" -eq 0 ] || fail "telemetry windows run: exit $RC: $(cat "$T/windows.err")"
 assert_json "$T/windows.json" "(lambda w: len(w) == 3 and all(t['ranks'] == 2 and t['to_s'] >= t['from_s'] for t in w) and all(a['to_s'] <= b['from_s'] for a, b in zip(w, w[1:])))([r['extra']['telemetry'] for r in d['results']])" "one telemetry window per result, in order, from both ranks"
 [ "$TIED" = 1 ] || { grep -q "SLOW RANK" "$T/detect.out" && ok "rank 0 prints the slow rank" || fail "no SLOW RANK line: $(cat "$T/detect.out")"; }
+
+# Two ranks held to one core take turns on it: their speeds are the scheduler's, so a rank below the median
+# is listed under slow_ranks_not_judged and not flagged. (The detect run above, one core each, was judged.)
+HOST=$(hostname)
+run_capture shared taskset -c 0 mpirun --oversubscribe --bind-to none -np 2 "$FACTORYBENCH" gemm --backend host \
+  --m 128 --n 128 --k 128 --iters 3 --outlier-threshold 0.0001% -o "$T/shared.json"
+[ "$RC" -eq 0 ] || fail "shared-core run: exit $RC: $(cat "$T/shared.err")"
+assert_json "$T/shared.json" "d['summary']['slow_ranks'] == [] and d['summary']['slow_ranks_not_judged']['cores_shared'] == ['$HOST: 2 ranks share 1 core']" "ranks on one core: not judged, the node named"
+assert_json "$T/shared.json" "all(s['slower_by'] > 0 and s['result'] == 'fp32/128x128x128' for s in d['summary']['slow_ranks_not_judged']['below_median'])" "the ranks below the median are still listed"
+grep -q "^# slow ranks: not judged, since ranks share their compute ($HOST: 2 ranks share 1 core)" "$T/shared.out" && ! grep -q "SLOW RANK" "$T/shared.out" \
+  && ok "rank 0 says why the ranks are not judged" || fail "shared-core console: $(cat "$T/shared.out")"
+assert_json "$T/detect.json" "'slow_ranks_not_judged' not in d['summary']" "ranks on their own cores are judged"
 finish

@@ -395,6 +395,32 @@ TEST(GemmConsole, TheNameColumnFitsEveryShapeOfTheRunAndNoAlgoColumnWithoutAlgor
   EXPECT_EQ(out.str().find("algo"), std::string::npos) << out.str();
 }
 
+TEST(GemmConsole, RanksSharingTheirComputeAreListedNotFlagged) {
+  const std::vector<reports::Result> made = {gemm_shape("fp32/512x512x512", 0.12, 2200, std::nullopt)};
+  const nlohmann::json below = {{"rank", 3},        {"host", "vm"},           {"result", "fp32/512x512x512"},
+                                {"tflops", 0.0595}, {"median_tflops", 0.119}, {"slower_by", 0.5}};
+  nlohmann::json summary = {{"engine", "openblas cblas_sgemm"},
+                            {"peak_source", "measured"},
+                            {"ranks", 4},
+                            {"outlier_threshold", 0.05},
+                            {"slow_ranks", nlohmann::json::array()},
+                            {"slow_ranks_not_judged",
+                             {{"cores_shared", {"vm: 4 ranks share 2 cores"}}, {"below_median", {below}}}}};
+  std::ostringstream out;
+  reports::print_gemm_table(out, made, summary);
+  EXPECT_TRUE(
+      out.str().ends_with("# slow ranks: not judged, since ranks share their compute (vm: 4 ranks share 2 "
+                          "cores) and take turns on "
+                          "it\n#   more than 5.0% below the median: rank 3 in fp32/512x512x512 (50.0%)\n"))
+      << out.str();
+  EXPECT_EQ(out.str().find("SLOW RANK"), std::string::npos) << out.str();
+  // None below the median: the first line alone.
+  summary["slow_ranks_not_judged"]["below_median"] = nlohmann::json::array();
+  std::ostringstream none;
+  reports::print_gemm_table(none, made, summary);
+  EXPECT_TRUE(none.str().ends_with("and take turns on it\n")) << none.str();
+}
+
 // An attention shape as workloads/attention_benchmark.cpp makes it.
 reports::Result attention_shape(const std::string& name, double tflops, bool causal) {
   reports::Result r;
