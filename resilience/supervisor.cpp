@@ -248,6 +248,30 @@ struct AttemptOutcome {
   double stuck_since = 0;
 };
 
+// The ledger of `r.events` (ending with job_end), and MTTF before and after the first drain for failures
+// (the log split at the drain).
+void account(SupervisorResult& r) {
+  r.ledger = compute_ledger(r.events);
+  const auto first = std::find_if(r.drains.begin(), r.drains.end(),
+                                  [](const nlohmann::json& d) { return d.value("cause", "") == "failures"; });
+  if (first == r.drains.end()) {
+    // Drains for stragglers or a failed pre-flight only: no failure-caused drain splits the log, so there
+    // is no MTTF on either side (null in the report, not 0 s).
+    r.mttf_before_drain_s = r.mttf_after_drain_s = std::nan("");
+    return;
+  }
+  const double t_drain = (*first)["t"].get<double>();
+  std::vector<nlohmann::json> before, after;
+  for (const auto& ev : r.events) (ev["t"].get<double>() < t_drain ? before : after).push_back(ev);
+  before.push_back(make_event(event::job_end, t_drain));
+  after.insert(after.begin(), make_event(event::job_start, t_drain));
+  const auto lb = compute_ledger(before), la = compute_ledger(after);
+  r.mttf_before_drain_s = lb.mttf_s;
+  r.mttf_after_drain_s = la.mttf_s;
+  r.failures_before_drain = lb.failures;
+  r.failures_after_drain = la.failures;
+}
+
 // One supervised job: the attempts, the placement of ranks on slots, the strikes that drain a slot.
 class Supervision {
  public:
@@ -264,12 +288,14 @@ class Supervision {
     int failed_launches = 0;  // consecutive attempts that ended before any rank finished its start-up
     for (int attempt = 1;; ++attempt) {
       if (o_.preflight && !run_preflights(attempt)) break;
+      if (o_.preflight && o_.on_progress) o_.on_progress();  // the pre-flight's events are in the log
       // Progress: a resilience run is minutes of attempts; say when each one starts (its ranks' own step
       // progress goes to the attempt's log).
       if (attempt > 1)
         log::info("resilience: attempt {} (restart {} of at most {}), {} elapsed", attempt, attempt - 1,
                   o_.max_restarts, format_duration(wall_now() - t_job_));
       const auto a = run_attempt(attempt);
+      if (o_.on_progress) o_.on_progress();
       if (const auto why = rejected_options(a)) {
         result_.stop = StopReason::rejected_options;
         result_.stop_reason = *why;
@@ -451,7 +477,8 @@ class Supervision {
       const double now = wall_now();
       if (size != seen) seen = size, last_beat = now, phase.scan(log_path_, size);
       if (const auto p = pulse(); p && p != pulse_seen) pulse_seen = p, last_pulse = now;
-      if (progress_.due())
+      if (progress_.due()) {
+        if (o_.on_progress) o_.on_progress();
         if (const auto step = last_step_in_log(log_path_)) {
           // With both --steps and --time-budget the job ends at whichever comes first: the share done is
           // the larger of the two (a budgeted run of 100000 steps was told it had hours left).
@@ -466,6 +493,7 @@ class Supervision {
                             o_.time_budget_s > 0 ? fmt::format(", {:.0f} s time budget", o_.time_budget_s)
                                                  : std::string()));
         }
+      }
       if (size != drain_scan_offset_ && !a.drain_requested) request_drain_of_stragglers(a);
       if (now - last_beat > o_.heartbeat_timeout_s &&
           !(phase.in_checkpoint() && now - last_pulse <= o_.heartbeat_timeout_s))
@@ -680,27 +708,8 @@ class Supervision {
     log_.append(end, Durability::fsync);
     const auto contents = read_event_log(log_path_);
     result_.events = contents.events;
-    result_.ledger = compute_ledger(result_.events);
+    account(result_);
     result_.ledger.torn_lines = contents.torn_lines;
-    const auto first =
-        std::find_if(result_.drains.begin(), result_.drains.end(),
-                     [](const nlohmann::json& d) { return d.value("cause", "") == "failures"; });
-    if (first == result_.drains.end()) {
-      // Drains for stragglers or a failed pre-flight only: no failure-caused drain splits the log, so there
-      // is no MTTF on either side (null in the report, not 0 s).
-      result_.mttf_before_drain_s = result_.mttf_after_drain_s = std::nan("");
-      return result_;
-    }
-    const double t_drain = (*first)["t"].get<double>();
-    std::vector<nlohmann::json> before, after;
-    for (const auto& ev : result_.events) (ev["t"].get<double>() < t_drain ? before : after).push_back(ev);
-    before.push_back(make_event(event::job_end, t_drain));
-    after.insert(after.begin(), make_event(event::job_start, t_drain));
-    const auto lb = compute_ledger(before), la = compute_ledger(after);
-    result_.mttf_before_drain_s = lb.mttf_s;
-    result_.mttf_after_drain_s = la.mttf_s;
-    result_.failures_before_drain = lb.failures;
-    result_.failures_after_drain = la.failures;
     return result_;
   }
 
@@ -734,6 +743,33 @@ const SupervisorOptions& with_run_dir(const SupervisorOptions& o) {
 }
 
 }  // namespace
+
+SupervisorResult job_so_far(std::vector<nlohmann::json> events, double now, const std::string& reason) {
+  SupervisorResult r;
+  r.stop = StopReason::unfinished;
+  int attempt = 0;
+  std::int64_t step = 0;
+  for (const auto& e : events) {
+    const auto type = e.value("type", "");
+    if (type == event::attempt_start) attempt = e.value("attempt", attempt);
+    if (type == event::step) step = std::max<std::int64_t>(step, e.value("step", std::int64_t{0}));
+    if (type == event::drain) r.drains.push_back(e);
+    if (type == event::preflight) {
+      ++r.preflights;
+      if (e.value("verdict", "") == "fail") ++r.preflight_failures;
+    }
+  }
+  // Where it was: a reader of the report learns how far the job got without reading its events.
+  r.stop_reason =
+      attempt > 0 ? fmt::format("{} (attempt {}, step {} reached)", reason, attempt, step) : reason;
+  auto end = make_event(event::job_end, now);
+  end["reason"] = r.stop_reason;
+  end["completed"] = false;
+  events.push_back(std::move(end));
+  r.events = std::move(events);
+  account(r);
+  return r;
+}
 
 SupervisorResult run_supervisor(const SupervisorOptions& o) {
   validate_supervisor_options(o);

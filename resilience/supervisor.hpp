@@ -6,6 +6,7 @@
 // With policy "drain", a rank whose slot failed or straggled `drain_after` times is moved to a spare slot.
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -47,6 +48,9 @@ struct SupervisorOptions {
   bool preflight = false;
   std::vector<std::string> preflight_args;  // health options (--backend, --gemm-floor, ...)
   double preflight_timeout_s = 300;         // a health job running longer is killed (verdict "error")
+  // Called on the supervisor's thread after each attempt and pre-flight, and with each progress line: the
+  // command keeps its report so far then (tools/interrupt_report.hpp), read from the event log.
+  std::function<void()> on_progress;
 };
 
 // Seconds a job may run past --time-budget before the supervisor kills it: the job itself stops at the first
@@ -54,7 +58,15 @@ struct SupervisorOptions {
 inline constexpr double kTimeBudgetGraceS = 10;
 
 // Why the supervisor stopped relaunching.
-enum class StopReason { completed, time_budget, restarts_exhausted, rejected_options, launch_failed };
+// `unfinished`: a job still running, accounted so far (job_so_far).
+enum class StopReason {
+  completed,
+  time_budget,
+  restarts_exhausted,
+  rejected_options,
+  launch_failed,
+  unfinished
+};
 
 struct SupervisorResult {
   Ledger ledger;
@@ -67,6 +79,12 @@ struct SupervisorResult {
   double mttf_before_drain_s = 0, mttf_after_drain_s = 0;
   int failures_before_drain = 0, failures_after_drain = 0;
 };
+
+// A job's figures from its event log alone, at job time `now` (wall clock, as the log's `t`), while it may
+// still run: what a signal or a kill of the supervisor leaves in the report. The log gets a job_end at `now`
+// (`reason` with the attempt and step reached, not completed), as the supervisor's own end would log it;
+// drains and pre-flights are counted from their events. Pure.
+SupervisorResult job_so_far(std::vector<nlohmann::json> events, double now, const std::string& reason);
 
 // Throws a usage Error naming the first bad option (ranks, steps, restarts, spares, ...).
 void validate_supervisor_options(const SupervisorOptions& options);

@@ -36,7 +36,9 @@
 #include "tools/commands.hpp"
 #include "tools/enum_option.hpp"
 #include "tools/injection_scope.hpp"
+#include "tools/interrupt_report.hpp"
 #include "tools/resilience_options.hpp"
+#include "tools/resilience_so_far.hpp"
 #include "tools/shell_words.hpp"
 #include "tools/suite_file.hpp"
 #include "tools/train_options.hpp"
@@ -370,7 +372,8 @@ resilience::ResilienceRunParams run_params(const ResilienceCommandOptions& o, co
 }
 
 void supervise(const ResilienceCommandOptions& o, const resilience::FaultPlan& plan,
-               resilience::SupervisorOptions& s, Session& session, reports::Report& report);
+               resilience::SupervisorOptions& s, Session& session, reports::Report& report,
+               ResilienceSoFar& so_far);
 
 // True when every process of a launch starts on this host: mpirun given no hosts (-H, --host, --hostfile,
 // --machinefile) or no launcher at all.
@@ -562,11 +565,21 @@ int run_resilience(const ResilienceCommandOptions& o, Session& session) {
   // bare, they have nothing to do.
   if (!session.mpi_started() && launcher_rank() != 0) return 0;
   auto report = session.begin_report(false);  // collective when MPI is up: every rank, before the split
+  // A signal or a kill of the supervisor keeps the jobs so far, the running one's figures read from its
+  // event log (tools/resilience_so_far.hpp); -o holds them as the job goes (after each attempt, with each
+  // progress line).
+  const auto so_far = std::make_shared<ResilienceSoFar>(report, o.policy == PolicyChoice::compare);
+  s.on_progress = [&session] { session.save_so_far(); };
+  std::optional<InterruptReport> interrupted;
+  interrupted.emplace(session, "resilience", ResilienceSoFar::reader(so_far), [](const reports::Report& r) {
+    std::cout << "# resilience: stopped by a signal; the job so far:\n";
+    reports::print_resilience(std::cout, r, resilience::kWallTimeParts);
+  });
   if (session.mpi_started() && session.mpi().size() > 1) {
     auto& mpi = session.mpi();
     if (mpi.is_root()) {
       try {
-        supervise(o, plan, s, session, report);
+        supervise(o, plan, s, session, report, *so_far);
       } catch (...) {
         mpi.barrier_sleeping(
             20);  // the others must not wait forever; main reports the error and ends the job
@@ -574,40 +587,17 @@ int run_resilience(const ResilienceCommandOptions& o, Session& session) {
       }
     }
     mpi.barrier_sleeping(20);
+    interrupted.reset();
     return session.finish(report);  // collective (telemetry); only rank 0's report has results
   }
-  supervise(o, plan, s, session, report);
+  supervise(o, plan, s, session, report, *so_far);
+  interrupted.reset();
   return session.finish(report);
 }
 
-// The supervisor is one process with no backend: the report's run and system facts (ranks, backend, hosts,
-// each rank's device, the peak MFU is taken against) are its job's, from the newest attempt report the job
-// wrote in the run dir. None written (every attempt died before its end): the supervisor's stay.
-void adopt_job_run(reports::Report& report, const std::filesystem::path& run_dir) {
-  std::error_code ec;
-  int newest = 0;
-  for (const auto& e : std::filesystem::directory_iterator(run_dir, ec)) {
-    const auto name = e.path().filename().string();
-    int n = 0;
-    if (std::sscanf(name.c_str(), "attempt-%d.json", &n) == 1 && name == fmt::format("attempt-{}.json", n))
-      newest = std::max(newest, n);
-  }
-  if (newest == 0) return;
-  reports::Report job;
-  try {
-    job = reports::read_report(run_dir / fmt::format("attempt-{}.json", newest));
-  } catch (const std::exception& e) {
-    log::warn("the job's run facts stay out of the report: {}", e.what());
-    return;
-  }
-  for (const char* key : {"world_size", "hosts", "backend", "slurm"})
-    if (job.run.contains(key)) report.run[key] = job.run[key];
-  for (const char* key : {"ranks", "peak_tflops"})
-    if (job.system.contains(key)) report.system[key] = job.system[key];
-}
-
 void supervise(const ResilienceCommandOptions& o, const resilience::FaultPlan& plan,
-               resilience::SupervisorOptions& s, Session& session, reports::Report& report) {
+               resilience::SupervisorOptions& s, Session& session, reports::Report& report,
+               ResilienceSoFar& so_far) {
   std::filesystem::path run_dir = o.res.run_dir;
   if (run_dir.empty()) {  // a fresh directory of its own, named in the report and on stdout
     std::string templ = (std::filesystem::temp_directory_path() / "factorybench-resilience-XXXXXX").string();
@@ -641,6 +631,7 @@ void supervise(const ResilienceCommandOptions& o, const resilience::FaultPlan& p
         stale.push_back(e.path());
     }
     for (const auto& p : stale) std::filesystem::remove(p, ec);
+    so_far.running(policy, s.run_dir, run_params(o, s.run_dir.string()));
     runs.push_back(resilience::run_supervisor(s));
     if (report.run.value("backend", "") == "none") adopt_job_run(report, s.run_dir);
     report.results.push_back(
@@ -673,6 +664,7 @@ void supervise(const ResilienceCommandOptions& o, const resilience::FaultPlan& p
       if (policies.size() > 1) ev["policy"] = policy;
       report.events.push_back(std::move(ev));
     }
+    so_far.finished(report, runs);
   }
   report.summary.update(resilience::resilience_summary(runs));
   // Under compare the summary's totals (productive_s, badput_s, wall_s) are the last job's: named, so that

@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # The supervisor killed from outside (SIGKILL: the OOM killer, a scancel, a timeout) or stopped by Ctrl-C
-# (SIGINT) takes its training job with it: the launcher carries a parent-death signal, so no rank trains on,
-# unaccounted for, in the run dir. The supervisor's status is the signal's (128 + its number).
+# (SIGINT) or a scheduler's SIGTERM takes its training job with it: the launcher carries a parent-death signal,
+# so no rank trains on, unaccounted for, in the run dir. The supervisor's status is the signal's (128 + its
+# number). Nothing measured is lost (tools/resilience_so_far.hpp): SIGTERM and SIGINT write the report with the
+# job so far (its crash, restart and goodput, read from the event log) and a failed "interrupted" result;
+# after SIGKILL, -o holds the report so far as last saved (after each attempt, with each progress line),
+# ending "unfinished".
 . "$(dirname "$0")/../lib.sh"
 cd "$T"
 set -m  # background jobs keep SIGINT (a script's background jobs otherwise ignore it)
@@ -9,18 +13,19 @@ declare -A expect_rc=([KILL]=137 [TERM]=143 [INT]=130)
 
 for sig in KILL TERM INT; do
   "$FACTORYBENCH" resilience --ranks 2 --launcher-args "--oversubscribe" --model tiny-dense --steps 100000 --checkpoint-every 1000 \
-    --faults "crash@step=99999,rank=1" --run-dir "$T/run-$sig" -o "$T/$sig.json" >"$T/$sig.out" 2>&1 &
+    --faults "crash@step=20,rank=1" --run-dir "$T/run-$sig" -o "$T/$sig.json" >"$T/$sig.out" 2>"$T/$sig.err" &
   sup=$!
-  for _ in $(seq 1 120); do  # until the job has trained a step
-    grep -q '"type":"step"' "$T/run-$sig/events.jsonl" 2>/dev/null && break
-    sleep 0.5
+  # Until attempt 2's second progress line: the report so far was saved with it (5 s after the first, so the
+  # save is due whatever came before), after the step the first line showed.
+  for _ in $(seq 1 240); do
+    [ "$(grep -cE '^resilience: .*\(step [0-9]+/100000, attempt 2\)' "$T/$sig.err" 2>/dev/null)" -ge 2 ] && break
+    sleep 0.25
   done
-  grep -q '"type":"step"' "$T/run-$sig/events.jsonl" 2>/dev/null || { kill -9 "$sup"; die "$sig: the job never trained a step"; }
+  [ "$(grep -cE '\(step [0-9]+/100000, attempt 2\)' "$T/$sig.err")" -ge 2 ] || { kill -9 "$sup"; cat "$T/$sig.err" >&2; die "$sig: attempt 2 never showed its progress twice"; }
   kill -"$sig" "$sup"
   wait "$sup" 2>/dev/null
   rc=$?
   [ "$rc" = "${expect_rc[$sig]}" ] || fail "SIG$sig to the supervisor: exit $rc, expected ${expect_rc[$sig]}"
-  [ ! -e "$T/$sig.json" ] || fail "SIG$sig to the supervisor: it wrote a report of an unfinished job"
   gone=0
   for _ in $(seq 1 120); do  # mpirun ends its ranks on SIGTERM within seconds
     if ! pgrep -f -- "--run-dir $T/run-$sig" >/dev/null; then gone=1; break; fi
@@ -31,6 +36,29 @@ for sig in KILL TERM INT; do
   else
     fail "SIG$sig to the supervisor: still running: $(pgrep -af -- "--run-dir $T/run-$sig" | cut -c1-160)"
     pkill -9 -f -- "--run-dir $T/run-$sig"
+  fi
+
+  [ -s "$T/$sig.json" ] || { fail "SIG$sig: no report: $(cat "$T/$sig.err")"; continue; }
+  validate "$T/$sig.json"
+  if [ "$sig" = KILL ]; then last=unfinished; else last=interrupted; fi
+  assert_json "$T/$sig.json" "len(d['results']) == 2 and (d['results'][1]['name'], d['results'][1]['status']) == ('$last', 'failed')" \
+    "SIG$sig: the job's result, then a failed '$last' result"
+  [ "$sig" = KILL ] || assert_json "$T/$sig.json" "d['results'][1]['params']['signal'] == 'SIG$sig'" "SIG$sig: the signal is named"
+  # The job so far: the crash of attempt 1 detected and recovered, attempt 2 training when it was read (at least
+  # the step its progress line showed: it restarted from step 0, no checkpoint being due before the crash).
+  shown=$(grep -oE '\(step [0-9]+/100000, attempt 2\)' "$T/$sig.err" | head -1 | grep -oE '[0-9]+' | head -1)
+  assert_json "$T/$sig.json" "(lambda r: r['benchmark'] == 'resilience' and r['status'] == 'failed' and r['metrics']['failures']['value'] == 1 and r['metrics']['restarts']['value'] == 1)(d['results'][0])" \
+    "SIG$sig: the job's crash and its restart are kept"
+  assert_json "$T/$sig.json" "(lambda r: r['metrics']['steps_completed']['value'] >= $shown and 'the supervisor was stopped while the job ran (attempt 2, step ' in r['error'])(d['results'][0])" \
+    "SIG$sig: attempt 2's steps are kept (at least step $shown)"
+  assert_json "$T/$sig.json" "abs(d['summary']['productive_s'] + sum(d['summary']['badput_s'].values()) - d['summary']['wall_s']) < 1e-6 and d['summary']['wall_s'] > 0" \
+    "SIG$sig: the wall time so far is accounted, every second once"
+  assert_json "$T/$sig.json" "any(e['type'] == 'failure_detected' and e['kind'] == 'crash' and e['rank'] == 1 for e in d['events']) and d['events'][-1]['type'] == 'job_end' and d['events'][-1]['completed'] is False" \
+    "SIG$sig: the events up to the signal, closed by a job_end"
+  if [ "$sig" != KILL ]; then
+    grep -q "^# resilience: stopped by a signal; the job so far:$" "$T/$sig.out" && grep -q "failure: crash on rank 1 (attempt 1)" "$T/$sig.out" \
+      && ok "SIG$sig: the console shows the job so far" || fail "SIG$sig: console: $(cat "$T/$sig.out")"
+    grep -q "^error: resilience: INTERRUPTED by SIG$sig$" "$T/$sig.err" && ok "SIG$sig: says it was interrupted" || fail "SIG$sig: $(cat "$T/$sig.err")"
   fi
 done
 finish

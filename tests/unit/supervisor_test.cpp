@@ -1,12 +1,14 @@
 // The supervisor's pure helpers for srun and the pre-flight, on hand-written launcher and squeue output:
 // which node a failed task ran on, the per-attempt step name, the step ids squeue lists under that name,
-// and the command lines of an attempt and of its pre-flight health job.
+// the command lines of an attempt and of its pre-flight health job, and a running job's figures so far.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <regex>
 
 #include "core/error.hpp"
+#include "resilience/event_log.hpp"
 #include "resilience/supervisor.hpp"
 
 namespace fb::resilience {
@@ -162,6 +164,88 @@ TEST(SupervisorOptions, LauncherNamesRoundTrip) {
   EXPECT_EQ(launch_command(o, 1).front(), "fb");
   o.launcher = Launcher::mpirun;
   EXPECT_EQ(launch_command(o, 1).front(), "mpirun");
+}
+
+// A job the supervisor was stopped in (a signal, a kill): its event log up to then, read while attempt 2 ran.
+// Seconds from t0: start-up 0-1, steps 1-10 (1 s each), a crash at 10.5 detected at 11, a pre-flight that
+// failed rank 1 (11-12) and drained it, attempt 2 from 13 (start-up to 14), steps 1-4 again (14-18).
+std::vector<nlohmann::json> job_stopped_in_attempt_two(double t0) {
+  std::vector<nlohmann::json> ev;
+  const auto add = [&](std::string_view type, double t) -> nlohmann::json& {
+    ev.push_back(make_event(type, t0 + t));
+    return ev.back();
+  };
+  add(event::job_start, 0)["reference_step_s"] = 1.0;
+  add(event::attempt_start, 0)["attempt"] = 1;
+  add(event::init_done, 1);
+  for (int s = 1; s <= 10; ++s) {
+    auto& e = add(event::step, 1 + s);
+    e["step"] = s;
+    e["t_start"] = t0 + s;
+  }
+  add(event::fault_injected, 10.5)["kind"] = "crash";
+  auto& f = add(event::failure_detected, 11);
+  f["kind"] = "crash";
+  f["rank"] = 1;
+  f["how"] = "supervisor: job ended";
+  auto& pf = add(event::preflight, 12);
+  pf["t_start"] = t0 + 11;
+  pf["verdict"] = "fail";
+  auto& d = add(event::drain, 12.5);
+  d["cause"] = "failures";
+  d["rank"] = 1;
+  add(event::relaunch, 12.5);
+  add(event::preflight, 13)["verdict"] = "pass";
+  add(event::attempt_start, 13)["attempt"] = 2;
+  add(event::init_done, 14);
+  for (int s = 1; s <= 4; ++s) {
+    auto& e = add(event::step, 14 + s);
+    e["step"] = s;
+    e["t_start"] = t0 + 13 + s;
+  }
+  return ev;
+}
+
+TEST(JobSoFar, AccountsTheLogUpToNowAndClosesItWithAJobEnd) {
+  const double t0 = 1.7e9;
+  const auto events = job_stopped_in_attempt_two(t0);
+  const auto r = job_so_far(events, t0 + 20, "the supervisor was stopped while the job ran");
+  EXPECT_FALSE(r.completed);
+  EXPECT_EQ(r.stop, StopReason::unfinished);
+  EXPECT_EQ(r.stop_reason, "the supervisor was stopped while the job ran (attempt 2, step 10 reached)");
+  ASSERT_EQ(r.events.size(), events.size() + 1);
+  EXPECT_EQ(r.events.back()["type"], event::job_end);
+  EXPECT_DOUBLE_EQ(r.events.back()["t"].get<double>(), t0 + 20);
+  EXPECT_EQ(r.events.back()["reason"], r.stop_reason);
+  EXPECT_EQ(r.events.back()["completed"], false);
+  // The ledger is the one the supervisor's own end gives for that log, wall time to `now`.
+  auto closed = events;
+  closed.push_back(r.events.back());
+  const Ledger whole = compute_ledger(closed);
+  EXPECT_DOUBLE_EQ(r.ledger.wall_s, 20.0);
+  EXPECT_DOUBLE_EQ(r.ledger.wall_s, whole.wall_s);
+  EXPECT_DOUBLE_EQ(r.ledger.parts.productive_s, whole.parts.productive_s);
+  EXPECT_NEAR(r.ledger.parts.total(), r.ledger.wall_s, 1e-9);
+  EXPECT_EQ(r.ledger.failures, 1);
+  EXPECT_EQ(r.ledger.restarts, 1);
+  EXPECT_EQ(r.ledger.steps_completed, 4);  // the final result so far: attempt 2 started over from step 0
+  // Pre-flights and drains from their events; the failure-caused drain splits the MTTF.
+  EXPECT_EQ(r.preflights, 2);
+  EXPECT_EQ(r.preflight_failures, 1);
+  ASSERT_EQ(r.drains.size(), 1u);
+  EXPECT_EQ(r.failures_before_drain, 1);
+  EXPECT_EQ(r.failures_after_drain, 0);
+  EXPECT_FALSE(std::isnan(r.mttf_before_drain_s));
+}
+
+TEST(JobSoFar, ALogBeforeAnyAttemptKeepsTheReasonAlone) {
+  const double t0 = 1.7e9;
+  const auto r = job_so_far({make_event(event::job_start, t0)}, t0 + 2, "stopped");
+  EXPECT_EQ(r.stop_reason, "stopped");
+  EXPECT_DOUBLE_EQ(r.ledger.wall_s, 2.0);
+  EXPECT_EQ(r.ledger.attempts, 0);
+  EXPECT_TRUE(r.drains.empty());
+  EXPECT_TRUE(std::isnan(r.mttf_before_drain_s));  // no drain: no MTTF on either side
 }
 
 }  // namespace
