@@ -109,16 +109,21 @@ int main(int argc, char** argv) {
     if (!fb::launched_with_peers()) fb::log::set_world_size(1);
     session = std::make_unique<Session>(&argc, &argv, global, args);
     for (const auto& command : commands)
-      if (command.app->parsed()) rc = command.action(*session);
+      if (command.app->parsed()) {
+        session->set_command_name(command.app->get_name());
+        rc = command.action(*session);
+      }
   } catch (const fb::Error& e) {
     const bool runtime = e.kind() == fb::ErrorKind::runtime;
     // Usage and input errors are found alike on every rank (same arguments, same files): rank 0 reports.
     // A runtime failure may be one rank's alone: it reports, and the job is aborted so no rank hangs.
     if (runtime || root) print_error(e.what());
+    if (session) session->discard_startup_report();  // an error writes no report; the abort skips ~Session
     if (runtime) fb::abort_job_if_shared(3);
     return fb::exit_code_for(e.kind());
   } catch (const std::exception& e) {
     print_error(std::string("internal error: ") + e.what());
+    if (session) session->discard_startup_report();
     fb::abort_job_if_shared(3);
     return 3;
   }

@@ -1,6 +1,7 @@
 #include "tools/session.hpp"
 
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <algorithm>
 #include <array>
@@ -8,6 +9,8 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <optional>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -18,6 +21,7 @@
 #include "core/units.hpp"
 #include "reports/report_json.hpp"
 #include "reports/suite_step_extra.hpp"
+#include "tools/interrupt_report.hpp"
 #include "workloads/run_environment.hpp"
 #include "workloads/telemetry_report.hpp"
 
@@ -41,6 +45,7 @@ Session::Session(int* argc, char*** argv, GlobalOptions options, std::vector<std
 }
 
 Session::~Session() {
+  discard_startup_report();
   telemetry_.reset();  // the sampler reads the device: stop it first
   backend_.reset();    // device memory and streams go before MPI finalises
 }
@@ -68,6 +73,48 @@ MpiContext& Session::mpi() {
     });
   }
   return *mpi_;
+}
+
+namespace {
+std::optional<std::pair<unsigned long long, unsigned long long>> file_identity(
+    const std::filesystem::path& p) {
+  struct stat st {};
+  if (::stat(p.c_str(), &st) != 0) return std::nullopt;
+  return std::pair<unsigned long long, unsigned long long>(st.st_dev, st.st_ino);
+}
+}  // namespace
+
+void Session::write_startup_report() {
+  if (options_.output.empty() || checking_only_) return;
+  const auto target = write_target(options_.output);
+  if (target.in_place) return;  // -o /dev/stdout: the report is printed once, at the end
+  try {
+    // This process's facts alone (the job's would need every rank, which is what the start-up is doing):
+    // the command, the start, the job's size and hosts.
+    auto report = workloads::begin_report(nullptr, nullptr, command_line());
+    report.run["started_at"] = started_at_;
+    report.run["finished_at"] = workloads::utc_timestamp();
+    report.run["world_size"] = mpi_->size();
+    report.run["hosts"] = mpi_->unique_hosts();
+    report.run["seed"] = options_.seed;
+    report.results.push_back(unfinished_result(
+        command_name_, "nothing was measured (it ended in the start-up: MPI, the device, the peak probe)"));
+    reports::write_report(options_.output, report);
+    if (const auto id = file_identity(target.path))
+      startup_report_ = StartupReport{target.path, id->first, id->second};
+  } catch (const std::exception& e) {  // the run goes on; its report is written at its end as before
+    log::warn("the start-up report was not written to {}: {}", options_.output, e.what());
+  }
+}
+
+void Session::discard_startup_report() {
+  if (!startup_report_) return;
+  const auto placeholder = *std::exchange(startup_report_, std::nullopt);
+  const auto now = file_identity(placeholder.path);
+  if (now && now->first == placeholder.device && now->second == placeholder.inode) {
+    std::error_code ec;
+    std::filesystem::remove(placeholder.path, ec);
+  }
 }
 
 // Before a long benchmark, not after it: the report's directory must exist and take files (rank 0 writes).
@@ -153,6 +200,9 @@ void Session::set_checking_only(bool on) {
 Backend& Session::backend() {
   if (!backend_) {
     auto& m = mpi();
+    // Once the command's input is checked (a suite's -o against its steps' files too), before the device's
+    // start-up (CUDA, NCCL, the peak probe).
+    if (m.is_root()) write_startup_report();
     backend_ = make_backend(parse_backend_choice(options_.backend), m.local_rank(), m.local_size());
     if (telemetry_options_.mode != TelemetryMode::off) {
       telemetry_ = make_telemetry_sampler(telemetry_options_, backend_->device());

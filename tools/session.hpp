@@ -2,6 +2,7 @@
 // What every subcommand gets: the global options, MPI and the backend (created on first use, so commands
 // that need neither start instantly), and the one place a report is finished and written.
 #include <cstdint>
+#include <filesystem>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -116,6 +117,13 @@ class Session {
   void check_together(std::function<void()> check) { together_.push_back(std::move(check)); }
   std::vector<std::function<void()>> take_checks_together() { return std::exchange(together_, {}); }
 
+  // The subcommand this session runs ("collective"): the benchmark of the start-up report's result.
+  void set_command_name(std::string name) { command_name_ = std::move(name); }
+  // The start-up report (rank 0, -o a regular file, written as the backend starts): removed while it is still
+  // what -o holds, i.e. no report was written since. An Error says why there is no report, and a command that
+  // ended without one leaves none; the destructor calls it too, main before it aborts the job.
+  void discard_startup_report();
+
   // -o/--output names a file rank 0 can create (usage error otherwise), and none of `inputs` (the files
   // report, compare and import read) nor a file named by another argument (a suite, a model, a failure
   // model): writing one would destroy it. Checked with MPI's start; the
@@ -145,6 +153,18 @@ class Session {
   bool checking_only_ = false;
   std::vector<std::function<void()>> together_;
   std::function<void()> save_so_far_;
+  std::string command_name_ = "factorybench";
+  // Rank 0 as the backend starts: -o holds a report of the run's facts and a failed "unfinished" result until
+  // the command's first write replaces it, so a job killed in its start-up (MPI, the device, NCCL, the peak
+  // probe: seconds, and for ever where NCCL's set-up hangs) says so, where an earlier run's report was left
+  // to be read as this one's. Identified by its file's device and inode: every write renames a new file over
+  // it (core/atomic_file.hpp).
+  void write_startup_report();
+  struct StartupReport {
+    std::filesystem::path path;
+    unsigned long long device = 0, inode = 0;
+  };
+  std::optional<StartupReport> startup_report_;
 };
 
 using CommandAction = std::function<int(Session&)>;

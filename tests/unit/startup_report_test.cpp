@@ -1,0 +1,106 @@
+// The start-up report (tools/session.hpp): as the backend starts, rank 0's -o holds the run's facts and a
+// failed "unfinished" result, so a job killed before its command's first write says so instead of leaving an
+// earlier run's report to be read as its own; it goes again when nothing replaced it (an Error, a command
+// that wrote no report). A world of one process (MPI singleton).
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "core/mpi_context.hpp"
+#include "reports/report_json.hpp"
+#include "tools/session.hpp"
+
+namespace fb::tools {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct StartupReportTest : ::testing::Test {
+  fs::path dir = fs::temp_directory_path() / ("fb-startup-report-" + std::to_string(::getpid()));
+  fs::path out = dir / "r.json";
+  int argc = 1;
+  char arg0[13] = "factorybench";
+  char* argv_storage[2] = {arg0, nullptr};
+  char** argv = argv_storage;
+
+  static void SetUpTestSuite() {
+    static MpiContext mpi(nullptr, nullptr);  // owns MPI's init: the sessions' contexts share it
+  }
+  void SetUp() override {
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+  }
+  void TearDown() override { fs::remove_all(dir); }
+
+  std::unique_ptr<Session> session_writing(const std::string& output, const std::string& command) {
+    GlobalOptions o;
+    o.output = output;
+    o.quiet = true;
+    o.telemetry = "off";
+    o.backend = "host";
+    auto s = std::make_unique<Session>(&argc, &argv, o, std::vector<std::string>{command});
+    s->set_command_name(command);
+    return s;
+  }
+};
+
+TEST_F(StartupReportTest, ReplacesAnEarlierReportAsTheBackendStartsAndGoesWhenNothingReplacedIt) {
+  std::ofstream(out) << "{\"an earlier run's report\": true}\n";
+  auto session = session_writing(out.string(), "collective");
+  session->backend();
+  ASSERT_TRUE(fs::exists(out));
+  const auto written = reports::read_report(out);
+  ASSERT_EQ(written.results.size(), 1u);
+  const auto& r = written.results[0];
+  EXPECT_EQ(r.benchmark, "collective");
+  EXPECT_EQ(r.name, "unfinished");
+  EXPECT_EQ(r.status, reports::Status::failed);
+  EXPECT_EQ(r.params.value("test", ""), "unfinished");
+  EXPECT_EQ(r.error.value_or(""),
+            "did not finish: the job ended before the run did (killed or crashed): nothing was measured (it "
+            "ended in the start-up: MPI, the device, the peak probe)");
+  EXPECT_EQ(written.run.value("command", ""), "factorybench collective");
+  EXPECT_EQ(written.run.value("world_size", 0), 1);
+  EXPECT_FALSE(written.run.value("started_at", "").empty());
+  EXPECT_EQ(written.run.value("seed", 0), 42);
+  // An Error in the start-up (main calls this before it aborts the job): no report, and not the earlier one.
+  session->discard_startup_report();
+  EXPECT_FALSE(fs::exists(out));
+}
+
+TEST_F(StartupReportTest, AReportWrittenSinceIsKept) {
+  {
+    auto session = session_writing(out.string(), "gemm");
+    session->backend();
+    reports::Report mine;
+    mine.tool = {{"name", "factorybench"}};
+    mine.run = {{"id", "the command's"}};
+    reports::write_report(out, mine);  // the report so far, or the final one: a new file renamed over it
+    session->discard_startup_report();
+    ASSERT_TRUE(fs::exists(out));
+    EXPECT_EQ(reports::read_report(out).run.value("id", ""), "the command's");
+  }  // ~Session leaves it too
+  EXPECT_TRUE(fs::exists(out));
+}
+
+TEST_F(StartupReportTest, ACommandThatEndsWithoutAReportLeavesNone) {
+  { session_writing(out.string(), "gemm")->backend(); }
+  EXPECT_FALSE(fs::exists(out));
+}
+
+TEST_F(StartupReportTest, NotInASuitesPreflightNorWithoutOutput) {
+  auto checking = session_writing(out.string(), "gemm");
+  checking->set_checking_only(true);
+  checking->backend();
+  EXPECT_FALSE(fs::exists(out));
+  auto none = session_writing("", "gemm");
+  none->backend();
+  EXPECT_TRUE(fs::is_empty(dir));
+}
+
+}  // namespace
+}  // namespace fb::tools
