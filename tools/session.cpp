@@ -1,7 +1,6 @@
 #include "tools/session.hpp"
 
 #include <stdlib.h>
-#include <sys/stat.h>
 #include <unistd.h>
 #include <algorithm>
 #include <array>
@@ -75,15 +74,6 @@ MpiContext& Session::mpi() {
   return *mpi_;
 }
 
-namespace {
-std::optional<std::pair<unsigned long long, unsigned long long>> file_identity(
-    const std::filesystem::path& p) {
-  struct stat st {};
-  if (::stat(p.c_str(), &st) != 0) return std::nullopt;
-  return std::pair<unsigned long long, unsigned long long>(st.st_dev, st.st_ino);
-}
-}  // namespace
-
 void Session::write_startup_report() {
   if (options_.output.empty() || checking_only_) return;
   const auto target = write_target(options_.output);
@@ -99,9 +89,9 @@ void Session::write_startup_report() {
     report.run["seed"] = options_.seed;
     report.results.push_back(unfinished_result(
         command_name_, "nothing was measured (it ended in the start-up: MPI, the device, the peak probe)"));
-    reports::write_report(options_.output, report);
-    if (const auto id = file_identity(target.path))
-      startup_report_ = StartupReport{target.path, id->first, id->second};
+    std::string text = reports::to_json(report).dump(2) + "\n";
+    write_file_atomic(target.path, text);
+    startup_report_ = StartupReport{target.path, std::move(text)};
   } catch (const std::exception& e) {  // the run goes on; its report is written at its end as before
     log::warn("the start-up report was not written to {}: {}", options_.output, e.what());
   }
@@ -110,11 +100,15 @@ void Session::write_startup_report() {
 void Session::discard_startup_report() {
   if (!startup_report_) return;
   const auto placeholder = *std::exchange(startup_report_, std::nullopt);
-  const auto now = file_identity(placeholder.path);
-  if (now && now->first == placeholder.device && now->second == placeholder.inode) {
-    std::error_code ec;
-    std::filesystem::remove(placeholder.path, ec);
+  // By its bytes, not its inode: a later report's file, renamed over it, can get the freed inode back.
+  std::error_code ec;
+  if (std::filesystem::file_size(placeholder.path, ec) != placeholder.text.size() || ec) return;
+  try {
+    if (read_text_file(placeholder.path) != placeholder.text) return;
+  } catch (const std::exception&) {
+    return;
   }
+  std::filesystem::remove(placeholder.path, ec);
 }
 
 // Before a long benchmark, not after it: the report's directory must exist and take files (rank 0 writes).

@@ -157,12 +157,11 @@ class Session {
   // Rank 0 as the backend starts: -o holds a report of the run's facts and a failed "unfinished" result until
   // the command's first write replaces it, so a job killed in its start-up (MPI, the device, NCCL, the peak
   // probe: seconds, and for ever where NCCL's set-up hangs) says so, where an earlier run's report was left
-  // to be read as this one's. Identified by its file's device and inode: every write renames a new file over
-  // it (core/atomic_file.hpp).
+  // to be read as this one's. Known by its bytes (its run facts and start time make them this run's).
   void write_startup_report();
   struct StartupReport {
     std::filesystem::path path;
-    unsigned long long device = 0, inode = 0;
+    std::string text;
   };
   std::optional<StartupReport> startup_report_;
 };

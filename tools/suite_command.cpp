@@ -192,18 +192,13 @@ int run_suite(const SuiteOptions& opt, Session& session) {
     std::string error;
     session.collect_into(&report, step.name);
     // Nothing lost if the job ends inside this step (killed, crashed, out of memory, at a time limit): -o
-    // already holds the steps before it, this one as not finished and the rest as not run. A hang the
-    // step's watchdog finds (health, locate) is written the same way on rank 0, with its diagnosis; the other
-    // ranks hold no results to write.
+    // (a regular file) holds the steps before it, this one as not finished and the rest as not run, from the
+    // moment the step's InterruptReport below is armed (its report so far), and then with what the step
+    // measured. A hang the step's watchdog finds (health, locate) is written the same way on rank 0, with its
+    // diagnosis; the other ranks hold no results to write. `-o /dev/stdout` gets the one report at the end.
     const bool root = session.is_root();
-    const auto& output = session.options().output;
     auto unfinished = step_result(step);
     unfinished.fail("did not finish: the job ended during this step (killed, crashed or hung)");
-    if (root && !output.empty()) {
-      auto pending = report_ending_in(report, step_log, suite, index - 1, unfinished);
-      pending.run["finished_at"] = workloads::utc_timestamp();
-      reports::write_report(output, pending);
-    }
     session.set_suite_hang_report(
         [&, root, at = index - 1](const reports::Result& hang) -> std::optional<reports::Report> {
           if (!root) return std::nullopt;

@@ -12,6 +12,15 @@ run_capture ok fb_mpirun 2 suite "$T/ok.json" --backend host -o "$T/ok-report.js
 [ "$RC" -eq 0 ] || fail "suite exited $RC: $(cat "$T/ok.err")"
 validate "$T/ok-report.json"
 assert_json "$T/ok-report.json" "len(d['results']) == 2 and d['results'][1]['name'] == 'second/peak'" "one report, unique result names"
+# -o /dev/stdout: the report once, at the end (the report so far is kept in regular files alone), so that stdout
+# under -q is one JSON document. It was one more per step, each written before the step ran.
+cat >"$T/two_gemms.json" <<'JSON'
+{"steps": [{"name": "g1", "command": "gemm", "args": "--m 64 --n 64 --k 64 --iters 3 --warmup 1"},
+           {"name": "g2", "command": "gemm", "args": "--m 32 --n 32 --k 32 --iters 3 --warmup 1"}]}
+JSON
+run_capture stdout fb_mpirun 2 suite "$T/two_gemms.json" --backend host -q -o /dev/stdout
+[ "$RC" -eq 0 ] && "$PY" -c "import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if [r['name'] for r in d['results']] == ['fp32/64x64x64', 'fp32/32x32x32'] else 1)" "$T/stdout.out" \
+  && ok "-o /dev/stdout: one report on stdout, with both steps" || fail "-o /dev/stdout: exit $RC: $(head -c 600 "$T/stdout.out")"
 # An injected rank outside the job is the suite's error, not its first step's (a gemm, which takes none).
 cat >"$T/gemm_only.json" <<'JSON'
 {"steps": [{"name": "g1", "command": "gemm", "args": "--m 64 --n 64 --k 64 --iters 3 --warmup 1"}]}
