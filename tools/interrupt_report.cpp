@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <iostream>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <utility>
 
@@ -91,12 +92,20 @@ InterruptReport::InterruptReport(Session& session, std::string command,
     session.set_step_so_far(std::move(so_far), std::move(close));
     return;
   }
-  auto make = session.hang_report(so_far);
-  if (print && !session.options().quiet)
+  if (print && !session.options().quiet) {
+    // At the signal the console and the report show the same run: what is printed is what is written, not
+    // a second read (a resilience job's event log grows in between). The signal's print comes before any
+    // further save (arm: g_ended), so the saves so far read afresh.
+    auto at_signal = std::make_shared<std::optional<reports::Report>>();
+    auto make = session.hang_report([at_signal, so_far] { return *at_signal ? **at_signal : so_far(); });
     arm(session, std::move(command), std::move(make), kResultsKept,
-        [so_far = std::move(so_far), print = std::move(print)] { print(so_far()); });
-  else
-    arm(session, std::move(command), std::move(make), kResultsKept, {});
+        [at_signal, so_far = std::move(so_far), print = std::move(print)] {
+          *at_signal = so_far();
+          print(**at_signal);
+        });
+  } else {
+    arm(session, std::move(command), session.hang_report(so_far), kResultsKept, {});
+  }
 }
 
 InterruptReport::InterruptReport(Session& session, std::string command, Session::HangReport make,

@@ -58,6 +58,10 @@ for sig in KILL TERM INT; do
   if [ "$sig" != KILL ]; then
     grep -q "^# resilience: stopped by a signal; the job so far:$" "$T/$sig.out" && grep -q "failure: crash on rank 1 (attempt 1)" "$T/$sig.out" \
       && ok "SIG$sig: the console shows the job so far" || fail "SIG$sig: console: $(cat "$T/$sig.out")"
+    # What is printed is what is written: one read of the event log for both (it grows in between).
+    printed=$(grep -oE '^tiny-dense/ranks2/policy-none: [0-9]+ steps' "$T/$sig.out" | grep -oE '[0-9]+ steps' | grep -oE '[0-9]+')
+    assert_json "$T/$sig.json" "d['results'][0]['metrics']['steps_completed']['value'] == ${printed:--1}" \
+      "SIG$sig: the console's steps ($printed) are the report's"
     grep -q "^error: resilience: INTERRUPTED by SIG$sig$" "$T/$sig.err" && ok "SIG$sig: says it was interrupted" || fail "SIG$sig: $(cat "$T/$sig.err")"
   fi
 done
