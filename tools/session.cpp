@@ -75,7 +75,9 @@ MpiContext& Session::mpi() {
 }
 
 void Session::write_startup_report() {
-  if (options_.output.empty() || checking_only_) return;
+  // In a suite -o is the suite's report, which it keeps itself (a step's start-up would replace the steps
+  // before it); only a suite's own start (its --backend cuda check) gets one, until its first step's.
+  if (options_.output.empty() || in_suite()) return;
   const auto target = write_target(options_.output);
   if (target.in_place) return;  // -o /dev/stdout: the report is printed once, at the end
   try {

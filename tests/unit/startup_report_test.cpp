@@ -95,11 +95,22 @@ TEST_F(StartupReportTest, ACommandThatEndsWithoutAReportLeavesNone) {
   EXPECT_FALSE(fs::exists(out));
 }
 
-TEST_F(StartupReportTest, NotInASuitesPreflightNorWithoutOutput) {
+TEST_F(StartupReportTest, NotInASuitesStepOrPreflightNorWithoutOutput) {
   auto checking = session_writing(out.string(), "gemm");
   checking->set_checking_only(true);
   checking->backend();
   EXPECT_FALSE(fs::exists(out));
+  // A step whose command starts the backend: -o holds the suite's report so far, which stays.
+  std::ofstream(out) << "the suite's report so far\n";
+  auto step = session_writing(out.string(), "suite");
+  reports::Report suite;
+  step->collect_into(&suite, "first");
+  step->backend();
+  std::ifstream in(out);
+  std::string line;
+  std::getline(in, line);
+  EXPECT_EQ(line, "the suite's report so far");
+  fs::remove(out);
   auto none = session_writing("", "gemm");
   none->backend();
   EXPECT_TRUE(fs::is_empty(dir));
