@@ -59,6 +59,27 @@ assert_json "$T/hung.json" "[e['verdict'] for e in $(ev preflight)] == ['error']
 assert_json "$T/hung.json" "$R['metrics']['steps_completed']['value'] == 4" "a hung check: the job still runs"
 ls -d "$T/hung"/fb-hang-* >/dev/null 2>&1 && ok "the watchdog's files are in the run dir" || fail "no fb-hang-* in the run dir: $(ls "$T/hung")"
 
+# --- The check killed (SIGKILL of its ranks: the OOM killer, a node's reboot), here while it is stuck in the hung
+# all-reduce (its watchdog set far off): its report so far ends "unfinished", and the event says the check did
+# not finish, not that its report is malformed; the job is launched anyway.
+KILL_COMMON=("${COMMON[@]}")
+KILL_COMMON[${#KILL_COMMON[@]}-1]="${KILL_COMMON[${#KILL_COMMON[@]}-1]} --hang-timeout 120s"
+FACTORYBENCH_TEST_PREFLIGHT_HANG_SLOT=1 "$FACTORYBENCH" resilience --ranks 2 "${KILL_COMMON[@]}" --steps 4 --faults none \
+  --run-dir "$T/killed" -o "$T/killed.json" >"$T/killed.out" 2>"$T/killed.err" &
+sup=$!
+launcher=""
+for _ in $(seq 1 240); do  # the check's report so far is there, and its launcher
+  launcher=$(pgrep -f -- "^mpirun .*$T/killed/preflight-1.json" | head -1 || true)
+  [ -n "$launcher" ] && [ -s "$T/killed/preflight-1.json" ] && [ -n "$(pgrep -P "$launcher" || true)" ] && break
+  sleep 0.25
+done
+[ -n "$launcher" ] || { kill -9 "$sup"; die "killed: the pre-flight never started: $(cat "$T/killed.err")"; }
+pkill -KILL -P "$launcher"
+set +e; wait "$sup"; rc=$?; set -e
+[ "$rc" -eq 0 ] || { cat "$T/killed.out" "$T/killed.err" >&2; die "a killed check: exit $rc"; }
+assert_json "$T/killed.json" "[e['verdict'] for e in $(ev preflight)] == ['error'] and $(ev preflight)[0]['error'].startswith('the health check did not finish: the job ended before the run did (killed or crashed)')" "a killed check: the event says it did not finish"
+assert_json "$T/killed.json" "$R['metrics']['steps_completed']['value'] == 4" "a killed check: the job still runs"
+
 # A typo in --preflight-args: health refuses it before every attempt, so the job stops unlaunched with the
 # reason (as a training job that rejects its options does), instead of running with no pre-flight at all.
 run_capture typo "$FACTORYBENCH" resilience --ranks 2 --launcher mpirun --launcher-args "--oversubscribe" \
