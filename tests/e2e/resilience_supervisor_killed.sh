@@ -65,4 +65,24 @@ for sig in KILL TERM INT; do
     grep -q "^error: resilience: INTERRUPTED by SIG$sig$" "$T/$sig.err" && ok "SIG$sig: says it was interrupted" || fail "SIG$sig: $(cat "$T/$sig.err")"
   fi
 done
+
+# --policy compare stopped in its second job (drain): the first job's result as it ended, the second's so far;
+# no comparison of a finished job with one cut short, and the totals named as the running job's.
+"$FACTORYBENCH" resilience --ranks 2 --launcher-args "--oversubscribe" --model tiny-dense --checkpoint-every 1000 \
+  --policy compare --spares 1 --steps 1500 --faults "crash@step=30,rank=1" --run-dir "$T/run-compare" -o "$T/compare.json" \
+  >"$T/compare.out" 2>"$T/compare.err" &
+sup=$!
+for _ in $(seq 1 480); do  # the drain job's attempt 2 (the second "attempt 2" of the run)
+  [ "$(grep -c '^resilience: attempt 2 ' "$T/compare.err" 2>/dev/null)" -ge 2 ] && break
+  sleep 0.25
+done
+[ "$(grep -c '^resilience: attempt 2 ' "$T/compare.err")" -ge 2 ] || { kill -9 "$sup"; cat "$T/compare.err" >&2; die "compare: the drain job never restarted"; }
+kill -TERM "$sup"
+set +e; wait "$sup"; rc=$?; set -e
+[ "$rc" = 143 ] && ok "compare, SIGTERM: exit 143" || fail "compare, SIGTERM: exit $rc"
+validate "$T/compare.json"
+assert_json "$T/compare.json" "[(r['name'], r['status']) for r in d['results']] == [('tiny-dense/ranks2/policy-none', 'ok'), ('tiny-dense/ranks2/policy-drain', 'failed'), ('interrupted', 'failed')] and 'the supervisor was stopped while the job ran (attempt 2, step ' in d['results'][1]['error']" \
+  "compare, SIGTERM: the none job as it ended, the drain job so far, then 'interrupted'"
+assert_json "$T/compare.json" "'compare' not in d['summary'] and d['summary']['totals_policy'] == 'drain' and {e.get('policy') for e in d['events']} == {'none', 'drain'}" \
+  "compare, SIGTERM: no comparison with a job cut short; totals and events named by policy"
 finish
