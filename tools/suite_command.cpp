@@ -21,6 +21,7 @@
 #include "core/json_file.hpp"
 #include "core/logging.hpp"
 #include "core/rank_collectives.hpp"
+#include "core/units.hpp"
 #include "reports/headline.hpp"
 #include "reports/report_json.hpp"
 #include "reports/suite_step_extra.hpp"
@@ -264,8 +265,9 @@ int run_suite(const SuiteOptions& opt, Session& session) {
     }
     step_log.push_back(
         {{"name", step.name}, {"args", step.args}, {"exit_code", step_rc}, {"seconds", seconds}});
-    log::info("[{}/{}] {}: {} ({:.1f} s){}", index, suite.steps.size(), step.name, ok ? "ok" : "FAILED",
-              seconds, error.empty() ? "" : ": " + error);
+    // "26.1 ms", not "0.0 s": the quick steps of a suite read as not having run at all.
+    log::info("[{}/{}] {}: {} ({}){}", index, suite.steps.size(), step.name, ok ? "ok" : "FAILED",
+              format_duration(seconds), error.empty() ? "" : ": " + error);
     if (!all_ok) rc = 1;
     if (!all_ok && opt.fail_fast) {
       log::info("--fail-fast: stopping after the failed step");

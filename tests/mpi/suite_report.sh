@@ -117,7 +117,9 @@ run_capture overlap fb_mpirun 2 suite "$T/overlap.json" --backend host -o "$T/ov
 assert_json "$T/overlap-report.json" "[r['name'] for r in d['results'] if r['extra'].get('suite_step') == 'narrow'] == ['narrow/allreduce/fp32/2048', 'narrow/allreduce/fp32/4096', 'narrow/allreduce/fp32/8192', 'narrow/avg_busbw'] and [r['name'] for r in d['results'] if r['extra'].get('suite_step') == 'wide'] == ['allreduce/fp32/1024', 'allreduce/fp32/2048', 'allreduce/fp32/4096', 'avg_busbw']" "overlapping sweeps: the second step's results all named for it"
 assert_json "$T/ok-report.json" "[s['name'] for s in d['summary']['suite']['steps']] == ['first', 'second']" "steps logged"
 assert_json "$T/ok-report.json" "d['run']['world_size'] == 2" "world size"
-grep -q "\[2/2\] second: ok" "$T/ok.err" && ok "progress lines" || fail "progress lines: $(cat "$T/ok.err")"
+# Each step's time in a unit that shows it (a 25 ms step read "0.0 s", as if it had not run).
+grep -qE "^\[2/2\] second: ok \([1-9][0-9.]* (us|ms|s)\)$" "$T/ok.err" && ! grep -q "(0.0 s)" "$T/ok.err" \
+  && ok "progress lines, each step's time in its unit" || fail "progress lines: $(cat "$T/ok.err")"
 
 # The quickstart preset: every step's results in one report under 4 ranks.
 run_capture quick fb_mpirun 4 suite quickstart --backend host -o "$T/quick.json"
