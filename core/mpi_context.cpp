@@ -176,8 +176,13 @@ int slurm_task_local_id(int mpi_rank) {
 
 namespace {
 
-// This process's rank as its launcher set it, when the launcher started more than one process.
-std::optional<int> rank_among_peers() {
+struct LauncherPlace {
+  int rank = 0;
+  std::optional<int> size;
+};
+
+// This process's rank (and the world's size) as its launcher set them, when it started more than one process.
+std::optional<LauncherPlace> place_among_peers() {
   // A rank counts only with the launcher's world size beside it, above one: a variable left over from an
   // outer job (SLURM_PROCID=1 in a task's shell, without SLURM_NTASKS) must not make a process that is
   // alone keep its errors and its report to itself. PMIx sets no size variable; Open MPI's comes with it.
@@ -189,12 +194,14 @@ std::optional<int> rank_among_peers() {
   for (const auto& [rank_var, size_var] : kVars) {
     const char* rank = std::getenv(rank_var);
     if (!rank) continue;
+    LauncherPlace place{std::atoi(rank), std::nullopt};
     if (size_var) {
       const char* size = std::getenv(size_var);
       if (!size && std::string_view(rank_var) == "SLURM_PROCID") size = std::getenv("SLURM_NPROCS");
       if (!size || std::atoi(size) <= 1) continue;
+      place.size = std::atoi(size);
     }
-    return std::atoi(rank);
+    return place;
   }
   return std::nullopt;
 }
@@ -202,11 +209,17 @@ std::optional<int> rank_among_peers() {
 }  // namespace
 
 int launcher_rank() {
-  return rank_among_peers().value_or(0);
+  const auto place = place_among_peers();
+  return place ? place->rank : 0;
 }
 
 bool launched_with_peers() {
-  return rank_among_peers().has_value();
+  return place_among_peers().has_value();
+}
+
+std::optional<int> launcher_world_size() {
+  const auto place = place_among_peers();
+  return place ? place->size : std::nullopt;
 }
 
 std::string mpi_library_version() {

@@ -4,6 +4,7 @@
 // .cpp files (core/mpi_handles.hpp); other layers use rank_collectives.hpp and communicator.hpp.
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -64,6 +65,8 @@ class MpiContext {
 int launcher_rank();
 // Whether a launcher started this process among others (a world of more than one rank, by its environment).
 bool launched_with_peers();
+// The launcher's world size, where its environment gives one (PMIx alone sets none), above one.
+std::optional<int> launcher_world_size();
 
 // SLURM_LOCALID when this process is task `mpi_rank` of an srun step (SLURM_PROCID == mpi_rank), else -1.
 // Ranks that mpirun started inside an allocation inherit the batch step's SLURM_LOCALID=0 and fail the check.

@@ -61,7 +61,12 @@ std::string Session::command_line() const {
 
 MpiContext& Session::mpi() {
   if (!mpi_) {
+    // Before MPI's start too: MPI_Init waits for every rank, and a rank that never comes (a node that did not
+    // start it, a launcher stuck on one) keeps rank 0 there until the scheduler's limit. Rank 0 by the
+    // launcher's word; a lone process (no launcher) starts MPI at once and writes it with the backend.
+    if (launched_with_peers() && launcher_rank() == 0) write_startup_report();
     mpi_ = std::make_unique<MpiContext>(argc_, argv_);
+    if (!mpi_->is_root()) startup_report_.reset();  // rank 0's file now, if the launcher's word was wrong
     log::configure(mpi_->rank(), log::parse_level(options_.log_level), options_.quiet);
     log::set_world_size(mpi_->size());
     mpi_->require_same_arguments(args_);
@@ -80,17 +85,37 @@ void Session::write_startup_report() {
   if (options_.output.empty() || in_suite()) return;
   const auto target = write_target(options_.output);
   if (target.in_place) return;  // -o /dev/stdout: the report is printed once, at the end
+  if (!mpi_) {
+    // -o is checked with MPI's start, on every rank: here, before it, only what rank 0 can see alone, and
+    // nothing is written where that check would refuse -o (an input it would destroy). A suite's steps'
+    // files are read after MPI's start: its report waits for the backend.
+    if (command_name_ == "suite") return;
+    try {
+      check_output_writable();
+    } catch (const std::exception&) {
+      return;  // said, on every rank, once MPI is up
+    }
+  }
   try {
     // This process's facts alone (the job's would need every rank, which is what the start-up is doing):
-    // the command, the start, the job's size and hosts.
+    // the command, the start, the job's size and hosts (before MPI: the launcher's size and this host).
     auto report = workloads::begin_report(nullptr, nullptr, command_line());
     report.run["started_at"] = started_at_;
     report.run["finished_at"] = workloads::utc_timestamp();
-    report.run["world_size"] = mpi_->size();
-    report.run["hosts"] = mpi_->unique_hosts();
+    if (mpi_) {
+      report.run["world_size"] = mpi_->size();
+      report.run["hosts"] = mpi_->unique_hosts();
+    } else {
+      // begin_report gave this host; PMIx alone does not say the size: null, "unknown".
+      const auto size = launcher_world_size();
+      report.run["world_size"] = size ? nlohmann::json(*size) : nlohmann::json(nullptr);
+    }
     report.run["seed"] = options_.seed;
     report.results.push_back(unfinished_result(
-        command_name_, "nothing was measured (it ended in the start-up: MPI, the device, the peak probe)"));
+        command_name_, mpi_ ? "nothing was measured (it ended in the start-up, after MPI's: the device, the "
+                              "peak probe)"
+                            : "nothing was measured (it ended in MPI's start-up, which waits for every rank "
+                              "to join)"));
     std::string text = reports::to_json(report).dump(2) + "\n";
     write_file_atomic(target.path, text);
     startup_report_ = StartupReport{target.path, std::move(text)};

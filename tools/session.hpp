@@ -154,10 +154,11 @@ class Session {
   std::vector<std::function<void()>> together_;
   std::function<void()> save_so_far_;
   std::string command_name_ = "factorybench";
-  // Rank 0 as the backend starts: -o holds a report of the run's facts and a failed "unfinished" result until
-  // the command's first write replaces it, so a job killed in its start-up (MPI, the device, NCCL, the peak
-  // probe: seconds, and for ever where NCCL's set-up hangs) says so, where an earlier run's report was left
-  // to be read as this one's. Known by its bytes (its run facts and start time make them this run's).
+  // Rank 0 before MPI's start (by the launcher's word) and again as the backend starts: -o holds a report of
+  // the run's facts and a failed "unfinished" result until the command's first write replaces it, so a job
+  // killed in its start-up (MPI, waiting for every rank; the device, NCCL, the peak probe: seconds, and for
+  // ever where a rank never joins or NCCL's set-up hangs) says so, where an earlier run's report was left to
+  // be read as this one's. Known by its bytes (its run facts and start time make them this run's).
   void write_startup_report();
   struct StartupReport {
     std::filesystem::path path;

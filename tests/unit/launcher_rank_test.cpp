@@ -5,6 +5,7 @@
 
 #include <cstdlib>
 #include <initializer_list>
+#include <optional>
 
 #include "core/mpi_context.hpp"
 
@@ -24,23 +25,30 @@ struct CleanLauncherEnvironment : ::testing::Test {
 
 TEST_F(CleanLauncherEnvironment, NoLauncherIsRankZero) {
   EXPECT_EQ(launcher_rank(), 0);
+  EXPECT_FALSE(launched_with_peers());
+  EXPECT_EQ(launcher_world_size(), std::nullopt);
 }
 
 TEST_F(CleanLauncherEnvironment, ARankWithItsWorldSizeCounts) {
   setenv("OMPI_COMM_WORLD_RANK", "3", 1);
   setenv("OMPI_COMM_WORLD_SIZE", "4", 1);
   EXPECT_EQ(launcher_rank(), 3);
+  EXPECT_EQ(launcher_world_size(), 4);  // the start-up report's world_size before MPI is up
   SetUp();
   setenv("SLURM_PROCID", "2", 1);
   setenv("SLURM_NTASKS", "8", 1);
   EXPECT_EQ(launcher_rank(), 2);
+  EXPECT_EQ(launcher_world_size(), 8);
   SetUp();
   setenv("SLURM_PROCID", "2", 1);
   setenv("SLURM_NPROCS", "8", 1);  // older Slurm
   EXPECT_EQ(launcher_rank(), 2);
+  EXPECT_EQ(launcher_world_size(), 8);
   SetUp();
   setenv("PMIX_RANK", "5", 1);  // PMIx has no size variable
   EXPECT_EQ(launcher_rank(), 5);
+  EXPECT_TRUE(launched_with_peers());
+  EXPECT_EQ(launcher_world_size(), std::nullopt);
 }
 
 // A variable left over from an outer job, without a world size (or a world of one), leaves a process that is
@@ -53,6 +61,7 @@ TEST_F(CleanLauncherEnvironment, ALeftoverRankWithoutAWorldIsAlone) {
   SetUp();
   setenv("PMI_RANK", "1", 1);
   EXPECT_EQ(launcher_rank(), 0);
+  EXPECT_EQ(launcher_world_size(), std::nullopt);
 }
 
 }  // namespace

@@ -1,15 +1,18 @@
-// The start-up report (tools/session.hpp): as the backend starts, rank 0's -o holds the run's facts and a
-// failed "unfinished" result, so a job killed before its command's first write says so instead of leaving an
-// earlier run's report to be read as its own; it goes again when nothing replaced it (an Error, a command
-// that wrote no report). A world of one process (MPI singleton).
+// The start-up report (tools/session.hpp): as the backend starts (and, launched among peers, before MPI's
+// start), rank 0's -o holds the run's facts and a failed "unfinished" result, so a job killed before its
+// command's first write says so instead of leaving an earlier run's report to be read as its own; it goes
+// again when nothing replaced it (an Error, a command that wrote no report). A world of one process (MPI
+// singleton).
 #include <gtest/gtest.h>
 
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
 
+#include "core/error.hpp"
 #include "core/mpi_context.hpp"
 #include "reports/report_json.hpp"
 #include "tools/session.hpp"
@@ -62,7 +65,7 @@ TEST_F(StartupReportTest, ReplacesAnEarlierReportAsTheBackendStartsAndGoesWhenNo
   EXPECT_EQ(r.params.value("test", ""), "unfinished");
   EXPECT_EQ(r.error.value_or(""),
             "did not finish: the job ended before the run did (killed or crashed): nothing was measured (it "
-            "ended in the start-up: MPI, the device, the peak probe)");
+            "ended in the start-up, after MPI's: the device, the peak probe)");
   EXPECT_EQ(written.run.value("command", ""), "factorybench collective");
   EXPECT_EQ(written.run.value("world_size", 0), 1);
   EXPECT_FALSE(written.run.value("started_at", "").empty());
@@ -114,6 +117,76 @@ TEST_F(StartupReportTest, NotInASuitesStepOrPreflightNorWithoutOutput) {
   auto none = session_writing("", "gemm");
   none->backend();
   EXPECT_TRUE(fs::is_empty(dir));
+}
+
+// Launched among peers, rank 0 writes it before MPI's start too (MPI_Init waits for every rank, and one that
+// never joins holds rank 0 there): the launcher's world size, the place it ended in. Here MPI is up already
+// (a singleton); the launcher's variables are set for the sessions' start alone.
+struct LaunchedAsRankZero : StartupReportTest {
+  void SetUp() override {
+    StartupReportTest::SetUp();
+    setenv("OMPI_COMM_WORLD_RANK", "0", 1);
+    setenv("OMPI_COMM_WORLD_SIZE", "3", 1);
+  }
+  void TearDown() override {
+    unsetenv("OMPI_COMM_WORLD_RANK");
+    unsetenv("OMPI_COMM_WORLD_SIZE");
+    unsetenv("PMIX_RANK");
+    StartupReportTest::TearDown();
+  }
+};
+
+TEST_F(LaunchedAsRankZero, WrittenBeforeMpisStartThenAgainAsTheBackendStarts) {
+  std::ofstream(out) << "{\"an earlier run's report\": true}\n";
+  auto session = session_writing(out.string(), "train");
+  session->mpi();
+  auto written = reports::read_report(out);
+  ASSERT_EQ(written.results.size(), 1u);
+  EXPECT_EQ(written.results[0].benchmark, "train");
+  EXPECT_EQ(written.results[0].name, "unfinished");
+  EXPECT_EQ(written.results[0].error.value_or(""),
+            "did not finish: the job ended before the run did (killed or crashed): nothing was measured (it "
+            "ended in MPI's start-up, which waits for every rank to join)");
+  EXPECT_EQ(written.run.value("world_size", 0), 3);  // the launcher's, as MPI has not said yet
+  ASSERT_EQ(written.run["hosts"].size(), 1u);
+  session->backend();
+  written = reports::read_report(out);
+  EXPECT_EQ(written.run.value("world_size", 0), 1);  // MPI's
+  EXPECT_NE(written.results[0].error.value_or("").find("after MPI's: the device, the peak probe"),
+            std::string::npos);
+  session.reset();  // ended without a report: none, and not the earlier one
+  EXPECT_FALSE(fs::exists(out));
+}
+
+TEST_F(LaunchedAsRankZero, PmixAloneLeavesTheWorldSizeUnknown) {
+  unsetenv("OMPI_COMM_WORLD_RANK");
+  unsetenv("OMPI_COMM_WORLD_SIZE");
+  setenv("PMIX_RANK", "0", 1);
+  auto session = session_writing(out.string(), "gemm");
+  session->mpi();
+  const auto written = reports::read_report(out);
+  EXPECT_TRUE(written.run.at("world_size").is_null());
+}
+
+TEST_F(LaunchedAsRankZero, NotWhereRankZeroAloneWouldRefuseTheOutputNorForASuite) {
+  // -o naming a file another argument names (an input): left as it is; the refusal comes with MPI's start.
+  const auto model = dir / "model.json";
+  std::ofstream(model) << "{\"the model\": true}\n";
+  GlobalOptions o;
+  o.output = model.string();
+  o.quiet = true;
+  o.telemetry = "off";
+  Session reads_it(&argc, &argv, o, {"train", "--model", model.string(), "-o", model.string()});
+  reads_it.set_command_name("train");
+  EXPECT_THROW(reads_it.mpi(), Error);
+  std::ifstream in(model);
+  std::string line;
+  std::getline(in, line);
+  EXPECT_EQ(line, "{\"the model\": true}");
+  // A suite: its steps' files are read once MPI is up; its start-up report waits for the backend.
+  auto suite = session_writing(out.string(), "suite");
+  suite->mpi();
+  EXPECT_FALSE(fs::exists(out));
 }
 
 }  // namespace

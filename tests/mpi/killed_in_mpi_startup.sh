@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# A job killed while MPI starts leaves rank 0's -o saying so, not an earlier run's report to be read as this
+# one's. MPI_Init waits for every rank, and one that never comes (a node that did not start it) holds rank 0
+# there until the scheduler's limit; so rank 0, knowing its rank from the launcher, writes its start-up
+# report before MPI's start (tools/session.cpp). Here the second rank of an MPMD launch is a sleep, which never
+# calls MPI_Init, and the scheduler's limit is a SIGTERM after 6 s. What rank 0 cannot yet judge (that -o is
+# not an input) keeps the file as it was.
+. "$(dirname "$0")/../lib.sh"
+cd "$T"
+MARK=$((RANDOM % 5000 + 7000))  # the stand-in rank's sleep, named so that only it is stopped
+stuck() {  # stuck NAME OUTPUT COMMAND ARGS...: rank 0 runs the command, the other rank never joins
+  local name=$1 out=$2
+  shift 2
+  run_capture "$name" timeout -s TERM 6 mpirun --oversubscribe -np 1 "$FACTORYBENCH" "$@" -o "$out" : -np 1 sleep "$MARK"
+  pkill -f "^sleep $MARK\$" || true
+}
+
+for cmd in gemm train; do
+  echo '{"an earlier run": true}' >"$T/$cmd.json"
+  case $cmd in
+    gemm) stuck $cmd "$T/$cmd.json" gemm --backend host --m 64 --n 64 --k 64 ;;
+    train) stuck $cmd "$T/$cmd.json" train --backend host --model tiny-dense --steps 2 ;;
+  esac
+  [ "$RC" -eq 124 ] || fail "$cmd: the job was not held in MPI's start-up (exit $RC): $(tail -3 "$T/$cmd.err")"
+  assert_json "$T/$cmd.json" "len(d['results']) == 1 and d['results'][0]['name'] == 'unfinished' \
+and d['results'][0]['benchmark'] == '$cmd' and d['results'][0]['status'] == 'failed' \
+and \"it ended in MPI's start-up, which waits for every rank to join\" in d['results'][0]['error'] \
+and d['run']['world_size'] == 2 and d['run']['command'].startswith('factorybench $cmd ')" \
+    "$cmd: killed in MPI's start-up, -o holds the start-up report (2 ranks), not the earlier one"
+  validate "$T/$cmd.json"
+done
+
+# -o naming the model file the run reads: rank 0 alone sees that before MPI is up, so it writes nothing there;
+# the refusal comes once every rank has joined.
+cp "$FB_SOURCE_DIR/configs/models/tiny-dense.json" "$T/model.json"
+stuck model_out "$T/model.json" train --backend host --model "$T/model.json" --steps 2
+cmp -s "$T/model.json" "$FB_SOURCE_DIR/configs/models/tiny-dense.json" \
+  && ok "-o naming an input: the input is left as it was" || fail "-o naming an input: it was written: $(head -c 300 "$T/model.json")"
+
+# The placeholder goes again when the command then fails (an impossible layout, found with MPI up): no
+# report, and not the earlier one.
+echo '{"an earlier run": true}' >"$T/layout.json"
+run_capture layout fb_mpirun 2 train --backend host --model tiny-dense --tp 3 --steps 2 -o "$T/layout.json"
+[ "$RC" -eq 2 ] && [ ! -e "$T/layout.json" ] && ok "an error found with MPI up: no report, not the earlier one" \
+  || fail "layout: exit $RC, $(ls "$T" | grep layout), $(head -3 "$T/layout.err")"
+# A run that ends well: its own report.
+run_capture whole fb_mpirun 2 gemm --backend host --m 64 --n 64 --k 64 -o "$T/gemm.json"
+[ "$RC" -eq 0 ] && assert_json "$T/gemm.json" "d['results'][0]['status'] == 'ok' and d['results'][0]['name'] != 'unfinished'" \
+  "a whole run replaces the start-up report with its own" || fail "whole: exit $RC: $(tail -3 "$T/whole.err")"
+pgrep -f "^sleep $MARK\$" >/dev/null && fail "the stand-in rank is still running" || ok "nothing left running"
+finish
