@@ -265,6 +265,7 @@ std::optional<LedgerRecoveryTotals> find_ledger_recovery_totals(const Result& r)
       t.checkpoint_save_blocking_s = number(checkpoints, "save_blocking_s");
     }
     if (ledger.has("badput_s")) t.badput_s = ledger.at("badput_s").figures();
+    if (ledger.has("failures_by_kind")) t.failures_by_kind = ledger.at("failures_by_kind").figures();
     return t;
   });
 }

@@ -123,6 +123,7 @@ ResilienceExtra read_resilience_extra(const Result& r);
 struct LedgerRecoveryTotals {
   std::optional<double> attempts, failures, restarts, checkpoint_saves, checkpoint_save_blocking_s;
   std::optional<std::map<std::string, double>> badput_s;  // nullopt: the ledger has no badput_s
+  std::map<std::string, double> failures_by_kind;         // empty: none, or an older report
   bool operator==(const LedgerRecoveryTotals&) const = default;
 };
 std::optional<LedgerRecoveryTotals> find_ledger_recovery_totals(const Result& r);

@@ -384,6 +384,12 @@ Calibration calibrate_from_report(const reports::Report& report, const std::stri
   // model build), which the simulator's relaunch phase includes; restore = restore time per restart.
   cal.detection_s = per("detection", badput("detection"), "badput_s.detection", failures, "failures",
                         "the run had no failure");
+  for (const auto& [kind, n] : ledger.failures_by_kind)
+    if (n > 0) cal.detection_from[kind] = n;
+  cal.detection_in_step_only =
+      cal.detection_s && !cal.detection_from.empty() &&
+      std::all_of(cal.detection_from.begin(), cal.detection_from.end(),
+                  [](const auto& kind_n) { return kind_n.first == "sdc" || kind_n.first == "nan"; });
   cal.relaunch_s = per("relaunch", badput("relaunch"), "badput_s.relaunch", restarts, cal.restarts_from,
                        "the run restarted nothing");
   if (cal.relaunch_s) {

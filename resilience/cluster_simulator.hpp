@@ -202,6 +202,12 @@ struct Calibration {
   std::string restarts_from = "restarts";
   bool relaunch_has_init = false;  // relaunch_s includes badput_s.init / attempts
   std::string source;              // "FILE: result resilience/NAME"
+  // The failures detection_s is the mean over, by kind ("sdc" -> 1); empty where the report does not say.
+  std::map<std::string, double> detection_from;
+  // Every one of them was found by the step's own checks (sdc: the replicas' checksum vote, nan: the finite
+  // check), in the step that went wrong: detection_s is then about 0, not what a crash (the launcher sees a
+  // rank die) or a hang (a watchdog's timeout) costs, and the failure models' interruptions are mostly those.
+  bool detection_in_step_only = false;
 };
 Calibration calibrate_from_report(const reports::Report& report, const std::string& source);
 

@@ -114,6 +114,24 @@ resilience::RecoveryCosts resolve_costs(const SimulateOptions& opt, resilience::
     take(cal.detection_s, costs.detection_s, src.detection, "badput_s.detection / failures");
     take(cal.relaunch_s, costs.relaunch_s, src.relaunch, per_relaunch.c_str());
     notes["calibration"] = {{"source", cal.source}, {"missing", cal.missing}, {"unmeasured", cal.unmeasured}};
+    if (!cal.detection_from.empty()) {
+      auto& from = notes["calibration"]["detection_from"];  // failures by kind: counts
+      for (const auto& [kind, n] : cal.detection_from) from[kind] = static_cast<long long>(std::llround(n));
+    }
+    if (cal.detection_in_step_only && opt.detection.empty()) {
+      std::string kinds;
+      for (const auto& [kind, n] : cal.detection_from)
+        kinds += fmt::format("{}{} {:g}", kinds.empty() ? "" : ", ", kind, n);
+      log::warn(
+          "--calibrate {}: its detection ({}) comes from failures the step itself finds ({}); a crash is "
+          "found when the launcher sees a rank die and a hang at a watchdog's timeout, as most of the "
+          "failure "
+          "model's interruptions would be: give --detection, or calibrate from a run with crash or hang "
+          "faults",
+          opt.calibrate, format_duration(*cal.detection_s), kinds);
+      notes["calibration"]["detection_note"] =
+          "from failures the step itself detects (sdc, nan) only: not a crash's or a hang's detection";
+    }
     if (!cal.missing.empty()) {
       std::string list;
       for (const auto& m : cal.missing) list += (list.empty() ? "" : ", ") + m;

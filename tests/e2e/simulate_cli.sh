@@ -68,6 +68,23 @@ assert close(p["relaunch_s"], b["relaunch"] / r + b["init"] / led["attempts"]), 
 assert close(p["restore_s"], b["ckpt_restore"] / r), p["restore_s"]
 assert all(p["cost_sources"][k].startswith("calibrate") for k in ("checkpoint", "detection", "relaunch", "restore"))
 PYEOF
+assert_json "$T/cal.json" "d['summary']['calibration']['detection_from'] == {'crash': 1} and 'detection_note' not in d['summary']['calibration']" \
+  "the calibration names the failures its detection comes from (a crash)"
+# A run whose failures the step itself found (sdc, nan): its detection is about 0, not a crash's or a hang's,
+# which most of the failure model's interruptions are. Said, and kept in the report; --detection silences it.
+run_capture res_sdc fb resilience --backend host --ranks 2 --model tiny-dense --steps 8 --checkpoint-every 3 \
+  --faults "sdc@step=5,rank=1" --run-dir "$T/res-sdc-run" --output "$T/resilience-sdc.json"
+[ "$RC" -eq 0 ] || die "resilience sdc run for calibration exited $RC: $(tail -5 "$T/res_sdc.err")"
+run_capture cal_sdc fb simulate --gpus 8192 --days 10 --trials 20 --calibrate "$T/resilience-sdc.json" --output "$T/cal-sdc.json"
+[ "$RC" -eq 0 ] && grep -qE "^warning: --calibrate .*resilience-sdc.json: its detection \(.*\) comes from failures the step itself finds \(sdc 1\); .*: give --detection, or calibrate from a run with crash or hang faults$" "$T/cal_sdc.err" \
+  && ok "detection calibrated from an sdc alone: warned" || fail "cal_sdc: exit $RC: $(cat "$T/cal_sdc.err")"
+validate "$T/cal-sdc.json"
+assert_json "$T/cal-sdc.json" "d['summary']['calibration']['detection_from'] == {'sdc': 1} and 'sdc, nan' in d['summary']['calibration']['detection_note']" \
+  "the report says where that detection came from"
+run_capture cal_sdc_opt fb simulate --gpus 8192 --days 10 --trials 20 --calibrate "$T/resilience-sdc.json" --detection 90s --output "$T/cal-sdc-opt.json"
+[ "$RC" -eq 0 ] && ! grep -q "comes from failures the step itself finds" "$T/cal_sdc_opt.err" \
+  && assert_json "$T/cal-sdc-opt.json" "d['results'][0]['params']['detection_s'] == 90" "--detection given: no warning, its figure used" \
+  || fail "cal_sdc_opt: exit $RC: $(cat "$T/cal_sdc_opt.err")"
 # An older report without the ledger: what is missing is named, defaults fill in.
 "$PY" -c "import json,sys; d=json.load(open(sys.argv[1])); d['results'][0]['extra'].pop('ledger'); d['summary']={}; json.dump(d, open(sys.argv[2],'w'))" "$T/resilience.json" "$T/partial.json"
 run_capture partial fb simulate --gpus 8192 --days 10 --trials 20 --calibrate "$T/partial.json" --output "$T/partial-out.json"

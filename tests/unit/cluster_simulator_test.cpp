@@ -382,6 +382,23 @@ TEST(Calibration, ReadsPerEventCostsFromTheResilienceLedger) {
 
   EXPECT_TRUE(cal.unmeasured.empty());
   EXPECT_TRUE(cal.relaunch_has_init);
+  EXPECT_TRUE(cal.detection_from.empty());  // the ledger did not say which failures
+  EXPECT_FALSE(cal.detection_in_step_only);
+
+  // Which failures the detection is the mean over: crashes and hangs (the launcher, a watchdog) and the
+  // kinds the step itself finds, which take no time to detect.
+  report.results[0].extra["ledger"]["failures_by_kind"] = {{"crash", 2}, {"sdc", 1}, {"hang", 0}};
+  cal = calibrate_from_report(report, "run.json");
+  EXPECT_EQ(cal.detection_from, (std::map<std::string, double>{{"crash", 2}, {"sdc", 1}}));
+  EXPECT_FALSE(cal.detection_in_step_only);
+  report.results[0].extra["ledger"]["failures_by_kind"] = {{"sdc", 2}, {"nan", 1}};
+  cal = calibrate_from_report(report, "run.json");
+  EXPECT_TRUE(cal.detection_in_step_only);
+  EXPECT_DOUBLE_EQ(*cal.detection_s, 2.0);  // still the measured figure; the command warns
+  report.results[0].extra["ledger"]["failures_by_kind"] = {
+      {"nan", "one"}};  // garbled: refused, with its path
+  EXPECT_THROW(calibrate_from_report(report, "run.json"), Error);
+  report.results[0].extra["ledger"].erase("failures_by_kind");
 
   // The counts are the ledger's when it has them (the metrics are the same figures in older reports).
   report.results[0].extra["ledger"]["failures"] = 6;
