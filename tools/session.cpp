@@ -21,6 +21,7 @@
 #include "reports/report_json.hpp"
 #include "reports/suite_step_extra.hpp"
 #include "tools/interrupt_report.hpp"
+#include "tools/mpi_start_notice.hpp"
 #include "workloads/run_environment.hpp"
 #include "workloads/telemetry_report.hpp"
 
@@ -64,8 +65,14 @@ MpiContext& Session::mpi() {
     // Before MPI's start too: MPI_Init waits for every rank, and a rank that never comes (a node that did not
     // start it, a launcher stuck on one) keeps rank 0 there until the scheduler's limit. Rank 0 by the
     // launcher's word; a lone process (no launcher) starts MPI at once and writes it with the backend.
-    if (launched_with_peers() && launcher_rank() == 0) write_startup_report();
-    mpi_ = std::make_unique<MpiContext>(argc_, argv_);
+    const double notice_s = mpi_start_notice_seconds();  // every rank: a bad value stops each alike
+    const bool first_rank = launched_with_peers() && launcher_rank() == 0;
+    if (first_rank) write_startup_report();
+    {
+      const MpiStartNotice waiting(first_rank ? notice_s : 0, launcher_world_size(),
+                                   startup_report_.has_value());
+      mpi_ = std::make_unique<MpiContext>(argc_, argv_);
+    }
     if (!mpi_->is_root()) startup_report_.reset();  // rank 0's file now, if the launcher's word was wrong
     log::configure(mpi_->rank(), log::parse_level(options_.log_level), options_.quiet);
     log::set_world_size(mpi_->size());
