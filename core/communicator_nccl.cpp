@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "core/backend.hpp"
 #include "core/call_log.hpp"
 #include "core/communicator.hpp"
@@ -18,6 +20,8 @@
 #include "core/mpi_check.hpp"
 #include "core/mpi_context.hpp"
 #include "core/mpi_handles.hpp"
+#include "core/units.hpp"
+#include "core/wait_notice.hpp"
 
 namespace fb {
 namespace {
@@ -295,7 +299,19 @@ std::unique_ptr<Communicator> make_nccl_communicator(MpiContext& mpi, Backend& b
   // The backend picked the device by local rank; make it current on this thread for NCCL.
   FB_CHECK_CUDA(cudaSetDevice(backend.device().index));
   ncclComm_t comm = nullptr;
-  FB_CHECK_NCCL(ncclCommInitRank(&comm, mpi.size(), id, mpi.rank()));
+  {
+    // Every rank is here (the broadcast above), but NCCL's own set-up (its bootstrap, the network's
+    // connections) can hold them on a bad fabric: said from rank 0 rather than silent until the job's limit.
+    const WaitNotice waiting(mpi.rank() == 0 ? start_up_wait_notice_seconds() : 0, [&mpi](double waited_s) {
+      return fmt::format(
+          "NCCL's set-up (ncclCommInitRank) has waited {} for its {} ranks: its bootstrap or the network's "
+          "connections do not complete (NCCL_DEBUG=INFO says where; `factorybench locate` finds a bad node "
+          "or "
+          "link)",
+          format_duration(waited_s), mpi.size());
+    });
+    FB_CHECK_NCCL(ncclCommInitRank(&comm, mpi.size(), id, mpi.rank()));
+  }
   return std::make_unique<NcclCommunicator>(comm, backend);
 }
 

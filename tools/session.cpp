@@ -18,10 +18,10 @@
 #include "core/error.hpp"
 #include "core/logging.hpp"
 #include "core/units.hpp"
+#include "core/wait_notice.hpp"
 #include "reports/report_json.hpp"
 #include "reports/suite_step_extra.hpp"
 #include "tools/interrupt_report.hpp"
-#include "tools/mpi_start_notice.hpp"
 #include "workloads/run_environment.hpp"
 #include "workloads/telemetry_report.hpp"
 
@@ -65,12 +65,19 @@ MpiContext& Session::mpi() {
     // Before MPI's start too: MPI_Init waits for every rank, and a rank that never comes (a node that did not
     // start it, a launcher stuck on one) keeps rank 0 there until the scheduler's limit. Rank 0 by the
     // launcher's word; a lone process (no launcher) starts MPI at once and writes it with the backend.
-    const double notice_s = mpi_start_notice_seconds();  // every rank: a bad value stops each alike
+    const double notice_s = start_up_wait_notice_seconds();  // every rank: a bad value stops each alike
     const bool first_rank = launched_with_peers() && launcher_rank() == 0;
     if (first_rank) write_startup_report();
     {
-      const MpiStartNotice waiting(first_rank ? notice_s : 0, launcher_world_size(),
-                                   startup_report_.has_value());
+      const auto size = launcher_world_size();
+      const bool report = startup_report_.has_value();
+      const WaitNotice waiting(first_rank ? notice_s : 0, [size, report](double waited_s) {
+        return fmt::format(
+            "MPI's start-up has waited {} for {} to join: one has not (a node that did not start it, a "
+            "launcher stuck on one; the launcher's or the scheduler's log names it){}",
+            format_duration(waited_s), size ? fmt::format("all {} ranks", *size) : std::string("every rank"),
+            report ? "; -o holds a start-up report that says so until the run writes its own" : "");
+      });
       mpi_ = std::make_unique<MpiContext>(argc_, argv_);
     }
     if (!mpi_->is_root()) startup_report_.reset();  // rank 0's file now, if the launcher's word was wrong

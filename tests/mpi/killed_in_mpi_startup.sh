@@ -5,14 +5,14 @@
 # report before MPI's start (tools/session.cpp). Here the second rank of an MPMD launch is a sleep, which never
 # calls MPI_Init, and the scheduler's limit is a SIGTERM after 6 s. What rank 0 cannot yet judge (that -o is
 # not an input) keeps the file as it was. Rank 0 says, while it waits, that a rank has not joined
-# (FACTORYBENCH_MPI_START_NOTICE seconds, default 60, then at each doubling).
+# (FACTORYBENCH_START_NOTICE seconds, default 60, then at each doubling).
 . "$(dirname "$0")/../lib.sh"
 cd "$T"
 MARK=$((RANDOM % 5000 + 7000))  # the stand-in rank's sleep, named so that only it is stopped
 stuck() {  # stuck NAME OUTPUT COMMAND ARGS...: rank 0 runs the command, the other rank never joins
   local name=$1 out=$2
   shift 2
-  run_capture "$name" timeout -s TERM 6 mpirun --oversubscribe -x FACTORYBENCH_MPI_START_NOTICE=1 -np 1 \
+  run_capture "$name" timeout -s TERM 6 mpirun --oversubscribe -x FACTORYBENCH_START_NOTICE=1 -np 1 \
     "$FACTORYBENCH" "$@" -o "$out" : -np 1 sleep "$MARK"
   pkill -f "^sleep $MARK\$" || true
 }
@@ -51,13 +51,13 @@ run_capture layout fb_mpirun 2 train --backend host --model tiny-dense --tp 3 --
 [ "$RC" -eq 2 ] && [ ! -e "$T/layout.json" ] && ok "an error found with MPI up: no report, not the earlier one" \
   || fail "layout: exit $RC, $(ls "$T" | grep layout), $(head -3 "$T/layout.err")"
 # A run that ends well: its own report, and no notice (MPI started well within the second).
-run_capture whole env FACTORYBENCH_MPI_START_NOTICE=1 mpirun --oversubscribe -np 2 "$FACTORYBENCH" gemm --backend host \
+run_capture whole env FACTORYBENCH_START_NOTICE=1 mpirun --oversubscribe -np 2 "$FACTORYBENCH" gemm --backend host \
   --m 64 --n 64 --k 64 -o "$T/gemm.json"
 [ "$RC" -eq 0 ] && assert_json "$T/gemm.json" "d['results'][0]['status'] == 'ok' and d['results'][0]['name'] != 'unfinished'" \
   "a whole run replaces the start-up report with its own" || fail "whole: exit $RC: $(tail -3 "$T/whole.err")"
 grep -q "start-up has waited" "$T/whole.err" && fail "a notice in a run whose MPI started: $(cat "$T/whole.err")" \
   || ok "no notice where MPI started at once"
-expect_error bad_notice 2 "^factorybench: error: invalid FACTORYBENCH_MPI_START_NOTICE 'soon': expected seconds before the first warning that MPI's start-up still waits for a rank, 0 \(none\) to 86400$" \
-  env FACTORYBENCH_MPI_START_NOTICE=soon "$FACTORYBENCH" gemm --backend host --m 64
+expect_error bad_notice 2 "^factorybench: error: invalid FACTORYBENCH_START_NOTICE 'soon': expected seconds before the first warning that the start-up \\(MPI's, NCCL's\\) still waits for a rank, 0 \(none\) to 86400$" \
+  env FACTORYBENCH_START_NOTICE=soon "$FACTORYBENCH" gemm --backend host --m 64
 pgrep -f "^sleep $MARK\$" >/dev/null && fail "the stand-in rank is still running" || ok "nothing left running"
 finish
