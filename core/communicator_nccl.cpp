@@ -305,9 +305,8 @@ std::unique_ptr<Communicator> make_nccl_communicator(MpiContext& mpi, Backend& b
     const WaitNotice waiting(mpi.rank() == 0 ? start_up_wait_notice_seconds() : 0, [&mpi](double waited_s) {
       return fmt::format(
           "NCCL's set-up (ncclCommInitRank) has waited {} for its {} ranks: its bootstrap or the network's "
-          "connections do not complete (NCCL_DEBUG=INFO says where; `factorybench locate` finds a bad node "
-          "or "
-          "link)",
+          "connections do not complete (NCCL_DEBUG=INFO says where; `factorybench locate` finds a bad "
+          "node or link)",
           format_duration(waited_s), mpi.size());
     });
     FB_CHECK_NCCL(ncclCommInitRank(&comm, mpi.size(), id, mpi.rank()));
