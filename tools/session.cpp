@@ -101,11 +101,9 @@ void Session::write_startup_report() {
   if (target.in_place) return;  // -o /dev/stdout: the report is printed once, at the end
   if (!mpi_) {
     // -o is checked with MPI's start, on every rank: here, before it, only what rank 0 can see alone, and
-    // nothing is written where that check would refuse -o (an input it would destroy). A suite's steps'
-    // files are read after MPI's start: its report waits for the backend.
-    if (command_name_ == "suite") return;
+    // nothing is written where that check would refuse -o (an input it would destroy, a suite's steps' too).
     try {
-      check_output_writable();
+      check_output_writable(output_inputs_);
     } catch (const std::exception&) {
       return;  // said, on every rank, once MPI is up
     }

@@ -129,6 +129,11 @@ class Session {
   // model): writing one would destroy it. Checked with MPI's start; the
   // commands that start no MPI (report, compare, import, resilience) call it before their work.
   void check_output_writable(const std::vector<std::string>& inputs = {}) const;
+  // Files the run reads that its arguments do not name (a suite's steps'): -o must not name one of them,
+  // which the start-up report written before MPI's start checks too.
+  void add_output_inputs(const std::vector<std::string>& files) {
+    output_inputs_.insert(output_inputs_.end(), files.begin(), files.end());
+  }
 
  private:
   int* argc_;
@@ -154,6 +159,7 @@ class Session {
   std::vector<std::function<void()>> together_;
   std::function<void()> save_so_far_;
   std::string command_name_ = "factorybench";
+  std::vector<std::string> output_inputs_;
   // Rank 0 before MPI's start (by the launcher's word) and again as the backend starts: -o holds a report of
   // the run's facts and a failed "unfinished" result until the command's first write replaces it, so a job
   // killed in its start-up (MPI, waiting for every rank; the device, NCCL, the peak probe: seconds, and for

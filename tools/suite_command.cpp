@@ -159,7 +159,9 @@ int run_suite(const SuiteOptions& opt, Session& session) {
     return 0;
   }
 
-  // MPI (and the -o check) first: their errors are the suite's, not a step's.
+  // MPI (and the -o check) first: their errors are the suite's, not a step's. The steps' files are known
+  // before it, for the start-up report written before MPI's start.
+  session.add_output_inputs(step_arguments(suite));
   auto& mpi = session.mpi();
   // The arguments are the same on every rank (checked with MPI's start), but a suite read from each host's
   // configs may not be: ranks running different steps would wait in each other's collectives for ever.

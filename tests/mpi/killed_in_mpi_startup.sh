@@ -17,11 +17,15 @@ stuck() {  # stuck NAME OUTPUT COMMAND ARGS...: rank 0 runs the command, the oth
   pkill -f "^sleep $MARK\$" || true
 }
 
-for cmd in gemm train; do
+cat >"$T/suite_file.json" <<'JSON'
+{"steps": [{"name": "g", "command": "gemm", "args": ["--m", "64", "--n", "64", "--k", "64"]}]}
+JSON
+for cmd in gemm train suite; do
   echo '{"an earlier run": true}' >"$T/$cmd.json"
   case $cmd in
     gemm) stuck $cmd "$T/$cmd.json" gemm --backend host --m 64 --n 64 --k 64 ;;
     train) stuck $cmd "$T/$cmd.json" train --backend host --model tiny-dense --steps 2 ;;
+    suite) stuck $cmd "$T/$cmd.json" suite "$T/suite_file.json" --backend host ;;
   esac
   [ "$RC" -eq 124 ] || fail "$cmd: the job was not held in MPI's start-up (exit $RC): $(tail -3 "$T/$cmd.err")"
   assert_json "$T/$cmd.json" "len(d['results']) == 1 and d['results'][0]['name'] == 'unfinished' \
@@ -38,11 +42,17 @@ notices=$(grep -E "warning: MPI's start-up has waited [0-9] s for all 2 ranks to
   || fail "no notice while MPI's start-up waited: $(cat "$T/gemm.err")"
 
 # -o naming the model file the run reads: rank 0 alone sees that before MPI is up, so it writes nothing there;
-# the refusal comes once every rank has joined.
+# the refusal comes once every rank has joined. Likewise a file a suite's step reads.
 cp "$FB_SOURCE_DIR/configs/models/tiny-dense.json" "$T/model.json"
 stuck model_out "$T/model.json" train --backend host --model "$T/model.json" --steps 2
 cmp -s "$T/model.json" "$FB_SOURCE_DIR/configs/models/tiny-dense.json" \
   && ok "-o naming an input: the input is left as it was" || fail "-o naming an input: it was written: $(head -c 300 "$T/model.json")"
+cat >"$T/suite_model.json" <<JSON
+{"steps": [{"name": "t", "command": "train", "args": ["--model", "$T/model.json", "--steps", "2"]}]}
+JSON
+stuck suite_model_out "$T/model.json" suite "$T/suite_model.json" --backend host
+cmp -s "$T/model.json" "$FB_SOURCE_DIR/configs/models/tiny-dense.json" \
+  && ok "-o naming a file a suite's step reads: left as it was" || fail "suite step input written: $(head -c 300 "$T/model.json")"
 
 # The placeholder goes again when the command then fails (an impossible layout, found with MPI up): no
 # report, and not the earlier one.

@@ -168,7 +168,7 @@ TEST_F(LaunchedAsRankZero, PmixAloneLeavesTheWorldSizeUnknown) {
   EXPECT_TRUE(written.run.at("world_size").is_null());
 }
 
-TEST_F(LaunchedAsRankZero, NotWhereRankZeroAloneWouldRefuseTheOutputNorForASuite) {
+TEST_F(LaunchedAsRankZero, NotWhereRankZeroAloneWouldRefuseTheOutput) {
   // -o naming a file another argument names (an input): left as it is; the refusal comes with MPI's start.
   const auto model = dir / "model.json";
   std::ofstream(model) << "{\"the model\": true}\n";
@@ -183,10 +183,19 @@ TEST_F(LaunchedAsRankZero, NotWhereRankZeroAloneWouldRefuseTheOutputNorForASuite
   std::string line;
   std::getline(in, line);
   EXPECT_EQ(line, "{\"the model\": true}");
-  // A suite: its steps' files are read once MPI is up; its start-up report waits for the backend.
-  auto suite = session_writing(out.string(), "suite");
+  // A suite whose step reads the file -o names (not one of the suite's own arguments): left as it is too (the
+  // suite refuses it once MPI is up).
+  auto suite = session_writing(model.string(), "suite");
+  suite->add_output_inputs({"--model", model.string()});
   suite->mpi();
-  EXPECT_FALSE(fs::exists(out));
+  std::ifstream again(model);
+  std::getline(again, line);
+  EXPECT_EQ(line, "{\"the model\": true}");
+  // Any other suite: written, as for a command.
+  auto other = session_writing(out.string(), "suite");
+  other->add_output_inputs({"--model", model.string()});
+  other->mpi();
+  EXPECT_EQ(reports::read_report(out).results.at(0).benchmark, "suite");
 }
 
 }  // namespace
