@@ -80,6 +80,15 @@ done
 kill -TERM "$sup"
 set +e; wait "$sup"; rc=$?; set -e
 [ "$rc" = 143 ] && ok "compare, SIGTERM: exit 143" || fail "compare, SIGTERM: exit $rc"
+# Its job's ranks end on their own SIGTERM (writing their attempt's report): gone before the test's directory is
+# removed (a loaded machine once had one still writing there, and the removal failed).
+gone=0
+for _ in $(seq 1 120); do
+  if ! pgrep -f -- "--run-dir $T/run-compare" >/dev/null; then gone=1; break; fi
+  sleep 0.5
+done
+[ "$gone" = 1 ] && ok "compare, SIGTERM: no rank or launcher left running" \
+  || { pkill -KILL -f -- "--run-dir $T/run-compare" || true; fail "compare, SIGTERM: left running: $(pgrep -af -- "--run-dir $T/run-compare")"; }
 validate "$T/compare.json"
 assert_json "$T/compare.json" "[(r['name'], r['status']) for r in d['results']] == [('tiny-dense/ranks2/policy-none', 'ok'), ('tiny-dense/ranks2/policy-drain', 'failed'), ('interrupted', 'failed')] and 'the supervisor was stopped while the job ran (attempt 2, step ' in d['results'][1]['error']" \
   "compare, SIGTERM: the none job as it ended, the drain job so far, then 'interrupted'"
