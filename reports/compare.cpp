@@ -221,6 +221,14 @@ MetricVerdict judge_metric(const Metric& baseline, const Metric& candidate, cons
     v.reason = "no direction (better = none)";
     return v;
   }
+  // Same rounding allowance as the relative test below: 0.010 → 0.012 against 0.002 s is within it.
+  if (rule.abs_tolerance && std::fabs(c - b) <= *rule.abs_tolerance * (1 + 1e-9) + 1e-300 &&
+      std::fabs(change) > rule.tolerance * (1 + 1e-9) + 1e-12) {
+    v.verdict = Verdict::same;
+    v.reason = fmt::format("{}{} within ±{:g}{} absolute tolerance", c >= b ? "+" : "", format_value(c - b),
+                           *rule.abs_tolerance, baseline.unit.empty() ? "" : " " + baseline.unit);
+    return v;
+  }
   // A change of exactly the tolerance is within it: 458.5 → 435.575 computes as -5.000000000000004%.
   if (std::fabs(change) <= rule.tolerance * (1 + 1e-9) + 1e-12) {
     v.verdict = Verdict::same;
@@ -337,6 +345,7 @@ Comparison compare_reports(const Report& baseline, const Report& candidate, cons
     row.unit = m.unit;
     row.better = m.better;
     row.tolerance = rule.tolerance;
+    row.abs_tolerance = rule.abs_tolerance;
     row.verdict = verdict;
     row.reason = std::move(reason);
     if (verdict == Verdict::missing)
@@ -408,6 +417,7 @@ Comparison compare_reports(const Report& baseline, const Report& candidate, cons
       row.baseline = bm.value;
       row.candidate = cm->value;
       row.tolerance = rule.tolerance;
+      row.abs_tolerance = rule.abs_tolerance;
       if (std::isfinite(bm.value) && std::isfinite(cm->value) && bm.value != 0)
         row.ratio = cm->value / bm.value;
       const MetricVerdict v = judge_metric(bm, *cm, rule, rules.noise_sigmas, rules.max_noise);

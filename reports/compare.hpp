@@ -4,7 +4,8 @@
 //
 // Results match by benchmark + name, metrics by name; the direction comes from the metric's `better`.
 // For each metric present in both reports, with change = (candidate − baseline) / |baseline|:
-//   SAME       |change| ≤ tolerance, or within the noise band when that band is no wider than max_noise
+//   SAME       |change| ≤ tolerance, |candidate − baseline| ≤ abs_tolerance (when a rule sets one), or
+//              within the noise band when that band is no wider than max_noise
 //   AMBIGUOUS  beyond the tolerance but within a noise band wider than max_noise: too noisy to tell
 //   BETTER     beyond tolerance and noise, in the metric's better direction
 //   WORSE      beyond tolerance and noise, the other way; or the candidate breaks a floor/ceiling rule,
@@ -45,8 +46,9 @@ struct MetricComparison {
   std::optional<double> ratio;   // candidate / baseline (a run as a fraction of a published figure)
   std::optional<double> noise;   // relative noise band, when both sides carried spread
   double tolerance = 0;
-  std::optional<double> min;  // floor that applied
-  std::optional<double> max;  // ceiling that applied
+  std::optional<double> abs_tolerance;  // absolute, in `unit`, when a rule set one
+  std::optional<double> min;            // floor that applied
+  std::optional<double> max;            // ceiling that applied
   Verdict verdict = Verdict::same;
   std::string reason;  // "within ±5% tolerance", "-12.3% beyond ±5% tolerance", "0.41 below floor 0.45"
   bool fails = false;  // counts against the gate (WORSE, or MISSING with fail_on_missing)

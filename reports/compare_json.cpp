@@ -41,6 +41,7 @@ std::string render_compare_json(const Comparison& c) {
              {"verdict", to_string(r.verdict)},
              {"reason", r.reason},
              {"fails", r.fails}};
+    if (r.abs_tolerance) row["abs_tolerance"] = *r.abs_tolerance;
     if (r.min) row["min"] = *r.min;
     if (r.max) row["max"] = *r.max;
     rows.push_back(std::move(row));

@@ -62,7 +62,8 @@ struct Node : JsonCursor<Node> {
 };
 
 MetricRule rule_from_object(const Node& n) {
-  static const char* const kKeys[] = {"benchmark", "result", "metric", "tolerance", "min", "max", "ignore"};
+  static const char* const kKeys[] = {"benchmark",     "result", "metric", "tolerance",
+                                      "abs_tolerance", "min",    "max",    "ignore"};
   MetricRule r;
   r.where = n.source + ": " + n.path;
   for (const auto& [key, value] : n.j.items()) {
@@ -75,6 +76,11 @@ MetricRule rule_from_object(const Node& n) {
       r.metric = field.glob();
     } else if (key == "tolerance") {
       r.tolerance = field.tolerance();
+    } else if (key == "abs_tolerance") {
+      // In the metric's unit, so no percentage form: "5%" of what would be ambiguous.
+      const double v = field.number();
+      if (v < 0) field.fail("expected a non-negative number in the metric's unit, got " + value.dump());
+      r.abs_tolerance = v;
     } else if (key == "min") {
       r.min = field.number();
     } else if (key == "max") {
@@ -87,8 +93,8 @@ MetricRule rule_from_object(const Node& n) {
       field.fail("unknown rule field (known: " + known + ")");
     }
   }
-  if (!r.tolerance && !r.min && !r.max && !r.ignore)
-    n.fail("a rule needs at least one of tolerance, min, max or ignore");
+  if (!r.tolerance && !r.abs_tolerance && !r.min && !r.max && !r.ignore)
+    n.fail("a rule needs at least one of tolerance, abs_tolerance, min, max or ignore");
   if (r.min && r.max && *r.min > *r.max) n.fail("min is greater than max");
   // An ignored metric is left out of the gate, so its bound would gate nothing.
   if (r.ignore.value_or(false) && (r.min || r.max))
@@ -150,6 +156,7 @@ EffectiveRule CompareRules::resolve(std::string_view bench, std::string_view res
         (other_name.empty() || !r.matches(bench, other_name, metric_name)))
       continue;
     if (r.tolerance) e.tolerance = *r.tolerance;
+    if (r.abs_tolerance) e.abs_tolerance = r.abs_tolerance;
     if (r.min) e.min = r.min;
     if (r.max) e.max = r.max;
     if (r.ignore) e.ignore = *r.ignore;

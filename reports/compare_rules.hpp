@@ -9,12 +9,16 @@
 //     "rules": [
 //       {"benchmark": "collective", "result": "allreduce/*", "metric": "busbw_gbps", "tolerance": "3%"},
 //       {"benchmark": "train", "metric": "mfu", "min": 0.45},
+//       {"benchmark": "resilience", "metric": "ckpt_restore_s", "abs_tolerance": 0.05},   in the metric's
+//       unit
 //       {"metric": "time_us", "ignore": true},
 //       "goodput_pct >= 90",                 shorthand: [BENCHMARK/RESULT-GLOB] METRIC-GLOB (>=|<=) NUMBER
 //       "train/llama3-* mfu >= 0.45" ] }
 //
 // Globs take `*` (any run of characters, '/' included) and `?` (one character). Rules apply in file order;
-// a later matching rule overrides the fields it sets (tolerance, min, max, ignore), like CSS.
+// a later matching rule overrides the fields it sets (tolerance, abs_tolerance, min, max, ignore), like CSS.
+// abs_tolerance: a change no larger than this, in the metric's own unit, is SAME whatever its relative size
+// (a 10 ms checkpoint restore that takes 12 ms; goodput within 1 percentage point).
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -36,11 +40,12 @@ struct MetricRule {
   std::string benchmark = "*";
   std::string result = "*";  // glob over the result name ("allreduce/bf16/*")
   std::string metric = "*";
-  std::optional<double> tolerance;  // relative, a fraction
-  std::optional<double> min;        // floor on the candidate's value (inclusive)
-  std::optional<double> max;        // ceiling on the candidate's value (inclusive)
-  std::optional<bool> ignore;       // leave the metric out of the comparison
-  std::string where;                // "rules.json: $.rules[2]", for messages
+  std::optional<double> tolerance;      // relative, a fraction
+  std::optional<double> abs_tolerance;  // absolute, in the metric's unit
+  std::optional<double> min;            // floor on the candidate's value (inclusive)
+  std::optional<double> max;            // ceiling on the candidate's value (inclusive)
+  std::optional<bool> ignore;           // leave the metric out of the comparison
+  std::string where;                    // "rules.json: $.rules[2]", for messages
 
   bool matches(std::string_view bench, std::string_view result_name, std::string_view metric_name) const;
 };
@@ -48,6 +53,7 @@ struct MetricRule {
 // What applies to one metric once every matching rule has been applied.
 struct EffectiveRule {
   double tolerance = 0.05;
+  std::optional<double> abs_tolerance;
   std::optional<double> min;
   std::optional<double> max;
   bool ignore = false;

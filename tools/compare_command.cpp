@@ -78,9 +78,10 @@ Command add_compare_command(CLI::App& app) {
   sub->add_option("baseline", opt->baseline, "Baseline report (an earlier run, or configs/references/*.json)")
       ->required();
   sub->add_option("candidate", opt->candidate, "Candidate report (the run under test)")->required();
-  sub->add_option("--rules", opt->rules,
-                  "JSON rules: default tolerance, per-result/metric tolerances (globs), floors and ceilings "
-                  "(docs/reports.md)");
+  sub->add_option(
+      "--rules", opt->rules,
+      "JSON rules: default tolerance, per-result/metric tolerances (globs; relative, or absolute in "
+      "the metric's unit), floors and ceilings (docs/reports.md)");
   sub->add_option("--tolerance", opt->tolerance,
                   "Default relative tolerance, e.g. 5% or 0.05 (overrides the rules file's; default 5%)");
   sub->add_flag("--fail-on-missing", opt->fail_on_missing,

@@ -221,6 +221,36 @@ for kind in gemm train; do
   [ "$rc" -eq 1 ] && [ "$worse" = "['$([ $kind = gemm ] && echo tflops || echo mfu)']" ] \
     && ok "ci.json: a slower $kind fails once ($worse)" || fail "ci.json $kind: exit $rc, WORSE $worse"
 done
+# A resilience run is gated on goodput (within 1 percentage point) and its checkpoint (25%, times within
+# 0.5 s): two quickstart-sized runs differ by this much from one run to the next on a loaded 2-core VM (a
+# 10 ms restore taking 15, MTTF and ETTR 10% apart) and pass; goodput 2 points lower and a restore 1 s
+# slower fail, once each.
+"$PY" - "$DATA/golden/resilience_none.json" "$T" <<'EOF2'
+import copy, json, sys
+d = json.load(open(sys.argv[1])); t = sys.argv[2]
+base = {"goodput_pct": 6.0, "goodput_ref_pct": 5.6, "ettr": 0.19, "mttf_s": 2.0, "mttr_s": 4.6, "wall_s": 11.0,
+        "productive_s": 0.6, "productive_time_s": 0.65, "ckpt_interval_s": 0.2, "ckpt_save_s": 0.18,
+        "ckpt_save_blocking_s": 0.18, "ckpt_restore_s": 0.010, "ckpt_write_gbps": 0.5}
+noisy = dict(base, goodput_pct=5.4, goodput_ref_pct=5.0, ettr=0.17, mttf_s=1.8, mttr_s=5.2, wall_s=12.0,
+             productive_s=0.55, productive_time_s=0.6, ckpt_save_s=0.21, ckpt_save_blocking_s=0.21,
+             ckpt_restore_s=0.015, ckpt_write_gbps=0.43)
+worse = dict(noisy, goodput_pct=4.0, ckpt_restore_s=1.011)
+for name, values in (("base", base), ("noisy", noisy), ("worse", worse)):
+    r = copy.deepcopy(d)
+    for k, v in values.items(): r["results"][0]["metrics"][k]["value"] = v
+    json.dump(r, open(f"{t}/ci_res_{name}.json", "w"))
+EOF2
+for kind in noisy worse; do
+  rc=0; fb compare "$T/ci_res_base.json" "$T/ci_res_$kind.json" --rules "$FB_SOURCE_DIR/configs/rules/ci.json" \
+    --format json >"$T/ci_res_$kind.cmp" || rc=$?
+  echo "$kind: rc $rc $(json "$T/ci_res_$kind.cmp" "[(c['metric'], c['verdict'], c['reason']) for c in d['comparisons']]")" >>"$T/ci_res.log"
+  worse=$(json "$T/ci_res_$kind.cmp" "sorted(c['metric'] for c in d['comparisons'] if c['verdict'] == 'WORSE')")
+  want=$([ $kind = noisy ] && echo "0 []" || echo "1 ['ckpt_restore_s', 'goodput_pct']")
+  [ "$rc $worse" = "$want" ] && ok "ci.json: resilience $kind run: exit $rc, WORSE $worse" \
+    || fail "ci.json resilience $kind: exit $rc, WORSE $worse (want $want); $(cat "$T/ci_res.log")"
+done
+grep -q "'ckpt_restore_s', 'SAME', '+0.005 within ±0.5 s absolute tolerance'" "$T/ci_res.log" \
+  && ok "ci.json: the restore's 5 ms is within the absolute tolerance, and says so" || fail "abs note: $(cat "$T/ci_res.log")"
 
 # A rendering that cannot be written to stdout (a full disk behind `>`) is a runtime failure, not success.
 if [ -w /dev/full ]; then

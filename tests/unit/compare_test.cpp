@@ -107,6 +107,29 @@ TEST(Compare, CustomToleranceFromRules) {
   EXPECT_EQ(one(100, 100.5, Better::higher, rules).verdict, Verdict::better);
 }
 
+// A millisecond timing that moves by 2 ms is a 20% change: abs_tolerance (in the metric's unit) keeps it
+// SAME, in either direction, while a change beyond both tolerances is still decided.
+TEST(Compare, AbsoluteToleranceInTheMetricsUnit) {
+  CompareRules rules;
+  rules.rules.push_back(
+      compare_rules_from_json(
+          nlohmann::json::parse(R"({"rules": [{"metric": "busbw_gbps", "abs_tolerance": 0.002}]})"),
+          "rules.json")
+          .rules.at(0));
+  auto row = one(0.010, 0.012, Better::lower, rules);
+  EXPECT_EQ(row.verdict, Verdict::same);
+  EXPECT_EQ(row.reason, "+0.002 within ±0.002 GB/s absolute tolerance");
+  EXPECT_DOUBLE_EQ(*row.abs_tolerance, 0.002);
+  EXPECT_EQ(one(0.010, 0.008, Better::lower, rules).verdict, Verdict::same);
+  row = one(0.010, 0.0131, Better::lower, rules);
+  EXPECT_EQ(row.verdict, Verdict::worse);
+  EXPECT_EQ(row.reason, "+31.0% beyond ±5% tolerance");
+  // Within the relative tolerance the note stays the relative one.
+  EXPECT_EQ(one(100, 104, Better::higher, rules).reason, "within ±5% tolerance");
+  // Without the rule the same 2 ms is WORSE.
+  EXPECT_EQ(one(0.010, 0.012, Better::lower).verdict, Verdict::worse);
+}
+
 TEST(Compare, BaselineZero) {
   EXPECT_EQ(one(0, 0, Better::lower).verdict, Verdict::same);
   EXPECT_EQ(one(0, 1, Better::lower).verdict, Verdict::worse);
@@ -750,7 +773,8 @@ TEST(CompareRulesTest, ParseAndResolveInOrder) {
       {"benchmark": "collective", "result": "allreduce/*/1024", "metric": "busbw_gbps", "tolerance": 0.5},
       "train/llama* mfu >= 0.45",
       "goodput_pct >= 90",
-      {"metric": "time_us", "ignore": true}
+      {"metric": "time_us", "ignore": true},
+      {"benchmark": "resilience", "metric": "ckpt_*_s", "abs_tolerance": 0.05}
     ]})");
   const auto rules = compare_rules_from_json(j, "rules.json");
   EXPECT_DOUBLE_EQ(rules.tolerance, 0.05);
@@ -763,6 +787,9 @@ TEST(CompareRulesTest, ParseAndResolveInOrder) {
   EXPECT_FALSE(rules.resolve("train", "gpt3", "mfu").min.has_value());
   EXPECT_DOUBLE_EQ(*rules.resolve("resilience", "x", "goodput_pct").min, 90);
   EXPECT_TRUE(rules.resolve("gemm", "x", "time_us").ignore);
+  EXPECT_DOUBLE_EQ(*rules.resolve("resilience", "x", "ckpt_restore_s").abs_tolerance, 0.05);
+  EXPECT_DOUBLE_EQ(rules.resolve("resilience", "x", "ckpt_restore_s").tolerance, 0.05);
+  EXPECT_FALSE(rules.resolve("resilience", "x", "mttr_s").abs_tolerance.has_value());
 }
 
 void expect_rules_error(const char* text, const std::string& message) {
@@ -785,9 +812,16 @@ TEST(CompareRulesTest, ErrorsNameTheJsonPath) {
   expect_rules_error(
       R"({"rules": [{"metric": "mfu", "minimum": 0.4}]})",
       "rules.json: $.rules[0].minimum: unknown rule field (known: benchmark, result, metric, tolerance, "
-      "min, max, ignore)");
-  expect_rules_error(R"({"rules": [{"metric": "mfu"}]})",
-                     "rules.json: $.rules[0]: a rule needs at least one of tolerance, min, max or ignore");
+      "abs_tolerance, min, max, ignore)");
+  expect_rules_error(
+      R"({"rules": [{"metric": "mfu"}]})",
+      "rules.json: $.rules[0]: a rule needs at least one of tolerance, abs_tolerance, min, max or "
+      "ignore");
+  expect_rules_error(R"({"rules": [{"metric": "ckpt_restore_s", "abs_tolerance": "5ms"}]})",
+                     "rules.json: $.rules[0].abs_tolerance: expected a number");
+  expect_rules_error(
+      R"({"rules": [{"metric": "ckpt_restore_s", "abs_tolerance": -0.1}]})",
+      "rules.json: $.rules[0].abs_tolerance: expected a non-negative number in the metric's unit, got -0.1");
   expect_rules_error(
       R"({"rules": [{"metric": "ettr", "ignore": true, "min": 2}]})",
       "rules.json: $.rules[0]: a rule cannot both ignore a metric and set its min (ignore leaves "
