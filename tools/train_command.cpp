@@ -25,9 +25,9 @@
 #include "tools/enum_option.hpp"
 #include "tools/injection_scope.hpp"
 #include "tools/interrupt_report.hpp"
-#include "tools/report_so_far.hpp"
 #include "tools/resilience_options.hpp"
 #include "tools/train_options.hpp"
+#include "tools/train_so_far.hpp"
 #include "workloads/run_environment.hpp"
 #include "workloads/train_step.hpp"
 
@@ -263,23 +263,29 @@ int run_train(const TrainCommandOptions& opt, Session& session) {
   // "interrupted"), and -o holds them as the run goes, for a SIGKILL or a crash (tools/interrupt_report.hpp).
   // The figures the ranks agree only at the end (memory allocated, MoE balance, each rank's steps) are left
   // out of it.
-  const auto so_far = ReportSoFar::make(report);
+  // The result is built from the steps so far only when a report is written (tools/train_so_far.hpp).
+  const auto steps_so_far = std::make_shared<TrainSoFar>();
+  const auto so_far = [&, steps_so_far, start = report, &peak = session.peak(), world = mpi.size()] {
+    auto out = start;
+    const auto partial = steps_so_far->snapshot();
+    if (!partial) return out;
+    auto r = workloads::train_result(options, partial->plan, &*partial, peak, world);
+    r.params.update(checkpoint_params);
+    std::erase_if(r.metrics, [](const auto& m) {
+      return m.first == "memory_allocated_bytes_per_rank" || m.first == "moe_load_imbalance";
+    });
+    r.per_rank.clear();
+    out.results = {std::move(r)};
+    return out;
+  };
   std::function<void(const workloads::TrainRun&)> on_step;
   if (mpi.is_root())
-    on_step = [&, so_far, start = report, &peak = session.peak()](const workloads::TrainRun& partial) {
-      auto out = start;
-      auto r = workloads::train_result(options, partial.plan, &partial, peak, mpi.size());
-      r.params.update(checkpoint_params);
-      std::erase_if(r.metrics, [](const auto& m) {
-        return m.first == "memory_allocated_bytes_per_rank" || m.first == "moe_load_imbalance";
-      });
-      r.per_rank.clear();
-      out.results = {std::move(r)};
-      so_far->set(out);
+    on_step = [&session, steps_so_far](const workloads::TrainRun& partial) {
+      steps_so_far->record(partial);
       session.save_so_far();
     };
   std::optional<InterruptReport> interrupted;
-  interrupted.emplace(session, "train", ReportSoFar::reader(so_far), [](const reports::Report& r) {
+  interrupted.emplace(session, "train", so_far, [](const reports::Report& r) {
     if (r.results.empty()) return;
     std::cout << "\ntrain: stopped by a signal; the steps measured before it:\n";
     reports::print_train_result(std::cout, r.results.back());

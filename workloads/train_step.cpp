@@ -167,18 +167,6 @@ StepOutcome outcome_of(const train::StepStats& s, double slowest) {
   return out;
 }
 
-// Median seconds per breakdown category over the profiled steps.
-std::map<std::string, double> median_breakdown(const std::vector<train::CatSeconds>& cats) {
-  std::map<std::string, double> out;
-  const auto& names = train::breakdown_categories();
-  for (int c = 0; c < train::kCats; ++c) {
-    std::vector<double> v;
-    for (const auto& a : cats) v.push_back(a[c]);
-    out[names[static_cast<std::size_t>(c)]] = v.empty() ? 0.0 : summarize(v).median;
-  }
-  return out;
-}
-
 // Every rank's progress, so a report shows whether all ranks ran the same steps, and counters agreed over
 // all ranks. Values travel as doubles: counts and bytes here are exact below 2^53.
 void agree_counters(TrainRun& run, const train::Trainer& trainer, Communicator& control,
@@ -238,6 +226,18 @@ void last_stage_collectives(TrainRun& run, const MpiContext& mpi, const TrainPla
 
 }  // namespace
 
+std::map<std::string, double> median_breakdown(const std::vector<train::CatSeconds>& profiled) {
+  std::map<std::string, double> out;
+  const auto& names = train::breakdown_categories();
+  for (int c = 0; c < train::kCats; ++c) {
+    std::vector<double> v;
+    v.reserve(profiled.size());
+    for (const auto& a : profiled) v.push_back(a[c]);
+    out[names[static_cast<std::size_t>(c)]] = v.empty() ? 0.0 : summarize(v).median;
+  }
+  return out;
+}
+
 TrainRun run_training(const TrainOptions& o, MpiContext& mpi, Backend& backend, TrainHooks* hooks) {
   return run_training(o, prepare_training(o, mpi.size()), mpi, backend, hooks);
 }
@@ -258,7 +258,7 @@ TrainRun run_training(const TrainOptions& o, TrainPlan prepared, MpiContext& mpi
   run.gemm_emulated = trainer.emulated();
   std::int64_t step = hooks ? hooks->on_start(trainer.state()) : 0;
   run.first_step = step + 1;
-  std::vector<train::CatSeconds> cats;
+  auto& cats = run.profiled;
   const bool host = backend.kind() == BackendKind::host;
   ProgressMeter progress("train", static_cast<double>(o.steps - step));
   const std::int64_t begin = step;
@@ -292,10 +292,7 @@ TrainRun run_training(const TrainOptions& o, TrainPlan prepared, MpiContext& mpi
     run.grad_norm = s.grad_norm;
     run.last_step = step;
     ++run.steps_run;
-    if (on_step && measured) {
-      run.breakdown_seconds = median_breakdown(cats);
-      on_step(run);
-    }
+    if (on_step && measured) on_step(run);
     if (hooks && !hooks->after_step(step, outcome_of(s, slowest))) break;
   }
   // The step reached, not the last one run here: a relaunch that resumes from the final checkpoint runs no

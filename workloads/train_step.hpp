@@ -16,6 +16,7 @@
 #include "workloads/device_peak.hpp"
 #include "workloads/model_config.hpp"
 #include "workloads/parallel_layout.hpp"
+#include "workloads/train/step_breakdown.hpp"
 #include "workloads/train_hooks.hpp"
 
 namespace fb::workloads {
@@ -50,7 +51,9 @@ struct TrainRun {
   TrainPlan plan;
   std::vector<double> step_seconds;                 // measured steps, slowest rank per step
   std::map<std::string, double> breakdown_seconds;  // per step (median over measured steps), this is rank 0
-                                                    // (pipeline: the first stage)
+                                                    // (pipeline: the first stage); set at the end
+  std::vector<train::CatSeconds> profiled;          // the profiled steps' categories (host: every measured
+                                                    // step; cuda: the last warm-up step's)
   std::int64_t steps_run = 0, first_step = 1, last_step = 0;
   std::int64_t warmup_steps = 0;  // as run: the default leaves a resumed run one measured step
   double loss = 0, grad_norm = 0;
@@ -72,10 +75,15 @@ struct TrainRun {
 TrainRun run_training(const TrainOptions& options, MpiContext& mpi, Backend& backend, TrainHooks* hooks);
 // The same with the plan prepare_training(options, mpi.size()) returned: the model loaded and validated once.
 // `on_step` (may be empty) is called on every rank after each measured step with the run so far: its steps,
-// loss and breakdown (this rank's; the counters the ranks agree at the end are not in it yet), so that a run
-// stopped before its end keeps what it measured.
+// loss and profiled categories (this rank's; breakdown_seconds and the counters the ranks agree at the end
+// are not in it yet), so that a run stopped before its end keeps what it measured. It runs between steps,
+// where the other ranks wait for it in the next step's first collective: it must cost O(1) per step, not
+// O(steps so far) (tools/train_so_far.hpp appends the step and builds the report only when one is written).
 TrainRun run_training(const TrainOptions& options, TrainPlan plan, MpiContext& mpi, Backend& backend,
                       TrainHooks* hooks, const std::function<void(const TrainRun&)>& on_step = {});
+
+// Median seconds per breakdown category over the profiled steps (TrainRun::breakdown_seconds).
+std::map<std::string, double> median_breakdown(const std::vector<train::CatSeconds>& profiled);
 
 // The report result for a run (or, with run == nullptr, for a --dry-run plan). `peak` gives MFU.
 reports::Result train_result(const TrainOptions& options, const TrainPlan& plan, const TrainRun* run,
