@@ -189,13 +189,12 @@ void validate_supervisor_options(const SupervisorOptions& o) {
 
 namespace {
 
-// How one attempt ended, from the wait and from its part of the event log.
 // Whether the job is inside a checkpoint save or restore, from the events appended since the last scan: a
 // save runs from ckpt_save_start to its ckpt_commit (an async save's background write included), or to a
 // ckpt_save_end that failed; a restore from ckpt_restore_start to ckpt_restore_end.
-class CheckpointPhase {
+class CheckpointActivity {
  public:
-  explicit CheckpointPhase(std::uint64_t from) : offset_(from) {}
+  explicit CheckpointActivity(std::uint64_t from) : offset_(from) {}
   void scan(const fs::path& log, std::uint64_t size) {
     if (size <= offset_) return;
     std::ifstream in(log, std::ios::binary);
@@ -227,6 +226,7 @@ class CheckpointPhase {
   bool saving_ = false, restoring_ = false;
 };
 
+// How one attempt ended, from the wait and from its part of the event log.
 struct AttemptOutcome {
   fs::path out_path;             // the launcher's stdout and stderr
   std::size_t first_event;       // index of the attempt's first event in the log
@@ -466,7 +466,7 @@ class Supervision {
       return ec ? std::optional<fs::file_time_type>() : std::optional<fs::file_time_type>(t);
     };
     auto pulse_seen = pulse();  // an earlier attempt's file, unchanged, is no pulse
-    CheckpointPhase phase(seen);
+    CheckpointActivity phase(seen);
     while (true) {
       if (::waitpid(child, &a.status, WNOHANG) == child) {
         a.detected_at = wall_now();

@@ -18,6 +18,7 @@ void ResilienceSoFar::running(std::string policy, std::filesystem::path run_dir,
   policy_ = std::move(policy);
   run_dir_ = std::move(run_dir);
   params_ = std::move(params);
+  log_.emplace(run_dir_ / "events.jsonl");
 }
 
 void ResilienceSoFar::finished(const reports::Report& report,
@@ -26,6 +27,7 @@ void ResilienceSoFar::finished(const reports::Report& report,
   report_ = report;
   runs_ = std::move(runs);
   policy_.clear();
+  log_.reset();
 }
 
 reports::Report ResilienceSoFar::report() const {
@@ -36,7 +38,7 @@ reports::Report ResilienceSoFar::report() const {
   if (!policy_.empty()) {
     std::vector<nlohmann::json> events;
     try {
-      events = resilience::read_event_log(run_dir_ / "events.jsonl").events;
+      events = log_->read().events;
     } catch (const std::exception&) {  // not made yet (the job's first moment): nothing of it to tell
     }
     if (!events.empty()) {

@@ -8,10 +8,12 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "reports/report.hpp"
+#include "resilience/event_log_follower.hpp"
 #include "resilience/resilience_result.hpp"
 #include "resilience/supervisor.hpp"
 
@@ -38,6 +40,8 @@ class ResilienceSoFar {
   std::string policy_;  // the running job's; empty: none runs
   std::filesystem::path run_dir_;
   resilience::ResilienceRunParams params_;
+  // The running job's event log, read by what each save adds (its first read: the whole log).
+  mutable std::optional<resilience::EventLogFollower> log_;
 };
 
 // The supervisor is one process with no backend: the report's run and system facts (ranks, backend, hosts,
