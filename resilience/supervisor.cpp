@@ -467,6 +467,7 @@ class Supervision {
     };
     auto pulse_seen = pulse();  // an earlier attempt's file, unchanged, is no pulse
     CheckpointActivity phase(seen);
+    double last_save = wall_now();
     while (true) {
       if (::waitpid(child, &a.status, WNOHANG) == child) {
         a.detected_at = wall_now();
@@ -477,8 +478,14 @@ class Supervision {
       const double now = wall_now();
       if (size != seen) seen = size, last_beat = now, phase.scan(log_path_, size);
       if (const auto p = pulse(); p && p != pulse_seen) pulse_seen = p, last_pulse = now;
+      // The report so far follows the job each second, so a SIGKILL of the supervisor loses about a second
+      // of its accounting (it was saved with each progress line, every 5 s). A save reads only what the event
+      // log gained, and is skipped while writing would take over a twentieth of the time (Session).
+      if (o_.on_progress && now - last_save >= 1.0) {
+        o_.on_progress();
+        last_save = now;
+      }
       if (progress_.due()) {
-        if (o_.on_progress) o_.on_progress();
         if (const auto step = last_step_in_log(log_path_)) {
           // With both --steps and --time-budget the job ends at whichever comes first: the share done is
           // the larger of the two (a budgeted run of 100000 steps was told it had hours left).

@@ -48,8 +48,8 @@ struct SupervisorOptions {
   bool preflight = false;
   std::vector<std::string> preflight_args;  // health options (--backend, --gemm-floor, ...)
   double preflight_timeout_s = 300;         // a health job running longer is killed (verdict "error")
-  // Called on the supervisor's thread after each attempt and pre-flight, and with each progress line: the
-  // command keeps its report so far then (tools/interrupt_report.hpp), read from the event log.
+  // Called on the supervisor's thread after each attempt and pre-flight, and each second while a job runs:
+  // the command keeps its report so far then (tools/interrupt_report.hpp), read from the event log.
   std::function<void()> on_progress;
 };
 

@@ -37,9 +37,10 @@ reports::Result interrupted_result(const std::string& command, int sig, const st
 // : <kept>".
 reports::Result unfinished_result(const std::string& command, const std::string& kept);
 // Whether the report so far is rewritten now, `since_last_s` after the last write ended, which took
-// `last_cost_s`: when at least 20 times that has passed (writing then takes at most a twentieth of the run,
-// however fast the results come: a sweep of thousands of small shapes), and at least once a second (a slow
-// file system). Pure.
+// `last_cost_s`: when at least 20 times that has passed, so that writing takes at most a twentieth of the run
+// however fast the results come (a sweep of thousands of small shapes) and however slow the file system (a
+// 200 ms write is made every 4 s: it was made every second, a fifth of the run spent writing while the
+// other ranks waited for rank 0 in their next collective). Pure.
 bool report_so_far_due(double since_last_s, double last_cost_s);
 
 class InterruptReport {

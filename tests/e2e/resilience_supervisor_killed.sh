@@ -4,8 +4,8 @@
 # so no rank trains on, unaccounted for, in the run dir. The supervisor's status is the signal's (128 + its
 # number). Nothing measured is lost (tools/resilience_so_far.hpp): SIGTERM and SIGINT write the report with the
 # job so far (its crash, restart and goodput, read from the event log) and a failed "interrupted" result;
-# after SIGKILL, -o holds the report so far as last saved (after each attempt, with each progress line),
-# ending "unfinished".
+# after SIGKILL, -o holds the report so far as last saved (after each attempt, and each second while a job
+# runs), ending "unfinished".
 . "$(dirname "$0")/../lib.sh"
 cd "$T"
 set -m  # background jobs keep SIGINT (a script's background jobs otherwise ignore it)
@@ -22,6 +22,9 @@ for sig in KILL TERM INT; do
     sleep 0.25
   done
   [ "$(grep -cE '\(step [0-9]+/100000, attempt 2\)' "$T/$sig.err")" -ge 2 ] || { kill -9 "$sup"; cat "$T/$sig.err" >&2; die "$sig: attempt 2 never showed its progress twice"; }
+  # SIGKILL between two progress lines (5 s apart): the report so far is saved each second, not with them.
+  [ "$sig" = KILL ] && sleep 2.5
+  killed_at=$(date +%s.%N)
   kill -"$sig" "$sup"
   wait "$sup" 2>/dev/null
   rc=$?
@@ -44,6 +47,8 @@ for sig in KILL TERM INT; do
   assert_json "$T/$sig.json" "len(d['results']) == 2 and (d['results'][1]['name'], d['results'][1]['status']) == ('$last', 'failed')" \
     "SIG$sig: the job's result, then a failed '$last' result"
   [ "$sig" = KILL ] || assert_json "$T/$sig.json" "d['results'][1]['params']['signal'] == 'SIG$sig'" "SIG$sig: the signal is named"
+  [ "$sig" != KILL ] || assert_json "$T/$sig.json" "$killed_at - d['events'][-1]['t'] < 2.0" \
+    "SIGKILL: the report so far was saved less than 2 s before the kill (each second; not 2.5 s, with the last progress line)"
   # The job so far: the crash of attempt 1 detected and recovered, attempt 2 training when it was read (at least
   # the step its progress line showed: it restarted from step 0, no checkpoint being due before the crash).
   shown=$(grep -oE '\(step [0-9]+/100000, attempt 2\)' "$T/$sig.err" | head -1 | grep -oE '[0-9]+' | head -1)
