@@ -263,9 +263,12 @@ int run_train(const TrainCommandOptions& opt, Session& session) {
   // "interrupted"), and -o holds them as the run goes, for a SIGKILL or a crash (tools/interrupt_report.hpp).
   // The figures the ranks agree only at the end (memory allocated, MoE balance, each rank's steps) are left
   // out of it.
-  // The result is built from the steps so far only when a report is written (tools/train_so_far.hpp).
+  // The result is built from the steps so far only when a report is written (tools/train_so_far.hpp), on
+  // the report writer's thread or at a signal: from copies (in a suite it is read until the suite's step
+  // ends, after this function's locals).
   const auto steps_so_far = std::make_shared<TrainSoFar>();
-  const auto so_far = [&, steps_so_far, start = report, &peak = session.peak(), world = mpi.size()] {
+  const auto so_far = [steps_so_far, start = report, options, checkpoint_params, peak = session.peak(),
+                       world = mpi.size()] {
     auto out = start;
     const auto partial = steps_so_far->snapshot();
     if (!partial) return out;
