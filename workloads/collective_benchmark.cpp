@@ -410,8 +410,10 @@ nlohmann::json tokens_sent(const Case& c, const MoeRouting& moe, int n) {
   return tokens;
 }
 
-// Rank 0: the result of group `g` for one measured case.
-Result group_result(const Case& c, const Bench& b, const CaseSamples& s, int g) {
+// Rank 0: the result of group `g` for one measured case. Its per-iteration busbw is added to
+// `busbw_sums` (one entry per iteration), for the average's spread.
+Result group_result(const Case& c, const Bench& b, const CaseSamples& s, int g,
+                    std::vector<double>& busbw_sums) {
   const CollectiveOptions& o = b.o;
   const int n = b.n, first = g * n;
   const auto iters = static_cast<std::size_t>(o.iters);
@@ -446,6 +448,9 @@ Result group_result(const Case& c, const Bench& b, const CaseSamples& s, int g) 
   res.set_metric("algbw_gbps", algbw_metric);
   res.set_metric("busbw_gbps",
                  reports::scaled_metric(algbw_metric, bus_factor(c.op, n), "GB/s", Better::higher));
+  busbw_sums.resize(per_iteration.size(), 0.0);
+  for (std::size_t k = 0; k < per_iteration.size(); ++k)
+    busbw_sums[k] += per_iteration[k] * bus_factor(c.op, n);
   if (c.matrix && o.moe)
     res.set_metric("busiest_share",
                    Metric{c.matrix->busiest_share(), "fraction", Better::lower, std::nullopt});
@@ -483,8 +488,11 @@ Result group_result(const Case& c, const Bench& b, const CaseSamples& s, int g) 
 }
 
 // Rank 0: one `avg_busbw` result per group (failed under --min-busbw), averaged over its measured rows.
-void add_averages(CollectiveRun& run, const CollectiveOptions& o, int n, int groups,
-                  std::string_view engine) {
+// Its value is nccl-tests' (the mean of the rows' busbw); its spread is that of the per-iteration average
+// (iteration k's busbw averaged over the rows), so that compare judges it as noisy as the rows it comes from
+// (`busbw_sums[g]`: the rows' per-iteration busbw summed).
+void add_averages(CollectiveRun& run, const CollectiveOptions& o, int n, int groups, std::string_view engine,
+                  const std::vector<std::vector<double>>& busbw_sums) {
   for (int g = 0; g < groups; ++g) {
     double sum = 0;
     int rows = 0;
@@ -509,7 +517,14 @@ void add_averages(CollectiveRun& run, const CollectiveOptions& o, int n, int gro
       res.params["group"] = g;
     }
     if (o.min_busbw_gbps) res.params["min_busbw_gbps"] = *o.min_busbw_gbps;
-    res.set_metric("busbw_gbps", Metric{avg, "GB/s", Better::higher, std::nullopt});
+    Metric busbw{avg, "GB/s", Better::higher, std::nullopt};
+    if (rows > 0 && busbw_sums[static_cast<std::size_t>(g)].size() >= 2) {
+      std::vector<double> per_iteration = busbw_sums[static_cast<std::size_t>(g)];
+      for (double& x : per_iteration) x /= rows;
+      busbw = reports::metric_from_samples(per_iteration, "GB/s", Better::higher);
+      busbw.value = avg;
+    }
+    res.set_metric("busbw_gbps", busbw);
     if (o.min_busbw_gbps && avg < *o.min_busbw_gbps)
       res.fail(fmt::format("average busbw {:.3f} GB/s is below --min-busbw {:.3f}", avg, *o.min_busbw_gbps));
     run.summary[g == 0 && o.split == 0 ? "avg_busbw_gbps" : fmt::format("avg_busbw_gbps_group{}", g)] = avg;
@@ -560,6 +575,7 @@ CollectiveRun run_collective_benchmark(const CollectiveOptions& o, MpiContext& m
     total_weight += c.skip_reason.empty() ? static_cast<double>(c.counts.bytes) + 1 : 0;
   ProgressMeter progress("collective", total_weight);
   bench.progress = &progress;
+  std::vector<std::vector<double>> busbw_sums(static_cast<std::size_t>(groups));  // per group, per iteration
   std::size_t index = 0;
   for (const Case& c : cases) {
     ++index;
@@ -582,11 +598,11 @@ CollectiveRun run_collective_benchmark(const CollectiveOptions& o, MpiContext& m
     bench.done += bench.weight;
     if (!mpi.is_root()) continue;
     for (int g = 0; g < groups; ++g) {
-      run.results.push_back(group_result(c, bench, samples, g));
+      run.results.push_back(group_result(c, bench, samples, g, busbw_sums[static_cast<std::size_t>(g)]));
       if (o.on_result) o.on_result(run.results.back());
     }
   }
-  if (mpi.is_root()) add_averages(run, o, n, groups, comm.engine());
+  if (mpi.is_root()) add_averages(run, o, n, groups, comm.engine(), busbw_sums);
   return run;
 }
 

@@ -36,6 +36,13 @@ for n in 2 3 4; do
     assert_json "$f" "all(r['params']['bytes'] == r['params']['count'] * $n * 4 and (r['params']['count'] * 4) % 16 == 0 for r in $rows if r['params']['op'] in ('allgather','reducescatter','alltoall'))" \
       "np $n $dt: per-rank chunk rounding"
     assert_json "$f" "d['summary']['avg_busbw_gbps'] > 0 and [r for r in d['results'] if r['name'] == 'avg_busbw']" "np $n $dt: average busbw"
+    # The average is nccl-tests' (the rows' mean busbw); its spread is the per-iteration average's: its mean is
+    # the rows' mean of per-iteration means, and its extremes lie within the rows' mean extremes.
+    avg="next(r for r in d['results'] if r['name'] == 'avg_busbw')['metrics']['busbw_gbps']"
+    mean="(lambda v: sum(v) / len(v))"
+    close="(lambda a, b: abs(a - b) <= 1e-9 * max(abs(a), abs(b)))"
+    assert_json "$f" "$close($avg['value'], $mean([r['metrics']['busbw_gbps']['value'] for r in $rows])) and $avg['stats']['n'] == 3 and $close($avg['stats']['mean'], $mean([r['metrics']['busbw_gbps']['stats']['mean'] for r in $rows])) and $avg['stats']['min'] >= $mean([r['metrics']['busbw_gbps']['stats']['min'] for r in $rows]) * (1 - 1e-9) and $avg['stats']['max'] <= $mean([r['metrics']['busbw_gbps']['stats']['max'] for r in $rows]) * (1 + 1e-9) and $avg['stats']['stddev'] > 0" \
+      "np $n $dt: average busbw: the rows' mean, with the per-iteration average's spread"
   done
 done
 grep -q "Avg bus bandwidth" "$T/all_3_fp32.out" && grep -q "out-of-place" "$T/all_3_fp32.out" \
