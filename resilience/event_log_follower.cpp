@@ -22,6 +22,22 @@ struct Fd {
 
 }  // namespace
 
+std::optional<std::string> appended_whole_lines(int fd, std::uint64_t from, std::uint64_t to) {
+  if (to <= from) return std::string();
+  std::string text(to - from, '\0');
+  std::size_t got = 0;
+  while (got < text.size()) {
+    const ssize_t n = ::pread(fd, text.data() + got, text.size() - got, static_cast<off_t>(from + got));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return std::nullopt;
+    if (n == 0) break;  // shortened since: what was read is what there is
+    got += static_cast<std::size_t>(n);
+  }
+  text.resize(got);
+  text.resize(text.rfind('\n') == std::string::npos ? 0 : text.rfind('\n') + 1);
+  return text;
+}
+
 const EventLogContents& EventLogFollower::read() {
   const auto fail = [&](const char* what) {
     throw input_error("cannot " + std::string(what) + " " + path_.string() + ": " + std::strerror(errno));
@@ -37,24 +53,15 @@ const EventLogContents& EventLogFollower::read() {
     offset_ = 0;
     contents_ = {};
   }
-  if (size == offset_) return contents_;
-  std::string text(size - offset_, '\0');
-  std::size_t got = 0;
-  while (got < text.size()) {
-    const ssize_t n = ::pread(f.fd, text.data() + got, text.size() - got, static_cast<off_t>(offset_ + got));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) fail("read");
-    if (n == 0) break;  // shortened since the stat: what was read is what there is
-    got += static_cast<std::size_t>(n);
-  }
-  text.resize(got);
-  const std::size_t end = text.rfind('\n');
-  if (end == std::string::npos) return contents_;  // no whole line yet
-  auto more = parse_event_log(std::string_view(text).substr(0, end + 1));
+  const auto read = appended_whole_lines(f.fd, offset_, size);
+  if (!read) fail("read");
+  const std::string& text = *read;
+  if (text.empty()) return contents_;  // no whole line yet
+  auto more = parse_event_log(text);
   contents_.events.insert(contents_.events.end(), std::make_move_iterator(more.events.begin()),
                           std::make_move_iterator(more.events.end()));
   contents_.torn_lines += more.torn_lines;
-  offset_ += end + 1;
+  offset_ += text.size();
   return contents_;
 }
 

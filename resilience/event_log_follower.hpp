@@ -7,10 +7,17 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <optional>
+#include <string>
 
 #include "resilience/event_log.hpp"
 
 namespace fb::resilience {
+
+// The bytes of the open file `fd` from `from` to `to` up to and including the last newline: the whole lines
+// appended there (a last line without its newline is still being written; empty when there is none). None
+// when the file cannot be read (errno says why).
+std::optional<std::string> appended_whole_lines(int fd, std::uint64_t from, std::uint64_t to);
 
 class EventLogFollower {
  public:

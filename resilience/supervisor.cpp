@@ -1,7 +1,9 @@
 #include "resilience/supervisor.hpp"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -23,6 +25,7 @@
 #include "core/units.hpp"
 #include "reports/report_json.hpp"
 #include "resilience/event_log.hpp"
+#include "resilience/event_log_follower.hpp"
 #include "resilience/job_launch.hpp"
 #include "workloads/health_check.hpp"
 
@@ -197,15 +200,13 @@ class CheckpointActivity {
   explicit CheckpointActivity(std::uint64_t from) : offset_(from) {}
   void scan(const fs::path& log, std::uint64_t size) {
     if (size <= offset_) return;
-    std::ifstream in(log, std::ios::binary);
-    in.seekg(static_cast<std::streamoff>(offset_));
-    std::string chunk(static_cast<std::size_t>(size - offset_), '\0');
-    in.read(chunk.data(), static_cast<std::streamsize>(chunk.size()));
-    chunk.resize(static_cast<std::size_t>(in.gcount()));
-    const auto end = chunk.rfind('\n');  // whole lines only: the rest is read next time
-    if (end == std::string::npos) return;
-    offset_ += end + 1;
-    for (std::size_t at = 0; at <= end;) {
+    const int fd = ::open(log.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return;
+    const std::string chunk = appended_whole_lines(fd, offset_, size).value_or("");  // the rest: next time
+    ::close(fd);
+    if (chunk.empty()) return;
+    offset_ += chunk.size();
+    for (std::size_t at = 0; at < chunk.size();) {
       const auto eol = chunk.find('\n', at);
       const std::string_view line(chunk.data() + at, eol - at);
       const auto is = [&](std::string_view type) {
