@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <exception>
 #include <filesystem>
 #include <iostream>
@@ -75,20 +74,11 @@ bool report_so_far_due(double since_last_s, double last_cost_s) {
   return since_last_s >= 20 * last_cost_s;
 }
 
-// The saves after the first are made on a thread of their own: the caller is rank 0 between two results (a
-// training step, a size), where the other ranks wait for it in their next collective, and a write with its
-// fsync takes milliseconds (tens on a parallel file system), which the next step's time would then hold.
 struct InterruptReport::Saved {
-  std::mutex mutex;  // guards the fields below; a write itself runs outside it
-  std::condition_variable wake;
   std::filesystem::path path;  // -o once a report so far was written there
   double last_end_s = -1e9;    // when the last write ended (steady seconds)
   double last_cost_s = 0;      // and how long it took
   bool warned = false;         // a write failed, and was said (once: it would fail after every result)
-  bool pending = false;        // a save was asked for and is due
-  bool writing = false;        // the writer is writing one
-  bool stop = false;           // the InterruptReport is going: no more saves
-  std::thread writer;
 };
 
 InterruptReport::InterruptReport(Session& session, std::string command,
@@ -132,14 +122,6 @@ void InterruptReport::stand_down() {
 InterruptReport::~InterruptReport() {
   if (!saving_) return;
   saving_->set_save_so_far({});
-  // A save being written lands first (before the final report, or the removal below); one only asked for
-  // is dropped: what replaces it is written next.
-  {
-    std::lock_guard lock(saved_->mutex);
-    saved_->stop = true;
-  }
-  saved_->wake.notify_one();
-  if (saved_->writer.joinable()) saved_->writer.join();
   // Unwound by an Error: a command alone writes no report for one (the error line says why), so the report
   // so far goes too. A suite keeps its own: the steps before this one are in it.
   if (remove_on_error_ && std::uncaught_exceptions() > exceptions_) {
@@ -174,56 +156,27 @@ void InterruptReport::arm(Session& session, std::string command, Session::HangRe
     saved_ = std::make_shared<Saved>();
     remove_on_error_ = alone;
     exceptions_ = std::uncaught_exceptions();
-    const auto write = [saved = saved_, make, command, kept, output] {
+    session.set_save_so_far([saved = saved_, make, command, kept, output] {
       const double start = steady_seconds();
-      std::optional<std::string> failed;
-      bool written = false;
-      {
-        std::lock_guard lock(g_write_mutex);
-        if (g_ended || g_stood_down.load()) return;
-        try {
-          if (auto report = make(unfinished_result(command, kept))) {
-            report->run["finished_at"] = workloads::utc_timestamp();
-            reports::write_report(output, *report);
-            written = true;
-          }
-        } catch (const std::exception& e) {  // the run goes on; its final report is what matters
-          failed = e.what();
+      if (!report_so_far_due(start - saved->last_end_s, saved->last_cost_s)) return;
+      std::lock_guard lock(g_write_mutex);
+      if (g_ended || g_stood_down.load()) return;
+      try {
+        if (auto report = make(unfinished_result(command, kept))) {
+          report->run["finished_at"] = workloads::utc_timestamp();
+          reports::write_report(output, *report);
+          saved->path = output;
         }
+      } catch (const std::exception& e) {  // the run goes on; its final report is what matters
+        if (!std::exchange(saved->warned, true))
+          log::warn("{}: the report so far was not written (the run goes on): {}", command, e.what());
       }
-      std::lock_guard lock(saved->mutex);
-      if (written) saved->path = output;
-      if (failed && !std::exchange(saved->warned, true))
-        log::warn("{}: the report so far was not written (the run goes on): {}", command, *failed);
       saved->last_end_s = steady_seconds();
       saved->last_cost_s = saved->last_end_s - start;
-    };
-    // At once, on this thread: a job killed before its first result (a long first size, a training warm-up)
-    // leaves the run's facts (hosts, devices, command) and why it has no figure, not nothing.
-    write();
-    saved_->writer = std::thread([saved = saved_, write] {
-      std::unique_lock lock(saved->mutex);
-      while (true) {
-        saved->wake.wait(lock, [&] { return saved->pending || saved->stop; });
-        if (saved->stop) return;
-        saved->pending = false;
-        saved->writing = true;
-        lock.unlock();
-        write();
-        lock.lock();
-        saved->writing = false;
-      }
     });
-    session.set_save_so_far([saved = saved_] {
-      {
-        std::lock_guard lock(saved->mutex);
-        if (saved->pending || saved->writing ||
-            !report_so_far_due(steady_seconds() - saved->last_end_s, saved->last_cost_s))
-          return;
-        saved->pending = true;
-      }
-      saved->wake.notify_one();
-    });
+    // At once too: a job killed before its first result (a long first size, a training warm-up) leaves the
+    // run's facts (hosts, devices, command) and why it has no figure, not nothing.
+    session.save_so_far();
   }
   word_ = std::make_unique<LastWordOnSignal>([command = std::move(command), print = std::move(print),
                                               make = std::move(make), kept = std::move(kept),

@@ -14,9 +14,8 @@
 // rank died, without --kill-on-bad-exit), a crash of rank 0. So while it lives, rank 0 also keeps -o (a
 // regular file) holding the report so far with a failed "unfinished" result, written when it is armed and
 // rewritten when the command says it has a new result (Session::save_so_far) unless that would spend over a
-// twentieth of the run writing (report_so_far_due), on a writer thread: the caller does not wait for it; the
-// final report, or the signal's or the hang's, replaces it. An Error that ends a command alone removes it
-// again: an error writes no report.
+// twentieth of the run writing (report_so_far_due); the final report, or the signal's or the hang's, replaces
+// it. An Error that ends a command alone removes it again: an error writes no report.
 #include <functional>
 #include <memory>
 #include <string>
