@@ -153,6 +153,26 @@ void check_checkpoint_faults_act(const resilience::FaultPlan& plan, const resili
         "--checkpoint-every N or --checkpoint-interval DURATION|auto");
 }
 
+// A fatal fault (crash, hang, sdc, nan) in a run that saves no checkpoint restarts the job from the step it
+// began at: every step before the failure is wasted. A run may mean that (the cost of no checkpointing), so
+// it is said, not refused.
+void warn_restarts_from_scratch(const resilience::FaultPlan& plan, const resilience::ResilienceOptions& o) {
+  if (o.checkpoint_every > 0 || !o.checkpoint_interval.empty()) return;
+  std::optional<resilience::FaultKind> fatal;
+  for (const auto& f : plan.faults)
+    if (!fatal && resilience::is_fatal(f.kind)) fatal = f.kind;
+  if (plan.random)
+    for (const auto& [kind, share] : plan.random->mix)
+      if (!fatal && share > 0 && resilience::is_fatal(kind)) fatal = kind;
+  if (fatal)
+    log::warn(
+        "--faults injects {} and this run saves no checkpoint: each failure restarts the job from the step "
+        "it "
+        "began at, and every step before it is wasted (--checkpoint-every N or --checkpoint-interval "
+        "DURATION|auto to measure recovery from a checkpoint)",
+        resilience::to_string(*fatal));
+}
+
 // SDC is detected by the replicas' checksum vote: with one replica there is nothing to compare, and with the
 // dense optimizer state sharded over DP a flipped master weight reaches every replica through the weights'
 // all-gather, so no vote could see it.
@@ -557,6 +577,7 @@ int run_resilience(const ResilienceCommandOptions& o, Session& session) {
   if (session.is_root()) {
     warn_unreachable_faults(plan, s.steps);
     warn_unreachable_checkpoints(o.res, s.steps);
+    warn_restarts_from_scratch(plan, o.res);
   }
 
   // Run as an MPI job's rank (a `suite` step, or `mpirun -np N factorybench resilience`): one supervisor,

@@ -126,6 +126,12 @@ run_capture unfired fb resilience --launcher none --ranks 1 --model tiny-dense -
 [ "$RC" -eq 0 ] && grep -q "warning: --faults: crash@time=3600s,rank=0 never fired: the job ended before it came due, or its slot was a spare never used" "$T/unfired.err" \
   && ok "unfired fault: warned" || fail "unfired: exit $RC: $(cat "$T/unfired.err")"
 assert_json "$T/unfired.json" "$R['extra']['faults_not_fired'] == ['crash@time=3600s,rank=0']" "unfired fault: listed in the result"
+# A fatal fault in a run that saves no checkpoint restarts from step 0: said (it may be meant), not refused;
+# not said where the run checkpoints, nor for a fault that stops nothing.
+grep -q "warning: --faults injects crash and this run saves no checkpoint: each failure restarts the job from the step it began at" "$T/unfired.err" \
+  && ok "no checkpoint with a crash planned: warned" || fail "unfired: no warning of a restart from scratch: $(cat "$T/unfired.err")"
+! grep -q "saves no checkpoint" "$T/budget.err" "$T/reuse.err" && ok "checkpointing run, and a run without faults: no such warning" \
+  || fail "warned of no checkpoint where there are: $(grep -h "saves no checkpoint" "$T/budget.err" "$T/reuse.err")"
 expect_error zerobudget 2 "invalid --time-budget '0s'" \
   fb resilience --ranks 2 --backend host --time-budget 0s --faults "crash@step=3" --run-dir "$T/bad"
 
