@@ -438,6 +438,30 @@ std::string render(const StackedBarChart& chart) {
   return c.finish();
 }
 
+std::vector<DrawnSpan> spans_at_resolution(const std::vector<Span>& spans, double min_s) {
+  std::vector<DrawnSpan> out;
+  for (const auto& s : spans) {
+    const double w = std::max(0.0, s.end_s - s.start_s);
+    if (out.empty() || out.back().end_s - out.back().start_s >= min_s) {
+      out.push_back({s.start_s, std::max(s.start_s, s.end_s), s.category, {{s.category, w}}});
+      continue;
+    }
+    auto& cell = out.back();  // still under min_s: this span joins it
+    cell.end_s = std::max(cell.end_s, s.end_s);
+    auto part = std::find_if(cell.parts.begin(), cell.parts.end(),
+                             [&](const auto& p) { return p.first == s.category; });
+    if (part == cell.parts.end())
+      cell.parts.emplace_back(s.category, w);
+    else
+      part->second += w;
+  }
+  for (auto& cell : out)  // the first of the largest parts: a tie goes to the category seen first
+    cell.category = std::max_element(cell.parts.begin(), cell.parts.end(), [](const auto& a, const auto& b) {
+                      return a.second < b.second;
+                    })->first;
+  return out;
+}
+
 double gantt_label_width(const GanttChart& chart) {
   // The label column fits the longest lane name up to a third of the chart; longer names are cut to it.
   std::size_t longest = 0;
@@ -510,12 +534,26 @@ std::string render(const GanttChart& chart) {
     const double y = p.top + static_cast<double>(l) * (lane_h + gap) + gap / 2;
     c.text(label_w - 10, y + lane_h / 2 + 4, truncate(lane.label, label_chars), "end", 12, kInk);
     c.rect(p.left, y, p.width, lane_h, "#f5f7fa");
-    for (const auto& s : lane.spans) {
+    const auto cells = spans_at_resolution(lane.spans, range / p.width);
+    for (std::size_t i = 0; i < cells.size(); ++i) {
+      const auto& s = cells[i];
       const double start = std::clamp(s.start_s, t0, t1), end = std::clamp(s.end_s, t0, t1);
       const double x0 = px(start), x1 = px(end);
-      c.rect_titled(
-          x0, y, std::max(x1 - x0, 0.6), lane_h, color[s.category],
-          fmt::format("{}: {:.2f}–{:.2f} s ({:.2f} s)", s.category, start - t0, end - t0, end - start));
+      // A cell that the next one continues reaches half a pixel under it: edges at fractional pixels
+      // (anti-aliased, or rounded apart under crispEdges) would otherwise show the lane's background as a
+      // seam between them.
+      const double overlap = i + 1 < cells.size() && cells[i + 1].start_s <= s.end_s ? 0.5 : 0;
+      std::string tip =
+          fmt::format("{}: {:.2f}–{:.2f} s ({:.2f} s)", s.category, start - t0, end - t0, end - start);
+      if (s.parts.size() > 1) {
+        tip += ", spans too short to draw one by one:";
+        for (std::size_t k = 0; k < s.parts.size(); ++k)
+          tip += s.parts[k].second < 0.0005
+                     ? fmt::format("{} {} <0.001 s", k ? "," : "", s.parts[k].first)
+                     : fmt::format("{} {} {:.3f} s", k ? "," : "", s.parts[k].first, s.parts[k].second);
+      }
+      c.rect_titled(x0, y, std::max(x1 - x0 + overlap, 0.6), lane_h, color[s.category], tip,
+                    " shape-rendering=\"crispEdges\"");
     }
     for (const auto& m : lane.markers) {
       const double x = px(m.t_s);

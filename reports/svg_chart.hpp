@@ -92,6 +92,19 @@ struct GanttChart {
   std::string marker_legend = "fault / failure";
 };
 
+// A Gantt span as drawn. Spans narrower than the chart can show (3 ms steps on a minutes-long axis, each
+// with its gap) would be thousands of overlapping sub-pixel rectangles: in time order they are gathered into
+// cells of at least `min_s` (a pixel's time), each drawn in the colour of the category holding most of its
+// time. `parts` is each category's time in the cell, in order of first appearance; a span wide enough to
+// draw starts a cell of its own and is drawn as it is (one part).
+struct DrawnSpan {
+  double start_s = 0;
+  double end_s = 0;
+  std::string category;
+  std::vector<std::pair<std::string, double>> parts;
+};
+std::vector<DrawnSpan> spans_at_resolution(const std::vector<Span>& spans, double min_s);
+
 // Where a Gantt strip's plot area starts (after its lane labels), and the unit of its time axis for a range
 // of `range_s` seconds (1 s, 60 s or 3600 s, with its name), for a chart that shares that axis.
 double gantt_label_width(const GanttChart& chart);

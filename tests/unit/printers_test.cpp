@@ -1040,6 +1040,63 @@ TEST(SvgChart, GanttLabelsFitTheirColumn) {
   EXPECT_NE(out.find("x…<"), std::string::npos);
 }
 
+// Spans narrower than a pixel's time are drawn as cells of at least that time, each in its largest
+// category's colour, with every category's time kept; spans wide enough are drawn as they are.
+TEST(SvgChart, SpansUnderAPixelAreGatheredIntoCells) {
+  const std::vector<svg::Span> wide = {{0, 2, "init"}, {2, 2.5, "other"}, {2.5, 9, "productive"}};
+  const auto same = svg::spans_at_resolution(wide, 0.5);
+  ASSERT_EQ(same.size(), 3u);
+  for (std::size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(same[i].start_s, wide[i].start_s);
+    EXPECT_EQ(same[i].end_s, wide[i].end_s);
+    EXPECT_EQ(same[i].category, wide[i].category);
+    EXPECT_EQ(
+        same[i].parts,
+        (std::vector<std::pair<std::string, double>>{{wide[i].category, wide[i].end_s - wide[i].start_s}}));
+  }
+  // 1000 steps of 3 ms, each followed by a 1 ms gap (4 s), at 0.0999 s a pixel: 40 cells of 25 steps (0.1 s;
+  // 0.0999, as 25 steps summed in floating point fall short of 0.1 by an ulp).
+  std::vector<svg::Span> steps;
+  for (int k = 0; k < 1000; ++k) {
+    steps.push_back({k * 0.004, k * 0.004 + 0.003, "productive"});
+    steps.push_back({k * 0.004 + 0.003, (k + 1) * 0.004, "other"});
+  }
+  const auto cells = svg::spans_at_resolution(steps, 0.0999);
+  ASSERT_EQ(cells.size(), 40u);
+  double productive = 0, other = 0;
+  for (std::size_t i = 0; i < cells.size(); ++i) {
+    EXPECT_EQ(cells[i].category, "productive") << i;
+    EXPECT_NEAR(cells[i].start_s, 0.1 * static_cast<double>(i), 1e-9) << i;
+    EXPECT_NEAR(cells[i].end_s - cells[i].start_s, 0.1, 1e-9) << i;
+    ASSERT_EQ(cells[i].parts.size(), 2u);
+    EXPECT_EQ(cells[i].parts[0].first, "productive");
+    productive += cells[i].parts[0].second;
+    other += cells[i].parts[1].second;
+  }
+  EXPECT_NEAR(productive, 3.0, 1e-9);
+  EXPECT_NEAR(other, 1.0, 1e-9);
+  // A cell of equal parts takes the category seen first; a wide span after a cell still under a pixel joins
+  // it.
+  const auto tie = svg::spans_at_resolution(
+      {{0, 0.01, "wasted"}, {0.01, 0.02, "detection"}, {0.02, 0.05, "relaunch"}}, 0.02);
+  ASSERT_EQ(tie.size(), 2u);
+  EXPECT_EQ(tie[0].category, "wasted");
+  EXPECT_EQ(tie[1].category, "relaunch");
+  const auto joined = svg::spans_at_resolution({{0, 0.001, "other"}, {0.001, 5, "init"}}, 0.02);
+  ASSERT_EQ(joined.size(), 1u);
+  EXPECT_EQ(joined[0].category, "init");
+  EXPECT_EQ(joined[0].end_s, 5);
+  // Drawn: one rectangle per cell, not one per step (the HTML of a 20000-step run was 7.8 MB of them).
+  svg::GanttChart gantt;
+  gantt.lanes.push_back({"job", steps, {}});
+  const std::string out = svg::render(gantt);
+  std::size_t rects = 0;
+  for (auto at = out.find("<rect"); at != std::string::npos; at = out.find("<rect", at + 1)) ++rects;
+  EXPECT_LT(rects, 1500u);
+  EXPECT_GT(rects, 100u);
+  EXPECT_NE(out.find("spans too short to draw one by one: productive"), std::string::npos);
+}
+
 TEST(SvgChart, NiceTicksAndBytes) {
   EXPECT_EQ(svg::nice_ticks(0, 482.3, 5), (std::vector<double>{0, 100, 200, 300, 400, 500}));
   EXPECT_EQ(svg::nice_ticks(0, 1, 4), (std::vector<double>{0, 0.25, 0.5, 0.75, 1}));
