@@ -16,7 +16,6 @@
 #include <fmt/format.h>
 
 #include "core/atomic_file.hpp"
-#include "core/call_log.hpp"
 #include "core/logging.hpp"
 #include "reports/report_json.hpp"
 #include "workloads/run_environment.hpp"
@@ -70,14 +69,8 @@ reports::Result unfinished_result(const std::string& command, const std::string&
   return r;
 }
 
-bool report_so_far_due(double since_last_s, double last_cost_s) {
-  return since_last_s >= 20 * last_cost_s;
-}
-
 struct InterruptReport::Saved {
   std::filesystem::path path;  // -o once a report so far was written there
-  double last_end_s = -1e9;    // when the last write ended (steady seconds)
-  double last_cost_s = 0;      // and how long it took
   bool warned = false;         // a write failed, and was said (once: it would fail after every result)
 };
 
@@ -122,6 +115,7 @@ void InterruptReport::stand_down() {
 InterruptReport::~InterruptReport() {
   if (!saving_) return;
   saving_->set_save_so_far({});
+  writer_.reset();  // a write in progress lands first; a pending one is dropped (the final report is next)
   // Unwound by an Error: a command alone writes no report for one (the error line says why), so the report
   // so far goes too. A suite keeps its own: the steps before this one are in it.
   if (remove_on_error_ && std::uncaught_exceptions() > exceptions_) {
@@ -156,9 +150,8 @@ void InterruptReport::arm(Session& session, std::string command, Session::HangRe
     saved_ = std::make_shared<Saved>();
     remove_on_error_ = alone;
     exceptions_ = std::uncaught_exceptions();
-    session.set_save_so_far([saved = saved_, make, command, kept, output] {
-      const double start = steady_seconds();
-      if (!report_so_far_due(start - saved->last_end_s, saved->last_cost_s)) return;
+    // Written on this thread or the writer's: `make` reads the run under its own locks, as at a signal.
+    writer_ = std::make_unique<ReportSoFarWriter>([saved = saved_, make, command, kept, output] {
       std::lock_guard lock(g_write_mutex);
       if (g_ended || g_stood_down.load()) return;
       try {
@@ -171,9 +164,8 @@ void InterruptReport::arm(Session& session, std::string command, Session::HangRe
         if (!std::exchange(saved->warned, true))
           log::warn("{}: the report so far was not written (the run goes on): {}", command, e.what());
       }
-      saved->last_end_s = steady_seconds();
-      saved->last_cost_s = saved->last_end_s - start;
     });
+    session.set_save_so_far([writer = writer_.get()] { writer->request(); });
     // At once too: a job killed before its first result (a long first size, a training warm-up) leaves the
     // run's facts (hosts, devices, command) and why it has no figure, not nothing.
     session.save_so_far();

@@ -13,15 +13,17 @@
 // A job can also end with no chance to write: SIGKILL (the OOM killer; Slurm's teardown of a step in which a
 // rank died, without --kill-on-bad-exit), a crash of rank 0. So while it lives, rank 0 also keeps -o (a
 // regular file) holding the report so far with a failed "unfinished" result, written when it is armed and
-// rewritten when the command says it has a new result (Session::save_so_far) unless that would spend over a
-// twentieth of the run writing (report_so_far_due); the final report, or the signal's or the hang's, replaces
-// it. An Error that ends a command alone removes it again: an error writes no report.
+// rewritten when the command says it has a new result (Session::save_so_far): at once, or, where that would
+// spend over a twentieth of the run writing, as soon as it is due (tools/report_so_far_writer.hpp); the final
+// report, or the signal's or the hang's, replaces it. An Error that ends a command alone removes it again: an
+// error writes no report.
 #include <functional>
 #include <memory>
 #include <string>
 
 #include "core/remove_on_signal.hpp"
 #include "reports/report.hpp"
+#include "tools/report_so_far_writer.hpp"
 #include "tools/session.hpp"
 
 namespace fb::tools {
@@ -36,12 +38,6 @@ reports::Result interrupted_result(const std::string& command, int sig, const st
 // params {test: "unfinished"}, error "did not finish: the job ended before the run did (killed or crashed)
 // : <kept>".
 reports::Result unfinished_result(const std::string& command, const std::string& kept);
-// Whether the report so far is rewritten now, `since_last_s` after the last write ended, which took
-// `last_cost_s`: when at least 20 times that has passed, so that writing takes at most a twentieth of the run
-// however fast the results come (a sweep of thousands of small shapes) and however slow the file system (a
-// 200 ms write is made every 4 s: it was made every second, a fifth of the run spent writing while the
-// other ranks waited for rank 0 in their next collective). Pure.
-bool report_so_far_due(double since_last_s, double last_cost_s);
 
 class InterruptReport {
  public:
@@ -71,8 +67,9 @@ class InterruptReport {
   Session* saving_ = nullptr;  // the session whose save_so_far this set
   struct Saved;                // what save_so_far wrote (shared with it)
   std::shared_ptr<Saved> saved_;
-  bool remove_on_error_ = false;  // a command alone: an Error leaves no report
-  int exceptions_ = 0;            // std::uncaught_exceptions() when armed
+  std::unique_ptr<ReportSoFarWriter> writer_;  // writes the report so far, now or once due
+  bool remove_on_error_ = false;               // a command alone: an Error leaves no report
+  int exceptions_ = 0;                         // std::uncaught_exceptions() when armed
 };
 
 }  // namespace fb::tools
