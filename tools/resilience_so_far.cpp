@@ -26,6 +26,7 @@ void ResilienceSoFar::finished(const reports::Report& report,
   std::lock_guard lock(mutex_);
   report_ = report;
   runs_ = std::move(runs);
+  for (auto& run : runs_) run.events.clear();  // report_ holds them; the summary reads the ledgers alone
   policy_.clear();
   log_.reset();
 }
@@ -47,7 +48,7 @@ reports::Report ResilienceSoFar::report() const {
       partial = true;
       if (r.run.value("backend", "") == "none") adopt_job_run(r, run_dir_);
       r.results.push_back(resilience::resilience_result(runs.back(), policy_, params_));
-      for (auto e : runs.back().events) {
+      for (auto& e : runs.back().events) {  // moved: the summary below reads the ledgers alone
         if (compare_) e["policy"] = policy_;
         r.events.push_back(std::move(e));
       }
