@@ -15,6 +15,8 @@ Report report_from_json(const nlohmann::json& j, const std::string& source);
 
 // Pretty JSON, temporary file + fsync + rename: a reader never sees half a report.
 void write_report(const std::filesystem::path& path, const Report& report);
+// The same from a report that is not needed after: its events are moved into the JSON, not copied.
+void write_report(const std::filesystem::path& path, Report&& report);
 Report read_report(const std::filesystem::path& path);
 
 }  // namespace fb::reports

@@ -157,7 +157,7 @@ void InterruptReport::arm(Session& session, std::string command, Session::HangRe
       try {
         if (auto report = make(unfinished_result(command, kept))) {
           report->run["finished_at"] = workloads::utc_timestamp();
-          reports::write_report(output, *report);
+          reports::write_report(output, std::move(*report));
           saved->path = output;
         }
       } catch (const std::exception& e) {  // the run goes on; its final report is what matters

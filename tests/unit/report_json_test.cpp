@@ -4,6 +4,9 @@
 
 #include <cmath>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
 
 #include "core/error.hpp"
 
@@ -226,6 +229,26 @@ TEST(ReportJson, WriteIsAtomicAndReadable) {
   EXPECT_EQ(to_json(read_report(path)), to_json(sample_report()));
   for (const auto& e : std::filesystem::directory_iterator(dir))  // no temporary file left behind
     EXPECT_EQ(e.path().filename(), "r.json");
+  std::filesystem::remove_all(dir);
+}
+
+// A report written from an rvalue (its events moved into the JSON) is the same file, byte for byte, as one
+// written from a const reference.
+TEST(ReportJson, WrittenFromAnRvalueItIsTheSameFile) {
+  const auto dir = std::filesystem::temp_directory_path() / "fb_report_json_rvalue_test";
+  std::filesystem::create_directories(dir);
+  Report report = sample_report();
+  for (int k = 1; k <= 3; ++k)
+    report.events.push_back({{"type", "step"}, {"t", 1.5 * k}, {"step", k}, {"loss", 0.25 / k}});
+  write_report(dir / "copied.json", report);
+  Report moved = report;
+  write_report(dir / "moved.json", std::move(moved));
+  const auto text = [](const std::filesystem::path& p) {
+    std::ifstream in(p);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  EXPECT_EQ(text(dir / "moved.json"), text(dir / "copied.json"));
+  EXPECT_EQ(read_report(dir / "moved.json").events, report.events);
   std::filesystem::remove_all(dir);
 }
 
