@@ -166,10 +166,9 @@ void warn_restarts_from_scratch(const resilience::FaultPlan& plan, const resilie
       if (!fatal && share > 0 && resilience::is_fatal(kind)) fatal = kind;
   if (fatal)
     log::warn(
-        "--faults injects {} and this run saves no checkpoint: each failure restarts the job from the step "
-        "it "
-        "began at, and every step before it is wasted (--checkpoint-every N or --checkpoint-interval "
-        "DURATION|auto to measure recovery from a checkpoint)",
+        "--faults injects {} and this run saves no checkpoint: each failure restarts the job from the "
+        "step it began at, and every step before it is wasted (--checkpoint-every N or "
+        "--checkpoint-interval DURATION|auto to measure recovery from a checkpoint)",
         resilience::to_string(*fatal));
 }
 
