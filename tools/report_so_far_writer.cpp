@@ -6,9 +6,15 @@
 #include "core/call_log.hpp"
 
 namespace fb::tools {
+namespace {
+
+// A write is followed by this many times its duration without one: at most a twentieth of the run writing.
+constexpr double kQuietPerWrite = 20;
+
+}  // namespace
 
 bool report_so_far_due(double since_last_s, double last_cost_s) {
-  return since_last_s >= 20 * last_cost_s;
+  return since_last_s >= kQuietPerWrite * last_cost_s;
 }
 
 ReportSoFarWriter::ReportSoFarWriter(std::function<void()> write)
@@ -56,7 +62,7 @@ void ReportSoFarWriter::run() {
       continue;
     }
     // Until it is due (at least a millisecond: a due time an ulp away is not spun on), or stopped.
-    const double wait_s = std::max(last_end_s_ + 20 * last_cost_s_ - now, 1e-3);
+    const double wait_s = std::max(last_end_s_ + kQuietPerWrite * last_cost_s_ - now, 1e-3);
     wake_.wait_for(lock, std::chrono::duration<double>(wait_s), [this] { return stop_; });
   }
 }
