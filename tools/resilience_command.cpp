@@ -73,7 +73,8 @@ void add_resilience_options(CLI::App& sub, resilience::ResilienceOptions& o, std
       "Checkpoint bytes per rank (default: the model shard's fp32 master weights and two moments)");
   sub.add_flag("--async-checkpoint", o.async_checkpoint, "Snapshot to host memory, write in the background");
   sub.add_flag("--resume", o.resume, "Resume from the newest checkpoint that verifies");
-  sub.add_option("--faults", o.faults,
+  // --fault-plan: the name the shared CLI contract (DESIGN.md) gives it.
+  sub.add_option("--faults,--fault-plan", o.faults,
                  "Fault plan: KIND@step=N[,rank=R]...;... | random:mtbf=... | FILE.json | none");
   sub.add_option("--hang-timeout", o.hang_timeout, "Watchdog timeout: DURATION or auto")
       ->capture_default_str();

@@ -28,4 +28,12 @@ fb resilience --help | grep -qE -- "--policy NAME=none .*\(none, drain or compar
 run_capture dry fb train --backend host --dry-run --recompute full --attention-flops full --output "$T/dry.json"
 [ "$RC" -eq 0 ] || die "train --dry-run with enum options: exit $RC: $(cat "$T/dry.err")"
 assert_json "$T/dry.json" "d['results'][0]['params']['recompute'] == 'full' and d['results'][0]['params']['attention_flops'] == 'full'" "enum values reach the plan"
+
+# --fault-plan is --faults by the name the shared CLI contract (DESIGN.md) gives it: the plan runs and is reported.
+run_capture plan fb resilience --backend host --launcher none --steps 6 --fault-plan "crash@step=3" \
+  --checkpoint-every 2 --run-dir "$T/plan" --output "$T/plan.json"
+[ "$RC" -eq 0 ] || die "resilience --fault-plan: exit $RC: $(cat "$T/plan.err")"
+assert_json "$T/plan.json" "d['results'][0]['params']['faults'] == 'crash@step=3' and d['results'][0]['metrics']['failures']['value'] == 1" "--fault-plan is --faults: its crash fired once"
+expect_error plan_twice 2 "^factorybench: error: --faults given 2 times: give it once$" \
+  fb train --backend host --faults none --fault-plan "crash@step=2"
 finish
