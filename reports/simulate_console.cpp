@@ -27,39 +27,48 @@ void print_simulation(std::ostream& out, const Report& report, std::span<const s
       format_duration(p0["relaunch_s"].get<double>()), src["relaunch"].get<std::string>(),
       format_duration(p0["restore_s"].get<double>()), src["restore"].get<std::string>(), p0["spares"].dump(),
       p0["policy"].get<std::string>());
-  out << fmt::format("{:>8} {:>9} {:>8} {:>10} {:>10} | {:>8} {:>6} {:>6} {:>6} {:>6} | {:>9} {:>8} {:>8}\n",
-                     "gpus", "mtbf_h", "failures", "interval", "policy", "goodput%", "p5", "p50", "p95",
-                     "ettr", "analytic%", "young", "daly");
+  out << fmt::format(
+      "{:>8} {:>9} {:>8} {:>10} {:>10} | {:>8} {:>6} {:>6} {:>6} {:>6} | {:>10} {:>10} {:>8} {:>8}\n", "gpus",
+      "mtbf_h", "failures", "interval", "policy", "goodput%", "p5", "p50", "p95", "ettr", "1st-order%",
+      "exp-model%", "young", "daly");
   for (const auto& r : report.results) {
     const auto& p = r.params;
     const auto pc = read_simulate_extra(r).goodput_pct;
     out << fmt::format(
-        "{:>8} {:>9.3f} {:>8.1f} {:>10} {:>10} | {:>8.2f} {:>6.2f} {:>6.2f} {:>6.2f} {:>6.3f} | {:>9.2f} "
-        "{:>8} {:>8}\n",
+        "{:>8} {:>9.3f} {:>8.1f} {:>10} {:>10} | {:>8.2f} {:>6.2f} {:>6.2f} {:>6.2f} {:>6.3f} | {:>10.2f} "
+        "{:>10} {:>8} {:>8}\n",
         p["gpus"].get<std::int64_t>(),
         r.metric("job_mtbf_h") ? r.metric("job_mtbf_h")->value : INFINITY,  // no failure simulated
         r.metric("failures_mean")->value, format_duration(r.metric("interval_s")->value),
         p["interval_policy"].get<std::string>(), r.metric("goodput_pct")->value, pc.p5, pc.p50, pc.p95,
         r.metric("ettr")->value, r.metric("analytic_goodput_pct")->value,
+        // A report of an earlier version has no exponential figure.
+        r.metric("exponential_goodput_pct")
+            ? fmt::format("{:.2f}", r.metric("exponential_goodput_pct")->value)
+            : std::string("-"),
         format_duration(p["young_interval_s"].get<double>()),
         format_duration(p["daly_interval_s"].get<double>()));
   }
+  out << "analytic: 1st-order = 1 - C/T - T/2M - R/M (Young); exp-model = Daly 2006, failures also striking "
+         "saves and restarts (docs/simulator.md)\n";
   for (const auto& r : report.results)
     if (r.params.contains("analytic_note") && r.params["analytic_note"].is_string())
       out << fmt::format("analytic at {} GPUs: {}\n", r.params["gpus"].get<std::int64_t>(),
                          r.params["analytic_note"].get<std::string>());
   if (work) {
-    out << "time to train (days over trials; analytic: work / first-order goodput):\n";
-    out << fmt::format("{:>8} {:>10} | {:>8} {:>8} {:>8} {:>8} | {:>9} {:>10}\n", "gpus", "interval", "mean",
-                       "p5", "p50", "p95", "analytic", "unfinished");
+    out << "time to train (days over trials; analytic: work / the analytic goodput):\n";
+    out << fmt::format("{:>8} {:>10} | {:>8} {:>8} {:>8} {:>8} | {:>10} {:>10} {:>10}\n", "gpus", "interval",
+                       "mean", "p5", "p50", "p95", "1st-order", "exp-model", "unfinished");
     for (const auto& r : report.results) {
       const auto w = read_simulate_extra(r).wall_h;
-      const auto& a = r.params["analytic_time_to_train_h"];
-      out << fmt::format("{:>8} {:>10} | {:>8.2f} {:>8.2f} {:>8.2f} {:>8.2f} | {:>9} {:>10}\n",
+      const auto days = [&](const char* key) {
+        const auto it = r.params.find(key);
+        return it != r.params.end() && it->is_number() ? fmt::format("{:.2f}", it->get<double>() / 24) : "-";
+      };
+      out << fmt::format("{:>8} {:>10} | {:>8.2f} {:>8.2f} {:>8.2f} {:>8.2f} | {:>10} {:>10} {:>10}\n",
                          r.params["gpus"].get<std::int64_t>(), format_duration(r.metric("interval_s")->value),
-                         w.mean / 24, w.p5 / 24, w.p50 / 24, w.p95 / 24,
-                         a.is_number() ? fmt::format("{:.2f}", a.get<double>() / 24) : "-",
-                         r.params["unfinished_trials"].get<int>());
+                         w.mean / 24, w.p5 / 24, w.p50 / 24, w.p95 / 24, days("analytic_time_to_train_h"),
+                         days("exponential_time_to_train_h"), r.params["unfinished_trials"].get<int>());
     }
   }
   out << "badput (% of wall time, mean over trials):\n";

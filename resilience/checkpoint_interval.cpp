@@ -54,4 +54,16 @@ double first_order_goodput(double interval_s, double checkpoint_s, double restar
   return std::clamp(g, 0.0, 1.0);
 }
 
+double exponential_goodput(double interval_s, double checkpoint_s, double restart_s, double mtbf_s) {
+  require_positive(interval_s, "checkpoint interval");
+  require_positive(checkpoint_s, "checkpoint cost");
+  require_non_negative(restart_s, "restart cost");
+  require_positive(mtbf_s, "MTBF");
+  const double m = mtbf_s;
+  // expm1 keeps the precision where (T + C)/M is tiny (M of years): e^x − 1 would cancel to nothing.
+  const double wall_per_work =
+      m * std::exp(restart_s / m) * std::expm1((interval_s + checkpoint_s) / m) / interval_s;
+  return std::isfinite(wall_per_work) ? 1.0 / wall_per_work : 0.0;
+}
+
 }  // namespace fb::resilience

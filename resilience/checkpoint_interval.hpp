@@ -1,5 +1,6 @@
 #pragma once
-// Optimal checkpoint intervals and the first-order waste model. Pure functions; every time is in seconds.
+// Optimal checkpoint intervals, the first-order waste model and Daly's complete model. Pure functions; every
+// time is in seconds.
 //
 //   C  checkpoint cost (blocking save time, Daly's δ)      M  mean time between failures of the whole job
 //   R  restart cost after a failure (detection + relaunch + restore)    T  compute time between checkpoints
@@ -24,5 +25,13 @@ double first_order_waste(double checkpoint_s, double restart_s, double mtbf_s);
 // pays C/T for checkpoints, loses on average half an interval of work per failure (T/2 · 1/M) and R per
 // failure (R/M). At T = Young's interval it equals 1 − first_order_waste. Valid while C, R, T ≪ M.
 double first_order_goodput(double interval_s, double checkpoint_s, double restart_s, double mtbf_s);
+
+// Goodput of Daly 2006's complete model for exponentially distributed failures, where a failure may also
+// strike during a checkpoint save or a restart (which then starts over): the expected wall time of T_s of
+// work is T_w = M·e^{R/M}·(e^{(T+C)/M} − 1)·T_s/T, so goodput = T / (M·e^{R/M}·(e^{(T+C)/M} − 1)). It tends
+// to T/(T+C) as M grows, agrees with first_order_goodput to first order in C/M, T/M, R/M, and stays valid
+// when they are not small (first_order_goodput then reads far too low, or 0). Daly's interval maximises it
+// (to the order of Daly's estimate). 0 where the exponentials overflow.
+double exponential_goodput(double interval_s, double checkpoint_s, double restart_s, double mtbf_s);
 
 }  // namespace fb::resilience

@@ -78,11 +78,12 @@ class TrialEngine {
       }
     }
     // Flaky nodes fail flaky_factor× as often as the rest; the job still expects the published count over its
-    // time (the window, or a fixed work's first-order time to train), replacements shedding flaky nodes.
+    // time (the window, or a fixed work's time to train by Daly's exponential model), replacements shedding
+    // flaky nodes.
     const double node_h = rates.node_attributed_per_node_h;
     double horizon_s = cfg_.wall_s;
     if (cfg_.work_s > 0) {
-      const double g = first_order_goodput(interval_, cfg_.costs.checkpoint_s, cfg_.costs.restart_s(),
+      const double g = exponential_goodput(interval_, cfg_.costs.checkpoint_s, cfg_.costs.restart_s(),
                                            3600.0 / rates.total_h);
       horizon_s = g > 0 ? std::min(cfg_.wall_s, cfg_.work_s / g) : cfg_.wall_s;
     }

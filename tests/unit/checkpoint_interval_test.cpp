@@ -59,6 +59,55 @@ TEST(FirstOrderGoodput, ClampedToZeroWhenCostsExceedMtbf) {
   EXPECT_EQ(first_order_goodput(60, 30, 7200, 3600), 0.0);
 }
 
+TEST(ExponentialGoodput, ClosedFormCases) {
+  // T = M, C → 0, R = 0: T/(M·(e − 1)) = 1/(e − 1); R = M·ln 2 doubles the wall time: 1/(2(e − 1)).
+  const double m = 1 * kHour;
+  EXPECT_NEAR(exponential_goodput(m, 1e-9, 0, m), 1.0 / (std::exp(1.0) - 1.0), 1e-9);
+  EXPECT_NEAR(exponential_goodput(m, 1e-9, m * std::log(2.0), m), 0.5 / (std::exp(1.0) - 1.0), 1e-9);
+  // T = 9 min, C = 1 min, M = 10 min, R = 0: 9/(10·(e − 1)).
+  EXPECT_NEAR(exponential_goodput(9 * kMin, 1 * kMin, 0, 10 * kMin), 0.9 / (std::exp(1.0) - 1.0), 1e-12);
+}
+
+TEST(ExponentialGoodput, TendsToTheCheckpointShareAndToFirstOrder) {
+  // No failures: only the checkpoints cost, T/(T + C).
+  EXPECT_NEAR(exponential_goodput(30 * kMin, 1 * kMin, 5 * kMin, 1e12), 30.0 / 31.0, 1e-6);
+  // With C/T, T/M and R/M all equal to ε the two differ by O(ε²): a hundredth for a tenth of ε.
+  const auto gap = [](double eps) {  // T = 1 h, C = ε h, M = 1/ε h, R = 1 h
+    const double t = kHour, c = eps * kHour, m = kHour / eps, r = kHour;
+    return std::abs(exponential_goodput(t, c, r, m) - first_order_goodput(t, c, r, m));
+  };
+  EXPECT_LT(gap(0.01), 1e-3);
+  EXPECT_NEAR(gap(0.01) / gap(0.001), 100, 2);
+}
+
+TEST(ExponentialGoodput, StaysMeaningfulWhereTheFirstOrderFormulaFails) {
+  // M = 30 min, R = 9 min, C = 1 min at Daly's interval: first order reads 44%, the complete model 57%
+  // (and the cluster simulator agrees with the latter:
+  // ClusterSimulator.MatchesDalysExponentialModelAtSmallMtbf).
+  const double m = 30 * kMin, c = 1 * kMin, r = 9 * kMin, t = daly_interval(c, m);
+  EXPECT_NEAR(t / kMin, 7.094, 0.001);
+  EXPECT_NEAR(exponential_goodput(t, c, r, m), 0.5656, 0.0001);
+  EXPECT_NEAR(first_order_goodput(t, c, r, m), 0.4408, 0.0001);
+  // A restart of twice the MTBF: first order reads 0, the complete model 60/(3600·e²·(e^{90/3600} − 1)).
+  EXPECT_EQ(first_order_goodput(60, 30, 7200, 3600), 0.0);
+  EXPECT_NEAR(exponential_goodput(60, 30, 7200, 3600), 0.08910, 0.00001);
+  // Exponentials that overflow read 0.
+  EXPECT_EQ(exponential_goodput(60, 30, 1e7, 1), 0.0);
+}
+
+TEST(ExponentialGoodput, DalysIntervalIsItsOptimum) {
+  // Daly derived his interval from this model: it lies within a fraction of a percent of the numerical
+  // maximum (R scales the goodput, never moves the optimum).
+  for (const double m : {24 * kHour, 6 * kHour, 15 * kMin}) {
+    const double c = 5 * kMin, daly = daly_interval(c, m);
+    double best_t = 0, best = 0;
+    for (double t = daly / 3; t < daly * 3; t *= 1.0001)
+      if (const double g = exponential_goodput(t, c, 10 * kMin, m); g > best) best = g, best_t = t;
+    EXPECT_NEAR(best_t / daly, 1.0, 0.01) << m;
+    EXPECT_NEAR(exponential_goodput(daly, c, 10 * kMin, m) / best, 1.0, 1e-4) << m;
+  }
+}
+
 TEST(CheckpointInterval, RejectsNonPositiveArguments) {
   EXPECT_THROW(young_interval(0, 3600), Error);
   EXPECT_THROW(young_interval(60, -1), Error);
@@ -66,6 +115,8 @@ TEST(CheckpointInterval, RejectsNonPositiveArguments) {
   EXPECT_THROW(daly_interval(std::nan(""), 3600), Error);
   EXPECT_THROW(first_order_waste(60, -5, 3600), Error);
   EXPECT_THROW(first_order_goodput(0, 60, 0, 3600), Error);
+  EXPECT_THROW(exponential_goodput(60, 60, -1, 3600), Error);
+  EXPECT_THROW(exponential_goodput(60, 60, 0, 0), Error);
 }
 
 }  // namespace

@@ -39,6 +39,26 @@ TEST(ClusterSimulator, MatchesFirstOrderGoodputWhenMtbfDwarfsCheckpointCost) {
   EXPECT_NEAR(s.failures.mean(), 60.0, 60.0 * 0.03);
 }
 
+TEST(ClusterSimulator, MatchesDalysExponentialModelAtSmallMtbf) {
+  // Failures strike checkpoints and restarts too (a restart starts over), as in Daly 2006's complete model.
+  // Where the restart is a large share of the MTBF the first-order formula reads far too low; the simulation
+  // and the complete model agree. C = 1 min, R = 9 min (detection 2 + relaunch 5 + restore 2), Daly's
+  // interval.
+  for (const double m : {2 * kHour, 30 * 60.0, 12 * 60.0}) {
+    const auto model = single_rate_model(m);
+    auto c = config(1024, 60);
+    c.costs = {60, 120, 300, 120};
+    const double t = daly_interval(c.costs.checkpoint_s, m);
+    const auto s = simulate(model, c, t, 40, 11);
+    const double exact = 100 * exponential_goodput(t, c.costs.checkpoint_s, c.costs.restart_s(), m);
+    const double first = 100 * first_order_goodput(t, c.costs.checkpoint_s, c.costs.restart_s(), m);
+    EXPECT_NEAR(s.goodput_pct.mean(), exact, 0.3) << "M " << m / 60 << " min; first order " << first;
+    if (m < kHour) {
+      EXPECT_GT(exact - first, 10) << "M " << m / 60 << " min";
+    }
+  }
+}
+
 TEST(ClusterSimulator, Llama3At16kGpusFor54DaysGives419Interruptions) {
   const auto model = load_failure_model("llama3-h100");
   const auto c = config(16384, 54);
