@@ -330,14 +330,25 @@ void check_fits(const MemoryEstimate& est, std::uint64_t available, const ModelC
       m.is_moe() && c.ep < m.moe->experts
           ? fmt::format(", a larger --ep (now {}: TP does not split the experts)", c.ep)
           : "";
-  throw usage_error(
-      fmt::format("{} does not fit: each rank needs about {} (weights {}, gradients {}, optimizer {}, "
-                  "activations {}, workspace {}) "
-                  "but has {}; try --layers N (fewer layers), a larger --tp (now {}) or --pp{}, a smaller "
-                  "--micro-batch (now {}) or --seq{}",
-                  m.name, format_bytes(est.total()), format_bytes(est.weights), format_bytes(est.gradients),
-                  format_bytes(est.optimizer), format_bytes(est.activations), format_bytes(est.workspace),
-                  format_bytes(available), c.tp, experts, s.micro_batch, sharding));
+  // Only what can help: fewer layers or more stages need layers to spare (the embedding and the output layer
+  // stay, and with a large vocabulary they alone can be too much: then TP, which splits the vocabulary,
+  // does). A shorter sequence or micro-batch shrinks the activations only: where the weights, gradients and
+  // optimizer state alone are too much, the message says so and names the levers that shrink the state.
+  std::string hints;
+  if (m.layers > 1) hints += fmt::format("--layers N (fewer layers; now {}), ", m.layers);
+  hints += fmt::format("a larger --tp (now {}){}{}", c.tp, m.layers > c.pp ? " or --pp" : "", experts);
+  const std::uint64_t state = est.weights + est.gradients + est.optimizer;
+  if (state < available) hints += fmt::format(", a smaller --micro-batch (now {}) or --seq", s.micro_batch);
+  const std::string state_note =
+      state < available
+          ? ""
+          : fmt::format(" (the weights, gradients and optimizer state alone need {})", format_bytes(state));
+  throw usage_error(fmt::format(
+      "{} does not fit: each rank needs about {} (weights {}, gradients {}, optimizer {}, activations {}, "
+      "workspace {}) but has {}{}; try {}{}",
+      m.name, format_bytes(est.total()), format_bytes(est.weights), format_bytes(est.gradients),
+      format_bytes(est.optimizer), format_bytes(est.activations), format_bytes(est.workspace),
+      format_bytes(available), state_note, hints, sharding));
 }
 
 namespace {

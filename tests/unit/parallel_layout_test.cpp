@@ -366,9 +366,10 @@ TEST(ParallelLayout, MemoryEstimateAndFitCheck) {
     // At --dp 1 the distributed optimizer is refused: the hint asks for DP ranks with it.
     EXPECT_TRUE(has(e.what(), "or --dp N with --distributed-optimizer")) << e.what();
   }
-  const auto hint = [&](const ParallelConfig& c, const StepShape& shape) {
+  const auto hint = [&](const ParallelConfig& c, const StepShape& shape) {  // a byte short of fitting
     try {
-      check_fits(estimate_memory(m, c, shape), 1, m, c, shape);
+      const auto e = estimate_memory(m, c, shape);
+      check_fits(e, e.total() - 1, m, c, shape);
     } catch (const Error& e) {
       return std::string(e.what());
     }
@@ -385,7 +386,8 @@ TEST(ParallelLayout, MemoryEstimateAndFitCheck) {
   const auto moe = load_model("mixtral-8x7b");
   const ParallelConfig tp2{2, 1, 1, 1};
   try {
-    check_fits(estimate_memory(moe, tp2, s), 1, moe, tp2, s);
+    const auto e = estimate_memory(moe, tp2, s);
+    check_fits(e, e.total() - 1, moe, tp2, s);
     FAIL();
   } catch (const Error& e) {
     EXPECT_TRUE(has(e.what(), "a larger --ep (now 1: TP does not split the experts)")) << e.what();
@@ -398,6 +400,51 @@ TEST(ParallelLayout, MemoryEstimateAndFitCheck) {
   } catch (const Error& e) {
     EXPECT_FALSE(has(e.what(), "--ep")) << e.what();
   }
+}
+
+// A hint names only what can make the step fit (issue: llama3-8b --layers 1 on a 23 GiB host was told to try
+// fewer layers; its output layer and the Adam state of 1.27 G parameters were the need).
+TEST(ParallelLayout, FitHintsNameOnlyWhatCanHelp) {
+  StepShape s;
+  s.dtype = DType::fp32;
+  s.seq = 256;
+  auto m = load_model("llama3-8b");
+  m.layers = 1;
+  const auto hint = [&](const ModelConfig& model, const ParallelConfig& c, const StepShape& shape,
+                        std::uint64_t available) {
+    try {
+      check_fits(estimate_memory(model, c, shape), available, model, c, shape);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("fits");
+  };
+  const auto est = estimate_memory(m, {1, 1, 1, 1}, s);
+  const std::uint64_t state = est.weights + est.gradients + est.optimizer;
+  // One layer: no fewer layers, no more stages. The state alone is too much: the message says so, and a
+  // shorter sequence (activations only) is not offered; TP and sharding the optimizer state shrink the state.
+  const auto one = hint(m, {1, 1, 1, 1}, s, state - 1);
+  EXPECT_TRUE(has(one, "(the weights, gradients and optimizer state alone need ")) << one;
+  EXPECT_TRUE(has(one, "; try a larger --tp (now 1), or --dp N with --distributed-optimizer")) << one;
+  for (const char* absent : {"--layers", "--pp", "--seq", "--micro-batch"})
+    EXPECT_FALSE(has(one, absent)) << one;
+  // With layers to spare, fewer layers and more stages are offered.
+  auto two = m;
+  two.layers = 2;
+  const auto more = hint(two, {1, 1, 1, 1}, s, 1);
+  EXPECT_TRUE(has(more, "; try --layers N (fewer layers; now 2), a larger --tp (now 1) or --pp, or --dp N"))
+      << more;
+  // Only the activations are too much (a long sequence of a small model): a shorter --seq, and no note.
+  const auto tiny = load_model("tiny-dense");
+  StepShape longer = s;
+  longer.seq = 1 << 20;
+  const auto t = estimate_memory(tiny, {1, 1, 1, 1}, longer);
+  const auto seq = hint(tiny, {1, 1, 1, 1}, longer, t.weights + t.gradients + t.optimizer + (64 << 20));
+  EXPECT_TRUE(has(seq, fmt::format("try --layers N (fewer layers; now {}), a larger --tp (now 1) or --pp, a "
+                                   "smaller --micro-batch (now 1) or --seq",
+                                   tiny.layers)))
+      << seq;
+  EXPECT_FALSE(has(seq, "alone need")) << seq;
 }
 
 // Products of in-range sizes the integers could not hold: in fp32 the estimate wrapped 64 bits (15.8 EiB
