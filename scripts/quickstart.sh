@@ -2,8 +2,10 @@
 # From a fresh machine to a printed report: installs dependencies, builds, then runs the default suite on
 # this machine under mpirun -np 4 (host backend when no GPU is visible: GEMM, every collective, dense and MoE
 # training steps, and a training run under a crash and a hang with real checkpoints) and prints the summary.
-# The JSON report lands in ${REPORT:-quickstart-report.json}.
+# The JSON report lands in $REPORT (a relative path is taken from where the script was called), by default
+# quickstart-report.json in the source tree's root; the Markdown and HTML renderings beside it.
 set -euo pipefail
+caller=$PWD
 cd "$(dirname "$0")/.."
 
 bash scripts/install-deps.sh
@@ -13,7 +15,8 @@ cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_UNITY_BUI
 cmake --build "$BUILD_DIR" -j "$(nproc)" --target factorybench
 FB="$BUILD_DIR/tools/factorybench"
 RANKS=${RANKS:-4}
-REPORT=${REPORT:-quickstart-report.json}
+REPORT=${REPORT:-$PWD/quickstart-report.json}
+case "$REPORT" in /*) ;; *) REPORT="$caller/$REPORT" ;; esac
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OPENBLAS_NUM_THREADS=${OPENBLAS_NUM_THREADS:-1}
 
