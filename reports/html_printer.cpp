@@ -7,6 +7,8 @@
 //   resilience timeline as a Gantt strip                summary.timeline, or derived from report.events
 //   per-rank heat strips that make a straggler visible  results' per_rank arrays
 //   point-to-point heatmaps (locate)                    results with extra.matrix {labels, bw_gbps}
+//   simulate: goodput against GPUs and against the       results "simulate" (reports/simulate_charts.hpp)
+//     checkpoint interval, the badput as stacked bars
 //   benchmark timeline, then clocks and temperature     results' extra.telemetry windows; summary.telemetry
 //     under it (per rank)                                .ranks[].series (--telemetry full), a suite's per
 //                                                        step: summary.steps.<step>.telemetry
@@ -17,6 +19,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <variant>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -29,6 +32,7 @@
 #include "reports/locate_extra.hpp"
 #include "reports/report_printers.hpp"
 #include "reports/report_view.hpp"
+#include "reports/simulate_charts.hpp"
 #include "reports/suite_step_extra.hpp"
 #include "reports/svg_chart.hpp"
 #include "reports/telemetry_extra.hpp"
@@ -360,6 +364,16 @@ std::vector<Figure> resilience_figures(const std::vector<NamedReport>& reports) 
       "marks faults injected, failures and stragglers detected, and ranks drained";
   if (!notes.empty()) caption += ". " + notes;
   return {{"resilience-timeline", caption, svg::render(chart)}};
+}
+
+std::vector<Figure> simulate_figures(const std::vector<NamedReport>& reports) {
+  std::vector<Figure> out;
+  for (std::size_t i = 0; i < reports.size(); ++i)
+    for (auto& c : simulate_charts(results_of(reports[i].report, "simulate"),
+                                   reports.size() > 1 ? run_label(reports, i) : ""))
+      out.push_back(
+          {c.id, c.caption, std::visit([](const auto& chart) { return svg::render(chart); }, c.chart)});
+  return out;
 }
 
 // "2026-11-29T17:51:01.411Z" → Unix seconds (NaN when malformed): aligns the ranks' telemetry clocks.
@@ -861,8 +875,8 @@ std::string trend_table(const std::vector<NamedReport>& reports, const std::stri
 std::string render_html(const std::vector<NamedReport>& reports) {
   std::vector<Figure> figures;
   for (auto&& group : {collective_figures(reports), gemm_figures(reports), train_figures(reports),
-                       resilience_figures(reports), rank_figures(reports), matrix_figures(reports),
-                       telemetry_figures(reports)})
+                       resilience_figures(reports), simulate_figures(reports), rank_figures(reports),
+                       matrix_figures(reports), telemetry_figures(reports)})
     for (auto& f : group) figures.push_back(f);
 
   std::size_t results = 0;

@@ -233,6 +233,9 @@ std::string category_color(const std::string& category, std::size_t fallback_ind
                                                              {"restore", "#b07aa1"},
                                                              {"ckpt_restore", "#b07aa1"},
                                                              {"wasted", "#e15759"},
+                                                             {"redone", "#e15759"},
+                                                             {"spare_wait", "#d37295"},
+                                                             {"straggler", "#edc948"},
                                                              {"detection", "#f28e2b"},
                                                              {"relaunch", "#9c755f"},
                                                              {"init", "#bab0ac"},
@@ -286,7 +289,7 @@ std::string render(const LineChart& chart) {
   draw_legend(c, legend, 46);
   const Plot p{chart.left, 46 + lh + 6, chart.width - chart.left - 24, chart.height - (46 + lh + 6) - 50};
 
-  const bool log = chart.x_axis == XAxis::log2_bytes;
+  const bool log = chart.x_axis != XAxis::linear;
   const bool fixed = !log && chart.x_min && chart.x_max && *chart.x_max > *chart.x_min;
   double xmin = std::numeric_limits<double>::infinity(), xmax = -xmin, ymax = 0;
   const auto tx = [&](double x) { return log ? std::log2(x) : x; };
@@ -328,7 +331,12 @@ std::string render(const LineChart& chart) {
     c.text(p.left + p.width / 2, p.bottom() + 38, chart.x_label, "middle", 12, kMuted);
   draw_ref_lines(c, p, chart.ref_lines, ytop);
 
-  for (std::size_t i = 0; i < chart.series.size(); ++i) {
+  // Dashed series first, so that the solid ones (the measurements) are drawn over them.
+  std::vector<std::size_t> order;
+  for (const bool dashed : {true, false})
+    for (std::size_t i = 0; i < chart.series.size(); ++i)
+      if (chart.series[i].dashed == dashed) order.push_back(i);
+  for (const std::size_t i : order) {
     auto pts = chart.series[i].points;
     std::sort(pts.begin(), pts.end(), [](const Point& a, const Point& b) { return a.x < b.x; });
     std::string poly;
@@ -336,16 +344,22 @@ std::string render(const LineChart& chart) {
       if (std::isfinite(pt.y) && (!log || pt.x > 0))
         poly += fmt::format("{},{} ", num(px(pt.x)), num(py(pt.y)));
     const std::string color = palette(i);
-    c.raw(
-        fmt::format("<polyline points=\"{}\" fill=\"none\" stroke=\"{}\" stroke-width=\"2.2\" "
-                    "stroke-linejoin=\"round\"/>\n",
-                    poly, color));
+    if (!chart.series[i].markers_only)
+      c.raw(
+          fmt::format("<polyline points=\"{}\" fill=\"none\" stroke=\"{}\" stroke-width=\"{}\" "
+                      "stroke-linejoin=\"round\"{}/>\n",
+                      poly, color, chart.series[i].dashed ? "1.5" : "2.2",
+                      chart.series[i].dashed ? " stroke-dasharray=\"5 4\"" : ""));
     for (const auto& pt : pts) {
       if (!std::isfinite(pt.y) || (log && !(pt.x > 0))) continue;
-      c.raw(
-          fmt::format("<circle cx=\"{}\" cy=\"{}\" r=\"3\" fill=\"{}\"><title>{}: {} → {}</title></circle>\n",
-                      num(px(pt.x)), num(py(pt.y)), color, xml_escape(chart.series[i].name),
-                      log ? short_bytes(pt.x) : tick_label(pt.x), tick_label(pt.y)));
+      c.raw(fmt::format(
+          "<circle cx=\"{}\" cy=\"{}\" r=\"{}\" fill=\"{}\"><title>{}: {} → {}</title></circle>\n",
+          num(px(pt.x)), num(py(pt.y)), chart.series[i].markers_only ? 5 : 3, color,
+          xml_escape(chart.series[i].name),
+          chart.x_axis == XAxis::log2_bytes   ? short_bytes(pt.x)
+          : chart.x_axis == XAxis::log2_count ? fmt::format("{:.0f}", pt.x)
+                                              : tick_label(pt.x),
+          tick_label(pt.y)));
     }
   }
   return c.finish();

@@ -16,6 +16,10 @@ struct Point {
 struct Series {
   std::string name;
   std::vector<Point> points;
+  // A thinner dashed line, drawn under the solid ones: a spread, or a model beside a measurement.
+  bool dashed = false;
+  // Points of different things (each sweep's chosen interval): larger markers that no line joins.
+  bool markers_only = false;
 };
 
 // A horizontal reference line (peak, MAMF, a published figure).
@@ -24,7 +28,8 @@ struct RefLine {
   double value = 0;
 };
 
-enum class XAxis { linear, log2_bytes };
+// log2_count: a count on a log scale (GPUs in a job), ticks at powers of two named as sizes are ("16K").
+enum class XAxis { linear, log2_bytes, log2_count };
 
 struct LineChart {
   std::string title;
