@@ -34,7 +34,8 @@ struct HeadlineRule {
 
 // gemm: the fastest shape and its MFU; attention: the fastest shape's fwd+bwd TFLOP/s, its MFU and each
 // direction; collective: the peak bus bandwidth (nccl-tests' busbw); train: the step's MFU; resilience:
-// goodput and ETTR; simulate: the median projected goodput; mlperf: the score (the MLCommons summarizer's
+// goodput and ETTR; simulate: the lowest projected goodput of its scenarios (a sweep's largest size, whose
+// name the line gives); mlperf: the score (the MLCommons summarizer's
 // mean), else the first run; health: the rank furthest below its GEMM expectation (the verdict's figure),
 // else the slowest rank's GEMM; burnin: its TFLOP/s and SDC mismatches; locate: the median point-to-point
 // bandwidth. A benchmark's rules are tried in order until one finds its figure.
@@ -44,7 +45,7 @@ constexpr std::array kRules{
     HeadlineRule{"collective", "busbw_gbps", Pick::highest, "peak busbw", {"", "", ""}},
     HeadlineRule{"train", "mfu", Pick::first, "", {"step_time_s", "model_tflops_per_gpu", "loss"}},
     HeadlineRule{"resilience", "goodput_pct", Pick::first, "", {"ettr", "failures", "mttf_s"}},
-    HeadlineRule{"simulate", "goodput_pct", Pick::first, "", {"ettr", "job_mtbf_h", ""}},
+    HeadlineRule{"simulate", "goodput_pct", Pick::lowest, "", {"ettr", "job_mtbf_h", ""}},
     HeadlineRule{"mlperf", "time_to_train_min", Pick::first, "score", {"", "", ""}, "/score"},
     HeadlineRule{"mlperf", "time_to_train_min", Pick::first, "", {"", "", ""}},
     HeadlineRule{"health",

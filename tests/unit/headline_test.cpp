@@ -6,6 +6,8 @@
 #include <string>
 #include <tuple>
 
+#include <fmt/format.h>
+
 #include "reports/headline.hpp"
 #include "reports/report_printers.hpp"
 #include "reports/text_format.hpp"
@@ -205,6 +207,19 @@ TEST(HeadlineTest, SummaryFormatRendersOneLinePerStepUnderItsRun) {
 
 namespace fb::reports {
 namespace {
+
+// A --sweep-gpus is headed by its lowest goodput, the largest size's: its first (smallest) read 97% for a
+// sweep that fell to 50%.
+TEST(HeadlineTest, ASimulateSweepIsHeadedByItsLowestGoodput) {
+  Report rep;
+  for (const auto& [gpus, goodput] :
+       {std::pair{1024, 97.07}, std::pair{131072, 49.94}, std::pair{16384, 85.75}})
+    rep.results.push_back(result("simulate", fmt::format("llama3-h100/{}gpus/daly", gpus), "",
+                                 {{"goodput_pct", m(goodput, "%")}, {"ettr", m(0.5, "fraction")}}));
+  const auto lines = headlines(rep);
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_EQ(lines[0].figure, "goodput 49.9% (llama3-h100/131072gpus/daly), ETTR 50.0%");
+}
 
 TEST(HeadlineTest, AttentionIsHeadedByItsFastestShapeWithBothDirections) {
   Report rep;
