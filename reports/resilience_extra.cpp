@@ -29,6 +29,8 @@ json checkpoints_json(const LedgerCheckpoints& c) {
           {"restores", c.restores},
           {"save_blocking_s", c.save_blocking_s},
           {"write_s", c.write_s},
+          {"async_commits", c.async_commits},
+          {"async_commit_s", c.async_commit_s},
           {"write_bytes", c.write_bytes},
           {"write_gbps", c.write_gbps},
           {"restore_s", c.restore_s},
@@ -69,6 +71,8 @@ LedgerCheckpoints read_checkpoints(const ExtraCursor& c) {
   x.restores = c.at("restores").integer<int>();
   x.save_blocking_s = c.at("save_blocking_s").num();
   x.write_s = c.at("write_s").num();
+  if (c.has("async_commits")) x.async_commits = c.at("async_commits").integer<int>();  // since 2026-12-06
+  if (c.has("async_commit_s")) x.async_commit_s = c.at("async_commit_s").num();
   x.write_bytes = c.at("write_bytes").integer<std::uint64_t>();
   x.write_gbps = c.at("write_gbps").num();
   x.restore_s = c.at("restore_s").num();
@@ -263,6 +267,8 @@ std::optional<LedgerRecoveryTotals> find_ledger_recovery_totals(const Result& r)
       checkpoints.object();
       t.checkpoint_saves = number(checkpoints, "saves");
       t.checkpoint_save_blocking_s = number(checkpoints, "save_blocking_s");
+      t.checkpoint_async_commits = number(checkpoints, "async_commits");
+      t.checkpoint_async_commit_s = number(checkpoints, "async_commit_s");
     }
     if (ledger.has("badput_s")) t.badput_s = ledger.at("badput_s").figures();
     if (ledger.has("failures_by_kind")) t.failures_by_kind = ledger.at("failures_by_kind").figures();

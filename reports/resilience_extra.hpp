@@ -40,6 +40,8 @@ struct LedgerCheckpointSkip {
 struct LedgerCheckpoints {
   int saves = 0, save_failures = 0, commits = 0, restores = 0;
   double save_blocking_s = 0, write_s = 0;
+  int async_commits = 0;      // asynchronous saves committed
+  double async_commit_s = 0;  // their snapshot end → commit, summed (0 in a report of an earlier version)
   std::uint64_t write_bytes = 0;
   double write_gbps = 0, restore_s = 0;
   std::uint64_t restore_bytes = 0;
@@ -122,6 +124,7 @@ ResilienceExtra read_resilience_extra(const Result& r);
 // that is present is not a number (or the ledger, its checkpoints or badput_s not an object).
 struct LedgerRecoveryTotals {
   std::optional<double> attempts, failures, restarts, checkpoint_saves, checkpoint_save_blocking_s;
+  std::optional<double> checkpoint_async_commits, checkpoint_async_commit_s;  // nullopt: an earlier version
   std::optional<std::map<std::string, double>> badput_s;  // nullopt: the ledger has no badput_s
   std::map<std::string, double> failures_by_kind;         // empty: none, or an older report
   bool operator==(const LedgerRecoveryTotals&) const = default;

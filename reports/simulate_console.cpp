@@ -20,9 +20,14 @@ void print_simulation(std::ostream& out, const Report& report, std::span<const s
                      p0["trials"].get<int>(), p0["seed"].get<std::uint64_t>());
   const auto& src = p0["cost_sources"];
   out << fmt::format(
-      "costs: checkpoint {} ({}), detection {} ({}), relaunch {} ({}), restore {} ({}); spares {}, policy "
+      "costs: checkpoint {} ({}){}, detection {} ({}), relaunch {} ({}), restore {} ({}); spares {}, policy "
       "{}\n",
       format_duration(p0["checkpoint_s"].get<double>()), src["checkpoint"].get<std::string>(),
+      // Asynchronous saves only (a report of an earlier version has no commit time: synchronous).
+      p0.value("commit_s", 0.0) > 0 ? fmt::format(" + an asynchronous write of {} ({}) until durable",
+                                                  format_duration(p0["commit_s"].get<double>()),
+                                                  src.value("commit", std::string("option")))
+                                    : std::string(),
       format_duration(p0["detection_s"].get<double>()), src["detection"].get<std::string>(),
       format_duration(p0["relaunch_s"].get<double>()), src["relaunch"].get<std::string>(),
       format_duration(p0["restore_s"].get<double>()), src["restore"].get<std::string>(), p0["spares"].dump(),

@@ -61,6 +61,9 @@ void validate(const ClusterConfig& c) {
     throw usage_error(
         fmt::format("invalid --work-days {}: must be a positive number of days", c.work_s / 86400));
   positive(c.costs.checkpoint_s, "--checkpoint-cost");
+  if (!std::isfinite(c.costs.commit_s) || c.costs.commit_s < 0)
+    throw usage_error(
+        fmt::format("invalid --checkpoint-commit {}: must be a duration of at least 0", c.costs.commit_s));
   positive(c.costs.detection_s, "--detection");
   positive(c.costs.relaunch_s, "--relaunch");
   positive(c.costs.restore_s, "--restore");
@@ -380,6 +383,16 @@ Calibration calibrate_from_report(const reports::Report& report, const std::stri
   };
   cal.checkpoint_s = per("checkpoint", blocking, "extra.ledger.checkpoints.save_blocking_s", saves,
                          "extra.ledger.checkpoints.saves", "the run saved no checkpoint");
+  const auto async_commits =
+      checked(ledger.checkpoint_async_commits, "extra.ledger.checkpoints.async_commits");
+  const auto async_commit_s =
+      checked(ledger.checkpoint_async_commit_s, "extra.ledger.checkpoints.async_commit_s");
+  if (async_commits && async_commit_s && *async_commits > 0) {
+    cal.commit_s = *async_commit_s / *async_commits;
+  } else if (async_commits && *async_commits == 0 && saves && *saves > 0) {
+    cal.commit_s = 0;  // every save synchronous: durable when it stops blocking
+    cal.commit_sync = true;
+  }
   // Per failure: detection latency; relaunch = supervisor relaunch + the re-attempt's init (launch, MPI,
   // model build), which the simulator's relaunch phase includes; restore = restore time per restart.
   cal.detection_s = per("detection", badput("detection"), "badput_s.detection", failures, "failures",

@@ -26,6 +26,11 @@ struct RecoveryCosts {
   double detection_s = 120;  // failure → detected
   double relaunch_s = 300;   // detected → job running again (scheduler, init)
   double restore_s = 120;    // load the newest checkpoint
+  // Asynchronous saves: from the end of the blocking part until the checkpoint is durable (the background
+  // write), W. 0: the save is synchronous, durable when it stops blocking. A failure before the commit loses
+  // the saved interval too; one save is in flight at a time, so a write longer than the interval blocks the
+  // next save until it ends (as `train --async-checkpoint` does).
+  double commit_s = 0;
   double restart_s() const { return detection_s + relaunch_s + restore_s; }
 };
 
@@ -195,6 +200,10 @@ inline constexpr double kMaxEvents = 4e9;  // all cases together: 5 to 10 minute
 // (`unmeasured`: no save, no failure, no restart, or a total of zero).
 struct Calibration {
   std::optional<double> checkpoint_s, restore_s, detection_s, relaunch_s;
+  // The asynchronous write until durable: checkpoints.async_commit_s / async_commits; 0 when the run's saves
+  // were all synchronous (commit_sync); unset for a report of an earlier version or a run without saves.
+  std::optional<double> commit_s;
+  bool commit_sync = false;
   std::vector<std::string> missing;               // absent fields: "badput_s.detection", "restarts", ...
   std::map<std::string, std::string> unmeasured;  // cost -> why: "detection" -> "the run had no failure"
   // What the per-restart costs are divided by: "restarts", or "failures" for a report that has no restart

@@ -161,6 +161,14 @@ class LedgerBuilder {
       on_save_end(r, t);
     } else if (type == event::ckpt_commit) {
       ++L_.ckpt_commits;
+      // An asynchronous save's commit: how long after its snapshot it became durable.
+      if (const auto it =
+              async_save_end_.find({L_.attempts, static_cast<std::int64_t>(r.number_or("step", -1))});
+          it != async_save_end_.end()) {
+        ++L_.ckpt_async_commits;
+        L_.ckpt_async_commit_s += std::max(0.0, t - it->second);
+        async_save_end_.erase(it);
+      }
       L_.ckpt_write_bytes += static_cast<std::uint64_t>(r.number_or("bytes", 0));
       L_.ckpt_write_s += r.number_or("write_s", 0);
     } else if (type == event::fault_injected) {
@@ -292,9 +300,11 @@ class LedgerBuilder {
     const double begin = r.number_or("t_start", t - r.number_or("seconds", 0));
     intervals_.push_back({begin, t, kSave});
     L_.ckpt_save_blocking_s += t - begin;
-    if (r.flag_or("ok", true))
+    if (r.flag_or("ok", true)) {
       ++L_.ckpt_saves;
-    else
+      if (r.flag_or("async", false))
+        async_save_end_[{L_.attempts, static_cast<std::int64_t>(r.number_or("step", -1))}] = t;
+    } else
       failed_saves_.insert({L_.attempts, static_cast<std::int64_t>(r.number_or("step", -1))});
     last_activity_ = t;
   }
@@ -409,6 +419,7 @@ class LedgerBuilder {
   bool attempt_open_ = false, attempt_failed_ = false;
   double pending_relaunch_ = kNone;  // detection time of the last fatal failure awaiting a relaunch
   std::set<std::pair<int, std::int64_t>> failed_saves_;  // (attempt, step) of saves that did not commit
+  std::map<std::pair<int, std::int64_t>, double> async_save_end_;  // (attempt, step) → end of its snapshot
   double last_fault_at_ = kNone;                         // latest fatal fault injected in this attempt
   std::map<std::string, double> last_fault_at_by_kind_;  // ... of each kind
   bool relaunched_ = false;  // a relaunch event followed the last fatal failure (or drain stop)
@@ -477,6 +488,8 @@ reports::LedgerRecord ledger_record(const Ledger& L) {
   c.restores = L.ckpt_restores;
   c.save_blocking_s = L.ckpt_save_blocking_s;
   c.write_s = L.ckpt_write_s;
+  c.async_commits = L.ckpt_async_commits;
+  c.async_commit_s = L.ckpt_async_commit_s;
   c.write_bytes = L.ckpt_write_bytes;
   c.write_gbps = L.ckpt_write_gbps;
   c.restore_s = L.ckpt_restore_s;

@@ -91,6 +91,10 @@ struct Ledger {
   // Checkpoints.
   int ckpt_saves = 0, ckpt_save_failures = 0, ckpt_commits = 0, ckpt_restores = 0;
   double ckpt_save_blocking_s = 0, ckpt_write_s = 0, ckpt_restore_s = 0;
+  // Asynchronous saves committed, and their time from the end of the blocking snapshot to the commit (the
+  // background write and the step that found it done), summed: the window in which a failure loses the save.
+  int ckpt_async_commits = 0;
+  double ckpt_async_commit_s = 0;
   std::uint64_t ckpt_write_bytes = 0, ckpt_restore_bytes = 0;
   double ckpt_write_gbps = 0, ckpt_restore_gbps = 0;  // GB/s (10^9 bytes), all ranks together
   // The interval chosen from --checkpoint-interval (the last ckpt_interval event): "" when none.

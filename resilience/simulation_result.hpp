@@ -19,7 +19,8 @@ namespace fb::resilience {
 
 // Where each recovery cost came from ("option", "calibrate (METRIC)" or "default"), recorded in params.
 struct CostSources {
-  std::string checkpoint = "default", detection = "default", relaunch = "default", restore = "default";
+  std::string checkpoint = "default", commit = "default", detection = "default", relaunch = "default",
+              restore = "default";
 };
 
 // One scenario: the GPU count and the interval policy (fixed_s with IntervalPolicy::fixed).

@@ -109,7 +109,7 @@ class TrialEngine {
       if (phase == Phase::running) {
         const double done_at = cfg_.work_s > 0 ? t + time_to_finish(p.pos, p.unc_work) : wall;
         const double end = std::min({next_failure, wall, done_at});
-        run_segment(end - t, p.pos, p.unc_work, p.unc_slow);
+        run_segment(end - t, p);
         t = end;
         if (end == done_at && done_at <= wall) {
           out_.wall_s = t;
@@ -142,6 +142,7 @@ class TrialEngine {
   // into reference-speed work and straggler time).
   struct Progress {
     double pos = 0, unc_work = 0, unc_slow = 0;
+    bool pending = false;  // an asynchronous save taken at the cycle's start is not yet durable
   };
 
   void start_trial(std::uint64_t trial_seed) {
@@ -322,10 +323,16 @@ class TrialEngine {
     return cats.back().second;
   }
 
+  // The blocking part of a save: C, and with asynchronous saves whose write W outlasts the interval T, the
+  // wait for the previous write as well (one save in flight at a time).
+  double blocking_s() const {
+    return cfg_.costs.checkpoint_s + std::max(0.0, cfg_.costs.commit_s - interval_);
+  }
+
   // Fixed work: wall seconds from cycle position `pos` until the kept work (committed + uncommitted) reaches
   // work_s, with no failure in between. Inverts the compute-then-checkpoint cycle of run_segment.
   double time_to_finish(double pos, double unc_work) const {
-    const double T = interval_, C = cfg_.costs.checkpoint_s, L = T + C;
+    const double T = interval_, C = blocking_s(), L = T + C;
     const double speed = slow_.size() > 0 ? 1.0 / cfg_.straggler_factor : 1.0;
     const double remaining = std::max(0.0, cfg_.work_s - out_.split.productive - unc_work) / speed;
     const double start = std::floor(pos / L) * T + std::min(std::fmod(pos, L), T);  // compute done in cycle
@@ -336,29 +343,43 @@ class TrialEngine {
     return std::max(0.0, x - pos);
   }
 
-  // Runs the job for `d` seconds from cycle position `pos`: compute T, then a blocking checkpoint C,
-  // repeated.
-  void run_segment(double d, double& pos, double& unc_work, double& unc_slow) {
-    const double T = interval_, C = cfg_.costs.checkpoint_s, L = T + C;
+  // Runs the job for `d` seconds from cycle position `p.pos`: compute T, then a blocking checkpoint C,
+  // repeated. The save taken at a cycle's end is durable W (commit_s) later, at position W of the next cycle
+  // (W < T + C: blocking_s waits for a write that outlasts T), and covers the compute before it; W = 0:
+  // durable at the cycle's end. Compute not yet covered by a durable save is uncommitted: a failure loses it.
+  void run_segment(double d, Progress& p) {
+    const double T = interval_, C = blocking_s(), L = T + C, W = cfg_.costs.commit_s;
     const auto compute_upto = [&](double x) { return std::floor(x / L) * T + std::min(std::fmod(x, L), T); };
-    const double end = pos + d;
-    const double compute = compute_upto(end) - compute_upto(pos);
+    const double end = p.pos + d;
+    const double compute = compute_upto(end) - compute_upto(p.pos);
     out_.split.checkpoint += d - compute;
     const double speed = slow_.size() > 0 ? 1.0 / cfg_.straggler_factor : 1.0;
-    const bool committed = std::floor(end / L) > std::floor(pos / L);
-    pos = std::fmod(end, L);
-    if (committed) {
-      out_.split.productive += unc_work;
-      out_.split.straggler += unc_slow;
-      const double open = std::min(pos, T);  // computed after the last completed checkpoint
+    // Cycle boundaries crossed (saves taken); boundary 0 is the current cycle's start, whose save is durable
+    // at W when it is still pending. `covered`: the boundary of the last save durable by `end`.
+    const double saves = std::floor(end / L);
+    std::optional<double> covered;
+    if (saves >= 1 && end >= saves * L + W)
+      covered = saves;
+    else if (saves >= 2)
+      covered = saves - 1;
+    else if (p.pending && end >= W)
+      covered = 0;
+    const double in_cycle = std::fmod(end, L);
+    if (covered) {
+      // Compute after the covering boundary stays uncommitted; the rest (and all that was) is durable.
+      const double open = *covered == saves ? std::min(in_cycle, T) : compute_upto(end) - *covered * T;
+      out_.split.productive += p.unc_work;
+      out_.split.straggler += p.unc_slow;
       out_.split.productive += (compute - open) * speed;
       out_.split.straggler += (compute - open) * (1 - speed);
-      unc_work = open * speed;
-      unc_slow = open * (1 - speed);
+      p.unc_work = open * speed;
+      p.unc_slow = open * (1 - speed);
     } else {
-      unc_work += compute * speed;
-      unc_slow += compute * (1 - speed);
+      p.unc_work += compute * speed;
+      p.unc_slow += compute * (1 - speed);
     }
+    p.pending = W > 0 && (saves >= 1 ? end < saves * L + W : p.pending && end < W);
+    p.pos = in_cycle;
   }
 
   const FailureModel& model_;

@@ -42,7 +42,7 @@ struct SimulateOptions {
   std::string failure_model;
   std::string job_mtbf;
   std::optional<std::string> interval;  // unset: daly (an explicit daly is told from it)
-  std::string checkpoint_cost, detection, relaunch, restore;
+  std::string checkpoint_cost, checkpoint_commit, detection, relaunch, restore;
   std::string calibrate;
   std::optional<std::int64_t> spares;
   std::optional<std::string> repair_time;  // default 48h; acts only with --spares
@@ -107,6 +107,16 @@ resilience::RecoveryCosts resolve_costs(const SimulateOptions& opt, resilience::
       s = fmt::format("calibrate ({})", metric);
     };
     take(cal.checkpoint_s, costs.checkpoint_s, src.checkpoint, "blocking save time / saves");
+    if (cal.commit_s) {  // 0 is a synchronous save
+      if (*cal.commit_s > 30 * 86400.0)
+        throw input_error(
+            fmt::format("--calibrate {}: async_commit_s / async_commits = {:g} s is not a "
+                        "plausible write time (expected [0 s, 30 d])",
+                        opt.calibrate, *cal.commit_s));
+      costs.commit_s = *cal.commit_s;
+      src.commit = cal.commit_sync ? "calibrate (synchronous saves)"
+                                   : "calibrate (async snapshot end to commit / async commits)";
+    }
     const std::string per_restore = "badput_s.ckpt_restore / " + cal.restarts_from;
     const std::string per_relaunch =
         "badput_s.relaunch / " + cal.restarts_from + (cal.relaunch_has_init ? " + init / attempts" : "");
@@ -154,6 +164,10 @@ resilience::RecoveryCosts resolve_costs(const SimulateOptions& opt, resilience::
   option(opt.detection, "--detection", costs.detection_s, src.detection);
   option(opt.relaunch, "--relaunch", costs.relaunch_s, src.relaunch);
   option(opt.restore, "--restore", costs.restore_s, src.restore);
+  if (!opt.checkpoint_commit.empty()) {  // 0 is a synchronous save
+    costs.commit_s = parse_duration(opt.checkpoint_commit, "--checkpoint-commit");
+    src.commit = "option";
+  }
   return costs;
 }
 
@@ -348,6 +362,11 @@ Command add_simulate_command(CLI::App& app) {
       "--checkpoint-interval", opt->interval,
       "auto (best simulated goodput), young, daly (default) or a fixed duration of compute between saves");
   sub->add_option("--checkpoint-cost", opt->checkpoint_cost, "Blocking checkpoint save time C (default 60s)");
+  sub->add_option(
+      "--checkpoint-commit", opt->checkpoint_commit,
+      "Asynchronous saves: time from the end of the blocking save until the checkpoint is durable "
+      "(the background write, W); a failure before it loses the saved interval too, and a write "
+      "longer than the interval blocks the next save (default 0: synchronous saves)");
   sub->add_option("--detection", opt->detection, "Failure detection latency (default 120s)");
   sub->add_option("--relaunch", opt->relaunch, "Relaunch time after detection (default 300s)");
   sub->add_option("--restore", opt->restore, "Checkpoint restore time (default 120s)");

@@ -70,6 +70,42 @@ assert all(p["cost_sources"][k].startswith("calibrate") for k in ("checkpoint", 
 PYEOF
 assert_json "$T/cal.json" "d['summary']['calibration']['detection_from'] == {'crash': 1} and 'detection_note' not in d['summary']['calibration']" \
   "the calibration names the failures its detection comes from (a crash)"
+assert_json "$T/cal.json" "d['results'][0]['params']['commit_s'] == 0 and d['results'][0]['params']['cost_sources']['commit'] == 'calibrate (synchronous saves)'" \
+  "synchronous saves calibrate the write until durable to 0"
+# Asynchronous saves: the write until durable is the ledger's mean time from a snapshot's end to its commit.
+run_capture res_async fb resilience --backend host --launcher none --model tiny-dense --steps 12 --checkpoint-every 3 \
+  --async-checkpoint --faults "crash@step=8" --run-dir "$T/res-async-run" --output "$T/resilience-async.json"
+[ "$RC" -eq 0 ] || die "async resilience run exited $RC: $(tail -5 "$T/res_async.err")"
+run_capture cal_async fb simulate --gpus 8192 --days 10 --trials 20 --calibrate "$T/resilience-async.json" --output "$T/cal-async.json"
+[ "$RC" -eq 0 ] || die "calibrate (async) exited $RC: $(cat "$T/cal_async.err")"
+"$PY" - "$T/resilience-async.json" "$T/cal-async.json" <<'PYEOF' && ok "async saves: the write until durable is calibrated from the commits" || fail "async calibration"
+import json, sys
+c = json.load(open(sys.argv[1]))["results"][0]["extra"]["ledger"]["checkpoints"]
+p = json.load(open(sys.argv[2]))["results"][0]["params"]
+assert c["async_commits"] >= 2 and c["async_commit_s"] > 0, c
+assert abs(p["commit_s"] - c["async_commit_s"] / c["async_commits"]) <= 1e-9 * max(1.0, p["commit_s"]), p["commit_s"]
+assert p["cost_sources"]["commit"].startswith("calibrate (async"), p["cost_sources"]
+PYEOF
+grep -q "^costs: checkpoint .* + an asynchronous write of .* until durable" "$T/cal_async.out" && ok "the console names the asynchronous write" \
+  || fail "cal_async console: $(grep costs "$T/cal_async.out")"
+# --checkpoint-commit: a write longer than the interval blocks the next save; the goodput falls with it.
+run_capture commit fb simulate --job-mtbf 6h --gpus 1024 --days 30 --trials 20 --checkpoint-cost 10s \
+  --sweep-interval 30m --checkpoint-commit 45m --output "$T/commit.json"
+[ "$RC" -eq 0 ] || die "--checkpoint-commit exited $RC: $(cat "$T/commit.err")"
+run_capture commit0 fb simulate --job-mtbf 6h --gpus 1024 --days 30 --trials 20 --checkpoint-cost 10s \
+  --sweep-interval 30m --output "$T/commit0.json"
+"$PY" - "$T/commit.json" "$T/commit0.json" <<'PYEOF' && ok "a 45-minute write behind 30-minute intervals: 15 min blocked per save, more work lost" || fail "--checkpoint-commit"
+import json, sys
+a, s = (json.load(open(f))["results"][0] for f in sys.argv[1:3])
+assert a["params"]["commit_s"] == 2700 and a["params"]["cost_sources"]["commit"] == "option", a["params"]
+assert s["params"]["commit_s"] == 0 and s["params"]["cost_sources"]["commit"] == "default", s["params"]
+pa, ps = a["extra"]["badput_pct"], s["extra"]["badput_pct"]
+# Per cycle of 30 min compute + 15 min waiting + 10 s snapshot, the saves take (15 min + 10 s) / 45 min 10 s of
+# the running time (the unit test holds it exactly without failures); recovery and cut cycles take a little off.
+assert 0.85 * 100 * 910 / 2710 < pa["checkpoint"] < 100 * 910 / 2710, pa["checkpoint"]
+assert pa["redone"] > 1.5 * ps["redone"], (pa["redone"], ps["redone"])
+assert a["metrics"]["goodput_pct"]["value"] < s["metrics"]["goodput_pct"]["value"] - 20
+PYEOF
 # A run whose failures the step itself found (sdc, nan): its detection is about 0, not a crash's or a hang's,
 # which most of the failure model's interruptions are. Said, and kept in the report; --detection silences it.
 run_capture res_sdc fb resilience --backend host --ranks 2 --model tiny-dense --steps 8 --checkpoint-every 3 \
@@ -138,6 +174,7 @@ bad negative-rate "\\\$\\.categories\\.faulty_gpu\\.rate_per_hour: must be > 0" 
 bad malformed "malformed.json: malformed JSON" --gpus 1024 --failure-model "$T/malformed.json"
 bad both-models "exclusive" --gpus 1024 --job-mtbf 6h --failure-model llama3-h100
 bad missing-calibration "--calibrate: .*not found" --gpus 1024 --calibrate "$T/none.json"
+bad negative-commit "^factorybench: error: invalid --checkpoint-commit '-5m': must not be negative$" --gpus 1024 --checkpoint-commit=-5m
 bad zero-trials "invalid --trials 0" --gpus 1024 --trials 0
 bad work-and-days "--days and --work-days are exclusive" --gpus 1024 --days 3 --work-days 3
 bad zero-work "invalid --work-days 0" --gpus 1024 --work-days 0

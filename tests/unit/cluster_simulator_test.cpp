@@ -122,6 +122,47 @@ TEST(ClusterSimulator, WallTimeSplitsIntoItsParts) {
   }
 }
 
+TEST(ClusterSimulator, AnAsynchronousWriteCostsNothingUntilItOutlastsTheInterval) {
+  // No failure in the window (M of a million hours): the job computes T of every T + C, whatever the write W,
+  // until W > T; then each save waits for the previous write, and the cycle is W + C.
+  const auto model = single_rate_model(1e6 * kHour);
+  auto c = config(1024, 0);
+  const double T = 3600, C = 300;
+  c.costs.checkpoint_s = C;
+  c.wall_s = 100 * (T + C);  // whole cycles: nothing half done at the window's end
+  for (const double w : {0.0, 600.0, 3600.0}) {
+    c.costs.commit_s = w;
+    const auto o = simulate_trial(model, c, T, 5);
+    ASSERT_EQ(o.failures, 0u) << w;
+    EXPECT_NEAR(o.split.productive / o.wall_s, T / (T + C), 1e-9) << w;
+  }
+  c.costs.commit_s = 5400;
+  c.wall_s = 100 * (5400 + C);
+  const auto o = simulate_trial(model, c, T, 5);
+  EXPECT_NEAR(o.split.productive / o.wall_s, T / (5400 + C), 1e-9);
+  EXPECT_NEAR(o.split.checkpoint / o.wall_s, (5400 - T + C) / (5400 + C), 1e-9);
+}
+
+TEST(ClusterSimulator, AnAsynchronousWriteLosesTheSavedIntervalToAFailureBeforeItsCommit) {
+  // M ≫ T + C: a failure strikes at a uniformly random moment of the cycle. Uncommitted then (W ≤ T): the
+  // previous interval and the compute so far before the write ends (x < W), the compute so far after it,
+  // T during the blocking save: on average (W·T + T²/2 + C·T)/(T + C) lost per failure. T = 1 h, C = 5 min:
+  // 1938 s synchronous (W = 0), 3600 s with a 30-minute write.
+  const auto model = single_rate_model(200 * kHour);
+  auto c = config(1024, 2000);
+  const double T = 3600, C = 300;
+  c.costs.checkpoint_s = C;
+  for (const double w : {0.0, 1800.0}) {
+    c.costs.commit_s = w;
+    const auto s = simulate(model, c, T, 20, 17);
+    const double lost_per_failure = s.mean_split.redone / s.failures.mean();
+    const double expected = (w * T + T * T / 2 + C * T) / (T + C);
+    EXPECT_NEAR(lost_per_failure / expected, 1.0, 0.03) << "W " << w << ": " << lost_per_failure << " s";
+  }
+  c.costs.commit_s = -1;
+  EXPECT_THROW(simulate(model, c, T, 1, 1), Error);
+}
+
 TEST(ClusterSimulator, FixedWorkWithoutFailuresTakesTheWorkPlusItsCheckpoints) {
   // M = 10^9 h: no failure in practice. 10 days of work at T = 1 h, C = 6 min: the job saves after every hour
   // but the last (239 saves; the final one lies outside the job), so it takes 240 h + 239 × 6 min.
@@ -401,7 +442,27 @@ TEST(Calibration, ReadsPerEventCostsFromTheResilienceLedger) {
   EXPECT_TRUE(cal.missing.empty());
 
   EXPECT_TRUE(cal.unmeasured.empty());
+  EXPECT_FALSE(
+      cal.commit_s);  // a report of an earlier version: no commit times, the option or default stands
   EXPECT_TRUE(cal.relaunch_has_init);
+  // Asynchronous saves: the write time until durable is the mean snapshot-end-to-commit time; a run whose
+  // saves were all synchronous calibrates it to 0.
+  auto& checkpoints = report.results[0].extra["ledger"]["checkpoints"];
+  checkpoints["async_commits"] = 4;
+  checkpoints["async_commit_s"] = 10.0;
+  cal = calibrate_from_report(report, "run.json");
+  EXPECT_DOUBLE_EQ(*cal.commit_s, 2.5);
+  EXPECT_FALSE(cal.commit_sync);
+  checkpoints["async_commits"] = 0;
+  checkpoints["async_commit_s"] = 0.0;
+  cal = calibrate_from_report(report, "run.json");
+  EXPECT_DOUBLE_EQ(*cal.commit_s, 0);
+  EXPECT_TRUE(cal.commit_sync);
+  checkpoints["async_commit_s"] = -1.0;  // garbled: refused with its field
+  EXPECT_THROW(calibrate_from_report(report, "run.json"), Error);
+  checkpoints.erase("async_commits");
+  checkpoints.erase("async_commit_s");
+  cal = calibrate_from_report(report, "run.json");
   EXPECT_TRUE(cal.detection_from.empty());  // the ledger did not say which failures
   EXPECT_FALSE(cal.detection_in_step_only);
 

@@ -305,6 +305,42 @@ TEST(GoodputLedger, SaveFailuresCountEachUncommittedSaveOnce) {
   EXPECT_EQ(L.failures, 0);
 }
 
+// Asynchronous saves: the time from the end of each snapshot to its commit is summed (the window in which a
+// failure loses the save, which simulate --calibrate takes as the write time); synchronous saves add nothing,
+// nor does a save whose commit never came, and a step saved again in a later attempt is matched there.
+TEST(GoodputLedger, AsynchronousCommitsAreTimedFromTheirSnapshot) {
+  LogBuilder b;
+  double t = b.start_job();
+  b.steps(1, 2, 1, &t);
+  b.save(2, 0.5, &t);  // synchronous: committed inside the save
+  b.add(event::ckpt_commit, t)["step"] = 2;
+  b.steps(3, 4, 1, &t);
+  b.save(4, 0.1, &t);  // async: snapshot ends at 5.6, committed 3 min later
+  b.events.back()["async"] = true;
+  b.steps(5, 7, 1, &t);
+  b.add(event::ckpt_commit, t)["step"] = 4;
+  b.save(7, 0.1, &t);  // async, never committed (the job is killed first)
+  b.events.back()["async"] = true;
+  b.steps(8, 8, 1, &t);
+  b.add(event::attempt_end, t)["reason"] = "failed";
+  b.add(event::attempt_start, t)["attempt"] = 2;
+  b.add(event::init_done, t + 1);
+  t += 1;
+  b.steps(5, 7, 1, &t);
+  b.save(7, 0.1, &t);  // async again in attempt 2: committed 1 min after its own snapshot
+  b.events.back()["async"] = true;
+  b.steps(8, 8, 1, &t);
+  b.add(event::ckpt_commit, t)["step"] = 7;
+  b.add(event::job_end, t);
+  const Ledger L = compute_ledger(b.events);
+  EXPECT_EQ(L.ckpt_commits, 3);
+  EXPECT_EQ(L.ckpt_async_commits, 2);
+  EXPECT_NEAR(L.ckpt_async_commit_s, (3 + 1) * kMin, 1e-6);
+  const auto x = ledger_record(L);
+  EXPECT_EQ(x.checkpoints.async_commits, 2);
+  EXPECT_NEAR(x.checkpoints.async_commit_s, 4 * kMin, 1e-6);
+}
+
 TEST(GoodputLedger, SilentCorruptionDetectedLaterWastesTheStepsInBetween) {
   LogBuilder b;
   double t = 0;

@@ -37,6 +37,8 @@ ResilienceExtra sample() {
   L.wasted_steps = 2;
   L.preflight = {1, 0, 0.25};
   L.checkpoints.saves = 4;
+  L.checkpoints.async_commits = 3;
+  L.checkpoints.async_commit_s = 4.5;
   L.checkpoints.write_bytes = 1ull << 33;
   L.checkpoints.restored_steps = {0, 6};
   L.checkpoints.interval_policy = "daly";
@@ -73,6 +75,13 @@ TEST(ResilienceExtra, RoundTripsTheLedgerAndTheDrains) {
                                         {"reason", "1 failure(s)"}}));
   EXPECT_EQ(read_resilience_extra(r), sample());
   EXPECT_EQ(read_resilience_extra(through_json(r)), sample());
+  // A report of an earlier version has no async commit figures: read as none.
+  Result older;
+  write_resilience_extra(older, sample());
+  older.extra["ledger"]["checkpoints"].erase("async_commits");
+  older.extra["ledger"]["checkpoints"].erase("async_commit_s");
+  EXPECT_EQ(read_resilience_extra(older).ledger.checkpoints.async_commits, 0);
+  EXPECT_EQ(read_resilience_extra(older).ledger.checkpoints.async_commit_s, 0);
   // Without drains, none of the drain keys.
   auto plain = sample();
   plain.drain.reset();
