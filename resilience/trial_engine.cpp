@@ -324,7 +324,8 @@ class TrialEngine {
   }
 
   // The blocking part of a save: C, and with asynchronous saves whose write W outlasts the interval T, the
-  // wait for the previous write as well (one save in flight at a time).
+  // wait for the previous write as well (one save in flight at a time). Every cycle is alike: the first save
+  // after a (re)start, with no write in flight, waits too, which overstates the blocking by W - T per start.
   double blocking_s() const {
     return cfg_.costs.checkpoint_s + std::max(0.0, cfg_.costs.commit_s - interval_);
   }
