@@ -371,8 +371,8 @@ std::vector<Figure> simulate_figures(const std::vector<NamedReport>& reports) {
   for (std::size_t i = 0; i < reports.size(); ++i)
     for (auto& c : simulate_charts(results_of(reports[i].report, "simulate"),
                                    reports.size() > 1 ? run_label(reports, i) : ""))
-      out.push_back(
-          {c.id, c.caption, std::visit([](const auto& chart) { return svg::render(chart); }, c.chart)});
+      out.push_back(  // ids are slugs: a run label may hold spaces or '#'
+          {slug(c.id), c.caption, std::visit([](const auto& chart) { return svg::render(chart); }, c.chart)});
   return out;
 }
 

@@ -174,6 +174,11 @@ TEST(SimulateCharts, TheHtmlReportDrawsThem) {
   EXPECT_NE(html.find("<title>simulated (mean over trials): 16384 → 85.75</title>"), std::string::npos)
       << "the point's tooltip names the exact GPU count";
   EXPECT_NE(html.find(">16K</text>"), std::string::npos);  // the axis names powers of two as sizes
+  // Two reports of one name: labelled "#1 sim" and "#2 sim", and their charts' ids are slugs of those.
+  const std::string two = render_html({{"sim.json", rep}, {"sim.json", rep}});
+  EXPECT_NE(two.find("id=\"-1-sim-simulate-scale\""), std::string::npos);
+  EXPECT_NE(two.find("id=\"-2-sim-simulate-scale\""), std::string::npos) << "ids are slugs";
+  EXPECT_EQ(two.find("id=\"#2"), std::string::npos);
 }
 
 }  // namespace
