@@ -55,11 +55,6 @@ std::string first_segment(const std::string& name) {
   return name.substr(0, name.find('/'));
 }
 
-std::optional<double> number_at(const json& j, const std::string& key) {
-  if (j.is_object() && j.contains(key) && j[key].is_number()) return j[key].get<double>();
-  return std::nullopt;
-}
-
 std::string slug(const std::string& s) {
   std::string out;
   for (const char ch : s) out += std::isalnum(static_cast<unsigned char>(ch)) ? ch : '-';

@@ -15,4 +15,10 @@ std::string field_text(const nlohmann::json& j, const char* key) {
   return it->is_string() ? it->get<std::string>() : it->dump();
 }
 
+std::optional<double> number_at(const nlohmann::json& j, const std::string& key) {
+  if (!j.is_object()) return std::nullopt;
+  const auto it = j.find(key);
+  return it != j.end() && it->is_number() ? std::optional<double>(it->get<double>()) : std::nullopt;
+}
+
 }  // namespace fb::reports

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "reports/json_fields.hpp"
 #include "reports/report_view.hpp"
 #include "reports/simulate_extra.hpp"
 
@@ -20,12 +21,6 @@ namespace {
 // kTimeSplitNames after "productive"); a part not listed here is stacked after them.
 constexpr std::array<const char*, 7> kBadputOrder{"checkpoint", "redone",     "detection", "relaunch",
                                                   "restore",    "spare_wait", "straggler"};
-
-std::optional<double> param(const Result& r, const char* key) {
-  const auto it = r.params.find(key);
-  if (it == r.params.end() || !it->is_number()) return std::nullopt;
-  return it->get<double>();
-}
 
 std::optional<double> metric_value(const Result& r, const char* name) {
   const Metric* m = r.metric(name);
@@ -44,7 +39,7 @@ std::vector<Row> rows_of(const std::vector<const Result*>& results) {
   std::vector<Row> rows;
   for (const Result* r : results) {
     if (r->benchmark != "simulate") continue;
-    const auto gpus = param(*r, "gpus");
+    const auto gpus = number_at(r->params, "gpus");
     const auto interval = metric_value(*r, "interval_s");
     const auto goodput = metric_value(*r, "goodput_pct");
     if (!gpus || !interval || !goodput) continue;  // failed, or not a simulate result as written
