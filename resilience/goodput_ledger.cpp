@@ -162,9 +162,7 @@ class LedgerBuilder {
     } else if (type == event::ckpt_commit) {
       ++L_.ckpt_commits;
       // An asynchronous save's commit: how long after its snapshot it became durable.
-      if (const auto it =
-              async_save_end_.find({L_.attempts, static_cast<std::int64_t>(r.number_or("step", -1))});
-          it != async_save_end_.end()) {
+      if (const auto it = async_save_end_.find(save_of(r)); it != async_save_end_.end()) {
         ++L_.ckpt_async_commits;
         L_.ckpt_async_commit_s += std::max(0.0, t - it->second);
         async_save_end_.erase(it);
@@ -296,16 +294,20 @@ class LedgerBuilder {
     last_activity_ = t;
   }
 
+  // The save an event is of: (attempt, step); a step saved again in a later attempt is another save.
+  std::pair<int, std::int64_t> save_of(const Reader& r) const {
+    return {L_.attempts, static_cast<std::int64_t>(r.number_or("step", -1))};
+  }
+
   void on_save_end(const Reader& r, double t) {
     const double begin = r.number_or("t_start", t - r.number_or("seconds", 0));
     intervals_.push_back({begin, t, kSave});
     L_.ckpt_save_blocking_s += t - begin;
     if (r.flag_or("ok", true)) {
       ++L_.ckpt_saves;
-      if (r.flag_or("async", false))
-        async_save_end_[{L_.attempts, static_cast<std::int64_t>(r.number_or("step", -1))}] = t;
+      if (r.flag_or("async", false)) async_save_end_[save_of(r)] = t;
     } else
-      failed_saves_.insert({L_.attempts, static_cast<std::int64_t>(r.number_or("step", -1))});
+      failed_saves_.insert(save_of(r));
     last_activity_ = t;
   }
 
@@ -316,8 +318,7 @@ class LedgerBuilder {
       // A save that never committed: a shard write that failed (in an async save's writer thread too, after
       // its ckpt_save_end said the hand-off was ok) or a refused commit. Each rank that failed logs it: one
       // save, counted once.
-      if (kind == "ckpt-write-fail")
-        failed_saves_.insert({L_.attempts, static_cast<std::int64_t>(r.number_or("step", -1))});
+      if (kind == "ckpt-write-fail") failed_saves_.insert(save_of(r));
       return;
     }
     if (attempt_failed_) return;  // the same failure seen again (e.g. the supervisor after the watchdog)
