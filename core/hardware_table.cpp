@@ -8,7 +8,6 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "core/atomic_file.hpp"
 #include "core/config_paths.hpp"
 #include "core/error.hpp"
 
@@ -73,15 +72,7 @@ std::vector<HardwarePeaks> load_hardware_table() {
                     dir.string(), ec.message()));
   std::sort(files.begin(), files.end());
   for (const auto& f : files) {
-    nlohmann::json j;
-    try {
-      const auto text = read_text_file(f);
-      j = nlohmann::json::parse(text);
-      reject_duplicate_keys(text, f.string());
-    } catch (const nlohmann::json::exception& e) {  // parse_error, or out_of_range for 1e5000
-      throw input_error(f.string() + ": malformed JSON: " + e.what());
-    }
-    out.push_back(parse_hardware_entry(j, f.string()));
+    out.push_back(parse_hardware_entry(read_json_file(f), f.string()));
   }
   return out;
 }

@@ -6,7 +6,6 @@
 
 #include <fmt/format.h>
 
-#include "core/atomic_file.hpp"
 #include "core/config_paths.hpp"
 #include "core/error.hpp"
 
@@ -157,15 +156,7 @@ FailureModel parse_failure_model(const json& j, const std::string& source) {
 
 FailureModel load_failure_model(std::string_view name_or_path) {
   const auto path = resolve_config("failure-models", name_or_path);
-  json j;
-  try {
-    const auto text = read_text_file(path);
-    j = json::parse(text);
-    reject_duplicate_keys(text, path.string());
-  } catch (const json::exception& e) {  // parse_error, or out_of_range for 1e5000
-    throw input_error(path.string() + ": malformed JSON: " + e.what());
-  }
-  auto m = parse_failure_model(j, path.string());
+  auto m = parse_failure_model(read_json_file(path), path.string());
   m.file = path.string();
   return m;
 }

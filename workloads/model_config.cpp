@@ -194,13 +194,7 @@ void validate_model(const ModelConfig& m, const std::string& where) {
 }
 
 ModelConfig parse_model_json(std::string_view text, const std::string& source_name) {
-  json j;
-  try {
-    j = json::parse(text);
-  } catch (const json::exception& e) {  // parse_error, or out_of_range for 1e5000
-    throw input_error(fmt::format("{}: malformed JSON: {}", source_name, e.what()));
-  }
-  reject_duplicate_keys(text, source_name);
+  const json j = parse_json_text(text, source_name);
   ObjectReader r(j, source_name, "$");
   ModelConfig m;
   // The name heads every result name and console line, the source is printed with the plan: a control

@@ -109,7 +109,11 @@ TEST(ModelConfig, ErrorsNameTheJsonPath) {
   text = kMinimal;
   text.replace(text.find("gelu"), 4, "relu");
   EXPECT_NE(error_of(text).find("$.activation: must be"), std::string::npos);
-  EXPECT_NE(error_of("{\"name\": ").find("m.json: malformed JSON"), std::string::npos);
+  // One wording with every other JSON reader (core/json_file.hpp), not nlohmann's exception text.
+  EXPECT_EQ(error_of("{\"name\": "),
+            "m.json: malformed JSON: it ends inside a value, after 9 bytes (truncated?)");
+  EXPECT_EQ(error_of(R"({"name": 1e5000})"),
+            "m.json: malformed JSON: the number 1e5000 is beyond the range of a double");
   EXPECT_NE(error_of("[1]").find("$: must be an object"), std::string::npos);
 }
 
