@@ -107,7 +107,7 @@ class TrialEngine {
             std::min(1.0, std::max(t / wall, cfg_.work_s > 0 ? out_.split.productive / cfg_.work_s : 0.0)));
       const double next_failure = t + exponential(total_rate());
       if (phase == Phase::running) {
-        const double done_at = cfg_.work_s > 0 ? t + time_to_finish(p.pos, p.unc_work) : wall;
+        const double done_at = cfg_.work_s > 0 ? t + time_to_finish(p) : wall;
         const double end = std::min({next_failure, wall, done_at});
         run_segment(end - t, p);
         t = end;
@@ -143,6 +143,7 @@ class TrialEngine {
   struct Progress {
     double pos = 0, unc_work = 0, unc_slow = 0;
     bool pending = false;  // an asynchronous save taken at the cycle's start is not yet durable
+    bool first = true;     // in the first cycle since the (re)start: its save finds no write in flight
   };
 
   void start_trial(std::uint64_t trial_seed) {
@@ -323,19 +324,29 @@ class TrialEngine {
     return cats.back().second;
   }
 
-  // The blocking part of a save: C, and with asynchronous saves whose write W outlasts the interval T, the
-  // wait for the previous write as well (one save in flight at a time). Every cycle is alike: the first save
-  // after a (re)start, with no write in flight, waits too, which overstates the blocking by W - T per start.
-  double blocking_s() const {
-    return cfg_.costs.checkpoint_s + std::max(0.0, cfg_.costs.commit_s - interval_);
+  // The wait of a save for the previous write, with asynchronous saves whose write W outlasts the interval T
+  // (one save in flight at a time): W - T. The first save after a (re)start finds none in flight and does not
+  // wait (Progress::first).
+  double write_wait_s() const { return std::max(0.0, cfg_.costs.commit_s - interval_); }
+  // The blocking part of a save after the first: C and the wait.
+  double blocking_s() const { return cfg_.costs.checkpoint_s + write_wait_s(); }
+
+  // Fixed work: wall seconds from `p` until the kept work (committed + uncommitted) reaches work_s, with no
+  // failure in between. Inverts the compute-then-checkpoint cycles of run_segment.
+  double time_to_finish(const Progress& p) const {
+    const double speed = slow_.size() > 0 ? 1.0 / cfg_.straggler_factor : 1.0;
+    const double remaining = std::max(0.0, cfg_.work_s - out_.split.productive - p.unc_work) / speed;
+    if (!p.first || write_wait_s() == 0) return time_to_compute(p.pos, remaining);
+    // The first cycle, T + C: done within its compute, or on from the next cycle's start.
+    const double left = interval_ - std::min(p.pos, interval_);
+    if (remaining <= left) return remaining;
+    return interval_ + cfg_.costs.checkpoint_s - p.pos + time_to_compute(0, remaining - left);
   }
 
-  // Fixed work: wall seconds from cycle position `pos` until the kept work (committed + uncommitted) reaches
-  // work_s, with no failure in between. Inverts the compute-then-checkpoint cycle of run_segment.
-  double time_to_finish(double pos, double unc_work) const {
+  // Wall seconds from position `pos` of the regular cycles (T, then blocking_s) until `remaining` more
+  // seconds of compute are done; a finish at the end of a compute stretch takes no save after it.
+  double time_to_compute(double pos, double remaining) const {
     const double T = interval_, C = blocking_s(), L = T + C;
-    const double speed = slow_.size() > 0 ? 1.0 / cfg_.straggler_factor : 1.0;
-    const double remaining = std::max(0.0, cfg_.work_s - out_.split.productive - unc_work) / speed;
     const double start = std::floor(pos / L) * T + std::min(std::fmod(pos, L), T);  // compute done in cycle
     const double target = start + remaining;
     const double cycles = std::floor(target / T);
@@ -344,12 +355,32 @@ class TrialEngine {
     return std::max(0.0, x - pos);
   }
 
-  // Runs the job for `d` seconds from cycle position `p.pos`: compute T, then a blocking checkpoint C,
-  // repeated. The save taken at a cycle's end is durable W (commit_s) later, at position W of the next cycle
-  // (W < T + C: blocking_s waits for a write that outlasts T), and covers the compute before it; W = 0:
-  // durable at the cycle's end. Compute not yet covered by a durable save is uncommitted: a failure loses it.
+  // Runs the job for `d` seconds from `p`: the first cycle since the (re)start (T, then C), then the regular
+  // ones (T, then blocking_s, whose save waits for the previous write when W > T).
   void run_segment(double d, Progress& p) {
-    const double T = interval_, C = blocking_s(), L = T + C, W = cfg_.costs.commit_s;
+    if (p.first && write_wait_s() > 0) {
+      const double first_cycle = interval_ + cfg_.costs.checkpoint_s;
+      if (p.pos + d < first_cycle) {
+        run_cycles(d, cfg_.costs.checkpoint_s, p);
+        return;
+      }
+      const double rest = d - (first_cycle - p.pos);
+      run_cycles(first_cycle - p.pos, cfg_.costs.checkpoint_s, p);
+      // At the first cycle's end, exactly (not to rounding): its save taken, its write just begun.
+      p.pos = 0;
+      p.pending = true;
+      d = std::max(0.0, rest);
+    }
+    p.first = false;
+    if (d > 0) run_cycles(d, blocking_s(), p);
+  }
+
+  // Runs the job for `d` seconds from cycle position `p.pos` of cycles of compute T, then a blocking save of
+  // `block` seconds. The save taken at a cycle's end is durable W (commit_s) later, at position W of the next
+  // cycle (W < T + block: block waits for a write that outlasts T), and covers the compute before it; W = 0:
+  // durable at the cycle's end. Compute not yet covered by a durable save is uncommitted: a failure loses it.
+  void run_cycles(double d, double block, Progress& p) {
+    const double T = interval_, C = block, L = T + C, W = cfg_.costs.commit_s;
     const auto compute_upto = [&](double x) { return std::floor(x / L) * T + std::min(std::fmod(x, L), T); };
     const double end = p.pos + d;
     const double compute = compute_upto(end) - compute_upto(p.pos);
