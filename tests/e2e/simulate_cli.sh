@@ -106,6 +106,9 @@ assert 0.85 * 100 * 910 / 2710 < pa["checkpoint"] < 100 * 910 / 2710, pa["checkp
 assert pa["redone"] > 1.5 * ps["redone"], (pa["redone"], ps["redone"])
 assert a["metrics"]["goodput_pct"]["value"] < s["metrics"]["goodput_pct"]["value"] - 20
 PYEOF
+grep -qx "analytic: both take synchronous saves (C alone); the asynchronous write is in the simulated goodput only" "$T/commit.out" \
+  && ! grep -q "synchronous saves (C alone)" "$T/commit0.out" \
+  && ok "the console says the closed forms leave the write out, with a write only" || fail "closed-form note: $(grep analytic "$T/commit.out")"
 # A run whose failures the step itself found (sdc, nan): its detection is about 0, not a crash's or a hang's,
 # which most of the failure model's interruptions are. Said, and kept in the report; --detection silences it.
 run_capture res_sdc fb resilience --backend host --ranks 2 --model tiny-dense --steps 8 --checkpoint-every 3 \
