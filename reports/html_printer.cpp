@@ -128,6 +128,8 @@ std::vector<Figure> collective_figures(const std::vector<NamedReport>& reports) 
         series += " " + op;
       if (const auto root = number_at(r.params, "root"); root && *root > 0)
         series += fmt::format(" root {}", *root);
+      // MoE dispatch and combine move the same bytes: two curves, not a vertical line between them.
+      if (const auto phase = string_field(r.params, "phase"); !phase.empty()) series += " " + phase;
       if (reports.size() > 1) series = run_label(reports, i) + " · " + series;
       groups[first_segment(r.name)][series].push_back({*bytes, bus->value});
     }

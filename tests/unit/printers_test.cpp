@@ -352,8 +352,8 @@ TEST(SvgChart, RankHeatStripFitsEveryRank) {
   EXPECT_NE(out.find("rank 511"), std::string::npos);
 }
 
-// HTML: every id is unique (slugs of "ring.x" and "ring_x" coincide), another reduction is another busbw
-// curve, and a GEMM chart past its bar limit says how many shapes it left out.
+// HTML: every id is unique (slugs of "ring.x" and "ring_x" coincide), another reduction or MoE phase is
+// another busbw curve, and a GEMM chart past its bar limit says how many shapes it left out.
 TEST(ReportHtml, UniqueIdsReductionCurvesAndShapesLeftOut) {
   std::vector<Result> results;
   for (const char* op : {"ring.x", "ring_x"})
@@ -362,6 +362,10 @@ TEST(ReportHtml, UniqueIdsReductionCurvesAndShapesLeftOut) {
         results.push_back(result("collective", fmt::format("{}/fp32/{}/{}", op, bytes, redop),
                                  {{"busbw_gbps", metric(bytes / 100, Better::higher, "GB/s")}},
                                  {{"bytes", bytes}, {"dtype", "fp32"}, {"redop", redop}}));
+  for (const char* phase : {"dispatch", "combine"})
+    results.push_back(result("collective", fmt::format("moe/moe_{}/fp32/4096", phase),
+                             {{"busbw_gbps", metric(phase[0] == 'd' ? 3 : 2, Better::higher, "GB/s")}},
+                             {{"bytes", 4096}, {"dtype", "fp32"}, {"op", "alltoallv"}, {"phase", phase}}));
   for (int i = 0; i < 100; ++i)
     results.push_back(result("gemm", fmt::format("fp32/{}x64x64", 64 + i),
                              {{"tflops", metric(1 + i, Better::higher, "TFLOP/s")}}, {{"dtype", "fp32"}}));
@@ -372,6 +376,8 @@ TEST(ReportHtml, UniqueIdsReductionCurvesAndShapesLeftOut) {
     EXPECT_TRUE(ids.insert((*it)[1]).second) << "duplicate id " << (*it)[1];
   EXPECT_TRUE(ids.count("busbw-ring-x") && ids.count("busbw-ring-x-2"));
   EXPECT_NE(html.find("fp32 prod"), std::string::npos);  // its own series
+  EXPECT_NE(html.find("fp32 dispatch"), std::string::npos);
+  EXPECT_NE(html.find("fp32 combine"), std::string::npos);
   EXPECT_NE(html.find("the first 96 of 100 shapes"), std::string::npos);
 }
 
