@@ -45,6 +45,23 @@ std::string truncate(const std::string& s, std::size_t max_chars) {
   return out + "…";
 }
 
+// The same keeping both ends, a third of the room for the head: result names differ in their tails (the
+// message size of "moe-dispatch/moe_combine/fp32/506880") as much as in their heads.
+std::string truncate_middle(const std::string& s, std::size_t max_chars) {
+  if (display_width(s) <= max_chars) return s;
+  std::vector<std::string> chars;  // UTF-8 code points
+  for (const char ch : s) {
+    if ((static_cast<unsigned char>(ch) & 0xC0) != 0x80 || chars.empty()) chars.emplace_back();
+    chars.back() += ch;
+  }
+  const std::size_t head = (max_chars - 1) / 3, tail = max_chars - 1 - head;
+  std::string out;
+  for (std::size_t i = 0; i < head; ++i) out += chars[i];
+  out += "…";
+  for (std::size_t i = chars.size() - tail; i < chars.size(); ++i) out += chars[i];
+  return out;
+}
+
 class Canvas {
  public:
   Canvas(int width, int height, const std::string& title) : width_(width), height_(height) {
@@ -601,7 +618,7 @@ std::string render(const RankHeatStrip& chart) {
   for (std::size_t r = 0; r < chart.rows.size(); ++r) {
     const auto& row = chart.rows[r];
     const double y = top + static_cast<double>(r) * cell_h;
-    c.text(label_w - 8, y + cell_h / 2 + 4, truncate(row.label, 30), "end", 11, kInk);
+    c.text(label_w - 8, y + cell_h / 2 + 4, truncate_middle(row.label, 30), "end", 11, kInk);
     for (std::size_t i = 0; i < row.slowness.size(); ++i) {
       const double s = row.slowness[i];
       const bool hot = std::isfinite(s) && s > 1 + chart.threshold;

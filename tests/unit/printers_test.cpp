@@ -352,6 +352,20 @@ TEST(SvgChart, RankHeatStripFitsEveryRank) {
   EXPECT_NE(out.find("rank 511"), std::string::npos);
 }
 
+// A row label too long for its room keeps both ends: two MoE phases' rows differ in the middle, two sizes'
+// rows at the end.
+TEST(SvgChart, RankHeatStripRowLabelsKeepTheirTails) {
+  svg::RankHeatStrip chart;
+  chart.title = "time_us";
+  for (const char* label :
+       {"moe-dispatch/moe_dispatch/fp32/506880", "moe-dispatch/moe_combine/fp32/506880", "short/fp32/8"})
+    chart.rows.push_back({label, std::vector<double>(4, 1.0)});
+  const std::string out = svg::render(chart);
+  EXPECT_NE(out.find(">moe-dispa…dispatch/fp32/506880<"), std::string::npos) << out;
+  EXPECT_NE(out.find(">moe-dispa…_combine/fp32/506880<"), std::string::npos);
+  EXPECT_NE(out.find(">short/fp32/8<"), std::string::npos);
+}
+
 // HTML: every id is unique (slugs of "ring.x" and "ring_x" coincide), another reduction or MoE phase is
 // another busbw curve, and a GEMM chart past its bar limit says how many shapes it left out.
 TEST(ReportHtml, UniqueIdsReductionCurvesAndShapesLeftOut) {
