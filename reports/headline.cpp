@@ -120,6 +120,21 @@ std::pair<const Result*, const Metric*> pick(const HeadlineRule& rule,
   return {best, head};
 }
 
+}  // namespace
+
+std::vector<std::string> headline_metrics(const std::string& benchmark) {
+  std::vector<std::string> out;
+  const auto rule = std::find_if(kRules.begin(), kRules.end(),
+                                 [&](const HeadlineRule& r) { return r.benchmark == benchmark; });
+  if (rule == kRules.end()) return out;
+  out.emplace_back(rule->metric);
+  for (std::string_view name : rule->also)
+    if (!name.empty()) out.emplace_back(name);
+  return out;
+}
+
+namespace {
+
 std::string figure_for(const std::vector<const Result*>& results) {
   for (const auto& rule : kRules) {
     if (rule.benchmark != results.front()->benchmark) continue;

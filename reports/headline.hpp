@@ -23,4 +23,8 @@ std::vector<Headline> headlines(const Report& report);
 // The lines as text: "  gemm           ok      0.030 TFLOP/s (fp32/512x512x512), MFU 14.5%".
 std::string render_headlines(const std::vector<Headline>& lines);
 
+// The metrics a benchmark kind's headline shows, in its order (train: mfu, step_time_s,
+// model_tflops_per_gpu, loss); empty for a kind without a rule. Tables put them first.
+std::vector<std::string> headline_metrics(const std::string& benchmark);
+
 }  // namespace fb::reports

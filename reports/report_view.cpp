@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "reports/compare.hpp"
+#include "reports/headline.hpp"
 #include "reports/json_fields.hpp"
 
 namespace fb::reports {
@@ -128,7 +129,14 @@ std::vector<std::string> metric_columns(const std::vector<NamedReport>& reports,
       if (r.benchmark == benchmark)
         for (const auto& [name, m] : r.metrics)
           if (seen.insert(name).second) order.push_back(name);
-  return order;
+  // The headline's figures lead, in its order (a training table opened on flops_per_step, its MFU off the
+  // screen to the right); the others follow as they came.
+  std::vector<std::string> out;
+  for (const auto& name : headline_metrics(benchmark))
+    if (seen.count(name)) out.push_back(name);
+  for (auto& name : order)
+    if (std::find(out.begin(), out.end(), name) == out.end()) out.push_back(std::move(name));
+  return out;
 }
 
 std::string metric_heading(const std::string& name, const std::string& unit) {

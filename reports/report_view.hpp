@@ -41,7 +41,8 @@ bool is_dry_run(const Result& r);
 
 // Benchmarks in order of first appearance over all reports.
 std::vector<std::string> benchmark_order(const std::vector<NamedReport>& reports);
-// Metric names of one benchmark in order of first appearance over all reports.
+// Metric names of one benchmark: its headline's figures first (reports/headline.hpp), then the others in
+// order of first appearance over all reports.
 std::vector<std::string> metric_columns(const std::vector<NamedReport>& reports,
                                         const std::string& benchmark);
 

@@ -176,6 +176,27 @@ TEST(ReportMarkdown, GoldenSingle) {
   EXPECT_EQ(render_markdown({{"runs/r1.json", rep}}), expected);
 }
 
+// A table opens on the figures its benchmark's headline shows, in the headline's order (train: mfu,
+// step_time_s, model_tflops_per_gpu, loss), then the other metrics as they came; a kind without a
+// headline rule keeps that order alone.
+TEST(ReportMarkdown, HeadlineFiguresLeadTheColumns) {
+  auto rep =
+      run("r1", {result("train", "tiny-dense/tp1-dp1-ep1-pp1/fp32/seq128-mb1-ga1",
+                        {{"flops_per_step", metric(6e8, Better::none, "FLOP")},
+                         {"loss", metric(0.28, Better::none, "value")},
+                         {"mfu", metric(0.1, Better::higher, "fraction")},
+                         {"step_time_s", metric(0.006, Better::lower, "s")},
+                         {"zeta", metric(1, Better::none, "value")}}),
+                 result("mystery", "m",
+                        {{"b", metric(1, Better::none, "value")}, {"a", metric(2, Better::none, "value")}})});
+  const std::string md = render_markdown({{"r1.json", rep}});
+  EXPECT_NE(
+      md.find("| result | status | mfu (fraction) | step_time_s (s) | loss | flops_per_step (FLOP) | zeta |"),
+      std::string::npos)
+      << md;
+  EXPECT_NE(md.find("| result | status | b | a |"), std::string::npos) << md;
+}
+
 // Names are data, not markup: they read back as themselves in any Markdown renderer.
 TEST(MarkdownText, CellsAndCodeSpansShowTheirTextLiterally) {
   EXPECT_EQ(md_cell("bus|bw<i>"), "bus\\|bw&lt;i&gt;");
