@@ -233,6 +233,26 @@ void write_report(const std::filesystem::path& path, Report&& report) {
   write_file_atomic(path, j.dump(2) + "\n");
 }
 
+void write_report_lending_events(const std::filesystem::path& path, Report& report) {
+  json events = std::move(report.events);
+  report.events = json::array();
+  json j;
+  try {
+    j = to_json(report);  // without the events: the lent ones go in after
+  } catch (...) {
+    report.events = std::move(events);
+    throw;
+  }
+  j["events"] = std::move(events);
+  try {
+    write_file_atomic(path, j.dump(2) + "\n");
+  } catch (...) {
+    report.events = std::move(j["events"]);
+    throw;
+  }
+  report.events = std::move(j["events"]);
+}
+
 Report read_report(const std::filesystem::path& path) {
   return report_from_json(read_json_file(path), path.string());
 }

@@ -17,6 +17,9 @@ Report report_from_json(const nlohmann::json& j, const std::string& source);
 void write_report(const std::filesystem::path& path, const Report& report);
 // The same from a report that is not needed after: its events are moved into the JSON, not copied.
 void write_report(const std::filesystem::path& path, Report&& report);
+// The same keeping the report: its events are lent to the JSON for the write and moved back after, also
+// when the write throws (a resilience report holds one per step: a copy doubled the memory of a long job).
+void write_report_lending_events(const std::filesystem::path& path, Report& report);
 Report read_report(const std::filesystem::path& path);
 
 }  // namespace fb::reports

@@ -680,11 +680,12 @@ void supervise(const ResilienceCommandOptions& o, const resilience::FaultPlan& p
         }
       if (!not_fired.empty()) report.results.back().extra["faults_not_fired"] = not_fired;
     }
-    for (const auto& e : runs.back().events) {
-      auto ev = e;
-      if (policies.size() > 1) ev["policy"] = policy;
-      report.events.push_back(std::move(ev));
+    // Moved into the report (the summary reads the ledgers alone): one copy of the job's events, not two.
+    for (auto& e : runs.back().events) {
+      if (policies.size() > 1) e["policy"] = policy;
+      report.events.push_back(std::move(e));
     }
+    runs.back().events.clear();
     so_far.finished(report, runs);
   }
   report.summary.update(resilience::resilience_summary(runs));

@@ -24,11 +24,13 @@ void ResilienceSoFar::running(std::string policy, std::filesystem::path run_dir,
 void ResilienceSoFar::finished(const reports::Report& report,
                                std::vector<resilience::SupervisorResult> runs) {
   std::lock_guard lock(mutex_);
+  // The follower's parsed events go before the report's are copied: two copies of a long job's events at
+  // once, not three.
+  policy_.clear();
+  log_.reset();
   report_ = report;
   runs_ = std::move(runs);
   for (auto& run : runs_) run.events.clear();  // report_ holds them; the summary reads the ledgers alone
-  policy_.clear();
-  log_.reset();
 }
 
 reports::Report ResilienceSoFar::report() const {

@@ -371,7 +371,7 @@ int Session::finish(reports::Report& report) {
     return report.any_failed() ? 1 : 0;
   }
   if (!options_.output.empty() && is_root()) {
-    reports::write_report(options_.output, report);
+    reports::write_report_lending_events(options_.output, report);
     log::info("report written to {}", options_.output);
   }
   // --quiet prints errors only, and a failed check or gate is one: exit 1 still says why (the console

@@ -232,8 +232,8 @@ TEST(ReportJson, WriteIsAtomicAndReadable) {
   std::filesystem::remove_all(dir);
 }
 
-// A report written from an rvalue (its events moved into the JSON) is the same file, byte for byte, as one
-// written from a const reference.
+// A report written from an rvalue (its events moved into the JSON), or lending its events, is the same file,
+// byte for byte, as one written from a const reference.
 TEST(ReportJson, WrittenFromAnRvalueItIsTheSameFile) {
   const auto dir = std::filesystem::temp_directory_path() / "fb_report_json_rvalue_test";
   std::filesystem::create_directories(dir);
@@ -249,6 +249,13 @@ TEST(ReportJson, WrittenFromAnRvalueItIsTheSameFile) {
   };
   EXPECT_EQ(text(dir / "moved.json"), text(dir / "copied.json"));
   EXPECT_EQ(read_report(dir / "moved.json").events, report.events);
+  // Lent (Session::finish): the same file, and the report keeps its events, also when the write fails.
+  Report lent = report;
+  write_report_lending_events(dir / "lent.json", lent);
+  EXPECT_EQ(text(dir / "lent.json"), text(dir / "copied.json"));
+  EXPECT_EQ(lent.events, report.events);
+  EXPECT_THROW(write_report_lending_events(dir / "no-such-dir" / "lent.json", lent), Error);
+  EXPECT_EQ(lent.events, report.events);
   std::filesystem::remove_all(dir);
 }
 
