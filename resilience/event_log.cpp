@@ -113,6 +113,20 @@ EventLogContents read_event_log(const std::filesystem::path& path) {
   return parse_event_log(read_text_file(path));
 }
 
+EventLogContents read_event_log_from(const std::filesystem::path& path, std::uint64_t offset) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw input_error("cannot read " + path.string());
+  in.seekg(0, std::ios::end);
+  const auto size = static_cast<std::uint64_t>(std::max<std::streamoff>(0, in.tellg()));
+  const std::uint64_t from = offset <= size ? offset : 0;
+  std::string text(size - from, '\0');
+  in.seekg(static_cast<std::streamoff>(from));
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  if (in.bad()) throw input_error("cannot read " + path.string());
+  text.resize(static_cast<std::size_t>(std::max<std::streamsize>(0, in.gcount())));
+  return parse_event_log(text);
+}
+
 std::optional<std::int64_t> last_step_event(std::string_view text) {
   std::size_t end = text.rfind('\n');
   while (end != std::string_view::npos) {

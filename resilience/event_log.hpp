@@ -87,6 +87,10 @@ struct EventLogContents {
 EventLogContents parse_event_log(std::string_view text);
 // Reads the log file; throws an input Error naming the path when it cannot be read.
 EventLogContents read_event_log(const std::filesystem::path& path);
+// The events appended from byte `offset` on (the log's size when an attempt began: what the attempt wrote,
+// without parsing the hours of log before it); from the start when the file is now shorter than that.
+// Throws an input Error naming the path when it cannot be read.
+EventLogContents read_event_log_from(const std::filesystem::path& path, std::uint64_t offset);
 
 // The step of the last complete "step" event in `text` (JSON Lines; a last line without its newline is still
 // being written and is ignored), searched from the end. Pure.

@@ -230,7 +230,7 @@ class CheckpointActivity {
 // How one attempt ended, from the wait and from its part of the event log.
 struct AttemptOutcome {
   fs::path out_path;             // the launcher's stdout and stderr
-  std::size_t first_event;       // index of the attempt's first event in the log
+  std::uint64_t first_byte = 0;  // the log's size when the attempt began: its events follow
   int status = 0;                // wait status of the launcher (or the binary, --launcher none)
   double detected_at = 0;        // when the supervisor saw the end
   bool silent = false;           // killed: the log was silent for --heartbeat-timeout
@@ -423,7 +423,7 @@ class Supervision {
     write_file_atomic(o_.run_dir / "placement.json",
                       nlohmann::json{{"slots", slots_}, {"since_s", since_}}.dump() + "\n");
     AttemptOutcome a;
-    a.first_event = read_event_log(log_path_).events.size();
+    a.first_byte = log_size(log_path_);
     a.out_path = o_.run_dir / fmt::format("attempt-{}.log", attempt);
     const auto cmd = launch_command(current_, attempt);
     {
@@ -572,10 +572,9 @@ class Supervision {
   }
 
   void read_attempt_events(AttemptOutcome& a) {
-    const auto events = read_event_log(log_path_).events;
+    const auto events = read_event_log_from(log_path_, a.first_byte).events;
     bool completed = false, budget_end = false;
-    for (std::size_t i = std::min(a.first_event, events.size()); i < events.size(); ++i) {
-      const auto& e = events[i];
+    for (const auto& e : events) {
       if (e["type"] == event::init_done) a.started = true;
       if (e["type"] == event::step)
         a.last_step = std::max<std::int64_t>(a.last_step, e["step"].get<std::int64_t>());
@@ -663,8 +662,8 @@ class Supervision {
 
   // The rank blamed by this attempt's fatal failure gets a strike (and, under srun, its node is noted).
   void strike_failed_rank(const AttemptOutcome& a) {
-    const auto ev = read_event_log(log_path_).events;
-    for (std::size_t i = a.first_event; i < ev.size(); ++i) {
+    const auto ev = read_event_log_from(log_path_, a.first_byte).events;
+    for (std::size_t i = 0; i < ev.size(); ++i) {
       if (ev[i]["type"] != event::failure_detected || !ev[i].value("fatal", true)) continue;
       const int r = ev[i].value("rank", -1);
       if (r < 0 || r >= o_.ranks) return;

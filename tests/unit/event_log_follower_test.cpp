@@ -1,9 +1,11 @@
 // resilience/event_log_follower.hpp: a log read as it grows gives the events read_event_log gives for the
-// whole file, a line still being written waits for its newline, and another file at the path starts over.
+// whole file, a line still being written waits for its newline, another file at the path starts over, and a
+// read from an offset gives what was appended since.
 #include <gtest/gtest.h>
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -97,6 +99,28 @@ TEST(EventLogFollower, AMissingLogIsAnErrorNamingIt) {
     EXPECT_EQ(e.kind(), ErrorKind::input);
     EXPECT_NE(std::string(e.what()).find("none.jsonl"), std::string::npos) << e.what();
   }
+}
+
+// What one attempt wrote: the events from the log's size when it began (the supervisor's read at the
+// attempt's end), the same as the whole read's tail; a log now shorter than that is read whole.
+TEST(EventLogFollower, ReadFromAnOffsetGivesTheEventsAppendedSince) {
+  const Dir dir;
+  const auto path = dir.path / "events.jsonl";
+  EventLog log(path);
+  for (int s = 1; s <= 3; ++s) log.append(step_event(s));
+  const auto offset = std::filesystem::file_size(path);
+  EXPECT_TRUE(read_event_log_from(path, offset).events.empty());
+  for (int s = 4; s <= 6; ++s) log.append(step_event(s));
+  raw_append(path, "{\"type\":\"st");  // a writer killed mid-line: torn, skipped and counted
+  const auto since = read_event_log_from(path, offset);
+  ASSERT_EQ(since.events.size(), 3u);
+  EXPECT_EQ(since.events.front()["step"], 4);
+  EXPECT_EQ(since.torn_lines, 1u);
+  const auto whole = read_event_log(path).events;
+  EXPECT_TRUE(std::equal(since.events.begin(), since.events.end(), whole.end() - 3));
+  EXPECT_EQ(read_event_log_from(path, 0).events, whole);
+  EXPECT_EQ(read_event_log_from(path, 1u << 30).events, whole);
+  EXPECT_THROW(read_event_log_from(dir.path / "none.jsonl", 0), Error);
 }
 
 }  // namespace
