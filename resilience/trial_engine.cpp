@@ -372,7 +372,7 @@ class TrialEngine {
       d = std::max(0.0, rest);
     }
     p.first = false;
-    if (d > 0) run_cycles(d, blocking_s(), p);
+    run_cycles(d, blocking_s(), p);
   }
 
   // Runs the job for `d` seconds from cycle position `p.pos` of cycles of compute T, then a blocking save of
