@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "core/units.hpp"
 #include "reports/gpu_slowdown.hpp"
 #include "reports/report_view.hpp"
 #include "reports/suite_step_extra.hpp"
@@ -88,6 +89,8 @@ std::string metric_text(std::string_view name, const Metric& m, std::string_view
   if (m.unit == "%") return fmt::format("{} {:.1f}%", label, m.value);
   if (m.unit == "count" && std::fabs(m.value) < 1e15)
     return fmt::format("{} {:.0f}", label, m.value);  // 29910
+  // A time in the unit that reads at a glance: "step 177 ms", "MTTF 3.09 h" (not 1.112e+04 s).
+  if (m.unit == "s" && m.value >= 0) return fmt::format("{} {}", label, format_duration(m.value));
   const bool unitless = m.unit == "value" || m.unit == "score" || m.unit.empty();
   return fmt::format("{} {:.4g}{}", label, m.value, unitless ? "" : " " + m.unit);
 }

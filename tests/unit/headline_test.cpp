@@ -43,9 +43,11 @@ Report suite_report() {
   rep.results.push_back(result("collective", "avg_busbw", "collectives", {{"busbw_gbps", m(999, "GB/s")}}));
   rep.results.push_back(result("train", "llama3-8b/tp1/bf16", "train",
                                {{"step_time_s", m(0.177, "s")}, {"mfu", m(0.429, "fraction")}}));
-  Result res =
-      result("resilience", "tiny-dense/ranks4", "resilience",
-             {{"goodput_pct", m(81.25, "%")}, {"ettr", m(0.9, "fraction")}, {"failures", m(2, "count")}});
+  Result res = result("resilience", "tiny-dense/ranks4", "resilience",
+                      {{"goodput_pct", m(81.25, "%")},
+                       {"ettr", m(0.9, "fraction")},
+                       {"failures", m(2, "count")},
+                       {"mttf_s", m(11124, "s")}});
   rep.results.push_back(res);
   return rep;
 }
@@ -57,8 +59,9 @@ TEST(HeadlineTest, EachStepIsHeadedByItsRuleFigure) {
   EXPECT_EQ(lines[0].figure, "peak 701.6 TFLOP/s (bf16/8192x8192x8192), MFU 70.9%");
   EXPECT_EQ(lines[1].step, "collectives");
   EXPECT_EQ(lines[1].figure, "peak busbw 350.5 GB/s (allreduce/bf16/8388608)");
-  EXPECT_EQ(lines[2].figure, "MFU 42.9% (llama3-8b/tp1/bf16), step 0.177 s");
-  EXPECT_EQ(lines[3].figure, "goodput 81.2% (tiny-dense/ranks4), ETTR 90.0%, failures 2");
+  EXPECT_EQ(lines[2].figure, "MFU 42.9% (llama3-8b/tp1/bf16), step 177 ms");
+  // Times in the unit that reads at a glance: a step in ms, an MTTF of 11124 s in hours.
+  EXPECT_EQ(lines[3].figure, "goodput 81.2% (tiny-dense/ranks4), ETTR 90.0%, failures 2, MTTF 3.09 h");
   for (const auto& h : lines) EXPECT_EQ(h.verdict, "ok") << h.step;
 }
 
@@ -126,7 +129,7 @@ TEST(HeadlineTest, AMissingFigureIsSaidAndADryRunIsAPlan) {
       "train", "tiny-dense/tp2", "",
       {{"flops_per_step", m(3.02e8, "FLOP")}, {"step_time_s", m(0.05, "s")}, {"loss", m(6.9, "value")}}));
   ASSERT_EQ(headlines(rep).size(), 1u);
-  EXPECT_EQ(headlines(rep)[0].figure, "MFU n/a (tiny-dense/tp2), step 0.05 s, loss 6.9");
+  EXPECT_EQ(headlines(rep)[0].figure, "MFU n/a (tiny-dense/tp2), step 50 ms, loss 6.9");
   rep.results[0].metrics = {{"flops_per_step", m(2.089e16, "FLOP")}, {"params_total", m(4.7e10, "count")}};
   rep.results[0].params["dry_run"] = true;
   EXPECT_EQ(headlines(rep)[0].figure, "dry run, planned flops_per_step 2.089e+16 FLOP (tiny-dense/tp2)");
