@@ -226,11 +226,7 @@ void write_report(const std::filesystem::path& path, const Report& report) {
 void write_report(const std::filesystem::path& path, Report&& report) {
   // The events moved, not copied, into the JSON: a resilience report so far holds one per step, and a copy
   // of 100000 of them was a transient 100 MB in the supervisor at each save.
-  auto events = std::move(report.events);
-  report.events.clear();
-  json j = to_json(report);
-  j["events"] = json(std::move(events));
-  write_file_atomic(path, j.dump(2) + "\n");
+  write_report_lending_events(path, report);
 }
 
 void write_report_lending_events(const std::filesystem::path& path, Report& report) {

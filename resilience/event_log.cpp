@@ -33,6 +33,22 @@ void write_all(int fd, const std::string& data, const std::filesystem::path& pat
   }
 }
 
+// The file's bytes from `from` to its end (from its start when it is now shorter than that); none when it
+// cannot be read.
+std::optional<std::string> bytes_from(const std::filesystem::path& path, std::uint64_t from) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::nullopt;
+  in.seekg(0, std::ios::end);
+  const auto size = static_cast<std::uint64_t>(std::max<std::streamoff>(0, in.tellg()));
+  if (from > size) from = 0;
+  std::string text(size - from, '\0');
+  in.seekg(static_cast<std::streamoff>(from));
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  if (in.bad()) return std::nullopt;
+  text.resize(static_cast<std::size_t>(std::max<std::streamsize>(0, in.gcount())));
+  return text;
+}
+
 }  // namespace
 
 double wall_now() {
@@ -114,17 +130,9 @@ EventLogContents read_event_log(const std::filesystem::path& path) {
 }
 
 EventLogContents read_event_log_from(const std::filesystem::path& path, std::uint64_t offset) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw input_error("cannot read " + path.string());
-  in.seekg(0, std::ios::end);
-  const auto size = static_cast<std::uint64_t>(std::max<std::streamoff>(0, in.tellg()));
-  const std::uint64_t from = offset <= size ? offset : 0;
-  std::string text(size - from, '\0');
-  in.seekg(static_cast<std::streamoff>(from));
-  in.read(text.data(), static_cast<std::streamsize>(text.size()));
-  if (in.bad()) throw input_error("cannot read " + path.string());
-  text.resize(static_cast<std::size_t>(std::max<std::streamsize>(0, in.gcount())));
-  return parse_event_log(text);
+  const auto text = bytes_from(path, offset);
+  if (!text) throw input_error("cannot read " + path.string());
+  return parse_event_log(*text);
 }
 
 std::optional<std::int64_t> last_step_event(std::string_view text) {
@@ -147,17 +155,14 @@ std::optional<std::int64_t> last_step_event(std::string_view text) {
 }
 
 std::optional<std::int64_t> last_step_in_log(const std::filesystem::path& path, std::size_t tail_bytes) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return std::nullopt;
-  in.seekg(0, std::ios::end);
-  const auto size = static_cast<std::size_t>(std::max<std::streamoff>(0, in.tellg()));
-  const std::size_t from = size > tail_bytes ? size - tail_bytes : 0;
-  std::string text(size - from, '\0');
-  in.seekg(static_cast<std::streamoff>(from));
-  in.read(text.data(), static_cast<std::streamsize>(text.size()));
-  text.resize(static_cast<std::size_t>(std::max<std::streamsize>(0, in.gcount())));
+  std::error_code ec;
+  const std::uint64_t size = std::filesystem::file_size(path, ec);
+  if (ec) return std::nullopt;
+  const std::uint64_t from = size > tail_bytes ? size - tail_bytes : 0;
+  const auto text = bytes_from(path, from);
+  if (!text) return std::nullopt;
   // A tail that starts mid-line: the first (partial) line is not parsed as a line of its own.
-  std::string_view view(text);
+  std::string_view view(*text);
   if (from > 0) {
     const auto first = view.find('\n');
     view = first == std::string_view::npos ? std::string_view() : view.substr(first + 1);
