@@ -131,7 +131,8 @@ __global__ void __launch_bounds__(kThreads)
   T* param = static_cast<T*>(t.param);
   const long long start = (chunk - t.first_chunk) * kChunk;
   const float scale = h.grad_scale * t.grad_scale;  // as the host reference rounds it
-  float squares = 0.0f;
+  // Σ g² in fp64 per element, as the host reference adds it (an fp32 g² overflows above 1.8e19).
+  double squares = 0.0;
   for (int pass = 0; pass < kPasses; ++pass) {
     const long long i = start + (static_cast<long long>(pass) * kThreads + threadIdx.x) * kVector;
     if (i >= t.count) break;
@@ -142,7 +143,7 @@ __global__ void __launch_bounds__(kThreads)
       load8(t.v + i, v);
       load8(grad + i, g);
       for (int k = 0; k < kVector; ++k) {
-        squares += g[k] * g[k];
+        squares += static_cast<double>(g[k]) * g[k];
         adam_element(w[k], m[k], v[k], __fmul_rn(g[k], scale), h);
       }
       store8(t.master + i, w);
@@ -153,7 +154,7 @@ __global__ void __launch_bounds__(kThreads)
       const long long end = i + kVector < t.count ? i + kVector : t.count;
       for (long long j = i; j < end; ++j) {
         const float g = to_float(grad[j]);
-        squares += g * g;
+        squares += static_cast<double>(g) * g;
         float w = t.master[j], m = t.m[j], v = t.v[j];
         adam_element(w, m, v, __fmul_rn(g, scale), h);
         t.master[j] = w, t.m[j] = m, t.v[j] = v;
@@ -164,7 +165,7 @@ __global__ void __launch_bounds__(kThreads)
   if (!chunk_sum_squares) return;
   // Block sum of the raw gradient squares, one partial per chunk; ordered_sum_kernel adds them in chunk
   // order.
-  const double s = block_sum_fixed_order(static_cast<double>(squares));
+  const double s = block_sum_fixed_order(squares);
   if (threadIdx.x == 0) chunk_sum_squares[chunk] = s * t.norm_weight;
 }
 

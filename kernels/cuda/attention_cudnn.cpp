@@ -146,17 +146,12 @@ class CudnnAttention final : public FusedAttention {
  public:
   explicit CudnnAttention(Backend& backend)
       : backend_(backend), stream_(static_cast<cudaStream_t>(backend.native_stream())) {
-    const auto& lib = cudnn_library();
-    if (!lib.handle) throw unsupported_error("cuDNN did not load: " + lib.error);
-    fe::cudnn_dlhandle = lib.handle;
-    // The frontend dlopens the CUDA runtime too, trying libcudart.so.12 and .13; name the one this build
-    // links (it is already loaded, so dlopen returns it) unless the user chose one.
-    setenv("CUDNN_FRONTEND_CUDART_LIB_NAME",
-           ("libcudart.so." + std::to_string(CUDART_VERSION / 1000)).c_str(), 0);
-    if (fe::detail::create_handle(&handle_) != CUDNN_STATUS_SUCCESS)
-      throw unsupported_error("cuDNN attention: cudnnCreate failed (no usable GPU for cuDNN)");
-    if (fe::detail::set_stream(handle_, stream_) != CUDNN_STATUS_SUCCESS)
-      throw runtime_error("cuDNN attention: cudnnSetStream failed");
+    try {
+      open();
+    } catch (...) {  // no destructor runs for a constructor that throws
+      if (handle_) fe::detail::destroy_handle(handle_);
+      throw;
+    }
   }
   ~CudnnAttention() override {
     graphs_.clear();  // the cached plans were built on the handle: they go first
@@ -210,6 +205,28 @@ class CudnnAttention final : public FusedAttention {
  private:
   using Graph = std::shared_ptr<fe::graph::Graph>;
 
+  // Loads cuDNN and makes the handle on the backend's stream. The frontend resolves each cuDNN symbol when
+  // first called and throws std::runtime_error where one is missing (a partial or mismatched libcudnn): that
+  // becomes an unsupported engine, so `--attention-engine auto` falls back to the blocked GEMMs on every rank
+  // alike instead of ending one rank with an unhandled exception.
+  void open() try {
+    const auto& lib = cudnn_library();
+    if (!lib.handle) throw unsupported_error("cuDNN did not load: " + lib.error);
+    fe::cudnn_dlhandle = lib.handle;
+    // The frontend dlopens the CUDA runtime too, trying libcudart.so.12 and .13; name the one this build
+    // links (it is already loaded, so dlopen returns it) unless the user chose one.
+    setenv("CUDNN_FRONTEND_CUDART_LIB_NAME",
+           ("libcudart.so." + std::to_string(CUDART_VERSION / 1000)).c_str(), 0);
+    if (fe::detail::create_handle(&handle_) != CUDNN_STATUS_SUCCESS)
+      throw unsupported_error("cuDNN attention: cudnnCreate failed (no usable GPU for cuDNN)");
+    if (fe::detail::set_stream(handle_, stream_) != CUDNN_STATUS_SUCCESS)
+      throw runtime_error("cuDNN attention: cudnnSetStream failed");
+  } catch (const Error&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw unsupported_error(std::string("cuDNN attention: ") + e.what());
+  }
+
   template <std::size_t N>
   static void add_scaling(std::unordered_map<std::int64_t, void*>& pack, DType type, float* block,
                           const std::pair<T8, F8> (&values)[N]) {
@@ -227,16 +244,34 @@ class CudnnAttention final : public FusedAttention {
     if (auto it = graphs_.find(key); it != graphs_.end()) return it->second;
     Graph g;
     try {
-      g = build(backward, s, type);
+      g = build_checked(backward, s, type, fe::AttentionImplementation_t::AUTO);
+    } catch (const Error& first) {
+      // The frontend's AUTO takes its UNIFIED forward wherever that node's support surface allows it (cuDNN
+      // >= 9.13.1, bf16/fp16), judged by the library's version, not by the engines this GPU has; where none
+      // builds a plan, the COMPOSITE forward may. The first error is the one reported if neither does.
+      if (backward || type == DType::fp8_e4m3 || first.kind() != ErrorKind::unsupported) throw;
+      try {
+        g = build_checked(backward, s, type, fe::AttentionImplementation_t::COMPOSITE);
+      } catch (const Error&) {
+        throw first;
+      }
+    }
+    return graphs_.emplace(key, std::move(g)).first->second;
+  }
+
+  Graph build_checked(bool backward, const AttentionShape& s, DType type,
+                      fe::AttentionImplementation_t impl) {
+    try {
+      return build(backward, s, type, impl);
     } catch (const Error&) {
       throw;
     } catch (const std::exception& e) {  // the frontend throws on loader and descriptor failures
       throw unsupported_error(std::string("cuDNN attention: ") + e.what());
     }
-    return graphs_.emplace(key, std::move(g)).first->second;
   }
 
-  Graph build(bool backward, const AttentionShape& s, DType type) {
+  // `impl`: which of the frontend's SDPA forward implementations (the bf16/fp16 forward only).
+  Graph build(bool backward, const AttentionShape& s, DType type, fe::AttentionImplementation_t impl) {
     auto g = std::make_shared<fe::graph::Graph>();
     g->set_io_data_type(io_type(type))
         .set_intermediate_data_type(fe::DataType_t::FLOAT)
@@ -250,7 +285,8 @@ class CudnnAttention final : public FusedAttention {
       auto a = fe::graph::SDPA_attributes()
                    .set_name("sdpa_forward")
                    .set_generate_stats(true)
-                   .set_attn_scale(s.scale);
+                   .set_attn_scale(s.scale)
+                   .set_implementation(impl);
       set_mask(a, s);
       auto [o, stats] = g->sdpa(q, k, v, a);
       place(o, bshd("o", kO, s, s.heads, s.value_dim, s.o_row_stride()));

@@ -166,8 +166,8 @@ class CublasLtEngine final : public GemmEngine {
                    std::span<const void* const> b, std::span<void* const> c) override {
     if (a.size() != problems.size() || b.size() != problems.size() || c.size() != problems.size())
       throw runtime_error("run_grouped: one A, B and C pointer per group required");
-    if (!grouped_) grouped_ = make_cublas_grouped_gemm(backend_, dtype_);
-    if (grouped_->supports(problems))
+    if (!grouped_made_) grouped_ = make_cublas_grouped_gemm(backend_, dtype_), grouped_made_ = true;
+    if (grouped_ && grouped_->supports(problems, a, b, c))
       grouped_->run(problems, a, b, c);
     else
       GemmEngine::run_grouped(problems, a, b, c);
@@ -324,7 +324,8 @@ class CublasLtEngine final : public GemmEngine {
   cublasLtHandle_t handle_ = nullptr;
   DeviceBuffer workspace_;
   std::map<PlanKey, Plan> plans_;
-  std::unique_ptr<GroupedGemm> grouped_;  // built on the first grouped call
+  std::unique_ptr<GroupedGemm> grouped_;  // built on the first grouped call; none for fp8
+  bool grouped_made_ = false;
 };
 
 }  // namespace

@@ -14,15 +14,19 @@ namespace fb::kernels {
 class GroupedGemm {
  public:
   virtual ~GroupedGemm() = default;
-  // Whether these problems can run as one grouped call (types, no strided batches, sizes within int).
-  virtual bool supports(std::span<const GemmProblem> problems) const = 0;
+  // Whether these problems, on these operands, can run as one grouped call: types, no strided batches,
+  // sizes within int, and every operand 16-byte aligned (cuBLAS's grouped 16-bit kernels fault on a
+  // misaligned operand rather than return an error, and a fault ends the CUDA context).
+  virtual bool supports(std::span<const GemmProblem> problems, std::span<const void* const> a,
+                        std::span<const void* const> b, std::span<void* const> c) const = 0;
   // Enqueues problem g on a[g], b[g], c[g] on the backend's stream (problems with an empty dimension are
   // skipped).
   virtual void run(std::span<const GemmProblem> problems, std::span<const void* const> a,
                    std::span<const void* const> b, std::span<void* const> c) = 0;
 };
 
-// `dtype` is the engine's (the problems' A and B type).
+// `dtype` is the engine's (the problems' A and B type); nullptr for a type cuBLAS's grouped GEMM lacks
+// (fp8), so no handle or workspace is made for an engine that could never use them.
 std::unique_ptr<GroupedGemm> make_cublas_grouped_gemm(Backend& backend, DType dtype);
 
 }  // namespace fb::kernels

@@ -167,6 +167,30 @@ TEST(AdamMultiTensorCuda, WithoutTheNormItReturnsZeroAndStillUpdates) {
   for (const float x : out) ASSERT_NEAR(x, 0.9f, 1e-6f);
 }
 
+// Σ g² is added in fp64 from the first product, as the host reference adds it: gradients of 1e20, whose
+// squares overflow fp32 (above 3.4e38), still give 1000 · 1e40, on the vector path and the element tail.
+TEST(AdamMultiTensorCuda, GradientSquaresAddInFp64) {
+  std::string reason;
+  auto backend = gpu_test::cuda_backend(reason);
+  if (!backend) GTEST_SKIP() << reason;
+  const std::int64_t n = 1003;  // 125 vectors of 8, then 3 elements
+  std::vector<float> ones(n, 1.0f), zeros(n, 0.0f), grad(n, 1e20f);
+  auto master = backend->allocate(n * 4), m = backend->allocate(n * 4), v = backend->allocate(n * 4);
+  auto g = backend->allocate(n * 4), w = backend->allocate(n * 4);
+  backend->copy_to_device(master, ones.data(), n * 4);
+  backend->copy_to_device(m, zeros.data(), n * 4);
+  backend->copy_to_device(v, zeros.data(), n * 4);
+  backend->copy_to_device(g, grad.data(), n * 4);
+  auto engine = make_multi_tensor_adam(
+      *backend, {{master.as<float>(), m.as<float>(), v.as<float>(), g.data(), w.data(), n}}, DType::fp32);
+  AdamParams p;
+  p.step = 1;
+  const double squares = engine->step(p, true);
+  const double expected = n * (static_cast<double>(1e20f) * static_cast<double>(1e20f));
+  EXPECT_TRUE(std::isfinite(squares)) << squares;
+  EXPECT_NEAR(squares, expected, 1e-12 * expected);
+}
+
 // The gradient norm is summed per chunk and then in chunk order (kernels/cuda/ordered_sum.cuh): the same
 // gradients give the same bits every step, however the blocks are scheduled.
 TEST(AdamMultiTensorCuda, GradientNormRepeatsBitForBit) {

@@ -145,6 +145,38 @@ TEST(CudaEngineShapes, GroupedExpertsWithTheirOwnRows) {
   for (int g = 0; g < 3; ++g) EXPECT_TRUE(check_all(*backend, groups[g], ops[g]).ok()) << "group " << g;
 }
 
+// One expert's operands only 8 bytes aligned: cuBLAS's grouped 16-bit kernels would fault on them (a fault
+// ends the CUDA context), so the engine runs that list one cuBLASLt matmul per group, told the alignment.
+// Twelve calls in a row: more than the eight pinned buffers the grouped path stages its pointer tables in.
+TEST(CudaEngineShapes, GroupedExpertsAtEightByteOffsetsAndManyCalls) {
+  REQUIRE_GPU(backend);
+  auto engine = make_gemm_engine(*backend, DType::bf16);
+  const std::int64_t rows[3] = {64, 16, 48};
+  for (const std::size_t bytes : {std::size_t{0}, std::size_t{8}}) {
+    std::vector<GemmProblem> groups(3);
+    std::vector<Operands> ops;
+    std::vector<Offsets> at(3);
+    std::vector<const void*> a, b;
+    std::vector<void*> c;
+    for (int g = 0; g < 3; ++g) {
+      groups[g].m = rows[g];
+      groups[g].n = 32;
+      groups[g].k = 64;
+      groups[g].dtype = DType::bf16;
+      ops.push_back(make_operands(*backend, groups[g], 80 + g, 8));
+      if (g == 1) at[g] = {bytes, bytes, bytes};
+      a.push_back(static_cast<char*>(ops[g].a.data()) + at[g].a);
+      b.push_back(static_cast<char*>(ops[g].b.data()) + at[g].b);
+      c.push_back(static_cast<char*>(ops[g].c.data()) + at[g].c);
+    }
+    for (int call = 0; call < 12; ++call) engine->run_grouped(groups, a, b, c);
+    for (int g = 0; g < 3; ++g) {
+      const auto check = check_all(*backend, groups[g], ops[g], at[g]);
+      EXPECT_TRUE(check.ok()) << "expert " << g << ", expert 1 " << bytes << " bytes in: " << check.detail;
+    }
+  }
+}
+
 // Operands that start inside their buffers, 16 and 32 bytes past 256-byte boundaries, as the training step
 // passes a head's columns of the QKV rows or a tensor inside a parameter region: the engine tells cuBLASLt
 // their alignment (its heuristics assume 256 bytes), so the algorithm it picks reads them; the same shape
