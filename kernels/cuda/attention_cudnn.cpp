@@ -142,6 +142,97 @@ void check(fe::error_t status, const char* step, ErrorKind kind = ErrorKind::uns
     throw Error(kind, std::string("cuDNN attention: ") + step + ": " + status.get_message());
 }
 
+void place_gradients(const AttentionShape& s, const TensorPtr& dq, const TensorPtr& dk, const TensorPtr& dv) {
+  place(dq, bshd("dq", kDQ, s, s.heads, s.head_dim, s.q_row_stride()));
+  place(dk, bshd("dk", kDK, s, s.kv_heads, s.head_dim, s.k_row_stride()));
+  place(dv, bshd("dv", kDV, s, s.kv_heads, s.value_dim, s.v_row_stride()));
+}
+
+// cuDNN's fp8 SDPA: the same layouts, with the scaling values as inputs and the amax as outputs.
+void build_fp8(fe::graph::Graph& g, bool backward, const AttentionShape& s, const TensorPtr& q,
+               const TensorPtr& k, const TensorPtr& v) {
+  auto in = [&](T8 t, F8 f) { return g.tensor(scaling_tensor(t, f)); };
+  auto out = [&](const TensorPtr& amax, T8 t) { place(amax, scaling_tensor(t, F8::amax)); };
+  if (!backward) {
+    auto a = fe::graph::SDPA_fp8_attributes()
+                 .set_name("sdpa_fp8_forward")
+                 .set_generate_stats(true)
+                 .set_attn_scale(s.scale);
+    set_mask(a, s);
+    auto [o, stats, amax_s, amax_o] =
+        g.sdpa_fp8(q, k, v, in(T8::q, F8::descale), in(T8::k, F8::descale), in(T8::v, F8::descale),
+                   in(T8::s, F8::descale), in(T8::s, F8::scale), in(T8::o, F8::scale), a);
+    place(o, bshd("o", kO, s, s.heads, s.value_dim, s.o_row_stride()));
+    place(stats, stats_tensor(s));
+    out(amax_s, T8::s);
+    out(amax_o, T8::o);
+    return;
+  }
+  auto o = g.tensor(bshd("o", kO, s, s.heads, s.value_dim, s.o_row_stride()));
+  auto d_o = g.tensor(bshd("d_o", kDO, s, s.heads, s.value_dim, s.o_row_stride()));
+  auto stats = g.tensor(stats_tensor(s));
+  auto a = fe::graph::SDPA_fp8_backward_attributes().set_name("sdpa_fp8_backward").set_attn_scale(s.scale);
+  set_mask(a, s);
+  auto [dq, dk, dv, amax_dq, amax_dk, amax_dv, amax_dp] = g.sdpa_fp8_backward(
+      q, k, v, o, d_o, stats, in(T8::q, F8::descale), in(T8::k, F8::descale), in(T8::v, F8::descale),
+      in(T8::o, F8::descale), in(T8::d_o, F8::descale), in(T8::s, F8::descale), in(T8::dp, F8::descale),
+      in(T8::s, F8::scale), in(T8::dq, F8::scale), in(T8::dk, F8::scale), in(T8::dv, F8::scale),
+      in(T8::dp, F8::scale), a);
+  place_gradients(s, dq, dk, dv);
+  out(amax_dq, T8::dq);
+  out(amax_dk, T8::dk);
+  out(amax_dv, T8::dv);
+  out(amax_dp, T8::dp);
+}
+
+// The graph of one direction for `s` in `type`, described (no handle: nothing built yet). `impl`: which of
+// the frontend's SDPA forward implementations (the bf16/fp16 forward only). `sm`: the compute capability to
+// check the graph against (Graph::set_sm_version) instead of the current device's; 0: the device's.
+std::shared_ptr<fe::graph::Graph> describe(bool backward, const AttentionShape& s, DType type,
+                                           fe::AttentionImplementation_t impl, int sm = 0) {
+  auto g = std::make_shared<fe::graph::Graph>();
+  if (sm > 0) g->set_sm_version(sm);
+  g->set_io_data_type(io_type(type))
+      .set_intermediate_data_type(fe::DataType_t::FLOAT)
+      .set_compute_data_type(fe::DataType_t::FLOAT);
+  auto q = g->tensor(bshd("q", kQ, s, s.heads, s.head_dim, s.q_row_stride()));
+  auto k = g->tensor(bshd("k", kK, s, s.kv_heads, s.head_dim, s.k_row_stride()));
+  auto v = g->tensor(bshd("v", kV, s, s.kv_heads, s.value_dim, s.v_row_stride()));
+  if (type == DType::fp8_e4m3)
+    build_fp8(*g, backward, s, q, k, v);
+  else if (!backward) {
+    auto a = fe::graph::SDPA_attributes()
+                 .set_name("sdpa_forward")
+                 .set_generate_stats(true)
+                 .set_attn_scale(s.scale)
+                 .set_implementation(impl);
+    set_mask(a, s);
+    auto [o, stats] = g->sdpa(q, k, v, a);
+    place(o, bshd("o", kO, s, s.heads, s.value_dim, s.o_row_stride()));
+    place(stats, stats_tensor(s));
+  } else {
+    auto o = g->tensor(bshd("o", kO, s, s.heads, s.value_dim, s.o_row_stride()));
+    auto d_o = g->tensor(bshd("d_o", kDO, s, s.heads, s.value_dim, s.o_row_stride()));
+    auto stats = g->tensor(stats_tensor(s));
+    auto a = fe::graph::SDPA_backward_attributes().set_name("sdpa_backward").set_attn_scale(s.scale);
+    set_mask(a, s);
+    auto [dq, dk, dv] = g->sdpa_backward(q, k, v, o, d_o, stats, a);
+    place_gradients(s, dq, dk, dv);
+  }
+  return g;
+}
+
+// Points the frontend's dynamic loading at core/cudnn_library's libcudnn (unsupported where it did not load).
+void point_frontend_at_cudnn() {
+  const auto& lib = cudnn_library();
+  if (!lib.handle) throw unsupported_error("cuDNN did not load: " + lib.error);
+  fe::cudnn_dlhandle = lib.handle;
+  // The frontend dlopens the CUDA runtime too, trying libcudart.so.12 and .13; name the one this build
+  // links (it is already loaded, so dlopen returns it) unless the user chose one.
+  setenv("CUDNN_FRONTEND_CUDART_LIB_NAME", ("libcudart.so." + std::to_string(CUDART_VERSION / 1000)).c_str(),
+         0);
+}
+
 class CudnnAttention final : public FusedAttention {
  public:
   explicit CudnnAttention(Backend& backend)
@@ -210,13 +301,7 @@ class CudnnAttention final : public FusedAttention {
   // becomes an unsupported engine, so `--attention-engine auto` falls back to the blocked GEMMs on every rank
   // alike instead of ending one rank with an unhandled exception.
   void open() try {
-    const auto& lib = cudnn_library();
-    if (!lib.handle) throw unsupported_error("cuDNN did not load: " + lib.error);
-    fe::cudnn_dlhandle = lib.handle;
-    // The frontend dlopens the CUDA runtime too, trying libcudart.so.12 and .13; name the one this build
-    // links (it is already loaded, so dlopen returns it) unless the user chose one.
-    setenv("CUDNN_FRONTEND_CUDART_LIB_NAME",
-           ("libcudart.so." + std::to_string(CUDART_VERSION / 1000)).c_str(), 0);
+    point_frontend_at_cudnn();
     if (fe::detail::create_handle(&handle_) != CUDNN_STATUS_SUCCESS)
       throw unsupported_error("cuDNN attention: cudnnCreate failed (no usable GPU for cuDNN)");
     if (fe::detail::set_stream(handle_, stream_) != CUDNN_STATUS_SUCCESS)
@@ -270,81 +355,8 @@ class CudnnAttention final : public FusedAttention {
     }
   }
 
-  // `impl`: which of the frontend's SDPA forward implementations (the bf16/fp16 forward only).
   Graph build(bool backward, const AttentionShape& s, DType type, fe::AttentionImplementation_t impl) {
-    auto g = std::make_shared<fe::graph::Graph>();
-    g->set_io_data_type(io_type(type))
-        .set_intermediate_data_type(fe::DataType_t::FLOAT)
-        .set_compute_data_type(fe::DataType_t::FLOAT);
-    auto q = g->tensor(bshd("q", kQ, s, s.heads, s.head_dim, s.q_row_stride()));
-    auto k = g->tensor(bshd("k", kK, s, s.kv_heads, s.head_dim, s.k_row_stride()));
-    auto v = g->tensor(bshd("v", kV, s, s.kv_heads, s.value_dim, s.v_row_stride()));
-    if (type == DType::fp8_e4m3)
-      build_fp8(*g, backward, s, q, k, v);
-    else if (!backward) {
-      auto a = fe::graph::SDPA_attributes()
-                   .set_name("sdpa_forward")
-                   .set_generate_stats(true)
-                   .set_attn_scale(s.scale)
-                   .set_implementation(impl);
-      set_mask(a, s);
-      auto [o, stats] = g->sdpa(q, k, v, a);
-      place(o, bshd("o", kO, s, s.heads, s.value_dim, s.o_row_stride()));
-      place(stats, stats_tensor(s));
-    } else {
-      auto o = g->tensor(bshd("o", kO, s, s.heads, s.value_dim, s.o_row_stride()));
-      auto d_o = g->tensor(bshd("d_o", kDO, s, s.heads, s.value_dim, s.o_row_stride()));
-      auto stats = g->tensor(stats_tensor(s));
-      auto a = fe::graph::SDPA_backward_attributes().set_name("sdpa_backward").set_attn_scale(s.scale);
-      set_mask(a, s);
-      auto [dq, dk, dv] = g->sdpa_backward(q, k, v, o, d_o, stats, a);
-      place_gradients(s, dq, dk, dv);
-    }
-    return finish(g);
-  }
-
-  // cuDNN's fp8 SDPA: the same layouts, with the scaling values as inputs and the amax as outputs.
-  static void place_gradients(const AttentionShape& s, const TensorPtr& dq, const TensorPtr& dk,
-                              const TensorPtr& dv) {
-    place(dq, bshd("dq", kDQ, s, s.heads, s.head_dim, s.q_row_stride()));
-    place(dk, bshd("dk", kDK, s, s.kv_heads, s.head_dim, s.k_row_stride()));
-    place(dv, bshd("dv", kDV, s, s.kv_heads, s.value_dim, s.v_row_stride()));
-  }
-
-  static void build_fp8(fe::graph::Graph& g, bool backward, const AttentionShape& s, const TensorPtr& q,
-                        const TensorPtr& k, const TensorPtr& v) {
-    auto in = [&](T8 t, F8 f) { return g.tensor(scaling_tensor(t, f)); };
-    auto out = [&](const TensorPtr& amax, T8 t) { place(amax, scaling_tensor(t, F8::amax)); };
-    if (!backward) {
-      auto a = fe::graph::SDPA_fp8_attributes()
-                   .set_name("sdpa_fp8_forward")
-                   .set_generate_stats(true)
-                   .set_attn_scale(s.scale);
-      set_mask(a, s);
-      auto [o, stats, amax_s, amax_o] =
-          g.sdpa_fp8(q, k, v, in(T8::q, F8::descale), in(T8::k, F8::descale), in(T8::v, F8::descale),
-                     in(T8::s, F8::descale), in(T8::s, F8::scale), in(T8::o, F8::scale), a);
-      place(o, bshd("o", kO, s, s.heads, s.value_dim, s.o_row_stride()));
-      place(stats, stats_tensor(s));
-      out(amax_s, T8::s);
-      out(amax_o, T8::o);
-      return;
-    }
-    auto o = g.tensor(bshd("o", kO, s, s.heads, s.value_dim, s.o_row_stride()));
-    auto d_o = g.tensor(bshd("d_o", kDO, s, s.heads, s.value_dim, s.o_row_stride()));
-    auto stats = g.tensor(stats_tensor(s));
-    auto a = fe::graph::SDPA_fp8_backward_attributes().set_name("sdpa_fp8_backward").set_attn_scale(s.scale);
-    set_mask(a, s);
-    auto [dq, dk, dv, amax_dq, amax_dk, amax_dv, amax_dp] = g.sdpa_fp8_backward(
-        q, k, v, o, d_o, stats, in(T8::q, F8::descale), in(T8::k, F8::descale), in(T8::v, F8::descale),
-        in(T8::o, F8::descale), in(T8::d_o, F8::descale), in(T8::s, F8::descale), in(T8::dp, F8::descale),
-        in(T8::s, F8::scale), in(T8::dq, F8::scale), in(T8::dk, F8::scale), in(T8::dv, F8::scale),
-        in(T8::dp, F8::scale), a);
-    place_gradients(s, dq, dk, dv);
-    out(amax_dq, T8::dq);
-    out(amax_dk, T8::dk);
-    out(amax_dv, T8::dv);
-    out(amax_dp, T8::dp);
+    return finish(describe(backward, s, type, impl));
   }
 
   Graph finish(const Graph& g) {
@@ -377,6 +389,31 @@ class CudnnAttention final : public FusedAttention {
 };
 
 }  // namespace
+
+std::string cudnn_attention_graph_check(const AttentionShape& s, DType type, int sm) {
+  check_attention_shape(s);
+  point_frontend_at_cudnn();
+  // As the engine builds them: each direction with the frontend's choice of implementation, the forward
+  // also with COMPOSITE where that choice fails.
+  const auto failure = [&](bool backward, fe::AttentionImplementation_t impl) -> std::string {
+    try {
+      auto status = describe(backward, s, type, impl, sm)->validate();
+      return status.is_good() ? std::string() : status.get_message();
+    } catch (const Error& e) {
+      return e.what();
+    } catch (const std::exception& e) {  // the frontend throws on loader failures
+      return std::string("cuDNN frontend: ") + e.what();
+    }
+  };
+  std::string forward = failure(false, fe::AttentionImplementation_t::AUTO);
+  if (!forward.empty() && type != DType::fp8_e4m3 &&
+      failure(false, fe::AttentionImplementation_t::COMPOSITE).empty())
+    forward.clear();
+  if (!forward.empty()) return "forward: " + forward;
+  if (auto backward = failure(true, fe::AttentionImplementation_t::AUTO); !backward.empty())
+    return "backward: " + backward;
+  return {};
+}
 
 std::unique_ptr<FusedAttention> make_cudnn_attention(Backend& backend) {
   if (backend.kind() != BackendKind::cuda) throw unsupported_error("cuDNN attention needs the cuda backend");
