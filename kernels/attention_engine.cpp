@@ -72,6 +72,16 @@ std::string attention_engine_unsupported(BackendKind kind, AttentionEngineChoice
   return {};
 }
 
+std::optional<std::string> cudnn_graph_check_here(const AttentionShape& s, DType type, int sm) {
+#ifdef FB_HAVE_CUDNN
+  if (!cudnn_library().handle) return std::nullopt;
+  return cudnn_attention_graph_check(s, type, sm);
+#else
+  (void)s, (void)type, (void)sm;
+  return std::nullopt;
+#endif
+}
+
 AttentionEngineSelection make_attention_engine(Backend& backend, AttentionEngineChoice choice,
                                                const AttentionShape* shape, DType type) {
   AttentionEngineSelection out;

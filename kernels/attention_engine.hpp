@@ -24,6 +24,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -100,6 +101,12 @@ struct AttentionEngineSelection {
 // fail to load, or refuse the shape). Worded as make_attention_engine's errors, which use it, so that a
 // check before the run (a suite's preflight) says what the run would.
 std::string attention_engine_unsupported(BackendKind kind, AttentionEngineChoice choice);
+
+// cuDNN's own checks (the frontend's graph validation, no GPU needed) of the graphs the cudnn engine would
+// build for `s` in `type` on a GPU of compute capability `sm` (90 Hopper, 100 Blackwell): "" where cuDNN
+// accepts them, else its reason ("backward: ..."); nullopt where this machine cannot check (a build without
+// the engine, or libcudnn.so.9 not loadable). kernels/cuda/attention_cudnn.hpp, cudnn_attention_graph_check.
+std::optional<std::string> cudnn_graph_check_here(const AttentionShape& s, DType type, int sm);
 
 // Resolves `choice` on `backend`. With `shape`, `auto` also falls back when cuDNN rejects that shape and
 // type. `cudnn` that cannot be honoured is an unsupported Error carrying the reason, as is `reference` on a

@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "core/cudnn_library.hpp"
 #include "core/error.hpp"
 #include "core/logging.hpp"
 #include "core/rank_collectives.hpp"
@@ -29,6 +30,7 @@
 #include "tools/train_options.hpp"
 #include "tools/train_so_far.hpp"
 #include "workloads/run_environment.hpp"
+#include "workloads/train/attention_core.hpp"
 #include "workloads/train_step.hpp"
 
 namespace fb::tools {
@@ -107,6 +109,34 @@ void print_plan(const workloads::TrainPlan& plan, std::uint64_t available,
                              format_bytes(static_cast<std::uint64_t>(col.bytes_per_call)), col.calls_per_step,
                              format_bytes(static_cast<std::uint64_t>(col.bytes_per_step())),
                              col.note.empty() ? "" : "  (" + col.note + ")");
+}
+
+// --dry-run --attention-engine cudnn: cuDNN's own checks of the graphs it would build for the plan's
+// attention, as on Hopper and on Blackwell (no GPU needed), so that a shape cuDNN refuses (fp8 with
+// DeepSeek-V3's 192/128 heads on Hopper) is seen before GPUs are booked.
+std::string cudnn_checks_note(const workloads::TrainPlan& plan) {
+  if (!cudnn_attention_compiled_in()) return "cuDNN's graph checks: not run (this build has no cuDNN engine)";
+  if (!cudnn_library().handle)
+    return "cuDNN's graph checks: not run (libcudnn.so.9 did not load here: " + cudnn_library().error + ")";
+  const DType t = plan.shape.dtype;
+  if (t != DType::bf16 && t != DType::fp16 && t != DType::fp8_e4m3)
+    return fmt::format(
+        "cuDNN attention takes bf16, fp16 or fp8_e4m3, not {}: a run refuses it (--dtype bf16)",
+        to_string(t));
+  const auto shape = workloads::train::attention_shape(plan);
+  std::vector<std::string> verdicts;
+  for (const auto& [sm, gpu] : {std::pair{90, "Hopper"}, std::pair{100, "Blackwell"}}) {
+    std::optional<std::string> why;
+    try {
+      why = kernels::cudnn_graph_check_here(shape, plan.shape.dtype, sm);
+    } catch (const Error& e) {
+      why = e.what();
+    }
+    if (!why) return "cuDNN's graph checks: not run";
+    verdicts.push_back(why->empty() ? fmt::format("sm {} ({}) accepts", sm, gpu)
+                                    : fmt::format("sm {} ({}) refuses: {}", sm, gpu, *why));
+  }
+  return fmt::format("cuDNN's graph checks of this shape: {}", fmt::join(verdicts, "; "));
 }
 
 DType default_dtype(BackendKind backend) {
@@ -197,7 +227,8 @@ int run_train(const TrainCommandOptions& opt, Session& session) {
                  choice == AttentionEngineChoice::automatic
                      ? "--attention-engine auto picks cudnn at run time where it can and re-plans; "
                        "--attention-engine cudnn shows that plan"
-                     : "");
+                 : choice == AttentionEngineChoice::cudnn ? cudnn_checks_note(plan)
+                                                          : "");
     return rc;
   }
   // Everything that needs no device is validated first, and the model loaded once: the options, the model,

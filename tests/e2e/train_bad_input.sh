@@ -131,6 +131,22 @@ blocked_act=$(json "$T/blocked.json" "d['results'][0]['extra']['memory_estimate_
 [ "$fused_act" -lt "$blocked_act" ] && ok "fused dry run: activations $fused_act < $blocked_act B" || fail "fused activations $fused_act, blocked $blocked_act"
 grep -q "attention core: fused" "$T/fused.out" && grep -q "attention core: blocked GEMMs.*auto picks cudnn at run time" "$T/blocked.out" \
   && ok "dry run names the attention core" || fail "attention core lines: $(grep attention "$T/fused.out" "$T/blocked.out")"
+# An explicit cudnn plan says what cuDNN's own graph checks make of its shape, as on Hopper and on Blackwell
+# (no GPU needed; the engine in the build and libcudnn.so.9 are): fp8 with DeepSeek-V3's 192/128 heads is
+# refused on Hopper in the backward and taken on Blackwell; llama3-8b's bf16 heads pass both; fp32 (the host
+# plan above) is no cuDNN type.
+grep -q "attention core: fused .*; cuDNN attention takes bf16, fp16 or fp8_e4m3, not fp32: a run refuses it" "$T/fused.out" \
+  && ok "fp32 cudnn plan: refused by type" || fail "fp32 cudnn plan: $(grep attention "$T/fused.out")"
+if "$FACTORYBENCH" --version | grep -q "cudnn attention [0-9]"; then
+  run_capture mla_fp8 fb train --backend cuda --model deepseek-v3 --tp 8 --ep 8 --dtype fp8 --dry-run --attention-engine cudnn
+  grep -q "cuDNN's graph checks of this shape: sm 90 (Hopper) refuses: backward: .*; sm 100 (Blackwell) accepts$" "$T/mla_fp8.out" \
+    && ok "fp8 MLA cudnn plan: Hopper refuses the backward" || fail "fp8 MLA cudnn plan (exit $RC): $(grep -i "attention\|error" "$T/mla_fp8.out" "$T/mla_fp8.err")"
+  run_capture llama_bf16 fb train --backend cuda --model llama3-8b --layers 4 --dry-run --attention-engine cudnn
+  grep -q "cuDNN's graph checks of this shape: sm 90 (Hopper) accepts; sm 100 (Blackwell) accepts$" "$T/llama_bf16.out" \
+    && ok "bf16 llama3-8b cudnn plan: both accept" || fail "bf16 llama3-8b cudnn plan (exit $RC): $(grep -i "attention\|error" "$T/llama_bf16.out" "$T/llama_bf16.err")"
+else
+  echo "note: cuDNN's graph checks not asserted: no loadable cuDNN engine ($("$FACTORYBENCH" --version))"
+fi
 
 # From the train audit: options that could not act are refused; the dry run checks what a run checks and
 # plans in the dtype the asked backend would use; --seq takes a binary suffix; --steps 1 and 2 run.
