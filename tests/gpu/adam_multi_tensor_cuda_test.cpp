@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <cstring>
 #include <iomanip>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -47,6 +48,28 @@ float decode(const std::vector<std::uint8_t>& bytes, DType type, std::size_t i) 
   std::uint16_t h;
   std::memcpy(&h, bytes.data() + 2 * i, 2);
   return type == DType::bf16 ? bf16_to_float(h) : fp16_to_float(h);
+}
+
+// One fp32 tensor on the device: master weights and gradient as given, moments zero, and its Adam engine.
+struct OneTensor {
+  DeviceBuffer master, m, v, grad, weights;
+  std::unique_ptr<MultiTensorAdam> engine;
+};
+OneTensor one_fp32_tensor(Backend& backend, const std::vector<float>& master,
+                          const std::vector<float>& grad) {
+  const std::size_t n = master.size(), bytes = n * 4;
+  const std::vector<float> zeros(n, 0.0f);
+  OneTensor t{backend.allocate(bytes), backend.allocate(bytes), backend.allocate(bytes),
+              backend.allocate(bytes), backend.allocate(bytes), nullptr};
+  backend.copy_to_device(t.master, master.data(), bytes);
+  backend.copy_to_device(t.m, zeros.data(), bytes);
+  backend.copy_to_device(t.v, zeros.data(), bytes);
+  backend.copy_to_device(t.grad, grad.data(), bytes);
+  t.engine = make_multi_tensor_adam(backend,
+                                    {{t.master.as<float>(), t.m.as<float>(), t.v.as<float>(), t.grad.data(),
+                                      t.weights.data(), static_cast<std::int64_t>(n)}},
+                                    DType::fp32);
+  return t;
 }
 
 TEST(AdamMultiTensorCuda, OneLaunchMatchesTheHostReference) {
@@ -149,21 +172,13 @@ TEST(AdamMultiTensorCuda, WithoutTheNormItReturnsZeroAndStillUpdates) {
   if (!backend) GTEST_SKIP() << reason;
   // Step 1 with g = 0.5 everywhere moves every master weight from 1 to 0.9 (see tests/unit/adam_reference).
   const std::int64_t n = 1000;
-  std::vector<float> ones(n, 1.0f), zeros(n, 0.0f), grad(n, 0.5f);
-  auto master = backend->allocate(n * 4), m = backend->allocate(n * 4), v = backend->allocate(n * 4);
-  auto g = backend->allocate(n * 4), w = backend->allocate(n * 4);
-  backend->copy_to_device(master, ones.data(), n * 4);
-  backend->copy_to_device(m, zeros.data(), n * 4);
-  backend->copy_to_device(v, zeros.data(), n * 4);
-  backend->copy_to_device(g, grad.data(), n * 4);
-  auto engine = make_multi_tensor_adam(
-      *backend, {{master.as<float>(), m.as<float>(), v.as<float>(), g.data(), w.data(), n}}, DType::fp32);
+  auto t = one_fp32_tensor(*backend, std::vector<float>(n, 1.0f), std::vector<float>(n, 0.5f));
   AdamParams p;
   p.lr = 0.1f, p.beta1 = 0.9f, p.beta2 = 0.999f, p.step = 1;
-  EXPECT_EQ(engine->step(p, false), 0.0);
+  EXPECT_EQ(t.engine->step(p, false), 0.0);
   backend->synchronize();
   std::vector<float> out(n);
-  backend->copy_to_host(out.data(), w, n * 4);
+  backend->copy_to_host(out.data(), t.weights, n * 4);
   for (const float x : out) ASSERT_NEAR(x, 0.9f, 1e-6f);
 }
 
@@ -174,18 +189,10 @@ TEST(AdamMultiTensorCuda, GradientSquaresAddInFp64) {
   auto backend = gpu_test::cuda_backend(reason);
   if (!backend) GTEST_SKIP() << reason;
   const std::int64_t n = 1003;  // 125 vectors of 8, then 3 elements
-  std::vector<float> ones(n, 1.0f), zeros(n, 0.0f), grad(n, 1e20f);
-  auto master = backend->allocate(n * 4), m = backend->allocate(n * 4), v = backend->allocate(n * 4);
-  auto g = backend->allocate(n * 4), w = backend->allocate(n * 4);
-  backend->copy_to_device(master, ones.data(), n * 4);
-  backend->copy_to_device(m, zeros.data(), n * 4);
-  backend->copy_to_device(v, zeros.data(), n * 4);
-  backend->copy_to_device(g, grad.data(), n * 4);
-  auto engine = make_multi_tensor_adam(
-      *backend, {{master.as<float>(), m.as<float>(), v.as<float>(), g.data(), w.data(), n}}, DType::fp32);
+  auto t = one_fp32_tensor(*backend, std::vector<float>(n, 1.0f), std::vector<float>(n, 1e20f));
   AdamParams p;
   p.step = 1;
-  const double squares = engine->step(p, true);
+  const double squares = t.engine->step(p, true);
   const double expected = n * (static_cast<double>(1e20f) * static_cast<double>(1e20f));
   EXPECT_TRUE(std::isfinite(squares)) << squares;
   EXPECT_NEAR(squares, expected, 1e-12 * expected);
@@ -199,27 +206,20 @@ TEST(AdamMultiTensorCuda, GradientNormRepeatsBitForBit) {
   if (!backend) GTEST_SKIP() << reason;
   const std::int64_t n = 3'000'017;  // 367 chunks, the last one partial
   SplitMix64 rng(5);
-  std::vector<float> master(n), zeros(n, 0.0f), grad(n);
+  std::vector<float> master(n), grad(n);
   for (std::int64_t i = 0; i < n; ++i) {
     master[i] = static_cast<float>(rng.uniform() - 0.5);
     grad[i] = static_cast<float>(4 * rng.uniform() - 2);
   }
   double expected = 0;
   for (const float x : grad) expected += static_cast<double>(x) * x;
-  auto d_master = backend->allocate(n * 4), m = backend->allocate(n * 4), v = backend->allocate(n * 4);
-  auto g = backend->allocate(n * 4), w = backend->allocate(n * 4);
-  backend->copy_to_device(d_master, master.data(), n * 4);
-  backend->copy_to_device(m, zeros.data(), n * 4);
-  backend->copy_to_device(v, zeros.data(), n * 4);
-  backend->copy_to_device(g, grad.data(), n * 4);
-  auto engine = make_multi_tensor_adam(
-      *backend, {{d_master.as<float>(), m.as<float>(), v.as<float>(), g.data(), w.data(), n}}, DType::fp32);
+  auto t = one_fp32_tensor(*backend, master, grad);
   AdamParams p;
   p.lr = 1e-4f;
   std::vector<double> norms;
   for (std::int64_t step = 1; step <= 20; ++step) {
     p.step = step;
-    norms.push_back(engine->step(p, true));  // the weights move; the gradient, and so its norm, does not
+    norms.push_back(t.engine->step(p, true));  // the weights move; the gradient, and so its norm, does not
   }
   EXPECT_NEAR(norms[0], expected, 1e-6 * expected);
   for (std::size_t i = 1; i < norms.size(); ++i) EXPECT_EQ(norms[i], norms[0]) << "step " << i + 1;

@@ -121,34 +121,11 @@ TEST(CudaEngineShapes, StridedBatchedBf16) {
   EXPECT_TRUE(check.ok()) << check.detail;
 }
 
+// Experts with their own row counts in one grouped call; then with one expert's operands only 8 bytes
+// aligned: cuBLAS's grouped 16-bit kernels would fault on them (a fault ends the CUDA context), so the engine
+// runs that list one cuBLASLt matmul per group, told the alignment. Twelve calls in a row: more than the
+// eight pinned buffers the grouped path stages its pointer tables in.
 TEST(CudaEngineShapes, GroupedExpertsWithTheirOwnRows) {
-  REQUIRE_GPU(backend);
-  auto engine = make_gemm_engine(*backend, DType::bf16);
-  const std::int64_t rows[3] = {64, 16, 48};
-  std::vector<GemmProblem> groups(3);
-  std::vector<Operands> ops;
-  std::vector<const void*> a, b;
-  std::vector<void*> c;
-  for (int g = 0; g < 3; ++g) {
-    groups[g].m = rows[g];
-    groups[g].n = 32;
-    groups[g].k = 64;
-    groups[g].dtype = DType::bf16;
-    ops.push_back(make_operands(*backend, groups[g], 50 + g));
-  }
-  for (auto& op : ops) {
-    a.push_back(op.a.data());
-    b.push_back(op.b.data());
-    c.push_back(op.c.data());
-  }
-  engine->run_grouped(groups, a, b, c);
-  for (int g = 0; g < 3; ++g) EXPECT_TRUE(check_all(*backend, groups[g], ops[g]).ok()) << "group " << g;
-}
-
-// One expert's operands only 8 bytes aligned: cuBLAS's grouped 16-bit kernels would fault on them (a fault
-// ends the CUDA context), so the engine runs that list one cuBLASLt matmul per group, told the alignment.
-// Twelve calls in a row: more than the eight pinned buffers the grouped path stages its pointer tables in.
-TEST(CudaEngineShapes, GroupedExpertsAtEightByteOffsetsAndManyCalls) {
   REQUIRE_GPU(backend);
   auto engine = make_gemm_engine(*backend, DType::bf16);
   const std::int64_t rows[3] = {64, 16, 48};
