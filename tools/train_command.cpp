@@ -115,9 +115,6 @@ void print_plan(const workloads::TrainPlan& plan, std::uint64_t available,
 // attention, as on Hopper and on Blackwell (no GPU needed), so that a shape cuDNN refuses (fp8 with
 // DeepSeek-V3's 192/128 heads on Hopper) is seen before GPUs are booked.
 std::string cudnn_checks_note(const workloads::TrainPlan& plan) {
-  if (!cudnn_attention_compiled_in()) return "cuDNN's graph checks: not run (this build has no cuDNN engine)";
-  if (!cudnn_library().handle)
-    return "cuDNN's graph checks: not run (libcudnn.so.9 did not load here: " + cudnn_library().error + ")";
   const DType t = plan.shape.dtype;
   if (t != DType::bf16 && t != DType::fp16 && t != DType::fp8_e4m3)
     return fmt::format(
@@ -132,7 +129,11 @@ std::string cudnn_checks_note(const workloads::TrainPlan& plan) {
     } catch (const Error& e) {
       why = e.what();
     }
-    if (!why) return "cuDNN's graph checks: not run";
+    if (!why)
+      return cudnn_attention_compiled_in()
+                 ? "cuDNN's graph checks: not run (libcudnn.so.9 did not load here: " +
+                       cudnn_library().error + ")"
+                 : "cuDNN's graph checks: not run (this build has no cuDNN engine)";
     verdicts.push_back(why->empty() ? fmt::format("sm {} ({}) accepts", sm, gpu)
                                     : fmt::format("sm {} ({}) refuses: {}", sm, gpu, *why));
   }

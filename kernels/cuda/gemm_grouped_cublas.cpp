@@ -58,7 +58,6 @@ class CublasGroupedGemm final : public GroupedGemm {
 
   bool supports(std::span<const GemmProblem> problems, std::span<const void* const> a,
                 std::span<const void* const> b, std::span<void* const> c) const override {
-    if (!grouped_type(dtype_)) return false;
     constexpr std::int64_t kMax = std::numeric_limits<int>::max();
     for (std::size_t g = 0; g < problems.size(); ++g) {
       const GemmProblem& p = problems[g];
