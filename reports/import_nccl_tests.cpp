@@ -1028,6 +1028,23 @@ void resolve_ops(Parsed& p, const NcclTestsImportOptions& options) {
   }
 }
 
+// A row's figures for the rules of reports/nccl_tests_consistency.hpp, under `op` (the table's, or the one
+// its shape says where --op overruled it) and the rank count the output gives the table.
+NcclTestsRow figures_of(const Parsed& p, const Test& test, const std::string& op, const Row& row,
+                        const Side& side) {
+  NcclTestsRow figures{op,
+                       test.listed_ranks ? test.listed_ranks : p.communicator(),
+                       row.bytes,
+                       row.count_given ? std::optional<std::uint64_t>(row.count) : std::nullopt,
+                       element_bytes(row.type),
+                       std::nullopt,
+                       {side.algbw, side.algbw_half},
+                       {side.busbw, side.busbw_half}};
+  if (!side.cpu_time) figures.time_us = PrintedFigure{side.time_us, side.time_half};
+  figures.factorybench = p.factorybench();
+  return figures;
+}
+
 // Every row's figures, and each table's average, as nccl-tests computes them from one time
 // (reports/nccl_tests_consistency.hpp): a row that disagrees beyond its printed digits is garbled or was
 // edited, and a table whose average is not its rows' mean lost rows; neither is a measurement to compare.
@@ -1035,23 +1052,12 @@ void check_figures(const Parsed& p) {
   for (const auto& test : p.tests) {
     // --op overruled the table's shape: its rules are not nccl-tests' for that op, and import warns.
     if (!test.shape_op.empty()) continue;
-    const std::optional<int> ranks = test.listed_ranks ? test.listed_ranks : p.communicator();
     std::vector<PrintedFigure> busbw;
     for (const auto& row : test.rows) {
       for (const bool inplace : {false, true}) {
         const auto& side = inplace ? row.in_place : row.out_of_place;
         if (!side) continue;
-        NcclTestsRow figures{test.op,
-                             ranks,
-                             row.bytes,
-                             row.count_given ? std::optional<std::uint64_t>(row.count) : std::nullopt,
-                             element_bytes(row.type),
-                             std::nullopt,
-                             {side->algbw, side->algbw_half},
-                             {side->busbw, side->busbw_half}};
-        if (!side->cpu_time) figures.time_us = PrintedFigure{side->time_us, side->time_half};
-        figures.factorybench = p.factorybench();
-        if (const auto why = nccl_tests_row_mismatch(figures)) {
+        if (const auto why = nccl_tests_row_mismatch(figures_of(p, test, test.op, row, *side))) {
           const char* which = inplace ? "in-place" : "out-of-place";
           // A collective guessed from the shape may be the wrong one (on 1 rank every shape is a
           // broadcast's).
@@ -1132,7 +1138,9 @@ struct Group {
   bool inplace = false;
   std::optional<int> ranks, group;
   std::optional<int> iters, warmup;
-  nlohmann::json params;  // factorybench's section: MoE, --split, -a
+  std::optional<double> bus_factor;  // busbw / algbw; unknown without the rank count
+  bool factor_read = false;          // bus_factor is a repeat's (or a skipped placement's)
+  nlohmann::json params;             // factorybench's section: MoE, --split, -a
   std::vector<Side> repeats;
   std::vector<std::string> where;  // FILE:LINE of each repeat
   std::vector<double> busiest_share;
@@ -1334,6 +1342,16 @@ Report import_nccl_tests(const std::vector<NcclTestsFile>& files, const NcclTest
             throw input_error(
                 fmt::format("{}: {}/{}/{} is in {} here and in {} in {}; import them separately", where,
                             g.name_op, g.dtype, g.bytes, output_of(tool), output_of(g.tool), before));
+          // busbw / algbw as the file computed it (the shape's op where --op overruled it; for a placement
+          // factorybench skipped, its op's). Repeats that disagree (nccl-tests before and after 2.10) have
+          // no one factor.
+          const auto factor = nccl_tests_bus_factor(figures_of(
+              p, test, test.shape_op.empty() ? test.op : test.shape_op, row, side ? *side : Side{}));
+          if (!g.factor_read)
+            g.bus_factor = factor;
+          else if (g.bus_factor && (!factor || std::abs(*factor - *g.bus_factor) > 1e-12))
+            g.bus_factor.reset();
+          g.factor_read = true;
           if (skipped) {
             if (g.skipped_at.empty()) g.skipped_at = where;
             continue;
@@ -1412,6 +1430,7 @@ Report import_nccl_tests(const std::vector<NcclTestsFile>& files, const NcclTest
     if (g.tool == "nccl-tests") r.params["nccl_type"] = g.type;
     r.params.update(g.params);
     r.params["ranks"] = g.ranks ? json(*g.ranks) : json();
+    r.params["bus_factor"] = g.bus_factor ? json(*g.bus_factor) : json();
     if (g.iters) r.params["iters"] = *g.iters;
     if (g.warmup) r.params["warmup"] = *g.warmup;
     // A placement the console printed as "skipped" and no file measured: skipped, as the run reported it.

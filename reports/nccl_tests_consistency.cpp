@@ -89,6 +89,16 @@ bool follows_from_algbw(const PrintedFigure& bus, const PrintedFigure& alg, doub
          bus.half_unit + alg.half_unit * factor + slack(bus.value);
 }
 
+// The rank count a rule reads the row with: the output's, else for a size of count·elem·n the n it shows.
+std::optional<double> rank_count(const Rule& rule, const NcclTestsRow& row) {
+  if (row.ranks) return *row.ranks;
+  if (rule.shape != Shape::ranks || !row.count || *row.count == 0 || row.element_bytes == 0)
+    return std::nullopt;
+  const std::uint64_t per = *row.count * row.element_bytes;
+  if (row.size == 0 || row.size % per != 0) return std::nullopt;
+  return static_cast<double>(row.size / per);
+}
+
 std::optional<std::string> check(const Rule& rule, const NcclTestsRow& row) {
   std::optional<double> n;
   if (row.ranks) n = *row.ranks;
@@ -148,20 +158,31 @@ double printed_half_unit(std::string_view text) {
   return 0.5 * std::pow(10.0, static_cast<double>(exponent) - decimals);
 }
 
-std::optional<std::string> nccl_tests_row_mismatch(const NcclTestsRow& row) {
-  if (row.factorybench) {
-    if (row.op == kFactorybenchAlltoallv.op) return check(kFactorybenchAlltoallv, row);
-    for (const auto& rule : kRules)
-      if (row.op == rule.op) return check(rule, row);
-    return std::nullopt;
-  }
-  std::optional<std::string> first;
+namespace {
+
+// The rule a row's figures are read by: factorybench's own for its console; for nccl-tests the current
+// one, or the pre-2.10 one where only that fits; nullptr for an op without a rule.
+const Rule* rule_of(const NcclTestsRow& row) {
+  if (row.factorybench && row.op == kFactorybenchAlltoallv.op) return &kFactorybenchAlltoallv;
+  const Rule* current = nullptr;
   for (const auto& rule : kRules)
-    if (row.op == rule.op) first = check(rule, row);
-  if (!first) return std::nullopt;
+    if (row.op == rule.op) current = &rule;
+  if (row.factorybench || !current || !check(*current, row)) return current;
   for (const auto& rule : kLegacyRules)
-    if (row.op == rule.op && !check(rule, row)) return std::nullopt;
-  return first;
+    if (row.op == rule.op && !check(rule, row)) return &rule;
+  return current;
+}
+
+}  // namespace
+
+std::optional<std::string> nccl_tests_row_mismatch(const NcclTestsRow& row) {
+  const Rule* rule = rule_of(row);
+  return rule ? check(*rule, row) : std::nullopt;
+}
+
+std::optional<double> nccl_tests_bus_factor(const NcclTestsRow& row) {
+  const Rule* rule = rule_of(row);
+  return rule ? factor_value(rule->busbw_per_algbw, rank_count(*rule, row)) : std::nullopt;
 }
 
 std::optional<std::string> nccl_tests_average_mismatch(const PrintedFigure& average,

@@ -62,6 +62,11 @@ struct NcclTestsRow {
 // A rule that needs the rank count and cannot learn it (no device list; a row of size 0) is not applied.
 std::optional<std::string> nccl_tests_row_mismatch(const NcclTestsRow& row);
 
+// busbw / algbw as the row's tool computed it (the last column of the table above; 1 for an all-gather or
+// reduce-scatter of nccl-tests before 2.10 whose figures follow only the old rule): what a factorybench
+// report records as params.bus_factor. Empty where it needs the rank count and the row does not show it.
+std::optional<double> nccl_tests_bus_factor(const NcclTestsRow& row);
+
 // Empty when "Avg bus bandwidth" is the mean busbw of the table's rows (both sides, every repeat), as
 // nccl-tests computes it; else what disagrees.
 std::optional<std::string> nccl_tests_average_mismatch(const PrintedFigure& average,

@@ -80,6 +80,7 @@ TEST(ImportRealOutputs, A3MegaTwoNodes) {
   EXPECT_DOUBLE_EQ(find(rep, "avg_busbw").metric("busbw_gbps")->value, 70.742);
   EXPECT_EQ(failed(rep), 0u);  // "# Out of bounds values : 0 OK", every #wrong 0
   EXPECT_EQ(rep.summary["import"][0]["ops"][0]["from"], "program name in the output: all_reduce_perf");
+  EXPECT_EQ(big.params["bus_factor"], 2.0 * 15 / 16);  // 2(n-1)/n on 16 ranks: busbw = algbw x 1.875
 }
 
 // nccl-tests 2.18.0, all_reduce_perf_mpi under `mpirun --tag-output`, three repetitions in one file.
@@ -161,6 +162,9 @@ TEST(ImportRealOutputs, Issue37AllGatherFailed) {
   EXPECT_EQ(r.status, Status::failed);
   EXPECT_EQ(find(rep, "allgather/fp32/4294967296/inplace").status, Status::failed);
   EXPECT_EQ(failed(rep), 2u);  // = the file's out-of-bounds count
+  // Before nccl-tests 2.10 an all-gather's busbw was its algbw, whose bytes carried (n-1)/n: factor 1,
+  // with n = 8 from size = count x 4 B x 8.
+  EXPECT_EQ(r.params["bus_factor"], 1.0);
   EXPECT_DOUBLE_EQ(find(rep, "avg_busbw").metric("busbw_gbps")->value, 128.942);
 }
 
@@ -232,8 +236,9 @@ TEST(ImportRealOutputs, FactorybenchConsoleIsItsRunsReport) {
                                                               : 0.005;
         EXPECT_NEAR(got.metric(metric)->value, m["value"].get<double>(), half + 1e-12) << metric;
       }
-      for (const char* param : {"op", "dtype", "bytes", "count", "inplace", "redop", "root", "ranks", "iters",
-                                "warmup", "average", "group", "first_rank", "phase", "tokens", "rows"})
+      for (const char* param :
+           {"op", "dtype", "bytes", "count", "inplace", "redop", "root", "ranks", "iters", "warmup",
+            "average", "group", "first_rank", "phase", "tokens", "rows", "bus_factor"})
         if (want["params"].contains(param)) {
           EXPECT_EQ(got.params[param], want["params"][param]) << param;
         }

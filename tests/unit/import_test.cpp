@@ -389,6 +389,7 @@ TEST(ImportNcclTests, LauncherPrefixes) {
   ASSERT_EQ(a.results.size(), 2u);
   EXPECT_EQ(a.results[0].name, "reducescatter/fp32/1024");
   EXPECT_EQ(a.run["world_size"], 2);  // from NCCL INFO "nranks 2": the output lists no devices
+  EXPECT_EQ(a.results[0].params["bus_factor"], 0.5);  // (n-1)/n: busbw 0.05 = algbw 0.10 x 1/2
   const std::string labelled =
       R"( 0: #       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong
  0:         1024           256     float     sum      -1    10.00    0.10    0.19    N/A     9.50    0.11    0.20    N/A
@@ -396,8 +397,9 @@ TEST(ImportNcclTests, LauncherPrefixes) {
 )";
   const Report b = import_nccl_tests(labelled, "srun.txt");
   ASSERT_EQ(b.results.size(), 4u);
-  EXPECT_EQ(b.results[2].name, "allreduce/fp32/2048");  // shape: size = count x 4 and busbw/algbw > 1
-  EXPECT_TRUE(b.run["world_size"].is_null());           // the output does not say
+  EXPECT_EQ(b.results[2].name, "allreduce/fp32/2048");       // shape: size = count x 4 and busbw/algbw > 1
+  EXPECT_TRUE(b.run["world_size"].is_null());                // the output does not say
+  EXPECT_TRUE(b.results[2].params["bus_factor"].is_null());  // 2(n-1)/n, and n unknown
   EXPECT_EQ(b.results[0].metric("wrong"), nullptr);
   // --op names the collective (nccl-tests' spelling or ours) where the shape would say otherwise...
   NcclTestsImportOptions op;
@@ -405,7 +407,10 @@ TEST(ImportNcclTests, LauncherPrefixes) {
   std::string unnamed = tagged;
   unnamed.erase(unnamed.find("[1,0]<stdout>:# Collective"),
                 unnamed.find("[1,0]<stdout>:#       size") - unnamed.find("[1,0]<stdout>:# Collective"));
-  EXPECT_EQ(import_nccl_tests({{"tagged.txt", unnamed}}, op).results[0].name, "allreduce/fp32/1024");
+  const Report overruled = import_nccl_tests({{"tagged.txt", unnamed}}, op);
+  EXPECT_EQ(overruled.results[0].name, "allreduce/fp32/1024");
+  // Its figures are still the file's: busbw / algbw as nccl-tests computed it for the shape's op.
+  EXPECT_EQ(overruled.results[0].params["bus_factor"], 0.5);
   // ...but does not overrule the collective nccl-tests itself named (it merged different collectives).
   EXPECT_THROW(
       {

@@ -134,6 +134,28 @@ TEST(NcclTestsRow, FactorybenchAlltoallvAndNoLegacyRules) {
   EXPECT_FALSE(nccl_tests_row_mismatch(fb(row("allgather", 4, 262144, 16384, "78.91", "3.32", "2.49"))));
 }
 
+// busbw / algbw as the row's tool computed it, the factor a factorybench report records (docs/metrics.md).
+TEST(NcclTestsRow, BusFactorOfTheRuleTheRowFollows) {
+  const auto factor = [](NcclTestsRow r) { return nccl_tests_bus_factor(r); };
+  EXPECT_EQ(factor(row("allreduce", 8, 134217728, 33554432, "613.3", "218.85", "382.99")), 1.75);
+  EXPECT_EQ(factor(row("allreduce", std::nullopt, 134217728, 33554432, "613.3", "218.85", "1")),
+            std::nullopt);
+  EXPECT_EQ(factor(row("broadcast", std::nullopt, 1048576, 262144, "100.0", "10.49", "10.49")), 1.0);
+  // The rank count from size = count x 4 B x 8 where the output lists no devices.
+  EXPECT_EQ(factor(row("allgather", std::nullopt, 1048576, 32768, "100.0", "10.49", "9.18")), 0.875);
+  // nccl-tests before 2.10: busbw = algbw; a row that follows neither rule reads by the current one.
+  EXPECT_EQ(factor(row("allgather", 8, 4294967296, 134217728, "29122", "129.05", "129.05")), 1.0);
+  EXPECT_EQ(factor(row("reducescatter", 8, 4294967296, 134217728, "29122", "129.05", "129.05")), 1.0);
+  EXPECT_EQ(factor(row("allgather", 8, 4294967296, 134217728, "29122", "140.00", "140.00")), 0.875);
+  EXPECT_EQ(factor(row("hypercube", 8, 1048576, 32768, "100.0", "9.18", "9.18")), 1.0);
+  EXPECT_EQ(factor(row("alltoallv", 4, 262080, 65520, "66.55", "4.94", "3.70")), 0.75);
+  EXPECT_EQ(factor(row("allfoo", 4, 1024, 256, "1.0", "1.0", "1.0")), std::nullopt);
+  // factorybench's console has no pre-2.10 rows: its all-gather's factor is (n-1)/n.
+  NcclTestsRow fb = row("allgather", 4, 262144, 16384, "78.91", "2.49", "2.49");
+  fb.factorybench = true;
+  EXPECT_EQ(factor(fb), 0.75);
+}
+
 // -C 1 prints the CPU time; nccl-tests computes the bandwidths from the GPU-side time, so only busbw's
 // relation to algbw is checked.
 TEST(NcclTestsRow, CpuTimeIsNotTheBandwidthsTime) {
