@@ -23,11 +23,10 @@ namespace {
 
 using namespace cuda_detail;
 
+// One token's top-k of the softmax of its (biased) logits, renormalised over the k chosen.
 template <typename T>
-__global__ void route_topk_kernel(const T* logits, long long tokens, long long experts, long long k,
-                                  const float* bias, int* idx, float* weight) {
-  const long long t = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x;
-  if (t >= tokens) return;
+__device__ void route_token(const T* logits, long long t, long long experts, long long k, const float* bias,
+                            int* idx, float* weight) {
   float mx = -INFINITY;
   for (long long e = 0; e < experts; ++e)
     mx = fmaxf(mx, ld(logits, t * experts + e) + (bias ? bias[e] : 0.0f));
@@ -54,16 +53,26 @@ __global__ void route_topk_kernel(const T* logits, long long tokens, long long e
   for (long long j = 0; j < k; ++j) weight[t * k + j] /= selected;
 }
 
+// A thread per token, striding by the grid: blocks_for caps the grid (at 268M threads), not the tokens.
+template <typename T>
+__global__ void route_topk_kernel(const T* logits, long long tokens, long long experts, long long k,
+                                  const float* bias, int* idx, float* weight) {
+  for (long long t = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; t < tokens;
+       t += static_cast<long long>(gridDim.x) * blockDim.x)
+    route_token(logits, t, experts, k, bias, idx, weight);
+}
+
 template <typename T>
 __global__ void topk_softmax_backward_kernel(const int* idx, const float* w, const float* dw,
                                              long long tokens, long long experts, long long k, T* d_logits) {
-  const long long t = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x;
-  if (t >= tokens) return;
-  for (long long e = 0; e < experts; ++e) st(d_logits, t * experts + e, 0.0f);
-  float dot = 0;
-  for (long long j = 0; j < k; ++j) dot += w[t * k + j] * dw[t * k + j];
-  for (long long j = 0; j < k; ++j)
-    st(d_logits, t * experts + idx[t * k + j], w[t * k + j] * (dw[t * k + j] - dot));
+  for (long long t = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; t < tokens;
+       t += static_cast<long long>(gridDim.x) * blockDim.x) {
+    for (long long e = 0; e < experts; ++e) st(d_logits, t * experts + e, 0.0f);
+    float dot = 0;
+    for (long long j = 0; j < k; ++j) dot += w[t * k + j] * dw[t * k + j];
+    for (long long j = 0; j < k; ++j)
+      st(d_logits, t * experts + idx[t * k + j], w[t * k + j] * (dw[t * k + j] - dot));
+  }
 }
 
 // Stable counting sort in one block: thread e counts and places the slots of expert e in slot order.
