@@ -7,10 +7,15 @@ Prints one JSON object per line: {"anchor": NAME, "value": X, "unit": U, "note":
 pair around each of `iters` calls, and the median call.
 
   python3 scripts/torch_anchors.py [--quick]      (--quick: small shapes, for a smoke run)
+  python3 scripts/torch_anchors.py --cpu          (tiny shapes on the CPU, wall-clock medians: checks this
+                                                   script against the installed torch on a machine without a
+                                                   GPU; its figures are not anchors)
 """
 import json
 import sys
 import time
+
+DEV = "cuda"  # "cpu" with --cpu
 
 
 def emit(name, value=None, unit="", note="", error=None):
@@ -23,31 +28,40 @@ def emit(name, value=None, unit="", note="", error=None):
 
 
 def timed(torch, fn, warmup, iters):
-    """Median seconds of one call of fn(), each call between its own pair of CUDA events."""
+    """Median seconds of one call of fn(), each call between its own pair of CUDA events (on the CPU, where
+    calls are synchronous, the wall clock around each)."""
     for _ in range(warmup):
         fn()
-    pairs = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(iters)]
-    for start, stop in pairs:
-        start.record()
-        fn()
-        stop.record()
-    pairs[-1][1].synchronize()
-    ms = sorted(start.elapsed_time(stop) for start, stop in pairs)
+    if DEV == "cpu":
+        ms = []
+        for _ in range(iters):
+            t0 = time.perf_counter()
+            fn()
+            ms.append((time.perf_counter() - t0) * 1e3)
+    else:
+        pairs = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(iters)]
+        for start, stop in pairs:
+            start.record()
+            fn()
+            stop.record()
+        pairs[-1][1].synchronize()
+        ms = [start.elapsed_time(stop) for start, stop in pairs]
+    ms.sort()
     mid = len(ms) // 2
     return (ms[mid] if len(ms) % 2 else (ms[mid - 1] + ms[mid]) / 2) / 1e3
 
 
 def matmul_bf16(torch, n):
-    a = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
-    b = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
+    a = torch.randn(n, n, device=DEV, dtype=torch.bfloat16)
+    b = torch.randn(n, n, device=DEV, dtype=torch.bfloat16)
     s = timed(torch, lambda: torch.matmul(a, b), 10, 50)
     emit("torch.matmul bf16 %d^3" % n, 2.0 * n**3 / s / 1e12, "TFLOP/s")
 
 
 def scaled_mm_fp8(torch, n):
-    a = torch.randn(n, n, device="cuda").to(torch.float8_e4m3fn)
-    b = torch.randn(n, n, device="cuda").to(torch.float8_e4m3fn).t()  # column-major, as _scaled_mm requires
-    one = torch.tensor(1.0, device="cuda")
+    a = torch.randn(n, n, device=DEV).to(torch.float8_e4m3fn)
+    b = torch.randn(n, n, device=DEV).to(torch.float8_e4m3fn).t()  # column-major, as _scaled_mm requires
+    one = torch.tensor(1.0, device=DEV)
     s = timed(torch, lambda: torch._scaled_mm(a, b, scale_a=one, scale_b=one, out_dtype=torch.bfloat16), 10, 50)
     emit("torch._scaled_mm fp8 e4m3 %d^3" % n, 2.0 * n**3 / s / 1e12, "TFLOP/s")
 
@@ -58,10 +72,10 @@ def sdpa_fwd_bwd(torch, seq, heads, kv_heads, dim):
     import torch.nn.functional as F
 
     flops = 3.0 * (2.0 * 2.0 * seq * seq * heads * dim) / 2.0
-    q = torch.randn(1, heads, seq, dim, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+    q = torch.randn(1, heads, seq, dim, device=DEV, dtype=torch.bfloat16, requires_grad=True)
     # K/V with kv_heads heads, expanded to the query heads outside the timed region (GQA as the step runs it).
-    k0 = torch.randn(1, kv_heads, seq, dim, device="cuda", dtype=torch.bfloat16)
-    v0 = torch.randn(1, kv_heads, seq, dim, device="cuda", dtype=torch.bfloat16)
+    k0 = torch.randn(1, kv_heads, seq, dim, device=DEV, dtype=torch.bfloat16)
+    v0 = torch.randn(1, kv_heads, seq, dim, device=DEV, dtype=torch.bfloat16)
     k = k0.repeat_interleave(heads // kv_heads, dim=1).requires_grad_()
     v = v0.repeat_interleave(heads // kv_heads, dim=1).requires_grad_()
     d_o = torch.randn_like(q)
@@ -78,15 +92,16 @@ def sdpa_fwd_bwd(torch, seq, heads, kv_heads, dim):
             emit(label, error=str(e).splitlines()[0][:200])
 
 
-def copy_and_adamw(torch, params):
+def copy_and_adamw(torch, params, copy_bytes=1 << 30):
     """Device copy bandwidth (read+write bytes/s) and fused AdamW on fp32 params: 28 B/param (p, g, m, v read;
     p, m, v written), as our bf16 Adam counts its 28 B/param."""
     # Random bytes, never zero (the timing rules: no all-zero or uninitialised data).
-    src = torch.randint(1, 256, (1 << 30,), dtype=torch.uint8, device="cuda")
+    src = torch.randint(1, 256, (copy_bytes,), dtype=torch.uint8, device=DEV)
     dst = torch.empty_like(src)
     s = timed(torch, lambda: dst.copy_(src), 3, 20)
     copy = 2.0 * src.numel() / s
-    emit("torch copy 1 GiB (read+write)", copy / 1e9, "GB/s")
+    emit("torch copy %s (read+write)" % ("1 GiB" if copy_bytes == 1 << 30 else "%d B" % copy_bytes), copy / 1e9,
+         "GB/s")
     del src, dst
     sizes = [4096 * 4096, 4096 * 1024, 4096 * 1024, 4096 * 4096, 3 * 4096 * 14336]
     tensors, total = [], 0
@@ -95,7 +110,7 @@ def copy_and_adamw(torch, params):
             n = min(n, params - total)
             if n <= 0:
                 break
-            p = torch.nn.Parameter(torch.rand(n, device="cuda") + 0.5)
+            p = torch.nn.Parameter(torch.rand(n, device=DEV) + 0.5)
             p.grad = (torch.rand_like(p) + 0.5) * 1e-3
             tensors.append(p)
             total += n
@@ -123,7 +138,7 @@ def eager_step(torch, layers, seq, hidden, heads, kv_heads, ffn, vocab, theta=50
     import torch.nn.functional as F
 
     d = hidden // heads
-    dev, dt = "cuda", torch.bfloat16
+    dev, dt = DEV, torch.bfloat16
     lin = lambda i, o: torch.nn.Linear(i, o, bias=False, device=dev, dtype=dt)
     gain = lambda: torch.nn.Parameter(torch.ones(hidden, device=dev, dtype=dt))
     blocks = torch.nn.ModuleList()
@@ -181,31 +196,49 @@ def eager_step(torch, layers, seq, hidden, heads, kv_heads, ffn, vocab, theta=50
 
 
 def main():
-    quick = "--quick" in sys.argv[1:]
+    global DEV
+    args = sys.argv[1:]
+    quick = "--quick" in args
+    if "--cpu" in args:
+        DEV = "cpu"
     try:
         import torch
     except ImportError as e:
         emit("torch", error="PyTorch not importable: %s" % e)
         return 1
-    if not torch.cuda.is_available():
-        emit("torch", error="no CUDA device visible to PyTorch")
-        return 1
-    emit("torch %s on %s" % (torch.__version__, torch.cuda.get_device_name()), 0.0, "", "versions")
-    n = 1024 if quick else 8192
-    checks = [
-        ("matmul_bf16", lambda: matmul_bf16(torch, n)),
-        ("scaled_mm_fp8", lambda: scaled_mm_fp8(torch, n)),
-        ("sdpa", lambda: sdpa_fwd_bwd(torch, 1024 if quick else 8192, 32, 8, 128)),
-        ("copy_and_adamw", lambda: copy_and_adamw(torch, (1 << 24) if quick else (1 << 29))),
-        ("eager_step", lambda: eager_step(torch, 4, 1024 if quick else 8192, 4096, 32, 8, 14336, 128256)),
-    ]
+    if DEV == "cpu":
+        # The same code paths at shapes a CPU runs in seconds: llama's head layout (GQA 4:1, d 128 for SDPA),
+        # a model 1/16 as wide with 2 layers for the step.
+        emit("torch %s on the CPU (--cpu: a check of this script, not anchors)" % torch.__version__, 0.0, "",
+             "versions")
+        checks = [
+            ("matmul_bf16", lambda: matmul_bf16(torch, 256)),
+            ("scaled_mm_fp8", lambda: scaled_mm_fp8(torch, 256)),
+            ("sdpa", lambda: sdpa_fwd_bwd(torch, 256, 8, 2, 128)),
+            ("copy_and_adamw", lambda: copy_and_adamw(torch, 1 << 20, 1 << 24)),
+            ("eager_step", lambda: eager_step(torch, 2, 256, 256, 8, 2, 896, 8016)),
+        ]
+    else:
+        if not torch.cuda.is_available():
+            emit("torch", error="no CUDA device visible to PyTorch")
+            return 1
+        emit("torch %s on %s" % (torch.__version__, torch.cuda.get_device_name()), 0.0, "", "versions")
+        n = 1024 if quick else 8192
+        checks = [
+            ("matmul_bf16", lambda: matmul_bf16(torch, n)),
+            ("scaled_mm_fp8", lambda: scaled_mm_fp8(torch, n)),
+            ("sdpa", lambda: sdpa_fwd_bwd(torch, 1024 if quick else 8192, 32, 8, 128)),
+            ("copy_and_adamw", lambda: copy_and_adamw(torch, (1 << 24) if quick else (1 << 29))),
+            ("eager_step", lambda: eager_step(torch, 4, 1024 if quick else 8192, 4096, 32, 8, 14336, 128256)),
+        ]
     for name, check in checks:
         t0 = time.time()
         try:
             check()
         except Exception as e:  # one anchor failing (memory, a missing kernel) must not stop the others
             emit(name, error=(str(e).splitlines() or [repr(e)])[0][:200])
-        torch.cuda.empty_cache()
+        if DEV == "cuda":
+            torch.cuda.empty_cache()
         print(json.dumps({"check": name, "elapsed_s": round(time.time() - t0, 1)}), file=sys.stderr)
     return 0
 

@@ -31,7 +31,12 @@ assert len(calls) == 12, len(calls)
 # The median of 2 ms calls; a mean would be about 62 ms, with warm-up far more. 30 ms: room for a loaded CI
 # machine to wake a sleeper late.
 assert 0.0015 < s < 0.03, s
-print("median call %.4f s" % s)
+# --cpu (a check of the script where torch has no GPU): the wall clock around each call, the same median.
+torch_anchors.DEV = "cpu"
+calls.clear()
+c = torch_anchors.timed(None, fn, 2, 10)
+assert len(calls) == 12 and 0.0015 < c < 0.03, (len(calls), c)
+print("median call %.4f s (events), %.4f s (--cpu)" % (s, c))
 PY
 run_capture timing "$PY" "$T/check.py" "$FB_SOURCE_DIR/scripts"
 [ "$RC" -eq 0 ] && ok "torch anchors: median of per-call event pairs, warm-up untimed ($(cat "$T/timing.out"))" \
