@@ -107,8 +107,8 @@ std::vector<SimulateChart> scale_chart(const std::vector<Row>& rows, const std::
     caption = fmt::format(
         "{}: the simulated goodput (mean, p5 and p95 over trials) at each size, beside Daly's exponential "
         "model and Young's first-order formula at the same interval; the two closed forms part where the "
-        "restart is a sizeable share of the MTBF, and for synchronous saves at one constant failure rate the "
-        "exponential model is the simulation's own answer",
+        "restart is a sizeable share of the MTBF, and at one constant failure rate the exponential model "
+        "(with the asynchronous write, if any) is the simulation's own answer",
         swept[0]);
   } else {
     const auto labels = distinct_labels(swept).labels;

@@ -56,11 +56,11 @@ void print_simulation(std::ostream& out, const Report& report, std::span<const s
   }
   out << "analytic: 1st-order = 1 - C/T - T/2M - R/M (Young); exp-model = Daly 2006, failures also striking "
          "saves and restarts (docs/simulator.md)\n";
-  // Both closed forms take every save as durable when it stops blocking: with a background write the gap to
-  // the simulated goodput is the write's (the saves it holds back, the intervals it loses), not noise.
   if (p0.value("commit_s", 0.0) > 0)
-    out << "analytic: both take synchronous saves (C alone); the asynchronous write is in the simulated "
-           "goodput only\n";
+    out << "analytic, with the write W: 1st-order blocks C + max(0, W-T) per save and loses T/2 + min(W, T) "
+           "+ "
+           "max(0, W-T)/2 per failure; exp-model needs C + max(T, W) without a failure per save, T + C + W "
+           "after one\n";
   for (const auto& r : report.results)
     if (r.params.contains("analytic_note") && r.params["analytic_note"].is_string())
       out << fmt::format("analytic at {} GPUs: {}\n", r.params["gpus"].get<std::int64_t>(),

@@ -45,24 +45,34 @@ double first_order_waste(double checkpoint_s, double restart_s, double mtbf_s) {
   return std::sqrt(2.0 * checkpoint_s / mtbf_s) + restart_s / mtbf_s;
 }
 
-double first_order_goodput(double interval_s, double checkpoint_s, double restart_s, double mtbf_s) {
+double first_order_goodput(double interval_s, double checkpoint_s, double restart_s, double mtbf_s,
+                           double commit_s) {
   require_positive(interval_s, "checkpoint interval");
   require_positive(checkpoint_s, "checkpoint cost");
   require_non_negative(restart_s, "restart cost");
   require_positive(mtbf_s, "MTBF");
-  const double g = 1.0 - checkpoint_s / interval_s - interval_s / (2.0 * mtbf_s) - restart_s / mtbf_s;
+  require_non_negative(commit_s, "checkpoint write time");
+  const double t = interval_s, w = commit_s;
+  const double blocking = checkpoint_s + std::max(0.0, w - t);
+  const double lost = t / 2.0 + std::min(w, t) + std::max(0.0, w - t) / 2.0;
+  const double g = 1.0 - blocking / t - lost / mtbf_s - restart_s / mtbf_s;
   return std::clamp(g, 0.0, 1.0);
 }
 
-double exponential_goodput(double interval_s, double checkpoint_s, double restart_s, double mtbf_s) {
+double exponential_goodput(double interval_s, double checkpoint_s, double restart_s, double mtbf_s,
+                           double commit_s) {
   require_positive(interval_s, "checkpoint interval");
   require_positive(checkpoint_s, "checkpoint cost");
   require_non_negative(restart_s, "restart cost");
   require_positive(mtbf_s, "MTBF");
+  require_non_negative(commit_s, "checkpoint write time");
   const double m = mtbf_s;
-  // expm1 keeps the precision where (T + C)/M is tiny (M of years): e^x − 1 would cancel to nothing.
+  const double first = checkpoint_s + std::max(interval_s, commit_s);  // L1; L2 − L1 = min(T, W)
+  const double retry_extra = std::min(interval_s, commit_s);
+  // (1 − e^{−L1/M})·e^{L2/M} = e^{(L2 − L1)/M}·(e^{L1/M} − 1); expm1 keeps the precision where L1/M is tiny
+  // (M of years): e^x − 1 would cancel to nothing.
   const double wall_per_work =
-      m * std::exp(restart_s / m) * std::expm1((interval_s + checkpoint_s) / m) / interval_s;
+      m * std::exp((restart_s + retry_extra) / m) * std::expm1(first / m) / interval_s;
   return std::isfinite(wall_per_work) ? 1.0 / wall_per_work : 0.0;
 }
 

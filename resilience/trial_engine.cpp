@@ -84,7 +84,7 @@ class TrialEngine {
     double horizon_s = cfg_.wall_s;
     if (cfg_.work_s > 0) {
       const double g = exponential_goodput(interval_, cfg_.costs.checkpoint_s, cfg_.costs.restart_s(),
-                                           3600.0 / rates.total_h);
+                                           3600.0 / rates.total_h, cfg_.costs.commit_s);
       horizon_s = g > 0 ? std::min(cfg_.wall_s, cfg_.work_s / g) : cfg_.wall_s;
     }
     node_rate_s_ = flaky_base_rate(node_h / 3600.0, cfg_.flaky_share, cfg_.flaky_factor,

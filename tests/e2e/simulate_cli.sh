@@ -105,10 +105,17 @@ pa, ps = a["extra"]["badput_pct"], s["extra"]["badput_pct"]
 assert 0.85 * 100 * 910 / 2710 < pa["checkpoint"] < 100 * 910 / 2710, pa["checkpoint"]
 assert pa["redone"] > 1.5 * ps["redone"], (pa["redone"], ps["redone"])
 assert a["metrics"]["goodput_pct"]["value"] < s["metrics"]["goodput_pct"]["value"] - 20
+# The exponential model takes the write (a cycle of C + W without a failure, T + C + W after one): it is the
+# simulation's answer at one rate (56.2% simulated, 55.9% modelled here). The first-order formula reads the
+# 15-minute holdback linearly, and a note says so.
+ga, ea = a["metrics"]["goodput_pct"]["value"], a["metrics"]["exponential_goodput_pct"]["value"]
+assert abs(ga - ea) < 2, (ga, ea)
+assert "outlasts the interval" in a["params"]["analytic_note"], a["params"]
+assert "analytic_note" not in s["params"], s["params"]
 PYEOF
-grep -qx "analytic: both take synchronous saves (C alone); the asynchronous write is in the simulated goodput only" "$T/commit.out" \
-  && ! grep -q "synchronous saves (C alone)" "$T/commit0.out" \
-  && ok "the console says the closed forms leave the write out, with a write only" || fail "closed-form note: $(grep analytic "$T/commit.out")"
+grep -q "^analytic, with the write W: 1st-order blocks C + max(0, W-T) per save" "$T/commit.out" \
+  && ! grep -q "with the write W" "$T/commit0.out" \
+  && ok "the console says how the closed forms take the write, with a write only" || fail "closed-form note: $(grep analytic "$T/commit.out")"
 # A run whose failures the step itself found (sdc, nan): its detection is about 0, not a crash's or a hang's,
 # which most of the failure model's interruptions are. Said, and kept in the report; --detection silences it.
 run_capture res_sdc fb resilience --backend host --ranks 2 --model tiny-dense --steps 8 --checkpoint-every 3 \

@@ -95,6 +95,36 @@ TEST(ExponentialGoodput, StaysMeaningfulWhereTheFirstOrderFormulaFails) {
   EXPECT_EQ(exponential_goodput(60, 30, 1e7, 1), 0.0);
 }
 
+TEST(ExponentialGoodput, AsynchronousWritesClosedFormCases) {
+  // M = 10 min, R = 0, C = 1 min. T = 9 min with a 5-minute write: a cycle needs L1 = 10 min without a
+  // failure, a retry L2 = 15 min: 9/(10·e^{1/2}·(e − 1)). T = 5 min with a 9-minute write (each save held
+  // back 4 min): L1 = 10 min, L2 = 15 min again, for 5 min of work: 5/(10·e^{1/2}·(e − 1)).
+  const double m = 10 * kMin, e1 = std::exp(1.0) - 1.0, half = std::exp(0.5);
+  EXPECT_NEAR(exponential_goodput(9 * kMin, 1 * kMin, 0, m, 5 * kMin), 0.9 / (half * e1), 1e-12);
+  EXPECT_NEAR(exponential_goodput(5 * kMin, 1 * kMin, 0, m, 9 * kMin), 0.5 / (half * e1), 1e-12);
+  // A write of 0 is the synchronous model, to the bit.
+  EXPECT_EQ(exponential_goodput(9 * kMin, 1 * kMin, 2 * kMin, m, 0),
+            exponential_goodput(9 * kMin, 1 * kMin, 2 * kMin, m));
+  // No failures: T/(C + max(T, W)), the saves a long write holds back.
+  EXPECT_NEAR(exponential_goodput(30 * kMin, 1 * kMin, 5 * kMin, 1e12, 10 * kMin), 30.0 / 31.0, 1e-6);
+  EXPECT_NEAR(exponential_goodput(30 * kMin, 1 * kMin, 5 * kMin, 1e12, 45 * kMin), 30.0 / 46.0, 1e-6);
+  // First order: 1 − (C + max(0, W − T))/T − (T/2 + min(W, T) + max(0, W − T)/2)/M − R/M. T = 1 h, C = 1 min,
+  // M = 100 h, R = 6 min: a 20-minute write costs 20 min more per failure; a 70-minute one holds each save
+  // back 10 min and loses 1 h + 5 min more.
+  const double t = kHour, c = kMin, mm = 100 * kHour, r = 6 * kMin;
+  EXPECT_NEAR(first_order_goodput(t, c, r, mm, 20 * kMin), 1 - 1.0 / 60 - 50.0 / 6000 - 6.0 / 6000, 1e-12);
+  EXPECT_NEAR(first_order_goodput(t, c, r, mm, 70 * kMin), 1 - 11.0 / 60 - 95.0 / 6000 - 6.0 / 6000, 1e-12);
+  EXPECT_EQ(first_order_goodput(t, c, r, mm, 0), first_order_goodput(t, c, r, mm));
+  // And the two agree to first order in the small terms, as for synchronous saves.
+  const auto gap = [](double eps) {  // T = 1 h, C = ε h, W = ε h, M = 1/ε h, R = 1 h
+    const double tt = kHour, cc = eps * kHour, w = eps * kHour, m2 = kHour / eps, rr = kHour;
+    return std::abs(exponential_goodput(tt, cc, rr, m2, w) - first_order_goodput(tt, cc, rr, m2, w));
+  };
+  EXPECT_NEAR(gap(0.01) / gap(0.001), 100, 2);
+  EXPECT_THROW(exponential_goodput(60, 60, 0, 3600, -1), Error);
+  EXPECT_THROW(first_order_goodput(60, 60, 0, 3600, std::nan("")), Error);
+}
+
 TEST(ExponentialGoodput, DalysIntervalIsItsOptimum) {
   // Daly derived his interval from this model: it lies within a fraction of a percent of the numerical
   // maximum (R scales the goodput, never moves the optimum).
