@@ -14,6 +14,10 @@ CPU, through its own operators and autograd:
   embedding   F.embedding and its backward (repeated ids add up)
   route       softmax over experts, torch.topk, weights renormalised over the k; the backward of the
               weights with respect to the logits (autograd)
+  softmax     the blocked-GEMM attention's causal softmax of scaled score strips (torch.softmax with the
+              causal mask, queries offset into the sequence) and its backward (autograd)
+  moe         the expert-major permutation (a stable torch.argsort of the expert ids), the weighted combine
+              of the experts' rows back to tokens, and its gradients for the rows and the routing weights
 
   python3 scripts/torch_golden.py [-o tests/data/torch_golden.json]
 
@@ -154,6 +158,34 @@ def route(gen):
             "weight": flat(weight), "d_weight": fp32s(d_weight), "d_logits": flat(logits.grad)}
 
 
+def softmax(gen):
+    keys, queries, first_query, batch, scale = 12, 5, 7, 3, 0.25
+    s = rand(gen, batch, queries, keys, lo=-4, hi=4).requires_grad_()  # strip b, query c: its keys in a row
+    d_p = rand(gen, batch, queries, keys)
+    visible = torch.arange(keys)[None, :] <= (first_query + torch.arange(queries))[:, None]
+    p = torch.softmax((scale * s).masked_fill(~visible, -math.inf), dim=-1)
+    p.backward(d_p)
+    return {"keys": keys, "queries": queries, "first_query": first_query, "batch": batch, "scale": scale,
+            "scores": fp32s(s), "d_probs": fp32s(d_p), "probs": flat(p), "d_scores": flat(s.grad)}
+
+
+def moe(gen):
+    tokens, k, experts, width = 5, 2, 4, 6
+    idx = torch.tensor([[2, 0], [3, 2], [0, 1], [2, 3], [1, 0]], dtype=torch.int64)
+    order = torch.argsort(idx.reshape(-1), stable=True)  # slots in expert order, token order within
+    row_of_slot = torch.empty_like(order)
+    row_of_slot[order] = torch.arange(order.numel())
+    rows = rand(gen, tokens * k, width).requires_grad_()  # the experts' output rows, expert-major
+    weight = rand(gen, tokens, k, lo=0.1, hi=1).requires_grad_()
+    dy = rand(gen, tokens, width)
+    y = (weight[:, :, None] * rows[row_of_slot].reshape(tokens, k, width)).sum(1)
+    y.backward(dy)
+    return {"tokens": tokens, "k": k, "experts": experts, "width": width, "idx": idx.reshape(-1).tolist(),
+            "counts": torch.bincount(idx.reshape(-1), minlength=experts).tolist(),
+            "row_of_slot": row_of_slot.tolist(), "rows": fp32s(rows), "weight": fp32s(weight), "dy": fp32s(dy),
+            "y": flat(y), "d_rows": flat(rows.grad), "d_weight": flat(weight.grad)}
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("-o", "--output", default="tests/data/torch_golden.json")
@@ -168,6 +200,8 @@ def main():
         "adamw": adamw(gen),
         "embedding": embedding(gen),
         "route": route(gen),
+        "softmax": softmax(gen),
+        "moe": moe(gen),
     }
     with open(args.output, "w") as f:
         json.dump(golden, f, separators=(",", ":"))

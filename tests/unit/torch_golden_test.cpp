@@ -3,8 +3,9 @@
 // GPU tests hold the cuda kernels to these host kernels, so this checks both against the framework users
 // train with: RMSNorm and its backward, rotate-half RoPE (Hugging Face's Llama), causal GQA and MLA-shaped
 // attention forward and backward (F.scaled_dot_product_attention), SwiGLU and tanh-GeLU, AdamW over three
-// steps (torch.optim.AdamW), the embedding and its scatter-add, and top-k routing with its backward. The
-// kernels compute in fp32 (attention in fp64): each value must be within fp32's error of torch's.
+// steps (torch.optim.AdamW), the embedding and its scatter-add, top-k routing with its backward, the blocked
+// attention's causal softmax and its backward, and the MoE permutation, weighted combine and their gradients.
+// The kernels compute in fp32 (attention in fp64): each value must be within fp32's error of torch's.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -190,6 +191,43 @@ TEST(TorchGolden, TopKRoutingAndItsBackward) {
   k->topk_softmax_backward(idx.data(), weight.data(), d_weight.data(), tokens, experts, top, d_logits.data(),
                            DType::fp32);
   expect_close("d_logits", d_logits, c["d_logits"], kRtol, kAtol);
+}
+
+TEST(TorchGolden, CausalSoftmaxOfScoreStripsAndItsBackward) {
+  const json& c = golden()["softmax"];
+  const std::int64_t keys = c["keys"], queries = c["queries"], batch = c["batch"];
+  const float scale = c["scale"].get<float>();
+  auto probs = floats(c["scores"]), d = floats(c["d_probs"]);
+  auto k = make_host_train_kernels();
+  // Strip b holds query c's keys at b·queries·keys + c·keys; query c is token first_query + c.
+  k->causal_softmax(probs.data(), DType::fp32, keys, queries, c["first_query"], batch, queries * keys, scale);
+  expect_close("probs", probs, c["probs"], kRtol, kAtol);
+  k->softmax_backward(probs.data(), d.data(), DType::fp32, keys, queries, batch, queries * keys, scale);
+  expect_close("d_scores", d, c["d_scores"], kRtol, kAtol);
+}
+
+TEST(TorchGolden, MoePermutationCombineAndTheirGradients) {
+  const json& c = golden()["moe"];
+  const std::int64_t tokens = c["tokens"], top = c["k"], experts = c["experts"], width = c["width"];
+  const std::vector<std::int32_t> idx = c["idx"].get<std::vector<std::int32_t>>();
+  const auto rows = floats(c["rows"]), weight = floats(c["weight"]), dy = floats(c["dy"]);
+  auto k = make_host_train_kernels();
+  std::vector<std::int64_t> counts(experts), host_counts(experts);
+  std::vector<std::int32_t> row_of_slot(tokens * top);
+  k->build_permutation(idx.data(), tokens * top, experts, counts.data(), row_of_slot.data(),
+                       host_counts.data());
+  EXPECT_EQ(row_of_slot, c["row_of_slot"].get<std::vector<std::int32_t>>());  // torch's stable argsort
+  EXPECT_EQ(host_counts, c["counts"].get<std::vector<std::int64_t>>());
+  std::vector<float> y(tokens * width, 0.0f), d_rows(rows.size()), d_weight(tokens * top);
+  k->unpermute(rows.data(), DType::fp32, tokens, top, width, row_of_slot.data(), weight.data(), y.data(),
+               false);
+  expect_close("y", y, c["y"], kRtol, kAtol);
+  // The combine's backward: the rows' gradient is dy permuted with the weights, the weights' a dot product.
+  k->permute(dy.data(), DType::fp32, tokens, top, width, row_of_slot.data(), weight.data(), d_rows.data());
+  expect_close("d_rows", d_rows, c["d_rows"], kRtol, kAtol);
+  k->routing_weight_grad(dy.data(), rows.data(), DType::fp32, tokens, top, width, row_of_slot.data(),
+                         d_weight.data());
+  expect_close("d_weight", d_weight, c["d_weight"], kRtol, kAtol);
 }
 
 }  // namespace
