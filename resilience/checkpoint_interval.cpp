@@ -45,18 +45,39 @@ double first_order_waste(double checkpoint_s, double restart_s, double mtbf_s) {
   return std::sqrt(2.0 * checkpoint_s / mtbf_s) + restart_s / mtbf_s;
 }
 
-double first_order_goodput(double interval_s, double checkpoint_s, double restart_s, double mtbf_s,
-                           double commit_s) {
+namespace {
+
+// The first-order terms, each a share of the wall time: checkpoints, the work a failure loses, the restart.
+struct FirstOrderTerms {
+  double computing, checkpoints, lost, restart;
+};
+
+FirstOrderTerms first_order_terms(double interval_s, double checkpoint_s, double restart_s, double mtbf_s,
+                                  double commit_s) {
   require_positive(interval_s, "checkpoint interval");
   require_positive(checkpoint_s, "checkpoint cost");
   require_non_negative(restart_s, "restart cost");
   require_positive(mtbf_s, "MTBF");
   require_non_negative(commit_s, "checkpoint write time");
-  const double t = interval_s, w = commit_s;
-  const double blocking = checkpoint_s + std::max(0.0, w - t);
+  const double t = interval_s, w = commit_s, cycle = std::max(t, w);
   const double lost = t / 2.0 + std::min(w, t) + std::max(0.0, w - t) / 2.0;
-  const double g = 1.0 - blocking / t - lost / mtbf_s - restart_s / mtbf_s;
-  return std::clamp(g, 0.0, 1.0);
+  return {t / cycle, checkpoint_s / cycle, lost / mtbf_s, restart_s / mtbf_s};
+}
+
+}  // namespace
+
+double first_order_overhead(double interval_s, double checkpoint_s, double restart_s, double mtbf_s,
+                            double commit_s) {
+  const auto f = first_order_terms(interval_s, checkpoint_s, restart_s, mtbf_s, commit_s);
+  return f.checkpoints + f.lost + f.restart;
+}
+
+double first_order_goodput(double interval_s, double checkpoint_s, double restart_s, double mtbf_s,
+                           double commit_s) {
+  const auto f = first_order_terms(interval_s, checkpoint_s, restart_s, mtbf_s, commit_s);
+  // In Young's order (1 − C/T − T/2M − R/M, then × 1 unless a write holds saves back): W = 0 gives his
+  // formula to the bit.
+  return std::clamp(f.computing * (1.0 - f.checkpoints - f.lost - f.restart), 0.0, 1.0);
 }
 
 double exponential_goodput(double interval_s, double checkpoint_s, double restart_s, double mtbf_s,

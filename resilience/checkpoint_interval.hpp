@@ -27,11 +27,18 @@ double first_order_waste(double checkpoint_s, double restart_s, double mtbf_s);
 // pays C/T for checkpoints, loses on average half an interval of work per failure (T/2 · 1/M) and R per
 // failure (R/M). At T = Young's interval it equals 1 − first_order_waste. Valid while C, R, T ≪ M.
 //
-// With asynchronous saves (W > 0) the same first-order terms, from the expansion of exponential_goodput's
-// async form in 1/M: each save blocks C + max(0, W − T) (the write held back), and a failure loses
-// T/2 + min(W, T) + max(0, W − T)/2 (the interval whose write had not landed too).
+// With asynchronous saves (W > 0), the expansion of exponential_goodput's async form to first order in 1/M
+// and in C: a save's cycle takes max(T, W) + C (a write longer than T holds the next save back), of which the
+// job computes T, and a failure loses T/2 + min(W, T) + max(0, W − T)/2 (the interval whose write had not
+// landed too): (T / max(T, W))·(1 − first_order_overhead). The factor T / max(T, W) is kept whole, not
+// linearised: a holdback W − T is rarely small beside T. Valid while C, R, T, W ≪ M.
 double first_order_goodput(double interval_s, double checkpoint_s, double restart_s, double mtbf_s,
                            double commit_s = 0);
+
+// The first-order waste terms: C/max(T, W) + (T/2 + min(W, T) + max(0, W − T)/2)/M + R/M (at W = 0, Young's
+// C/T + T/2M + R/M). From 1 on, first_order_goodput reads 0: the formula no longer applies.
+double first_order_overhead(double interval_s, double checkpoint_s, double restart_s, double mtbf_s,
+                            double commit_s = 0);
 
 // Goodput of Daly 2006's complete model for exponentially distributed failures, where a failure may also
 // strike during a checkpoint save or a restart (which then starts over): the expected wall time of T_s of

@@ -101,30 +101,24 @@ reports::Result simulation_result(const FailureModel& model, const ClusterConfig
   const double analytic =
       first_order_goodput(choice.interval_s, k.checkpoint_s, k.restart_s(), mtbf, k.commit_s);
   r.set_metric("analytic_goodput_pct", {100 * analytic, "%", Better::higher, std::nullopt});
-  // Daly's complete model: the simulation's own assumptions (failures in saves and restarts) at one constant
-  // rate, valid where the first-order formula is not; drains, spares, flaky nodes and stragglers are the
-  // simulation's alone.
+  // Daly's complete model (with the write, its extension): the simulation's own assumptions (failures in
+  // saves and restarts) at one constant rate, valid where the first-order formula is not; drains, spares,
+  // flaky nodes and stragglers are the simulation's alone.
   const double exponential =
       exponential_goodput(choice.interval_s, k.checkpoint_s, k.restart_s(), mtbf, k.commit_s);
   r.set_metric("exponential_goodput_pct", {100 * exponential, "%", Better::higher, std::nullopt});
   // The first-order formula assumes at most one failure per interval and a restart short beside the MTBF;
   // where its overheads add up to all the time it reads 0, which says only that it no longer applies.
-  const double t = choice.interval_s, w = k.commit_s;
-  const double blocking = k.checkpoint_s + std::max(0.0, w - t);
-  const double lost = t / 2 + std::min(w, t) + std::max(0.0, w - t) / 2;
-  if (const double overhead = blocking / t + lost / mtbf + k.restart_s() / mtbf; overhead >= 1)
+  if (const double overhead =
+          first_order_overhead(choice.interval_s, k.checkpoint_s, k.restart_s(), mtbf, k.commit_s);
+      overhead >= 1)
     r.params["analytic_note"] = fmt::format(
         "the first-order formula does not apply here: {} = {:.2f} >= 1 (the restart alone is {:.2f} of the "
-        "MTBF); Daly's exponential model gives {:.2f}%, and the simulated goodput is the figure",
-        w > 0 ? "the blocking share, the work lost and the restart" : "C/T + T/2M + R/M", overhead,
-        k.restart_s() / mtbf, 100 * exponential);
-  else if (w > t)
-    // Each save held back W − T: a share of the time that is rarely small, where first order is not.
-    r.params["analytic_note"] = fmt::format(
-        "the write ({}) outlasts the interval ({}), holding each save back {}: the first-order formula "
-        "reads its blocking share (C + W - T)/T = {:.2f} linearly; Daly's exponential model ({:.2f}%) "
-        "takes it exactly",
-        format_duration(w), format_duration(t), format_duration(w - t), blocking / t, 100 * exponential);
+        "MTBF{}); the exponential model gives {:.2f}%, and the simulated goodput is the figure",
+        k.commit_s > 0 ? "C/max(T, W) + (T/2 + the write's loss)/M + R/M" : "C/T + T/2M + R/M", overhead,
+        k.restart_s() / mtbf,
+        k.commit_s > 0 ? fmt::format(", the write {}", format_duration(k.commit_s)) : std::string(),
+        100 * exponential);
   if (cfg.work_s > 0) {
     // Time to train a fixed amount of work: per trial, from start until the work is kept.
     r.set_metric("time_to_train_h", {sim.wall_s.mean() / 3600.0, "h", Better::lower, std::nullopt});

@@ -96,6 +96,9 @@ std::string parse_error_message(const CLI::ParseError& e, const CLI::App& app) {
                          opt->get_description(), path);
     }
   }
+  // A hidden option's validation error has no name in front (CLI11 names hidden options ""): its message,
+  // which names the option itself, without the stray ": ".
+  if (text.starts_with(": ")) return text.substr(2);
   constexpr std::string_view kPrefix = "Could not convert: ";
   const auto eq = text.find(" = ");
   if (!text.starts_with(kPrefix) || eq == std::string::npos) return text;

@@ -102,19 +102,22 @@ TEST(ExponentialGoodput, AsynchronousWritesClosedFormCases) {
   const double m = 10 * kMin, e1 = std::exp(1.0) - 1.0, half = std::exp(0.5);
   EXPECT_NEAR(exponential_goodput(9 * kMin, 1 * kMin, 0, m, 5 * kMin), 0.9 / (half * e1), 1e-12);
   EXPECT_NEAR(exponential_goodput(5 * kMin, 1 * kMin, 0, m, 9 * kMin), 0.5 / (half * e1), 1e-12);
-  // A write of 0 is the synchronous model, to the bit.
+  // A write of 0 is Daly's formula, to the bit.
   EXPECT_EQ(exponential_goodput(9 * kMin, 1 * kMin, 2 * kMin, m, 0),
-            exponential_goodput(9 * kMin, 1 * kMin, 2 * kMin, m));
+            1.0 / (m * std::exp(2 * kMin / m) * std::expm1((9 * kMin + 1 * kMin) / m) / (9 * kMin)));
   // No failures: T/(C + max(T, W)), the saves a long write holds back.
   EXPECT_NEAR(exponential_goodput(30 * kMin, 1 * kMin, 5 * kMin, 1e12, 10 * kMin), 30.0 / 31.0, 1e-6);
   EXPECT_NEAR(exponential_goodput(30 * kMin, 1 * kMin, 5 * kMin, 1e12, 45 * kMin), 30.0 / 46.0, 1e-6);
-  // First order: 1 − (C + max(0, W − T))/T − (T/2 + min(W, T) + max(0, W − T)/2)/M − R/M. T = 1 h, C = 1 min,
-  // M = 100 h, R = 6 min: a 20-minute write costs 20 min more per failure; a 70-minute one holds each save
-  // back 10 min and loses 1 h + 5 min more.
+  // First order: (T / max(T, W))·(1 − C/max(T, W) − (T/2 + min(W, T) + max(0, W − T)/2)/M − R/M). T = 1 h,
+  // C = 1 min, M = 100 h, R = 6 min: a 20-minute write costs 20 min more per failure; a 70-minute one makes
+  // each cycle 70 min + C (6/7 of it computing) and loses 1 h + 5 min more.
   const double t = kHour, c = kMin, mm = 100 * kHour, r = 6 * kMin;
   EXPECT_NEAR(first_order_goodput(t, c, r, mm, 20 * kMin), 1 - 1.0 / 60 - 50.0 / 6000 - 6.0 / 6000, 1e-12);
-  EXPECT_NEAR(first_order_goodput(t, c, r, mm, 70 * kMin), 1 - 11.0 / 60 - 95.0 / 6000 - 6.0 / 6000, 1e-12);
-  EXPECT_EQ(first_order_goodput(t, c, r, mm, 0), first_order_goodput(t, c, r, mm));
+  EXPECT_NEAR(first_order_goodput(t, c, r, mm, 70 * kMin),
+              (6.0 / 7.0) * (1 - 1.0 / 70 - 95.0 / 6000 - 6.0 / 6000), 1e-12);
+  EXPECT_NEAR(first_order_overhead(t, c, r, mm, 70 * kMin), 1.0 / 70 + 95.0 / 6000 + 6.0 / 6000, 1e-12);
+  // A write of 0 is Young's first order, to the bit.
+  EXPECT_EQ(first_order_goodput(t, c, r, mm, 0), 1.0 - c / t - t / (2.0 * mm) - r / mm);
   // And the two agree to first order in the small terms, as for synchronous saves.
   const auto gap = [](double eps) {  // T = 1 h, C = ε h, W = ε h, M = 1/ε h, R = 1 h
     const double tt = kHour, cc = eps * kHour, w = eps * kHour, m2 = kHour / eps, rr = kHour;
