@@ -1303,6 +1303,15 @@ Report import_nccl_tests(const std::vector<NcclTestsFile>& files, const NcclTest
       // factorybench's tables give their own N (a --split group's); nccl-tests' the communicator's.
       const std::optional<int> table_ranks = p.factorybench() ? test.listed_ranks : p.communicator();
       const std::string name_op = test.name_op.empty() ? test.op : test.name_op;
+      // busbw / algbw as the file computed it, by the shape's op where --op overruled it. A table whose rows
+      // follow nccl-tests' pre-2.10 rule is read by it whole (its small rows fit both within their digits).
+      const std::string factor_op = test.shape_op.empty() ? test.op : test.shape_op;
+      bool before_2_10 = false;
+      for (const auto& row : test.rows)
+        for (const auto* side : {&row.out_of_place, &row.in_place})
+          if (*side)
+            before_2_10 =
+                before_2_10 || nccl_tests_row_before_2_10(figures_of(p, test, factor_op, row, **side));
       for (const auto& row : test.rows) {
         for (const bool inplace : {false, true}) {
           const auto& side = inplace ? row.in_place : row.out_of_place;
@@ -1342,11 +1351,10 @@ Report import_nccl_tests(const std::vector<NcclTestsFile>& files, const NcclTest
             throw input_error(
                 fmt::format("{}: {}/{}/{} is in {} here and in {} in {}; import them separately", where,
                             g.name_op, g.dtype, g.bytes, output_of(tool), output_of(g.tool), before));
-          // busbw / algbw as the file computed it (the shape's op where --op overruled it; for a placement
-          // factorybench skipped, its op's). Repeats that disagree (nccl-tests before and after 2.10) have
-          // no one factor.
-          const auto factor = nccl_tests_bus_factor(figures_of(
-              p, test, test.shape_op.empty() ? test.op : test.shape_op, row, side ? *side : Side{}));
+          // For a placement factorybench skipped, its op's. Repeats that disagree (nccl-tests before and
+          // after 2.10) have no one factor.
+          const auto factor =
+              nccl_tests_bus_factor(figures_of(p, test, factor_op, row, side ? *side : Side{}), before_2_10);
           if (!g.factor_read)
             g.bus_factor = factor;
           else if (g.bus_factor && (!factor || std::abs(*factor - *g.bus_factor) > 1e-12))

@@ -180,8 +180,19 @@ std::optional<std::string> nccl_tests_row_mismatch(const NcclTestsRow& row) {
   return rule ? check(*rule, row) : std::nullopt;
 }
 
-std::optional<double> nccl_tests_bus_factor(const NcclTestsRow& row) {
+bool nccl_tests_row_before_2_10(const NcclTestsRow& row) {
   const Rule* rule = rule_of(row);
+  return rule >= std::begin(kLegacyRules) && rule < std::end(kLegacyRules);
+}
+
+std::optional<double> nccl_tests_bus_factor(const NcclTestsRow& row, bool before_2_10) {
+  const Rule* rule = nullptr;
+  if (row.factorybench && row.op == kFactorybenchAlltoallv.op) rule = &kFactorybenchAlltoallv;
+  for (const auto& r : kRules)
+    if (!rule && row.op == r.op) rule = &r;
+  if (before_2_10 && !row.factorybench)
+    for (const auto& r : kLegacyRules)
+      if (row.op == r.op) rule = &r;
   return rule ? factor_value(rule->busbw_per_algbw, rank_count(*rule, row)) : std::nullopt;
 }
 

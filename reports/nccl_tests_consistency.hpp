@@ -62,10 +62,15 @@ struct NcclTestsRow {
 // A rule that needs the rank count and cannot learn it (no device list; a row of size 0) is not applied.
 std::optional<std::string> nccl_tests_row_mismatch(const NcclTestsRow& row);
 
-// busbw / algbw as the row's tool computed it (the last column of the table above; 1 for an all-gather or
-// reduce-scatter of nccl-tests before 2.10 whose figures follow only the old rule): what a factorybench
-// report records as params.bus_factor. Empty where it needs the rank count and the row does not show it.
-std::optional<double> nccl_tests_bus_factor(const NcclTestsRow& row);
+// Whether the row's figures follow only the rule of nccl-tests before 2.10 (an all-gather or reduce-scatter
+// whose busbw is its algbw). A small row may fit both rules within its digits: a table is of the old kind
+// when any of its rows follows only the old rule.
+bool nccl_tests_row_before_2_10(const NcclTestsRow& row);
+
+// busbw / algbw as the row's tool computed it (the last column of the table above; with `before_2_10`, 1
+// for an all-gather or reduce-scatter): what a factorybench report records as params.bus_factor. Empty where
+// it needs the rank count and the row does not show it, and for an op without a rule.
+std::optional<double> nccl_tests_bus_factor(const NcclTestsRow& row, bool before_2_10);
 
 // Empty when "Avg bus bandwidth" is the mean busbw of the table's rows (both sides, every repeat), as
 // nccl-tests computes it; else what disagrees.

@@ -165,6 +165,18 @@ TEST(ImportRealOutputs, Issue37AllGatherFailed) {
   // Before nccl-tests 2.10 an all-gather's busbw was its algbw, whose bytes carried (n-1)/n: factor 1,
   // with n = 8 from size = count x 4 B x 8.
   EXPECT_EQ(r.params["bus_factor"], 1.0);
+  // A small size of the same era fits both rules within its digits: the table's other rows decide, so one
+  // file has one factor.
+  const std::string table =
+      "# Collective test starting: all_gather_perf\n"
+      "#       size         count      type     time   algbw   busbw  error     time   algbw   busbw  error\n"
+      "        1024            32     float    30.00    0.03    0.03  0e+00    30.00    0.03    0.03  0e+00\n"
+      "  4294967296     134217728     float    29122  129.05  129.05  0e+00    29169  128.84  128.84  0e+00\n"
+      " Out of bounds values : 0 OK\n"
+      " Avg bus bandwidth    : 64.4875\n";
+  const Report both = import_nccl_tests({{"old_allgather.txt", table}}, {});
+  EXPECT_EQ(find(both, "allgather/fp32/1024").params["bus_factor"], 1.0);
+  EXPECT_EQ(find(both, "allgather/fp32/4294967296/inplace").params["bus_factor"], 1.0);
   EXPECT_DOUBLE_EQ(find(rep, "avg_busbw").metric("busbw_gbps")->value, 128.942);
 }
 

@@ -136,7 +136,7 @@ TEST(NcclTestsRow, FactorybenchAlltoallvAndNoLegacyRules) {
 
 // busbw / algbw as the row's tool computed it, the factor a factorybench report records (docs/metrics.md).
 TEST(NcclTestsRow, BusFactorOfTheRuleTheRowFollows) {
-  const auto factor = [](NcclTestsRow r) { return nccl_tests_bus_factor(r); };
+  const auto factor = [](NcclTestsRow r) { return nccl_tests_bus_factor(r, nccl_tests_row_before_2_10(r)); };
   EXPECT_EQ(factor(row("allreduce", 8, 134217728, 33554432, "613.3", "218.85", "382.99")), 1.75);
   EXPECT_EQ(factor(row("allreduce", std::nullopt, 134217728, 33554432, "613.3", "218.85", "1")),
             std::nullopt);
@@ -150,6 +150,13 @@ TEST(NcclTestsRow, BusFactorOfTheRuleTheRowFollows) {
   EXPECT_EQ(factor(row("hypercube", 8, 1048576, 32768, "100.0", "9.18", "9.18")), 1.0);
   EXPECT_EQ(factor(row("alltoallv", 4, 262080, 65520, "66.55", "4.94", "3.70")), 0.75);
   EXPECT_EQ(factor(row("allfoo", 4, 1024, 256, "1.0", "1.0", "1.0")), std::nullopt);
+  // A small row fits both rules within its digits (1 KiB in 30 us on 8 ranks: 0.03 either way): the table
+  // decides, by its other rows.
+  const auto small = row("allgather", 8, 1024, 32, "30.00", "0.03", "0.03");
+  EXPECT_FALSE(nccl_tests_row_before_2_10(small));
+  EXPECT_EQ(nccl_tests_bus_factor(small, false), 0.875);
+  EXPECT_EQ(nccl_tests_bus_factor(small, true), 1.0);
+  EXPECT_EQ(nccl_tests_bus_factor(row("allreduce", 8, 1024, 256, "30.00", "0.03", "0.06"), true), 1.75);
   // factorybench's console has no pre-2.10 rows: its all-gather's factor is (n-1)/n.
   NcclTestsRow fb = row("allgather", 4, 262144, 16384, "78.91", "2.49", "2.49");
   fb.factorybench = true;
