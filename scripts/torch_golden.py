@@ -5,13 +5,16 @@ tests that hold the cuda kernels to the host ones, the cuda kernels too), in CI,
 
 Every input is random fp32 (seeded, never zero); PyTorch computes in float64 from those exact values, on the
 CPU, through its own operators and autograd:
-  rmsnorm     F.rms_norm of x + delta, its backward (autograd), plus the residual gradient
-  rope        rotate-half RoPE as Hugging Face's Llama applies it (apply_rotary_pos_emb), full and partial
+  rmsnorm     F.rms_norm of x + delta, its backward (autograd), plus the residual gradient; also at a mean
+              square about eps
+  rope        rotate-half RoPE as Hugging Face's Llama applies it (apply_rotary_pos_emb), full and partial,
+              and the rotation back
   attention   F.scaled_dot_product_attention, causal, GQA (K/V repeated per group) and MLA's wider Q/K
               heads, forward (O and the log-sum-exp stats) and backward (dQ, dK, dV by autograd)
   activation  F.silu(gate) * up (SwiGLU) and F.gelu(approximate="tanh"), forward and backward
-  adamw       torch.optim.AdamW, three steps with weight decay (bias correction at steps 1..3)
-  embedding   F.embedding and its backward (repeated ids add up)
+  adamw       torch.optim.AdamW, three steps with weight decay (bias correction at steps 1..3); also with
+              eps beside the moments' square root and scaled gradients
+  embedding   F.embedding and its backward (repeated ids add up); a vocabulary-parallel shard of the table
   route       softmax over experts, torch.topk, weights renormalised over the k; the backward of the
               weights with respect to the logits (autograd)
   softmax     the blocked-GEMM attention's causal softmax of scaled score strips (torch.softmax with the
@@ -48,9 +51,11 @@ def flat(t):
     return [float("%.12g" % v) for v in t.detach().reshape(-1).tolist()]
 
 
-def rmsnorm(gen):
+def rmsnorm(gen, scale):
+    """scale 1, and 3e-3, where the mean square is about eps (the epsilon's place then shows)."""
     rows, width, eps = 6, 48, 1e-5
-    x, delta, dy, d_res = (rand(gen, rows, width) for _ in range(4))
+    x, delta = (rand(gen, rows, width, lo=-2 * scale, hi=2 * scale) for _ in range(2))
+    dy, d_res = (rand(gen, rows, width) for _ in range(2))
     gamma = rand(gen, width, lo=0.5, hi=1.5)
     s = (x + delta).requires_grad_()
     g = gamma.clone().requires_grad_()
@@ -77,28 +82,29 @@ def rope(gen, rot_dim):
     freqs = torch.outer(pos, inv_freq.double())
     emb = torch.cat((freqs, freqs), dim=-1)[:, None, :]
     part = x[..., :rot_dim]
-    out = x.clone()
+    out, back = x.clone(), x.clone()
     out[..., :rot_dim] = part * emb.cos() + rotate_half(part) * emb.sin()
+    back[..., :rot_dim] = part * emb.cos() - rotate_half(part) * emb.sin()  # the rotation back (backward)
     return {"rows": batch * seq, "seq": seq, "heads": heads, "head_dim": head_dim, "rot_dim": rot_dim,
-            "theta": theta, "x": fp32s(x), "y": flat(out)}
+            "theta": theta, "x": fp32s(x), "y": flat(out), "y_inverse": flat(back)}
 
 
-def attention(gen, seq, heads, kv_heads, head_dim, value_dim):
+def attention(gen, batch, seq, heads, kv_heads, head_dim, value_dim):
     scale = 1.0 / math.sqrt(head_dim)
-    q = rand(gen, seq, heads, head_dim, lo=-1, hi=1)
-    k = rand(gen, seq, kv_heads, head_dim, lo=-1, hi=1)
-    v = rand(gen, seq, kv_heads, value_dim, lo=-1, hi=1)
-    d_o = rand(gen, seq, heads, value_dim, lo=-1, hi=1)
-    qt, kt, vt = (t.clone().transpose(0, 1)[None].requires_grad_() for t in (q, k, v))  # [1, H, S, D]
+    q = rand(gen, batch, seq, heads, head_dim, lo=-1, hi=1)
+    k = rand(gen, batch, seq, kv_heads, head_dim, lo=-1, hi=1)
+    v = rand(gen, batch, seq, kv_heads, value_dim, lo=-1, hi=1)
+    d_o = rand(gen, batch, seq, heads, value_dim, lo=-1, hi=1)
+    qt, kt, vt = (t.clone().transpose(1, 2).requires_grad_() for t in (q, k, v))  # [B, H, S, D]
     group = heads // kv_heads
     o = F.scaled_dot_product_attention(qt, kt.repeat_interleave(group, dim=1), vt.repeat_interleave(group, dim=1),
                                        is_causal=True, scale=scale)
-    o.backward(d_o.transpose(0, 1)[None])
+    o.backward(d_o.transpose(1, 2))
     scores = scale * qt.detach() @ kt.detach().repeat_interleave(group, dim=1).transpose(-1, -2)
     mask = torch.ones(seq, seq, dtype=torch.bool).triu(1)
-    stats = torch.logsumexp(scores.masked_fill(mask, -math.inf), dim=-1)  # [1, H, S]
-    back = lambda t: flat(t[0].transpose(0, 1))  # [1, H, S, D] -> token rows [S, H, D]
-    return {"seq": seq, "heads": heads, "kv_heads": kv_heads, "head_dim": head_dim, "value_dim": value_dim,
+    stats = torch.logsumexp(scores.masked_fill(mask, -math.inf), dim=-1)  # [B, H, S]
+    back = lambda t: flat(t.transpose(1, 2))  # [B, H, S, D] -> token rows [B, S, H, D]
+    return {"batch": batch, "seq": seq, "heads": heads, "kv_heads": kv_heads, "head_dim": head_dim, "value_dim": value_dim,
             "scale": scale, "q": fp32s(q), "k": fp32s(k), "v": fp32s(v), "d_o": fp32s(d_o), "o": back(o),
             "stats": flat(stats), "dq": back(qt.grad), "dk": back(kt.grad), "dv": back(vt.grad)}
 
@@ -117,21 +123,23 @@ def activation(gen, swiglu):
             "d_up": flat(up.grad)}
 
 
-def adamw(gen):
+def adamw(gen, grad_size, eps, grad_scale):
+    """Gradients of grad_size; eps beside the moments' square root (1e-6 with gradients of 1e-5) puts the
+    epsilon's place in view; grad_scale (1 / micro-batches) multiplies the gradients first."""
     count, steps = 37, 3
-    lr, beta1, beta2, eps, wd = 1e-2, 0.9, 0.95, 1e-8, 0.1
+    lr, beta1, beta2, wd = 1e-2, 0.9, 0.95, 0.1
     p0 = rand(gen, count)
-    grads = [rand(gen, count, lo=-1e-2, hi=1e-2) for _ in range(steps)]
+    grads = [rand(gen, count, lo=-grad_size, hi=grad_size) for _ in range(steps)]
     p = torch.nn.Parameter(p0.clone())
     opt = torch.optim.AdamW([p], lr=lr, betas=(beta1, beta2), eps=eps, weight_decay=wd, foreach=False)
     after = []
     for g in grads:
-        p.grad = g.clone()
+        p.grad = g.clone() * grad_scale
         opt.step()
         after.append(flat(p))
     state = opt.state[p]
     return {"count": count, "lr": lr, "beta1": beta1, "beta2": beta2, "eps": eps, "weight_decay": wd,
-            "param": fp32s(p0), "grads": [fp32s(g) for g in grads], "param_after": after,
+            "grad_scale": grad_scale, "param": fp32s(p0), "grads": [fp32s(g) for g in grads], "param_after": after,
             "m": flat(state["exp_avg"]), "v": flat(state["exp_avg_sq"])}
 
 
@@ -142,8 +150,13 @@ def embedding(gen):
     d_out = rand(gen, ids.numel(), width)
     out = F.embedding(ids, table)
     out.backward(d_out)
+    # Megatron's vocabulary-parallel shard of rows [4, 9): ids outside it give zeros and no gradient.
+    begin, rows = 4, 5
+    inside = (ids >= begin) & (ids < begin + rows)
+    shard_out = torch.where(inside[:, None], table.detach()[ids.clamp(begin, begin + rows - 1)], 0.0)
     return {"vocab": vocab, "width": width, "ids": ids.tolist(), "table": fp32s(table), "d_out": fp32s(d_out),
-            "out": flat(out), "grad": flat(table.grad)}
+            "out": flat(out), "grad": flat(table.grad), "shard_begin": begin, "shard_rows": rows,
+            "shard_out": flat(shard_out), "shard_grad": flat(table.grad[begin:begin + rows])}
 
 
 def route(gen):
@@ -193,11 +206,11 @@ def main():
     gen = torch.Generator().manual_seed(20261206)
     golden = {
         "source": "scripts/torch_golden.py (PyTorch %s, float64 on the CPU from fp32 inputs)" % torch.__version__,
-        "rmsnorm": rmsnorm(gen),
+        "rmsnorm": [rmsnorm(gen, 1.0), rmsnorm(gen, 3e-3)],
         "rope": [rope(gen, 16), rope(gen, 8)],
-        "attention": [attention(gen, 10, 4, 2, 16, 16), attention(gen, 9, 2, 2, 24, 16)],
+        "attention": [attention(gen, 2, 10, 4, 2, 16, 16), attention(gen, 1, 9, 2, 2, 24, 16)],
         "activation": [activation(gen, True), activation(gen, False)],
-        "adamw": adamw(gen),
+        "adamw": [adamw(gen, 1e-2, 1e-8, 1.0), adamw(gen, 1e-5, 1e-6, 0.5)],
         "embedding": embedding(gen),
         "route": route(gen),
         "softmax": softmax(gen),
