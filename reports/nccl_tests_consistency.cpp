@@ -160,16 +160,28 @@ double printed_half_unit(std::string_view text) {
 
 namespace {
 
-// The rule a row's figures are read by: factorybench's own for its console; for nccl-tests the current
-// one, or the pre-2.10 one where only that fits; nullptr for an op without a rule.
-const Rule* rule_of(const NcclTestsRow& row) {
+// The current rule of the row's op (factorybench's own alltoallv for its console); nullptr for an op without
+// one.
+const Rule* current_rule(const NcclTestsRow& row) {
   if (row.factorybench && row.op == kFactorybenchAlltoallv.op) return &kFactorybenchAlltoallv;
-  const Rule* current = nullptr;
   for (const auto& rule : kRules)
-    if (row.op == rule.op) current = &rule;
-  if (row.factorybench || !current || !check(*current, row)) return current;
+    if (row.op == rule.op) return &rule;
+  return nullptr;
+}
+
+// nccl-tests' pre-2.10 rule of the row's op, where it had another (never for factorybench's console).
+const Rule* legacy_rule(const NcclTestsRow& row) {
+  if (row.factorybench) return nullptr;
   for (const auto& rule : kLegacyRules)
-    if (row.op == rule.op && !check(rule, row)) return &rule;
+    if (row.op == rule.op) return &rule;
+  return nullptr;
+}
+
+// The rule a row's figures are read by: the current one, or the pre-2.10 one where only that fits.
+const Rule* rule_of(const NcclTestsRow& row) {
+  const Rule* current = current_rule(row);
+  if (!current || !check(*current, row)) return current;
+  if (const Rule* old = legacy_rule(row); old && !check(*old, row)) return old;
   return current;
 }
 
@@ -182,17 +194,12 @@ std::optional<std::string> nccl_tests_row_mismatch(const NcclTestsRow& row) {
 
 bool nccl_tests_row_before_2_10(const NcclTestsRow& row) {
   const Rule* rule = rule_of(row);
-  return rule >= std::begin(kLegacyRules) && rule < std::end(kLegacyRules);
+  return rule && rule == legacy_rule(row);
 }
 
 std::optional<double> nccl_tests_bus_factor(const NcclTestsRow& row, bool before_2_10) {
-  const Rule* rule = nullptr;
-  if (row.factorybench && row.op == kFactorybenchAlltoallv.op) rule = &kFactorybenchAlltoallv;
-  for (const auto& r : kRules)
-    if (!rule && row.op == r.op) rule = &r;
-  if (before_2_10 && !row.factorybench)
-    for (const auto& r : kLegacyRules)
-      if (row.op == r.op) rule = &r;
+  const Rule* old = before_2_10 ? legacy_rule(row) : nullptr;
+  const Rule* rule = old ? old : current_rule(row);
   return rule ? factor_value(rule->busbw_per_algbw, rank_count(*rule, row)) : std::nullopt;
 }
 
