@@ -57,10 +57,9 @@ void print_simulation(std::ostream& out, const Report& report, std::span<const s
   out << "analytic: 1st-order = 1 - C/T - T/2M - R/M (Young); exp-model = Daly 2006, failures also striking "
          "saves and restarts (docs/simulator.md)\n";
   if (p0.value("commit_s", 0.0) > 0)
-    out << "analytic, with the write W: 1st-order blocks C + max(0, W-T) per save and loses T/2 + min(W, T) "
-           "+ "
-           "max(0, W-T)/2 per failure; exp-model needs C + max(T, W) without a failure per save, T + C + W "
-           "after one\n";
+    out << "analytic, with the write W: 1st-order = T/max(T, W) x (1 - C/max(T, W) - (T/2 + min(W, T) + "
+           "max(0, W-T)/2)/M - R/M);\n"
+           "  exp-model needs C + max(T, W) without a failure per save, T + C + W after one\n";
   for (const auto& r : report.results)
     if (r.params.contains("analytic_note") && r.params["analytic_note"].is_string())
       out << fmt::format("analytic at {} GPUs: {}\n", r.params["gpus"].get<std::int64_t>(),

@@ -112,7 +112,7 @@ fa = a["metrics"]["analytic_goodput_pct"]["value"]
 assert abs(ga - ea) < 2 and abs(fa - ea) < 2, (ga, ea, fa)
 assert "analytic_note" not in a["params"] and "analytic_note" not in s["params"], (a["params"], s["params"])
 PYEOF
-grep -q "^analytic, with the write W: 1st-order blocks C + max(0, W-T) per save" "$T/commit.out" \
+grep -qF "analytic, with the write W: 1st-order = T/max(T, W) x (1 - C/max(T, W) - (T/2 + min(W, T) + max(0, W-T)/2)/M - R/M)" "$T/commit.out" \
   && ! grep -q "with the write W" "$T/commit0.out" \
   && ok "the console says how the closed forms take the write, with a write only" || fail "closed-form note: $(grep analytic "$T/commit.out")"
 # A run whose failures the step itself found (sdc, nan): its detection is about 0, not a crash's or a hang's,
