@@ -1,6 +1,5 @@
 #include "resilience/simulation_result.hpp"
 
-#include <algorithm>
 #include <cmath>
 #include <utility>
 
