@@ -129,6 +129,13 @@ __global__ void __launch_bounds__(kThreads)
   const TableEntry t = table[lo];
   const T* grad = static_cast<const T*>(t.grad);
   T* param = static_cast<T*>(t.param);
+  // Pointers read from a table, unlike kernel arguments, are generic to the compiler, which then emits
+  // generic LD.E/ST.E; every one of them is device memory, and saying so gives LDG/STG (checked in SASS).
+  __builtin_assume(__isGlobal(t.master));
+  __builtin_assume(__isGlobal(t.m));
+  __builtin_assume(__isGlobal(t.v));
+  __builtin_assume(__isGlobal(grad));
+  __builtin_assume(__isGlobal(param));
   const long long start = (chunk - t.first_chunk) * kChunk;
   const float scale = h.grad_scale * t.grad_scale;  // as the host reference rounds it
   // Σ g² in fp64 per element, as the host reference adds it (an fp32 g² overflows above 1.8e19).

@@ -33,10 +33,19 @@ chmod +x "$BIN"/*
 touch "$T/cudnn/include/cudnn_frontend.h"
 echo 1.32.0 >"$T/cudnn/VERSION"
 export CUDNN_FRONTEND_PREFIX="$T/cudnn" CUDNN_FRONTEND_VERSION=1.32.0
+# Likewise cuobjdump and nvdisasm, which a machine with nvcc takes from NVIDIA's wheels.
+mkdir -p "$T/binutils/bin"
+touch "$T/binutils/bin/cuobjdump" "$T/binutils/bin/nvdisasm"
+echo 13.2.51 >"$T/binutils/VERSION"
+export CUDA_BINUTILS_PREFIX="$T/binutils" CUDA_BINUTILS_VERSION=13.2.51
 
 run_capture ready env PATH="$BIN:$PATH" bash "$FB_SOURCE_DIR/scripts/install-deps.sh"
 [ "$RC" -eq 0 ] && grep -q "^install-deps: all [0-9]* packages already installed$" "$T/ready.out" \
   && ok "not root, everything installed: exit 0" || fail "not root, everything installed: exit $RC: $(cat "$T/ready.out" "$T/ready.err")"
+if command -v nvcc >/dev/null || [ -x /usr/local/cuda/bin/nvcc ]; then
+  grep -qE "^install-deps: cuobjdump and nvdisasm (13.2.51 already in $T/binutils/bin|already in /usr/local/cuda/bin)$" "$T/ready.out" \
+    && ok "not root: cuobjdump and nvdisasm already there, not downloaded" || fail "cuobjdump: $(cat "$T/ready.out")"
+fi
 [ ! -e "$T/sudo.calls" ] && ok "not root, everything installed: sudo not called" || fail "sudo called: $(cat "$T/sudo.calls")"
 
 # A missing package without sudo: one line naming it (left out where a real sudo would be used).
