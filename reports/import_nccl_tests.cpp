@@ -1307,11 +1307,21 @@ Report import_nccl_tests(const std::vector<NcclTestsFile>& files, const NcclTest
       // follow nccl-tests' pre-2.10 rule is read by it whole (its small rows fit both within their digits).
       const std::string factor_op = test.shape_op.empty() ? test.op : test.shape_op;
       bool before_2_10 = false;
+      // Where the output names no rank count, an all-gather or reduce-scatter table shows it in the size of
+      // its rows (size = n x count x element): rows of size 0 take it from their neighbours.
+      std::optional<int> sized_ranks;
+      bool sizes_agree = true;
       for (const auto& row : test.rows)
         for (const auto* side : {&row.out_of_place, &row.in_place})
-          if (*side)
-            before_2_10 =
-                before_2_10 || nccl_tests_row_before_2_10(figures_of(p, test, factor_op, row, **side));
+          if (*side) {
+            const NcclTestsRow figures = figures_of(p, test, factor_op, row, **side);
+            before_2_10 = before_2_10 || nccl_tests_row_before_2_10(figures);
+            if (const auto n = nccl_tests_ranks_by_size(figures)) {
+              sizes_agree = sizes_agree && (!sized_ranks || *sized_ranks == *n);
+              sized_ranks = n;
+            }
+          }
+      if (!sizes_agree) sized_ranks.reset();
       for (const auto& row : test.rows) {
         for (const bool inplace : {false, true}) {
           const auto& side = inplace ? row.in_place : row.out_of_place;
@@ -1353,8 +1363,9 @@ Report import_nccl_tests(const std::vector<NcclTestsFile>& files, const NcclTest
                             g.name_op, g.dtype, g.bytes, output_of(tool), output_of(g.tool), before));
           // For a placement factorybench skipped, its op's. Repeats that disagree (nccl-tests before and
           // after 2.10) have no one factor.
-          const auto factor =
-              nccl_tests_bus_factor(figures_of(p, test, factor_op, row, side ? *side : Side{}), before_2_10);
+          NcclTestsRow figures = figures_of(p, test, factor_op, row, side ? *side : Side{});
+          if (!figures.ranks) figures.ranks = sized_ranks;
+          const auto factor = nccl_tests_bus_factor(figures, before_2_10);
           if (!g.factor_read)
             g.bus_factor = factor;
           else if (g.bus_factor && (!factor || std::abs(*factor - *g.bus_factor) > 1e-12))

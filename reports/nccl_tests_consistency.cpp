@@ -203,6 +203,16 @@ std::optional<double> nccl_tests_bus_factor(const NcclTestsRow& row, bool before
   return rule ? factor_value(rule->busbw_per_algbw, rank_count(*rule, row)) : std::nullopt;
 }
 
+std::optional<int> nccl_tests_ranks_by_size(const NcclTestsRow& row) {
+  const Rule* rule = current_rule(row);
+  if (!rule) return std::nullopt;
+  NcclTestsRow by_size = row;
+  by_size.ranks.reset();
+  const auto n = rank_count(*rule, by_size);
+  if (!n || *n > std::numeric_limits<int>::max()) return std::nullopt;
+  return static_cast<int>(*n);
+}
+
 std::optional<std::string> nccl_tests_average_mismatch(const PrintedFigure& average,
                                                        const std::vector<PrintedFigure>& busbw) {
   if (busbw.empty()) return std::nullopt;

@@ -376,6 +376,30 @@ TEST(ImportNcclTests, OldErrorColumnAndMissingColumns) {
   EXPECT_THROW(import_nccl_tests({{"old.txt", text}}, op), Error);
 }
 
+// An all-gather table of an output that names no rank count (no device list, no NCCL INFO) shows it by its
+// sizes (size = n x count x 4 B): its row of size 0 gets the table's factor (n-1)/n too, not null.
+TEST(ImportNcclTests, SizeZeroRowsTakeTheRankCountOfTheirTable) {
+  const std::string text = R"(# Collective test starting: all_gather_perf
+#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong
+           0             0     float    none      -1     0.30    0.00    0.00      0     0.29    0.00    0.00      0
+        1024            64     float    none      -1     5.12    0.20    0.15      0     5.12    0.20    0.15      0
+)";
+  const Report r = import_nccl_tests(text, "ag.txt");
+  ASSERT_EQ(r.results.size(), 4u);
+  EXPECT_TRUE(r.run["world_size"].is_null());
+  for (const auto& result : r.results) EXPECT_EQ(result.params["bus_factor"], 0.75) << result.name;
+  EXPECT_EQ(r.results[0].name, "allgather/fp32/0");
+  // Rows whose sizes disagree on n say nothing of a size-0 row's: it stays null.
+  std::string mixed = text;
+  mixed +=
+      "        2048            64     float    none      -1    10.24    0.20    0.18      0    10.24    0.20 "
+      "   0.18      0\n";
+  const Report m = import_nccl_tests(mixed, "ag-mixed.txt");
+  EXPECT_TRUE(m.results[0].params["bus_factor"].is_null()) << m.results[0].params.dump();
+  EXPECT_EQ(m.results[2].params["bus_factor"], 0.75);
+  EXPECT_EQ(m.results[4].params["bus_factor"], 0.875);
+}
+
 // mpirun --tag-output and srun --label prefixes, NCCL INFO lines inside the table, rank stderr.
 TEST(ImportNcclTests, LauncherPrefixes) {
   const std::string tagged = R"([1,1]<stderr>:12 34 56 this is stderr

@@ -163,6 +163,23 @@ TEST(NcclTestsRow, BusFactorOfTheRuleTheRowFollows) {
   EXPECT_EQ(factor(fb), 0.75);
 }
 
+// An all-gather's or reduce-scatter's size is n x count x element bytes: the row shows n by itself.
+TEST(NcclTestsRow, RankCountBySize) {
+  EXPECT_EQ(
+      nccl_tests_ranks_by_size(row("allgather", std::nullopt, 1048576, 32768, "100.0", "10.49", "9.18")), 8);
+  EXPECT_EQ(nccl_tests_ranks_by_size(row("reducescatter", std::nullopt, 1024, 64, "5.12", "0.20", "0.15")),
+            4);
+  // The size's, not the device list's.
+  EXPECT_EQ(nccl_tests_ranks_by_size(row("allgather", 2, 1024, 64, "5.12", "0.20", "0.15")), 4);
+  // Nothing to read: another op's size is count x element, a row of size 0, a size not a multiple.
+  EXPECT_EQ(nccl_tests_ranks_by_size(row("allreduce", std::nullopt, 1024, 256, "30.00", "0.03", "0.06")),
+            std::nullopt);
+  EXPECT_EQ(nccl_tests_ranks_by_size(row("allgather", std::nullopt, 0, 0, "0.30", "0.00", "0.00")),
+            std::nullopt);
+  EXPECT_EQ(nccl_tests_ranks_by_size(row("allgather", std::nullopt, 1000, 64, "5.00", "0.20", "0.15")),
+            std::nullopt);
+}
+
 // -C 1 prints the CPU time; nccl-tests computes the bandwidths from the GPU-side time, so only busbw's
 // relation to algbw is checked.
 TEST(NcclTestsRow, CpuTimeIsNotTheBandwidthsTime) {
