@@ -252,14 +252,17 @@ Command add_attention_command(CLI::App& app) {
       "host): TFLOP/s (Megatron count), MFU, sampled fp64 check");
   add_enum_option(*sub, "--engine", opt->engine, kernels::kAttentionEngineNames,
                   "auto (cudnn on cuda, reference on host), cudnn or reference; the step's blocked-GEMM "
-                  "attention is timed by `train --attention-engine gemm`");
+                  "attention is timed by `train --attention-engine gemm`",
+                  /*list_names=*/false);
   sub->add_option(
       "--seq", opt->seq,
       "Sequence length: a size (8192, 8K), a list (2048,4096) or a range start:stop:step; default "
       "8192 on cuda, 256 on host, or the model's");
   sub->add_option("--batch", opt->batch, "Sequences per call")->capture_default_str();
   sub->add_option("--heads", opt->heads, "Query heads (default 32 on cuda, 4 on host)");
-  sub->add_option("--kv-heads", opt->kv_heads, "Key/value heads, dividing --heads (grouped-query attention)");
+  sub->add_option("--kv-heads", opt->kv_heads,
+                  "Key/value heads, dividing --heads (grouped-query attention; default 8 on cuda, 2 on host, "
+                  "--heads where --heads alone is given)");
   sub->add_option("--head-dim", opt->head_dim, "Query/key head dim (default 128 on cuda, 32 on host)");
   sub->add_option("--value-dim", opt->value_dim, "Value head dim (default: --head-dim; MLA differs)");
   sub->add_option("-d,--dtype", opt->dtype,

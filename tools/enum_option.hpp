@@ -11,9 +11,11 @@
 
 namespace fb::tools {
 
+// `list_names` false: the help text lists the names the command takes itself (a subset of the table's, the
+// others refused with their own reason).
 template <class E, std::size_t N>
 CLI::Option* add_enum_option(CLI::App& app, const std::string& name, E& value, const EnumNames<E, N>& names,
-                             const std::string& help) {
+                             const std::string& help, bool list_names = true) {
   auto* option = app.add_option_function<std::string>(
       name,
       [&value, &names, name](const std::string& text) {
@@ -22,7 +24,7 @@ CLI::Option* add_enum_option(CLI::App& app, const std::string& name, E& value, c
         if (!v) throw CLI::ValidationError(invalid_enum_message(names, text, name));
         value = *v;
       },
-      help + " (" + enum_choices(names) + ")");
+      list_names ? help + " (" + enum_choices(names) + ")" : help);
   option->default_str(std::string(enum_name(names, value)));
   option->type_name("NAME");
   return option;
