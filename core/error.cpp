@@ -16,6 +16,39 @@ int exit_code_for(ErrorKind kind) noexcept {
   return 3;
 }
 
+std::string one_line(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (const char c : text) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (byte >= 0x20 && byte != 0x7f) {
+      out += c;
+      continue;
+    }
+    switch (c) {
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      case '\0':
+        out += "\\0";
+        break;
+      default: {
+        static constexpr char kHex[] = "0123456789abcdef";
+        out += "\\x";
+        out += kHex[byte >> 4];
+        out += kHex[byte & 15];
+      }
+    }
+  }
+  return out;
+}
+
 void throw_call_failure(const char* library, const char* call, const std::string& status, const char* file,
                         int line) {
   throw Error(ErrorKind::runtime, std::string(library) + " call " + call + " failed: " + status + " (" +

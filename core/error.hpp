@@ -2,6 +2,7 @@
 // One exception type for the whole tool. Library code throws fb::Error; only main turns it into an exit code.
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 namespace fb {
 
@@ -12,9 +13,16 @@ enum class ErrorKind {
   runtime,      // a failing MPI/CUDA/NCCL/cuBLAS call or I/O error (exit 3)
 };
 
+// The text with its control characters written as escapes (\n, \r, \t, \0, \x1b...), so that an error
+// or warning quoting a path, an option value or a JSON key stays one line and shows what it quotes: a
+// newline in a file name would split the line, a carriage return would hide the text before it, and a NUL
+// would end a C string early.
+std::string one_line(std::string_view text);
+
+// The message is kept one line (one_line): what() is a C string, and main prints it as one line.
 class Error : public std::runtime_error {
  public:
-  Error(ErrorKind kind, const std::string& message) : std::runtime_error(message), kind_(kind) {}
+  Error(ErrorKind kind, const std::string& message) : std::runtime_error(one_line(message)), kind_(kind) {}
   ErrorKind kind() const noexcept { return kind_; }
 
  private:

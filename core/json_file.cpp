@@ -82,6 +82,11 @@ nlohmann::json parse_watching_keys(std::string_view text, std::string& duplicate
 
 }  // namespace
 
+void reject_nul(std::string_view text, const std::string& source) {
+  if (const auto nul = text.find('\0'); nul != std::string_view::npos)
+    throw input_error(fmt::format("{}: malformed JSON: a NUL byte at byte {}", source, nul + 1));
+}
+
 void reject_duplicate_keys(std::string_view text, const std::string& source) {
   std::string duplicate;
   try {
@@ -95,6 +100,9 @@ void reject_duplicate_keys(std::string_view text, const std::string& source) {
 }
 
 nlohmann::json parse_json_text(std::string_view text, const std::string& source) {
+  // nlohmann's lexer reads a NUL byte as the end of its input: whatever follows one (a file's damaged tail,
+  // another file appended) would be dropped unseen. JSON text has no place for one.
+  reject_nul(text, source);
   std::string duplicate;
   nlohmann::json parsed;
   try {

@@ -50,8 +50,11 @@ bool enabled(Level level) {
   return s.rank == 0 || level == Level::error || s.level == Level::debug;
 }
 
-void write(Level level, std::string_view message) {
+void write(Level level, std::string_view text) {
   static constexpr const char* kNames[] = {"error", "warning", "info", "debug"};
+  // Errors and warnings are one line each, whatever they quote; info may be a block (a table).
+  const std::string escaped = level <= Level::warn ? one_line(text) : std::string();
+  const std::string_view message = level <= Level::warn ? std::string_view(escaped) : text;
   auto& s = state();
   std::lock_guard lock(s.mutex);
   if (level == Level::info && s.rank == 0)

@@ -122,8 +122,8 @@ Run parse_log(const MlperfLog& log) {
     ++lineno;
     if (const auto sys = line.find(kSysTag); sys != std::string::npos && run.sysjson.is_null()) {
       try {
-        run.sysjson = json::parse(line.substr(sys + kSysTag.size()));
-      } catch (const json::exception&) {
+        run.sysjson = parse_json_text(line.substr(sys + kSysTag.size()), "");
+      } catch (const Error&) {
         throw input_error(fmt::format(
             "{}:{}: malformed :::SYSJSON line (expected a JSON object after the tag)", log.source, lineno));
       }
@@ -136,15 +136,21 @@ Run parse_log(const MlperfLog& log) {
     json e;
     bool nonfinite = false;
     const std::string event = strict_json(std::string_view(line).substr(at + kTag.size()), nonfinite);
-    try {
-      e = json::parse(event);
-    } catch (const json::exception&) {
+    // nlohmann reads a NUL as the end of its input, which would drop the rest of the line unseen: a line
+    // with one is malformed.
+    bool parsed = event.find('\0') == std::string::npos;
+    if (parsed) try {
+        e = json::parse(event);
+      } catch (const json::exception&) {
+        parsed = false;
+      }
+    if (!parsed) {
       // The last line of a log, cut in the middle: the run was cut short (a crash, a full disk), which fails
       // the run. A launcher that relays a killed job's output often ends that partial line with a newline,
-      // so only blank lines may follow. Anywhere else (or as the only event) a malformed line is a garbled
-      // log.
+      // so only blank lines may follow, or the zero bytes a file system can leave at the end of a file
+      // being written at a crash. Anywhere else (or as the only event) a malformed line is a garbled log.
       const std::string rest(std::istreambuf_iterator<char>(in), {});
-      if (events > 0 && rest.find_first_not_of(" \t\r\n") == std::string::npos) {
+      if (events > 0 && rest.find_first_not_of(std::string_view(" \t\r\n\0", 5)) == std::string::npos) {
         run.cut = fmt::format("{}:{}", log.source, lineno);
         break;
       }

@@ -172,11 +172,16 @@ RandomFaultSpec parse_random(std::string_view spec, int ranks, std::uint64_t def
   RandomFaultSpec r;
   r.seed = default_seed;
   bool have_mtbf = false;
+  std::vector<std::string_view> seen;
   for (auto item : split(spec.substr(std::string_view("random:").size()), ',')) {
     item = trim(item);
     const auto eq = item.find('=');
     if (eq == std::string_view::npos) throw bad(spec, fmt::format("'{}' is not KEY=VALUE", item));
     const auto key = trim(item.substr(0, eq)), value = trim(item.substr(eq + 1));
+    // The last of two would win unseen (mtbf=5m,mtbf=6m), as in a KIND@ spec.
+    if (std::find(seen.begin(), seen.end(), key) != seen.end())
+      throw bad(spec, fmt::format("'{}' given twice", key));
+    seen.push_back(key);
     if (key == "mtbf") {
       r.mtbf_s = parse_dur(value, spec, key);
       have_mtbf = true;
@@ -194,6 +199,8 @@ RandomFaultSpec parse_random(std::string_view spec, int ranks, std::uint64_t def
         if (!known)
           throw bad(spec,
                     fmt::format("unknown fault kind '{}' in mix (expected {})", kind_text, kind_list()));
+        for (const auto& [k, share] : r.mix)
+          if (k == kind) throw bad(spec, fmt::format("fault kind '{}' given twice in mix", kind_text));
         const double share = parse_real(trim(m.substr(colon + 1)), spec, "mix share");
         if (share < 0) throw bad(spec, fmt::format("mix share '{}' must not be negative", m));
         r.mix.emplace_back(kind, share);
@@ -450,11 +457,8 @@ FaultPlan load_fault_plan(std::string_view arg, int slots, double horizon_s, std
     throw usage_error(fmt::format(
         "invalid --faults '{}': not a fault spec (KIND@step=N, KIND@time=D, random:…, none) and no such file",
         text));
-  const std::string content = read_text_file(std::string(text));
-  auto j = nlohmann::json::parse(content, nullptr, false);
-  if (j.is_discarded()) throw input_error(fmt::format("{}: not valid JSON", text));
-  reject_duplicate_keys(content, std::string(text));
-  return parse_fault_json(j, std::string(text), slots, horizon_s, default_seed, spares);
+  return parse_fault_json(read_json_file(std::string(text)), std::string(text), slots, horizon_s,
+                          default_seed, spares);
 }
 
 FiredRecord::FiredRecord(std::filesystem::path path) : path_(std::move(path)) {

@@ -22,8 +22,10 @@
 
 namespace {
 
+// One line, whatever the message quotes (fb::one_line).
 void print_error(const std::string& message) {
-  std::fprintf(stderr, "factorybench: error: %s\n", message.c_str());
+  const std::string line = fb::one_line(message);
+  std::fprintf(stderr, "factorybench: error: %.*s\n", static_cast<int>(line.size()), line.data());
   std::fflush(stderr);
 }
 

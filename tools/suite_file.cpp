@@ -32,6 +32,10 @@ Suite parse_suite(const nlohmann::json& j, const std::string& src, const std::st
   suite.description = j.value("description", "");
   if (!j.contains("steps") || !j["steps"].is_array() || j["steps"].empty())
     throw bad("$.steps", "expected a non-empty array of steps");
+  // Each step holds its command's parsed options (about 250 KB): 20,000 steps took 5 GB before one ran.
+  if (j["steps"].size() > kMaxSuiteSteps)
+    throw bad("$.steps", fmt::format("{} steps; a suite has at most {} (split it into several suites)",
+                                     j["steps"].size(), kMaxSuiteSteps));
   for (std::size_t i = 0; i < j["steps"].size(); ++i) {
     const auto& s = j["steps"][i];
     const std::string where = fmt::format("$.steps[{}]", i);
@@ -52,6 +56,8 @@ Suite parse_suite(const nlohmann::json& j, const std::string& src, const std::st
       if (a.is_string()) {
         // As a shell splits the line a user would type: quotes group words (--launcher-args "-x A=1").
         std::vector<std::string> words;
+        if (a.get<std::string>().find('\0') != std::string::npos)
+          throw bad(where + ".args", "a NUL byte: no command-line word can hold one");
         try {
           words = split_shell_words(a.get<std::string>(), "args");
         } catch (const Error& e) {
@@ -61,6 +67,8 @@ Suite parse_suite(const nlohmann::json& j, const std::string& src, const std::st
       } else if (a.is_array()) {
         for (std::size_t k = 0; k < a.size(); ++k) {
           if (!a[k].is_string()) throw bad(fmt::format("{}.args[{}]", where, k), "expected a string");
+          if (a[k].get<std::string>().find('\0') != std::string::npos)
+            throw bad(fmt::format("{}.args[{}]", where, k), "a NUL byte: no command-line word can hold one");
           step.args.push_back(a[k].get<std::string>());
         }
       } else {

@@ -1,6 +1,7 @@
 #pragma once
 // A suite file: several factorybench command lines run in one MPI job (factorybench suite). Parsed apart from
 // the command so the fuzz targets (tests/fuzz) can reach it without MPI.
+#include <cstddef>
 #include <memory>
 #include <string>
 #include <utility>
@@ -22,6 +23,9 @@ struct Suite {
   std::string name, description;
   std::vector<SuiteStep> steps;
 };
+
+// The most steps a suite may have: each one's parsed command is held until the suite ends.
+inline constexpr std::size_t kMaxSuiteSteps = 1000;
 
 // The suite in `j`; input Errors name `source` and the JSON path. `default_name` when it has no "name".
 Suite parse_suite(const nlohmann::json& j, const std::string& source, const std::string& default_name);

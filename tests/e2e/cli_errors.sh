@@ -119,4 +119,27 @@ run_capture rd_beside fb train --backend host --model tiny-dense --layers 1 --st
   -o "$T/rd/report.json"
 [ "$RC" -eq 0 ] && [ -s "$T/rd/report.json" ] && ok "a report beside the run dir's files is written" \
   || fail "rd_beside: exit $RC: $(cat "$T/rd_beside.err")"
+
+# A control character in what an error quotes (a path, an option value, a JSON key) is written as an escape:
+# the error stays one line and shows it (a carriage return used to hide the text before it).
+expect_error newline_path 2 '^factorybench: error: file not found: /tmp/no\\nsuch\.json$' fb report $'/tmp/no\nsuch.json'
+expect_error cr_model 2 "unknown model 'tiny-dense\\\\r' \\(available: " fb train --backend host --dry-run --model $'tiny-dense\r'
+expect_error newline_value 2 "invalid --m '8\\\\n9'" fb gemm --backend host --m $'8\n9' -o "$T/nl.json"
+[ ! -e "$T/nl.json" ] && ok "newline_value: no report" || fail "newline_value wrote a report"
+$PY -c 'import json, sys; m = json.load(open(sys.argv[1])); m["evil\nkey"] = 1; json.dump(m, open(sys.argv[2], "w"))' \
+  "$FB_SOURCE_DIR/configs/models/tiny-dense.json" "$T/nlkey.json"
+expect_error newline_key 2 'nlkey\.json.*evil\\nkey' fb train --backend host --dry-run --model "$T/nlkey.json"
+# A NUL in a suite step's args (JSON's \u0000) can be in no command-line word: named with its path, whole.
+printf '{"steps": [{"name": "g", "command": "gemm", "args": ["--m", "8\\u0000"]}]}' >"$T/nul_suite.json"
+expect_error nul_suite_args 2 'nul_suite\.json: \$\.steps\[0\]\.args\[1\]: a NUL byte: no command-line word can hold one$' \
+  fb suite --backend host "$T/nul_suite.json"
+# A suite holds each step's parsed command until it ends (about 250 KB): more than 1000 steps are refused
+# before any is parsed (20,000 took 5 GB, and more ran out of memory as an internal error).
+$PY -c 'import json, sys; json.dump({"steps": [{"name": f"s{i}", "command": "info"} for i in range(1001)]}, open(sys.argv[1], "w"))' \
+  "$T/long_suite.json"
+expect_error long_suite 2 'long_suite\.json: \$\.steps: 1001 steps; a suite has at most 1000 \(split it into several suites\)$' \
+  fb suite --backend host --list "$T/long_suite.json"
+# ...and a NUL in a JSON file is malformed, not the end of it (nlohmann stops reading there).
+printf '{"schema": "factorybench.report/v1"}\0 garbage' >"$T/nul_report.json"
+expect_error nul_json 2 'nul_report\.json: malformed JSON: a NUL byte at byte 37$' fb report "$T/nul_report.json"
 finish

@@ -112,6 +112,12 @@ TEST(FaultPlan, MalformedSpecsQuoteTheBadPart) {
   // A key given twice is a typo, not "the last one wins".
   EXPECT_EQ(msg("nan@step=1,rank=0,rank=1"),
             "invalid --faults 'nan@step=1,rank=0,rank=1': 'rank' given twice");
+  EXPECT_EQ(msg("random:mtbf=5m,mtbf=6m"), "invalid --faults 'random:mtbf=5m,mtbf=6m': 'mtbf' given twice");
+  EXPECT_EQ(msg("random:mtbf=5m,seed=1,seed=2"),
+            "invalid --faults 'random:mtbf=5m,seed=1,seed=2': 'seed' given twice");
+  EXPECT_EQ(
+      msg("random:mtbf=5m,mix=crash:0.5/crash:0.5"),
+      "invalid --faults 'random:mtbf=5m,mix=crash:0.5/crash:0.5': fault kind 'crash' given twice in mix");
   EXPECT_EQ(error_of([] { load_fault_plan("/nonexistent/plan.json", 4); }),
             "invalid --faults '/nonexistent/plan.json': not a fault spec (KIND@step=N, KIND@time=D, "
             "random:…, none) and no such file");
@@ -225,6 +231,13 @@ TEST(FaultPlan, JsonFileFormAndPathErrors) {
             file.string() + ": $.faults[0].time: expected a number of seconds or a duration string");
   std::ofstream(file) << R"({"faults": [{"kind": "hang", "time": 90, "rank": 2}]})";
   EXPECT_EQ(load_fault_plan(file.string(), 4).faults.at(0).text, "hang@time=90s,rank=2");
+  // Malformed JSON is named as every other JSON input names it (it used to say only "not valid JSON").
+  std::ofstream(file) << R"({"faults": [})";
+  EXPECT_EQ(error_of([&] { load_fault_plan(file.string(), 4); }),
+            file.string() + ": malformed JSON at byte 13");
+  std::ofstream(file) << R"({"faults": [{"kind": "crash", "step": 1, "step": 2}]})";
+  EXPECT_EQ(error_of([&] { load_fault_plan(file.string(), 4); }),
+            file.string() + ": $.faults[0].step: duplicate key");
   // A file whose name holds '@' is still the file, not a spec.
   const auto at_file = dir / "crash@15.json";
   std::ofstream(at_file) << R"({"faults": [{"kind": "crash", "step": 15, "rank": 1}]})";

@@ -911,10 +911,23 @@ TEST(ImportMlperf, UnfinishedRunAndBadLines) {
     EXPECT_EQ(std::string(e.what()),
               "bad.log:10: malformed :::MLLOG line (expected a JSON object after the tag)");
   }
+  // A NUL ends nlohmann's input: the event before it would read as whole and the rest of the line go unseen.
+  std::string nul_line = mllog("eval_accuracy", "0.7", 1.7e12);
+  ASSERT_EQ(nul_line.back(), '\n');
+  nul_line.insert(nul_line.size() - 1, std::string("\0 garbage", 9));
+  try {
+    import_mlperf({{"nul.log", run_log(10) + nul_line + mllog("eval_accuracy", "0.7", 1.7e12)}});
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "nul.log:10: malformed :::MLLOG line (expected a JSON object after the tag)");
+  }
   // The last line cut in the middle is a run cut short (the run fails), with or without the newline a
-  // launcher adds to a killed job's partial line, and with blank lines after it.
+  // launcher adds to a killed job's partial line, with blank lines after it, or the zero bytes a file
+  // system can leave at the end of a file written at a crash.
   const std::string cut_event = R"(:::MLLOG {"namespace": "", "time_ms": 1700000005000, "event_type": "POI)";
-  for (const std::string tail : {"", "\n", "\n\n  \n"}) {
+  for (const std::string& tail : {std::string(), std::string("\n"), std::string("\n\n  \n"),
+                                  std::string("\0\0\0\0", 4), std::string("\n\0\0\n\0", 5)}) {
     const Report cut = import_mlperf({{"cut.log", run_log(10, "") + cut_event + tail}});
     EXPECT_EQ(cut.results[0].status, Status::failed) << tail.size();
     EXPECT_EQ(*cut.results[0].error,

@@ -49,6 +49,15 @@ TEST(JsonFile, MalformedJsonNamesTheByteOrTheTruncation) {
       "double");
 }
 
+// nlohmann's lexer stops at a NUL as at the end of its input: what follows one (a damaged tail, another
+// file appended) would be dropped unseen.
+TEST(JsonFile, ANulByteIsMalformedNotTheEnd) {
+  EXPECT_EQ(error_of(std::string("{\"a\": 1}\0 garbage {{{", 20)),
+            "in.json: malformed JSON: a NUL byte at byte 9");
+  EXPECT_EQ(error_of(std::string("\0", 1)), "in.json: malformed JSON: a NUL byte at byte 1");
+  EXPECT_EQ(parse_json_text("{\"a\": \"\\u0000\"}", "in.json")["a"], std::string("\0", 1));  // escaped: fine
+}
+
 // Nesting beyond 512 levels is refused as input (150,000 nested arrays overflowed the stack when the value
 // was copied: exit 139); 512 levels still parse.
 TEST(JsonFile, NestingBeyondTheLimitIsRefused) {
