@@ -125,7 +125,12 @@ void write_file_atomic(const std::filesystem::path& path, std::string_view text)
 
 std::string read_text_file(const std::filesystem::path& path) {
   std::error_code ec;
-  if (!std::filesystem::exists(path, ec)) throw input_error("file not found: " + path.string());
+  if (!std::filesystem::exists(path, ec)) {
+    // exists() is false for a loop of symbolic links too: that is not a missing file.
+    if (ec == std::errc::too_many_symbolic_link_levels)
+      throw input_error("cannot read " + path.string() + ": a loop of symbolic links");
+    throw input_error("file not found: " + path.string());
+  }
   if (std::filesystem::is_directory(path, ec))
     throw input_error("expected a file, found a directory: " + path.string());
   std::ifstream in(path, std::ios::binary);

@@ -96,9 +96,13 @@ MetricRule rule_from_object(const Node& n) {
   if (!r.tolerance && !r.abs_tolerance && !r.min && !r.max && !r.ignore)
     n.fail("a rule needs at least one of tolerance, abs_tolerance, min, max or ignore");
   if (r.min && r.max && *r.min > *r.max) n.fail("min is greater than max");
-  // An ignored metric is left out of the gate, so its bound would gate nothing.
-  if (r.ignore.value_or(false) && (r.min || r.max))
-    n.fail(std::string("a rule cannot both ignore a metric and set its ") + (r.min ? "min" : "max") +
+  // An ignored metric is left out of the gate, so its bound or tolerance would gate nothing.
+  if (r.ignore.value_or(false) && (r.min || r.max || r.tolerance || r.abs_tolerance))
+    n.fail(std::string("a rule cannot both ignore a metric and set its ") +
+           (r.min         ? "min"
+            : r.max       ? "max"
+            : r.tolerance ? "tolerance"
+                          : "abs_tolerance") +
            " (ignore leaves it out of the gate)");
   return r;
 }

@@ -29,6 +29,19 @@ void print_error(const std::string& message) {
   std::fflush(stderr);
 }
 
+// What went to stdout is the product of report, compare, import, info and --help: a full disk or a closed
+// file behind `> file` must not read as success. Checked once the command is done, before MPI shuts down;
+// false after saying so.
+bool stdout_written() {
+  errno = 0;
+  std::cout.flush();
+  if (std::cout.good() && std::fflush(stdout) == 0 && !std::ferror(stdout)) return true;
+  const int err = errno;
+  print_error(std::string("cannot write to standard output") +
+              (err ? std::string(": ") + std::strerror(err) : ""));
+  return false;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -92,7 +105,7 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) {  // --help, --version
       if (root) app.exit(e);
-      return 0;
+      return stdout_written() ? 0 : 3;
     }
     if (root) print_error(parse_error_message(e, app));
     return 2;
@@ -129,16 +142,5 @@ int main(int argc, char** argv) {
     fb::abort_job_if_shared(3);
     return 3;
   }
-  // What went to stdout is the product of report, compare, import and info: a full disk or a closed file
-  // behind `> file` must not read as success. Checked once the command is done, before MPI shuts down.
-  errno = 0;
-  std::cout.flush();
-  const bool written = std::cout.good() && std::fflush(stdout) == 0 && !std::ferror(stdout);
-  if (!written) {
-    const int err = errno;
-    print_error(std::string("cannot write to standard output") +
-                (err ? std::string(": ") + std::strerror(err) : ""));
-    return 3;
-  }
-  return rc;
+  return stdout_written() ? rc : 3;
 }

@@ -210,7 +210,9 @@ void Session::check_output_writable(const std::vector<std::string>& inputs) cons
     throw usage_error(fmt::format("invalid -o/--output {}: a directory, not a file", options_.output));
   const auto dir = out.has_parent_path() ? out.parent_path() : std::filesystem::path(".");
   if (!std::filesystem::is_directory(dir, ec))
-    throw usage_error(fmt::format("invalid -o/--output {}: no directory {}", options_.output, dir.string()));
+    throw usage_error(
+        fmt::format("invalid -o/--output {}: {} {}", options_.output, dir.string(),
+                    std::filesystem::exists(dir, ec) ? "is not a directory" : "does not exist"));
   // A file is created and removed, as the writer will (access(2) says yes to root in /proc or on a
   // read-only mount).
   std::string probe = (dir / ".factorybench-write-test-XXXXXX").string();

@@ -84,6 +84,7 @@ class ObjectReader {
 
   static std::string describe(const json& v) {
     if (v.is_number_float()) return fmt::format("number {}", v.dump());
+    if (v.is_null() || v.is_boolean()) return v.dump();  // null, true, false: the value names its type
     if (v.is_primitive()) return fmt::format("{} {}", v.type_name(), v.dump());
     return v.type_name();
   }

@@ -48,8 +48,10 @@ run_capture link_out fb simulate --gpus 8 --days 1 --trials 2 -o "$T/latest.json
   || fail "link_out: rc=$RC $(cat "$T/link_out.err")"
 ln -s "$T/loop_b" "$T/loop_a"; ln -s "$T/loop_a" "$T/loop_b"
 expect_error link_loop 2 "invalid -o/--output .*loop_a: a loop of symbolic links" fb simulate --gpus 8 -o "$T/loop_a"
+# ...and a loop given as an input is one, not a missing file.
+expect_error input_loop 2 "cannot read .*loop_a: a loop of symbolic links$" fb report "$T/loop_a"
 ln -s /nonexistent/dir/r.json "$T/dangling.json"
-expect_error link_missing_dir 2 "invalid -o/--output .*dangling.json: no directory /nonexistent/dir" fb simulate --gpus 8 -o "$T/dangling.json"
+expect_error link_missing_dir 2 "invalid -o/--output .*dangling.json: /nonexistent/dir does not exist$" fb simulate --gpus 8 -o "$T/dangling.json"
 
 # locate: two sizes measured as one (whole fp32 elements) would be two results of one name; a NaN floor
 # compared false and switched the --floors preset off.

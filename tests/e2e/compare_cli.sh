@@ -254,7 +254,8 @@ grep -q "'ckpt_restore_s', 'SAME', '+0.005 within ±0.5 s absolute tolerance'" "
 
 # A rendering that cannot be written to stdout (a full disk behind `>`) is a runtime failure, not success.
 if [ -w /dev/full ]; then
-  for cmd in "report $SAMPLE" "compare $BASE $BASE" "import nccl-tests $DATA/nccl_tests_allreduce_h100.txt"; do
+  for cmd in "report $SAMPLE" "compare $BASE $BASE" "import nccl-tests $DATA/nccl_tests_allreduce_h100.txt" "--help" \
+    "compare --help" "--version"; do
     # shellcheck disable=SC2086
     rc=0; fb $cmd >/dev/full 2>"$T/full.err" || rc=$?
     [ "$rc" -eq 3 ] && grep -q "cannot write to standard output" "$T/full.err" \

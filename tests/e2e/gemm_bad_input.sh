@@ -34,7 +34,9 @@ expect_error zero_iters 2 "invalid --iters 0" fb gemm --backend host --iters 0 -
 expect_error bad_threshold 2 "invalid --outlier-threshold '150%'" fb "${G[@]}" --outlier-threshold 150% -o "$T/r16.json"
 expect_error bad_transpose 2 "invalid --ta 'X': expected N or T" fb "${G[@]}" --ta X -o "$T/r17.json"
 # An -o that cannot be written is refused before the benchmark runs, not after it.
-expect_error no_out_dir 2 "invalid -o/--output $T/no/such/r.json: no directory $T/no/such" fb -o "$T/no/such/r.json" "${G[@]}"
+expect_error no_out_dir 2 "invalid -o/--output $T/no/such/r.json: $T/no/such does not exist$" fb -o "$T/no/such/r.json" "${G[@]}"
+echo x >"$T/afile"
+expect_error out_under_file 2 "invalid -o/--output $T/afile/r.json: $T/afile is not a directory$" fb -o "$T/afile/r.json" "${G[@]}"
 mkdir -p "$T/adir"
 expect_error out_is_dir 2 "invalid -o/--output $T/adir: a directory, not a file" fb -o "$T/adir" "${G[@]}"
 # Hours of work on the host (32K^3 is minutes a call at any CPU's peak) are refused at once, with the estimate (20

@@ -279,7 +279,7 @@ run_capture split timeout 120 mpirun --oversubscribe -np 1 -wdir "$T/wd0" "$FACT
 
 # A bad -o is the suite's error, not a step's, and stops every rank (it used to hang the others).
 run_capture bad_out timeout 60 mpirun --oversubscribe -np 2 "$FACTORYBENCH" --backend host -o "$T/no/such/dir/x.json" suite "$T/ok.json"
-[ "$RC" -eq 2 ] && grep -q "^factorybench: error: invalid -o/--output $T/no/such/dir/x.json: no directory" "$T/bad_out.err" \
+[ "$RC" -eq 2 ] && grep -q "^factorybench: error: invalid -o/--output $T/no/such/dir/x.json: $T/no/such/dir does not exist" "$T/bad_out.err" \
   && ! grep -q "suite step" "$T/bad_out.err" && ok "bad -o: exit 2 on 2 ranks, named as the suite's" || fail "bad_out: exit $RC: $(head -3 "$T/bad_out.err")"
 
 # --fail-fast: the steps it did not run are in the report as skipped, with the reason.

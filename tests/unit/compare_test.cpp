@@ -827,6 +827,13 @@ TEST(CompareRulesTest, ErrorsNameTheJsonPath) {
       "rules.json: $.rules[0]: a rule cannot both ignore a metric and set its min (ignore leaves "
       "it out of the gate)");
   expect_rules_error(
+      R"({"rules": [{"metric": "mfu", "ignore": true, "tolerance": "5%"}]})",
+      "rules.json: $.rules[0]: a rule cannot both ignore a metric and set its tolerance (ignore "
+      "leaves it out of the gate)");
+  expect_rules_error(R"({"rules": [{"metric": "mfu", "ignore": true, "abs_tolerance": 0.1}]})",
+                     "rules.json: $.rules[0]: a rule cannot both ignore a metric and set its abs_tolerance "
+                     "(ignore leaves it out of the gate)");
+  expect_rules_error(
       R"({"rules": ["mfu > 0.4"]})",
       "rules.json: $.rules[0]: unknown comparison '>' in \"mfu > 0.4\" (expected \"[BENCHMARK/RESULT] "
       "METRIC >= NUMBER\" or \"... <= NUMBER\")");

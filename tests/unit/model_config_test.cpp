@@ -73,6 +73,13 @@ TEST(ModelConfig, ErrorsNameTheJsonPath) {
   EXPECT_NE(error_of(R"({"name":"x","layers":"32"})").find("$.layers: must be an integer"),
             std::string::npos);
   EXPECT_NE(error_of(R"({"name":"x","layers":3.5})").find("$.layers: must be an integer"), std::string::npos);
+  // null and booleans are named once by their value ("got null", not "got null null").
+  EXPECT_NE(error_of(R"({"name":"x","layers":null})").find("$.layers: must be an integer, got null"),
+            std::string::npos);
+  EXPECT_EQ(error_of(R"({"name":"x","layers":null})").find("null null"), std::string::npos);
+  EXPECT_NE(error_of(R"({"name":"x","layers":true})").find("$.layers: must be an integer, got true"),
+            std::string::npos);
+  EXPECT_NE(error_of(R"({"name":"x","layers":"32"})").find("got string \"32\""), std::string::npos);
   EXPECT_NE(error_of(R"({"name":"x","layers":0})").find("$.layers: must be >= 1"), std::string::npos);
   // 2^64 - 1 is an unsigned JSON integer: named too large, not turned into -1.
   EXPECT_NE(error_of(R"({"name":"x","layers":18446744073709551615})")

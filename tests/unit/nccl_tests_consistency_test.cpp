@@ -54,6 +54,12 @@ TEST(NcclTestsRow, EditedFiguresAreNamed) {
   EXPECT_NE(alg->find("algbw 218.85 GB/s does not follow from size 134217728 B in 513.3 us (261.48 GB/s)"),
             std::string::npos)
       << *alg;
+  // A time no table prints (1e-300 us): the figure it implies in three digits, not 300.
+  const auto tiny =
+      nccl_tests_row_mismatch(row("allreduce", 8, 134217728, 33554432, "1e-300", "218.85", "382.99"));
+  ASSERT_TRUE(tiny);
+  EXPECT_NE(tiny->find("in 1e-300 us (1.34e+305 GB/s)"), std::string::npos) << *tiny;
+  EXPECT_LT(tiny->size(), 120u) << *tiny;
   // size doubled: an all-reduce's size is its count times the element size.
   const auto size =
       nccl_tests_row_mismatch(row("allreduce", 8, 268435456, 33554432, "613.3", "218.85", "382.99"));
