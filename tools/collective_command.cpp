@@ -261,10 +261,19 @@ Command add_collective_command(CLI::App& app) {
   sub->add_option("--redop", opt->redop, "Reduction of the reducing ops: sum, max, min or avg")
       ->capture_default_str();
   sub->add_option("-r,--root", opt->root, "Root rank of broadcast and reduce")->capture_default_str();
-  sub->add_option("-a,--average", opt->average,
-                  "Combine the ranks' times: 0 rank 0, 1 mean, 2 min, 3 max (nccl-tests -a)")
-      ->check(CLI::Range(0, 3))
-      ->capture_default_str();
+  // Checked as it is read, in the words of every other bad value (CLI11's Range said "Value 7 not in range").
+  sub->add_option_function<int>(
+         "-a,--average",
+         [cli = opt.get()](int v) {
+           if (v < 0 || v > 3)
+             throw CLI::ValidationError(
+                 fmt::format("invalid -a/--average {}: expected 0 (rank 0's time), 1 (the mean), 2 (the min) "
+                             "or 3 (the max)",
+                             v));
+           cli->average = v;
+         },
+         "Combine the ranks' times: 0 rank 0, 1 mean, 2 min, 3 max (nccl-tests -a)")
+      ->default_str(std::to_string(opt->average));
   sub->add_flag("--inplace", opt->inplace, "Also measure in place (send buffer = receive buffer)");
   auto* check = sub->add_flag("-c,--check", opt->check,
                               "Verify results from exactly predictable inputs; any wrong element fails (the "

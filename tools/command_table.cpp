@@ -151,8 +151,11 @@ void refuse_empty_values(const CLI::App& app) {
       if (value.empty()) throw usage_error(fmt::format("invalid {} '': expected a value", name));
       // CLI11 reads "-1" into an unsigned option as 2^64-1 ("invalid -f/--stepfactor 18446744073709551615").
       if (opt->get_type_name() == "UINT" && value.find_first_not_of(" \t") != std::string::npos &&
-          value[value.find_first_not_of(" \t")] == '-')
-        throw usage_error(fmt::format("invalid {} {}: must not be negative", name, value));
+          value[value.find_first_not_of(" \t")] == '-') {
+        std::string names = opt->get_name(false, true);  // every name: "-f,--stepfactor"
+        std::replace(names.begin(), names.end(), ',', '/');
+        throw usage_error(fmt::format("invalid {} {}: must not be negative", names, value));
+      }
     }
   }
   for (const CLI::App* sub : app.get_subcommands()) refuse_empty_values(*sub);

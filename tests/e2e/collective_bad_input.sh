@@ -6,7 +6,8 @@ cd "$T"
 C=(collective --backend host)
 expect_error min_gt_max 2 "minbytes.*larger than.*maxbytes" fb "${C[@]}" -b 1M -e 1K -o "$T/r1.json"
 expect_error factor_lt_2 2 "stepfactor 1: must be in \\[2, 1024\\]" fb "${C[@]}" -b 8 -e 64 -f 1 -o "$T/r2.json"
-expect_error factor_negative 2 "invalid --stepfactor -2: must not be negative" fb "${C[@]}" -b 8 -e 64 -f -2 -o "$T/r2.json"
+expect_error factor_negative 2 "invalid -f/--stepfactor -2: must not be negative" fb "${C[@]}" -b 8 -e 64 -f -2 -o "$T/r2.json"
+expect_error average_range 2 "^factorybench: error: invalid -a/--average 7: expected 0 \\(rank 0.s time\\), 1 \\(the mean\\), 2 \\(the min\\) or 3 \\(the max\\)$" fb "${C[@]}" -a 7 -o "$T/r2a.json"
 expect_error unknown_op 2 "--op 'allscatter'" fb "${C[@]}" --op allscatter -o "$T/r3.json"
 expect_error unknown_dtype 2 "dtype.*fp7" fb "${C[@]}" -d fp7 -o "$T/r4.json"
 expect_error tf32 2 "^factorybench: error: invalid --dtype tf32: a GEMM compute mode, not a type collectives move; its data is fp32 \(use -d fp32\)$" fb "${C[@]}" -d tf32 -o "$T/r4t.json"
@@ -43,7 +44,7 @@ expect_error iters_cap 2 "^factorybench: error: invalid --iters 100000000: must 
 for i in $(seq 1 20); do [ ! -e "$T/r$i.json" ] || fail "a report was written despite the error (r$i)"; done
 
 # A negative value for an unsigned option is named, not read as 2^64-1.
-expect_error neg_factor 2 "^factorybench: error: invalid --stepfactor -1: must not be negative$" fb "${C[@]}" -f -1 -o "$T/neg.json"
+expect_error neg_factor 2 "^factorybench: error: invalid -f/--stepfactor -1: must not be negative$" fb "${C[@]}" -f -1 -o "$T/neg.json"
 expect_error neg_tokens 2 "^factorybench: error: invalid --moe-tokens -1: must not be negative$" \
   fb "${C[@]}" --op alltoallv --moe-tokens -1 --experts 8 --top-k 2 -o "$T/neg.json"
 expect_error inf_gate 2 "^factorybench: error: invalid --min-busbw inf: must be a bus bandwidth in \[0, 100000\] GB/s$" \
