@@ -81,6 +81,15 @@ InjectedFaults parse_injected_faults(std::string_view spec) {
       kv.erase(it);
       return v;
     };
+    // A bad duration is named with the variable and its entry, as every other bad value in it.
+    auto duration = [&](std::string_view key) {
+      const auto text = take(key);
+      try {
+        return parse_duration(text, std::string(key));
+      } catch (const Error& e) {
+        bad(item, e.what());
+      }
+    };
     if (kind == "slow-link") {
       const auto ranks = take("ranks");
       const auto dash = ranks.find('-');
@@ -89,7 +98,7 @@ InjectedFaults parse_injected_faults(std::string_view spec) {
       l.a = static_cast<int>(number(item, "ranks", ranks.substr(0, dash)));
       l.b = static_cast<int>(number(item, "ranks", ranks.substr(dash + 1)));
       if (l.a == l.b) bad(item, "a link needs two different ranks");
-      l.delay_s = parse_duration(take("delay"), "delay");
+      l.delay_s = duration("delay");
       for (const auto& other : f.slow_links)
         if (std::min(other.a, other.b) == std::min(l.a, l.b) &&
             std::max(other.a, other.b) == std::max(l.a, l.b))
@@ -98,7 +107,7 @@ InjectedFaults parse_injected_faults(std::string_view spec) {
     } else if (kind == "slow-rank") {
       if (f.slow_rank >= 0) bad(item, "one slow-rank entry per run (a second would replace the first)");
       f.slow_rank = static_cast<int>(number(item, "rank", take("rank")));
-      f.slow_rank_delay_s = parse_duration(take("delay"), "delay");
+      f.slow_rank_delay_s = duration("delay");
     } else if (kind == "hang") {
       if (f.hang_rank >= 0) bad(item, "one hang entry per run (a second would replace the first)");
       f.hang_rank = static_cast<int>(number(item, "rank", take("rank")));

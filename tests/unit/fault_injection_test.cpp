@@ -93,6 +93,15 @@ TEST(FaultInjectionTest, BadSpecsSayWhatIsWrong) {
   expect_usage("sdc@rank=1,when=2",
                "invalid FACTORYBENCH_INJECT entry 'sdc@rank=1,when=2': unknown key 'when'");
   expect_usage("slow-rank", "invalid FACTORYBENCH_INJECT entry 'slow-rank': expected KIND@key=value,...");
+  // A bad delay is named with the variable and its entry, not as a bare "invalid delay".
+  expect_usage(
+      "slow-rank@rank=0,delay=1e30s",
+      "invalid FACTORYBENCH_INJECT entry 'slow-rank@rank=0,delay=1e30s': invalid delay '1e30s': at most "
+      "100 years");
+  expect_usage(
+      "slow-link@ranks=0-1,delay=soon",
+      "invalid FACTORYBENCH_INJECT entry 'slow-link@ranks=0-1,delay=soon': invalid delay 'soon': expected "
+      "a duration such as 500ms, 90s, 15m or 2h");
   // A second slow-rank, hang or sdc entry used to replace the first without a word.
   expect_usage(
       "slow-rank@rank=3,delay=1ms;slow-rank@rank=6,delay=1ms",
