@@ -96,7 +96,8 @@ MetricRule rule_from_object(const Node& n) {
   if (!r.tolerance && !r.abs_tolerance && !r.min && !r.max && !r.ignore)
     n.fail("a rule needs at least one of tolerance, abs_tolerance, min, max or ignore");
   if (r.min && r.max && *r.min > *r.max) n.fail("min is greater than max");
-  // An ignored metric is left out of the gate, so its bound or tolerance would gate nothing.
+  // An ignored metric is left out of the gate: a bound or tolerance beside the ignore reads as a gate that is
+  // not there (it would act only if a later rule said "ignore": false; such a rule can set it itself).
   if (r.ignore.value_or(false) && (r.min || r.max || r.tolerance || r.abs_tolerance))
     n.fail(std::string("a rule cannot both ignore a metric and set its ") +
            (r.min         ? "min"

@@ -118,8 +118,17 @@ Run parse_log(const MlperfLog& log) {
   std::istringstream in(log.text.starts_with("\xEF\xBB\xBF") ? log.text.substr(3) : log.text);
   std::string line;
   std::size_t lineno = 0, events = 0;
+  // What a file system can leave at the end of a file being written at a crash: zero bytes.
+  constexpr std::string_view kBlankOrZero(" \t\r\n\0", 5);
   while (std::getline(in, line)) {
     ++lineno;
+    // Zero bytes after the last line's text, its newline lost: the line is whole without them.
+    if (const auto text_end = line.find_last_not_of('\0'); text_end + 1 < line.size()) {
+      const auto here = in.tellg();
+      const std::string rest = here < 0 ? std::string() : in.str().substr(static_cast<std::size_t>(here));
+      if (rest.find_first_not_of(kBlankOrZero) == std::string::npos)
+        line.erase(text_end == std::string::npos ? 0 : text_end + 1);
+    }
     if (const auto sys = line.find(kSysTag); sys != std::string::npos && run.sysjson.is_null()) {
       try {
         run.sysjson = parse_json_text(line.substr(sys + kSysTag.size()), "");
@@ -150,7 +159,7 @@ Run parse_log(const MlperfLog& log) {
       // so only blank lines may follow, or the zero bytes a file system can leave at the end of a file
       // being written at a crash. Anywhere else (or as the only event) a malformed line is a garbled log.
       const std::string rest(std::istreambuf_iterator<char>(in), {});
-      if (events > 0 && rest.find_first_not_of(std::string_view(" \t\r\n\0", 5)) == std::string::npos) {
+      if (events > 0 && rest.find_first_not_of(kBlankOrZero) == std::string::npos) {
         run.cut = fmt::format("{}:{}", log.source, lineno);
         break;
       }

@@ -1307,8 +1307,8 @@ Report import_nccl_tests(const std::vector<NcclTestsFile>& files, const NcclTest
       // follow nccl-tests' pre-2.10 rule is read by it whole (its small rows fit both within their digits).
       const std::string factor_op = test.shape_op.empty() ? test.op : test.shape_op;
       bool before_2_10 = false;
-      // Where the output names no rank count, an all-gather or reduce-scatter table shows it in the size of
-      // its rows (size = n x count x element): rows of size 0 take it from their neighbours.
+      // Where the output names no rank count, a table of an op whose size is n x count x element (all-gather,
+      // reduce-scatter, all-to-all, ...) shows it in its rows: rows of size 0 take it from their neighbours.
       std::optional<int> sized_ranks;
       bool sizes_agree = true;
       for (const auto& row : test.rows)

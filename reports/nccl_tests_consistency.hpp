@@ -72,9 +72,9 @@ bool nccl_tests_row_before_2_10(const NcclTestsRow& row);
 // it needs the rank count and the row does not show it, and for an op without a rule.
 std::optional<double> nccl_tests_bus_factor(const NcclTestsRow& row, bool before_2_10);
 
-// The rank count an all-gather's or reduce-scatter's row shows by its size alone (size = n x count x
-// element bytes), whatever `ranks` says. Empty for other ops, a row of size or count 0, and a size that is
-// not a multiple of count x element bytes.
+// The rank count a row shows by its size alone where its op's size is n x count x element bytes (all-gather,
+// reduce-scatter, all-to-all, gather, scatter, hypercube), whatever `ranks` says. Empty for other ops, a row
+// of size or count 0, and a size that is not a multiple of count x element bytes.
 std::optional<int> nccl_tests_ranks_by_size(const NcclTestsRow& row);
 
 // Empty when "Avg bus bandwidth" is the mean busbw of the table's rows (both sides, every repeat), as

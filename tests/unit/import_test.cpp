@@ -922,6 +922,17 @@ TEST(ImportMlperf, UnfinishedRunAndBadLines) {
     EXPECT_EQ(std::string(e.what()),
               "nul.log:10: malformed :::MLLOG line (expected a JSON object after the tag)");
   }
+  // A whole last event whose newline a crash replaced by zero bytes is still whole: the run imports as it
+  // would without them.
+  {
+    std::string whole = run_log(10);
+    ASSERT_EQ(whole.back(), '\n');
+    whole.pop_back();
+    const Report zeros = import_mlperf({{"zeros.log", whole + std::string("\0\0\0\0", 4)}});
+    const Report plain = import_mlperf({{"plain.log", run_log(10)}});
+    EXPECT_EQ(zeros.results[0].status, plain.results[0].status);
+    EXPECT_EQ(zeros.results[0].status, Status::ok);
+  }
   // The last line cut in the middle is a run cut short (the run fails), with or without the newline a
   // launcher adds to a killed job's partial line, with blank lines after it, or the zero bytes a file
   // system can leave at the end of a file written at a crash.
