@@ -80,12 +80,12 @@ nlohmann::json parse_watching_keys(std::string_view text, std::string& duplicate
   return json::parse(text, seen);
 }
 
-}  // namespace
-
 void reject_nul(std::string_view text, const std::string& source) {
   if (const auto nul = text.find('\0'); nul != std::string_view::npos)
     throw input_error(fmt::format("{}: malformed JSON: a NUL byte at byte {}", source, nul + 1));
 }
+
+}  // namespace
 
 void reject_duplicate_keys(std::string_view text, const std::string& source) {
   std::string duplicate;
