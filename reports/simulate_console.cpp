@@ -60,10 +60,14 @@ void print_simulation(std::ostream& out, const Report& report, std::span<const s
     out << "analytic, with the write W: 1st-order = T/max(T, W) x (1 - C/max(T, W) - (T/2 + min(W, T) + "
            "max(0, W-T)/2)/M - R/M);\n"
            "  exp-model needs C + max(T, W) without a failure per save, T + C + W after one\n";
-  for (const auto& r : report.results)
-    if (r.params.contains("analytic_note") && r.params["analytic_note"].is_string())
-      out << fmt::format("analytic at {} GPUs: {}\n", r.params["gpus"].get<std::int64_t>(),
-                         r.params["analytic_note"].get<std::string>());
+  const auto notes = [&](const char* key, const char* what) {
+    for (const auto& r : report.results)
+      if (r.params.contains(key) && r.params[key].is_string())
+        out << fmt::format("{} at {} GPUs: {}\n", what, r.params["gpus"].get<std::int64_t>(),
+                           r.params[key].get<std::string>());
+  };
+  notes("analytic_note", "analytic");
+  notes("window_note", "window");
   if (work) {
     out << "time to train (days over trials; analytic: work / the analytic goodput):\n";
     out << fmt::format("{:>8} {:>10} | {:>8} {:>8} {:>8} {:>8} | {:>10} {:>10} {:>10}\n", "gpus", "interval",
@@ -79,6 +83,7 @@ void print_simulation(std::ostream& out, const Report& report, std::span<const s
                          w.mean / 24, w.p5 / 24, w.p50 / 24, w.p95 / 24, days("analytic_time_to_train_h"),
                          days("exponential_time_to_train_h"), r.params["unfinished_trials"].get<int>());
     }
+    notes("time_to_train_note", "time to train");
   }
   out << "badput (% of wall time, mean over trials):\n";
   out << fmt::format("{:>8} {:>10}", "gpus", "interval");

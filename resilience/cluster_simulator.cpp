@@ -143,6 +143,13 @@ void StreamingSummary::add(double x) {
   mean_ += delta / static_cast<double>(n_);
   m2_ += delta * (x - mean_);
   if (n_ <= kExactSampleCap) exact_.push_back(x);
+  if (histogram_exact_) {
+    ++histogram_[x];
+    if (histogram_.size() > kExactSampleCap) {
+      histogram_exact_ = false;
+      histogram_.clear();
+    }
+  }
   if (n_ == 5) {
     std::array<double, 5> first;
     std::copy(exact_.begin(), exact_.begin() + 5, first.begin());
@@ -169,10 +176,25 @@ double StreamingSummary::percentile(double p) const {
     const auto rank = static_cast<std::size_t>(std::ceil(p / 100.0 * static_cast<double>(n_)));
     return sorted[std::clamp<std::size_t>(rank, 1, n_) - 1];
   }
+  if (histogram_exact_) {  // the same ranks, from the counts of each value
+    if (p == 50)
+      return n_ % 2 ? value_at_rank(n_ / 2 + 1) : (value_at_rank(n_ / 2) + value_at_rank(n_ / 2 + 1)) / 2;
+    const auto rank = static_cast<std::size_t>(std::ceil(p / 100.0 * static_cast<double>(n_)));
+    return value_at_rank(std::clamp<std::size_t>(rank, 1, n_));
+  }
   const std::array<double, 4> probs{5, 50, 95, 99};
   for (std::size_t i = 0; i < probs.size(); ++i)
     if (probs[i] == p) return p2_[i].q[2];
   throw runtime_error(fmt::format("percentile {} is not tracked beyond {} samples", p, kExactSampleCap));
+}
+
+double StreamingSummary::value_at_rank(std::size_t k) const {
+  std::size_t seen = 0;
+  for (const auto& [value, count] : histogram_) {
+    seen += count;
+    if (seen >= k) return value;
+  }
+  return max_;
 }
 
 SampleStats StreamingSummary::stats() const {

@@ -97,6 +97,9 @@ struct TrialOutcome {
 
 // Streaming summary of one quantity over trials: exact up to kExactSampleCap samples, then P² estimates
 // (Jain & Chlamtac, CACM 28(10), 1985) for the percentiles, so memory does not grow with the trial count.
+// P² assumes a continuous quantity: on a count (failures per trial: 0, 1, 2) it interpolates between
+// the values (a p95 of 1.4 failures). So a quantity of at most kExactSampleCap distinct values (counts, a
+// goodput that is 100% in every trial) keeps a histogram and stays exact at any trial count.
 inline constexpr std::size_t kExactSampleCap = 4096;
 class StreamingSummary {
  public:
@@ -114,9 +117,13 @@ class StreamingSummary {
     void init(const std::array<double, 5>& sorted, double prob);
     void add(double x);
   };
+  // The value at 1-based rank k of the sorted samples, from the histogram.
+  double value_at_rank(std::size_t k) const;
   std::size_t n_ = 0;
   double mean_ = 0, m2_ = 0, min_ = 0, max_ = 0;
   std::vector<double> exact_;
+  std::map<double, std::size_t> histogram_;  // value -> samples; dropped past kExactSampleCap values
+  bool histogram_exact_ = true;
   std::array<P2, 4> p2_;  // p5, p50, p95, p99
 };
 

@@ -494,6 +494,31 @@ TEST(StreamingSummary, ExactPercentilesThenBoundedEstimates) {
   EXPECT_NEAR(big.stats().mean, 0.5, 0.01);
 }
 
+// A count (failures per trial) past the exact cap keeps its exact ranks: P² would interpolate between the
+// counts. 4097 samples: 3893 zeros, 200 ones, 4 twos → p95 = rank 3893 (0), p99 = rank 4057 (1).
+TEST(StreamingSummary, CountsStayExactPastTheSampleCap) {
+  StreamingSummary s;
+  for (int i = 0; i < 3893; ++i) s.add(0);
+  for (int i = 0; i < 200; ++i) s.add(1);
+  for (int i = 0; i < 4; ++i) s.add(2);
+  ASSERT_EQ(s.count(), kExactSampleCap + 1);
+  EXPECT_EQ(s.percentile(5), 0);
+  EXPECT_EQ(s.percentile(50), 0);
+  EXPECT_EQ(s.percentile(95), 0);
+  EXPECT_EQ(s.percentile(99), 1);
+  EXPECT_EQ(s.stats().median, 0);
+  EXPECT_EQ(s.stats().p99, 1);
+  EXPECT_EQ(s.stats().max, 2);
+  // An even count's median is the mean of the middle two, as below the cap: 2049 ones then 2049 threes.
+  StreamingSummary even;
+  for (int i = 0; i < 2049; ++i) even.add(1);
+  for (int i = 0; i < 2049; ++i) even.add(3);
+  EXPECT_EQ(even.percentile(50), 2);
+  EXPECT_EQ(even.percentile(5), 1);
+  EXPECT_EQ(even.percentile(95), 3);
+  // Past kExactSampleCap distinct values it is P² (ExactPercentilesThenBoundedEstimates, all distinct).
+}
+
 TEST(Calibration, ReadsPerEventCostsFromTheResilienceLedger) {
   reports::Report report;
   reports::Result r;
