@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <unordered_map>
+#include <unordered_set>
 
 #include <fmt/format.h>
 
@@ -317,6 +318,7 @@ Comparison compare_reports(const Report& baseline, const Report& candidate, cons
   std::size_t matched_count = 0;
   // A candidate result a reference's pattern named but whose params differ: why it was not compared.
   std::vector<std::string> unlike_reference(candidate.results.size());
+  std::unordered_set<std::string> undirected_warned;  // benchmark + metric, each said once
 
   const auto base_row = [](const Result& r, const std::string& metric) {
     MetricComparison row;
@@ -407,20 +409,32 @@ Comparison compare_reports(const Report& baseline, const Report& candidate, cons
         throw input_error(
             fmt::format("{}.unit: \"{}\" but the baseline ({}) has \"{}\": the reports are incompatible",
                         where, cm->unit, baseline_source, bm.unit));
-      if (cm->better != bm.better)
-        throw input_error(
-            fmt::format("{}.better: \"{}\" but the baseline ({}) has \"{}\": the reports are incompatible",
-                        where, to_string(cm->better), baseline_source, to_string(bm.better)));
+      Metric judged = bm;
+      if (cm->better != bm.better) {
+        if (cm->better != Better::none && bm.better != Better::none)
+          throw input_error(
+              fmt::format("{}.better: \"{}\" but the baseline ({}) has \"{}\": the reports are incompatible",
+                          where, to_string(cm->better), baseline_source, to_string(bm.better)));
+        // One side judges the metric and the other gives it no direction (a censored MTTF; a direction a
+        // later version dropped): shown, not judged.
+        judged.better = Better::none;
+        if (undirected_warned.insert(br.benchmark + "\n" + name).second)
+          out.warnings.push_back(fmt::format(
+              "{} {}: the {} says {} is better, the {} gives it no direction: compared, not judged",
+              br.benchmark, name, bm.better == Better::none ? "candidate" : "baseline",
+              to_string(bm.better == Better::none ? cm->better : bm.better),
+              bm.better == Better::none ? "baseline" : "candidate"));
+      }
       MetricComparison row = base_row(br, name);
       row.unit = bm.unit;
-      row.better = bm.better;
+      row.better = judged.better;
       row.baseline = bm.value;
       row.candidate = cm->value;
       row.tolerance = rule.tolerance;
       row.abs_tolerance = rule.abs_tolerance;
       if (std::isfinite(bm.value) && std::isfinite(cm->value) && bm.value != 0)
         row.ratio = cm->value / bm.value;
-      const MetricVerdict v = judge_metric(bm, *cm, rule, rules.noise_sigmas, rules.max_noise);
+      const MetricVerdict v = judge_metric(judged, *cm, rule, rules.noise_sigmas, rules.max_noise);
       row.verdict = v.verdict;
       row.change = v.change;
       row.noise = v.noise;

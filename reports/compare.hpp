@@ -79,8 +79,8 @@ struct Comparison {
 };
 
 // Throws an input Error (exit 2) for reports that cannot be compared: nothing in common, or one metric in
-// different units or directions. Other differences (schema version, backend, world size, devices) become
-// warnings in the result.
+// different units or opposite directions (one side's `none` makes the row INFO, with a warning). Other
+// differences (schema version, backend, world size, devices) become warnings in the result.
 Comparison compare_reports(const Report& baseline, const Report& candidate, const CompareRules& rules,
                            const std::string& baseline_source = "baseline",
                            const std::string& candidate_source = "candidate");

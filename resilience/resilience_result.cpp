@@ -37,7 +37,8 @@ reports::Result resilience_result(const SupervisorResult& s, std::string_view po
   m("goodput_pct", 100 * L.goodput, "%", Better::higher);
   m("goodput_ref_pct", 100 * L.goodput_ref, "%", Better::higher);
   m("ettr", L.ettr, "fraction", Better::higher);
-  m("mttf_s", L.mttf_s, "s", Better::higher);
+  // With no failure the MTTF is the uptime, a lower bound that a faster job shortens: reported, not judged.
+  m("mttf_s", L.mttf_s, "s", L.mttf_censored ? Better::none : Better::higher);
   // MTTR averages the failures that were recovered; with none (no failure, or a job that never came back)
   // there is no repair time, and 0 would read as the best one.
   if (std::any_of(L.failure_list.begin(), L.failure_list.end(), [](const auto& f) { return f.resumed_at; }))
@@ -48,9 +49,11 @@ reports::Result resilience_result(const SupervisorResult& s, std::string_view po
   m("steps_completed", static_cast<double>(L.steps_completed), "count", Better::higher);
   m("wall_s", L.wall_s, "s", Better::lower);
   // The partition of wall_s (productive_s + extra.ledger.badput_s = wall_s) is the reference-step one; the
-  // step-time definition's productive seconds (slow steps included) are productive_time_s.
-  m("productive_s", L.parts.productive_s, "s", Better::higher);
-  m("productive_time_s", L.productive_time_s, "s", Better::higher);
+  // step-time definition's productive seconds (slow steps included) are productive_time_s. Neither has a
+  // better direction: a job of fixed --steps with faster steps has fewer productive seconds, a job given a
+  // --time-budget more; goodput_pct is their judged share.
+  m("productive_s", L.parts.productive_s, "s", Better::none);
+  m("productive_time_s", L.productive_time_s, "s", Better::none);
   if (L.launch_failures > 0) m("launch_failures", L.launch_failures, "count", Better::lower);
   m("ckpt_save_s", L.parts.ckpt_save_s, "s", Better::lower);
   m("ckpt_restore_s", L.parts.ckpt_restore_s, "s", Better::lower);

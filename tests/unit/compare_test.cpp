@@ -558,6 +558,52 @@ TEST(Compare, IncompatibleUnitsNameTheJsonPath) {
   }
 }
 
+TEST(Compare, OppositeDirectionsAreIncompatible) {
+  const auto base = report({result("gemm", "a", {{"tflops", metric(10, Better::higher, "TFLOP/s")}})});
+  const auto cand = report({result("gemm", "a", {{"tflops", metric(10, Better::lower, "TFLOP/s")}})});
+  try {
+    compare_reports(base, cand, {}, "base.json", "cand.json");
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "cand.json: $.results[0].metrics.tflops.better: \"lower\" but the baseline (base.json) has "
+              "\"higher\": the reports are incompatible");
+  }
+}
+
+// A censored MTTF (no failure) has no direction; the same metric with failures is higher-is-better. Either
+// way round the row is shown, not judged, and said once per metric.
+TEST(Compare, DirectionOnOneSideOnlyIsInfoWithAWarning) {
+  const auto judged = [](double v) { return metric(v, Better::higher, "s"); };
+  const auto open = [](double v) { return metric(v, Better::none, "s"); };
+  const auto base = report(
+      {result("resilience", "a", {{"mttf_s", judged(100)}, {"goodput_pct", metric(90, Better::higher, "%")}}),
+       result("resilience", "b",
+              {{"mttf_s", judged(100)}, {"goodput_pct", metric(90, Better::higher, "%")}})});
+  const auto cand = report(
+      {result("resilience", "a", {{"mttf_s", open(10)}, {"goodput_pct", metric(90, Better::higher, "%")}}),
+       result("resilience", "b", {{"mttf_s", open(10)}, {"goodput_pct", metric(90, Better::higher, "%")}})});
+  for (const bool swapped : {false, true}) {
+    const auto cmp = swapped ? compare_reports(cand, base, {}) : compare_reports(base, cand, {});
+    ASSERT_EQ(cmp.warnings.size(), 1u);
+    EXPECT_EQ(cmp.warnings[0], swapped
+                                   ? "resilience mttf_s: the candidate says higher is better, the baseline "
+                                     "gives it no direction: compared, not judged"
+                                   : "resilience mttf_s: the baseline says higher is better, the candidate "
+                                     "gives it no direction: compared, not judged");
+    int info = 0;
+    for (const auto& row : cmp.rows)
+      if (row.metric == "mttf_s") {
+        EXPECT_EQ(row.verdict, Verdict::info);
+        EXPECT_EQ(row.better, Better::none);
+        EXPECT_FALSE(row.fails);
+        ++info;
+      }
+    EXPECT_EQ(info, 2);
+    EXPECT_EQ(cmp.exit_status(), 0);
+  }
+}
+
 TEST(Compare, NothingInCommonIsAnError) {
   const auto base = report({result("gemm", "a", {{"tflops", metric(10, Better::higher, "TFLOP/s")}})});
   const auto cand = report({result("collective", "a", {{"tflops", metric(10, Better::higher, "TFLOP/s")}})});
