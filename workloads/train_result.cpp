@@ -52,7 +52,11 @@ void describe_run(reports::Result& r, const TrainOptions& o, const TrainPlan& pl
       {"ep", c.ep},
       {"pp", c.pp},
       {"sequence_parallel", plan.shape.sequence_parallel},
-      {"attention", plan.model.mla ? "mla" : "mha"},
+      // The attention's kind: multi-latent, or by its K/V heads multi-head, grouped-query or multi-query.
+      {"attention", plan.model.mla                            ? "mla"
+                    : plan.model.kv_heads == plan.model.heads ? "mha"
+                    : plan.model.kv_heads == 1                ? "mqa"
+                                                              : "gqa"},
       // What ran the attention core (a dry run: what was asked for).
       {"attention_engine", run ? run->attention_engine : std::string(to_string(o.attention_engine))},
       {"seq", plan.local.seq},
