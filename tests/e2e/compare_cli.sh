@@ -179,8 +179,11 @@ cp "$SAMPLE" "$T/in.json"
 sum_before=$(sha256sum <"$T/in.json")
 expect_error out_is_input_report 2 "invalid -o/--output $T/in.json: it is the input $T/in.json, which writing would destroy" \
   fb -o "$T/in.json" report "$T/in.json"
-(cd "$T" && expect_error out_is_input_compare 2 "invalid -o/--output ./in.json: it is the input $T/in.json, which writing would destroy" \
-  fb -o ./in.json compare "$T/in.json" "$T/worse.json" --format junit)
+# In the caller's shell, not a subshell: a failure recorded there would be lost with the subshell's FAILS.
+pushd "$T" >/dev/null
+expect_error out_is_input_compare 2 "invalid -o/--output ./in.json: it is the input $T/in.json, which writing would destroy" \
+  fb -o ./in.json compare "$T/in.json" "$T/worse.json" --format junit
+popd >/dev/null
 expect_error out_is_input_import 2 "invalid -o/--output $T/nccl.txt: it is the input $T/nccl.txt" \
   sh -c "cp '$DATA/nccl_tests_allreduce_h100.txt' '$T/nccl.txt' && exec '$FACTORYBENCH' -o '$T/nccl.txt' import nccl-tests '$T/nccl.txt'"
 # Any other argument naming an existing file is an input too: a suite, a model, a failure model (a report

@@ -197,5 +197,8 @@ run_capture op_shape fb import nccl-tests "$T/unnamed.txt" --op allgather -o "$T
   && ok "--op against the shape: imported as asked, warned once" || fail "op_shape: rc=$RC $(cat "$T/op_shape.err")"
 assert_json "$T/op_shape.json" 'd["summary"]["import"][0]["ops"][0]["shape_says"] == "allreduce" and d["results"][0]["name"].startswith("allgather/")' "--op against the shape: recorded in summary.import"
 run_capture op_agrees fb import nccl-tests "$T/unnamed.txt" --op allreduce -o "$T/op_agrees.json"
-! grep -q "shape" "$T/op_agrees.err" && ok "--op agreeing with the shape: no warning" || fail "op_agrees: $(cat "$T/op_agrees.err")"
+[ "$RC" -eq 0 ] && ! grep -q "shape" "$T/op_agrees.err" && ok "--op agreeing with the shape: exit 0, no warning" \
+  || fail "op_agrees: rc=$RC $(cat "$T/op_agrees.err")"
+assert_json "$T/op_agrees.json" 'd["summary"]["import"][0]["ops"] == [{"from": "--op", "op": "allreduce"}] and {r["name"].split("/")[0] for r in d["results"]} == {"allreduce", "avg_busbw"}' \
+  "--op agreeing with the shape: imported as allreduce, no shape_says in summary.import"
 finish

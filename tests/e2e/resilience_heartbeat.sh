@@ -9,14 +9,25 @@ cd "$T"
 
 # A save held 25 s at step 10 under a 10 s heartbeat (10 s, not less: the launch before init_done is covered
 # by the event log alone, and under ctest's load on a 2-core CI machine it takes seconds).
-run_capture slow_save env FACTORYBENCH_TEST_CKPT_PAUSE="shard=25@10" timeout 300 "$FACTORYBENCH" resilience \
-  --ranks 2 --launcher-args "--oversubscribe" --model tiny-dense --steps 20 --checkpoint-every 5 --faults none \
-  --heartbeat-timeout 10s --max-restarts 1 --run-dir "$T/slow" -o "$T/slow.json"
+run_capture slow_save env FACTORYBENCH_TEST_CKPT_PAUSE="shard=25@10" FACTORYBENCH_TEST_CKPT_MARK="$T/slow.marks" \
+  timeout 300 "$FACTORYBENCH" resilience --ranks 2 --launcher-args "--oversubscribe" --model tiny-dense --steps 20 \
+  --checkpoint-every 5 --faults none --heartbeat-timeout 10s --max-restarts 1 --run-dir "$T/slow" -o "$T/slow.json"
 [ "$RC" -eq 0 ] && ok "a 25 s save under a 10 s heartbeat: exit 0" || fail "slow save: exit $RC: $(tail -5 "$T/slow_save.err")"
 ! grep -q '"type":"failure_detected"' "$T/slow/events.jsonl" && ok "slow save: no failure detected" \
   || fail "slow save: $(grep failure_detected "$T/slow/events.jsonl" | cut -c1-300)"
 grep '"type":"ckpt_commit"' "$T/slow/events.jsonl" | grep -q '"step":10' && ok "slow save: the held save of step 10 committed" \
   || fail "slow save: step 10 not committed"
+# The save was held: both ranks paused in the shard phase of step 10, and it took the 25 s from its start to
+# its commit (a run without the pause passed the checks above).
+[ "$(sort "$T/slow.marks" 2>/dev/null)" = $'shard 10 0\nshard 10 1' ] && ok "slow save: both ranks held in the shard phase of step 10" \
+  || fail "slow save: pause marks: '$(cat "$T/slow.marks" 2>&1)', expected shard 10 on ranks 0 and 1"
+E=$T/slow/events.jsonl
+"$PY" - "$E" <<'PYEOF' && ok "slow save: the save of step 10 took ≥ 25 s (ckpt_save_start to ckpt_commit)" || fail "slow save: the save of step 10 was not held 25 s: $(grep '"step":10' "$E" | grep '"type":"ckpt_' | cut -c1-300)"
+import json, sys
+events = [json.loads(line) for line in open(sys.argv[1]) if line.strip()]
+t = {e["type"]: e["t"] for e in events if e.get("step") == 10 and e["type"] in ("ckpt_save_start", "ckpt_commit")}
+sys.exit(0 if len(t) == 2 and t["ckpt_commit"] - t["ckpt_save_start"] >= 25 else 1)
+PYEOF
 
 # A frozen job: one rank under --launcher none, stopped once it has trained a step. No restart is allowed, so
 # the run ends at the supervisor's hang.

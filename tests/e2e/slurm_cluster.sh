@@ -28,11 +28,7 @@ run_capture hostname timeout 60 srun -n 4 hostname
   || fail "srun -n 4 hostname: exit $RC, $(cat "$T/hostname.out" "$T/hostname.err")"
 
 # Direct launch over PMIx: Open MPI takes ranks from Slurm, one world of 4, one report.
-if "$FACTORYBENCH" collective --help >/dev/null 2>&1; then
-  CMD=(collective --op allreduce -b 8 -e 64K --check --backend host)
-else
-  CMD=(info --backend host)
-fi
+CMD=(collective --op allreduce -b 8 -e 64K --check --backend host)
 run_capture srun4 timeout 120 srun --mpi=pmix -n 4 "$FACTORYBENCH" "${CMD[@]}" --output "$T/srun.json"
 if [ "$RC" -ne 0 ] || [ ! -f "$T/srun.json" ]; then
   fail "srun --mpi=pmix -n 4 factorybench ${CMD[*]}: exit $RC: $(tail -5 "$T/srun4.err")"
@@ -201,49 +197,45 @@ else
 fi
 
 # The supervisor relaunching through srun inside an allocation (salloc gives it one, as sbatch would).
-if "$FACTORYBENCH" resilience --help 2>/dev/null | grep -q -- "--launcher"; then
-  RES=(resilience --launcher srun --ranks 4 --launcher-args "--mpi=pmix" --backend host --model tiny-dense
-       --steps 12 --checkpoint-every 4 --max-restarts 3)
-  # A crash: rank 1 is SIGKILLed at step 6; srun --kill-on-bad-exit ends the step, the supervisor relaunches it.
-  run_capture crash timeout 150 salloc -n 4 "$FACTORYBENCH" "${RES[@]}" --hang-timeout 30s \
-    --faults "crash@step=6,rank=1" --run-dir "$T/run-crash" --output "$T/crash.json"
-  if [ "$RC" -eq 0 ] && [ -f "$T/crash.json" ]; then
-    ok "resilience --launcher srun with a crash"
-    validate "$T/crash.json"
-    R="d['results'][0]"
-    assert_json "$T/crash.json" "$R['metrics']['failures']['value'] == 1 and $R['metrics']['restarts']['value'] == 1" \
-      "one failure, one restart"
-    assert_json "$T/crash.json" "$R['metrics']['steps_completed']['value'] == 12" "all 12 steps completed"
-    assert_json "$T/crash.json" "[f['rank'] for f in $R['extra']['ledger']['failure_list']] == [1]" "failure blamed on rank 1"
-    launches=$("$PY" -c "import json,sys; print(sum(1 for l in open(sys.argv[1]) if l.strip() and
-      (e := json.loads(l))['type'] == 'attempt_start' and e['command'][0] == 'srun'))" "$T/run-crash/events.jsonl")
-    [ "$launches" = 2 ] && ok "both attempts launched with srun" || fail "srun launches in the event log: $launches"
-  else
-    fail "resilience --launcher srun (crash): exit $RC: $(tail -8 "$T/crash.err")"
-  fi
-  # A hang the training watchdog would not catch in time (--hang-timeout 5m): the supervisor's heartbeat
-  # timeout fires, it stops the srun step (SIGTERM to srun, scancel if the step outlives it) and relaunches.
-  # 12 s: above a 4-rank srun launch before its first event on a loaded CI machine (6 s was close).
-  run_capture hang timeout 150 salloc -n 4 "$FACTORYBENCH" "${RES[@]}" --hang-timeout 5m --heartbeat-timeout 12s \
-    --faults "hang@step=6,rank=2" --run-dir "$T/run-hang" --output "$T/hang.json"
-  if [ "$RC" -eq 0 ] && [ -f "$T/hang.json" ]; then
-    ok "resilience --launcher srun with a hang"
-    assert_json "$T/hang.json" "$R['metrics']['failures']['value'] == 1 and $R['metrics']['steps_completed']['value'] == 12" \
-      "hang: one failure, 12 steps"
-    assert_json "$T/hang.json" "[f['kind'] for f in $R['extra']['ledger']['failure_list']] == ['hang']" "failure kind hang"
-  else
-    fail "resilience --launcher srun (hang): exit $RC: $(tail -8 "$T/hang.err")"
-  fi
-  # Nothing left behind: no job step and no rank of this test's runs (Slurm's teardown takes a moment).
-  for _ in $(seq 60); do
-    [ -z "$(squeue -h -s 2>/dev/null)" ] && ! pgrep -f "$T/run-" >/dev/null && break
-    sleep 0.5
-  done
-  [ -z "$(squeue -h -s 2>/dev/null)" ] && ok "no job steps left" || fail "steps left: $(squeue -s)"
-  pgrep -f "$T/run-" >/dev/null && fail "processes left: $(pgrep -af "$T/run-")" || ok "no processes left"
+RES=(resilience --launcher srun --ranks 4 --launcher-args "--mpi=pmix" --backend host --model tiny-dense
+     --steps 12 --checkpoint-every 4 --max-restarts 3)
+R="d['results'][0]"  # set here, not in the crash branch: the hang checks use it whether the crash run passed or not
+# A crash: rank 1 is SIGKILLed at step 6; srun --kill-on-bad-exit ends the step, the supervisor relaunches it.
+run_capture crash timeout 150 salloc -n 4 "$FACTORYBENCH" "${RES[@]}" --hang-timeout 30s \
+  --faults "crash@step=6,rank=1" --run-dir "$T/run-crash" --output "$T/crash.json"
+if [ "$RC" -eq 0 ] && [ -f "$T/crash.json" ]; then
+  ok "resilience --launcher srun with a crash"
+  validate "$T/crash.json"
+  assert_json "$T/crash.json" "$R['metrics']['failures']['value'] == 1 and $R['metrics']['restarts']['value'] == 1" \
+    "one failure, one restart"
+  assert_json "$T/crash.json" "$R['metrics']['steps_completed']['value'] == 12" "all 12 steps completed"
+  assert_json "$T/crash.json" "[f['rank'] for f in $R['extra']['ledger']['failure_list']] == [1]" "failure blamed on rank 1"
+  launches=$("$PY" -c "import json,sys; print(sum(1 for l in open(sys.argv[1]) if l.strip() and
+    (e := json.loads(l))['type'] == 'attempt_start' and e['command'][0] == 'srun'))" "$T/run-crash/events.jsonl")
+  [ "$launches" = 2 ] && ok "both attempts launched with srun" || fail "srun launches in the event log: $launches"
 else
-  echo "note: this build has no 'factorybench resilience --launcher'; resilience part not run"
+  fail "resilience --launcher srun (crash): exit $RC: $(tail -8 "$T/crash.err")"
 fi
+# A hang the training watchdog would not catch in time (--hang-timeout 5m): the supervisor's heartbeat
+# timeout fires, it stops the srun step (SIGTERM to srun, scancel if the step outlives it) and relaunches.
+# 12 s: above a 4-rank srun launch before its first event on a loaded CI machine (6 s was close).
+run_capture hang timeout 150 salloc -n 4 "$FACTORYBENCH" "${RES[@]}" --hang-timeout 5m --heartbeat-timeout 12s \
+  --faults "hang@step=6,rank=2" --run-dir "$T/run-hang" --output "$T/hang.json"
+if [ "$RC" -eq 0 ] && [ -f "$T/hang.json" ]; then
+  ok "resilience --launcher srun with a hang"
+  assert_json "$T/hang.json" "$R['metrics']['failures']['value'] == 1 and $R['metrics']['steps_completed']['value'] == 12" \
+    "hang: one failure, 12 steps"
+  assert_json "$T/hang.json" "[f['kind'] for f in $R['extra']['ledger']['failure_list']] == ['hang']" "failure kind hang"
+else
+  fail "resilience --launcher srun (hang): exit $RC: $(tail -8 "$T/hang.err")"
+fi
+# Nothing left behind: no job step and no rank of this test's runs (Slurm's teardown takes a moment).
+for _ in $(seq 60); do
+  [ -z "$(squeue -h -s 2>/dev/null)" ] && ! pgrep -f "$T/run-" >/dev/null && break
+  sleep 0.5
+done
+[ -z "$(squeue -h -s 2>/dev/null)" ] && ok "no job steps left" || fail "steps left: $(squeue -s)"
+pgrep -f "$T/run-" >/dev/null && fail "processes left: $(pgrep -af "$T/run-")" || ok "no processes left"
 
 "$CLUSTER" stop
 finish

@@ -8,7 +8,7 @@ cd "$T"
 mkdir -p "$T/vol"
 mount -t tmpfs -o size=20m tmpfs "$T/vol" 2>/dev/null || skip "cannot mount a 20 MiB tmpfs here (not root, or no mount rights)"
 mkdir -p "$T/ro"
-trap 'umount "$T/vol" "$T/ro" 2>/dev/null' EXIT
+trap 'umount "$T/vol" "$T/ro" 2>/dev/null; rm -rf "$T"' EXIT  # replaces lib.sh's trap: remove $T here too
 expect_error small_volume 2 "^factorybench: error: the run dir cannot hold the checkpoints: --keep 2 \+ 2 checkpoints of 1 rank\(s\), .* each need .*, but $T/vol/rd has .* free$" \
   fb --backend host -o "$T/t.json" train --model tiny-dense --steps 40 --run-dir "$T/vol/rd" --checkpoint-every 20 --keep 2
 [ ! -e "$T/t.json" ] && ok "no report" || fail "a report was written"

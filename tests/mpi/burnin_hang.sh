@@ -14,7 +14,7 @@ run_capture hang timeout 300 mpirun --oversubscribe -np 2 -x FACTORYBENCH_FAKE_H
   "$FACTORYBENCH" burnin --backend host --duration 120s --check-interval 1s --size 128 --hang-timeout 5s \
   --run-dir "$T/states" --output "$T/hang.json"
 cat "$T/hang.out"
-[ "$RC" -ne 0 ] && [ "$RC" -ne 124 ] && ok "hang: the job ends (exit $RC)" || fail "hang: exit $RC: $(tail -5 "$T/hang.err")"
+[ "$RC" -eq 1 ] && ok "hang: the job ends (exit 1)" || fail "hang: exit $RC, expected 1: $(tail -5 "$T/hang.err")"
 grep -qE "^hang: rank 1 \(host .*-fake1, GPU 0\) never entered burnin_check #4 \(24 B\)$" "$T/hang.out" \
   && grep -qE "^burnin: FAIL \(hang; rank states in $T/states/fb-hang-" "$T/hang.out" \
   && ok "hang: rank 1 named as never entering check 3's gather" || fail "hang: $(cat "$T/hang.out")"
@@ -36,7 +36,7 @@ cat >"$T/suite.json" <<'JSON'
 JSON
 run_capture suite timeout 300 mpirun --oversubscribe -np 2 -x FACTORYBENCH_INJECT=hang@rank=1,call=3 "$FACTORYBENCH" \
   --backend host suite "$T/suite.json" --output "$T/suite-report.json"
-[ "$RC" -ne 0 ] && [ "$RC" -ne 124 ] || fail "suite: exit $RC"
+[ "$RC" -eq 1 ] || fail "suite: exit $RC, expected 1"
 grep -qE "^hang: rank 1 \(host .*, GPU 1\) never entered burnin_check #3 \(24 B\)$" "$T/suite.out" \
   && ok "suite: rank 1 named" || fail "suite: $(cat "$T/suite.out")"
 assert_json "$T/suite-report.json" "[(r['benchmark'], r['name'][:12], r['status'], r['extra']['suite_step']) for r in d['results']] == [('burnin', 'burnin/node/', 'ok', 'load'), ('burnin', 'hang', 'failed', 'load'), ('suite', 'after', 'skipped', 'after')] and all(len(x['checksums']) == 2 for x in d['results'][0]['extra']['ranks']) and d['summary']['suite']['verdict'] == 'fail'" \
@@ -56,7 +56,7 @@ refused() {  # NAME PATTERN INJECT ARGS...: refused before anything runs
   shift 3
   run_capture "$name" run2 -x "FACTORYBENCH_INJECT=$inject" "$FACTORYBENCH" burnin --backend host --size 64 \
     --output "$T/$name.json" "$@"
-  [ "$RC" -ne 0 ] && grep -qE "$pattern" "$T/$name.out" "$T/$name.err" && [ ! -e "$T/$name.json" ] \
+  [ "$RC" -eq 2 ] && grep -qE "$pattern" "$T/$name.out" "$T/$name.err" && [ ! -e "$T/$name.json" ] \
     && ok "$name: refused, no report" || fail "$name: exit $RC: $(cat "$T/$name.out" "$T/$name.err" | grep -v '^\[' | head -5)"
 }
 refused past_calls "FACTORYBENCH_INJECT 'hang@rank=1,call=5': hang at call 5, but this burn-in makes 4 call\(s\)" \

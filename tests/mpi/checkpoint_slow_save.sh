@@ -9,12 +9,23 @@ cd "$T"
 for mode in sync async; do
   extra=()
   [ "$mode" = async ] && extra=(--async-checkpoint)
-  export FACTORYBENCH_TEST_CKPT_PAUSE="shard=5@6"
-  run_capture "$mode" timeout 120 mpirun --oversubscribe -x FACTORYBENCH_TEST_CKPT_PAUSE -np 2 "$FACTORYBENCH" \
-    train --backend host --model tiny-dense --steps 12 --warmup-steps 0 --checkpoint-every 3 --run-dir "$T/$mode" \
-    "${extra[@]}" -o "$T/$mode.json"
-  unset FACTORYBENCH_TEST_CKPT_PAUSE
+  export FACTORYBENCH_TEST_CKPT_PAUSE="shard=5@6" FACTORYBENCH_TEST_CKPT_MARK=$T/$mode.marks
+  run_capture "$mode" timeout 120 mpirun --oversubscribe -x FACTORYBENCH_TEST_CKPT_PAUSE -x FACTORYBENCH_TEST_CKPT_MARK \
+    -np 2 "$FACTORYBENCH" train --backend host --model tiny-dense --steps 12 --warmup-steps 0 --checkpoint-every 3 \
+    --run-dir "$T/$mode" "${extra[@]}" -o "$T/$mode.json"
+  unset FACTORYBENCH_TEST_CKPT_PAUSE FACTORYBENCH_TEST_CKPT_MARK
   [ "$RC" -eq 0 ] && ok "$mode: a 5 s save finishes the run (exit 0)" || fail "$mode: exit $RC: $(tail -3 "$T/$mode.err")"
+  # The pause did happen: both ranks held in the shard phase of step 6 (and nowhere else), and the save of
+  # step 6 took at least the 5 s from its start to its commit (a run without the pause passed the rest).
+  [ "$(sort "$T/$mode.marks" 2>/dev/null)" = $'shard 6 0\nshard 6 1' ] && ok "$mode: both ranks held in the shard phase of step 6" \
+    || fail "$mode: pause marks: '$(cat "$T/$mode.marks" 2>&1)', expected shard 6 on ranks 0 and 1"
+  E=$T/$mode/events.jsonl
+  "$PY" - "$E" <<'PYEOF' && ok "$mode: the save of step 6 took ≥ 5 s (ckpt_save_start to ckpt_commit)" || fail "$mode: the save of step 6 was not held 5 s: $(grep '"step":6' "$E" | grep '"type":"ckpt_' | cut -c1-300)"
+import json, sys
+events = [json.loads(line) for line in open(sys.argv[1]) if line.strip()]
+t = {e["type"]: e["t"] for e in events if e.get("step") == 6 and e["type"] in ("ckpt_save_start", "ckpt_commit")}
+sys.exit(0 if len(t) == 2 and t["ckpt_commit"] - t["ckpt_save_start"] >= 5 else 1)
+PYEOF
   ! grep -q '"type":"failure_detected"' "$T/$mode/events.jsonl" && ok "$mode: no failure detected" \
     || fail "$mode: $(grep failure_detected "$T/$mode/events.jsonl" | cut -c1-300)"
   grep '"type":"ckpt_commit"' "$T/$mode/events.jsonl" | grep -q '"step":6' && ok "$mode: the held save of step 6 committed" \

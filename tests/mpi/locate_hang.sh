@@ -16,7 +16,7 @@ for seed in ${FB_SEEDS:-1 2 3}; do
     --tests bisection --allreduce-size 256K --iters 4 --seed "$seed" --hang-timeout 2s --run-dir "$T/run$seed" \
     --output "$T/hang$seed.json"
   cat "$T/hang$seed.out"
-  [ "$RC" -ne 0 ] && ok "hang seed $seed: non-zero exit ($RC)" || fail "hang seed $seed: exit 0"
+  [ "$RC" -eq 1 ] && ok "hang seed $seed: exit 1" || fail "hang seed $seed: exit $RC, expected 1"
   grep -qE "^hang: rank 5 \(host .*-fake2, GPU 1\) never entered allreduce #3 \(256 KiB\)$" "$T/hang$seed.out" \
     && ok "hang seed $seed: rank 5 never entered allreduce #3" || fail "hang seed $seed: $(cat "$T/hang$seed.out")"
   [ "$(grep -c "never entered" "$T/hang$seed.out")" -eq 1 ] && ok "hang seed $seed: only rank 5 named as never entering" \
@@ -32,6 +32,7 @@ mkdir -p "$T/runp2p"
 run_capture hangp2p run8 -x "FACTORYBENCH_INJECT=hang@rank=2,call=3" "$FACTORYBENCH" locate --backend host \
   --scope node --tests p2p -b 256K --iters 4 --hang-timeout 2s --run-dir "$T/runp2p" --output "$T/hangp2p.json"
 cat "$T/hangp2p.out"
+[ "$RC" -eq 1 ] && ok "p2p hang: exit 1" || fail "p2p hang: exit $RC, expected 1"
 grep -qE "^hang: rank 2 \(host .*-fake1, GPU 0\) never entered send #3 \(256 KiB\)$" "$T/hangp2p.out" \
   && grep -qE "^hang: rank 4 .* entered recv #3 \(256 KiB\) and never left" "$T/hangp2p.out" \
   && ok "p2p hang: rank 2 never entered the send rank 4's recv #3 waits for" || fail "p2p hang: $(cat "$T/hangp2p.out")"
@@ -42,6 +43,7 @@ grep -qE "^hang: rank 2 \(host .*-fake1, GPU 0\) never entered send #3 \(256 KiB
 run_capture hangbis timeout 300 mpirun --oversubscribe -np 4 -x FACTORYBENCH_FAKE_HOSTS=2 -x "FACTORYBENCH_INJECT=hang@rank=2,call=100" \
   "$FACTORYBENCH" locate --backend host --scope rank --iters 3 --confirm-passes 0 --outlier-threshold 0.99 -b 16K \
   --allreduce-size 16K --hang-timeout 2s --run-dir "$T/runbis" --output "$T/hangbis.json"
+[ "$RC" -eq 1 ] && ok "bisection hang: exit 1" || fail "bisection hang: exit $RC, expected 1"
 grep -qE "^hang: rank 2 \(host .*-fake1, GPU 0\) never entered allreduce #100 \(16 KiB\)$" "$T/hangbis.out" \
   && ok "bisection hang: rank 2 named" || fail "bisection hang: $(cat "$T/hangbis.out")"
 assert_json "$T/hangbis.json" "[r['name'] for r in d['results']] == ['p2p/rank/16384', 'hang'] and d['results'][1]['status'] == 'failed' and 'p2p' in d['summary']['locate']" "bisection hang: the p2p result and summary are kept before the hang"
