@@ -43,10 +43,15 @@ run_capture hang fb train --backend host --model tiny-dense --steps 6 --warmup-s
 run_capture base fb train --backend host --model tiny-dense --steps 2 --warmup-steps 0 --checkpoint-every 2 \
   --run-dir "$T/restore" -o "$T/base.json"
 [ "$RC" -eq 0 ] || fail "restore base run: exit $RC: $(cat "$T/base.err")"
-run_capture slow_restore env FACTORYBENCH_TEST_CKPT_PAUSE="restore=5" "$FACTORYBENCH" train --backend host \
-  --model tiny-dense --steps 3 --warmup-steps 0 --checkpoint-every 2 --hang-timeout 3s --resume \
-  --run-dir "$T/restore" -o "$T/slow_restore.json"
+run_capture slow_restore env FACTORYBENCH_TEST_CKPT_PAUSE="restore=5" FACTORYBENCH_TEST_CKPT_MARK="$T/restore.marks" \
+  "$FACTORYBENCH" train --backend host --model tiny-dense --steps 3 --warmup-steps 0 --checkpoint-every 2 \
+  --hang-timeout 3s --resume --run-dir "$T/restore" -o "$T/slow_restore.json"
 [ "$RC" -eq 0 ] && ok "a 5 s restore is not a hang (exit 0)" || fail "slow restore: exit $RC: $(cat "$T/slow_restore.err")"
+# ... and it was held: the restore of step 2 paused, and its event took the 5 s.
+[ "$(cat "$T/restore.marks" 2>/dev/null)" = "restore 2 0" ] \
+  && grep '"type":"ckpt_restore_end"' "$T/restore/events.jsonl" | "$PY" -c "import json, sys; e = json.loads(sys.stdin.readline()); sys.exit(0 if e['step'] == 2 and e['seconds'] >= 5 else 1)" \
+  && ok "slow restore: the restore of step 2 was held 5 s" \
+  || fail "slow restore: not held: marks '$(cat "$T/restore.marks" 2>&1)', $(grep ckpt_restore_end "$T/restore/events.jsonl" | cut -c1-200)"
 run_capture stalled_restore timeout 150 env FACTORYBENCH_TEST_CKPT_PAUSE="restore=300" "$FACTORYBENCH" train \
   --backend host --model tiny-dense --steps 4 --warmup-steps 0 --checkpoint-every 2 --hang-timeout 3s --resume \
   --run-dir "$T/restore" -o "$T/stalled_restore.json"
