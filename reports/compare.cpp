@@ -98,6 +98,40 @@ std::string params_mismatch(const Result& ref, const Result& cand) {
   return {};
 }
 
+// Parameters that differ between two runs of the same work: where a file or run dir lives, notes, what the
+// machine measured or chose for itself (its peak, a buffer set sized to its caches, the engine of its
+// backend: the backend and device warnings cover those).
+bool run_specific_param(const std::string& key) {
+  const auto ends_with = [&](std::string_view tail) {
+    return key.size() >= tail.size() && key.compare(key.size() - tail.size(), tail.size(), tail) == 0;
+  };
+  static const std::unordered_set<std::string> kKeys{"run_dir",          "peak_tflops", "peak_source",
+                                                     "set_bytes",        "buffer_sets", "engine",
+                                                     "attention_engine", "emulated",    "cost_sources"};
+  return kKeys.count(key) > 0 || ends_with("_file") || ends_with("_note") || key == "note";
+}
+
+// Which parameters of a result matched by name differ between the reports ("days 54 -> 0.01"), at most
+// `limit` of them, and how many in all. A result name leaves out some of what defines the work (simulate's
+// window and costs, the training shape a resilience job ran): said, so that a gate between different work
+// does not pass unremarked.
+std::pair<std::string, std::size_t> params_differences(const Result& b, const Result& c, std::size_t limit) {
+  std::string text;
+  std::size_t n = 0;
+  if (!b.params.is_object() || !c.params.is_object()) return {text, n};
+  for (const auto& [key, bv] : b.params.items()) {
+    if (run_specific_param(key) || !c.params.contains(key) || bv.is_structured()) continue;
+    const json& cv = c.params.at(key);
+    if (cv.is_structured() || cv == bv) continue;
+    if (bv.is_number() && cv.is_number() && bv.get<double>() == cv.get<double>()) continue;  // 2 and 2.0
+    const auto show = [](const json& v) {
+      return v.is_number() ? fmt::format("{:.6g}", v.get<double>()) : v.dump();
+    };
+    if (++n <= limit) text += fmt::format("{}{} {} -> {}", text.empty() ? "" : ", ", key, show(bv), show(cv));
+  }
+  return {text, n};
+}
+
 std::string first_device(const Report& r) {
   const json& ranks = r.system.is_object() ? r.system.value("ranks", json::array()) : json::array();
   if (ranks.is_array() && !ranks.empty() && ranks[0].is_object() && ranks[0].contains("device") &&
@@ -319,6 +353,8 @@ Comparison compare_reports(const Report& baseline, const Report& candidate, cons
   // A candidate result a reference's pattern named but whose params differ: why it was not compared.
   std::vector<std::string> unlike_reference(candidate.results.size());
   std::unordered_set<std::string> undirected_warned;  // benchmark + metric, each said once
+  std::string params_differ;  // the first result in common whose parameters differ, and how
+  std::size_t params_differ_count = 0;
 
   const auto base_row = [](const Result& r, const std::string& metric) {
     MetricComparison row;
@@ -393,6 +429,14 @@ Comparison compare_reports(const Report& baseline, const Report& candidate, cons
                      (cr.error ? ": " + *cr.error : std::string()));
     else if (br.status == Status::failed)
       status_row(cr, Verdict::better, "failed in baseline, ok in candidate");
+
+    if (!out.baseline.reference && !out.candidate.reference)
+      if (auto [text, n] = params_differences(br, cr, 3); n > 0) {
+        if (params_differ.empty())
+          params_differ = fmt::format("{} {}: {}{}", br.benchmark, br.name, text,
+                                      n > 3 ? fmt::format(" and {} more", n - 3) : std::string());
+        ++params_differ_count;
+      }
 
     const MetricIndex cand_metrics(cr);
     for (const auto& [name, bm] : br.metrics) {
@@ -507,6 +551,13 @@ Comparison compare_reports(const Report& baseline, const Report& candidate, cons
     for (const auto& [name, m] : cr.metrics)
       only_on_one_side(cr, name, m, Verdict::added, reason, {}, skipped);
   }
+
+  if (params_differ_count > 0)
+    out.warnings.push_back(fmt::format(
+        "parameters differ in {} of the {} result(s) in common ({}{}): their figures may not measure the "
+        "same "
+        "work",
+        params_differ_count, matched_count, params_differ_count > 1 ? "first: " : "", params_differ));
 
   // A floor or ceiling that matches no metric of the candidate gates nothing: a typo in a name
   // ("colective", "busbw_gpbs") would silently disable it. Said, not failed: a shared rules file may hold

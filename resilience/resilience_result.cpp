@@ -29,7 +29,8 @@ reports::Result resilience_result(const SupervisorResult& s, std::string_view po
               {"mtbf", p.mtbf},
               {"time_budget", p.time_budget},
               {"preflight", p.preflight},
-              {"run_dir", p.run_dir}};
+              {"run_dir", p.run_dir},
+              {"train_options", p.train_options}};
   if (!p.steps_given && !p.time_budget.empty()) r.params["steps"] = nullptr;  // until the budget is spent
   const auto m = [&](const char* name, double v, const char* unit, Better b) {
     r.set_metric(name, {v, unit, b, std::nullopt});

@@ -31,6 +31,9 @@ struct ResilienceRunParams {
   std::string state_bytes, mtbf, time_budget;
   bool preflight = false;
   std::string run_dir;
+  // The training options the job runs with beyond train's defaults ("--seq 512 --dtype fp32"), as the
+  // attempts get them (less what the supervisor sets per attempt): the result's name gives only the model.
+  std::string train_options;
 };
 
 // Failed unless the job finished its steps, or stopped at a --time-budget given without --steps.

@@ -388,6 +388,13 @@ resilience::ResilienceRunParams run_params(const ResilienceCommandOptions& o, co
   p.time_budget = o.time_budget;
   p.preflight = o.preflight;
   p.run_dir = run_dir;
+  auto train = o.train;  // steps and warm-up are the supervisor's, recorded above
+  train.steps = TrainCliOptions{}.steps;
+  train.warmup_steps = TrainCliOptions{}.warmup_steps;
+  for (const auto& arg : train_options_argv(train)) {
+    if (!p.train_options.empty()) p.train_options += ' ';
+    p.train_options += shell_quote(arg);
+  }
   return p;
 }
 

@@ -604,6 +604,67 @@ TEST(Compare, DirectionOnOneSideOnlyIsInfoWithAWarning) {
   }
 }
 
+// A result's name leaves out some of what defines its work: differing parameters are said, in one warning
+// (the first result and up to three of its parameters, numbers in 6 digits), without changing any verdict.
+TEST(Compare, DifferingParametersAreWarnedOnce) {
+  auto sim = [](double days, double checkpoint_s, double gain) {
+    auto r =
+        result("simulate", "llama3-h100/16384gpus/daly", {{"goodput_pct", metric(85, Better::higher, "%")}});
+    r.params = {{"days", days},
+                {"checkpoint_s", checkpoint_s},
+                {"gpus", 16384},
+                {"failure_model_file", days > 1 ? "/a/llama3-h100.json" : "/b/llama3-h100.json"},
+                {"peak_tflops", gain},
+                {"cost_sources", {{"checkpoint", days > 1 ? "default" : "option"}}},
+                {"analytic_note", days > 1 ? "x" : "y"},
+                {"expected_failures", 419.0 * days / 54},
+                {"trials", 50},
+                {"spares", "unlimited"}};
+    return r;
+  };
+  const auto other = [](double v) {
+    auto r = result("gemm", "fp32/64", {{"tflops", metric(v, Better::higher, "TFLOP/s")}});
+    r.params = {{"m", 64}, {"engine", v > 1 ? "cublasLt" : "openblas"}};
+    return r;
+  };
+  const auto base = report({sim(54, 60, 1), other(2)});
+  const auto cand = report({sim(0.01, 10, 2), other(2)});
+  const auto cmp = compare_reports(base, cand, {});
+  ASSERT_EQ(cmp.warnings.size(), 1u);
+  EXPECT_EQ(
+      cmp.warnings[0],
+      "parameters differ in 1 of the 2 result(s) in common (simulate llama3-h100/16384gpus/daly: "
+      "checkpoint_s 60 -> 10, days 54 -> 0.01, expected_failures 419 -> 0.0775926): their figures may not "
+      "measure the same work");
+  EXPECT_EQ(cmp.count(Verdict::same), 2u);  // said, not judged
+  // Paths, notes, measured peaks, engines and how a cost was given are not the work: no warning.
+  auto same = sim(54, 60, 1);
+  same.params["failure_model_file"] = "/elsewhere.json";
+  same.params["peak_tflops"] = 7;
+  same.params["analytic_note"] = "z";
+  same.params["cost_sources"] = {{"checkpoint", "calibrated"}};
+  auto cpu = other(0.5);
+  cpu.metrics[0].second.value = 2;
+  EXPECT_TRUE(compare_reports(base, report({same, cpu}), {}).warnings.empty());
+  // Integers and floats of one value are equal; a parameter on one side only is not a difference.
+  auto more = sim(54, 60, 1);
+  more.params["gpus"] = 16384.0;
+  more.params["new_param"] = 1;
+  EXPECT_TRUE(compare_reports(base, report({more, other(2)}), {}).warnings.empty());
+  // Four differences: three shown and how many more; with two results differing, the first is shown.
+  auto four = sim(0.01, 10, 1);
+  four.params["trials"] = 5;
+  auto gemm = other(2);
+  gemm.params["m"] = 128;
+  const auto both = compare_reports(base, report({four, gemm}), {});
+  ASSERT_EQ(both.warnings.size(), 1u);
+  EXPECT_EQ(
+      both.warnings[0],
+      "parameters differ in 2 of the 2 result(s) in common (first: simulate llama3-h100/16384gpus/daly: "
+      "checkpoint_s 60 -> 10, days 54 -> 0.01, expected_failures 419 -> 0.0775926 and 1 more): their "
+      "figures may not measure the same work");
+}
+
 TEST(Compare, NothingInCommonIsAnError) {
   const auto base = report({result("gemm", "a", {{"tflops", metric(10, Better::higher, "TFLOP/s")}})});
   const auto cand = report({result("collective", "a", {{"tflops", metric(10, Better::higher, "TFLOP/s")}})});
