@@ -9,6 +9,7 @@
 
 #include "core/error.hpp"
 #include "reports/json_fields.hpp"
+#include "reports/work_parameters.hpp"
 
 namespace fb::reports {
 namespace {
@@ -96,40 +97,6 @@ std::string params_mismatch(const Result& ref, const Result& cand) {
                        got ? got->dump() : std::string("unset"), value.dump());
   }
   return {};
-}
-
-// Parameters that differ between two runs of the same work: where a file or run dir lives, notes, what the
-// machine measured or chose for itself (its peak, a buffer set sized to its caches, the engine of its
-// backend: the backend and device warnings cover those).
-bool run_specific_param(const std::string& key) {
-  const auto ends_with = [&](std::string_view tail) {
-    return key.size() >= tail.size() && key.compare(key.size() - tail.size(), tail.size(), tail) == 0;
-  };
-  static const std::unordered_set<std::string> kKeys{"run_dir",          "peak_tflops", "peak_source",
-                                                     "set_bytes",        "buffer_sets", "engine",
-                                                     "attention_engine", "emulated",    "cost_sources"};
-  return kKeys.count(key) > 0 || ends_with("_file") || ends_with("_note") || key == "note";
-}
-
-// Which parameters of a result matched by name differ between the reports ("days 54 -> 0.01"), at most
-// `limit` of them, and how many in all. A result name leaves out some of what defines the work (simulate's
-// window and costs, the training shape a resilience job ran): said, so that a gate between different work
-// does not pass unremarked.
-std::pair<std::string, std::size_t> params_differences(const Result& b, const Result& c, std::size_t limit) {
-  std::string text;
-  std::size_t n = 0;
-  if (!b.params.is_object() || !c.params.is_object()) return {text, n};
-  for (const auto& [key, bv] : b.params.items()) {
-    if (run_specific_param(key) || !c.params.contains(key) || bv.is_structured()) continue;
-    const json& cv = c.params.at(key);
-    if (cv.is_structured() || cv == bv) continue;
-    if (bv.is_number() && cv.is_number() && bv.get<double>() == cv.get<double>()) continue;  // 2 and 2.0
-    const auto show = [](const json& v) {
-      return v.is_number() ? fmt::format("{:.6g}", v.get<double>()) : v.dump();
-    };
-    if (++n <= limit) text += fmt::format("{}{} {} -> {}", text.empty() ? "" : ", ", key, show(bv), show(cv));
-  }
-  return {text, n};
 }
 
 std::string first_device(const Report& r) {
@@ -431,10 +398,10 @@ Comparison compare_reports(const Report& baseline, const Report& candidate, cons
       status_row(cr, Verdict::better, "failed in baseline, ok in candidate");
 
     if (!out.baseline.reference && !out.candidate.reference)
-      if (auto [text, n] = params_differences(br, cr, 3); n > 0) {
+      if (const auto d = work_differences(br, cr, 3); d.count > 0) {
         if (params_differ.empty())
-          params_differ = fmt::format("{} {}: {}{}", br.benchmark, br.name, text,
-                                      n > 3 ? fmt::format(" and {} more", n - 3) : std::string());
+          params_differ = fmt::format("{} {}: {}{}", br.benchmark, br.name, d.shown,
+                                      d.count > 3 ? fmt::format(" and {} more", d.count - 3) : std::string());
         ++params_differ_count;
       }
 
@@ -454,6 +421,7 @@ Comparison compare_reports(const Report& baseline, const Report& candidate, cons
             fmt::format("{}.unit: \"{}\" but the baseline ({}) has \"{}\": the reports are incompatible",
                         where, cm->unit, baseline_source, bm.unit));
       Metric judged = bm;
+      std::string one_sided;  // the row's reason when only one report gives the metric a direction
       if (cm->better != bm.better) {
         if (cm->better != Better::none && bm.better != Better::none)
           throw input_error(
@@ -462,12 +430,14 @@ Comparison compare_reports(const Report& baseline, const Report& candidate, cons
         // One side judges the metric and the other gives it no direction (a censored MTTF; a direction a
         // later version dropped): shown, not judged.
         judged.better = Better::none;
+        const bool in_baseline = bm.better != Better::none;
+        const std::string_view directed = in_baseline ? "baseline" : "candidate";
+        const std::string_view direction = to_string(in_baseline ? bm.better : cm->better);
+        one_sided = fmt::format("a direction in the {} only ({} is better): not judged", directed, direction);
         if (undirected_warned.insert(br.benchmark + "\n" + name).second)
           out.warnings.push_back(fmt::format(
               "{} {}: the {} says {} is better, the {} gives it no direction: compared, not judged",
-              br.benchmark, name, bm.better == Better::none ? "candidate" : "baseline",
-              to_string(bm.better == Better::none ? cm->better : bm.better),
-              bm.better == Better::none ? "baseline" : "candidate"));
+              br.benchmark, name, directed, direction, in_baseline ? "candidate" : "baseline"));
       }
       MetricComparison row = base_row(br, name);
       row.unit = bm.unit;
@@ -482,7 +452,7 @@ Comparison compare_reports(const Report& baseline, const Report& candidate, cons
       row.verdict = v.verdict;
       row.change = v.change;
       row.noise = v.noise;
-      row.reason = v.reason;
+      row.reason = one_sided.empty() ? v.reason : v.change ? one_sided : v.reason + "; " + one_sided;
       apply_bounds(row, rule);
       out.rows.push_back(std::move(row));
     }

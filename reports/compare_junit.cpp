@@ -43,6 +43,10 @@ std::string render_compare_junit(const Comparison& c) {
     out += "    <properties>\n";
     out += fmt::format("      <property name=\"baseline\" value=\"{}\"/>\n", xml_escape(c.baseline.source));
     out += fmt::format("      <property name=\"candidate\" value=\"{}\"/>\n", xml_escape(c.candidate.source));
+    // The comparison's warnings (different backends, parameters, a one-sided direction) travel with the
+    // results a CI server keeps, not only on the job's stderr.
+    for (const auto& w : c.warnings)
+      out += fmt::format("      <property name=\"warning\" value=\"{}\"/>\n", xml_escape(w));
     out += "    </properties>\n";
     for (const auto* r : rows) {
       const std::string detail = fmt::format(

@@ -92,17 +92,21 @@ Command add_compare_command(CLI::App& app) {
   sub->footer(
       "Verdicts: SAME (within tolerance or noise), BETTER, WORSE, AMBIGUOUS (too noisy to tell), INFO "
       "(metric\n"
-      "without direction), MISSING (baseline only), NEW (candidate only). Floors and ceilings from --rules "
+      "without direction, in either report), MISSING (baseline only), NEW (candidate only). Floors and "
+      "ceilings from --rules "
       "turn\n"
       "a value that breaks them into WORSE.\n"
       "Output: stdout, or with -o/--output FILE the rendering in --format is written to FILE (atomically).\n"
       "Exit status: 0 no regression; 1 at least one WORSE (or MISSING with --fail-on-missing); 2 usage or\n"
       "input error (a malformed report names the file and JSON path; incompatible reports: no result in\n"
-      "common, a metric in different units, or nothing judged: every metric in common ignored by the\n"
+      "common, a metric in different units or opposite directions, or nothing judged: every metric in common "
+      "ignored by the\n"
       "rules or skipped by the candidate, with no floor, ceiling or --fail-on-missing to gate the rest);\n"
       "3 writing the rendering failed (-o FILE or stdout; an -o directory that is missing or not\n"
       "writable is exit 2, before comparing).\n"
-      "Different schema versions, backends, world sizes or devices compare with a warning.");
+      "Different schema versions, backends, world sizes or devices compare with a warning, as do results\n"
+      "in common whose defining parameters differ (simulate's window and costs, a resilience job's\n"
+      "training options, train's recomputation and optimizer).");
   return {sub, [opt](Session& s) { return run_compare(*opt, s); }};
 }
 

@@ -596,6 +596,8 @@ TEST(Compare, DirectionOnOneSideOnlyIsInfoWithAWarning) {
       if (row.metric == "mttf_s") {
         EXPECT_EQ(row.verdict, Verdict::info);
         EXPECT_EQ(row.better, Better::none);
+        EXPECT_EQ(row.reason, swapped ? "a direction in the candidate only (higher is better): not judged"
+                                      : "a direction in the baseline only (higher is better): not judged");
         EXPECT_FALSE(row.fails);
         ++info;
       }
@@ -604,65 +606,79 @@ TEST(Compare, DirectionOnOneSideOnlyIsInfoWithAWarning) {
   }
 }
 
-// A result's name leaves out some of what defines its work: differing parameters are said, in one warning
-// (the first result and up to three of its parameters, numbers in 6 digits), without changing any verdict.
-TEST(Compare, DifferingParametersAreWarnedOnce) {
-  auto sim = [](double days, double checkpoint_s, double gain) {
+// Some names leave out part of what defines the work: differing defining parameters are said, in one
+// warning (the first result and up to three of them), without changing any verdict.
+TEST(Compare, DifferingWorkParametersAreWarnedOnce) {
+  const auto sim = [](double days, double checkpoint_s) {
     auto r =
         result("simulate", "llama3-h100/16384gpus/daly", {{"goodput_pct", metric(85, Better::higher, "%")}});
     r.params = {{"days", days},
+                {"work_days", nullptr},
                 {"checkpoint_s", checkpoint_s},
-                {"gpus", 16384},
-                {"failure_model_file", days > 1 ? "/a/llama3-h100.json" : "/b/llama3-h100.json"},
-                {"peak_tflops", gain},
-                {"cost_sources", {{"checkpoint", days > 1 ? "default" : "option"}}},
-                {"analytic_note", days > 1 ? "x" : "y"},
+                {"failure_model_file", "/a/llama3-h100.json"},
                 {"expected_failures", 419.0 * days / 54},
                 {"trials", 50},
+                {"seed", 42},
                 {"spares", "unlimited"}};
     return r;
   };
-  const auto other = [](double v) {
-    auto r = result("gemm", "fp32/64", {{"tflops", metric(v, Better::higher, "TFLOP/s")}});
-    r.params = {{"m", 64}, {"engine", v > 1 ? "cublasLt" : "openblas"}};
+  const auto gemm = [](const std::string& algo) {
+    auto r = result("gemm", "fp32/64", {{"tflops", metric(2, Better::higher, "TFLOP/s")}});
+    r.params = {{"m", 64}, {"algo", algo}};
     return r;
   };
-  const auto base = report({sim(54, 60, 1), other(2)});
-  const auto cand = report({sim(0.01, 10, 2), other(2)});
-  const auto cmp = compare_reports(base, cand, {});
+  const auto base = report({sim(54, 60), gemm("a")});
+  const auto cmp = compare_reports(base, report({sim(0.01, 10), gemm("b")}), {});
   ASSERT_EQ(cmp.warnings.size(), 1u);
   EXPECT_EQ(
       cmp.warnings[0],
-      "parameters differ in 1 of the 2 result(s) in common (simulate llama3-h100/16384gpus/daly: "
-      "checkpoint_s 60 -> 10, days 54 -> 0.01, expected_failures 419 -> 0.0775926): their figures may not "
-      "measure the same work");
+      "parameters differ in 1 of the 2 result(s) in common (simulate llama3-h100/16384gpus/daly: days 54.0 "
+      "-> 0.01, checkpoint_s 60.0 -> 10.0): their figures may not measure the same work");
   EXPECT_EQ(cmp.count(Verdict::same), 2u);  // said, not judged
-  // Paths, notes, measured peaks, engines and how a cost was given are not the work: no warning.
-  auto same = sim(54, 60, 1);
-  same.params["failure_model_file"] = "/elsewhere.json";
-  same.params["peak_tflops"] = 7;
-  same.params["analytic_note"] = "z";
-  same.params["cost_sources"] = {{"checkpoint", "calibrated"}};
-  auto cpu = other(0.5);
-  cpu.metrics[0].second.value = 2;
-  EXPECT_TRUE(compare_reports(base, report({same, cpu}), {}).warnings.empty());
-  // Integers and floats of one value are equal; a parameter on one side only is not a difference.
-  auto more = sim(54, 60, 1);
-  more.params["gpus"] = 16384.0;
-  more.params["new_param"] = 1;
-  EXPECT_TRUE(compare_reports(base, report({more, other(2)}), {}).warnings.empty());
-  // Four differences: three shown and how many more; with two results differing, the first is shown.
-  auto four = sim(0.01, 10, 1);
+  // What a run computes or chooses (the expected failures, an algorithm), paths and parameters of one report
+  // only are not the work; integers equal doubles of one value.
+  auto same = sim(54, 60);
+  same.params["expected_failures"] = 1;
+  same.params["failure_model_file"] = "/b.json";
+  same.params["trials"] = 50.0;
+  same.params["gpus_per_node"] = 4;
+  EXPECT_TRUE(compare_reports(base, report({same, gemm("c")}), {}).warnings.empty());
+  // Exact: 64-bit seeds one apart, and doubles one digit apart, in full.
+  auto near = sim(54, 3600.0001);
+  near.params["seed"] = 9007199254740993ull;
+  auto nearer = sim(54, 3600.0002);
+  nearer.params["seed"] = 9007199254740992ull;
+  const auto exact = compare_reports(report({near}), report({nearer}), {});
+  ASSERT_EQ(exact.warnings.size(), 1u);
+  EXPECT_EQ(
+      exact.warnings[0],
+      "parameters differ in 1 of the 1 result(s) in common (simulate llama3-h100/16384gpus/daly: "
+      "checkpoint_s "
+      "3600.0001 -> 3600.0002, seed 9007199254740993 -> 9007199254740992): their figures may not measure "
+      "the same work");
+  // With --work-days, `days` is the mean time the trials took: an outcome, not the window.
+  auto work = sim(20, 60), longer = sim(25, 60);
+  work.params["work_days"] = longer.params["work_days"] = 10;
+  EXPECT_TRUE(compare_reports(report({work}), report({longer}), {}).warnings.empty());
+  // Four differences: three shown and how many more; with two results differing, the first is named.
+  auto four = sim(0.01, 10);
   four.params["trials"] = 5;
-  auto gemm = other(2);
-  gemm.params["m"] = 128;
-  const auto both = compare_reports(base, report({four, gemm}), {});
+  four.params["seed"] = 7;
+  auto job = result("resilience", "tiny-dense/ranks1/policy-none",
+                    {{"goodput_pct", metric(90, Better::higher, "%")}});
+  job.params = {{"train_options", ""}, {"run_dir", "/a"}};
+  auto seq = job;
+  seq.params = {{"train_options", "--seq 64"}, {"run_dir", "/b"}};
+  const auto both = compare_reports(report({sim(54, 60), job}), report({four, seq}), {});
   ASSERT_EQ(both.warnings.size(), 1u);
   EXPECT_EQ(
       both.warnings[0],
       "parameters differ in 2 of the 2 result(s) in common (first: simulate llama3-h100/16384gpus/daly: "
-      "checkpoint_s 60 -> 10, days 54 -> 0.01, expected_failures 419 -> 0.0775926 and 1 more): their "
-      "figures may not measure the same work");
+      "days 54.0 -> 0.01, checkpoint_s 60.0 -> 10.0, trials 50 -> 5 and 1 more): their figures may not "
+      "measure the same work");
+  const auto resilience = compare_reports(report({job}), report({seq}), {});
+  ASSERT_EQ(resilience.warnings.size(), 1u);
+  EXPECT_NE(resilience.warnings[0].find("train_options \"\" -> \"--seq 64\")"), std::string::npos);
 }
 
 TEST(Compare, NothingInCommonIsAnError) {

@@ -121,7 +121,25 @@ TEST(CompareJunit, OneTestcasePerMetric) {
             std::string::npos);
   EXPECT_NE(xml.find("classname=\"collective.a&lt;&amp;&gt;\" name=\"busbw_gbps\""), std::string::npos);
   EXPECT_NE(xml.find("<failure type=\"WORSE\""), std::string::npos);
-  EXPECT_EQ(xml.find("a<&>"), std::string::npos);  // escaped everywhere
+  EXPECT_EQ(xml.find("a<&>"), std::string::npos);              // escaped everywhere
+  EXPECT_EQ(xml.find("name=\"warning\""), std::string::npos);  // none to carry
+}
+
+TEST(CompareJunit, WarningsAreSuiteProperties) {
+  Comparison c;
+  c.warnings = {"backends differ: baseline cuda, candidate host", "a <b> & \"c\""};
+  MetricComparison row;
+  row.benchmark = "gemm";
+  row.result = "x";
+  row.metric = "tflops";
+  c.rows = {row};
+  const std::string xml = render_compare_junit(c);
+  EXPECT_NE(
+      xml.find("      <property name=\"warning\" value=\"backends differ: baseline cuda, candidate host\"/>\n"
+               "      <property name=\"warning\" value=\"a &lt;b&gt; &amp; &quot;c&quot;\"/>\n"
+               "    </properties>"),
+      std::string::npos)
+      << xml;
 }
 
 TEST(CompareTable, AlignedColumnsAndGateLine) {
