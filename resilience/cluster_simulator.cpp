@@ -143,7 +143,11 @@ void StreamingSummary::add(double x) {
   mean_ += delta / static_cast<double>(n_);
   m2_ += delta * (x - mean_);
   if (n_ <= kExactSampleCap) exact_.push_back(x);
-  if (histogram_exact_) {
+  // Past the cap, a count per value for as long as there are at most kExactSampleCap of them.
+  if (std::isnan(x)) histogram_exact_ = false;  // a NaN has no place in an ordered map
+  if (histogram_exact_ && n_ > kExactSampleCap) {
+    if (n_ == kExactSampleCap + 1)  // the samples so far, from now on as counts
+      for (const double v : exact_) ++histogram_[v];
     ++histogram_[x];
     if (histogram_.size() > kExactSampleCap) {
       histogram_exact_ = false;
@@ -194,7 +198,7 @@ double StreamingSummary::value_at_rank(std::size_t k) const {
     seen += count;
     if (seen >= k) return value;
   }
-  return max_;
+  throw runtime_error(fmt::format("rank {} of {} samples is beyond the histogram's {}", k, n_, seen));
 }
 
 SampleStats StreamingSummary::stats() const {

@@ -122,7 +122,7 @@ class StreamingSummary {
   std::size_t n_ = 0;
   double mean_ = 0, m2_ = 0, min_ = 0, max_ = 0;
   std::vector<double> exact_;
-  std::map<double, std::size_t> histogram_;  // value -> samples; dropped past kExactSampleCap values
+  std::map<double, std::size_t> histogram_;  // past the cap: value -> samples, until kExactSampleCap values
   bool histogram_exact_ = true;
   std::array<P2, 4> p2_;  // p5, p50, p95, p99
 };

@@ -1,5 +1,6 @@
 #include "resilience/simulation_result.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <utility>
 
@@ -122,28 +123,29 @@ reports::Result simulation_result(const FailureModel& model, const ClusterConfig
         k.commit_s > 0 ? fmt::format(", the write {}", format_duration(k.commit_s)) : std::string(),
         100 * exponential);
   // A window of few checkpoint cycles is mostly its ends: the work after its last save counts as kept
-  // (resilience/trial_engine.cpp) and no save at the end is paid, so its goodput overstates a long run's
-  // (100% for a window shorter than one interval and its save).
-  const double cycle_s = choice.interval_s + k.checkpoint_s;
+  // (resilience/trial_engine.cpp) and no save at the end is paid, so its goodput overstates a long run's (a
+  // trial with no failure in a window shorter than one cycle reads 100%). A cycle is max(T, W) + C: a write
+  // that outlasts the interval holds the next save back.
+  const double cycle_s = std::max(choice.interval_s, k.commit_s) + k.checkpoint_s;
   if (cfg.work_s <= 0 && cfg.wall_s < kSteadyStateCycles * cycle_s)
     r.params["window_note"] = fmt::format(
-        "the {} window holds {:.2g} checkpoint cycles (T + C = {}), under {}: the work after its last save "
+        "the {} window holds {:.2f} checkpoint cycles ({} = {}), under {}: the work after its last save "
         "counts as kept and no final save is paid, so its goodput overstates a long run's (the exp-model's "
-        "{:.2f}% is the steady state)",
-        format_duration(cfg.wall_s), cfg.wall_s / cycle_s, format_duration(cycle_s), kSteadyStateCycles,
+        "{:.2f}% has no such ends)",
+        format_duration(cfg.wall_s), std::floor(cfg.wall_s / cycle_s * 100) / 100,
+        k.commit_s > 0 ? "max(T, W) + C" : "T + C", format_duration(cycle_s), kSteadyStateCycles,
         100 * exponential);
-  if (cfg.work_s > 0 && sim.unfinished > 0) {
-    // A trial cut off at the cap has no time to train: a mean with it would be a floor that reads as a figure
-    // (and the same floor for every worse setting). Left out, so a ceiling rule on it fails.
-    r.params["time_to_train_note"] = fmt::format(
-        "{} of {} trials had not kept the work when cut off at {} (100 x the work): the time to train is "
-        "beyond that, so time_to_train_h is left out",
-        sim.unfinished, trials, format_duration(cfg.wall_s));
-  }
   if (cfg.work_s > 0) {
-    // Time to train a fixed amount of work: per trial, from start until the work is kept.
-    if (sim.unfinished == 0)
-      r.set_metric("time_to_train_h", {sim.wall_s.mean() / 3600.0, "h", Better::lower, std::nullopt});
+    // Time to train a fixed amount of work: per trial, from start until the work is kept. A trial cut off at
+    // the cap has none: a mean with it would be a floor that reads as a figure (the same floor for every
+    // worse setting), so the value is then null, which compare counts WORSE, as a measurement with no number.
+    r.set_metric("time_to_train_h",
+                 {sim.unfinished == 0 ? sim.wall_s.mean() / 3600.0 : NAN, "h", Better::lower, std::nullopt});
+    if (sim.unfinished > 0)
+      r.params["time_to_train_note"] = fmt::format(
+          "{} of {} trials had not kept the work when cut off at {} (100 x the work): the time to train is "
+          "beyond that, so time_to_train_h has no value",
+          sim.unfinished, trials, format_duration(cfg.wall_s));
     r.params["analytic_time_to_train_h"] =
         analytic > 0 ? nlohmann::json(cfg.work_s / analytic / 3600.0) : nlohmann::json(nullptr);
     r.params["exponential_time_to_train_h"] =

@@ -153,15 +153,19 @@ assert_json "$T/work.json" "(lambda r: abs(r['params']['exponential_time_to_trai
 grep -q "time to train" "$T/work.out" && ok "time-to-train table" || fail "no time-to-train table: $(cat "$T/work.out")"
 assert_json "$T/work.json" "'time_to_train_note' not in d['results'][0]['params'] and 'window_note' not in d['results'][0]['params']" "work that finishes: no notes"
 # Work no trial finishes (a relaunch of 50 min every 10 min): the 100 x W cut-off is no time to train, so the
-# metric is left out (a mean of cut-off trials would read 240 h for this and for every worse setting).
+# metric has no value (a mean of cut-off trials would read 240 h for this and for every worse setting), and a
+# gate against work that finishes fails on it.
 run_capture unfinished fb simulate --gpus 8 --job-mtbf 10m --relaunch 50m --work-days 0.1 --trials 5 --output "$T/unfinished.json"
 [ "$RC" -eq 0 ] || die "simulate, unfinished work, exited $RC: $(cat "$T/unfinished.err")"
-assert_json "$T/unfinished.json" "(lambda r: r['params']['unfinished_trials'] == 5 and 'time_to_train_h' not in r['metrics'] and r['params']['time_to_train_note'].startswith('5 of 5 trials had not kept the work when cut off at 240.00 h'))(d['results'][0])" "unfinished trials: time_to_train_h left out, with a note"
+assert_json "$T/unfinished.json" "(lambda r: r['params']['unfinished_trials'] == 5 and r['metrics']['time_to_train_h']['value'] is None and r['params']['time_to_train_note'].startswith('5 of 5 trials had not kept the work when cut off at 240.00 h'))(d['results'][0])" "unfinished trials: time_to_train_h null, with a note"
+fb -q simulate --gpus 8 --job-mtbf 10m --relaunch 1m --work-days 0.1 --trials 5 --output "$T/finished.json"
+run_capture unfinished_gate fb compare "$T/finished.json" "$T/unfinished.json"
+[ "$RC" -eq 1 ] && grep -qE "time_to_train_h .*WORSE" "$T/unfinished_gate.out" && ok "unfinished trials: the gate fails on time_to_train_h" || fail "unfinished gate: rc=$RC $(grep time_to_train "$T/unfinished_gate.out")"
 grep -q "^time to train at 8 GPUs: 5 of 5 trials" "$T/unfinished.out" && ok "unfinished trials: said on the console" || fail "no unfinished note: $(cat "$T/unfinished.out")"
 # A window shorter than one interval and its save pays no save: 100% goodput, said to be no long run's figure.
 run_capture short_window fb simulate --gpus 16384 --days 0.01 --trials 20 --output "$T/short.json"
 [ "$RC" -eq 0 ] || die "simulate, short window, exited $RC: $(cat "$T/short_window.err")"
-assert_json "$T/short.json" "(lambda r: r['metrics']['goodput_pct']['value'] > r['metrics']['exponential_goodput_pct']['value'] and 'holds 0.73 checkpoint cycles' in r['params']['window_note'] and ('exp-model\'s %.2f%% is the steady state' % r['metrics']['exponential_goodput_pct']['value']) in r['params']['window_note'])(d['results'][0])" "short window: goodput above the steady state, with a note"
+assert_json "$T/short.json" "(lambda r: r['metrics']['goodput_pct']['value'] > r['metrics']['exponential_goodput_pct']['value'] and 'holds 0.73 checkpoint cycles (T + C = 19.6 min)' in r['params']['window_note'] and ('exp-model\'s %.2f%% has no such ends' % r['metrics']['exponential_goodput_pct']['value']) in r['params']['window_note'])(d['results'][0])" "short window: goodput above the long run's, with a note"
 grep -q "^window at 16384 GPUs: the 14.4 min window" "$T/short_window.out" && ok "short window: said on the console" || fail "no window note: $(cat "$T/short_window.out")"
 
 # Bad input: exit 2, one line naming the problem, no report.

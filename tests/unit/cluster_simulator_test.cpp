@@ -516,7 +516,19 @@ TEST(StreamingSummary, CountsStayExactPastTheSampleCap) {
   EXPECT_EQ(even.percentile(50), 2);
   EXPECT_EQ(even.percentile(5), 1);
   EXPECT_EQ(even.percentile(95), 3);
-  // Past kExactSampleCap distinct values it is P² (ExactPercentilesThenBoundedEstimates, all distinct).
+  // Once past the cap, a quantity that turns out to take more than kExactSampleCap values falls back to the
+  // P² estimates mid-stream: uniform [0, 1), its first 4097 samples on a grid of 1/1024 (1024 values, so
+  // still counted), the rest not.
+  StreamingSummary mixed;
+  std::uint64_t x = 7;
+  for (std::size_t i = 0; i < 4 * kExactSampleCap; ++i) {
+    x = x * 6364136223846793005ull + 1442695040888963407ull;
+    const double u = static_cast<double>(x >> 11) * 0x1.0p-53;
+    mixed.add(i <= kExactSampleCap ? std::floor(u * 1024) / 1024 : u);
+  }
+  EXPECT_NEAR(mixed.percentile(5), 0.05, 0.02);
+  EXPECT_NEAR(mixed.percentile(50), 0.5, 0.02);
+  EXPECT_NEAR(mixed.percentile(95), 0.95, 0.02);
 }
 
 TEST(Calibration, ReadsPerEventCostsFromTheResilienceLedger) {
