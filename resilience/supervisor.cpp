@@ -79,11 +79,12 @@ PreflightOutcome run_preflight(const SupervisorOptions& o, int attempt, int roun
   // health command's FACTORYBENCH_TEST_READONLY_CKPT_RANK for that rank): a bad node that a drain removes.
   std::vector<std::pair<std::string, std::optional<std::string>>> env;
   // Test hook: FACTORYBENCH_TEST_PREFLIGHT_HANG_SLOT=S makes the rank on slot S never enter the check's
-  // all-reduce (FACTORYBENCH_INJECT hang, for the health job alone): its watchdog must end it.
+  // all-reduce, health's numbered call 9 (FACTORYBENCH_INJECT hang, for the health job alone): its watchdog
+  // must end it.
   if (const char* hang = std::getenv("FACTORYBENCH_TEST_PREFLIGHT_HANG_SLOT"); hang && *hang) {
     const auto it = std::find(slots.begin(), slots.end(), std::atoi(hang));
     if (it != slots.end())
-      env.emplace_back("FACTORYBENCH_INJECT", fmt::format("hang@rank={},call=1", it - slots.begin()));
+      env.emplace_back("FACTORYBENCH_INJECT", fmt::format("hang@rank={},call=9", it - slots.begin()));
   }
   if (const char* bad = std::getenv("FACTORYBENCH_TEST_PREFLIGHT_FAIL_SLOT"); bad && *bad) {
     const auto it = std::find(slots.begin(), slots.end(), std::atoi(bad));

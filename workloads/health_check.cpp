@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "core/call_log.hpp"
 #include "core/error.hpp"
 #include "core/logging.hpp"
 #include "core/nvml_loader.hpp"
@@ -154,7 +155,12 @@ HealthRun run_health_checks(MpiContext& mpi, Backend& backend, const DevicePeak&
     log::debug("health: {}", name);
     mine.checks.push_back(guarded(name, c, fn));
     verdicts.push_back(mine.checks.back().verdict);
-    const auto texts = gather_to_root(mpi, check_outcome_to_json(mine.checks.back()).dump());
+    const std::string outcome = check_outcome_to_json(mine.checks.back()).dump();
+    // One numbered call per check, as burnin's (the hang watchdog's unit): a rank stuck inside a check (a
+    // GEMM that never returns, a write to a hung file system) never enters it while the others wait in it,
+    // and is named after --hang-timeout instead of stalling the job until the scheduler's limit.
+    const CallScope call("health_check", outcome.size());
+    const auto texts = gather_to_root(mpi, outcome);
     for (std::size_t r = 0; r < texts.size(); ++r) {
       auto& rank = run.ranks[r];
       rank.checks.push_back(check_outcome_from_json(json::parse(texts[r])));

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "core/call_log.hpp"
 #include "core/communicator.hpp"
 #include "core/element_access.hpp"
 #include "core/error.hpp"
@@ -97,7 +98,12 @@ CheckOutcome check_gemm(Context& c) {
   // rank waited for a core (up to 8x on the 2-core CI machine), which says nothing of the rank's health;
   // the CPU time of the same GEMM does, and a slow core or a rank doing more work shows in it.
   const double judged = c.peak.measured ? cpu_tflops : tflops;
-  const auto rank_tflops = allgather(c.mpi, judged);
+  // A numbered call (the hang watchdog's unit): a rank whose GEMM never returns (a wedged device) never
+  // enters it while its peers wait in it, and is named after --hang-timeout.
+  const auto rank_tflops = [&] {
+    const CallScope call("health_gemm", sizeof judged);
+    return allgather(c.mpi, judged);
+  }();
   if (!m) return outcome("gemm", Verdict::fail, error);
   c.gemm_from_s = m->timed_from_s;
   c.gemm_to_s = m->timed_to_s;

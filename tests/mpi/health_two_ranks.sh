@@ -123,17 +123,19 @@ run_capture huge_ckpt fb health --backend host --checkpoint-size 1T --checkpoint
 [ "$RC" -eq 1 ] && grep -qE "FAIL checkpoint_dir: .*1 TiB per rank x 1 rank\(s\) on this host would not fit: .* free" "$T/huge_ckpt.out" \
   && [ -z "$(ls -A "$T/ck")" ] && ok "1 TiB checkpoint: fails with the free space, nothing written" \
   || fail "huge_ckpt: exit $RC: $(grep checkpoint "$T/huge_ckpt.out")"
+# Call 9 is the all-reduce's first: each of the 4 checks before the GEMM is gathered in a numbered call, then
+# the GEMM's comparison with its peers and its gather, the clocks' and the slowdown reasons'.
 # A rank that never enters the all-reduce: the watchdog names it and the rank waiting for it, writes the
 # report with a failed hang result, and the job ends (exit 1) instead of hanging until the scheduler's limit.
 # Rank 1 is also slow (its GEMM fails before the hang): the report keeps both ranks' checks before the hang,
 # and rank 1 is failed for its GEMM (not for the hang).
 mkdir -p "$T/hangdir"
-run_capture hang timeout 120 mpirun --oversubscribe -np 2 -x FACTORYBENCH_INJECT=hang@rank=1,call=1 \
+run_capture hang timeout 120 mpirun --oversubscribe -np 2 -x FACTORYBENCH_INJECT=hang@rank=1,call=9 \
   -x FACTORYBENCH_TEST_SLOW_GEMM_RANK=1 "$FACTORYBENCH" \
   health --backend host --checkpoint-dir "$T/ckpt" --checkpoint-size 1M --hang-timeout 2s --run-dir "$T/hangdir" \
   --output "$T/hang.json"
 [ "$RC" -eq 1 ] && ok "hang: the job ends (exit 1)" || fail "hang: exit $RC, expected 1"
-grep -qE "^hang: rank 1 \(host .*, GPU 1\) never entered allreduce #1 \(4 MiB\)$" "$T/hang.out" \
+grep -qE "^hang: rank 1 \(host .*, GPU 1\) never entered allreduce #9 \(4 MiB\)$" "$T/hang.out" \
   && grep -qE "^health: FAIL \(hang; rank states in $T/hangdir/fb-hang-" "$T/hang.out" \
   && ok "hang: rank 1 named as never entering the all-reduce" || fail "hang: $(cat "$T/hang.out")"
 grep -qE "^rank 0 \(.*\): NOT FINISHED \(7 of 9 checks, none failed" "$T/hang.out" && grep -qE "^rank 1 \(.*\): FAIL gemm: " "$T/hang.out" \
@@ -147,6 +149,22 @@ assert_json "$T/hang.json" "[r['name'] for r in d['results']] == $R01 + ['hang']
 assert_json "$T/hang.json" "[r['name'] for r in d['results'] if r['status'] == 'failed'] == ['gemm/rank1', 'hang']" "hang: rank 1's slow GEMM failed before it"
 H="d['summary']['health']"
 assert_json "$T/hang.json" "$H['verdict'] == 'fail' and $H['ranks_total'] == 2 and $H['ranks_failed'] == [1] and $H['checks_done'] == 7 and $H['reason'] == 'hang: ' + d['results'][-1]['error'] and [(r['rank'], r['failed']) for r in $H['ranks']] == [(0, []), (1, ['gemm'])] and $H['ranks'][1]['verdict'] == 'fail'" "hang: summary.health verdict fail, rank 1 failed for its GEMM alone, 7 checks done"
+# A rank stuck inside a check (a GEMM that never returns, a write to a hung file system) never enters the
+# call its peers wait in after it: before the GEMM's comparison with its peers (call 5), and each check's
+# gather. Health used to wait there for good, the watchdog seeing no call; the injected hang stops rank 1
+# exactly where a stuck GEMM leaves it.
+run_capture stuck_gemm timeout 120 mpirun --oversubscribe -np 2 -x FACTORYBENCH_INJECT=hang@rank=1,call=5 "$FACTORYBENCH" \
+  health --backend host --checkpoint-dir "$T/ckpt" --checkpoint-size 1M --hang-timeout 2s --run-dir "$T/hangdir" \
+  --output "$T/stuck_gemm.json"
+[ "$RC" -eq 1 ] && grep -qE "^hang: rank 1 \(host .*, GPU 1\) never entered health_gemm #5 \(8 B\)$" "$T/stuck_gemm.out" \
+  && grep -qE "^health: 2 rank\(s\): 0 pass, 0 warn, 0 fail, 2 not finished \(4 of 9 checks done\)$" "$T/stuck_gemm.out" \
+  && ok "stuck in the GEMM: rank 1 named after --hang-timeout (exit 1)" || fail "stuck_gemm: exit $RC: $(cat "$T/stuck_gemm.out")"
+run_capture stuck_ckpt timeout 120 mpirun --oversubscribe -np 2 -x FACTORYBENCH_INJECT=hang@rank=1,call=17 "$FACTORYBENCH" \
+  health --backend host --checkpoint-dir "$T/ckpt" --checkpoint-size 1M --hang-timeout 2s --run-dir "$T/hangdir" \
+  --output "$T/stuck_ckpt.json"
+[ "$RC" -eq 1 ] && grep -qE "^hang: rank 1 \(host .*, GPU 1\) never entered health_check #17 " "$T/stuck_ckpt.out" \
+  && assert_json "$T/stuck_ckpt.json" "d['summary']['health']['checks_done'] == 8 and 'rank 1' in d['summary']['health']['reason']" "stuck in the checkpoint write: 8 checks done, rank 1 in the reason" \
+  || fail "stuck_ckpt: exit $RC: $(cat "$T/stuck_ckpt.out")"
 # Inside a suite the hang loses none of the steps before it: rank 0 writes the suite's report so far, the hung
 # step failed with the diagnosis, the rest not run. When rank 0 is the one that hangs, rank 1 diagnoses it and
 # hands the diagnosis to rank 0's watchdog (rank 0 alone holds the earlier steps), which writes the same report.
@@ -157,7 +175,7 @@ cat >"$T/hang_suite.json" <<EOF
   {"name": "g2", "command": "gemm", "args": "--m 64 --n 64 --k 64 --iters 3 --warmup 1"}]}
 EOF
 for who in 1 0; do
-  run_capture "hang_suite$who" timeout 120 mpirun --oversubscribe -np 2 -x FACTORYBENCH_INJECT=hang@rank=$who,call=1 "$FACTORYBENCH" \
+  run_capture "hang_suite$who" timeout 120 mpirun --oversubscribe -np 2 -x FACTORYBENCH_INJECT=hang@rank=$who,call=9 "$FACTORYBENCH" \
     --backend host suite "$T/hang_suite.json" --output "$T/hang_suite$who.json"
   [ "$RC" -eq 1 ] || fail "hang_suite$who: exit $RC, expected 1"
 done
