@@ -44,23 +44,36 @@ std::uint64_t checksum_bytes(const void* data, std::size_t bytes) {
 
 void judge_burnin_check(const std::vector<RankChecks>& ranks, std::size_t c, std::set<int>& reported,
                         std::vector<BurninProblem>& out) {
-  // The majority checksum of each device model at this check.
+  // The results of each device model at this check, from the ranks that still repeat their own first result
+  // (one that changed is explained by that, and must not split the vote of the others).
   std::map<std::string, std::map<std::uint64_t, int>> votes;
   for (const auto& r : ranks)
-    if (c < r.checksums.size()) ++votes[r.device][r.checksums[c]];
+    if (c < r.checksums.size() && r.checksums[c] == r.checksums[0]) ++votes[r.device][r.checksums[c]];
   for (const auto& r : ranks) {
     if (c >= r.checksums.size() || reported.contains(r.rank)) continue;
-    const auto& v = votes[r.device];
-    const auto majority = std::max_element(v.begin(), v.end(),
-                                           [](const auto& a, const auto& b) { return a.second < b.second; });
     std::string reason;
-    if (c > 0 && r.checksums[c] != r.checksums[0])
+    if (c > 0 && r.checksums[c] != r.checksums[0]) {
       reason = fmt::format("checksum {:016x} at check {} differs from its own first result {:016x}",
                            r.checksums[c], c, r.checksums[0]);
-    else if (v.size() > 1 && majority->second * 2 > static_cast<int>(ranks.size()) &&
-             r.checksums[c] != majority->first)
-      reason = fmt::format("checksum {:016x} at check {} differs from {:016x} of {} other {} rank(s)",
-                           r.checksums[c], c, majority->first, majority->second, r.device);
+    } else if (const auto& v = votes[r.device]; v.size() > 1) {
+      int voters = 0;
+      for (const auto& [sum, n] : v) voters += n;
+      const auto majority = std::max_element(
+          v.begin(), v.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
+      if (majority->second * 2 > voters) {
+        if (r.checksums[c] != majority->first)
+          reason = fmt::format("checksum {:016x} at check {} differs from {:016x} of {} other {} rank(s)",
+                               r.checksums[c], c, majority->first, majority->second, r.device);
+      } else {
+        // Two ranks that disagree (or two against two): a wrong result, but no telling which. Every one of
+        // them fails, rather than the job passing.
+        reason = fmt::format(
+            "checksum {:016x} at check {}: the {} {} rank(s) disagree with no majority ({} distinct "
+            "results), so "
+            "the wrong one cannot be told apart",
+            r.checksums[c], c, voters, r.device, v.size());
+      }
+    }
     if (reason.empty()) continue;
     reported.insert(r.rank);  // one problem per rank: the first one seen
     out.push_back({r.rank, static_cast<int>(c), c < r.at_s.size() ? r.at_s[c] : 0, reason});

@@ -86,6 +86,39 @@ TEST(BurninTest, JudgingEachCheckAsItIsGatheredFindsWhatTheWholeTableDoes) {
   EXPECT_EQ(reported, (std::set<int>{1, 3}));
 }
 
+// Two ranks that disagree from the start (one GPU computing a bit wrong every time): no majority to blame
+// one, so both fail, rather than the job passing. Likewise two against two.
+TEST(BurninTest, RanksThatDisagreeWithNoMajorityAllFail) {
+  const auto two = judge_burnin({ranked(0, {7, 7, 7}), ranked(1, {5, 5, 5})});
+  ASSERT_EQ(two.size(), 2u);
+  EXPECT_EQ(two[0].rank, 0);
+  EXPECT_EQ(two[1].rank, 1);
+  EXPECT_EQ(two[0].check, 0);
+  EXPECT_EQ(
+      two[1].reason,
+      "checksum 0000000000000005 at check 0: the 2 NVIDIA H200 rank(s) disagree with no majority (2 distinct "
+      "results), so the wrong one cannot be told apart");
+  EXPECT_EQ(judge_burnin({ranked(0, {7}), ranked(1, {7}), ranked(2, {5}), ranked(3, {5})}).size(), 4u);
+  // A rank whose result changed is blamed for that alone: its peer, which repeats its own, is not in a tie.
+  const auto changed = judge_burnin({ranked(0, {7, 7, 7}), ranked(1, {7, 9, 9})});
+  ASSERT_EQ(changed.size(), 1u);
+  EXPECT_EQ(changed[0].rank, 1);
+}
+
+// The majority is of the ranks of one model: one H100 wrong among four, beside four H200s, is named (it was
+// judged against all eight ranks, 3 of 8 being no majority, and passed).
+TEST(BurninTest, TheMajorityIsOfTheRanksOfOneModel) {
+  std::vector<RankChecks> job;
+  for (int r = 0; r < 4; ++r) job.push_back(ranked(r, {r == 1 ? 5u : 7u, r == 1 ? 5u : 7u}, "NVIDIA H100"));
+  for (int r = 4; r < 8; ++r) job.push_back(ranked(r, {3, 3}));
+  const auto p = judge_burnin(job);
+  ASSERT_EQ(p.size(), 1u);
+  EXPECT_EQ(p[0].rank, 1);
+  EXPECT_EQ(
+      p[0].reason,
+      "checksum 0000000000000005 at check 0 differs from 0000000000000007 of 3 other NVIDIA H100 rank(s)");
+}
+
 TEST(BurninTest, DifferentDeviceModelsAreNotCompared) {
   EXPECT_TRUE(judge_burnin({ranked(0, {7, 7}), ranked(1, {7, 7}), ranked(2, {5, 5}, "NVIDIA B200")}).empty());
 }
