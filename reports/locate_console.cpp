@@ -97,7 +97,7 @@ std::vector<std::string> p2p_verdict_lines(const Result& r) {
     }
     lines.push_back(fmt::format("slow link: a = {} <-> b = {}: {}", label(a), label(b), why));
   }
-  if (endpoints.size() < 2)
+  if (endpoints.size() < 2 || (lines.empty() && r.status == Status::skipped))
     lines.push_back("p2p: SKIP (" +
                     r.error.value_or(fmt::format("{} endpoint(s), no pair to measure", endpoints.size())) +
                     ")");

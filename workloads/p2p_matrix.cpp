@@ -381,6 +381,14 @@ std::vector<reports::Result> p2p_results(const P2pRun& run, const P2pOptions& o)
                                 ? "--scope node takes one rank per host: add hosts, or use --scope rank"
                                 : "run under mpirun with 2 or more ranks");
     }
+    // Two endpoints and no floor: their one link has no peer link to be an outlier against (the relative
+    // test needs 3 endpoints), so a link of any speed would pass.
+    if (run.endpoints.size() == 2 && o.min_bw_gbps <= 0 && r.status == reports::Status::ok) {
+      r.status = reports::Status::skipped;
+      r.error =
+          "2 endpoints and no floor: their one link has nothing to be judged against (the outlier test "
+          "needs 3 or more endpoints); give --min-p2p-bw or --floors to judge it";
+    }
     out.push_back(std::move(r));
   }
   return out;
