@@ -108,9 +108,9 @@ head -1 "$T/split.out" | grep -q "^# factorybench collective: 4 rank(s), mpi eng
   && [ "$(tail -1 "$T/split.out")" = "# factorybench collective: stopped by a signal after the sizes above" ] \
   && ok "--split: both groups' tables under the run's first line, then the signal's line" || fail "--split: $(cat "$T/split.out")"
 
-# --- locate on 2 ranks, SIGTERM to mpirun in the bisection (the background fb_mpirun is a subshell: its child is
+# --- locate on 2 ranks (a p2p floor, so that their one link is judged), SIGTERM to mpirun in the bisection (the background fb_mpirun is a subshell: its child is
 # mpirun), which passes it on to the ranks as it does Ctrl-C: the p2p matrix is kept and printed, no verdict ---
-fb_mpirun 2 --log-level debug locate --backend host --scope rank --tests p2p,bisection --allreduce-size 64M \
+fb_mpirun 2 --log-level debug locate --backend host --scope rank --tests p2p,bisection --min-p2p-bw 0.001 --allreduce-size 64M \
   --iters 200 -o "$T/locate.json" >"$T/locate.out" 2>"$T/locate.err" &
 launcher=$!
 wait_for "$T/locate.err" "^\[rank 0\] debug: locate: bisection" || { cat "$T/locate.err" >&2; die "locate: never reached the bisection"; }
