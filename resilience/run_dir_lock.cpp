@@ -29,13 +29,19 @@ std::string holder_of(int fd) {
   return s.empty() ? "another job" : s;
 }
 
+// True when a holder's exclusive lock is on `fd`. The probe asks for a shared lock: probes of the same run
+// dir at once (every rank of a job checks it before rank 0 locks it) must not read each other as the holder,
+// as exclusive probes did ("in use by another job", at random, on a fresh run dir).
+bool held_by_another(int fd) {
+  return fd >= 0 && ::flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+}
+
 // "the supervisor pid P on HOST" while a resilience supervisor holds dir/.supervisor.lock; else nullopt.
 std::optional<std::string> supervisor_holder(const std::filesystem::path& dir) {
   const int sup = ::open((dir / ".supervisor.lock").c_str(), O_RDONLY | O_CLOEXEC);
   if (sup < 0) return std::nullopt;
   std::optional<std::string> holder;
-  if (::flock(sup, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK)
-    holder = "the supervisor " + holder_of(sup);
+  if (held_by_another(sup)) holder = "the supervisor " + holder_of(sup);
   ::close(sup);  // (releases what this check took)
   return holder;
 }
@@ -63,10 +69,8 @@ std::optional<std::string> run_dir_holder(const std::filesystem::path& dir) {
   const int dir_fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dir_fd < 0) return holder;  // no run dir yet: nobody holds it
   const int fd = ::open((dir / ".lock").c_str(), O_RDONLY | O_CLOEXEC);
-  const auto busy = [](int f) {
-    return f >= 0 && ::flock(f, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK;
-  };
-  if (busy(dir_fd) || busy(fd)) holder = fd >= 0 ? holder_of(fd) : std::string("another job");
+  if (held_by_another(dir_fd) || held_by_another(fd))
+    holder = fd >= 0 ? holder_of(fd) : std::string("another job");
   for (const int f : {fd, dir_fd})  // (releases what this check took)
     if (f >= 0) ::close(f);
   return holder ? holder : supervisor_holder(dir);
@@ -79,8 +83,17 @@ SupervisorRunDirLock::SupervisorRunDirLock(const std::filesystem::path& dir) {
   const auto path = dir / ".supervisor.lock";
   fd_ = ec ? -1 : ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   if (fd_ < 0) return;  // the training job's own lock still excludes a second job
-  if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
-    const bool held = errno == EWOULDBLOCK;
+  // A probe (run_dir_holder) holds a shared lock for a moment: a holder's lock stays past this short wait.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  int why = 0;
+  while (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+    why = errno;
+    if ((why != EWOULDBLOCK && why != EINTR) || std::chrono::steady_clock::now() >= deadline) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    why = 0;
+  }
+  if (why != 0) {
+    const bool held = why == EWOULDBLOCK || why == EINTR;
     const std::string holder = held ? "the supervisor " + holder_of(fd_) : std::string();
     ::close(fd_);
     fd_ = -1;

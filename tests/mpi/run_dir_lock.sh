@@ -77,5 +77,5 @@ mkdir -p "$T/placement" && echo '{"slots": [0, "x"]}' >"$T/placement/placement.j
 run_capture placement timeout 120 mpirun --oversubscribe -np 2 "$FACTORYBENCH" train --backend host --model tiny-dense \
   --layers 1 --steps 2 --checkpoint-every 1 --run-dir "$T/placement"
 [ "$RC" -ne 0 ] && [ "$RC" -ne 124 ] && grep -q "placement.json: slots\[1\] is not a slot number" "$T/placement.err" \
-  && ok "a placement slot bad for rank 1 stops both ranks with one line" || fail "placement: exit $RC: $(tail -5 "$T/placement.err")"
+  && ok "a placement slot bad for rank 1 stops both ranks with one line" || fail "placement: exit $RC: $(stderr_summary "$T/placement.err")"
 finish
