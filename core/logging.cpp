@@ -42,12 +42,15 @@ void set_world_size(int size) {
   state().world_size = size;
 }
 
+bool enabled_on_this_rank(Level level) {
+  const auto& s = state();
+  return !(s.quiet && level > Level::error) && level <= s.level;
+}
+
 bool enabled(Level level) {
   const auto& s = state();
-  if (s.quiet && level > Level::error) return false;
-  if (level > s.level) return false;
   // Errors and debug output come from every rank; the rest from rank 0 only.
-  return s.rank == 0 || level == Level::error || s.level == Level::debug;
+  return enabled_on_this_rank(level) && (s.rank == 0 || level == Level::error || s.level == Level::debug);
 }
 
 void write(Level level, std::string_view text) {

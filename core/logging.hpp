@@ -26,6 +26,13 @@ template <typename... Args>
 void warn(fmt::format_string<Args...> f, Args&&... args) {
   if (enabled(Level::warn)) write(Level::warn, fmt::format(f, std::forward<Args>(args)...));
 }
+// A warning only this rank can give (a fact it alone holds, as an injected fault aimed at it): printed by
+// whichever rank it is, as errors are; --quiet and --log-level error still silence it.
+bool enabled_on_this_rank(Level level);
+template <typename... Args>
+void warn_from_this_rank(fmt::format_string<Args...> f, Args&&... args) {
+  if (enabled_on_this_rank(Level::warn)) write(Level::warn, fmt::format(f, std::forward<Args>(args)...));
+}
 template <typename... Args>
 void info(fmt::format_string<Args...> f, Args&&... args) {
   if (enabled(Level::info)) write(Level::info, fmt::format(f, std::forward<Args>(args)...));

@@ -2,8 +2,10 @@
 
 #include <fmt/format.h>
 
+#include "core/call_log.hpp"
 #include "core/error.hpp"
 #include "core/fault_injection.hpp"
+#include "core/logging.hpp"
 #include "core/rank_collectives.hpp"
 
 namespace fb::tools {
@@ -26,6 +28,15 @@ void check_no_injection(const Session& session, std::string_view command) {
       "FACTORYBENCH_INJECT '{}': {} takes its faults from --faults (crash, hang, straggler, sdc, nan, "
       "checkpoint faults); the variable is for collective, locate, health and burnin",
       f.text, command));
+}
+
+void warn_unreached_hang(Session& session) {
+  const auto& f = injected_faults();
+  if (f.hang_rank < 0 || !session.mpi_started() || session.mpi().rank() != f.hang_rank) return;
+  // The hang stops its rank as it would enter call=: a rank that ends has not got there.
+  log::warn_from_this_rank(
+      "FACTORYBENCH_INJECT '{}': no hang was injected: rank {} made {} numbered call(s), never call {}",
+      f.text, f.hang_rank, CallLog::instance().snapshot().entered, f.hang_call);
 }
 
 }  // namespace fb::tools

@@ -18,6 +18,7 @@
 #include "core/logging.hpp"
 #include "core/mpi_context.hpp"
 #include "tools/commands.hpp"
+#include "tools/injection_scope.hpp"
 #include "workloads/run_environment.hpp"
 
 namespace {
@@ -128,6 +129,7 @@ int main(int argc, char** argv) {
         session->set_command_name(command.app->get_name());
         rc = command.action(*session);
       }
+    warn_unreached_hang(*session);
   } catch (const fb::Error& e) {
     const bool runtime = e.kind() == fb::ErrorKind::runtime;
     // Usage and input errors are found alike on every rank (same arguments, same files): rank 0 reports.

@@ -123,6 +123,14 @@ run_capture huge_ckpt fb health --backend host --checkpoint-size 1T --checkpoint
 [ "$RC" -eq 1 ] && grep -qE "FAIL checkpoint_dir: .*1 TiB per rank x 1 rank\(s\) on this host would not fit: .* free" "$T/huge_ckpt.out" \
   && [ -z "$(ls -A "$T/ck")" ] && ok "1 TiB checkpoint: fails with the free space, nothing written" \
   || fail "huge_ckpt: exit $RC: $(grep checkpoint "$T/huge_ckpt.out")"
+# A hang past the last call is never reached: the run ends on its own, and the rank it names says so (a test
+# meaning to hang the checks would otherwise read the pass as the watchdog's failure).
+run_capture unreached timeout 120 mpirun --oversubscribe -np 2 -x FACTORYBENCH_INJECT=hang@rank=1,call=999 "$FACTORYBENCH" \
+  health --backend host --checkpoint-dir "$T/ckpt" --checkpoint-size 1M --hang-timeout 5s
+[ "$RC" -eq 0 ] && grep -qE "^\[rank 1\] warning: FACTORYBENCH_INJECT 'hang@rank=1,call=999': no hang was injected: rank 1 made [0-9]+ numbered call\(s\), never call 999$" "$T/unreached.err" \
+  && [ "$(grep -c "no hang was injected" "$T/unreached.err")" -eq 1 ] \
+  && ok "a hang past the last call: the run ends and rank 1 says none was injected" \
+  || fail "unreached: exit $RC: $(stderr_summary "$T/unreached.err")"
 # Call 9 is the all-reduce's first: each of the 4 checks before the GEMM is gathered in a numbered call, then
 # the GEMM's comparison with its peers and its gather, the clocks' and the slowdown reasons'.
 # A rank that never enters the all-reduce: the watchdog names it and the rank waiting for it, writes the

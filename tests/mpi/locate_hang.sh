@@ -47,4 +47,10 @@ run_capture hangbis timeout 300 mpirun --oversubscribe -np 4 -x FACTORYBENCH_FAK
 grep -qE "^hang: rank 2 \(host .*-fake1, GPU 0\) never entered allreduce #100 \(16 KiB\)$" "$T/hangbis.out" \
   && ok "bisection hang: rank 2 named" || fail "bisection hang: $(cat "$T/hangbis.out")"
 assert_json "$T/hangbis.json" "[r['name'] for r in d['results']] == ['p2p/rank/16384', 'hang'] and d['results'][1]['status'] == 'failed' and 'p2p' in d['summary']['locate']" "bisection hang: the p2p result and summary are kept before the hang"
+# A hang past locate's last call: nothing hangs, and rank 1 says its entry was never reached.
+run_capture unreached timeout 120 mpirun --oversubscribe -np 2 -x "FACTORYBENCH_INJECT=hang@rank=1,call=100000" \
+  "$FACTORYBENCH" locate --backend host --iters 3 -b 16K --allreduce-size 16K --hang-timeout 5s
+[ "$RC" -eq 0 ] && grep -qE "^\[rank 1\] warning: FACTORYBENCH_INJECT 'hang@rank=1,call=100000': no hang was injected: rank 1 made [0-9]+ numbered call\(s\), never call 100000$" "$T/unreached.err" \
+  && ok "a hang past the last call: locate ends and rank 1 says none was injected" \
+  || fail "unreached: exit $RC: $(stderr_summary "$T/unreached.err")"
 finish
