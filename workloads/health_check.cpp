@@ -140,6 +140,7 @@ HealthRun run_health_checks(MpiContext& mpi, Backend& backend, const DevicePeak&
                                                                 {"checkpoint_dir", check_checkpoint_dir}};
   static_assert(std::size(kChecks) == std::size(kHealthChecks));
 
+  read_checkpoint_dir_space(c);  // before the first gather: no rank has written its scratch file yet
   RankHealth mine;
   mine.rank = mpi.rank();
   mine.host = mpi.hostname();

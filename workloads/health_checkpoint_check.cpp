@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -40,7 +41,17 @@ std::filesystem::path readonly_directory(bool& remove_after) {
   return dir;
 }
 
+std::optional<double> free_bytes(const std::filesystem::path& dir) {
+  struct statvfs fs {};
+  if (::statvfs(dir.c_str(), &fs) != 0) return std::nullopt;
+  return static_cast<double>(fs.f_bavail) * static_cast<double>(fs.f_frsize);
+}
+
 }  // namespace
+
+void read_checkpoint_dir_space(Context& c) {
+  c.checkpoint_free_bytes = free_bytes(c.options.checkpoint_dir);
+}
 
 CheckOutcome check_checkpoint_dir(Context& c) {
   std::filesystem::path dir = c.options.checkpoint_dir;
@@ -75,8 +86,12 @@ CheckOutcome check_checkpoint_dir(Context& c) {
                    fmt::format("{} is not writable: cannot create {}: {}", label, file.filename().string(),
                                std::strerror(errno)));
   // Every rank of this host writes at once: together they must fit, with a tenth of the free space to spare.
-  if (struct statvfs fs{}; ::statvfs(dir.c_str(), &fs) == 0) {
-    const double free = static_cast<double>(fs.f_bavail) * static_cast<double>(fs.f_frsize);
+  // The space as it was before any rank wrote (read_checkpoint_dir_space): read now, the scratch files its
+  // neighbours are already writing would count against a rank that comes late.
+  const auto before =
+      remove_after || dir != c.options.checkpoint_dir ? free_bytes(dir) : c.checkpoint_free_bytes;
+  if (before) {
+    const double free = *before;
     const double need = static_cast<double>(bytes) * std::max(1, c.mpi.local_size());
     if (need > 0.9 * free) {
       ::close(fd);
@@ -127,10 +142,8 @@ CheckOutcome check_checkpoint_dir(Context& c) {
               fmt::format("{}: {} written and fsync'ed at {:.2f} GB/s", label, format_bytes(bytes), gbps));
   o.metrics.emplace_back("write_gbps", metric(gbps, "GB/s", Better::higher));
   o.metrics.emplace_back("write_bytes", metric(static_cast<double>(bytes), "bytes", Better::none));
-  if (struct statvfs fs{}; ::statvfs(dir.c_str(), &fs) == 0)
-    o.metrics.emplace_back(
-        "free_bytes",
-        metric(static_cast<double>(fs.f_bavail) * static_cast<double>(fs.f_frsize), "bytes", Better::higher));
+  if (const auto after = free_bytes(dir))
+    o.metrics.emplace_back("free_bytes", metric(*after, "bytes", Better::higher));
   return o;
 }
 

@@ -44,6 +44,7 @@ struct Context {
   std::optional<nvml::Device> gpu;
   std::string nvml_reason;                       // why `gpu` is empty on cuda
   std::optional<double> gemm_from_s, gemm_to_s;  // the GEMM's telemetry window
+  std::optional<double> checkpoint_free_bytes;   // the checkpoint dir's, before any rank wrote to it
 };
 
 inline std::string nvml_skip(const Context& c) {
@@ -61,7 +62,11 @@ CheckOutcome check_slowdown(Context& c);
 // Performance against the floors: the GEMM and the all-reduce (health_performance_checks.cpp).
 CheckOutcome check_gemm(Context& c);
 CheckOutcome check_allreduce(Context& c);
-// The checkpoint directory: writable, durable, with room (health_checkpoint_check.cpp).
+// The checkpoint directory: writable, durable, with room (health_checkpoint_check.cpp). Its free space is
+// read first, before the job's first collective: the ranks of a host write their scratch files at once, and
+// the collectives between (the GEMM's comparison with its peers, the all-reduce) keep any rank from writing
+// before every rank has read it.
+void read_checkpoint_dir_space(Context& c);
 CheckOutcome check_checkpoint_dir(Context& c);
 
 }  // namespace fb::workloads::health
