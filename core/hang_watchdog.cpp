@@ -163,13 +163,14 @@ std::vector<std::string> diagnose_hang(const std::vector<RankCallRecord>& ranks,
 }
 
 HangWatchdog::HangWatchdog(std::filesystem::path dir, RankCallRecord identity, int world_size,
-                           double timeout_s, OnHang on_hang, OnHang on_peer_hang)
+                           double timeout_s, OnHang on_hang, OnHang on_peer_hang, OnHang on_unwritten)
     : dir_(std::move(dir)),
       identity_(std::move(identity)),
       world_size_(world_size),
       timeout_s_(timeout_s),
       on_hang_(std::move(on_hang)),
-      on_peer_hang_(std::move(on_peer_hang)) {
+      on_peer_hang_(std::move(on_peer_hang)),
+      on_unwritten_(std::move(on_unwritten)) {
   std::error_code ec;
   std::filesystem::create_directories(dir_, ec);
   if (ec) throw runtime_error("hang watchdog: cannot create '" + dir_.string() + "': " + ec.message());
@@ -318,6 +319,13 @@ void HangWatchdog::loop() {
       int writer = -1;
       std::ifstream(dir_ / kPeerWriterFile) >> writer;
       if (writer >= 0 && writer != identity_.rank) wait_for(dir_ / kPeerDoneFile, 10 * period);
+      // One writer of the report: the reporter's own only where the writer's did not come (two writers
+      // renamed their reports onto one path, the last one winning).
+      std::error_code ec;
+      if (on_unwritten_ && writer != identity_.rank && !std::filesystem::exists(dir_ / kPeerDoneFile, ec)) {
+        on_unwritten_(lines);
+        std::fflush(nullptr);
+      }
       std::ofstream(reported) << identity_.rank << "\n";
     } else {
       // The rank that writes the report, stuck too: it writes once the reporter has diagnosed.

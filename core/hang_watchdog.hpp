@@ -72,9 +72,11 @@ class HangWatchdog {
   using OnHang = std::function<void(const std::vector<std::string>& lines)>;
   // `dir` must be shared by every rank (created if missing). timeout_s > 0. `on_peer_hang` (may be empty):
   // called on this rank's watchdog thread with another rank's diagnosis, once, when this rank writes the
-  // report that the reporting rank cannot (see above).
+  // report that the reporting rank cannot (see above). `on_unwritten` (may be empty): called on the
+  // reporting rank after `on_hang` when no other rank is the writer, or the writer did not write within ten
+  // periods (it cannot run): the reporter's own report then, and never beside the writer's.
   HangWatchdog(std::filesystem::path dir, RankCallRecord identity, int world_size, double timeout_s,
-               OnHang on_hang, OnHang on_peer_hang = {});
+               OnHang on_hang, OnHang on_peer_hang = {}, OnHang on_unwritten = {});
   ~HangWatchdog();  // marks this rank done and stops the thread
   HangWatchdog(const HangWatchdog&) = delete;
   HangWatchdog& operator=(const HangWatchdog&) = delete;
@@ -88,7 +90,7 @@ class HangWatchdog {
   RankCallRecord identity_;
   int world_size_;
   double timeout_s_;
-  OnHang on_hang_, on_peer_hang_;
+  OnHang on_hang_, on_peer_hang_, on_unwritten_;
   bool peer_report_taken_ = false;
   std::mutex mutex_;
   std::condition_variable wake_;

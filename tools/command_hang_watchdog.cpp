@@ -185,13 +185,19 @@ CommandHangWatchdog::CommandHangWatchdog(const MpiContext& mpi, std::string comm
     }
   };
   if (!mpi.is_root()) finish_console = nullptr;
-  auto on_hang = [result, write, finish_console](const std::vector<std::string>& found) {
+  // The rank that diagnoses the hang prints it; rank 0 writes the report (below), another rank only when
+  // rank 0 could not (HangWatchdog's on_unwritten).
+  const bool root = mpi.is_root();
+  auto on_hang = [result, write, finish_console, root](const std::vector<std::string>& found) {
+    InterruptReport::stand_down();  // as write does: the SIGTERM that ends the job is the hang's
     const auto r = result(found);
     if (finish_console) finish_console();
     reports::print_hang(std::cout, r);
     std::cout.flush();
-    write(r);
+    if (root) write(r);
   };
+  HangWatchdog::OnHang on_unwritten;
+  if (!root) on_unwritten = [result, write](const std::vector<std::string>& found) { write(result(found)); };
   // Rank 0 holds what the report needs (a suite's earlier steps): when another rank diagnoses the hang,
   // rank 0 writes the report with it, whether it is stuck itself or not. Without -o it has nothing to write,
   // and the reporter does not wait for it.
@@ -202,7 +208,7 @@ CommandHangWatchdog::CommandHangWatchdog(const MpiContext& mpi, std::string comm
       write(result(found));
     };
   watchdog_ = std::make_unique<HangWatchdog>(dir_, me, mpi.size(), timeout_s, std::move(on_hang),
-                                             std::move(on_peer_hang));
+                                             std::move(on_peer_hang), std::move(on_unwritten));
 }
 
 CommandHangWatchdog::~CommandHangWatchdog() {

@@ -47,6 +47,16 @@ run_capture hangbis timeout 300 mpirun --oversubscribe -np 4 -x FACTORYBENCH_FAK
 grep -qE "^hang: rank 2 \(host .*-fake1, GPU 0\) never entered allreduce #100 \(16 KiB\)$" "$T/hangbis.out" \
   && ok "bisection hang: rank 2 named" || fail "bisection hang: $(cat "$T/hangbis.out")"
 assert_json "$T/hangbis.json" "[r['name'] for r in d['results']] == ['p2p/rank/16384', 'hang'] and d['results'][1]['status'] == 'failed' and 'p2p' in d['summary']['locate']" "bisection hang: the p2p result and summary are kept before the hang"
+# Rank 0 the one that never enters: rank 1 diagnoses the hang, and rank 0 (whose watchdog thread still runs)
+# writes the report; rank 1 writes none of its own (two writers renamed onto one -o, the last one winning).
+mkdir -p "$T/run0"
+run_capture hang0 timeout 120 mpirun --oversubscribe -np 2 -x "FACTORYBENCH_INJECT=hang@rank=0,call=36" \
+  "$FACTORYBENCH" locate --backend host --scope rank --iters 3 --confirm-passes 0 -b 16K --allreduce-size 16K \
+  --hang-timeout 2s --run-dir "$T/run0" --output "$T/run0/hang0.json"
+[ "$RC" -eq 1 ] && grep -qE "^hang: rank 0 \(host .*, GPU 0\) never entered allreduce #36 \(16 KiB\)$" "$T/hang0.out" \
+  && ok "hang of rank 0: named by rank 1, exit 1" || fail "hang0: exit $RC: $(cat "$T/hang0.out")"
+assert_json "$T/run0/hang0.json" "d['results'][-1]['name'] == 'hang' and 'rank 0' in d['results'][-1]['error'] and d['summary']['telemetry']['note'].startswith(\"rank 0's readings alone\") and len(d['system']['ranks']) == 2" \
+  "hang of rank 0: the report is rank 0's (both ranks' system), not rank 1's"
 # A hang past locate's last call: nothing hangs, and rank 1 says its entry was never reached.
 run_capture unreached timeout 120 mpirun --oversubscribe -np 2 -x "FACTORYBENCH_INJECT=hang@rank=1,call=100000" \
   "$FACTORYBENCH" locate --backend host --iters 3 -b 16K --allreduce-size 16K --hang-timeout 5s
