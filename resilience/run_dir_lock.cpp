@@ -64,7 +64,10 @@ double run_dir_lock_wait(double fallback) {
   return s;
 }
 
-std::optional<std::string> run_dir_holder(const std::filesystem::path& dir) {
+namespace {
+
+// "pid P on HOST" (or "another job") while a training job holds dir's own lock or dir/.lock; else nullopt.
+std::optional<std::string> job_holder(const std::filesystem::path& dir) {
   std::optional<std::string> holder;
   const int dir_fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dir_fd < 0) return holder;  // no run dir yet: nobody holds it
@@ -73,7 +76,14 @@ std::optional<std::string> run_dir_holder(const std::filesystem::path& dir) {
     holder = fd >= 0 ? holder_of(fd) : std::string("another job");
   for (const int f : {fd, dir_fd})  // (releases what this check took)
     if (f >= 0) ::close(f);
-  return holder ? holder : supervisor_holder(dir);
+  return holder;
+}
+
+}  // namespace
+
+std::optional<std::string> run_dir_holder(const std::filesystem::path& dir) {
+  const auto job = job_holder(dir);
+  return job ? job : supervisor_holder(dir);
 }
 
 SupervisorRunDirLock::SupervisorRunDirLock(const std::filesystem::path& dir) {
@@ -99,6 +109,13 @@ SupervisorRunDirLock::SupervisorRunDirLock(const std::filesystem::path& dir) {
     fd_ = -1;
     if (held) throw usage_error(run_dir_in_use_message(dir, holder));
     return;  // a file system without flock: as above
+  }
+  // A training job that locked the run dir between the check above and this lock: each side locks its own
+  // file, then checks the other's (RunDirLock), so of two starting at once at least one sees the other.
+  if (const auto holder = job_holder(dir)) {
+    ::close(fd_);
+    fd_ = -1;
+    throw usage_error(run_dir_in_use_message(dir, *holder));
   }
   char host[256] = {};
   ::gethostname(host, sizeof host - 1);
@@ -181,7 +198,18 @@ RunDirLock::RunDirLock(const std::filesystem::path& dir, MpiContext& mpi, double
         if (supervisor) errno = EWOULDBLOCK;
         return supervisor.has_value();
       };
-      while (dir_busy() || supervised_elsewhere() || ::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+      // Its own locks first, then the supervisor's: a supervisor locks its file, then checks this job's
+      // (SupervisorRunDirLock), so of two starting at once at least one sees the other and lets go.
+      const auto take = [&] {
+        supervisor.reset();
+        if (dir_busy() || ::flock(fd_, LOCK_EX | LOCK_NB) != 0) return false;
+        if (!supervised_elsewhere()) return true;
+        ::flock(fd_, LOCK_UN);
+        if (dir_fd_ >= 0) ::flock(dir_fd_, LOCK_UN);
+        errno = EWOULDBLOCK;
+        return false;
+      };
+      while (!take()) {
         if (errno != EWOULDBLOCK && errno != EINTR) {
           error = fmt::format("--run-dir {}: cannot lock {}: {}", dir.string(), path.string(),
                               std::strerror(errno));
