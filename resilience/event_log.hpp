@@ -97,7 +97,8 @@ EventLogContents read_event_log_from(const std::filesystem::path& path, std::uin
 std::optional<std::int64_t> last_step_event(std::string_view text);
 // The same in the last `tail_bytes` of the log file (the supervisor's progress: reading hours of log every
 // few seconds would cost more than the step); nullopt when there is none there or the file cannot be read.
+inline constexpr std::size_t kStepTailBytes = 65536;
 std::optional<std::int64_t> last_step_in_log(const std::filesystem::path& path,
-                                             std::size_t tail_bytes = 65536);
+                                             std::size_t tail_bytes = kStepTailBytes);
 
 }  // namespace fb::resilience

@@ -460,6 +460,9 @@ class Supervision {
   // in a save was killed under a 2 s heartbeat). A frozen job stops the pulse too.
   void watch(pid_t child, int attempt, AttemptOutcome& a) {
     std::uint64_t seen = log_size(log_path_);
+    // This attempt's events follow: the progress line shows its own steps, not the last one of the attempt
+    // before it (a relaunch printed "step 29/1500, attempt 2", then "step 8/1500, attempt 2").
+    const std::uint64_t attempt_from = seen;
     double last_beat = wall_now(), last_pulse = last_beat;
     const auto pulse_path = call_state_file(o_.run_dir / "calls", 0);
     const auto pulse = [&pulse_path] {
@@ -488,7 +491,11 @@ class Supervision {
         last_save = now;
       }
       if (progress_.due()) {
-        if (const auto step = last_step_in_log(log_path_)) {
+        // From the byte before the attempt's first line (its newline), so that line is read whole.
+        const std::uint64_t now_size = log_size(log_path_);
+        const std::uint64_t since = now_size > attempt_from ? now_size - attempt_from : 0;
+        const auto tail = static_cast<std::size_t>(std::min<std::uint64_t>(since + 1, kStepTailBytes));
+        if (const auto step = since == 0 ? std::nullopt : last_step_in_log(log_path_, tail)) {
           // With both --steps and --time-budget the job ends at whichever comes first: the share done is
           // the larger of the two (a budgeted run of 100000 steps was told it had hours left).
           const double by_time = o_.time_budget_s > 0 ? (now - t_job_) / o_.time_budget_s : 0;

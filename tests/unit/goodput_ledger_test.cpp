@@ -639,6 +639,17 @@ TEST(EventLog, LastStepInLogReadsOnlyTheTail) {
   // A tail cut mid-line: the partial first line is not taken for an event (here it would parse as none).
   EXPECT_EQ(last_step_in_log(path, 100), 2000);
   EXPECT_EQ(last_step_in_log(path, 10), std::nullopt);  // not one whole line in the tail
+  // The supervisor's read of one attempt's lines: from the newline before its first, that line is whole.
+  const auto before = std::filesystem::file_size(path);
+  {
+    EventLog log(path);
+    auto e = make_event(event::step, 2001);
+    e["step"] = 7;
+    log.append(e);
+  }
+  const auto since = std::filesystem::file_size(path) - before;
+  EXPECT_EQ(last_step_in_log(path, since + 1), 7);
+  EXPECT_EQ(last_step_in_log(path, since), std::nullopt);  // its first byte: taken for a partial line
   EXPECT_EQ(last_step_in_log(dir / "missing.jsonl"), std::nullopt);
   std::filesystem::remove_all(dir);
 }
