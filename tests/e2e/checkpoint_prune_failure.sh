@@ -9,7 +9,7 @@ cd "$T"
 RUN=$T/run
 TRAIN=(train --backend host --model tiny-dense --layers 1 --warmup-steps 0 --checkpoint-every 2 --keep 1 --run-dir "$RUN")
 run_capture first fb "${TRAIN[@]}" --steps 4
-[ "$RC" -eq 0 ] || die "first run: exit $RC: $(tail -3 "$T/first.err")"
+[ "$RC" -eq 0 ] || die "first run: exit $RC: $(stderr_summary "$T/first.err")"
 OLD=$RUN/checkpoints/step-00000002
 [ -e "$OLD/manifest.json" ] || die "no checkpoint at step 2: $(ls "$RUN/checkpoints")"
 shard=$(ls "$OLD"/*.shard | head -1)
@@ -22,7 +22,7 @@ else
   trap 'chmod u+w "$OLD" 2>/dev/null; rm -rf "$T"' EXIT
 fi
 run_capture second fb "${TRAIN[@]}" --steps 8 --resume
-[ "$RC" -eq 0 ] && ok "the run goes on (exit 0)" || fail "second: exit $RC: $(tail -3 "$T/second.err")"
+[ "$RC" -eq 0 ] && ok "the run goes on (exit 0)" || fail "second: exit $RC: $(stderr_summary "$T/second.err")"
 # Each later commit tries again (and records it); the warning is said once.
 [ "$(grep -c "warning: --keep 1: an older checkpoint could not be removed, and its space stays in use: step-00000002: \(Operation not permitted\|Permission denied\)$" "$T/second.err")" -eq 1 ] \
   && ok "one warning names the checkpoint and the reason" || fail "warnings: $(grep -i warn "$T/second.err" | head -3)"

@@ -35,7 +35,7 @@ printf '{"results": [{"status": "ok", "metrics": {"tflops": {"value": 999.9}}}]}
 # no longer fit. Generous, so that a loaded CI machine still reaches the tests before the budget is spent.
 run_capture fake env PATH="$T/bin:$PATH" OUT="$T/out" FB_DEVICE_LOG_DIR="$T/logs" FB_DEVICE_BUDGET_S=90 \
   TORCH_PYTHON=/bin/false GPU_TEST_TIMEOUT=100 bash "$SCRIPT" "$T/build"
-[ "$RC" -eq 1 ] && ok "a hung GPU test fails the run: exit 1" || fail "exit $RC: $(tail -3 "$T/fake.err")"
+[ "$RC" -eq 1 ] && ok "a hung GPU test fails the run: exit 1" || fail "exit $RC: $(stderr_summary "$T/fake.err")"
 TABLE="$T/out/table.md"
 [ -s "$TABLE" ] || die "no table in \$OUT: $(ls "$T/out")"
 grep -q "999.9" "$TABLE" && fail "an earlier run's figure is in the table" || ok "the earlier run's figures are gone"

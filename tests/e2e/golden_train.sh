@@ -41,7 +41,7 @@ golden() {  # CASE RANKS ARGS...: runs, masks and compares with (or, FB_UPDATE_G
   else
     run_capture "$name" fb_mpirun "$n" "${COMMON[@]}" "$@" -o "$T/$name.json"
   fi
-  [ "$RC" -eq 0 ] || { fail "$name: exit $RC: $(tail -5 "$T/$name.err")"; return; }
+  [ "$RC" -eq 0 ] || { fail "$name: exit $RC: $(stderr_summary "$T/$name.err")"; return; }
   "$PY" "$T/mask.py" "$T/$name.json" >"$T/$name.masked.json" || { fail "$name: masking failed"; return; }
   local want="$GOLDEN/train_$name.json"
   if [ "${FB_UPDATE_GOLDEN:-0}" = 1 ]; then

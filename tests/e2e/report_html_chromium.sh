@@ -29,7 +29,7 @@ grep -q "</html>" "$T/dom.html" && ok "DOM complete" || fail "DOM incomplete"
 
 # The screenshot: a PNG of a real size, not a blank page.
 browser --window-size=1400,3200 --screenshot="$T/report.png" "file://$T/report.html" >/dev/null
-[ -s "$T/report.png" ] || die "no screenshot written: $(tail -5 "$T/chromium.err")"
+[ -s "$T/report.png" ] || die "no screenshot written: $(stderr_summary "$T/chromium.err")"
 magic=$(head -c 8 "$T/report.png" | od -An -tx1 | tr -d ' \n')
 [ "$magic" = "89504e470d0a1a0a" ] && ok "screenshot is a PNG" || fail "not a PNG: $magic"
 size=$(stat -c %s "$T/report.png")

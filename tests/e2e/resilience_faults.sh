@@ -141,13 +141,13 @@ expect_error corrupt_no_ckpt 2 "^factorybench: error: --faults injects ckpt-corr
 # The baseline: --faults none runs the same supervised job with no fault; train takes it too.
 run_capture baseline fb resilience --ranks 2 "${COMMON[@]}" --steps 6 --checkpoint-every 2 --faults none \
   --run-dir "$T/baseline" -o "$T/baseline.json"
-[ "$RC" -eq 0 ] && ok "baseline: exit 0" || fail "baseline: exit $RC: $(tail -3 "$T/baseline.err")"
+[ "$RC" -eq 0 ] && ok "baseline: exit 0" || fail "baseline: exit $RC: $(stderr_summary "$T/baseline.err")"
 assert_json "$T/baseline.json" "[d['results'][0]['metrics'][k]['value'] for k in ('steps_completed', 'failures', 'restarts', 'wasted_steps')] == [6, 0, 0, 0] and d['results'][0]['status'] == 'ok'" "baseline: 6 steps, no failure, restart or wasted step"
 # With no failure the MTTF is the uptime, which a faster job shortens: no direction to judge. Nor has the
 # productive time of a job of fixed --steps.
 assert_json "$T/baseline.json" "[d['results'][0]['metrics'][k]['better'] for k in ('mttf_s', 'productive_s', 'productive_time_s', 'goodput_pct')] == ['none', 'none', 'none', 'higher'] and d['results'][0]['extra']['ledger']['mttf_censored'] is True" "baseline: a censored MTTF and the productive seconds carry no direction"
 run_capture baseline_train fb train --backend host --model tiny-dense --layers 1 --steps 3 --warmup-steps 0 --faults none \
   --run-dir "$T/baseline_train" -o "$T/baseline_train.json"
-[ "$RC" -eq 0 ] && ok "train --faults none: exit 0" || fail "train --faults none: exit $RC: $(tail -3 "$T/baseline_train.err")"
+[ "$RC" -eq 0 ] && ok "train --faults none: exit 0" || fail "train --faults none: exit $RC: $(stderr_summary "$T/baseline_train.err")"
 expect_error needsdir 2 "--resume needs --run-dir DIR" fb train --model tiny-dense --steps 3 --resume --backend host
 finish

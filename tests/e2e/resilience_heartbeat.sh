@@ -12,7 +12,7 @@ cd "$T"
 run_capture slow_save env FACTORYBENCH_TEST_CKPT_PAUSE="shard=25@10" FACTORYBENCH_TEST_CKPT_MARK="$T/slow.marks" \
   timeout 300 "$FACTORYBENCH" resilience --ranks 2 --launcher-args "--oversubscribe" --model tiny-dense --steps 20 \
   --checkpoint-every 5 --faults none --heartbeat-timeout 10s --max-restarts 1 --run-dir "$T/slow" -o "$T/slow.json"
-[ "$RC" -eq 0 ] && ok "a 25 s save under a 10 s heartbeat: exit 0" || fail "slow save: exit $RC: $(tail -5 "$T/slow_save.err")"
+[ "$RC" -eq 0 ] && ok "a 25 s save under a 10 s heartbeat: exit 0" || fail "slow save: exit $RC: $(stderr_summary "$T/slow_save.err")"
 ! grep -q '"type":"failure_detected"' "$T/slow/events.jsonl" && ok "slow save: no failure detected" \
   || fail "slow save: $(grep failure_detected "$T/slow/events.jsonl" | cut -c1-300)"
 grep '"type":"ckpt_commit"' "$T/slow/events.jsonl" | grep -q '"step":10' && ok "slow save: the held save of step 10 committed" \
@@ -67,7 +67,7 @@ for _ in $(seq 1 20); do
   sleep 0.25
 done
 [ -z "$alive" ] && ok "frozen job: nothing of it left running" || { fail "frozen: left running: $(ps -o pid,stat,args -p $alive)"; kill -9 $alive; }
-[ "$rc" -eq 1 ] && ok "frozen job: killed, restarts exhausted (exit 1)" || fail "frozen: exit $rc: $(tail -5 "$T/frozen.err")"
+[ "$rc" -eq 1 ] && ok "frozen job: killed, restarts exhausted (exit 1)" || fail "frozen: exit $rc: $(stderr_summary "$T/frozen.err")"
 grep '"type":"failure_detected"' "$T/frozen/events.jsonl" | grep '"kind":"hang"' \
   | grep -q "supervisor: event log silent for 8 s; job killed" \
   && ok "frozen job: a hang, named as the supervisor's" \

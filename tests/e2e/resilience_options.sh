@@ -77,7 +77,7 @@ share=$(awk '/MemAvailable/ {printf "%.0f", $2 * 1024 * 0.3}' /proc/meminfo)
 run_capture shared fb resilience --launcher-args "--hostfile $T/hosts" --model tiny-dense --backend host --ranks 2 \
   --steps 5 --state-bytes "$share" --checkpoint-every 2 --async-checkpoint --keep 1 --faults "crash@step=99" \
   --run-dir "$T/shared" -o "$T/shared.json"
-[ "$RC" -eq 1 ] && ok "host share beyond memory: exit 1" || fail "host share beyond memory: exit $RC: $(tail -3 "$T/shared.err")"
+[ "$RC" -eq 1 ] && ok "host share beyond memory: exit 1" || fail "host share beyond memory: exit $RC: $(stderr_summary "$T/shared.err")"
 assert_json "$T/shared.json" "'rejected its options: invalid --state-bytes' in $R['extra']['stop_reason'] and '2 rank(s) on this host' in $R['extra']['stop_reason'] and $L['attempts'] == 1 and $R['metrics']['failures']['value'] == 0" "host share beyond memory: named by the job, one attempt, no failure counted"
 expect_error many_ranks 2 "invalid --ranks 99999: 99999 processes would start on this host of [0-9]+ cores" \
   fb resilience --ranks 99999 --backend host --faults "crash@step=3" --run-dir "$T/bad"
@@ -91,11 +91,13 @@ expect_error badsize 2 "--state-bytes" \
   fb resilience --ranks 2 --backend host --state-bytes lots --faults "crash@step=3" --run-dir "$T/bad"
 
 # --- --time-budget ------------------------------------------------------------------------------------------
-# 20 s: two launches (the crash's relaunch) and eight steps fit in it on a loaded CI machine (8 s did not always).
-run_resilience budget --ranks 2 --time-budget 20s --checkpoint-every 5 --faults "crash@step=8,rank=1"
+# 20 s: two launches (the crash's relaunch) and four steps fit in it on a loaded CI machine (8 s did not always;
+# under a load of 15, start-up alone took 12 s and 20 s held 6 steps). The upper bound on the wall time is
+# loose for the same reason: a budget ignored would run to the test's timeout, not a few seconds over.
+run_resilience budget --ranks 2 --time-budget 20s --checkpoint-every 2 --faults "crash@step=4,rank=1"
 assert_json "$T/budget.json" "$R['status'] == 'ok' and $R['extra']['stop_reason'] == 'time budget spent' and $R['params']['steps'] is None" "budget: no --steps: runs until the budget is spent, ok"
-assert_json "$T/budget.json" "$(ev attempt_end)[-1]['reason'] == 'time budget' and $R['metrics']['steps_completed']['value'] > 8" "budget: the job stopped itself at a step boundary"
-assert_json "$T/budget.json" "20 <= $R['metrics']['wall_s']['value'] < 20 + 10 and $R['metrics']['failures']['value'] == 1" "budget: wall time about the budget; the crash counted"
+assert_json "$T/budget.json" "$(ev attempt_end)[-1]['reason'] == 'time budget' and $R['metrics']['steps_completed']['value'] > 4" "budget: the job stopped itself at a step boundary"
+assert_json "$T/budget.json" "20 <= $R['metrics']['wall_s']['value'] < 2 * 20 and $R['metrics']['failures']['value'] == 1" "budget: wall time about the budget; the crash counted"
 parts_sum budget
 # No step count of the job's own: job_start says none (it logged the internal 1000000000), and the progress
 # line, if one was printed (after 3 s), measures the budget's time.
@@ -110,7 +112,7 @@ assert_json "$T/short.json" "$R['status'] == 'failed' and 'time budget spent' in
 # (budget + 10 s grace): a hang failure all the same, not uptime with a censored MTTF and ETTR 1.
 run_capture stuck fb resilience --launcher none --ranks 1 --model tiny-dense --backend host --time-budget 1s \
   --hang-timeout 60s --checkpoint-every 20 --faults "hang@time=0.5s" --run-dir "$T/stuck" -o "$T/stuck.json"
-[ "$RC" -eq 0 ] || fail "stuck: exit $RC: $(tail -3 "$T/stuck.err")"
+[ "$RC" -eq 0 ] || fail "stuck: exit $RC: $(stderr_summary "$T/stuck.err")"
 assert_json "$T/stuck.json" "$R['metrics']['failures']['value'] == 1 and [f['kind'] for f in $R['extra']['ledger']['failure_list']] == ['hang'] and $R['metrics']['ettr']['value'] < 0.5" "budget: a job stuck in an undetected hang counts the hang"
 # A run dir reused: an earlier job's attempt files, heartbeats and call states are cleared with its log.
 mkdir -p "$T/reuse/heartbeat" "$T/reuse/calls" && touch "$T/reuse/attempt-3.json" "$T/reuse/attempt-3.log" "$T/reuse/calls/rank-1.state"
@@ -145,7 +147,7 @@ assert_json "$T/nan3.json" "$L['checkpoints']['restored_steps'] == [0, 5]" "nan:
 run_capture nolaunch env -u OMPI_MCA_rmaps_base_oversubscribe "$FACTORYBENCH" resilience --backend host \
   --ranks $(($(nproc) + 2)) --model tiny-dense --steps 4 --faults "crash@step=2" --run-dir "$T/run-nolaunch" \
   --output "$T/nolaunch.json"
-[ "$RC" -eq 1 ] && ok "launch failure: exit 1" || fail "launch failure: exit $RC: $(tail -3 "$T/nolaunch.err")"
+[ "$RC" -eq 1 ] && ok "launch failure: exit 1" || fail "launch failure: exit $RC: $(stderr_summary "$T/nolaunch.err")"
 assert_json "$T/nolaunch.json" "d['results'][0]['status'] == 'failed' and 'failed before any rank started' in d['results'][0]['error'] and 'not enough slots' in d['results'][0]['error'] and '--oversubscribe' in d['results'][0]['error']" "launch failure: the launcher's complaint and the hint in the result"
 assert_json "$T/nolaunch.json" "d['results'][0]['extra']['ledger']['attempts'] == 2" "launch failure: stopped after two attempts"
 pgrep -f "$T/" >/dev/null && fail "ranks left running" || ok "no ranks left running"

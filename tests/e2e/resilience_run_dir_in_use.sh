@@ -63,7 +63,7 @@ done
 [ "$judged" -ge 1 ] && ok "resilience and train runs on the supervised run dir refused ($judged round(s))" \
   || fail "the first job ended before any second run could be judged"
 RC=0; wait "$first" || RC=$?
-[ "$RC" -eq 0 ] && ok "the first resilience run finished (exit 0)" || fail "first: exit $RC: $(tail -3 "$T/first.err")"
+[ "$RC" -eq 0 ] && ok "the first resilience run finished (exit 0)" || fail "first: exit $RC: $(stderr_summary "$T/first.err")"
 assert_json "$T/first.json" "d['results'][0]['status'] == 'ok' and d['results'][0]['metrics']['failures']['value'] == 1" "the first run's job, crash and all, is whole"
 [ "$saw" -eq 1 ] && ok "the supervisor's own hold was seen at least once" || echo "note: every refusal named the training job's lock"
 

@@ -72,12 +72,14 @@ for sig in KILL TERM INT; do
 done
 
 # --policy compare stopped in its second job (drain): the first job's result as it ended, the second's so far;
-# no comparison of a finished job with one cut short, and the totals named as the running job's.
+# no comparison of a finished job with one cut short, and the totals named as the running job's. 400 steps: the
+# first job's must all run before the drain job starts (1500 took over 6 min under a load of 15), and the
+# drain job's attempt 2 must still be running when the signal comes (it is sent once that attempt starts).
 "$FACTORYBENCH" resilience --ranks 2 --launcher-args "--oversubscribe" --model tiny-dense --checkpoint-every 1000 \
-  --policy compare --spares 1 --steps 1500 --faults "crash@step=30,rank=1" --run-dir "$T/run-compare" -o "$T/compare.json" \
+  --policy compare --spares 1 --steps 400 --faults "crash@step=30,rank=1" --run-dir "$T/run-compare" -o "$T/compare.json" \
   >"$T/compare.out" 2>"$T/compare.err" &
 sup=$!
-for _ in $(seq 1 480); do  # the drain job's attempt 2 (the second "attempt 2" of the run)
+for _ in $(seq 1 1600); do  # the drain job's attempt 2 (the second "attempt 2" of the run); 400 s at most
   [ "$(grep -c '^resilience: attempt 2 ' "$T/compare.err" 2>/dev/null)" -ge 2 ] && break
   sleep 0.25
 done

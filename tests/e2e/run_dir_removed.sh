@@ -23,19 +23,19 @@ remove_under() {
 remove_under train "$T/train" "$FACTORYBENCH" train --backend host --model tiny-dense --layers 1 --steps 1000000 \
   --checkpoint-every 20 --run-dir "$T/train" -o "$T/train.json"
 [ "$RC" -eq 3 ] && grep -q "^factorybench: error: --run-dir $T/train: its event log is no longer there (the run dir removed, moved or replaced during the run?); the job stops at step [0-9]* rather than train on without its event log and lock$" "$T/train.err" \
-  && ok "train: exit 3 naming the run dir" || fail "train: exit $RC: $(tail -3 "$T/train.err")"
+  && ok "train: exit 3 naming the run dir" || fail "train: exit $RC: $(stderr_summary "$T/train.err")"
 [ ! -e "$T/train.json" ] && ok "train: no report" || fail "train: a report was written"
 # Moved, not removed: the old file still has its link, under another name.
 MOVE=1 remove_under moved "$T/moved" "$FACTORYBENCH" train --backend host --model tiny-dense --layers 1 --steps 1000000 \
   --checkpoint-every 20 --run-dir "$T/moved" -o "$T/moved.json"
 [ "$RC" -eq 3 ] && grep -q "^factorybench: error: --run-dir $T/moved: its event log is no longer there" "$T/moved.err" \
-  && ok "train: a moved run dir stops the job, exit 3" || fail "train, moved: exit $RC: $(tail -3 "$T/moved.err")"
+  && ok "train: a moved run dir stops the job, exit 3" || fail "train, moved: exit $RC: $(stderr_summary "$T/moved.err")"
 
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 remove_under res "$T/res" "$FACTORYBENCH" resilience --backend host --ranks 2 --model tiny-dense --steps 1000000 \
   --checkpoint-every 50 --faults none --run-dir "$T/res" -o "$T/res.json"
 [ "$RC" -eq 3 ] && grep -q "^factorybench: error: --run-dir $T/res: its event log is no longer there (the run dir removed, moved or replaced during the run?); attempt 1 was stopped, and no relaunch follows" "$T/res.err" \
-  && ok "resilience: exit 3 naming the run dir and the attempt" || fail "resilience: exit $RC: $(tail -3 "$T/res.err")"
+  && ok "resilience: exit 3 naming the run dir and the attempt" || fail "resilience: exit $RC: $(stderr_summary "$T/res.err")"
 ! grep -q "attempt 2" "$T/res.err" && ok "resilience: no relaunch" || fail "resilience relaunched: $(cat "$T/res.err")"
 [ ! -e "$T/res.json" ] && ok "resilience: no report" || fail "resilience: a report was written"
 for _ in $(seq 100); do pgrep -f "$T/res" >/dev/null || break; sleep 0.2; done  # the ranks end by themselves

@@ -50,7 +50,7 @@ assert_json "$T/intervals.json" "[r['metrics']['interval_s']['value'] for r in d
 # are the ledger's per-event figures, not its totals.
 run_capture res fb resilience --backend host --ranks 2 --model tiny-dense --steps 8 --checkpoint-every 3 \
   --faults "crash@step=5,rank=1" --run-dir "$T/res-run" --output "$T/resilience.json"
-[ "$RC" -eq 0 ] || die "resilience run for calibration exited $RC: $(tail -5 "$T/res.err")"
+[ "$RC" -eq 0 ] || die "resilience run for calibration exited $RC: $(stderr_summary "$T/res.err")"
 run_capture cal fb simulate --gpus 8192 --days 10 --trials 20 --calibrate "$T/resilience.json" --output "$T/cal.json"
 [ "$RC" -eq 0 ] || die "calibrate exited $RC: $(cat "$T/cal.err")"
 ! grep -q missing "$T/cal.err" && ok "every cost found in a real resilience report" || fail "calibration warned: $(cat "$T/cal.err")"
@@ -75,7 +75,7 @@ assert_json "$T/cal.json" "d['results'][0]['params']['commit_s'] == 0 and d['res
 # Asynchronous saves: the write until durable is the ledger's mean time from a snapshot's end to its commit.
 run_capture res_async fb resilience --backend host --launcher none --model tiny-dense --steps 12 --checkpoint-every 3 \
   --async-checkpoint --faults "crash@step=8" --run-dir "$T/res-async-run" --output "$T/resilience-async.json"
-[ "$RC" -eq 0 ] || die "async resilience run exited $RC: $(tail -5 "$T/res_async.err")"
+[ "$RC" -eq 0 ] || die "async resilience run exited $RC: $(stderr_summary "$T/res_async.err")"
 run_capture cal_async fb simulate --gpus 8192 --days 10 --trials 20 --calibrate "$T/resilience-async.json" --output "$T/cal-async.json"
 [ "$RC" -eq 0 ] || die "calibrate (async) exited $RC: $(cat "$T/cal_async.err")"
 "$PY" - "$T/resilience-async.json" "$T/cal-async.json" <<'PYEOF' && ok "async saves: the write until durable is calibrated from the commits" || fail "async calibration"
@@ -119,7 +119,7 @@ grep -qF "analytic, with the write W: 1st-order = T/max(T, W) x (1 - C/max(T, W)
 # which most of the failure model's interruptions are. Said, and kept in the report; --detection silences it.
 run_capture res_sdc fb resilience --backend host --ranks 2 --model tiny-dense --steps 8 --checkpoint-every 3 \
   --faults "sdc@step=5,rank=1" --run-dir "$T/res-sdc-run" --output "$T/resilience-sdc.json"
-[ "$RC" -eq 0 ] || die "resilience sdc run for calibration exited $RC: $(tail -5 "$T/res_sdc.err")"
+[ "$RC" -eq 0 ] || die "resilience sdc run for calibration exited $RC: $(stderr_summary "$T/res_sdc.err")"
 run_capture cal_sdc fb simulate --gpus 8192 --days 10 --trials 20 --calibrate "$T/resilience-sdc.json" --output "$T/cal-sdc.json"
 [ "$RC" -eq 0 ] && grep -qE "^warning: --calibrate .*resilience-sdc.json: its detection \(.*\) comes from failures the step itself finds \(sdc 1\); .*: give --detection, or calibrate from a run with crash or hang faults$" "$T/cal_sdc.err" \
   && ok "detection calibrated from an sdc alone: warned" || fail "cal_sdc: exit $RC: $(cat "$T/cal_sdc.err")"
@@ -243,13 +243,13 @@ run_capture two_ranks fb_mpirun 2 simulate --gpus 1024 --trials 3 --days 2
 run_capture one_trial timeout -s INT 7 "$FACTORYBENCH" simulate --gpus 64 --trials 1 --work-days 36500 --job-mtbf 61s \
   --checkpoint-cost 60s --output "$T/one_trial.json"
 grep -qE "^simulate: [0-9]+% \(64 GPUs: 0\.[0-9]{2}/1 trials\), .* elapsed, about .* left$" "$T/one_trial.err" \
-  && ok "progress within one trial: $(tail -1 "$T/one_trial.err")" || fail "no progress within the trial: $(cat "$T/one_trial.err")"
+  && ok "progress within one trial: $(stderr_summary "$T/one_trial.err")" || fail "no progress within the trial: $(cat "$T/one_trial.err")"
 [ ! -e "$T/one_trial.json" ] && ok "interrupted: no report" || fail "interrupted one-trial run wrote a report"
 # A run of more than a few seconds shows progress on stderr; Ctrl-C (SIGINT) during it leaves no report.
 run_capture progress timeout -s INT 8 "$FACTORYBENCH" simulate --gpus 16384 --trials 5000000 --output "$T/interrupted.json"
 [ "$RC" -ne 0 ] && ok "SIGINT ended the run (exit $RC)" || fail "the long run was not interrupted"
 grep -qE "^simulate: [0-9]+% \(16384 GPUs: [0-9]+/5000000 trials\), .* elapsed, about .* left$" "$T/progress.err" \
-  && ok "progress on stderr: $(tail -1 "$T/progress.err")" || fail "no progress line: $(cat "$T/progress.err")"
+  && ok "progress on stderr: $(stderr_summary "$T/progress.err")" || fail "no progress line: $(cat "$T/progress.err")"
 [ -z "$(ls "$T" | grep interrupted)" ] && ok "no report, no temporary file after SIGINT" || fail "left: $(ls "$T")"
 
 # Where the first-order formula stops applying (Meta RSC-1 at 131,072 GPUs: the restart alone is 2/3 of the

@@ -240,7 +240,7 @@ expect_error dry_bad_faults 2 "invalid --faults 'crash@step=2,rank=3'" \
 fb train --backend host --model tiny-dense --layers 1 --steps 3 --checkpoint-every 1 --run-dir "$T/resumed" >/dev/null 2>&1
 run_capture resumed fb train --backend host --model tiny-dense --layers 1 --steps 5 --checkpoint-every 1 --run-dir "$T/resumed" --resume -o "$T/resumed.json"
 [ "$RC" -eq 0 ] && assert_json "$T/resumed.json" "d['results'][0]['status'] == 'ok' and d['results'][0]['metrics']['step_time_s']['value'] > 0 and d['results'][0]['params']['warmup_steps'] == 1" "resumed with 2 steps left: one is measured, and params.warmup_steps says 1" \
-  || fail "resumed: exit $RC: $(tail -3 "$T/resumed.err")"
+  || fail "resumed: exit $RC: $(stderr_summary "$T/resumed.err")"
 grep -q -- "--resume: restored step-00000003 (a checkpoint of .* MiB, read in" "$T/resumed.err" \
   && ok "resumed: says which checkpoint it restored" || fail "resumed: no 'restored' line: $(cat "$T/resumed.err")"
 # --resume in a run dir with no checkpoint (the first attempt of a requeued job, or a mistyped --run-dir)

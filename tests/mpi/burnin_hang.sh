@@ -14,7 +14,7 @@ run_capture hang timeout 300 mpirun --oversubscribe -np 2 -x FACTORYBENCH_FAKE_H
   "$FACTORYBENCH" burnin --backend host --duration 120s --check-interval 1s --size 128 --hang-timeout 5s \
   --run-dir "$T/states" --output "$T/hang.json"
 cat "$T/hang.out"
-[ "$RC" -eq 1 ] && ok "hang: the job ends (exit 1)" || fail "hang: exit $RC, expected 1: $(tail -5 "$T/hang.err")"
+[ "$RC" -eq 1 ] && ok "hang: the job ends (exit 1)" || fail "hang: exit $RC, expected 1: $(stderr_summary "$T/hang.err")"
 grep -qE "^hang: rank 1 \(host .*-fake1, GPU 0\) never entered burnin_check #4 \(24 B\)$" "$T/hang.out" \
   && grep -qE "^burnin: FAIL \(hang; rank states in $T/states/fb-hang-" "$T/hang.out" \
   && ok "hang: rank 1 named as never entering check 3's gather" || fail "hang: $(cat "$T/hang.out")"

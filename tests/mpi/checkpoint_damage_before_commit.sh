@@ -23,7 +23,7 @@ for mode in sync async; do
   flip_middle "$RUN/checkpoints/step-00000006/rank-00001.shard"
   RC=0
   wait "$job" || RC=$?  # run_capture leaves errexit on
-  [ "$RC" -eq 0 ] && ok "$mode: a 4 s commit is not a hang (exit 0)" || fail "$mode: exit $RC: $(tail -3 "$T/$mode.err")"
+  [ "$RC" -eq 0 ] && ok "$mode: a 4 s commit is not a hang (exit 0)" || fail "$mode: exit $RC: $(stderr_summary "$T/$mode.err")"
   E=$RUN/events.jsonl
   "$PY" - "$E" <<'PYEOF' && ok "$mode: committing 6 pruned nothing; step 3 stays" || fail "$mode: $(grep ckpt_commit "$E" | cut -c1-300)"
 import json, sys
@@ -33,7 +33,7 @@ sys.exit(0 if six and six[0]["pruned"] == [] else 1)
 PYEOF
   [ -e "$RUN/checkpoints/step-00000003/manifest.json" ] && ok "$mode: step 3 still committed" || fail "$mode: step 3 gone: $(ls "$RUN/checkpoints")"
   run_capture "$mode.resume" fb_mpirun 2 "${TRAIN[@]}" --steps 8 --resume
-  [ "$RC" -eq 0 ] || fail "$mode: resume exit $RC: $(tail -3 "$T/$mode.resume.err")"
+  [ "$RC" -eq 0 ] || fail "$mode: resume exit $RC: $(stderr_summary "$T/$mode.resume.err")"
   "$PY" - "$E" <<'PYEOF' && ok "$mode: the resume skips the damaged 6 and restores 3" || fail "$mode: $(grep ckpt_restore_end "$E" | tail -1 | cut -c1-400)"
 import json, sys
 end = [e for e in map(json.loads, open(sys.argv[1])) if e["type"] == "ckpt_restore_end"][-1]

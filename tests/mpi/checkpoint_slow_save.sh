@@ -14,7 +14,7 @@ for mode in sync async; do
     -np 2 "$FACTORYBENCH" train --backend host --model tiny-dense --steps 12 --warmup-steps 0 --checkpoint-every 3 \
     --run-dir "$T/$mode" "${extra[@]}" -o "$T/$mode.json"
   unset FACTORYBENCH_TEST_CKPT_PAUSE FACTORYBENCH_TEST_CKPT_MARK
-  [ "$RC" -eq 0 ] && ok "$mode: a 5 s save finishes the run (exit 0)" || fail "$mode: exit $RC: $(tail -3 "$T/$mode.err")"
+  [ "$RC" -eq 0 ] && ok "$mode: a 5 s save finishes the run (exit 0)" || fail "$mode: exit $RC: $(stderr_summary "$T/$mode.err")"
   # The pause did happen: both ranks held in the shard phase of step 6 (and nowhere else), and the save of
   # step 6 took at least the 5 s from its start to its commit (a run without the pause passed the rest).
   [ "$(sort "$T/$mode.marks" 2>/dev/null)" = $'shard 6 0\nshard 6 1' ] && ok "$mode: both ranks held in the shard phase of step 6" \

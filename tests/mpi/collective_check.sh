@@ -18,7 +18,7 @@ for n in 2 3 4; do
   for dt in fp32 int32; do
     f="$T/all_${n}_${dt}.json"
     run_capture "all_${n}_${dt}" fb_mpirun "$n" "${COMMON[@]}" --op all --inplace -d "$dt" -b 8 -e 64K -f 4 -o "$f"
-    [ "$RC" -eq 0 ] || { fail "np $n $dt --op all exited $RC: $(tail -3 "$T/all_${n}_${dt}.err")"; continue; }
+    [ "$RC" -eq 0 ] || { fail "np $n $dt --op all exited $RC: $(stderr_summary "$T/all_${n}_${dt}.err")"; continue; }
     validate "$f"
     rows="[r for r in d['results'] if 'bytes' in r['params']]"
     assert_json "$f" "all(r['status'] == 'ok' and r['metrics']['wrong']['value'] == 0 for r in $rows)" \
@@ -55,17 +55,17 @@ for n in 3 4; do
     set -- $spec
     f="$T/red_${n}_$1_$2.json"
     run_capture "red_${n}_$1_$2" fb_mpirun "$n" "${COMMON[@]}" --op allreduce --inplace -d "$1" --redop "$2" -b 16 -e 16K -f 8 -o "$f"
-    [ "$RC" -eq 0 ] || { fail "np $n allreduce $1 $2 exited $RC: $(tail -2 "$T/red_${n}_$1_$2.err")"; continue; }
+    [ "$RC" -eq 0 ] || { fail "np $n allreduce $1 $2 exited $RC: $(stderr_summary "$T/red_${n}_$1_$2.err")"; continue; }
     assert_json "$f" "all(r['status'] == 'ok' and r['metrics']['wrong']['value'] == 0 and r['params']['redop'] == '$2' for r in d['results'] if 'bytes' in r['params'])" \
       "np $n allreduce $1 $2 --check"
   done
   f="$T/rs_${n}.json"
   run_capture "rs_${n}" fb_mpirun "$n" "${COMMON[@]}" --op reducescatter --redop avg -d bf16 --inplace -b 64 -e 8K -f 8 -o "$f"
-  [ "$RC" -eq 0 ] && ok "np $n reducescatter bf16 avg" || fail "np $n reducescatter bf16 avg: $(tail -2 "$T/rs_${n}.err")"
+  [ "$RC" -eq 0 ] && ok "np $n reducescatter bf16 avg" || fail "np $n reducescatter bf16 avg: $(stderr_summary "$T/rs_${n}.err")"
   f="$T/reduce_${n}.json"
   run_capture "reduce_${n}" fb_mpirun "$n" "${COMMON[@]}" --op reduce --root $((n - 1)) --redop max -d fp16 -b 64 -e 8K -f 8 -o "$f"
   [ "$RC" -eq 0 ] && assert_json "$f" "all(r['params']['root'] == $((n - 1)) for r in d['results'] if 'bytes' in r['params'])" "np $n reduce root $((n - 1))" \
-    || fail "np $n reduce fp16 root: $(tail -2 "$T/reduce_${n}.err")"
+    || fail "np $n reduce fp16 root: $(stderr_summary "$T/reduce_${n}.err")"
 done
 
 # --average 0..3 (nccl-tests -a): the mean time of each mode is bounded by min ≤ mean ≤ max of the per-rank means.
@@ -84,7 +84,7 @@ done
 for n in 2 4; do
   f="$T/moe_$n.json"
   run_capture "moe_$n" fb_mpirun "$n" "${COMMON[@]}" --op alltoallv -d bf16 --moe-tokens 64 --hidden 32 --experts 8 --top-k 3 --skew 0.8 -o "$f"
-  [ "$RC" -eq 0 ] || { fail "np $n MoE alltoallv exited $RC: $(tail -3 "$T/moe_$n.err")"; continue; }
+  [ "$RC" -eq 0 ] || { fail "np $n MoE alltoallv exited $RC: $(stderr_summary "$T/moe_$n.err")"; continue; }
   validate "$f"
   moe="[r for r in d['results'] if 'phase' in r['params']]"
   assert_json "$f" "sorted(r['params']['phase'] for r in $moe) == ['combine', 'dispatch']" "np $n: dispatch and combine results"
@@ -155,7 +155,7 @@ run_capture inject_wrong mpirun --oversubscribe -np 2 -x FACTORYBENCH_INJECT=wro
   "${COMMON[@]}" --op allreduce -b 1K -e 4K -f 2 -o "$T/inject_wrong.json"
 [ "$RC" -eq 1 ] && assert_json "$T/inject_wrong.json" \
   "[(r['name'], r['status'], r.get('error')) for r in d['results'] if 'bytes' in r['params']] == [('allreduce/fp32/1024', 'ok', None), ('allreduce/fp32/2048', 'failed', '1 wrong element(s) in --check (rank 1: 1)'), ('allreduce/fp32/4096', 'ok', None)]" \
-  "wrong@rank=1,check=2: only the 2K case fails, naming rank 1" || fail "inject_wrong: exit $RC $(tail -3 "$T/inject_wrong.err")"
+  "wrong@rank=1,check=2: only the 2K case fails, naming rank 1" || fail "inject_wrong: exit $RC $(stderr_summary "$T/inject_wrong.err")"
 mkdir -p "$T/late_rd"
 run_capture inject_wrong_late mpirun --oversubscribe -np 2 -x FACTORYBENCH_INJECT=wrong@rank=1,check=9 "$FACTORYBENCH" \
   "${COMMON[@]}" --op allreduce -b 1K -e 4K -f 2 --run-dir "$T/late_rd"
@@ -251,7 +251,7 @@ PYEOF
 }
 run_capture console mpirun --oversubscribe --tag-output -np 3 "$FACTORYBENCH" "${COMMON[@]}" --op all --inplace -b 1M -e 4M \
   -f 2 -o "$T/console.json"
-[ "$RC" -eq 0 ] || fail "console run: exit $RC $(tail -3 "$T/console.err")"
+[ "$RC" -eq 0 ] || fail "console run: exit $RC $(stderr_summary "$T/console.err")"
 run_capture console_import fb import nccl-tests "$T/console.out" -o "$T/console_import.json"
 [ "$RC" -eq 0 ] && validate "$T/console_import.json" && same_as_report "$T/console.json" "$T/console_import.json" \
   && ok "its console imports as its report: 8 ops x 3 sizes x 2 placements and the average" \

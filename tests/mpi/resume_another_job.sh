@@ -8,7 +8,7 @@
 RUN=$T/run
 TRAIN=(train --backend host --model tiny-dense --layers 2 --warmup-steps 0 --checkpoint-every 2 --keep 1 --run-dir "$RUN")
 run_capture first fb_mpirun 2 "${TRAIN[@]}" --steps 4 -q
-[ "$RC" -eq 0 ] && ok "first job: exit 0" || die "first job: exit $RC: $(tail -3 "$T/first.err")"
+[ "$RC" -eq 0 ] && ok "first job: exit 0" || die "first job: exit $RC: $(stderr_summary "$T/first.err")"
 sums() { (cd "$RUN/checkpoints" && find . -type f | sort | xargs sha256sum); }
 before=$(sums)
 [ -n "$before" ] || die "the first job left no checkpoint"
@@ -45,7 +45,7 @@ grep -q '"job": "model tiny-dense' "$RUN/checkpoints/step-00000004/manifest.json
 # The same model named by its file's path is the same job.
 run_capture same fb_mpirun 2 train --backend host --model "$FB_SOURCE_DIR/configs/models/tiny-dense.json" --layers 2 \
   --warmup-steps 0 --checkpoint-every 2 --keep 1 --run-dir "$RUN" --steps 6 --resume -q
-[ "$RC" -eq 0 ] && ok "same options: exit 0" || fail "same options: exit $RC: $(tail -3 "$T/same.err")"
+[ "$RC" -eq 0 ] && ok "same options: exit 0" || fail "same options: exit $RC: $(stderr_summary "$T/same.err")"
 grep '"ckpt_restore_end"' "$RUN/events.jsonl" | tail -1 | grep -q '"step":4' \
   && ok "same options: resumed from step 4" || fail "same options: $(grep '"ckpt_restore_end"' "$RUN/events.jsonl" | tail -1)"
 # Two models padded to the same shard size by --state-bytes: the manifest's model-state size tells them apart

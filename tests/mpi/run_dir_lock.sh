@@ -51,11 +51,11 @@ grep -q '^shard 2 ' "$T/marks" && [ ! -e "$RUN/checkpoints/step-00000002/manifes
 touch "$T/release"
 RC=0
 wait "$job" || RC=$?
-[ "$RC" -eq 0 ] && ok "the first job finished (exit 0)" || fail "first: exit $RC: $(tail -3 "$T/first.err")"
+[ "$RC" -eq 0 ] && ok "the first job finished (exit 0)" || fail "first: exit $RC: $(stderr_summary "$T/first.err")"
 
 # Free once the holder has ended, also when it was killed with SIGKILL.
 run_capture third fb_mpirun 2 "${TRAIN[@]}" --steps 6 --resume
-[ "$RC" -eq 0 ] && ok "after the first job ended the run dir is free" || fail "third: exit $RC: $(tail -3 "$T/third.err")"
+[ "$RC" -eq 0 ] && ok "after the first job ended the run dir is free" || fail "third: exit $RC: $(stderr_summary "$T/third.err")"
 KILLED=(train --backend host --model tiny-dense --layers 1 --warmup-steps 0 --checkpoint-every 2 --run-dir "$T/killed")
 "$FACTORYBENCH" "${KILLED[@]}" --steps 100000 >/dev/null 2>&1 &
 killed=$!
@@ -63,7 +63,7 @@ for _ in $(seq 1 200); do [ -e "$T/killed/events.jsonl" ] && break; sleep 0.05; 
 kill -9 "$killed"
 wait "$killed" 2>/dev/null || true
 run_capture after_kill fb "${KILLED[@]}" --steps 2 --resume
-[ "$RC" -eq 0 ] && ok "a SIGKILLed holder leaves no stale lock" || fail "after_kill: exit $RC: $(tail -3 "$T/after_kill.err")"
+[ "$RC" -eq 0 ] && ok "a SIGKILLed holder leaves no stale lock" || fail "after_kill: exit $RC: $(stderr_summary "$T/after_kill.err")"
 # A lock wait that is not a number of seconds is named, not replaced by the default, before anything is made.
 for bad in abc -1 1e9 nan; do
   FACTORYBENCH_RUN_DIR_LOCK_WAIT=$bad expect_error "lock_wait_$bad" 2 \

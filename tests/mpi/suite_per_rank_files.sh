@@ -62,7 +62,7 @@ suite_file cmp "[$GEMM, {\"name\": \"cmp\", \"command\": \"compare\", \"args\": 
 for ff in "" --fail-fast; do
   name=cmp${ff:+_ff}
   split "$name" suite cmp.json $ff -o "$T/$name.json"
-  [ "$RC" -eq 1 ] || { fail "$name: exit $RC: $(tail -3 "$T/$name.err")"; continue; }
+  [ "$RC" -eq 1 ] || { fail "$name: exit $RC: $(stderr_summary "$T/$name.err")"; continue; }
   validate "$T/$name.json"
   C="[r for r in d['results'] if r['benchmark'] == 'suite' and r['name'] == 'cmp'][0]"
   assert_json "$T/$name.json" "$C['status'] == 'failed' and $C['error'].startswith('on rank 1: ') and 'a.json' in $C['error']" \

@@ -36,7 +36,7 @@ cat >"$T/gqa.json" <<'JSON'
 JSON
 run_capture gqa_auto fb suite "$T/gqa.json" -o "$T/gqa-report.json"
 [ "$RC" -eq 1 ] && assert_json "$T/gqa-report.json" "[(r['name'], r['status']) for r in d['results']][0] == ('fp32/64x64x64', 'ok') and d['results'][-1]['status'] == 'failed' and 'heads (4) must be a multiple of kv_heads (8)' in d['results'][-1]['error']" \
-  "--backend auto: the step valid on a GPU passes the preflight and fails at its turn on the host" || fail "gqa_auto: exit $RC: $(tail -3 "$T/gqa_auto.err")"
+  "--backend auto: the step valid on a GPU passes the preflight and fails at its turn on the host" || fail "gqa_auto: exit $RC: $(stderr_summary "$T/gqa_auto.err")"
 expect_error gqa_host 2 "^factorybench: error: suite step 'gqa': attention: heads \(4\) must be a multiple of kv_heads \(8\)$" \
   fb --backend host suite "$T/gqa.json" -o "$T/gqa-host.json"
 # A job killed inside its first step (SIGKILL: nothing runs after it): the report written before the step says
@@ -123,7 +123,7 @@ grep -qE "^\[2/2\] second: ok \([1-9][0-9.]* (us|ms|s)\)$" "$T/ok.err" && ! grep
 
 # The quickstart preset: every step's results in one report under 4 ranks.
 run_capture quick fb_mpirun 4 suite quickstart --backend host -o "$T/quick.json"
-[ "$RC" -eq 0 ] || fail "suite quickstart exited $RC: $(tail -5 "$T/quick.err")"
+[ "$RC" -eq 0 ] || fail "suite quickstart exited $RC: $(stderr_summary "$T/quick.err")"
 validate "$T/quick.json"
 assert_json "$T/quick.json" "{r['benchmark'] for r in d['results']} == {'gemm', 'collective', 'train', 'resilience'}" "gemm, collective, train and resilience results"
 # The resilience step: rank 0 supervised its own mpirun job (launched from inside this one) through a crash and a
@@ -262,10 +262,10 @@ expect_error shared_resilience 2 "^factorybench: error: suite step 'again': --ru
   fb suite "$T/shared_resilience.json" --backend host -o "$T/shared_resilience_out.json"
 shared shared_resume train "--resume"
 run_capture shared_resume fb suite "$T/shared_resume.json" --backend host -o "$T/shared_resume_out.json"
-[ "$RC" -eq 0 ] && ok "shared run dir, the second step resumes: the suite runs" || fail "shared_resume: exit $RC: $(tail -3 "$T/shared_resume.err")"
+[ "$RC" -eq 0 ] && ok "shared run dir, the second step resumes: the suite runs" || fail "shared_resume: exit $RC: $(stderr_summary "$T/shared_resume.err")"
 shared shared_none train "" 5
 run_capture shared_none fb suite "$T/shared_none.json" --backend host -o "$T/shared_none_out.json"
-[ "$RC" -eq 0 ] && ok "shared run dir, the first step saves none: the suite runs" || fail "shared_none: exit $RC: $(tail -3 "$T/shared_none.err")"
+[ "$RC" -eq 0 ] && ok "shared run dir, the first step saves none: the suite runs" || fail "shared_none: exit $RC: $(stderr_summary "$T/shared_none.err")"
 
 # The ranks agree on the checks before anything runs: a file that only rank 0's working directory holds
 # stops both ranks (rank 0 names rank 1's error) instead of leaving rank 0 in step 1's collectives.
@@ -295,7 +295,7 @@ assert_json "$T/ff_out.json" "d['summary']['suite']['verdict'] == 'fail'" "fail-
 printf '{"steps": [{"name": "gate", "command": "collective", "args": "-b 1K -e 1K --iters 2 --warmup 1 --min-busbw 100000"}, {"name": "after", "command": "gemm", "args": "--m 64 --n 64 --k 64 --iters 2 --warmup 1"}]}' >"$T/ff2.json"
 run_capture ff2 timeout 120 mpirun --oversubscribe -np 2 "$FACTORYBENCH" --backend host suite "$T/ff2.json" --fail-fast -o "$T/ff2_out.json"
 [ "$RC" -eq 1 ] && assert_json "$T/ff2_out.json" "[(r['name'], r['status']) for r in d['results'] if r['benchmark'] == 'suite'] == [('after', 'skipped')]" \
-  "fail-fast on 2 ranks: exit 1, the next step skipped" || fail "fail-fast on 2 ranks: exit $RC (124: hung): $(tail -3 "$T/ff2.err")"
+  "fail-fast on 2 ranks: exit 1, the next step skipped" || fail "fail-fast on 2 ranks: exit $RC (124: hung): $(stderr_summary "$T/ff2.err")"
 assert_json "$T/ok-report.json" "d['summary']['suite']['verdict'] == 'pass'" "the passing suite's verdict is pass"
 # A suite file named without a path or .json, present here, is that file (it used to be "unknown suite").
 cp "$T/ok.json" "$T/mysuite.txt"
@@ -366,7 +366,7 @@ run_capture mixed_suites timeout 120 mpirun --oversubscribe -np 1 -x FACTORYBENC
   "$FACTORYBENCH" --backend host suite quickstart -o "$T/mixed_suites.json" : \
   -np 1 -x FACTORYBENCH_CONFIG_DIR="$T/cfg_b" "$FACTORYBENCH" --backend host suite quickstart -o "$T/mixed_suites.json"
 [ "$RC" -eq 2 ] && grep -q "the ranks loaded different suite files (quickstart)" "$T/mixed_suites.err" && [ ! -e "$T/mixed_suites.json" ] \
-  && ok "different suite files: exit 2 with the reason, no report" || fail "mixed_suites: exit $RC: $(tail -3 "$T/mixed_suites.err")"
+  && ok "different suite files: exit 2 with the reason, no report" || fail "mixed_suites: exit $RC: $(stderr_summary "$T/mixed_suites.err")"
 
 # FACTORYBENCH_INJECT is the whole job's inside a suite: a train step runs beside the collective drill (run
 # alone, train refuses the variable: its faults are --faults).
@@ -377,6 +377,6 @@ cat >"$T/drill.json" <<'JSON'
 JSON
 run_capture drill timeout 300 mpirun --oversubscribe -np 2 -x FACTORYBENCH_INJECT=slow-rank@rank=1,delay=1ms \
   "$FACTORYBENCH" suite "$T/drill.json" --backend host -o "$T/drill-report.json"
-[ "$RC" -eq 0 ] || fail "drill suite: exit $RC: $(tail -3 "$T/drill.err")"
+[ "$RC" -eq 0 ] || fail "drill suite: exit $RC: $(stderr_summary "$T/drill.err")"
 assert_json "$T/drill-report.json" "[r['status'] for r in d['results'] if r['extra'].get('suite_step') == 'tr'] == ['ok']" "a train step runs in a suite with an injected slow rank"
 finish

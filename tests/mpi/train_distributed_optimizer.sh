@@ -16,9 +16,9 @@ B="d['results'][0]['extra']['collective_bytes_per_step']"
 pair() {  # NAME RANKS ARGS...: the run with and without --distributed-optimizer ($T/NAME.json, $T/NAME_zero.json)
   local name=$1 n=$2; shift 2
   run_capture "$name" fb_mpirun "$n" "${COMMON[@]}" "$@" -o "$T/$name.json"
-  [ "$RC" -eq 0 ] || fail "$name exit $RC: $(tail -5 "$T/$name.err")"
+  [ "$RC" -eq 0 ] || fail "$name exit $RC: $(stderr_summary "$T/$name.err")"
   run_capture "${name}_zero" fb_mpirun "$n" "${COMMON[@]}" "$@" --distributed-optimizer -o "$T/${name}_zero.json"
-  [ "$RC" -eq 0 ] && ok "$name --distributed-optimizer exit 0" || fail "${name}_zero exit $RC: $(tail -5 "$T/${name}_zero.err")"
+  [ "$RC" -eq 0 ] && ok "$name --distributed-optimizer exit 0" || fail "${name}_zero exit $RC: $(stderr_summary "$T/${name}_zero.err")"
   validate "$T/${name}_zero.json"
   assert_json "$T/${name}_zero.json" "d['results'][0]['params']['distributed_optimizer'] is True and d['results'][0]['per_rank']['last_step'] == [3.0] * $n" "$name: recorded, every rank finished"
 }
@@ -91,14 +91,14 @@ Z=(train --backend host --warmup-steps 0 --model tiny-moe --dp 4 --ep 2 --distri
 run_capture whole fb_mpirun 4 "${Z[@]}" --steps 4 -o "$T/whole.json"
 run_capture first fb_mpirun 4 "${Z[@]}" --steps 2 --run-dir "$T/run" --checkpoint-every 2 -o "$T/first.json"
 run_capture resumed fb_mpirun 4 "${Z[@]}" --steps 4 --run-dir "$T/run" --checkpoint-every 2 --resume -o "$T/resumed.json"
-[ "$RC" -eq 0 ] || fail "resumed exit $RC: $(tail -5 "$T/resumed.err")"
+[ "$RC" -eq 0 ] || fail "resumed exit $RC: $(stderr_summary "$T/resumed.err")"
 grep -q '"type":"ckpt_restore_end"' "$T/run/events.jsonl" && grep '"type":"ckpt_restore_end"' "$T/run/events.jsonl" | grep -q '"checkpoint":"step-00000002"' \
   && ok "resume: restored step 2" || fail "resume: no restore of step 2 in $(grep restore "$T/run/events.jsonl")"
 assert_json "$T/resumed.json" "$M['loss']['value'] == json.load(open('$T/whole.json'))['results'][0]['metrics']['loss']['value'] and $M['grad_norm']['value'] == json.load(open('$T/whole.json'))['results'][0]['metrics']['grad_norm']['value']" "resume: the same loss and gradient norm as 4 uninterrupted steps"
 
 # Resumed at the last step there is nothing to train: the result is skipped and says so (no zero figures).
 run_capture again fb_mpirun 4 "${Z[@]}" --steps 4 --run-dir "$T/run" --checkpoint-every 2 --resume -o "$T/again.json"
-[ "$RC" -eq 0 ] || fail "again exit $RC: $(tail -3 "$T/again.err")"
+[ "$RC" -eq 0 ] || fail "again exit $RC: $(stderr_summary "$T/again.err")"
 assert_json "$T/again.json" "d['results'][0]['status'] == 'skipped' and d['results'][0]['error'] == 'nothing to train: the run resumed at step 4 and --steps is 4' and 'loss' not in d['results'][0]['metrics'] and 'step_time_s' not in d['results'][0]['metrics']" "resume at the last step: skipped with the reason, no figures"
 
 # SDC cannot be detected with the master weights sharded: refused before the run dir or a report exists.

@@ -32,14 +32,14 @@ check_run() {  # NAME FILE WORLD
 }
 
 run_capture dense fb_mpirun 4 "${COMMON[@]}" --model tiny-dense --tp 2 --dp 2 -o "$T/dense.json"
-[ "$RC" -eq 0 ] && ok "tiny-dense tp2 dp2 exit 0" || fail "tiny-dense exit $RC: $(tail -5 "$T/dense.err")"
+[ "$RC" -eq 0 ] && ok "tiny-dense tp2 dp2 exit 0" || fail "tiny-dense exit $RC: $(stderr_summary "$T/dense.err")"
 check_run dense "$T/dense.json" 4
 assert_json "$T/dense.json" "d['results'][0]['extra']['collective_bytes_per_step']['tp_allreduce/attn_out'] == 2 * 128 * 128 * 4" "dense: TP all-reduce bytes (2 layers x 128 tokens x 128 hidden x fp32)"
 assert_json "$T/dense.json" "d['results'][0]['extra']['collective_bytes_per_step']['dp_allreduce/grads'] > 0" "dense: DP gradient all-reduce bytes"
 [ "$(grep -c '^step time:' "$T/dense.out")" -eq 1 ] && ok "dense: rank 0 prints once" || fail "dense: output $(cat "$T/dense.out")"
 
 run_capture moe fb_mpirun 4 "${COMMON[@]}" --model tiny-moe --dp 4 --ep 2 --routing-skew 0.5 -o "$T/moe.json"
-[ "$RC" -eq 0 ] && ok "tiny-moe dp4 ep2 exit 0" || fail "tiny-moe exit $RC: $(tail -5 "$T/moe.err")"
+[ "$RC" -eq 0 ] && ok "tiny-moe dp4 ep2 exit 0" || fail "tiny-moe exit $RC: $(stderr_summary "$T/moe.err")"
 check_run moe "$T/moe.json" 4
 # 2 MoE layers x 128 tokens x top-2 x 4 ranks x 3 steps routed, all of it received by some expert.
 assert_json "$T/moe.json" "d['results'][0]['extra']['moe_dispatch']['rows_sent'] == d['results'][0]['extra']['moe_dispatch']['rows_received'] == 2 * 128 * 2 * 4 * 3" "moe: tokens sent in dispatch = tokens received"
@@ -49,12 +49,12 @@ assert_json "$T/moe.json" "d['results'][0]['extra']['collective_bytes_per_step']
 assert_json "$T/moe.json" "(lambda c, p: c['ep_alltoallv/dispatch'] + c['ep_alltoallv/combine_grad'] == p['ep_alltoallv/dispatch']['calls_per_step'] and c['ep_alltoallv/combine'] + c['ep_alltoallv/dispatch_grad'] == p['ep_alltoallv/combine']['calls_per_step'] and 'combine_grad backward' in p['ep_alltoallv/dispatch']['note'] and 'dispatch_grad backward' in p['ep_alltoallv/combine']['note'])(d['results'][0]['extra']['collective_calls_per_step'], {x['name']: x for x in d['results'][0]['extra']['collectives_plan']})" "moe: dispatch + combine_grad and combine + dispatch_grad calls = the plan's two directions"
 
 run_capture overlap fb_mpirun 4 "${COMMON[@]}" --model tiny-moe --dp 4 --ep 2 --overlap -o "$T/overlap.json"
-[ "$RC" -eq 0 ] && ok "--overlap exit 0" || fail "--overlap exit $RC: $(tail -5 "$T/overlap.err")"
+[ "$RC" -eq 0 ] && ok "--overlap exit 0" || fail "--overlap exit $RC: $(stderr_summary "$T/overlap.err")"
 check_run overlap "$T/overlap.json" 4
 assert_json "$T/overlap.json" "d['results'][0]['params']['overlap'] is True" "overlap: recorded"
 
 run_capture overlap_dense fb_mpirun 4 "${COMMON[@]}" --model tiny-dense --tp 2 --dp 2 --overlap --grad-accum 2 --dtype bf16 -o "$T/overlap_dense.json"
-[ "$RC" -eq 0 ] && ok "dense --overlap bf16 grad-accum 2 exit 0" || fail "dense overlap exit $RC: $(tail -5 "$T/overlap_dense.err")"
+[ "$RC" -eq 0 ] && ok "dense --overlap bf16 grad-accum 2 exit 0" || fail "dense overlap exit $RC: $(stderr_summary "$T/overlap_dense.err")"
 check_run overlap_dense "$T/overlap_dense.json" 4
 
 same_model() {  # NAME FILE REFERENCE: identical loss and gradient norm (the same model, the same data)
@@ -68,9 +68,9 @@ bubble() {  # NAME FILE
 
 # Pipeline parallelism: 2 stages of 1 layer, 4 micro-batches, against the same model without stages.
 run_capture dp2 fb_mpirun 2 "${COMMON[@]}" --model tiny-dense --dp 2 --grad-accum 4 -o "$T/dp2.json"
-[ "$RC" -eq 0 ] && ok "tiny-dense dp2 exit 0" || fail "tiny-dense dp2 exit $RC: $(tail -5 "$T/dp2.err")"
+[ "$RC" -eq 0 ] && ok "tiny-dense dp2 exit 0" || fail "tiny-dense dp2 exit $RC: $(stderr_summary "$T/dp2.err")"
 run_capture pp_dp fb_mpirun 4 "${COMMON[@]}" --model tiny-dense --tp 1 --dp 2 --pp 2 --grad-accum 4 -o "$T/pp_dp.json"
-[ "$RC" -eq 0 ] && ok "tiny-dense tp1 dp2 pp2 exit 0" || fail "pp dp exit $RC: $(tail -5 "$T/pp_dp.err")"
+[ "$RC" -eq 0 ] && ok "tiny-dense tp1 dp2 pp2 exit 0" || fail "pp dp exit $RC: $(stderr_summary "$T/pp_dp.err")"
 check_run pp_dp "$T/pp_dp.json" 4
 bubble pp_dp "$T/pp_dp.json"
 same_model pp_dp "$T/pp_dp.json" "$T/dp2.json"
@@ -78,21 +78,21 @@ same_model pp_dp "$T/pp_dp.json" "$T/dp2.json"
 assert_json "$T/pp_dp.json" "d['results'][0]['extra']['collective_bytes_per_step']['pp_p2p/activations'] == d['results'][0]['extra']['collective_bytes_per_step']['pp_p2p/grads'] == 4 * 128 * 128 * 4" "pp_dp: point-to-point bytes per step"
 
 run_capture tp2 fb_mpirun 2 "${COMMON[@]}" --model tiny-dense --tp 2 --grad-accum 4 -o "$T/tp2.json"
-[ "$RC" -eq 0 ] && ok "tiny-dense tp2 exit 0" || fail "tiny-dense tp2 exit $RC: $(tail -5 "$T/tp2.err")"
+[ "$RC" -eq 0 ] && ok "tiny-dense tp2 exit 0" || fail "tiny-dense tp2 exit $RC: $(stderr_summary "$T/tp2.err")"
 run_capture pp_tp fb_mpirun 4 "${COMMON[@]}" --model tiny-dense --tp 2 --pp 2 --grad-accum 4 -o "$T/pp_tp.json"
-[ "$RC" -eq 0 ] && ok "tiny-dense tp2 pp2 exit 0" || fail "pp tp exit $RC: $(tail -5 "$T/pp_tp.err")"
+[ "$RC" -eq 0 ] && ok "tiny-dense tp2 pp2 exit 0" || fail "pp tp exit $RC: $(stderr_summary "$T/pp_tp.err")"
 check_run pp_tp "$T/pp_tp.json" 4
 bubble pp_tp "$T/pp_tp.json"
 same_model pp_tp "$T/pp_tp.json" "$T/tp2.json"
 
 # Fewer micro-batches than stages still runs (a larger bubble).
 run_capture pp_ga1 fb_mpirun 2 "${COMMON[@]}" --model tiny-dense --pp 2 -o "$T/pp_ga1.json"
-[ "$RC" -eq 0 ] && ok "tiny-dense pp2 grad-accum 1 exit 0" || fail "pp ga1 exit $RC: $(tail -5 "$T/pp_ga1.err")"
+[ "$RC" -eq 0 ] && ok "tiny-dense pp2 grad-accum 1 exit 0" || fail "pp ga1 exit $RC: $(stderr_summary "$T/pp_ga1.err")"
 check_run pp_ga1 "$T/pp_ga1.json" 2
 
 # Sequence parallelism: reduce-scatter + all-gather instead of all-reduce, the same model as dense (tp2 dp2).
 run_capture sp fb_mpirun 4 "${COMMON[@]}" --model tiny-dense --tp 2 --dp 2 --sequence-parallel -o "$T/sp.json"
-[ "$RC" -eq 0 ] && ok "tiny-dense --sequence-parallel tp2 dp2 exit 0" || fail "sp exit $RC: $(tail -5 "$T/sp.err")"
+[ "$RC" -eq 0 ] && ok "tiny-dense --sequence-parallel tp2 dp2 exit 0" || fail "sp exit $RC: $(stderr_summary "$T/sp.err")"
 check_run sp "$T/sp.json" 4
 same_model sp "$T/sp.json" "$T/dense.json"
 B="d['results'][0]['extra']['collective_bytes_per_step']"
@@ -123,15 +123,15 @@ assert_json "$T/sp.json" "(lambda p, g, r: all(s.split('/')[1] in p['tp_allgathe
 
 # MLA (DeepSeek-style latent attention, with MoE): data parallel, and tensor + pipeline + sequence parallel.
 run_capture mla fb_mpirun 2 "${COMMON[@]}" --model tiny-mla --dp 2 -o "$T/mla.json"
-[ "$RC" -eq 0 ] && ok "tiny-mla dp2 exit 0" || fail "tiny-mla exit $RC: $(tail -5 "$T/mla.err")"
+[ "$RC" -eq 0 ] && ok "tiny-mla dp2 exit 0" || fail "tiny-mla exit $RC: $(stderr_summary "$T/mla.err")"
 check_run mla "$T/mla.json" 2
 assert_json "$T/mla.json" "d['results'][0]['params']['attention'] == 'mla'" "mla: recorded"
 run_capture mla_tp fb_mpirun 2 "${COMMON[@]}" --model tiny-mla --tp 2 --grad-accum 2 -o "$T/mla_tp.json"
-[ "$RC" -eq 0 ] && ok "tiny-mla tp2 exit 0" || fail "tiny-mla tp2 exit $RC: $(tail -5 "$T/mla_tp.err")"
+[ "$RC" -eq 0 ] && ok "tiny-mla tp2 exit 0" || fail "tiny-mla tp2 exit $RC: $(stderr_summary "$T/mla_tp.err")"
 check_run mla_tp "$T/mla_tp.json" 2
 assert_json "$T/mla_tp.json" "$B['tp_allreduce/mla_latent_grad'] == 2 * 2 * 128 * (64 + 32 + 16) * 4" "mla_tp: latent gradient all-reduce (2 micro-batches x 2 layers x 128 tokens x 112 x fp32)"
 run_capture mla_pp fb_mpirun 4 "${COMMON[@]}" --model tiny-mla --tp 2 --pp 2 --grad-accum 2 --sequence-parallel -o "$T/mla_pp.json"
-[ "$RC" -eq 0 ] && ok "tiny-mla tp2 pp2 --sequence-parallel exit 0" || fail "tiny-mla pp exit $RC: $(tail -5 "$T/mla_pp.err")"
+[ "$RC" -eq 0 ] && ok "tiny-mla tp2 pp2 --sequence-parallel exit 0" || fail "tiny-mla pp exit $RC: $(stderr_summary "$T/mla_pp.err")"
 check_run mla_pp "$T/mla_pp.json" 4
 bubble mla_pp "$T/mla_pp.json"
 same_model mla_pp "$T/mla_pp.json" "$T/mla_tp.json"
@@ -145,15 +145,15 @@ close_model() {  # NAME FILE REFERENCE: loss and gradient norm within 1e-5
 # Experts are seeded by their global index: spreading them over --ep 2 trains the same model as keeping all
 # of them on every rank (to the rounding of the all-to-all's other summation order).
 run_capture moe_ep1 fb_mpirun 4 "${COMMON[@]}" --model tiny-moe --dp 4 --routing-skew 0.5 -o "$T/moe_ep1.json"
-[ "$RC" -eq 0 ] && ok "tiny-moe dp4 ep1 exit 0" || fail "tiny-moe ep1 exit $RC: $(tail -5 "$T/moe_ep1.err")"
+[ "$RC" -eq 0 ] && ok "tiny-moe dp4 ep1 exit 0" || fail "tiny-moe ep1 exit $RC: $(stderr_summary "$T/moe_ep1.err")"
 close_model moe_ep2 "$T/moe.json" "$T/moe_ep1.json"
 
 run_capture sp_ref fb_mpirun 4 "${COMMON[@]}" --model tiny-dense --tp 2 --dp 2 --sequence-parallel --attention-engine reference -o "$T/sp_ref.json"
-[ "$RC" -eq 0 ] && ok "tiny-dense sp --attention-engine reference exit 0" || fail "sp_ref exit $RC: $(tail -5 "$T/sp_ref.err")"
+[ "$RC" -eq 0 ] && ok "tiny-dense sp --attention-engine reference exit 0" || fail "sp_ref exit $RC: $(stderr_summary "$T/sp_ref.err")"
 assert_json "$T/sp_ref.json" "d['results'][0]['params']['attention_engine'] == 'reference' and json.load(open('$T/sp.json'))['results'][0]['params']['attention_engine'] == 'gemm'" "sp_ref: engines recorded"
 close_model sp_ref "$T/sp_ref.json" "$T/sp.json"
 run_capture mla_ref fb_mpirun 2 "${COMMON[@]}" --model tiny-mla --tp 2 --grad-accum 2 --attention-engine reference -o "$T/mla_ref.json"
-[ "$RC" -eq 0 ] && ok "tiny-mla tp2 --attention-engine reference exit 0" || fail "mla_ref exit $RC: $(tail -5 "$T/mla_ref.err")"
+[ "$RC" -eq 0 ] && ok "tiny-mla tp2 --attention-engine reference exit 0" || fail "mla_ref exit $RC: $(stderr_summary "$T/mla_ref.err")"
 close_model mla_ref "$T/mla_ref.json" "$T/mla_tp.json"
 
 # Tensor parallelism: every weight is seeded by its place in the whole (unsplit) tensor, so each --tp trains
@@ -171,12 +171,12 @@ same_as_tp1() {  # NAME FILE REFERENCE
 tp_case() {  # NAME RANKS REFERENCE ARGS...
   local name=$1 n=$2 ref=$3; shift 3
   run_capture "$name" fb_mpirun "$n" "${TPC[@]}" "$@" -o "$T/$name.json"
-  [ "$RC" -eq 0 ] && ok "$name exit 0" || { fail "$name exit $RC: $(tail -5 "$T/$name.err")"; return; }
+  [ "$RC" -eq 0 ] && ok "$name exit 0" || { fail "$name exit $RC: $(stderr_summary "$T/$name.err")"; return; }
   same_as_tp1 "$name" "$T/$name.json" "$T/$ref.json"
 }
 for model in tiny-dense tiny-moe tiny-mla; do
   run_capture "${model}_tp1" fb "${TPC[@]}" --model $model -o "$T/${model}_tp1.json"
-  [ "$RC" -eq 0 ] && ok "$model tp1 exit 0" || fail "$model tp1 exit $RC: $(tail -5 "$T/${model}_tp1.err")"
+  [ "$RC" -eq 0 ] && ok "$model tp1 exit 0" || fail "$model tp1 exit $RC: $(stderr_summary "$T/${model}_tp1.err")"
 done
 tp_case dense_tp2_same 2 tiny-dense_tp1 --model tiny-dense --tp 2
 tp_case dense_tp4_same 4 tiny-dense_tp1 --model tiny-dense --tp 4
@@ -188,7 +188,7 @@ tp_case mla_tp4_sp_same 4 tiny-mla_tp1 --model tiny-mla --tp 4 --sequence-parall
 # loss and gradient norm (the norm of the gradient the update applies, not of the micro-batches' sum).
 for ga in 2 4; do
   run_capture "dense_ga$ga" fb_mpirun $((ga / 2)) "${TPC[@]}" --model tiny-dense --pp $((ga / 2)) --grad-accum $ga -o "$T/dense_ga$ga.json"
-  [ "$RC" -eq 0 ] || fail "dense_ga$ga exit $RC: $(tail -5 "$T/dense_ga$ga.err")"
+  [ "$RC" -eq 0 ] || fail "dense_ga$ga exit $RC: $(stderr_summary "$T/dense_ga$ga.err")"
   assert_json "$T/dense_ga$ga.json" "[d['results'][0]['metrics'][k]['value'] for k in ('loss', 'grad_norm')] == [json.load(open('$T/tiny-dense_tp1.json'))['results'][0]['metrics'][k]['value'] for k in ('loss', 'grad_norm')]" "grad-accum $ga (pp $((ga / 2))): the loss and gradient norm of one micro-batch, bit for bit"
 done
 # The kv heads' gradient sum: 2 layers x K and V of one head (2 x 32 columns of 128 rows) x fp32, over the 2
@@ -223,7 +223,7 @@ for layout in "--tp 2" "--dp 2" "--pp 2"; do
     "$FACTORYBENCH" "${COMMON[@]}" --model tiny-dense $layout -o "$T/mixed.json" : \
     -np 1 -x FACTORYBENCH_CONFIG_DIR="$T/cfg" "$FACTORYBENCH" "${COMMON[@]}" --model tiny-dense $layout -o "$T/mixed.json"
   [ "$RC" -eq 2 ] && grep -q "the ranks loaded different model files (--model tiny-dense)" "$T/mixed.err" && [ ! -e "$T/mixed.json" ] \
-    && ok "different model files, $layout: exit 2 with the reason" || fail "mixed $layout: exit $RC: $(tail -3 "$T/mixed.err")"
+    && ok "different model files, $layout: exit 2 with the reason" || fail "mixed $layout: exit $RC: $(stderr_summary "$T/mixed.err")"
 done
 
 finish

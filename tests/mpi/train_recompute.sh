@@ -18,7 +18,7 @@ runs() {
   shift 2
   for r in none selective full; do
     run_capture "${name}_$r" fb_mpirun "$world" "${COMMON[@]}" --recompute "$r" "$@" -o "$T/${name}_$r.json"
-    [ "$RC" -eq 0 ] && ok "$name --recompute $r: exit 0" || fail "$name --recompute $r: exit $RC: $(tail -5 "$T/${name}_$r.err")"
+    [ "$RC" -eq 0 ] && ok "$name --recompute $r: exit 0" || fail "$name --recompute $r: exit $RC: $(stderr_summary "$T/${name}_$r.err")"
     validate "$T/${name}_$r.json"
   done
 }
@@ -77,7 +77,7 @@ assert_json "$T/sp_selective.json" "abs($F['hardware'] - ($TOTAL + $F['attention
 # 2·s·b·h bytes per layer).
 for n in 2 4; do
   run_capture "dry$n" fb train --backend host --model llama3-8b --layers "$n" --micro-batch 2 --dtype bf16 --recompute full --dry-run -o "$T/dry$n.json"
-  [ "$RC" -eq 0 ] || fail "dry run --layers $n: exit $RC: $(tail -3 "$T/dry$n.err")"
+  [ "$RC" -eq 0 ] || fail "dry run --layers $n: exit $RC: $(stderr_summary "$T/dry$n.err")"
 done
 assert_json "$T/dry4.json" "$X['memory_estimate_bytes']['activations'] - json.load(open('$T/dry2.json'))['results'][0]['extra']['memory_estimate_bytes']['activations'] == 2 * 2 * 8192 * 2 * 4096" "full recompute: 2·s·b·h bytes per layer (llama3-8b, s 8192, b 2, h 4096)"
 finish
