@@ -28,7 +28,7 @@ struct BurninProblemExtra {
 struct BurninExtra {
   std::vector<BurninRankExtra> ranks;
   std::vector<BurninProblemExtra> problems;
-  std::string verdict;  // "pass" or "fail"
+  std::string verdict;  // "pass", "fail", or "not_finished" (no mismatch in a run stopped early)
   bool operator==(const BurninExtra&) const = default;
 };
 

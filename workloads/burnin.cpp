@@ -295,7 +295,10 @@ std::vector<reports::Result> burnin_results(const BurninRun& run) {
     res.set_metric("gemms", {gemms, "count", reports::Better::none, std::nullopt});
     res.set_metric("sdc_mismatches",
                    {static_cast<double>(x.problems.size()), "count", reports::Better::lower, std::nullopt});
-    x.verdict = why.empty() ? "pass" : "fail";
+    // A node with no mismatch in a run stopped early (a signal, a hang elsewhere) has not passed: the
+    // console says NOT FINISHED, and so does its result's verdict; its status stays ok (nothing failed
+    // there).
+    x.verdict = !why.empty() ? "fail" : run.checks_done() < run.checks_planned ? "not_finished" : "pass";
     reports::write_burnin_extra(res, x);
     if (!why.empty()) res.fail(fmt::format("{}", fmt::join(why, "; ")));
     out.push_back(std::move(res));

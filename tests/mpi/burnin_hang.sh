@@ -25,6 +25,7 @@ assert_json "$T/hang.json" "[(r['name'][:12], r['status']) for r in d['results']
 assert_json "$T/hang.json" "d['summary']['burnin']['verdict'] == 'fail' and d['summary']['burnin']['reason'] == 'hang: ' + d['results'][-1]['error'] and d['summary']['burnin']['checks'] == 2 and d['summary']['burnin']['checks_planned'] == 120" \
   "hang: verdict fail, the hang the reason, checks 0 to 2 kept of 120"
 assert_json "$T/hang.json" "all(len(x['checksums']) == 3 for r in d['results'][:2] for x in r['extra']['ranks'])" "hang: three checksums per rank"
+assert_json "$T/hang.json" "[r['extra']['verdict'] for r in d['results'][:2]] == ['not_finished', 'not_finished']" "hang: the nodes' results say not finished, as the console does, not pass"
 grep -qE "^node .*-fake1: NOT FINISHED \(no mismatch in 2 of 120 checks after the reference, 1 rank\(s\)" "$T/hang.out" \
   && ok "hang: the console leaves the nodes not finished" || fail "hang: console"
 

@@ -12,6 +12,7 @@
 
 #include "reports/attention_console.hpp"
 #include "reports/burnin_console.hpp"
+#include "reports/burnin_extra.hpp"
 #include "reports/collective_console.hpp"
 #include "reports/gemm_console.hpp"
 #include "reports/health_console.hpp"
@@ -150,6 +151,28 @@ TEST(BurninConsole, AStoppedRunFailsWhatMismatchedAndLeavesTheRestNotFinished) {
       "node h1: FAIL rank 3 (h1, GPU 1): checksum 9 at check 2 differs from its own first result 7 "
       "(first seen at 2.0 s)\n"
       "burnin: FAIL (stopped after 2 of 10 checks)\n");
+}
+
+// The results' own verdict says the same as the console: a node with no mismatch in a run stopped early is
+// not_finished (its status ok: nothing failed there), not pass.
+TEST(BurninResults, ANodeOfARunStoppedEarlyIsNotFinished) {
+  workloads::BurninRun run;
+  run.size = 128;
+  for (int r = 0; r < 4; ++r)
+    run.ranks.push_back({r, r < 2 ? "h0" : "h1", r % 2, "cpu", {7, 7, 7}, {0, 1, 2}, 10, 0.25});
+  run.problems = {{3, 2, 2.0, "checksum 9 at check 2 differs from its own first result 7"}};
+  const auto verdicts = [&run] {
+    std::vector<std::pair<std::string, reports::Status>> out;
+    for (const auto& r : workloads::burnin_results(run))
+      out.emplace_back(reports::read_burnin_extra(r).verdict, r.status);
+    return out;
+  };
+  run.checks_planned = 10;  // 2 of 10 checks done
+  EXPECT_EQ(verdicts(), (std::vector<std::pair<std::string, reports::Status>>{
+                            {"not_finished", reports::Status::ok}, {"fail", reports::Status::failed}}));
+  run.checks_planned = 2;  // all done
+  EXPECT_EQ(verdicts(), (std::vector<std::pair<std::string, reports::Status>>{
+                            {"pass", reports::Status::ok}, {"fail", reports::Status::failed}}));
 }
 
 TEST(HealthConsole, FiguresOfAPassReasonsOfAFail) {
