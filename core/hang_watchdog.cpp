@@ -30,6 +30,9 @@ constexpr const char* kDoneFile = "hang.done";
 constexpr const char* kDiagnosisFile = "hang.diagnosis";
 constexpr const char* kPeerWriterFile = "hang.peer-writer";
 constexpr const char* kPeerDoneFile = "hang.peer-done";
+// The writer's mark that it has begun: a reporter that sees it waits longer for the report (an fsync on a
+// loaded disk can take seconds) rather than write its own beside it.
+constexpr const char* kPeerWritingFile = "hang.peer-writing";
 
 // Written whole or not at all (core/atomic_file.hpp): a reader never sees half of it. On the watchdog thread,
 // where nothing may throw: a file not written is a wait that times out.
@@ -192,6 +195,7 @@ void HangWatchdog::take_peer_report() {
   std::vector<std::string> lines;
   for (std::string line; std::getline(in, line);) lines.push_back(line);
   peer_report_taken_ = true;
+  std::ofstream(dir_ / kPeerWritingFile) << identity_.rank << "\n";
   on_peer_hang_(lines);
   std::fflush(nullptr);
   write_file_atomically(dir_ / kPeerDoneFile, fmt::format("{}\n", identity_.rank));
@@ -318,10 +322,14 @@ void HangWatchdog::loop() {
       // stuck takes it in the branch below; one that cannot run at all (stopped) costs the wait.
       int writer = -1;
       std::ifstream(dir_ / kPeerWriterFile) >> writer;
-      if (writer >= 0 && writer != identity_.rank) wait_for(dir_ / kPeerDoneFile, 10 * period);
+      std::error_code ec;
+      if (writer >= 0 && writer != identity_.rank) {
+        wait_for(dir_ / kPeerDoneFile, 10 * period);
+        if (std::filesystem::exists(dir_ / kPeerWritingFile, ec))
+          wait_for(dir_ / kPeerDoneFile, 120 * period);
+      }
       // One writer of the report: the reporter's own only where the writer's did not come (two writers
       // renamed their reports onto one path, the last one winning).
-      std::error_code ec;
       if (on_unwritten_ && writer != identity_.rank && !std::filesystem::exists(dir_ / kPeerDoneFile, ec)) {
         on_unwritten_(lines);
         std::fflush(nullptr);

@@ -5,11 +5,12 @@
 // timeout, the watchdog reads every rank's file and says which ranks never entered the call their peers
 // wait in, and which entered and never left:
 //   "rank 5 (host X, GPU 3) never entered allreduce #123 (2 MiB)"
-// The lowest stuck rank hands these lines to the callback (print, report) and every stuck rank then
+// The lowest stuck rank hands these lines to the callback (it prints them) and every stuck rank then
 // ends its process with exit status 1, so the launcher tears the job down instead of waiting forever.
 // A rank that writes the job's report (rank 0, which alone holds a suite's earlier steps) may be the one
 // that hangs, or simply not stuck: it registers a peer callback, the reporter leaves the diagnosis in
-// <dir>/hang.diagnosis, and waits (a few periods) for that rank to write before the job is torn down.
+// <dir>/hang.diagnosis, and waits (a few periods, longer once that rank has begun) for that rank to write
+// before the job is torn down; it writes a report of its own only where that rank wrote none.
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>

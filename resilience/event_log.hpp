@@ -95,9 +95,9 @@ EventLogContents read_event_log_from(const std::filesystem::path& path, std::uin
 // The step of the last complete "step" event in `text` (JSON Lines; a last line without its newline is still
 // being written and is ignored), searched from the end. Pure.
 std::optional<std::int64_t> last_step_event(std::string_view text);
+inline constexpr std::size_t kStepTailBytes = 65536;
 // The same in the last `tail_bytes` of the log file (the supervisor's progress: reading hours of log every
 // few seconds would cost more than the step); nullopt when there is none there or the file cannot be read.
-inline constexpr std::size_t kStepTailBytes = 65536;
 std::optional<std::int64_t> last_step_in_log(const std::filesystem::path& path,
                                              std::size_t tail_bytes = kStepTailBytes);
 

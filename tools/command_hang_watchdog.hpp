@@ -1,9 +1,9 @@
 #pragma once
 // The hang watchdog of a command that communicates (locate, health, collective): per-rank call states in
 // <run-dir>/fb-hang-<run id>/ (core/hang_watchdog.hpp). On a hang one rank prints the diagnosis ("hang: rank
-// 5 (host X, GPU 1) never entered allreduce #3 (4 MiB)", then "<command>: FAIL (hang; rank states in DIR)")
-// and writes the report so far plus a failed "hang" result; then the job ends with exit 1 instead of waiting
-// for the scheduler's time limit.
+// 5 (host X, GPU 1) never entered allreduce #3 (4 MiB)", then "<command>: FAIL (hang; rank states in DIR)"),
+// and rank 0 writes the report so far plus a failed "hang" result (the rank that printed, only when rank 0
+// cannot); then the job ends with exit 1 instead of waiting for the scheduler's time limit.
 #include <filesystem>
 #include <functional>
 #include <memory>

@@ -18,8 +18,9 @@ void check_injection_for(Session& session, std::string_view command, const Injec
 // it is the job's, for its other steps. Throws a usage Error naming the variable.
 void check_no_injection(const Session& session, std::string_view command);
 
-// After a command that ended on its own: on the rank an injected hang names, a warning that the hang was
-// never reached (this rank made fewer numbered calls than its call=). health and locate make a number of
+// After a command that ended on its own and acts on injected hangs (it called check_injection_for with
+// communicator or numbered calls): on the rank an injected hang names, a warning that the hang was never
+// reached (this rank made fewer numbered calls than its call=). health and locate make a number of
 // calls known only as they run; a test that meant to hang them would otherwise read a pass as the watchdog's
 // failure.
 void warn_unreached_hang(Session& session);

@@ -25,4 +25,10 @@ grep -qE "^rank 3 \(.*-fake1, local 1\)" "$T/fake.out" && ok "fake hosts: consol
 run_capture mismatch timeout 60 mpirun --oversubscribe -np 1 "$FACTORYBENCH" info --backend host : -np 1 "$FACTORYBENCH" info --backend host --json
 [ "$RC" -ne 0 ] && [ "$RC" -ne 124 ] && grep -q "different arguments" "$T/mismatch.err" \
   && ok "argument mismatch detected (exit $RC)" || fail "argument mismatch: exit $RC, $(cat "$T/mismatch.err")"
+
+# A job-wide FACTORYBENCH_INJECT (an sbatch script's) with a hang: info makes no numbered call and acts on no
+# injected fault, so it says nothing of a hang that never came (health and locate do: tests/mpi/locate_hang.sh).
+run_capture inject timeout 60 mpirun --oversubscribe -np 2 -x FACTORYBENCH_INJECT=hang@rank=1,call=5 "$FACTORYBENCH" info --backend host
+[ "$RC" -eq 0 ] && ! grep -q "FACTORYBENCH_INJECT" "$T/inject.err" \
+  && ok "info under an injected hang: exit 0, no word of the hang" || fail "inject: exit $RC: $(stderr_summary "$T/inject.err")"
 finish

@@ -30,8 +30,9 @@ class HeldLock {
   HeldLock(const fs::path& path, int how, const std::string& text = "") {
     fd_ = ::open(path.c_str(), fs::is_directory(path) ? O_RDONLY | O_DIRECTORY : O_RDWR | O_CREAT, 0644);
     EXPECT_GE(fd_, 0) << path;
-    if (!text.empty())
+    if (!text.empty()) {
       EXPECT_EQ(::pwrite(fd_, text.data(), text.size(), 0), static_cast<ssize_t>(text.size()));
+    }
     EXPECT_EQ(::flock(fd_, how | LOCK_NB), 0) << path;
   }
   ~HeldLock() { release(); }
@@ -109,7 +110,7 @@ TEST_F(RunDirLockTest, ASupervisorWaitsOutAProbeOfItsLock) {
   // probe lets go, instead of refusing its own run dir.
   auto probe = std::make_unique<HeldLock>(dir / ".supervisor.lock", LOCK_SH);
   std::thread let_go([&] {
-    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
     probe->release();
   });
   EXPECT_NO_THROW({ const SupervisorRunDirLock sup(dir); });
@@ -138,6 +139,35 @@ TEST_F(RunDirLockTest, AJobWaitsForTheLockOfOneThatIsEnding) {
   std::thread ends([&] {
     std::this_thread::sleep_for(std::chrono::milliseconds(300));
     ending->release();
+  });
+  fb::MpiContext mpi(nullptr, nullptr);
+  EXPECT_NO_THROW({ const RunDirLock lock(dir, mpi, 10); });
+  ends.join();
+}
+
+TEST_F(RunDirLockTest, AJobInASupervisorsRunDirLetsGoOfItsOwnLocks) {
+  // A train run alone in a run dir whose supervisor holds it (between two of its attempts): refused, naming
+  // the supervisor, and the locks it took first (its own, then the supervisor's check) are let go, so the
+  // supervisor's next attempt finds the run dir free.
+  auto supervisor = std::make_unique<HeldLock>(dir / ".supervisor.lock", LOCK_EX, "pid 77 on node-c\n");
+  fb::MpiContext mpi(nullptr, nullptr);
+  try {
+    const RunDirLock lock(dir, mpi, 0.3);
+    FAIL() << "a job took a supervisor's run dir";
+  } catch (const fb::Error& e) {
+    EXPECT_EQ(std::string(e.what()),
+              fb::resilience::run_dir_in_use_message(dir, "the supervisor pid 77 on node-c"));
+  }
+  const HeldLock next_dir(dir, LOCK_EX);
+  const HeldLock next_file(dir / ".lock", LOCK_EX);
+  supervisor.reset();
+}
+
+TEST_F(RunDirLockTest, AJobTakesTheRunDirOnceItsSupervisorLetsGo) {
+  auto supervisor = std::make_unique<HeldLock>(dir / ".supervisor.lock", LOCK_EX, "pid 77 on node-c\n");
+  std::thread ends([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    supervisor->release();
   });
   fb::MpiContext mpi(nullptr, nullptr);
   EXPECT_NO_THROW({ const RunDirLock lock(dir, mpi, 10); });
