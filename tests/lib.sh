@@ -20,9 +20,9 @@ die() { echo "FAIL: $*" >&2; exit 1; }
 FB_SKIP_CODE=77
 skip() { echo "SKIP: $*"; exit "$FB_SKIP_CODE"; }
 fb() { "$FACTORYBENCH" "$@"; }
-# stderr_summary FILE: factorybench's own lines of FILE, then its last 2 lines: what a failure message quotes,
+# stderr_summary FILE: factorybench's own lines of FILE, then its last 3 lines: what a failure message quotes,
 # since under mpirun the last lines are the launcher's banner, not the reason.
-stderr_summary() { grep -m3 "^factorybench: \|\] error: " "$1"; tail -2 "$1"; }
+stderr_summary() { { grep -m3 "^factorybench: \|\] error: " "$1" || true; } && tail -3 "$1"; }
 fb_mpirun() { local n=$1; shift; mpirun --oversubscribe -np "$n" "$FACTORYBENCH" "$@"; }
 
 # run_capture NAME CMD...: runs CMD, stdout in $T/NAME.out, stderr in $T/NAME.err, exit code in $RC.

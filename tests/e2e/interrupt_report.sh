@@ -136,8 +136,8 @@ grep -q "3 of 4 shape(s) measured before the signal" "$T/gemm.out" && [ "$(grep 
 validate "$T/gemm.json"
 assert_json "$T/gemm.json" "[(r['name'], r['status']) for r in d['results']] == [('fp32/64x1536x1536', 'ok'), ('fp32/96x1536x1536', 'ok'), ('fp32/128x1536x1536', 'ok'), ('interrupted', 'failed')]" \
   "gemm: the report keeps the three shapes and the interruption"
-# SIGKILL at the same point: the report keeps the three shapes (each took far longer than its save), and each
-# shape was printed as it was measured.
+# SIGKILL at the same point: the report keeps the shapes saved (each usually took far longer than its save), and
+# each shape was printed as it was measured.
 "$FACTORYBENCH" --log-level debug gemm --backend host --m 64,96,128,1536 --n 1536 --k 1536 -n 200 -o "$T/gkill.json" \
   >"$T/gkill.out" 2>"$T/gkill.err" &
 pid=$!
@@ -146,8 +146,8 @@ kill -KILL "$pid"
 set +e; wait "$pid"; rc=$?; set -e
 [ "$rc" -eq 137 ] && [ "$(grep -cE "^fp32/(64|96|128)x1536x1536 .* ok$" "$T/gkill.out")" -eq 3 ] \
   && ok "gemm, SIGKILL: the log keeps the three shapes" || fail "gemm, SIGKILL: exit $rc: $(cat "$T/gkill.out")"
-assert_json "$T/gkill.json" "[(r['name'], r['status']) for r in d['results']] == [('fp32/64x1536x1536', 'ok'), ('fp32/96x1536x1536', 'ok'), ('fp32/128x1536x1536', 'ok'), ('unfinished', 'failed')]" \
-  "gemm, SIGKILL: the report keeps the three shapes, then 'unfinished'"
+assert_json "$T/gkill.json" "1 <= (n := len(d['results']) - 1) <= 3 and [(r['name'], r['status']) for r in d['results']] == [('fp32/64x1536x1536', 'ok'), ('fp32/96x1536x1536', 'ok'), ('fp32/128x1536x1536', 'ok')][:n] + [('unfinished', 'failed')]" \
+  "gemm, SIGKILL: the report keeps the shapes saved before it (a pending save may miss the last), then 'unfinished'"
 # SIGKILL inside the first shape: no figure yet, but the report says so, with the run's facts (written as the
 # run began, once the backend and the peak were up).
 "$FACTORYBENCH" --log-level debug gemm --backend host --m 1536 --n 1536 --k 1536 -n 200 -o "$T/gfirst.json" \
@@ -201,8 +201,10 @@ set +e; wait "$pid"; rc=$?; set -e
   && grep -q "^# engine: reference; FLOPs counted as Megatron counts them (causal halved)$" "$T/akill.out" \
   && ok "attention, SIGKILL: the log keeps the engine line and the two shapes" \
   || fail "attention, SIGKILL: exit $rc: $(cat "$T/akill.out")"
-assert_json "$T/akill.json" "[r['status'] for r in d['results']] == ['ok', 'ok', 'failed'] and d['results'][-1]['name'] == 'unfinished'" \
-  "attention, SIGKILL: the report keeps the two shapes, then 'unfinished'"
+# The report so far is rewritten at most a twentieth of the time its writes take: on a loaded disk the second
+# shape's may still be pending at the kill, so the report holds the shapes saved, in order, then 'unfinished'.
+assert_json "$T/akill.json" "1 <= (n := len(d['results']) - 1) <= 2 and [(r['name'][:11], r['status']) for r in d['results'][:n]] == [('fp32/b1/s64', 'ok'), ('fp32/b1/s96', 'ok')][:n] and d['results'][-1]['name'] == 'unfinished'" \
+  "attention, SIGKILL: the report keeps the shapes saved before it, then 'unfinished'"
 
 # --- burnin alone: the verdict says why; SIGHUP this time (a closed terminal; a script's background job ignores
 # SIGINT, and so does factorybench then) ---

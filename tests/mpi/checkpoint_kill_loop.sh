@@ -78,7 +78,7 @@ PYEOF
   else
     nth=$(( 1 + RANDOM % 3 ))
     # prune and manifest run on rank 0 only: the paused rank is the one killed.
-    for _ in $(seq 1 200); do
+    for _ in $(seq 1 750); do  # 15 s: a resume reaches its saves in about 1 s alone, far later on a loaded host
       line=$(grep "^$phase " "$T/marks" | sed -n "${nth}p" || true)
       [ -n "$line" ] && break
       sleep 0.02
@@ -87,7 +87,7 @@ PYEOF
       victim=${line##* }
       point="in $phase (${line% *}, occurrence $nth)"
     else
-      point="no $phase within 4 s, killed then"
+      point="no $phase within 15 s, killed then"
       phase=time
     fi
   fi
