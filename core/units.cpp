@@ -116,7 +116,7 @@ double parse_duration(std::string_view text, std::string_view what) {
   else if (suffix == "d")
     scale = 86400;
   else
-    throw bad("unknown unit (use ms, s, m, h or d)");
+    throw bad("unknown unit (use ns, us, ms, s, m, h or d)");
   const double seconds = number * scale;
   if (!std::isfinite(seconds)) throw bad("not a finite duration");
   // Beyond a century a duration is a typo, and its nanoseconds no longer fit a 64-bit clock.

@@ -31,6 +31,8 @@ struct HeadlineRule {
   // Every measured result of the kind carries the figure: where none does, it is said to be missing (health
   // and locate results are of several checks, most without it: their first metric stands instead).
   bool always_carried = true;
+  // A failed result's figure first (burnin: the node that mismatched, not a clean one beside it).
+  bool failed_first = false;
 };
 
 // gemm: the fastest shape and its MFU; attention: the fastest shape's fwd+bwd TFLOP/s, its MFU and each
@@ -38,7 +40,8 @@ struct HeadlineRule {
 // goodput and ETTR; simulate: the lowest projected goodput of its scenarios (a sweep's largest size, whose
 // name the line gives); mlperf: the score (the MLCommons summarizer's
 // mean), else the first run; health: the rank furthest below its GEMM expectation (the verdict's figure),
-// else the slowest rank's GEMM; burnin: its TFLOP/s and SDC mismatches; locate: the median point-to-point
+// else the slowest rank's GEMM; burnin: the first failed node's TFLOP/s and SDC mismatches, else the first
+// node's; locate: the median point-to-point
 // bandwidth. A benchmark's rules are tried in order until one finds its figure.
 constexpr std::array kRules{
     HeadlineRule{"gemm", "tflops", Pick::highest, "peak", {"mfu", "", ""}},
@@ -57,7 +60,7 @@ constexpr std::array kRules{
                  "",
                  false},
     HeadlineRule{"health", "tflops", Pick::lowest, "slowest GEMM", {"", "", ""}, "", false},
-    HeadlineRule{"burnin", "tflops", Pick::first, "GEMM", {"sdc_mismatches", "gemms", ""}},
+    HeadlineRule{"burnin", "tflops", Pick::first, "GEMM", {"sdc_mismatches", "gemms", ""}, "", true, true},
     HeadlineRule{
         "locate", "p2p_bw_gbps", Pick::first, "", {"p2p_min_bw_gbps", "flagged_directions", ""}, "", false},
 };
@@ -101,16 +104,18 @@ bool is_aggregate(const Result& r) {
 }
 
 // The result a rule picks, and its figure: ok results first; when none carries the figure, a failed one that
-// does (a failed resilience run's goodput matters more than any other figure of it).
+// does (a failed resilience run's goodput matters more than any other figure of it); a failed_first rule
+// the other way round.
 std::pair<const Result*, const Metric*> pick(const HeadlineRule& rule,
                                              const std::vector<const Result*>& results) {
   const Result* best = nullptr;
   const Metric* head = nullptr;
-  for (const bool ok_only : {true, false}) {
+  const Status first_pass = rule.failed_first ? Status::failed : Status::ok;
+  for (const bool first_only : {true, false}) {
     for (const Result* r : results) {
       const Metric* m = r->metric(rule.metric);
       // A null (non-finite) figure is no headline: it would read "n/a" and, first, beat every real one.
-      if (!m || !std::isfinite(m->value) || (ok_only && r->status != Status::ok) || is_aggregate(*r) ||
+      if (!m || !std::isfinite(m->value) || (first_only && r->status != first_pass) || is_aggregate(*r) ||
           !r->name.ends_with(rule.name_suffix))
         continue;
       if (!best || (rule.pick == Pick::highest && m->value > head->value) ||

@@ -534,7 +534,8 @@ Command add_locate_command(CLI::App& app) {
       "Published floors of a fabric class, configs/floors/NAME.json (h100-8gpu, h200-8gpu, gb200-nvl72,\n"
       "gb300-nvl72, network-400g; several: h200-8gpu,network-400g) or a path");
   sub->add_option("--expect-transport", opt->expect_transport,
-                  "Fail unless NCCL used only these transports: p2p, shm, ib, socket, net, collnet, nvls");
+                  "Fail unless the job used only these transports (NCCL's on cuda, Open MPI's on host):\n"
+                  "p2p, shm, ib, socket, net, collnet, nvls");
   sub->add_option("--nccl-log", opt->nccl_logs,
                   "Read the transport record from these NCCL_DEBUG=INFO logs (files or directories) instead");
   sub->add_option("--hang-timeout", opt->hang_timeout,

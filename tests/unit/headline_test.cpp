@@ -173,6 +173,24 @@ TEST(HeadlineTest, HealthBurninAndLocateHaveRulesAndTheFallbackIgnoresMetricOrde
   EXPECT_EQ(lines[2].figure, "alpha 2 (x)");
 }
 
+// A burn-in's line shows the node that mismatched (its figures and its count), not the first clean one.
+TEST(HeadlineTest, BurninShowsTheNodeThatMismatched) {
+  Report rep;
+  rep.results.push_back(result("burnin", "burnin/node/vm-fake0", "burnin",
+                               {{"tflops", m(0.065, "TFLOP/s")}, {"sdc_mismatches", m(0, "count")}}));
+  rep.results.push_back(result("burnin", "burnin/node/vm-fake1", "burnin",
+                               {{"tflops", m(0.061, "TFLOP/s")}, {"sdc_mismatches", m(1, "count")}}));
+  rep.results.back().fail(
+      "rank 3 (vm-fake1, GPU 1): checksum 9 at check 2 differs from its own first result 7");
+  auto lines = headlines(rep);
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_EQ(lines[0].figure, "GEMM 0.061 TFLOP/s (burnin/node/vm-fake1), sdc_mismatches 1");
+  rep.results.back().status = Status::ok;  // both clean: the first node's
+  rep.results.back().error.reset();
+  lines = headlines(rep);
+  EXPECT_EQ(lines[0].figure, "GEMM 0.065 TFLOP/s (burnin/node/vm-fake0), sdc_mismatches 0");
+}
+
 // Health is judged rank by rank: its line shows the rank furthest below its expectation, not rank 0's figure
 // called a peak; a run with no expectation (one rank on the host) shows the slowest GEMM.
 TEST(HeadlineTest, HealthShowsTheRankFurthestBelowItsExpectation) {
