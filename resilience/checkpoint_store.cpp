@@ -250,6 +250,10 @@ ShardInfo CheckpointStore::write_shard(std::int64_t step, int rank, std::span<co
   const auto dir = dir_for(step);
   std::error_code ec;
   const bool root_existed = fs::is_directory(root_, ec);
+  // A link left at the step's own name (a copied run dir, a hand repair) is replaced, not written through:
+  // the shards and then the manifest would land in the checkpoint it names, perhaps the one this run resumed
+  // from. unlink(2) removes a link and never a directory (another rank may have made it meanwhile).
+  if (fs::is_symlink(dir, ec)) ::unlink(dir.c_str());
   const bool created = fs::create_directories(dir, ec);
   if (ec)
     throw runtime_error(fmt::format("cannot create checkpoint directory {}: {}", dir.string(), ec.message()));

@@ -288,8 +288,13 @@ void TrainResilienceHooks::commit_gathered(std::int64_t step, const ShardInfo& m
   // No rank moves on before rank 0 committed and pruned: a ckpt-corrupt fault on another rank right after
   // this save must find this checkpoint as the newest committed one, not the previous one.
   mpi_.barrier();
+  if (committed == 0) discard_unsaved(step, true);
   if (!mpi_.is_root()) return;
   if (!info) {  // not fatal: the previous checkpoints stay, as after a failed shard write
+    log::warn(
+        "checkpoint of step {} not saved: its commit was refused ({}); the previous checkpoint stays the "
+        "newest",
+        step, refused);
     auto e = make_event(event::failure_detected);
     e["kind"] = "ckpt-write-fail";
     e["rank"] = 0;
@@ -407,6 +412,19 @@ void TrainResilienceHooks::report_write_failure(std::int64_t step, const std::ve
       log(e, Durability::fsync);
     }
   }
+  discard_unsaved(step, oks[static_cast<std::size_t>(mpi_.rank())] == 1);
+}
+
+// A save that did not commit leaves no shard behind: each rank removes the shard it wrote (never one it did
+// not write: a failed write leaves what was at that name), then rank 0 the step's directory if nothing else
+// is in it (fs::remove takes only an empty one). Their space stayed taken until a later commit pruned them,
+// and the start-up check counted it as free: a resumed run on a full volume then failed every save.
+void TrainResilienceHooks::discard_unsaved(std::int64_t step, bool wrote_mine) {
+  std::error_code ec;
+  if (wrote_mine)
+    std::filesystem::remove(store_.dir_for(step) / CheckpointStore::shard_file(mpi_.rank()), ec);
+  mpi_.barrier();
+  if (mpi_.is_root()) std::filesystem::remove(store_.dir_for(step), ec);
 }
 
 void TrainResilienceHooks::poll_async(bool wait) {

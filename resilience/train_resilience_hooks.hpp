@@ -102,6 +102,8 @@ class TrainResilienceHooks final : public workloads::TrainHooks {
   void save_checkpoint(std::int64_t step);
   void poll_async(bool wait);
   void report_write_failure(std::int64_t step, const std::vector<int>& oks, const std::string& error);
+  // After a save that did not commit, on every rank: the shards it left go (collective).
+  void discard_unsaved(std::int64_t step, bool wrote_mine);
   void commit_gathered(std::int64_t step, const ShardInfo& mine, double write_s_local);
   std::vector<std::int64_t> verified_older_checkpoints(std::int64_t step);
   bool vote_sdc(std::int64_t step);

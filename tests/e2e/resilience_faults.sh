@@ -96,6 +96,13 @@ run_capture awf fb resilience --launcher none --ranks 1 --model tiny-dense --bac
 assert_json "$T/awf.json" "[d['results'][0]['extra']['ledger']['checkpoints'][k] for k in ('saves', 'save_failures', 'commits')] == [2, 1, 1]" "async ckpt-write-fail: 2 saves, 1 failed, 1 committed"
 grep -q "checkpoints: 2 saved, 1 committed, 1 failed (not committed)" "$T/awf.out" && ok "async ckpt-write-fail: the console says it failed" \
   || fail "awf console: $(grep checkpoints: "$T/awf.out")"
+# A save that did not commit leaves nothing behind: rank 0's shard, written, goes with the step's directory
+# (its space stayed taken until a later commit pruned it; here none comes).
+run_capture wfgone fb resilience --ranks 2 "${COMMON[@]}" --steps 7 --checkpoint-every 5 \
+  --faults "ckpt-write-fail@step=5,rank=1" --run-dir "$T/wfgone" -o "$T/wfgone.json"
+[ "$RC" -eq 0 ] && [ ! -e "$T/wfgone/checkpoints/step-00000005" ] && [ -d "$T/wfgone/checkpoints" ] \
+  && ok "ckpt-write-fail: the failed save's shard and directory are removed" \
+  || fail "wfgone: exit $RC: $(ls -R "$T/wfgone/checkpoints" 2>&1 | head -5)"
 kind_run corrupt "ckpt-corrupt@step=10,rank=1;crash@step=12,rank=0"
 assert_json "$T/corrupt.json" "d['results'][0]['extra']['ledger']['checkpoints']['restored_steps'] == [0, 5]" "ckpt-corrupt: corrupt step 10 skipped"
 assert_json "$T/corrupt.json" "any('rank-00001.shard checksum mismatch' in s['reason'] for s in d['results'][0]['extra']['ledger']['checkpoints']['skipped'])" "ckpt-corrupt: reason names the shard"

@@ -31,8 +31,9 @@ for seed in ${FB_SEEDS:-1 2 3}; do
   assert_json "$R" "[r['status'] for r in d['results'] if r['name'] == 'p2p/rank/262144'] == ['failed']" "seed $seed: the p2p result fails"
   assert_json "$R" "len([r for r in d['results'] if r['name'] == 'p2p/rank/262144'][0]['extra']['matrix']['bw_gbps']) == 8" "seed $seed: 8x8 matrix in the report"
   grep -q "^slow endpoint: .*-fake1 (rank 3, GPU 1)" "$T/inject$seed.out" && ok "seed $seed: console names rank 3" || fail "seed $seed: console"
-  # The 8 flagged links measured again alone, twice, at 100 ms a call on rank 3: over 10 s, with progress.
-  grep -qE "^locate p2p confirmation: [0-9]+% \(pass [12]/2, flagged link [1-8]/8 measured again alone\)" "$T/inject$seed.err" \
+  # The flagged links (rank 3's 7 and the slow one; on a loaded host a few more, cleared by this pass: 19 were
+  # seen) measured again alone, twice, at 100 ms a call on rank 3: over 10 s, with progress.
+  grep -qE "^locate p2p confirmation: [0-9]+% \(pass [12]/2, flagged link [0-9]+/([89]|[1-9][0-9]+) measured again alone\)" "$T/inject$seed.err" \
     && ok "seed $seed: confirmation progress" || fail "seed $seed: no confirmation progress: $(grep '^locate' "$T/inject$seed.err")"
 done
 
@@ -65,7 +66,8 @@ assert_json "$T/floors.json" "[r['params']['node_floor_gbps'] for r in d['result
 # with fake3) clears fake0 and names fake1 alone. And progress on stderr (rank 0) once a phase has run a few
 # seconds: the delay makes the bisection (3 rounds x 3 passes x 5 calls) last over 6 s on any machine.
 # The slow pair is about 5000x below the healthy one; --outlier-threshold 0.99 (100x), as above, because the
-# default 0.5 flagged the healthy cross pair fake0+fake2 at 3x below {fake2, fake3} in a sanitizer run.
+# default 0.5 flagged the healthy cross pair fake0+fake2 at 3x below {fake2, fake3} in a sanitizer run. (This
+# test measures: it runs alone in ctest; under other load the healthy pairs were seen 160x below.)
 run_capture progress timeout 300 mpirun --oversubscribe -np 4 -x FACTORYBENCH_FAKE_HOSTS=4 \
   -x FACTORYBENCH_INJECT=slow-rank@rank=1,delay=150ms "$FACTORYBENCH" locate --backend host --tests bisection \
   --allreduce-size 64K --iters 4 --outlier-threshold 0.99 --output "$T/progress.json"

@@ -399,6 +399,20 @@ TEST_F(CheckpointStoreTest, SaveReplacesLinksAndFifosLeftAtItsNames) {
   EXPECT_TRUE(store.verify(10, 2, &why)) << why;
 }
 
+// A link at the step's own name (step 6 naming step 4, as a copied run dir or a hand repair leaves it): the
+// save of step 6 makes a directory of its own. Written through, its shards and manifest replaced step 4's,
+// the checkpoint the run had resumed from.
+TEST_F(CheckpointStoreTest, SaveReplacesALinkAtTheStepsOwnName) {
+  CheckpointStore store(root);
+  save(store, 4, 2, 4096);
+  fs::create_directory_symlink("step-00000004", store.dir_for(6));
+  save(store, 6, 2, 4096);
+  EXPECT_FALSE(fs::is_symlink(store.dir_for(6)));
+  std::string why;
+  EXPECT_TRUE(store.verify(4, 2, &why)) << why;
+  EXPECT_TRUE(store.verify(6, 2, &why)) << why;
+}
+
 // The job's retention: each rank checks its own shard (verify_rank), the ranks agree, and rank 0 removes with
 // prune_verified. Damage to rank 1's shard is seen by rank 1's check only; a step the ranks did not agree on
 // is not counted, so the older verified one stays.
