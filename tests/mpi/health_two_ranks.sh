@@ -136,11 +136,13 @@ run_capture unreached timeout 120 mpirun --oversubscribe -np 2 -x FACTORYBENCH_I
 # A rank that never enters the all-reduce: the watchdog names it and the rank waiting for it, writes the
 # report with a failed hang result, and the job ends (exit 1) instead of hanging until the scheduler's limit.
 # Rank 1 is also slow (its GEMM fails before the hang): the report keeps both ranks' checks before the hang,
-# and rank 1 is failed for its GEMM (not for the hang).
+# and rank 1 is failed for its GEMM (not for the hang). --hang-timeout 10s: rank 0 waits for the slow GEMM in
+# the GEMM's comparison with its peers (call 5), and under ctest -j4 on 2 cores that took over 2 s (a clean
+# clone named rank 1 as never entering it).
 mkdir -p "$T/hangdir"
 run_capture hang timeout 120 mpirun --oversubscribe -np 2 -x FACTORYBENCH_INJECT=hang@rank=1,call=9 \
   -x FACTORYBENCH_TEST_SLOW_GEMM_RANK=1 "$FACTORYBENCH" \
-  health --backend host --checkpoint-dir "$T/ckpt" --checkpoint-size 1M --hang-timeout 2s --run-dir "$T/hangdir" \
+  health --backend host --checkpoint-dir "$T/ckpt" --checkpoint-size 1M --hang-timeout 10s --run-dir "$T/hangdir" \
   --output "$T/hang.json"
 [ "$RC" -eq 1 ] && ok "hang: the job ends (exit 1)" || fail "hang: exit $RC, expected 1"
 grep -qE "^hang: rank 1 \(host .*, GPU 1\) never entered allreduce #9 \(4 MiB\)$" "$T/hang.out" \
@@ -162,13 +164,13 @@ assert_json "$T/hang.json" "$H['verdict'] == 'fail' and $H['ranks_total'] == 2 a
 # gather. Health used to wait there for good, the watchdog seeing no call; the injected hang stops rank 1
 # exactly where a stuck GEMM leaves it.
 run_capture stuck_gemm timeout 120 mpirun --oversubscribe -np 2 -x FACTORYBENCH_INJECT=hang@rank=1,call=5 "$FACTORYBENCH" \
-  health --backend host --checkpoint-dir "$T/ckpt" --checkpoint-size 1M --hang-timeout 2s --run-dir "$T/hangdir" \
+  health --backend host --checkpoint-dir "$T/ckpt" --checkpoint-size 1M --hang-timeout 4s --run-dir "$T/hangdir" \
   --output "$T/stuck_gemm.json"
 [ "$RC" -eq 1 ] && grep -qE "^hang: rank 1 \(host .*, GPU 1\) never entered health_gemm #5 \(8 B\)$" "$T/stuck_gemm.out" \
   && grep -qE "^health: 2 rank\(s\): 0 pass, 0 warn, 0 fail, 2 not finished \(4 of 9 checks done\)$" "$T/stuck_gemm.out" \
   && ok "stuck in the GEMM: rank 1 named after --hang-timeout (exit 1)" || fail "stuck_gemm: exit $RC: $(cat "$T/stuck_gemm.out")"
 run_capture stuck_ckpt timeout 120 mpirun --oversubscribe -np 2 -x FACTORYBENCH_INJECT=hang@rank=1,call=17 "$FACTORYBENCH" \
-  health --backend host --checkpoint-dir "$T/ckpt" --checkpoint-size 1M --hang-timeout 2s --run-dir "$T/hangdir" \
+  health --backend host --checkpoint-dir "$T/ckpt" --checkpoint-size 1M --hang-timeout 4s --run-dir "$T/hangdir" \
   --output "$T/stuck_ckpt.json"
 [ "$RC" -eq 1 ] && grep -qE "^hang: rank 1 \(host .*, GPU 1\) never entered health_check #17 " "$T/stuck_ckpt.out" \
   && assert_json "$T/stuck_ckpt.json" "d['summary']['health']['checks_done'] == 8 and 'rank 1' in d['summary']['health']['reason']" "stuck in the checkpoint write: 8 checks done, rank 1 in the reason" \
@@ -179,7 +181,7 @@ run_capture stuck_ckpt timeout 120 mpirun --oversubscribe -np 2 -x FACTORYBENCH_
 cat >"$T/hang_suite.json" <<EOF
 {"name": "hang", "steps": [
   {"name": "g1", "command": "gemm", "args": "--m 64 --n 64 --k 64 --iters 3 --warmup 1"},
-  {"name": "h", "command": "health", "args": "--checkpoint-dir $T/ckpt --checkpoint-size 1M --hang-timeout 2s --run-dir $T/hangdir"},
+  {"name": "h", "command": "health", "args": "--checkpoint-dir $T/ckpt --checkpoint-size 1M --hang-timeout 4s --run-dir $T/hangdir"},
   {"name": "g2", "command": "gemm", "args": "--m 64 --n 64 --k 64 --iters 3 --warmup 1"}]}
 EOF
 for who in 1 0; do
